@@ -1,0 +1,230 @@
+/* bench_world.c: ns per agent-step of the movement core.
+ *
+ *   dense: N agents on a jittered 5 m grid (field side 5*ceil(sqrt N)), radius
+ *          1.5 m, max_speed 2 m/s, dt 0.05 s; each arrives at a random goal and
+ *          draws a new one on arrival; separation from at most 8 neighbours
+ *          within 15 m. The scenario the crowd libraries are measured on.
+ *   mixed: a third patrolling (ping-pong paths, arc cornering, heading model), a
+ *          third arriving at random goals, a third wandering; no neighbours.
+ *
+ * Each row: median (and min) over RUNS runs of STEPS steps after WARMUP steps.
+ * usage: bench_world [dense|mixed|all] [--max N] [--runs R] [--steps S] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "world.h"
+
+#define DT 0.05f
+#define WARMUP 20
+#define MAX_RUNS 32
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+typedef struct scenario {
+  steer_world *w;
+  steer_rng rng;
+  float side; /* m */
+  uint64_t retargets;
+} scenario;
+
+static vec2 random_goal(scenario *s) {
+  return v2(steer_rng_range(&s->rng, 0.0f, s->side), steer_rng_range(&s->rng, 0.0f, s->side));
+}
+
+static steer_world *make_world(uint32_t n, float side, uint32_t max_paths) {
+  steer_world_config cfg = steer_default_world_config();
+  cfg.max_agents = n;
+  cfg.max_paths = max_paths;
+  cfg.max_path_points = 8;
+  cfg.max_events = n;
+  cfg.min = v2(0.0f, 0.0f);
+  cfg.max = v2(side, side);
+  cfg.cell_size = 8.0f;
+  cfg.seed = 42;
+  return steer_world_create(&cfg);
+}
+
+static int setup_dense(scenario *s, uint32_t n) {
+  uint32_t per_row = (uint32_t)ceil(sqrt((double)n));
+  s->side = 5.0f * (float)per_row;
+  s->w = make_world(n, s->side, 1);
+  if (!s->w)
+    return -1;
+  steer_rng_seed(&s->rng, 7);
+  steer_agent_desc d = steer_default_agent_desc();
+  d.model = STEER_MODEL_DYNAMIC;
+  d.limits.radius = 1.5f;
+  d.limits.max_speed = 2.0f;
+  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
+  d.behaviour.target.kind = STEER_TARGET_POINT;
+  d.behaviour.separation_weight = 1.0f;
+  d.behaviour.max_neighbours = 8;
+  d.behaviour.params.separation_radius = 15.0f - 2.0f * d.limits.radius; /* query radius 15 m */
+  for (uint32_t i = 0; i < n; i++) {
+    float x = 2.5f + 5.0f * (float)(i % per_row) + steer_rng_range(&s->rng, -1.0f, 1.0f);
+    float y = 2.5f + 5.0f * (float)(i / per_row) + steer_rng_range(&s->rng, -1.0f, 1.0f);
+    d.state.position = v2(x, y);
+    d.behaviour.target.point = random_goal(s);
+    if (steer_world_spawn(s->w, &d, 0, NULL) != STEER_OK)
+      return -1;
+  }
+  return 0;
+}
+
+#define MIXED_PATHS 512
+
+static int setup_mixed(scenario *s, uint32_t n) {
+  uint32_t per_row = (uint32_t)ceil(sqrt((double)n));
+  s->side = 5.0f * (float)per_row;
+  s->w = make_world(n, s->side, MIXED_PATHS);
+  if (!s->w)
+    return -1;
+  steer_rng_seed(&s->rng, 11);
+  /* Shared patrol routes: zigzags of 5 points, 15-25 m legs. */
+  int paths[MIXED_PATHS];
+  vec2 starts[MIXED_PATHS], seconds[MIXED_PATHS];
+  for (int p = 0; p < MIXED_PATHS; p++) {
+    vec2 pts[5];
+    vec2 c = v2(steer_rng_range(&s->rng, 60.0f, s->side - 60.0f), steer_rng_range(&s->rng, 60.0f, s->side - 60.0f));
+    if (s->side < 130.0f)
+      c = v2(s->side * 0.5f, s->side * 0.5f);
+    for (int k = 0; k < 5; k++)
+      pts[k] = v2(c.x - 40.0f + 20.0f * (float)k, c.y + ((k & 1) ? 12.0f : -12.0f));
+    for (int k = 0; k < 5; k++) {
+      pts[k].x = steer_clampf(pts[k].x, 0.0f, s->side);
+      pts[k].y = steer_clampf(pts[k].y, 0.0f, s->side);
+    }
+    paths[p] = steer_world_path_create(s->w, pts, 5, 1.0f, STEER_PATH_PINGPONG, STEER_CORNER_ARC);
+    if (paths[p] < 0)
+      return -1;
+    starts[p] = pts[0];
+    seconds[p] = pts[1];
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    steer_agent_desc d = steer_default_agent_desc();
+    steer_id id;
+    d.limits.max_speed = 2.0f;
+    d.state.position = v2(steer_rng_range(&s->rng, 0.0f, s->side), steer_rng_range(&s->rng, 0.0f, s->side));
+    switch (i % 3) {
+    case 0: {
+      int p = (int)(i / 3) % MIXED_PATHS;
+      d.model = STEER_MODEL_HEADING;
+      d.limits.max_rotation = 6.0f;
+      d.state.position = starts[p];
+      d.state.orientation = steer_orientation_of(v2_sub(seconds[p], starts[p]));
+      if (steer_world_spawn(s->w, &d, 0, &id) != STEER_OK || steer_world_follow_path(s->w, id, paths[p]) != STEER_OK)
+        return -1;
+      break;
+    }
+    case 1:
+      d.model = STEER_MODEL_DYNAMIC;
+      d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
+      d.behaviour.target.kind = STEER_TARGET_POINT;
+      d.behaviour.target.point = random_goal(s);
+      if (steer_world_spawn(s->w, &d, 0, NULL) != STEER_OK)
+        return -1;
+      break;
+    default:
+      d.model = STEER_MODEL_DYNAMIC;
+      d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
+      if (steer_world_spawn(s->w, &d, 0, NULL) != STEER_OK)
+        return -1;
+      break;
+    }
+  }
+  for (int p = 0; p < MIXED_PATHS; p++)
+    steer_world_path_release(s->w, paths[p]);
+  return 0;
+}
+
+/* One step plus what a host does with its events: new goals on arrival. */
+static void step(scenario *s) {
+  steer_world_step(s->w, DT);
+  uint32_t n;
+  const steer_event *ev = steer_world_events(s->w, &n);
+  for (uint32_t i = 0; i < n; i++) {
+    if (ev[i].type != STEER_EVENT_ARRIVED)
+      continue;
+    steer_agent_info info;
+    if (steer_world_get(s->w, ev[i].agent, &info) != STEER_OK)
+      continue;
+    info.behaviour.target.point = random_goal(s);
+    steer_world_set_behaviour(s->w, ev[i].agent, &info.behaviour);
+    s->retargets++;
+  }
+}
+
+static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t), int runs, int steps) {
+  scenario s;
+  memset(&s, 0, sizeof(s));
+  if (setup(&s, n) != 0) {
+    fprintf(stderr, "bench_world: %s setup failed for N=%u\n", name, n);
+    steer_world_destroy(s.w);
+    exit(1);
+  }
+  for (int i = 0; i < WARMUP; i++)
+    step(&s);
+  double per_step[MAX_RUNS];
+  for (int r = 0; r < runs; r++) {
+    double t0 = now_ns();
+    for (int i = 0; i < steps; i++)
+      step(&s);
+    per_step[r] = (now_ns() - t0) / steps;
+  }
+  qsort(per_step, (size_t)runs, sizeof(double), cmp_double);
+  double median = per_step[runs / 2];
+  printf("| %-8s | %9u | %14.1f | %14.1f | %10.3f | %9llu |\n", name, n, median / n, per_step[0] / n, median / 1e6,
+         (unsigned long long)s.retargets);
+  fflush(stdout);
+  steer_world_destroy(s.w);
+}
+
+int main(int argc, char **argv) {
+  const char *which = "all";
+  uint32_t max_n = 1000000;
+  int runs = 5, steps = 50;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--max") == 0 && i + 1 < argc)
+      max_n = (uint32_t)strtoul(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+      runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
+      steps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      printf("usage: bench_world [dense|mixed|all] [--max N] [--runs R] [--steps S]\n");
+      return 0;
+    } else
+      which = argv[i];
+  }
+  if (runs < 1 || runs > MAX_RUNS || steps < 1) {
+    fprintf(stderr, "bench_world: runs must be 1..%d and steps >= 1\n", MAX_RUNS);
+    return 2;
+  }
+  printf("movement core, one thread, dt %.2f s; median (min) over %d runs of %d steps after %d warm-up\n\n", DT,
+         runs, steps, WARMUP);
+  printf("| scenario | agents | ns/agent-step (median) | ns/agent-step (min) | ms/step | retargets |\n");
+  printf("|---|---:|---:|---:|---:|---:|\n");
+  static const uint32_t dense_n[] = {1000, 10000, 100000};
+  static const uint32_t mixed_n[] = {1000, 10000, 100000, 1000000};
+  if (strcmp(which, "all") == 0 || strcmp(which, "dense") == 0)
+    for (size_t i = 0; i < sizeof(dense_n) / sizeof(dense_n[0]); i++)
+      if (dense_n[i] <= max_n)
+        run("dense", dense_n[i], setup_dense, runs, steps);
+  if (strcmp(which, "all") == 0 || strcmp(which, "mixed") == 0)
+    for (size_t i = 0; i < sizeof(mixed_n) / sizeof(mixed_n[0]); i++)
+      if (mixed_n[i] <= max_n)
+        run("mixed", mixed_n[i], setup_mixed, runs, steps);
+  return 0;
+}

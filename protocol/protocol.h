@@ -1,0 +1,462 @@
+/* protocol.h: the steerd wire protocol as pure encode/decode functions.
+ *
+ * No I/O, no clock, no printing, no malloc: encoders write into a caller buffer,
+ * decoders read untrusted bytes into caller structs. protocol/PROTOCOL.md is the
+ * normative spec; this header mirrors it.
+ *
+ * Every ENet packet holds exactly one msgpack array:
+ *
+ *   client -> server, channel 0 (reliable):
+ *     [type 1..9, request_id u32, {body: string keys}]
+ *   server -> client, channel 0 (reliable):
+ *     [32 WELCOME, request_id, {client_id, tick_rate, snapshot_rate, world, tick, server_time_us, protocol}]
+ *     [33 ACK,     request_id, command_type, {body}]
+ *     [34 ERROR,   request_id, code, message, field | nil]
+ *     [35 EVENT,   tick, event_code, agent_id, data]
+ *   server -> client, channel 1 (unreliable, sequenced):
+ *     [36 SNAPSHOT, tick, server_time_us, part_index, part_count, agent_total,
+ *                   [id, x, y, theta, vx, vy, id, x, ...]]    (cm, cm/s, theta * 32768/pi)
+ *
+ * Return conventions: encoders return the number of bytes written, 0 when the
+ * buffer is too small or an enum is out of range. Decoders return 0, or minus a
+ * proto_error_code with *err filled in (code, field path, reason). */
+#ifndef PROTO_PROTOCOL_H
+#define PROTO_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "path.h"
+#include "steering.h"
+#include "vec2.h"
+#include "world.h"
+
+/* ---- Constants ---------------------------------------------------------- */
+
+#define PROTO_VERSION 1
+
+#define PROTO_CHANNEL_RELIABLE 0 /* commands, replies, events: reliable, ordered */
+#define PROTO_CHANNEL_SNAPSHOT 1 /* snapshots: unreliable, sequenced */
+#define PROTO_CHANNEL_COUNT    2
+
+#define PROTO_MAX_MESSAGE_BYTES    16384  /* larger packets are TOO_LARGE */
+#define PROTO_SNAPSHOT_PART_BYTES  1200   /* a snapshot packet never exceeds this */
+#define PROTO_MAX_PATH_POINTS      256    /* points of one SET_PATH / SPAWN path */
+#define PROTO_MAX_NAME_BYTES       64     /* HELLO name, UTF-8 bytes */
+#define PROTO_MAX_ERROR_TEXT_BYTES 255    /* ERROR message, UTF-8 bytes */
+#define PROTO_MAX_FIELD_BYTES      63     /* ERROR field path, bytes */
+#define PROTO_MAX_MAP_ENTRIES      32     /* any map on the wire */
+#define PROTO_MAX_ABS_FLOAT        1.0e6f /* every float field: |v| <= this */
+
+/* Snapshot size bounds (msgpack, worst case) used to split snapshots. */
+#define PROTO_SNAPSHOT_HEADER_MAX_BYTES 40 /* array, type, tick, time, part, count, total, agents header */
+#define PROTO_SNAPSHOT_AGENT_MAX_BYTES  28 /* id u32 5, x 5, y 5, theta 3, vx 5, vy 5 */
+
+/* ---- Enumerations ------------------------------------------------------- */
+
+typedef enum proto_msg_type {
+  PROTO_MSG_HELLO = 1,
+  PROTO_MSG_SPAWN = 2,
+  PROTO_MSG_DESPAWN = 3,
+  PROTO_MSG_SET_BEHAVIOUR = 4,
+  PROTO_MSG_SET_PATH = 5,
+  PROTO_MSG_SET_PARAMS = 6,
+  PROTO_MSG_STOP = 7,
+  PROTO_MSG_QUERY = 8,
+  PROTO_MSG_PING = 9,
+  PROTO_MSG_WELCOME = 32,
+  PROTO_MSG_ACK = 33,
+  PROTO_MSG_ERROR = 34,
+  PROTO_MSG_EVENT = 35,
+  PROTO_MSG_SNAPSHOT = 36
+} proto_msg_type;
+
+/* Wire error codes (positive on the wire; decoders return them negated). */
+typedef enum proto_error_code {
+  PROTO_OK = 0,
+  PROTO_ERR_BAD_MESSAGE = 1,      /* not msgpack, not an array, bad framing, trailing bytes */
+  PROTO_ERR_UNKNOWN_TYPE = 2,     /* message type not known (for this direction) */
+  PROTO_ERR_BAD_FIELD = 3,        /* missing, wrong type, not finite, out of range, unknown enum/key */
+  PROTO_ERR_VERSION_MISMATCH = 4, /* HELLO version != PROTO_VERSION */
+  PROTO_ERR_NOT_WELCOMED = 5,     /* command before HELLO */
+  PROTO_ERR_NO_SUCH_AGENT = 6,
+  PROTO_ERR_WORLD_FULL = 7,
+  PROTO_ERR_MODEL_MISMATCH = 8, /* behaviour / cornering does not suit the agent's model */
+  PROTO_ERR_BAD_TARGET = 9,     /* behaviour target missing or not a live agent */
+  PROTO_ERR_TOO_LARGE = 10,     /* message > PROTO_MAX_MESSAGE_BYTES; snapshot > capacity */
+  PROTO_ERR_RATE_LIMITED = 11,
+  PROTO_ERR_NOT_OWNER = 12,
+  PROTO_ERR_INTERNAL = 13,
+  PROTO_ERR_COUNT
+} proto_error_code;
+
+/* ENet disconnect data. */
+typedef enum proto_disconnect_reason {
+  PROTO_DISCONNECT_NONE = 0,
+  PROTO_DISCONNECT_SHUTDOWN = 1,
+  PROTO_DISCONNECT_ABUSE = 2,
+  PROTO_DISCONNECT_TIMEOUT = 3,
+  PROTO_DISCONNECT_VERSION = 4,
+  PROTO_DISCONNECT_FULL = 5,
+  PROTO_DISCONNECT_KICKED = 6,
+  PROTO_DISCONNECT_COUNT
+} proto_disconnect_reason;
+
+/* EVENT codes; 0..3 equal steer_event_type. */
+typedef enum proto_event_code {
+  PROTO_EVENT_ARRIVED = 0,       /* data 0 */
+  PROTO_EVENT_WAYPOINT = 1,      /* data = node index reached */
+  PROTO_EVENT_PATH_FINISHED = 2, /* data = last node index */
+  PROTO_EVENT_REVERSED = 3,      /* data = node index it turned at */
+  PROTO_EVENT_SPAWNED = 4,       /* data = owner client id */
+  PROTO_EVENT_DESPAWNED = 5,     /* data 0 */
+  PROTO_EVENT_COUNT
+} proto_event_code;
+
+/* ---- Decoded field groups ----------------------------------------------- */
+
+/* Bits of proto_limits.present, in wire-name order. */
+enum {
+  PROTO_LIMIT_MAX_SPEED = 1u << 0,
+  PROTO_LIMIT_MAX_ACCELERATION = 1u << 1,
+  PROTO_LIMIT_MAX_ROTATION = 1u << 2,
+  PROTO_LIMIT_MAX_ANGULAR_ACCELERATION = 1u << 3,
+  PROTO_LIMIT_RADIUS = 1u << 4,
+  PROTO_LIMIT_ALL = (1u << 5) - 1u
+};
+#define PROTO_LIMIT_COUNT 5
+
+/* Partial steer_limits: only fields whose bit is set in present were sent. */
+typedef struct proto_limits {
+  uint32_t present; /* PROTO_LIMIT_* bits */
+  steer_limits v;
+} proto_limits;
+
+/* Bits of proto_params.present, one per steer_params field, in struct order. */
+enum {
+  PROTO_PARAM_TIME_TO_TARGET = 1u << 0,
+  PROTO_PARAM_TARGET_RADIUS = 1u << 1,
+  PROTO_PARAM_SLOW_RADIUS = 1u << 2,
+  PROTO_PARAM_KINEMATIC_TIME_TO_TARGET = 1u << 3,
+  PROTO_PARAM_ALIGN_TARGET_RADIUS = 1u << 4,
+  PROTO_PARAM_ALIGN_SLOW_RADIUS = 1u << 5,
+  PROTO_PARAM_ALIGN_TIME_TO_TARGET = 1u << 6,
+  PROTO_PARAM_MAX_PREDICTION = 1u << 7,
+  PROTO_PARAM_PANIC_RADIUS = 1u << 8,
+  PROTO_PARAM_WANDER_OFFSET = 1u << 9,
+  PROTO_PARAM_WANDER_RADIUS = 1u << 10,
+  PROTO_PARAM_WANDER_RATE = 1u << 11,
+  PROTO_PARAM_SEPARATION_RADIUS = 1u << 12,
+  PROTO_PARAM_TURN_TRIGGER_DISTANCE = 1u << 13,
+  PROTO_PARAM_PATH_RECOVER_STRENGTH = 1u << 14,
+  PROTO_PARAM_ALL = (1u << 15) - 1u
+};
+#define PROTO_PARAM_COUNT 15
+
+/* Partial steer_params: only fields whose bit is set in present were sent. */
+typedef struct proto_params {
+  uint32_t present; /* PROTO_PARAM_* bits */
+  steer_params v;
+} proto_params;
+
+/* Bits of proto_behaviour.present. */
+enum {
+  PROTO_BHV_TARGET = 1u << 0,            /* target [x, y] */
+  PROTO_BHV_TARGET_AGENT = 1u << 1,      /* target_agent */
+  PROTO_BHV_TARGET_AGENT2 = 1u << 2,     /* target_agent2 (only with target_agent) */
+  PROTO_BHV_ORIENTATION = 1u << 3,       /* orientation */
+  PROTO_BHV_FACING = 1u << 4,            /* facing */
+  PROTO_BHV_COMBINE = 1u << 5,           /* combine */
+  PROTO_BHV_SEPARATION_WEIGHT = 1u << 6, /* separation_weight */
+  PROTO_BHV_MAX_NEIGHBOURS = 1u << 7     /* max_neighbours */
+};
+
+typedef struct proto_behaviour {
+  uint32_t present;        /* PROTO_BHV_* bits */
+  uint8_t kind;            /* steer_behaviour_kind, never FOLLOW_PATH */
+  uint8_t facing;          /* steer_facing */
+  uint8_t combine;         /* steer_combine */
+  uint8_t max_neighbours;  /* 0..255 */
+  float separation_weight; /* >= 0 */
+  vec2 target;             /* m */
+  float orientation;       /* rad, wrapped into (-pi, pi] */
+  steer_id target_agent;
+  steer_id target_agent2;
+  proto_params params;
+} proto_behaviour;
+
+typedef struct proto_path {
+  uint32_t count;    /* 1..PROTO_MAX_PATH_POINTS */
+  float radius;      /* m, > 0 */
+  uint8_t mode;      /* steer_path_mode */
+  uint8_t cornering; /* steer_cornering */
+  proto_params params;
+  vec2 points[PROTO_MAX_PATH_POINTS]; /* m */
+} proto_path;
+
+/* ---- Client -> server commands ------------------------------------------ */
+
+typedef struct proto_hello {
+  uint32_t version;
+  char name[PROTO_MAX_NAME_BYTES + 1]; /* valid UTF-8, no NUL inside, NUL-terminated */
+} proto_hello;
+
+/* Bits of proto_spawn.present. */
+enum {
+  PROTO_SPAWN_ORIENTATION = 1u << 0,
+  PROTO_SPAWN_VX = 1u << 1,
+  PROTO_SPAWN_VY = 1u << 2,
+  PROTO_SPAWN_LIMITS = 1u << 3,
+  PROTO_SPAWN_BEHAVIOUR = 1u << 4,
+  PROTO_SPAWN_PATH = 1u << 5
+};
+
+typedef struct proto_spawn {
+  uint32_t present;  /* PROTO_SPAWN_* bits */
+  uint8_t model;     /* steer_model */
+  vec2 position;     /* m (required) */
+  float orientation; /* rad, wrapped (0) */
+  vec2 velocity;     /* m/s (0, 0) */
+  proto_limits limits;
+  proto_behaviour behaviour;
+  proto_path path;
+} proto_spawn;
+
+/* DESPAWN, STOP, QUERY. */
+typedef struct proto_agent_cmd {
+  steer_id agent;
+} proto_agent_cmd;
+
+typedef struct proto_set_behaviour {
+  steer_id agent;
+  proto_behaviour behaviour;
+} proto_set_behaviour;
+
+typedef struct proto_set_path {
+  steer_id agent;
+  proto_path path;
+} proto_set_path;
+
+typedef struct proto_set_params {
+  steer_id agent;
+  proto_limits limits; /* limits.present == 0: not sent */
+  proto_params params; /* params.present == 0: not sent */
+} proto_set_params;
+
+typedef struct proto_ping {
+  uint64_t client_time_us;
+} proto_ping;
+
+typedef struct proto_command {
+  uint8_t type; /* proto_msg_type, 1..9 */
+  uint32_t request_id;
+  union {
+    proto_hello hello;
+    proto_spawn spawn;
+    proto_agent_cmd despawn;
+    proto_set_behaviour set_behaviour;
+    proto_set_path set_path;
+    proto_set_params set_params;
+    proto_agent_cmd stop;
+    proto_agent_cmd query;
+    proto_ping ping;
+  };
+} proto_command;
+
+/* ---- Server -> client messages ------------------------------------------ */
+
+typedef struct proto_welcome {
+  uint32_t request_id; /* of the HELLO */
+  uint32_t client_id;
+  uint32_t tick_rate;        /* Hz */
+  uint32_t snapshot_rate;    /* Hz */
+  vec2 world_min, world_max; /* m */
+  uint64_t tick;
+  uint64_t server_time_us;
+  uint32_t protocol; /* PROTO_VERSION */
+} proto_welcome;
+
+/* Body of the ACK of a QUERY. */
+typedef struct proto_agent_report {
+  steer_id agent;
+  uint8_t model;     /* steer_model */
+  uint8_t behaviour; /* steer_behaviour_kind (FOLLOW_PATH allowed) */
+  uint8_t arrived;   /* 0 / 1 */
+  int32_t path_node; /* -1: no path (nil on the wire) */
+  steer_state state; /* position, orientation, velocity, rotation */
+  steer_limits limits;
+  uint32_t owner; /* client id, 0 = server */
+} proto_agent_report;
+
+typedef struct proto_pong {
+  uint64_t client_time_us; /* echoed */
+  uint64_t server_time_us;
+  uint64_t tick;
+} proto_pong;
+
+typedef struct proto_ack {
+  uint32_t request_id;
+  uint8_t command;          /* proto_msg_type acknowledged (2..9) */
+  steer_id agent;           /* every command but PING */
+  proto_agent_report query; /* QUERY only (query.agent == agent) */
+  proto_pong pong;          /* PING only */
+} proto_ack;
+
+typedef struct proto_error_msg {
+  uint32_t request_id; /* 0 when the failing message's id could not be read */
+  uint32_t code;       /* proto_error_code */
+  char message[PROTO_MAX_ERROR_TEXT_BYTES + 1];
+  char field[PROTO_MAX_FIELD_BYTES + 1]; /* "" when nil */
+  uint8_t has_field;
+} proto_error_msg;
+
+typedef struct proto_event {
+  uint64_t tick;
+  uint8_t code; /* proto_event_code */
+  steer_id agent;
+  uint32_t data;
+} proto_event;
+
+typedef struct proto_snapshot_header {
+  uint64_t tick;
+  uint64_t server_time_us;
+  uint32_t part_index;  /* < part_count */
+  uint32_t part_count;  /* >= 1 */
+  uint32_t agent_total; /* agents in all parts of this tick */
+} proto_snapshot_header;
+
+/* One agent of a snapshot, in SI units. */
+typedef struct proto_pose {
+  steer_id id;
+  float x, y;   /* m */
+  float theta;  /* rad */
+  float vx, vy; /* m/s */
+} proto_pose;
+
+/* The same, as on the wire. */
+typedef struct proto_pose_q {
+  steer_id id;
+  int32_t x, y;   /* cm */
+  int16_t theta;  /* pi/32768 rad */
+  int32_t vx, vy; /* cm/s */
+} proto_pose_q;
+
+typedef struct proto_snapshot {
+  proto_snapshot_header header;
+  uint32_t count;          /* agents in this part */
+  const proto_pose *poses; /* encode: the poses; decode: the caller's array */
+} proto_snapshot;
+
+typedef struct proto_server_msg {
+  uint8_t type; /* PROTO_MSG_WELCOME..PROTO_MSG_SNAPSHOT */
+  union {
+    proto_welcome welcome;
+    proto_ack ack;
+    proto_error_msg error;
+    proto_event event;
+    proto_snapshot snapshot;
+  };
+} proto_server_msg;
+
+/* ---- Decode errors ------------------------------------------------------- */
+
+typedef struct proto_error_info {
+  int code;     /* proto_error_code, PROTO_OK on success */
+  uint8_t type; /* message type if it was read, else 0 */
+  uint8_t has_request_id;
+  uint32_t request_id;                   /* valid when has_request_id */
+  const char *reason;                    /* static text, e.g. "not finite", "missing" */
+  char field[PROTO_MAX_FIELD_BYTES + 1]; /* e.g. "behaviour.params.slow_radius"; "" if none */
+} proto_error_info;
+
+/* "BAD_FIELD" etc.; accepts the code or its negation; "UNKNOWN" otherwise. */
+const char *proto_error_name(int code);
+/* One sentence describing the code. */
+const char *proto_error_text(int code);
+/* Maps a steer_error (negative) to the wire code; STEER_OK -> PROTO_OK. */
+int proto_error_from_steer(int steer_err);
+const char *proto_disconnect_name(uint32_t reason);
+const char *proto_msg_type_name(uint32_t type); /* "HELLO", ...; NULL if unknown */
+
+/* Wire names of the enums ("dynamic", "seek", "pingpong", ...); NULL if out of range. */
+const char *proto_model_name(uint32_t model);
+const char *proto_behaviour_name(uint32_t kind); /* includes "follow_path" (reports only) */
+const char *proto_facing_name(uint32_t facing);
+const char *proto_combine_name(uint32_t combine);
+const char *proto_path_mode_name(uint32_t mode);
+const char *proto_cornering_name(uint32_t cornering);
+const char *proto_event_name(uint32_t code);  /* "arrived", ... */
+const char *proto_param_name(uint32_t index); /* steer_params field, index < PROTO_PARAM_COUNT */
+const char *proto_limit_name(uint32_t index); /* steer_limits field, index < PROTO_LIMIT_COUNT */
+
+/* ---- Applying decoded commands (pure; the server starts from core defaults) */
+
+/* Copies the present fields into dst. */
+void proto_limits_apply(const proto_limits *src, steer_limits *dst);
+void proto_params_apply(const proto_params *src, steer_params *dst);
+/* dst should be steer_default_behaviour(src->kind); sets kind, the present
+ * options, the target (AGENT if target_agent, else POINT if target or
+ * orientation, else NONE) and the present params. */
+void proto_behaviour_apply(const proto_behaviour *src, steer_behaviour *dst);
+/* dst should be steer_default_agent_desc(); sets model, state, limits and
+ * behaviour (if present). The path, if present, is for the server to set after
+ * the spawn. */
+void proto_spawn_apply(const proto_spawn *src, steer_agent_desc *dst);
+
+/* ---- Encoders ------------------------------------------------------------ */
+
+/* Any client command; only present optional fields are written. */
+size_t proto_encode_command(uint8_t *buf, size_t cap, const proto_command *cmd);
+
+size_t proto_encode_welcome(uint8_t *buf, size_t cap, const proto_welcome *w);
+size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a);
+/* message and field may be NULL ("" and nil); both are truncated to their caps. */
+size_t proto_encode_error(uint8_t *buf, size_t cap, uint32_t request_id, int code, const char *message,
+                          const char *field);
+size_t proto_encode_event(uint8_t *buf, size_t cap, const proto_event *e);
+size_t proto_encode_snapshot(uint8_t *buf, size_t cap, const proto_snapshot_header *h,
+                             const proto_pose *poses, uint32_t count);
+/* Agents straight from a world view: the dense indices indices[first..first+count)
+ * or, when indices is NULL, first..first+count. */
+size_t proto_encode_snapshot_view(uint8_t *buf, size_t cap, const proto_snapshot_header *h,
+                                  const steer_world_view *view, const uint32_t *indices, uint32_t first,
+                                  uint32_t count);
+/* Any server message (dispatch on msg->type). */
+size_t proto_encode_server_msg(uint8_t *buf, size_t cap, const proto_server_msg *msg);
+
+/* Agents that always fit in one snapshot packet of part_bytes bytes (worst-case
+ * sizes); 0 if even the header does not fit. 41 for 1200 bytes. */
+uint32_t proto_snapshot_capacity(size_t part_bytes);
+
+/* ---- Decoders (untrusted input) ------------------------------------------- */
+
+/* Client -> server. Strict: unknown keys, duplicate keys and unknown enum strings
+ * are BAD_FIELD. err may be NULL. */
+int proto_decode_command(const uint8_t *data, size_t len, proto_command *out, proto_error_info *err);
+
+/* Server -> client. Unknown keys are skipped (forward compatible). For a
+ * SNAPSHOT, poses (capacity pose_cap, may be NULL when 0) receives the agents
+ * and out->snapshot.poses points at it; more agents than pose_cap is TOO_LARGE. */
+int proto_decode_server_msg(const uint8_t *data, size_t len, proto_server_msg *out, proto_pose *poses,
+                            uint32_t pose_cap, proto_error_info *err);
+
+/* SNAPSHOT only; poses and/or qposes (either may be NULL) receive the agents. */
+int proto_decode_snapshot(const uint8_t *data, size_t len, proto_snapshot_header *h, proto_pose *poses,
+                          proto_pose_q *qposes, uint32_t cap, uint32_t *count, proto_error_info *err);
+
+/* ---- Quantization ----------------------------------------------------------- */
+
+/* metres (or m/s) -> round(v * 100), saturated to int32; NaN -> 0. */
+int32_t proto_quantize_cm(float v);
+float proto_dequantize_cm(int32_t q);
+/* rad -> round(wrap(theta) * 32768 / pi), 32768 -> -32768. NaN -> 0. */
+int16_t proto_quantize_angle(float theta);
+/* q * pi / 32768, in [-pi, pi). */
+float proto_dequantize_angle(int16_t q);
+proto_pose_q proto_quantize_pose(const proto_pose *p);
+proto_pose proto_dequantize_pose(const proto_pose_q *q);
+
+/* Maps a core event to the wire event (same codes for 0..3). */
+proto_event proto_event_from_steer(const steer_event *e);
+
+#endif /* PROTO_PROTOCOL_H */

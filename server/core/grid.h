@@ -1,0 +1,40 @@
+/* grid.h: a uniform grid over the world bounds, rebuilt from positions each tick.
+ *
+ * A counting sort puts every agent's dense index into its cell; positions are
+ * copied in cell order so a neighbour scan reads contiguous memory. Used for
+ * separation now and interest management later. Internal to the core. */
+#ifndef STEER_GRID_H
+#define STEER_GRID_H
+
+#include <stdint.h>
+
+#include "vec2.h"
+
+typedef struct steer_grid {
+  vec2 min;          /* m, world corner */
+  float cell;        /* m, cell side */
+  float inv_cell;    /* 1/m */
+  uint32_t cols, rows;
+  uint32_t capacity; /* agents */
+  uint32_t *cell_start; /* cols*rows + 1 offsets into items */
+  uint32_t *items;      /* dense indices, in cell order */
+  uint32_t *item_cell;  /* per dense index: its cell (scratch of the build) */
+  float *sx, *sy;       /* positions in cell order */
+} steer_grid;
+
+#define STEER_GRID_MAX_CELLS (1u << 22)
+
+/* Sizes the grid for the bounds; the cell grows when the bounds would need more
+ * than STEER_GRID_MAX_CELLS cells. Returns 0 or STEER_ENOMEM / STEER_EINVAL. */
+int steer_grid_init(steer_grid *g, vec2 min, vec2 max, float cell, uint32_t capacity);
+void steer_grid_free(steer_grid *g);
+
+void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t count);
+
+/* Up to max nearest agents strictly within radius of p, nearest first, excluding
+ * dense index `exclude` (UINT32_MAX for none). Ties keep cell order, so the
+ * result is deterministic. out_d2 (may be NULL) gets squared distances. */
+uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
+                            float *out_d2, uint32_t max);
+
+#endif /* STEER_GRID_H */

@@ -1,0 +1,374 @@
+/* steering.c: the behaviours and integrators of steering.h.
+ *
+ * Pure functions of their arguments: no allocation, no I/O, no hidden state; the
+ * only randomness comes from the steer_rng the caller passes. The dynamic
+ * behaviours follow seed 000 (Millington) and seed 001 (Buckland) with the fixes of
+ * BEHAVIOURS.md; see approach_speed() for how arrive and align avoid overshoot. */
+#include "steering.h"
+
+#include <stddef.h>
+
+steer_params steer_default_params(void) {
+  steer_params p;
+  p.time_to_target = 0.1f;
+  p.target_radius = 0.5f;
+  p.slow_radius = 4.0f;
+  p.kinematic_time_to_target = 0.25f;
+  p.align_target_radius = 0.02f;
+  p.align_slow_radius = 0.6f;
+  p.align_time_to_target = 0.1f;
+  p.max_prediction = 2.0f;
+  p.panic_radius = 0.0f;
+  p.wander_offset = 4.0f;
+  p.wander_radius = 2.0f;
+  p.wander_rate = 4.0f;
+  p.separation_radius = 2.0f;
+  p.turn_trigger_distance = 5.0f;
+  p.path_recover_strength = 1.0f;
+  return p;
+}
+
+steer_limits steer_default_limits(void) {
+  steer_limits l;
+  l.max_speed = 3.0f;
+  l.max_acceleration = 6.0f;
+  l.max_rotation = 4.0f;
+  l.max_angular_acceleration = 16.0f;
+  l.radius = 0.5f;
+  return l;
+}
+
+static steer_output output_zero(void) {
+  steer_output o;
+  o.linear = v2(0.0f, 0.0f);
+  o.angular = 0.0f;
+  return o;
+}
+
+static float clip_abs(float v, float max_abs) { return steer_clampf(v, -max_abs, max_abs); }
+
+/* Speed (or turn rate) to ask for at distance dist (or angle) from the goal.
+ *
+ * Millington's ramp (max * dist / slow_radius) alone overshoots when slow_radius is
+ * small for the acceleration available, and it is under-damped when its slope is
+ * steep for time_to_target (align's defaults are). Two caps make it safe for any
+ * slow_radius, as long as the tick dt <= time_to_target:
+ *  - the braking curve sqrt(max_acc * dist): the speed from which braking at half
+ *    the limit stops exactly at the goal. The other half is headroom for the lag
+ *    of the (target - current) / time_to_target controller, which always runs a
+ *    little above the speed it tracks;
+ *  - dist / (4 * time_to_target): near the goal the controller then behaves as a
+ *    critically damped spring, which reaches the goal without crossing it (its
+ *    discrete form with dt <= time_to_target has real positive eigenvalues). */
+static float approach_speed(float dist, float max_speed, float max_acc, float slow_radius,
+                            float time_to_target) {
+  float speed = max_speed;
+  if (dist < slow_radius)
+    speed = max_speed * dist / slow_radius;
+  float braking = sqrtf(max_acc * dist);
+  if (braking < speed)
+    speed = braking;
+  float damped = dist / (4.0f * time_to_target);
+  if (damped < speed)
+    speed = damped;
+  return speed;
+}
+
+static vec2 seek_linear(const steer_state *s, const steer_limits *l, const steer_params *p,
+                        vec2 desired_velocity) {
+  vec2 linear = v2_scale(v2_sub(desired_velocity, s->velocity), 1.0f / p->time_to_target);
+  return v2_clip(linear, l->max_acceleration);
+}
+
+/* Flee without the panic radius check; a coincident target is fled along the
+ * agent's heading, so the agent always has somewhere to go. */
+static steer_output flee_from(const steer_state *s, const steer_limits *l, const steer_params *p,
+                              vec2 target) {
+  vec2 away = v2_sub(s->position, target);
+  vec2 dir = v2_len2(away) > 0.0f ? v2_norm(away) : steer_heading(s->orientation);
+  steer_output o = output_zero();
+  o.linear = seek_linear(s, l, p, v2_scale(dir, l->max_speed));
+  return o;
+}
+
+/* Velocity toward a point at the speed approach_speed() allows; zero at the point. */
+static vec2 approach_velocity(const steer_state *s, const steer_limits *l, const steer_params *p,
+                              vec2 target) {
+  vec2 offset = v2_sub(target, s->position);
+  float dist = v2_len(offset);
+  if (!(dist > 0.0f))
+    return v2(0.0f, 0.0f);
+  float speed = approach_speed(dist, l->max_speed, l->max_acceleration, p->slow_radius, p->time_to_target);
+  return v2_scale(offset, speed / dist);
+}
+
+/* Angular acceleration that stops the rotation. */
+static float brake_rotation(const steer_state *s, const steer_limits *l, const steer_params *p) {
+  return clip_abs(-s->rotation / p->align_time_to_target, l->max_angular_acceleration);
+}
+
+steer_kinematic_output steer_kinematic_seek(const steer_state *s, const steer_limits *l, vec2 target) {
+  steer_kinematic_output o;
+  o.velocity = v2_scale(v2_norm(v2_sub(target, s->position)), l->max_speed);
+  o.rotation = 0.0f;
+  return o;
+}
+
+steer_kinematic_output steer_kinematic_flee(const steer_state *s, const steer_limits *l, vec2 target) {
+  steer_kinematic_output o;
+  o.velocity = v2_scale(v2_norm(v2_sub(s->position, target)), l->max_speed);
+  o.rotation = 0.0f;
+  return o;
+}
+
+steer_kinematic_output steer_kinematic_arrive(const steer_state *s, const steer_limits *l,
+                                              const steer_params *p, vec2 target) {
+  steer_kinematic_output o;
+  vec2 offset = v2_sub(target, s->position);
+  o.rotation = 0.0f;
+  o.velocity = v2(0.0f, 0.0f);
+  if (v2_len(offset) < p->target_radius)
+    return o;
+  /* With dt <= kinematic_time_to_target one step covers at most the distance left,
+   * so the agent never passes the target. */
+  o.velocity = v2_clip(v2_scale(offset, 1.0f / p->kinematic_time_to_target), l->max_speed);
+  return o;
+}
+
+steer_kinematic_output steer_kinematic_wander(const steer_state *s, const steer_limits *l, steer_rng *rng) {
+  steer_kinematic_output o;
+  o.velocity = v2_scale(steer_heading(s->orientation), l->max_speed);
+  o.rotation = steer_rng_binomial(rng) * l->max_rotation;
+  return o;
+}
+
+steer_output steer_seek(const steer_state *s, const steer_limits *l, const steer_params *p, vec2 target) {
+  steer_output o = output_zero();
+  vec2 dir = v2_norm(v2_sub(target, s->position));
+  o.linear = seek_linear(s, l, p, v2_scale(dir, l->max_speed));
+  return o;
+}
+
+steer_output steer_flee(const steer_state *s, const steer_limits *l, const steer_params *p, vec2 target) {
+  if (p->panic_radius > 0.0f && v2_len2(v2_sub(s->position, target)) > p->panic_radius * p->panic_radius)
+    return output_zero();
+  return flee_from(s, l, p, target);
+}
+
+steer_output steer_arrive(const steer_state *s, const steer_limits *l, const steer_params *p, vec2 target) {
+  steer_output o = output_zero();
+  vec2 desired = v2(0.0f, 0.0f);
+  /* Inside target_radius the desired velocity is zero: a brake, so the agent
+   * comes to rest inside the radius instead of coasting (seed 000 stops steering). */
+  if (v2_len2(v2_sub(target, s->position)) >= p->target_radius * p->target_radius)
+    desired = approach_velocity(s, l, p, target);
+  o.linear = seek_linear(s, l, p, v2_clip(desired, l->max_speed));
+  return o;
+}
+
+steer_output steer_align(const steer_state *s, const steer_limits *l, const steer_params *p,
+                         float target_orientation) {
+  steer_output o = output_zero();
+  /* Wrapped, so a turn across +-pi takes the short way. */
+  float error = steer_wrap_angle(target_orientation - s->orientation);
+  float size = fabsf(error);
+  if (size < p->align_target_radius) {
+    /* Dead band: stop turning rather than chase a tiny error back and forth. */
+    o.angular = brake_rotation(s, l, p);
+    return o;
+  }
+  float rate = approach_speed(size, l->max_rotation, l->max_angular_acceleration, p->align_slow_radius,
+                              p->align_time_to_target);
+  if (error < 0.0f)
+    rate = -rate;
+  o.angular = clip_abs((rate - s->rotation) / p->align_time_to_target, l->max_angular_acceleration);
+  return o;
+}
+
+steer_output steer_velocity_match(const steer_state *s, const steer_limits *l, const steer_params *p,
+                                  vec2 target_velocity) {
+  steer_output o = output_zero();
+  o.linear = seek_linear(s, l, p, v2_clip(target_velocity, l->max_speed));
+  return o;
+}
+
+steer_output steer_face(const steer_state *s, const steer_limits *l, const steer_params *p, vec2 target) {
+  vec2 dir = v2_sub(target, s->position);
+  if (v2_len2(dir) == 0.0f) {
+    /* No direction to face (seed 000 returns its target here, a bug). */
+    steer_output o = output_zero();
+    o.angular = brake_rotation(s, l, p);
+    return o;
+  }
+  return steer_align(s, l, p, steer_orientation_of(dir));
+}
+
+steer_output steer_look_where_going(const steer_state *s, const steer_limits *l, const steer_params *p) {
+  if (v2_len2(s->velocity) == 0.0f) {
+    steer_output o = output_zero();
+    o.angular = brake_rotation(s, l, p);
+    return o;
+  }
+  return steer_align(s, l, p, steer_orientation_of(s->velocity));
+}
+
+/* Buckland's look-ahead: the time to close the distance if both ran at full speed
+ * toward each other, capped by Millington's max_prediction (0 predicts nothing). */
+static float look_ahead(const steer_limits *l, const steer_params *p, const steer_state *other, float dist) {
+  float t = dist / (l->max_speed + v2_len(other->velocity));
+  float cap = p->max_prediction > 0.0f ? p->max_prediction : 0.0f;
+  return t < cap ? t : cap;
+}
+
+steer_output steer_pursue(const steer_state *s, const steer_limits *l, const steer_params *p,
+                          const steer_state *target) {
+  vec2 to_target = v2_sub(target->position, s->position);
+  vec2 heading = steer_heading(s->orientation);
+  /* Head on (seed 001): the target comes to us, so aim at where it is. */
+  if (v2_dot(to_target, heading) > 0.0f && v2_dot(heading, steer_heading(target->orientation)) < -0.95f)
+    return steer_seek(s, l, p, target->position);
+  float t = look_ahead(l, p, target, v2_len(to_target));
+  return steer_seek(s, l, p, v2_add(target->position, v2_scale(target->velocity, t)));
+}
+
+steer_output steer_evade(const steer_state *s, const steer_limits *l, const steer_params *p,
+                         const steer_state *pursuer) {
+  vec2 to_pursuer = v2_sub(pursuer->position, s->position);
+  float dist = v2_len(to_pursuer);
+  if (p->panic_radius > 0.0f && dist > p->panic_radius)
+    return output_zero();
+  float t = look_ahead(l, p, pursuer, dist);
+  return flee_from(s, l, p, v2_add(pursuer->position, v2_scale(pursuer->velocity, t)));
+}
+
+steer_output steer_interpose(const steer_state *s, const steer_limits *l, const steer_params *p,
+                             const steer_state *a, const steer_state *b) {
+  vec2 mid = v2_scale(v2_add(a->position, b->position), 0.5f);
+  float t = v2_len(v2_sub(s->position, mid)) / l->max_speed;
+  vec2 pa = v2_add(a->position, v2_scale(a->velocity, t));
+  vec2 pb = v2_add(b->position, v2_scale(b->velocity, t));
+  /* Arrive in the frame of the moving midpoint: its velocity is fed forward, or
+   * the agent would trail a moving pair by the distance at which arrive's speed
+   * matches theirs. Within target_radius of the midpoint it just keeps pace; the
+   * predicted point (which leads the midpoint) is only approached from outside,
+   * without a dead band of its own, so the agent cannot park ahead of the pair. */
+  vec2 desired = v2_scale(v2_add(a->velocity, b->velocity), 0.5f);
+  if (v2_len2(v2_sub(mid, s->position)) >= p->target_radius * p->target_radius)
+    desired = v2_add(desired, approach_velocity(s, l, p, v2_scale(v2_add(pa, pb), 0.5f)));
+  steer_output o = output_zero();
+  o.linear = seek_linear(s, l, p, v2_clip(desired, l->max_speed));
+  return o;
+}
+
+steer_output steer_wander(const steer_state *s, const steer_limits *l, const steer_params *p,
+                          float *wander_orientation, steer_rng *rng, float dt) {
+  *wander_orientation = steer_wrap_angle(*wander_orientation + steer_rng_binomial(rng) * p->wander_rate * dt);
+  vec2 heading = steer_heading(s->orientation);
+  vec2 centre = v2_add(s->position, v2_scale(heading, p->wander_offset));
+  vec2 target =
+      v2_add(centre, v2_scale(steer_heading(s->orientation + *wander_orientation), p->wander_radius));
+  steer_output o = steer_face(s, l, p, target);
+  o.linear = v2_scale(heading, l->max_acceleration);
+  return o;
+}
+
+steer_output steer_separation(const steer_state *s, const steer_limits *l, const steer_params *p,
+                              const vec2 *neighbours, const float *neighbour_radius, int count) {
+  steer_output o = output_zero();
+  if (neighbours == NULL)
+    return o;
+  for (int i = 0; i < count; i++) {
+    float r = neighbour_radius != NULL ? neighbour_radius[i] : l->radius;
+    float reach = p->separation_radius + l->radius + r;
+    vec2 away = v2_sub(s->position, neighbours[i]);
+    float d2 = v2_len2(away);
+    if (!(reach > 0.0f) || d2 >= reach * reach)
+      continue;
+    float d = sqrtf(d2);
+    /* A coincident neighbour gives no direction: back off along -heading, which
+     * is deterministic (two identical agents need the caller to break the tie). */
+    vec2 dir = d > 0.0f ? v2_scale(away, 1.0f / d) : v2_scale(steer_heading(s->orientation), -1.0f);
+    o.linear = v2_add(o.linear, v2_scale(dir, l->max_acceleration * (reach - d) / reach));
+  }
+  o.linear = v2_clip(o.linear, l->max_acceleration);
+  return o;
+}
+
+steer_output steer_brake(const steer_state *s, const steer_limits *l, const steer_params *p) {
+  steer_output o;
+  o.linear = seek_linear(s, l, p, v2(0.0f, 0.0f));
+  o.angular = brake_rotation(s, l, p);
+  return o;
+}
+
+steer_output steer_blend(const steer_output *outputs, const float *weights, int count,
+                         const steer_limits *l) {
+  steer_output o = output_zero();
+  for (int i = 0; i < count; i++) {
+    float w = weights != NULL ? weights[i] : 1.0f;
+    o.linear = v2_add(o.linear, v2_scale(outputs[i].linear, w));
+    o.angular += outputs[i].angular * w;
+  }
+  o.linear = v2_clip(o.linear, l->max_acceleration);
+  o.angular = clip_abs(o.angular, l->max_angular_acceleration);
+  return o;
+}
+
+steer_output steer_priority(const steer_output *outputs, int count, float epsilon) {
+  for (int i = 0; i < count; i++) {
+    if (v2_len2(outputs[i].linear) > epsilon * epsilon || fabsf(outputs[i].angular) > epsilon)
+      return outputs[i];
+  }
+  return output_zero();
+}
+
+float steer_heading_turn_toward(const steer_state *s, const steer_limits *l, float speed, vec2 target) {
+  vec2 dir = v2_sub(target, s->position);
+  if (v2_len2(dir) == 0.0f)
+    return 0.0f;
+  /* Seed 004: the heading converges faster the faster the agent moves. */
+  float diff = steer_wrap_angle(steer_orientation_of(dir) - s->orientation);
+  return clip_abs(diff * speed, l->max_rotation);
+}
+
+void steer_integrate_kinematic(steer_state *s, const steer_limits *l, steer_kinematic_output o, float dt) {
+  if (!(dt > 0.0f))
+    return;
+  s->velocity = v2_clip(o.velocity, l->max_speed);
+  s->rotation = clip_abs(o.rotation, l->max_rotation);
+  s->position = v2_add(s->position, v2_scale(s->velocity, dt));
+  if (s->rotation != 0.0f)
+    s->orientation += s->rotation * dt;
+  else if (v2_len2(s->velocity) > 0.0f)
+    s->orientation = steer_orientation_of(s->velocity);
+  s->orientation = steer_wrap_angle(s->orientation);
+}
+
+void steer_integrate_dynamic(steer_state *s, const steer_limits *l, steer_output o, float dt) {
+  if (!(dt > 0.0f))
+    return;
+  /* Behaviours clip their own output; clipping again makes the limit hold for
+   * callers that combine outputs by hand. */
+  vec2 linear = v2_clip(o.linear, l->max_acceleration);
+  float angular = clip_abs(o.angular, l->max_angular_acceleration);
+  s->velocity = v2_clip(v2_add(s->velocity, v2_scale(linear, dt)), l->max_speed);
+  s->rotation = clip_abs(s->rotation + angular * dt, l->max_rotation);
+  s->position = v2_add(s->position, v2_scale(s->velocity, dt));
+  s->orientation = steer_wrap_angle(s->orientation + s->rotation * dt);
+}
+
+void steer_integrate_heading(steer_state *s, const steer_limits *l, steer_heading_output o, float dt) {
+  if (!(dt > 0.0f))
+    return;
+  float speed = v2_len(s->velocity);
+  float want = steer_clampf(o.speed, 0.0f, l->max_speed);
+  float step = l->max_acceleration * dt;
+  speed = want > speed ? fminf(want, speed + step) : fmaxf(want, speed - step);
+  if (speed > l->max_speed)
+    speed = l->max_speed;
+  s->rotation = clip_abs(o.rotation, l->max_rotation);
+  s->orientation = steer_wrap_angle(s->orientation + s->rotation * dt);
+  vec2 heading = steer_heading(s->orientation);
+  s->position = v2_add(s->position, v2_scale(heading, speed * dt));
+  s->velocity = v2_scale(heading, speed);
+}

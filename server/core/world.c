@@ -1,0 +1,1026 @@
+/* world.c: the agent store, the path pool and the tick.
+ *
+ * Layout: hot state as arrays per field over a dense list [0, count); a slot
+ * table maps ids to dense indices. steer_world_step() runs four passes over all
+ * agents: grid, steering (reads only the previous tick's state, writes the
+ * per-agent command scratch), integration, path/arrival bookkeeping. */
+#include "world.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "grid.h"
+
+#define GEN_MAX ((1u << (32u - STEER_ID_INDEX_BITS)) - 1u) /* a slot retires after this */
+#define NO_DENSE UINT32_MAX
+#define SEPARATION_MAX_NEIGHBOURS 32u
+
+/* One pool entry; its points live at pool_points + handle * max_path_points. */
+typedef struct path_entry {
+  uint32_t count;
+  float radius;
+  uint8_t mode, cornering;
+  uint8_t in_use, released;
+  uint32_t users; /* agents following it */
+} path_entry;
+
+/* What a steering pass decided for one agent; its meaning depends on the model:
+ * dynamic (ax, ay, angular acc), kinematic (vx, vy, rotation), heading
+ * (rotation, speed, unused). */
+typedef struct command3 {
+  float a, b, c;
+} command3;
+
+struct steer_world {
+  steer_world_config cfg;
+  uint32_t count;
+  uint64_t tick;
+  steer_rng rng;
+
+  /* dense, per agent */
+  steer_id *id;
+  uint32_t *owner;
+  uint8_t *model;
+  uint8_t *arrived;
+  float *px, *py, *vx, *vy, *theta, *omega;
+  float *wander; /* rad, wander orientation */
+  steer_rng *arng;
+  steer_limits *limits;
+  steer_behaviour *behaviour;
+  int32_t *path;
+  steer_path_cursor *cursor;
+  command3 *cmd; /* scratch written by the steering pass */
+
+  /* slots */
+  uint32_t *slot_dense;
+  uint16_t *slot_gen;
+  uint32_t *free_ring; /* FIFO of free slots: reuse as late as possible */
+  uint32_t free_head, free_count;
+
+  /* paths */
+  path_entry *paths;
+  vec2 *path_points;
+  uint32_t *path_free; /* stack of free handles */
+  uint32_t path_free_count, path_live;
+
+  steer_grid grid;
+  uint32_t separating; /* agents with separation on: the grid query runs for them */
+
+  steer_event *events;
+  uint32_t event_count;
+  uint64_t events_dropped;
+};
+
+const char *steer_strerror(int code) {
+  switch (code) {
+  case STEER_OK:
+    return "ok";
+  case STEER_EINVAL:
+    return "invalid argument";
+  case STEER_ENOENT:
+    return "no such agent";
+  case STEER_EFULL:
+    return "world full";
+  case STEER_EMODEL:
+    return "behaviour does not suit the movement model";
+  case STEER_ETARGET:
+    return "target missing or not a live agent";
+  case STEER_ENOMEM:
+    return "out of memory";
+  default:
+    return "unknown error";
+  }
+}
+
+steer_world_config steer_default_world_config(void) {
+  steer_world_config c;
+  memset(&c, 0, sizeof(c));
+  c.max_agents = 10000;
+  c.max_paths = 0; /* 0: same as max_agents */
+  c.max_path_points = 64;
+  c.max_events = 4096;
+  c.min = v2(-500.0f, -500.0f);
+  c.max = v2(500.0f, 500.0f);
+  c.cell_size = 8.0f;
+  c.seed = 1;
+  return c;
+}
+
+steer_behaviour steer_default_behaviour(steer_behaviour_kind kind) {
+  steer_behaviour b;
+  memset(&b, 0, sizeof(b));
+  b.kind = (uint8_t)kind;
+  b.facing = STEER_FACING_LOOK_WHERE_GOING;
+  b.combine = STEER_COMBINE_BLEND;
+  b.max_neighbours = 8;
+  b.params = steer_default_params();
+  return b;
+}
+
+steer_agent_desc steer_default_agent_desc(void) {
+  steer_agent_desc d;
+  memset(&d, 0, sizeof(d));
+  d.model = STEER_MODEL_DYNAMIC;
+  d.limits = steer_default_limits();
+  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_NONE);
+  return d;
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+static int finite_all(const float *f, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(f[i]))
+      return 0;
+  return 1;
+}
+
+static int valid_limits(const steer_limits *l) {
+  return isfinite(l->max_speed) && l->max_speed > 0.0f && isfinite(l->max_acceleration) &&
+         l->max_acceleration > 0.0f && isfinite(l->max_rotation) && l->max_rotation > 0.0f &&
+         isfinite(l->max_angular_acceleration) && l->max_angular_acceleration > 0.0f && isfinite(l->radius) &&
+         l->radius >= 0.0f;
+}
+
+static int valid_params(const steer_params *p) {
+  if (!finite_all((const float *)p, sizeof(*p) / sizeof(float)))
+    return 0;
+  return p->time_to_target > 0.0f && p->kinematic_time_to_target > 0.0f && p->align_time_to_target > 0.0f &&
+         p->target_radius >= 0.0f && p->slow_radius >= p->target_radius && p->align_target_radius >= 0.0f &&
+         p->align_slow_radius >= p->align_target_radius && p->max_prediction >= 0.0f && p->panic_radius >= 0.0f &&
+         p->wander_offset >= 0.0f && p->wander_radius >= 0.0f && p->wander_rate >= 0.0f &&
+         p->separation_radius >= 0.0f && p->turn_trigger_distance >= 0.0f && p->path_recover_strength >= 0.0f;
+}
+
+/* Which behaviours each model can run (bit per steer_behaviour_kind). */
+static const uint32_t model_behaviours[STEER_MODEL_COUNT] = {
+    [STEER_MODEL_KINEMATIC] = (1u << STEER_BEHAVIOUR_NONE) | (1u << STEER_BEHAVIOUR_SEEK) |
+                              (1u << STEER_BEHAVIOUR_FLEE) | (1u << STEER_BEHAVIOUR_ARRIVE) |
+                              (1u << STEER_BEHAVIOUR_WANDER) | (1u << STEER_BEHAVIOUR_FOLLOW_PATH),
+    [STEER_MODEL_DYNAMIC] = (1u << STEER_BEHAVIOUR_COUNT) - 1u,
+    [STEER_MODEL_HEADING] = (1u << STEER_BEHAVIOUR_NONE) | (1u << STEER_BEHAVIOUR_SEEK) |
+                            (1u << STEER_BEHAVIOUR_ARRIVE) | (1u << STEER_BEHAVIOUR_WANDER) |
+                            (1u << STEER_BEHAVIOUR_FOLLOW_PATH),
+};
+
+static int needs_agent_target(uint8_t kind) {
+  return kind == STEER_BEHAVIOUR_PURSUE || kind == STEER_BEHAVIOUR_EVADE || kind == STEER_BEHAVIOUR_VELOCITY_MATCH ||
+         kind == STEER_BEHAVIOUR_INTERPOSE;
+}
+
+static int needs_point_or_agent(uint8_t kind) {
+  return kind == STEER_BEHAVIOUR_SEEK || kind == STEER_BEHAVIOUR_FLEE || kind == STEER_BEHAVIOUR_ARRIVE ||
+         kind == STEER_BEHAVIOUR_FACE || kind == STEER_BEHAVIOUR_ALIGN;
+}
+
+static uint32_t dense_of(const steer_world *w, steer_id id) {
+  uint32_t slot = id & STEER_ID_INDEX_MASK;
+  if (id == 0 || slot >= w->cfg.max_agents)
+    return NO_DENSE;
+  uint32_t d = w->slot_dense[slot];
+  if (d == NO_DENSE || w->id[d] != id)
+    return NO_DENSE;
+  return d;
+}
+
+static int inside_bounds(const steer_world *w, vec2 p) {
+  return p.x >= w->cfg.min.x && p.x <= w->cfg.max.x && p.y >= w->cfg.min.y && p.y <= w->cfg.max.y;
+}
+
+static int check_behaviour(const steer_world *w, uint8_t model, const steer_behaviour *b, steer_id self) {
+  if (b->kind >= STEER_BEHAVIOUR_COUNT || b->facing >= STEER_FACING_COUNT || b->combine >= STEER_COMBINE_COUNT ||
+      b->target.kind >= STEER_TARGET_KIND_COUNT)
+    return STEER_EINVAL;
+  if (!valid_params(&b->params) || !isfinite(b->separation_weight) || b->separation_weight < 0.0f)
+    return STEER_EINVAL;
+  if (!(model_behaviours[model] & (1u << b->kind)))
+    return STEER_EMODEL;
+  if (b->target.kind == STEER_TARGET_POINT &&
+      (!isfinite(b->target.point.x) || !isfinite(b->target.point.y) || !isfinite(b->target.orientation)))
+    return STEER_EINVAL;
+  if (needs_agent_target(b->kind) && b->target.kind != STEER_TARGET_AGENT)
+    return STEER_ETARGET;
+  if (needs_point_or_agent(b->kind) && b->target.kind == STEER_TARGET_NONE)
+    return STEER_ETARGET;
+  if (b->target.kind == STEER_TARGET_AGENT) {
+    if (dense_of(w, b->target.agent) == NO_DENSE || b->target.agent == self)
+      return STEER_ETARGET;
+    if (b->kind == STEER_BEHAVIOUR_INTERPOSE &&
+        (dense_of(w, b->target.agent2) == NO_DENSE || b->target.agent2 == self))
+      return STEER_ETARGET;
+  }
+  return STEER_OK;
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+#define ALLOC(field, n)                                                                                            \
+  do {                                                                                                             \
+    w->field = calloc((n), sizeof(*w->field));                                                                     \
+    if (!w->field)                                                                                                 \
+      goto fail;                                                                                                   \
+  } while (0)
+
+steer_world *steer_world_create(const steer_world_config *cfg) {
+  if (!cfg || cfg->max_agents == 0 || cfg->max_agents > STEER_MAX_CAPACITY || cfg->max_path_points == 0 ||
+      cfg->max_path_points > STEER_PATH_MAX_POINTS || !isfinite(cfg->min.x) || !isfinite(cfg->min.y) ||
+      !isfinite(cfg->max.x) || !isfinite(cfg->max.y) || !(cfg->max.x > cfg->min.x) || !(cfg->max.y > cfg->min.y) ||
+      !(cfg->cell_size > 0.0f) || !isfinite(cfg->cell_size))
+    return NULL;
+  steer_world *w = calloc(1, sizeof(*w));
+  if (!w)
+    return NULL;
+  w->cfg = *cfg;
+  if (w->cfg.max_paths == 0)
+    w->cfg.max_paths = cfg->max_agents;
+  uint32_t n = w->cfg.max_agents;
+  ALLOC(id, n);
+  ALLOC(owner, n);
+  ALLOC(model, n);
+  ALLOC(arrived, n);
+  ALLOC(px, n);
+  ALLOC(py, n);
+  ALLOC(vx, n);
+  ALLOC(vy, n);
+  ALLOC(theta, n);
+  ALLOC(omega, n);
+  ALLOC(wander, n);
+  ALLOC(arng, n);
+  ALLOC(limits, n);
+  ALLOC(behaviour, n);
+  ALLOC(path, n);
+  ALLOC(cursor, n);
+  ALLOC(cmd, n);
+  ALLOC(slot_dense, n);
+  ALLOC(slot_gen, n);
+  ALLOC(free_ring, n);
+  ALLOC(paths, w->cfg.max_paths);
+  ALLOC(path_points, (size_t)w->cfg.max_paths * w->cfg.max_path_points);
+  ALLOC(path_free, w->cfg.max_paths);
+  if (w->cfg.max_events > 0)
+    ALLOC(events, w->cfg.max_events);
+  for (uint32_t i = 0; i < n; i++) {
+    w->slot_dense[i] = NO_DENSE;
+    w->slot_gen[i] = 1;
+    w->free_ring[i] = i;
+  }
+  w->free_count = n;
+  for (uint32_t i = 0; i < w->cfg.max_paths; i++)
+    w->path_free[i] = w->cfg.max_paths - 1 - i; /* pop order 0, 1, 2, ... */
+  w->path_free_count = w->cfg.max_paths;
+  if (steer_grid_init(&w->grid, cfg->min, cfg->max, cfg->cell_size, n) != STEER_OK)
+    goto fail;
+  steer_rng_seed(&w->rng, cfg->seed);
+  return w;
+fail:
+  steer_world_destroy(w);
+  return NULL;
+}
+
+void steer_world_destroy(steer_world *w) {
+  if (!w)
+    return;
+  free(w->id);
+  free(w->owner);
+  free(w->model);
+  free(w->arrived);
+  free(w->px);
+  free(w->py);
+  free(w->vx);
+  free(w->vy);
+  free(w->theta);
+  free(w->omega);
+  free(w->wander);
+  free(w->arng);
+  free(w->limits);
+  free(w->behaviour);
+  free(w->path);
+  free(w->cursor);
+  free(w->cmd);
+  free(w->slot_dense);
+  free(w->slot_gen);
+  free(w->free_ring);
+  free(w->paths);
+  free(w->path_points);
+  free(w->path_free);
+  free(w->events);
+  steer_grid_free(&w->grid);
+  free(w);
+}
+
+/* ---- paths --------------------------------------------------------------- */
+
+static int path_valid(const steer_world *w, int path) {
+  return path >= 0 && (uint32_t)path < w->cfg.max_paths && w->paths[path].in_use;
+}
+
+static void path_free_if_unused(steer_world *w, int32_t path) {
+  path_entry *e = &w->paths[path];
+  if (e->in_use && e->released && e->users == 0) {
+    memset(e, 0, sizeof(*e));
+    w->path_free[w->path_free_count++] = (uint32_t)path;
+    w->path_live--;
+  }
+}
+
+int steer_world_path_create(steer_world *w, const vec2 *points, uint32_t count, float radius, steer_path_mode mode,
+                            steer_cornering cornering) {
+  if (!points || count == 0 || count > w->cfg.max_path_points || !isfinite(radius) || !(radius > 0.0f) ||
+      (unsigned)mode >= STEER_PATH_MODE_COUNT || (unsigned)cornering >= STEER_CORNER_COUNT)
+    return STEER_EINVAL;
+  for (uint32_t i = 0; i < count; i++)
+    if (!isfinite(points[i].x) || !isfinite(points[i].y) || !inside_bounds(w, points[i]))
+      return STEER_EINVAL;
+  if (w->path_free_count == 0)
+    return STEER_EFULL;
+  uint32_t h = w->path_free[--w->path_free_count];
+  path_entry *e = &w->paths[h];
+  e->count = count;
+  e->radius = radius;
+  e->mode = (uint8_t)mode;
+  e->cornering = (uint8_t)cornering;
+  e->in_use = 1;
+  e->released = 0;
+  e->users = 0;
+  memcpy(w->path_points + (size_t)h * w->cfg.max_path_points, points, count * sizeof(vec2));
+  w->path_live++;
+  return (int)h;
+}
+
+int steer_world_path_release(steer_world *w, int path) {
+  if (!path_valid(w, path) || w->paths[path].released)
+    return STEER_EINVAL;
+  w->paths[path].released = 1;
+  path_free_if_unused(w, path);
+  return STEER_OK;
+}
+
+uint32_t steer_world_path_count(const steer_world *w) { return w->path_live; }
+
+static steer_path path_view(const steer_world *w, int32_t h) {
+  const path_entry *e = &w->paths[h];
+  steer_path p;
+  p.points = w->path_points + (size_t)h * w->cfg.max_path_points;
+  p.count = e->count;
+  p.radius = e->radius;
+  p.mode = e->mode;
+  p.cornering = e->cornering;
+  return p;
+}
+
+/* Drops the agent's path, if any (the behaviour is left to the caller). */
+static void leave_path(steer_world *w, uint32_t d) {
+  int32_t h = w->path[d];
+  if (h < 0)
+    return;
+  w->path[d] = -1;
+  w->paths[h].users--;
+  path_free_if_unused(w, h);
+}
+
+int steer_world_follow_path(steer_world *w, steer_id id, int path) {
+  uint32_t d = dense_of(w, id);
+  if (d == NO_DENSE)
+    return STEER_ENOENT;
+  if (!path_valid(w, path))
+    return STEER_EINVAL;
+  const path_entry *e = &w->paths[path];
+  if (!(model_behaviours[w->model[d]] & (1u << STEER_BEHAVIOUR_FOLLOW_PATH)) ||
+      (e->cornering != STEER_CORNER_NONE && w->model[d] != STEER_MODEL_HEADING))
+    return STEER_EMODEL;
+  w->paths[path].users++; /* before leave_path, so re-following the same path keeps it alive */
+  leave_path(w, d);
+  w->path[d] = path;
+  steer_path_cursor_init(&w->cursor[d]);
+  steer_behaviour *b = &w->behaviour[d];
+  b->kind = STEER_BEHAVIOUR_FOLLOW_PATH;
+  b->target.kind = STEER_TARGET_NONE;
+  w->arrived[d] = 0;
+  return STEER_OK;
+}
+
+int steer_world_set_path(steer_world *w, steer_id id, const vec2 *points, uint32_t count, float radius,
+                         steer_path_mode mode, steer_cornering cornering) {
+  uint32_t d = dense_of(w, id);
+  if (d == NO_DENSE)
+    return STEER_ENOENT;
+  if (cornering != STEER_CORNER_NONE && w->model[d] != STEER_MODEL_HEADING)
+    return STEER_EMODEL;
+  int h = steer_world_path_create(w, points, count, radius, mode, cornering);
+  if (h < 0)
+    return h;
+  int rc = steer_world_follow_path(w, id, h);
+  steer_world_path_release(w, h); /* the agent holds the only reference now */
+  return rc;
+}
+
+/* ---- agents -------------------------------------------------------------- */
+
+int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t owner, steer_id *out_id) {
+  if (!desc || desc->model >= STEER_MODEL_COUNT || !valid_limits(&desc->limits))
+    return STEER_EINVAL;
+  const steer_state *s = &desc->state;
+  if (!finite_all((const float *)s, sizeof(*s) / sizeof(float)) || !inside_bounds(w, s->position))
+    return STEER_EINVAL;
+  if (desc->behaviour.kind == STEER_BEHAVIOUR_FOLLOW_PATH)
+    return STEER_EINVAL;
+  int rc = check_behaviour(w, desc->model, &desc->behaviour, 0);
+  if (rc != STEER_OK)
+    return rc;
+  if (w->free_count == 0)
+    return STEER_EFULL;
+  uint32_t slot = w->free_ring[w->free_head];
+  w->free_head = (w->free_head + 1) % w->cfg.max_agents;
+  w->free_count--;
+
+  uint32_t d = w->count++;
+  steer_id id = ((uint32_t)w->slot_gen[slot] << STEER_ID_INDEX_BITS) | slot;
+  w->slot_dense[slot] = d;
+  w->id[d] = id;
+  w->owner[d] = owner;
+  w->model[d] = desc->model;
+  w->arrived[d] = 0;
+  w->px[d] = s->position.x;
+  w->py[d] = s->position.y;
+  /* A heading-model agent moves along its heading: keep only that component. */
+  vec2 v = s->velocity;
+  if (desc->model == STEER_MODEL_HEADING)
+    v = v2_scale(steer_heading(s->orientation), v2_dot(v, steer_heading(s->orientation)));
+  v = v2_clip(v, desc->limits.max_speed);
+  w->vx[d] = v.x;
+  w->vy[d] = v.y;
+  w->theta[d] = steer_wrap_angle(s->orientation);
+  w->omega[d] = steer_clampf(s->rotation, -desc->limits.max_rotation, desc->limits.max_rotation);
+  w->wander[d] = 0.0f;
+  /* Each agent gets its own generator, seeded from the world's: wander stays
+   * reproducible whatever order agents are stepped in. */
+  steer_rng_seed(&w->arng[d], ((uint64_t)steer_rng_next(&w->rng) << 32) | steer_rng_next(&w->rng));
+  w->limits[d] = desc->limits;
+  w->behaviour[d] = desc->behaviour;
+  w->path[d] = -1;
+  steer_path_cursor_init(&w->cursor[d]);
+  memset(&w->cmd[d], 0, sizeof(w->cmd[d]));
+  if (desc->behaviour.separation_weight > 0.0f)
+    w->separating++;
+  if (out_id)
+    *out_id = id;
+  return STEER_OK;
+}
+
+/* Moves the last dense agent into hole d. */
+static void dense_move(steer_world *w, uint32_t to, uint32_t from) {
+  w->id[to] = w->id[from];
+  w->owner[to] = w->owner[from];
+  w->model[to] = w->model[from];
+  w->arrived[to] = w->arrived[from];
+  w->px[to] = w->px[from];
+  w->py[to] = w->py[from];
+  w->vx[to] = w->vx[from];
+  w->vy[to] = w->vy[from];
+  w->theta[to] = w->theta[from];
+  w->omega[to] = w->omega[from];
+  w->wander[to] = w->wander[from];
+  w->arng[to] = w->arng[from];
+  w->limits[to] = w->limits[from];
+  w->behaviour[to] = w->behaviour[from];
+  w->path[to] = w->path[from];
+  w->cursor[to] = w->cursor[from];
+  w->cmd[to] = w->cmd[from];
+  w->slot_dense[w->id[to] & STEER_ID_INDEX_MASK] = to;
+}
+
+int steer_world_despawn(steer_world *w, steer_id id) {
+  uint32_t d = dense_of(w, id);
+  if (d == NO_DENSE)
+    return STEER_ENOENT;
+  leave_path(w, d);
+  if (w->behaviour[d].separation_weight > 0.0f)
+    w->separating--;
+  uint32_t slot = id & STEER_ID_INDEX_MASK;
+  uint32_t last = --w->count;
+  if (d != last)
+    dense_move(w, d, last);
+  w->slot_dense[slot] = NO_DENSE;
+  if (w->slot_gen[slot] < GEN_MAX) {
+    w->slot_gen[slot]++;
+    uint32_t tail = (w->free_head + w->free_count) % w->cfg.max_agents;
+    w->free_ring[tail] = slot;
+    w->free_count++;
+  } /* else: the slot's generations are used up; retire it rather than reuse an id */
+  return STEER_OK;
+}
+
+int steer_world_alive(const steer_world *w, steer_id id) { return dense_of(w, id) != NO_DENSE; }
+
+int steer_world_set_behaviour(steer_world *w, steer_id id, const steer_behaviour *b) {
+  uint32_t d = dense_of(w, id);
+  if (d == NO_DENSE)
+    return STEER_ENOENT;
+  if (!b)
+    return STEER_EINVAL;
+  if (b->kind == STEER_BEHAVIOUR_FOLLOW_PATH) {
+    /* Only parameters change: the path itself is set with set_path. */
+    if (w->path[d] < 0)
+      return STEER_EINVAL;
+  }
+  int rc = check_behaviour(w, w->model[d], b, id);
+  if (rc != STEER_OK)
+    return rc;
+  if (b->kind != STEER_BEHAVIOUR_FOLLOW_PATH)
+    leave_path(w, d);
+  w->separating -= w->behaviour[d].separation_weight > 0.0f;
+  w->separating += b->separation_weight > 0.0f;
+  w->behaviour[d] = *b;
+  w->arrived[d] = 0;
+  return STEER_OK;
+}
+
+int steer_world_set_limits(steer_world *w, steer_id id, const steer_limits *l) {
+  uint32_t d = dense_of(w, id);
+  if (d == NO_DENSE)
+    return STEER_ENOENT;
+  if (!l || !valid_limits(l))
+    return STEER_EINVAL;
+  w->limits[d] = *l;
+  return STEER_OK;
+}
+
+int steer_world_stop(steer_world *w, steer_id id) {
+  uint32_t d = dense_of(w, id);
+  if (d == NO_DENSE)
+    return STEER_ENOENT;
+  leave_path(w, d);
+  w->behaviour[d].kind = STEER_BEHAVIOUR_NONE;
+  w->behaviour[d].target.kind = STEER_TARGET_NONE;
+  w->arrived[d] = 0;
+  return STEER_OK;
+}
+
+static steer_state state_of(const steer_world *w, uint32_t d) {
+  steer_state s;
+  s.position = v2(w->px[d], w->py[d]);
+  s.orientation = w->theta[d];
+  s.velocity = v2(w->vx[d], w->vy[d]);
+  s.rotation = w->omega[d];
+  return s;
+}
+
+int steer_world_get(const steer_world *w, steer_id id, steer_agent_info *out) {
+  uint32_t d = dense_of(w, id);
+  if (d == NO_DENSE)
+    return STEER_ENOENT;
+  memset(out, 0, sizeof(*out));
+  out->id = id;
+  out->model = w->model[d];
+  out->arrived = w->arrived[d];
+  out->state = state_of(w, d);
+  out->limits = w->limits[d];
+  out->behaviour = w->behaviour[d];
+  out->path = w->path[d];
+  out->cursor = w->cursor[d];
+  out->owner = w->owner[d];
+  return STEER_OK;
+}
+
+/* ---- the tick ------------------------------------------------------------ */
+
+static void emit(steer_world *w, steer_id agent, uint8_t type, uint32_t node) {
+  if (w->event_count >= w->cfg.max_events) {
+    w->events_dropped++;
+    return;
+  }
+  steer_event *e = &w->events[w->event_count++];
+  e->tick = w->tick;
+  e->agent = agent;
+  e->type = type;
+  e->node = node;
+}
+
+/* The point a behaviour aims at: its point, or its target agent's position. */
+static int target_point(const steer_world *w, const steer_target *t, vec2 *out) {
+  if (t->kind == STEER_TARGET_POINT) {
+    *out = t->point;
+    return 1;
+  }
+  if (t->kind == STEER_TARGET_AGENT) {
+    uint32_t o = dense_of(w, t->agent);
+    if (o == NO_DENSE)
+      return 0;
+    *out = v2(w->px[o], w->py[o]);
+    return 1;
+  }
+  return 0;
+}
+
+static int target_state(const steer_world *w, steer_id id, steer_state *out) {
+  uint32_t o = dense_of(w, id);
+  if (o == NO_DENSE)
+    return 0;
+  *out = state_of(w, o);
+  return 1;
+}
+
+/* Orientation for dynamic agents whose behaviour steers only the velocity. */
+static float facing_angular(const steer_world *w, uint32_t d, const steer_state *s) {
+  const steer_behaviour *b = &w->behaviour[d];
+  const steer_limits *l = &w->limits[d];
+  vec2 t;
+  switch (b->facing) {
+  case STEER_FACING_TARGET:
+    if (target_point(w, &b->target, &t))
+      return steer_face(s, l, &b->params, t).angular;
+    return steer_brake(s, l, &b->params).angular;
+  case STEER_FACING_NONE:
+    return steer_brake(s, l, &b->params).angular;
+  default:
+    return steer_look_where_going(s, l, &b->params).angular;
+  }
+}
+
+static steer_output separation(const steer_world *w, uint32_t d, const steer_state *s) {
+  const steer_behaviour *b = &w->behaviour[d];
+  const steer_limits *l = &w->limits[d];
+  uint32_t idx[SEPARATION_MAX_NEIGHBOURS];
+  vec2 pos[SEPARATION_MAX_NEIGHBOURS];
+  float rad[SEPARATION_MAX_NEIGHBOURS];
+  uint32_t max = b->max_neighbours < SEPARATION_MAX_NEIGHBOURS ? b->max_neighbours : SEPARATION_MAX_NEIGHBOURS;
+  float query = b->params.separation_radius + 2.0f * l->radius;
+  uint32_t n = steer_grid_nearest(&w->grid, s->position, query, d, idx, NULL, max);
+  for (uint32_t i = 0; i < n; i++) {
+    pos[i] = v2(w->px[idx[i]], w->py[idx[i]]);
+    rad[i] = w->limits[idx[i]].radius;
+  }
+  return steer_separation(s, l, &b->params, pos, rad, (int)n);
+}
+
+static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_state *s, float dt) {
+  const steer_behaviour *b = &w->behaviour[d];
+  const steer_limits *l = &w->limits[d];
+  const steer_params *p = &b->params;
+  steer_output o = {{0.0f, 0.0f}, 0.0f};
+  steer_state t1, t2;
+  vec2 tp;
+  int linear_only = 1; /* facing decides the angular part */
+  switch (b->kind) {
+  case STEER_BEHAVIOUR_SEEK:
+  case STEER_BEHAVIOUR_FLEE:
+  case STEER_BEHAVIOUR_ARRIVE:
+    if (!target_point(w, &b->target, &tp))
+      goto lost;
+    o = b->kind == STEER_BEHAVIOUR_SEEK   ? steer_seek(s, l, p, tp)
+        : b->kind == STEER_BEHAVIOUR_FLEE ? steer_flee(s, l, p, tp)
+                                          : steer_arrive(s, l, p, tp);
+    break;
+  case STEER_BEHAVIOUR_VELOCITY_MATCH:
+    if (!target_state(w, b->target.agent, &t1))
+      goto lost;
+    o = steer_velocity_match(s, l, p, t1.velocity);
+    break;
+  case STEER_BEHAVIOUR_PURSUE:
+  case STEER_BEHAVIOUR_EVADE:
+    if (!target_state(w, b->target.agent, &t1))
+      goto lost;
+    o = b->kind == STEER_BEHAVIOUR_PURSUE ? steer_pursue(s, l, p, &t1) : steer_evade(s, l, p, &t1);
+    break;
+  case STEER_BEHAVIOUR_INTERPOSE:
+    if (!target_state(w, b->target.agent, &t1) || !target_state(w, b->target.agent2, &t2))
+      goto lost;
+    o = steer_interpose(s, l, p, &t1, &t2);
+    break;
+  case STEER_BEHAVIOUR_FOLLOW_PATH: {
+    steer_path path = path_view(w, w->path[d]);
+    o = steer_path_steer_dynamic(s, l, p, &path, &w->cursor[d]);
+    break;
+  }
+  case STEER_BEHAVIOUR_ALIGN: {
+    float target = b->target.orientation;
+    if (b->target.kind == STEER_TARGET_AGENT) {
+      if (!target_state(w, b->target.agent, &t1))
+        goto lost;
+      target = t1.orientation;
+    }
+    o = steer_align(s, l, p, target);
+    o.linear = steer_brake(s, l, p).linear;
+    linear_only = 0;
+    break;
+  }
+  case STEER_BEHAVIOUR_FACE:
+    if (!target_point(w, &b->target, &tp))
+      goto lost;
+    o = steer_face(s, l, p, tp);
+    o.linear = steer_brake(s, l, p).linear;
+    linear_only = 0;
+    break;
+  case STEER_BEHAVIOUR_LOOK_WHERE_GOING:
+    o = steer_look_where_going(s, l, p);
+    o.linear = steer_brake(s, l, p).linear;
+    linear_only = 0;
+    break;
+  case STEER_BEHAVIOUR_WANDER:
+    o = steer_wander(s, l, p, &w->wander[d], &w->arng[d], dt);
+    linear_only = 0;
+    break;
+  default:
+  lost: /* NONE, or a target that has gone: come to rest */
+    o = steer_brake(s, l, p);
+    linear_only = 0;
+    break;
+  }
+  if (linear_only)
+    o.angular = facing_angular(w, d, s);
+  if (b->separation_weight > 0.0f) {
+    steer_output sep = separation(w, d, s);
+    if (b->combine == STEER_COMBINE_PRIORITY) {
+      /* Separation steers the velocity only; the orientation stays the behaviour's. */
+      steer_output groups[2] = {{sep.linear, 0.0f}, o};
+      o.linear = steer_priority(groups, 2, 1e-3f).linear;
+    } else {
+      steer_output both[2] = {o, sep};
+      float weights[2] = {1.0f, b->separation_weight};
+      o = steer_blend(both, weights, 2, l);
+    }
+  }
+  return o;
+}
+
+static steer_kinematic_output kinematic_steering(steer_world *w, uint32_t d, const steer_state *s) {
+  const steer_behaviour *b = &w->behaviour[d];
+  const steer_limits *l = &w->limits[d];
+  steer_kinematic_output o = {{0.0f, 0.0f}, 0.0f};
+  vec2 tp;
+  switch (b->kind) {
+  case STEER_BEHAVIOUR_SEEK:
+  case STEER_BEHAVIOUR_FLEE:
+  case STEER_BEHAVIOUR_ARRIVE:
+    if (!target_point(w, &b->target, &tp))
+      break;
+    o = b->kind == STEER_BEHAVIOUR_SEEK   ? steer_kinematic_seek(s, l, tp)
+        : b->kind == STEER_BEHAVIOUR_FLEE ? steer_kinematic_flee(s, l, tp)
+                                          : steer_kinematic_arrive(s, l, &b->params, tp);
+    break;
+  case STEER_BEHAVIOUR_WANDER:
+    o = steer_kinematic_wander(s, l, &w->arng[d]);
+    break;
+  case STEER_BEHAVIOUR_FOLLOW_PATH: {
+    steer_path path = path_view(w, w->path[d]);
+    o = steer_path_steer_kinematic(s, l, &b->params, &path, &w->cursor[d]);
+    break;
+  }
+  default:
+    break;
+  }
+  return o;
+}
+
+static steer_heading_output heading_steering(steer_world *w, uint32_t d, const steer_state *s) {
+  const steer_behaviour *b = &w->behaviour[d];
+  const steer_limits *l = &w->limits[d];
+  steer_heading_output o = {0.0f, 0.0f};
+  vec2 tp;
+  switch (b->kind) {
+  case STEER_BEHAVIOUR_SEEK:
+  case STEER_BEHAVIOUR_ARRIVE: {
+    if (!target_point(w, &b->target, &tp))
+      break;
+    float dist = v2_len(v2_sub(tp, s->position));
+    o.speed = l->max_speed;
+    if (b->kind == STEER_BEHAVIOUR_ARRIVE) {
+      /* Brake along the way so the agent stops inside the target radius. */
+      float to_go = dist - 0.5f * b->params.target_radius;
+      float brake = to_go > 0.0f ? sqrtf(2.0f * l->max_acceleration * to_go) : 0.0f;
+      o.speed = dist < b->params.target_radius ? 0.0f : (brake < o.speed ? brake : o.speed);
+    }
+    o.rotation = dist > 0.0f ? steer_heading_turn_toward(s, l, o.speed > 0.1f ? o.speed : 0.1f, tp) : 0.0f;
+    break;
+  }
+  case STEER_BEHAVIOUR_WANDER:
+    o.speed = l->max_speed;
+    o.rotation = steer_rng_binomial(&w->arng[d]) * l->max_rotation;
+    break;
+  case STEER_BEHAVIOUR_FOLLOW_PATH: {
+    steer_path path = path_view(w, w->path[d]);
+    o = steer_path_steer_heading(s, l, &b->params, &path, &w->cursor[d]);
+    break;
+  }
+  default:
+    break;
+  }
+  return o;
+}
+
+static void pass_steering(steer_world *w, float dt) {
+  for (uint32_t d = 0; d < w->count; d++) {
+    steer_state s = state_of(w, d);
+    command3 *c = &w->cmd[d];
+    switch (w->model[d]) {
+    case STEER_MODEL_KINEMATIC: {
+      steer_kinematic_output o = kinematic_steering(w, d, &s);
+      c->a = o.velocity.x;
+      c->b = o.velocity.y;
+      c->c = o.rotation;
+      break;
+    }
+    case STEER_MODEL_HEADING: {
+      steer_heading_output o = heading_steering(w, d, &s);
+      c->a = o.rotation;
+      c->b = o.speed;
+      c->c = 0.0f;
+      break;
+    }
+    default: {
+      steer_output o = dynamic_steering(w, d, &s, dt);
+      c->a = o.linear.x;
+      c->b = o.linear.y;
+      c->c = o.angular;
+      break;
+    }
+    }
+  }
+}
+
+static void pass_integrate(steer_world *w, float dt) {
+  const vec2 lo = w->cfg.min, hi = w->cfg.max;
+  for (uint32_t d = 0; d < w->count; d++) {
+    steer_state s = state_of(w, d);
+    const command3 *c = &w->cmd[d];
+    const steer_limits *l = &w->limits[d];
+    switch (w->model[d]) {
+    case STEER_MODEL_KINEMATIC: {
+      steer_kinematic_output o = {{c->a, c->b}, c->c};
+      steer_integrate_kinematic(&s, l, o, dt);
+      break;
+    }
+    case STEER_MODEL_HEADING: {
+      steer_heading_output o = {c->a, c->b};
+      steer_integrate_heading(&s, l, o, dt);
+      break;
+    }
+    default: {
+      steer_output o = {{c->a, c->b}, c->c};
+      steer_integrate_dynamic(&s, l, o, dt);
+      break;
+    }
+    }
+    /* The world's edge is a wall: stop the outward part of the velocity. */
+    if (s.position.x < lo.x || s.position.x > hi.x) {
+      s.position.x = steer_clampf(s.position.x, lo.x, hi.x);
+      s.velocity.x = 0.0f;
+    }
+    if (s.position.y < lo.y || s.position.y > hi.y) {
+      s.position.y = steer_clampf(s.position.y, lo.y, hi.y);
+      s.velocity.y = 0.0f;
+    }
+    w->px[d] = s.position.x;
+    w->py[d] = s.position.y;
+    w->vx[d] = s.velocity.x;
+    w->vy[d] = s.velocity.y;
+    w->theta[d] = s.orientation;
+    w->omega[d] = s.rotation;
+  }
+}
+
+static void pass_events(steer_world *w, float dt) {
+  for (uint32_t d = 0; d < w->count; d++) {
+    const steer_behaviour *b = &w->behaviour[d];
+    if (b->kind == STEER_BEHAVIOUR_FOLLOW_PATH) {
+      steer_state s = state_of(w, d);
+      steer_path path = path_view(w, w->path[d]);
+      uint32_t node = 0;
+      unsigned ev = steer_path_advance(&path, &w->cursor[d], &s, &w->limits[d], &b->params, dt, &node);
+      if (ev & STEER_PATH_EVENT_WAYPOINT)
+        emit(w, w->id[d], STEER_EVENT_WAYPOINT, node);
+      if (ev & STEER_PATH_EVENT_REVERSED)
+        emit(w, w->id[d], STEER_EVENT_REVERSED, node);
+      if (ev & STEER_PATH_EVENT_FINISHED)
+        emit(w, w->id[d], STEER_EVENT_PATH_FINISHED, node);
+    } else if (b->kind == STEER_BEHAVIOUR_ARRIVE && !w->arrived[d]) {
+      vec2 tp;
+      if (target_point(w, &b->target, &tp) &&
+          v2_len2(v2_sub(tp, v2(w->px[d], w->py[d]))) < b->params.target_radius * b->params.target_radius) {
+        w->arrived[d] = 1;
+        emit(w, w->id[d], STEER_EVENT_ARRIVED, 0);
+      }
+    }
+  }
+}
+
+void steer_world_step(steer_world *w, float dt) {
+  if (!(dt > 0.0f) || !isfinite(dt))
+    return;
+  w->tick++;
+  w->event_count = 0;
+  steer_grid_build(&w->grid, w->px, w->py, w->count);
+  pass_steering(w, dt);
+  pass_integrate(w, dt);
+  pass_events(w, dt);
+}
+
+/* ---- read access --------------------------------------------------------- */
+
+const steer_event *steer_world_events(const steer_world *w, uint32_t *count) {
+  *count = w->event_count;
+  return w->events;
+}
+
+uint64_t steer_world_events_dropped(const steer_world *w) { return w->events_dropped; }
+uint64_t steer_world_tick(const steer_world *w) { return w->tick; }
+uint32_t steer_world_count(const steer_world *w) { return w->count; }
+uint32_t steer_world_capacity(const steer_world *w) { return w->cfg.max_agents; }
+const steer_world_config *steer_world_get_config(const steer_world *w) { return &w->cfg; }
+
+steer_world_view steer_world_get_view(const steer_world *w) {
+  steer_world_view v;
+  v.count = w->count;
+  v.id = w->id;
+  v.px = w->px;
+  v.py = w->py;
+  v.vx = w->vx;
+  v.vy = w->vy;
+  v.theta = w->theta;
+  v.omega = w->omega;
+  v.owner = w->owner;
+  return v;
+}
+
+uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out, uint32_t max) {
+  uint32_t n = steer_grid_nearest(&w->grid, centre, radius, NO_DENSE, out, NULL, max);
+  for (uint32_t i = 0; i < n; i++)
+    out[i] = w->id[out[i]];
+  return n;
+}
+
+/* ---- hashing ------------------------------------------------------------- */
+
+/* FNV-1a style mixing over 32-bit words, finished with a 64-bit avalanche;
+ * fields are hashed one by one so struct padding never leaks in. */
+static uint64_t mix32(uint64_t h, uint32_t x) { return (h ^ x) * 0x100000001b3ULL; }
+static uint64_t mix64(uint64_t h, uint64_t x) { return mix32(mix32(h, (uint32_t)x), (uint32_t)(x >> 32)); }
+static uint64_t mixf(uint64_t h, float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof(u));
+  return mix32(h, u);
+}
+static uint64_t mixfs(uint64_t h, const float *f, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    h = mixf(h, f[i]);
+  return h;
+}
+
+static uint64_t hash_behaviour(uint64_t h, const steer_behaviour *b) {
+  h = mix32(h, (uint32_t)b->kind | (uint32_t)b->facing << 8 | (uint32_t)b->combine << 16 |
+                   (uint32_t)b->max_neighbours << 24);
+  h = mixf(h, b->separation_weight);
+  h = mix32(h, b->target.kind);
+  h = mixf(h, b->target.point.x);
+  h = mixf(h, b->target.point.y);
+  h = mixf(h, b->target.orientation);
+  h = mix32(h, b->target.agent);
+  h = mix32(h, b->target.agent2);
+  return mixfs(h, (const float *)&b->params, sizeof(b->params) / sizeof(float));
+}
+
+uint64_t steer_world_hash(const steer_world *w) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  h = mix64(h, w->tick);
+  h = mix64(h, w->rng.state);
+  h = mix32(h, w->count);
+  for (uint32_t d = 0; d < w->count; d++) {
+    h = mix32(h, w->id[d]);
+    h = mix32(h, w->owner[d]);
+    h = mix32(h, (uint32_t)w->model[d] | (uint32_t)w->arrived[d] << 8);
+    h = mixf(h, w->px[d]);
+    h = mixf(h, w->py[d]);
+    h = mixf(h, w->vx[d]);
+    h = mixf(h, w->vy[d]);
+    h = mixf(h, w->theta[d]);
+    h = mixf(h, w->omega[d]);
+    h = mixf(h, w->wander[d]);
+    h = mix64(h, w->arng[d].state);
+    h = mixfs(h, (const float *)&w->limits[d], sizeof(steer_limits) / sizeof(float));
+    h = hash_behaviour(h, &w->behaviour[d]);
+    h = mix32(h, (uint32_t)w->path[d]);
+    const steer_path_cursor *c = &w->cursor[d];
+    h = mix32(h, c->node);
+    h = mix32(h, (uint32_t)(uint8_t)c->dir | (uint32_t)c->finished << 8);
+    h = mixf(h, c->turn_time_left);
+    h = mixf(h, c->turn_rate);
+  }
+  for (uint32_t p = 0; p < w->cfg.max_paths; p++) {
+    const path_entry *e = &w->paths[p];
+    if (!e->in_use)
+      continue;
+    h = mix32(h, p);
+    h = mix32(h, e->count);
+    h = mixf(h, e->radius);
+    h = mix32(h, (uint32_t)e->mode | (uint32_t)e->cornering << 8 | (uint32_t)e->released << 16);
+    h = mix32(h, e->users);
+    h = mixfs(h, (const float *)(w->path_points + (size_t)p * w->cfg.max_path_points), 2u * e->count);
+  }
+  /* Final avalanche (splitmix64) so nearby states give unrelated hashes. */
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return h;
+}

@@ -1,0 +1,213 @@
+/* world.h: a fixed-capacity world of steered agents.
+ *
+ * Agents live in a dense list (arrays per field, swap-removed on despawn) behind
+ * stable ids: an id holds a slot index and the slot's generation, so a stale id
+ * never names a newer agent; a slot whose generation is used up is retired.
+ * steer_world_step() runs in passes over all agents: rebuild the neighbour grid,
+ * compute every agent's steering from the previous tick's state, integrate them
+ * all, advance paths and emit events. A step allocates nothing and is
+ * deterministic: the same seed and the same calls give bit-identical state. */
+#ifndef STEER_WORLD_H
+#define STEER_WORLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "path.h"
+#include "steering.h"
+
+typedef uint32_t steer_id; /* 0 is never an agent */
+
+#define STEER_ID_INDEX_BITS 22u
+#define STEER_ID_INDEX_MASK ((1u << STEER_ID_INDEX_BITS) - 1u)
+#define STEER_MAX_CAPACITY (1u << STEER_ID_INDEX_BITS) /* agents per world */
+
+/* Error codes: 0 is success, negatives are errors (see steer_strerror). */
+typedef enum steer_error {
+  STEER_OK = 0,
+  STEER_EINVAL = -1,   /* an argument is out of range or not finite */
+  STEER_ENOENT = -2,   /* no such agent (never existed or despawned) */
+  STEER_EFULL = -3,    /* the world holds its maximum of agents or paths */
+  STEER_EMODEL = -4,   /* the behaviour or cornering does not suit the movement model */
+  STEER_ETARGET = -5,  /* the behaviour's target is missing or not a live agent */
+  STEER_ENOMEM = -6    /* creation failed to allocate */
+} steer_error;
+
+const char *steer_strerror(int code);
+
+typedef enum steer_model {
+  STEER_MODEL_KINEMATIC = 0, /* velocity set directly (seed 003) */
+  STEER_MODEL_DYNAMIC,       /* accelerations (seed 000, 001) */
+  STEER_MODEL_HEADING,       /* forward along the heading, turn rate controlled (seed 004) */
+  STEER_MODEL_COUNT
+} steer_model;
+
+typedef enum steer_behaviour_kind {
+  STEER_BEHAVIOUR_NONE = 0,       /* come to rest and stay (every model) */
+  STEER_BEHAVIOUR_SEEK,           /* target point or agent (every model) */
+  STEER_BEHAVIOUR_FLEE,           /* target point or agent (kinematic, dynamic) */
+  STEER_BEHAVIOUR_ARRIVE,         /* target point or agent (every model) */
+  STEER_BEHAVIOUR_ALIGN,          /* target orientation, or an agent's (dynamic) */
+  STEER_BEHAVIOUR_VELOCITY_MATCH, /* target agent (dynamic) */
+  STEER_BEHAVIOUR_FACE,           /* target point or agent (dynamic) */
+  STEER_BEHAVIOUR_LOOK_WHERE_GOING, /* no target (dynamic) */
+  STEER_BEHAVIOUR_PURSUE,         /* target agent (dynamic) */
+  STEER_BEHAVIOUR_EVADE,          /* target agent (dynamic) */
+  STEER_BEHAVIOUR_INTERPOSE,      /* two target agents (dynamic) */
+  STEER_BEHAVIOUR_WANDER,         /* no target (every model) */
+  STEER_BEHAVIOUR_FOLLOW_PATH,    /* set with steer_world_set_path / follow_path */
+  STEER_BEHAVIOUR_COUNT
+} steer_behaviour_kind;
+
+/* What a dynamic agent does with its orientation while its behaviour steers
+ * only its velocity. */
+typedef enum steer_facing {
+  STEER_FACING_LOOK_WHERE_GOING = 0, /* default */
+  STEER_FACING_NONE,                 /* stop rotating, keep the orientation */
+  STEER_FACING_TARGET,               /* face the behaviour's target */
+  STEER_FACING_COUNT
+} steer_facing;
+
+/* How separation from neighbours combines with the behaviour. */
+typedef enum steer_combine {
+  STEER_COMBINE_BLEND = 0, /* behaviour + separation_weight * separation, clipped */
+  STEER_COMBINE_PRIORITY,  /* separation when it asks for anything, else the behaviour */
+  STEER_COMBINE_COUNT
+} steer_combine;
+
+typedef enum steer_target_kind {
+  STEER_TARGET_NONE = 0,
+  STEER_TARGET_POINT, /* point (and orientation for align) */
+  STEER_TARGET_AGENT, /* agent (and agent2 for interpose) */
+  STEER_TARGET_KIND_COUNT
+} steer_target_kind;
+
+typedef struct steer_target {
+  uint8_t kind;      /* steer_target_kind */
+  vec2 point;        /* m */
+  float orientation; /* rad, align's target when kind is POINT */
+  steer_id agent;
+  steer_id agent2;   /* interpose only */
+} steer_target;
+
+typedef struct steer_behaviour {
+  uint8_t kind;    /* steer_behaviour_kind */
+  uint8_t facing;  /* steer_facing, dynamic model only */
+  uint8_t combine; /* steer_combine */
+  uint8_t max_neighbours; /* separation considers at most this many nearest (8) */
+  float separation_weight; /* 0 turns separation (and the neighbour query) off */
+  steer_target target;
+  steer_params params;
+} steer_behaviour;
+
+/* A behaviour of the given kind with default parameters and no target. */
+steer_behaviour steer_default_behaviour(steer_behaviour_kind kind);
+
+typedef struct steer_agent_desc {
+  uint8_t model; /* steer_model */
+  steer_state state;
+  steer_limits limits;
+  steer_behaviour behaviour; /* FOLLOW_PATH is refused here: spawn, then set a path */
+} steer_agent_desc;
+
+steer_agent_desc steer_default_agent_desc(void);
+
+/* Everything about one agent (what a query returns). */
+typedef struct steer_agent_info {
+  steer_id id;
+  uint8_t model;
+  uint8_t arrived;
+  steer_state state;
+  steer_limits limits;
+  steer_behaviour behaviour;
+  int32_t path; /* path handle, or -1 */
+  steer_path_cursor cursor;
+  uint32_t owner; /* opaque tag of the caller's (e.g. client id) */
+} steer_agent_info;
+
+typedef enum steer_event_type {
+  STEER_EVENT_ARRIVED = 0,   /* entered target_radius of an arrive / once path's end */
+  STEER_EVENT_WAYPOINT,      /* node = the node reached */
+  STEER_EVENT_PATH_FINISHED, /* once path: last node reached */
+  STEER_EVENT_REVERSED,      /* ping-pong: node = the end node it turned at */
+  STEER_EVENT_TYPE_COUNT
+} steer_event_type;
+
+typedef struct steer_event {
+  uint64_t tick;  /* the tick during which it happened */
+  steer_id agent;
+  uint8_t type;   /* steer_event_type */
+  uint32_t node;
+} steer_event;
+
+typedef struct steer_world_config {
+  uint32_t max_agents;      /* capacity, <= STEER_MAX_CAPACITY (10000) */
+  uint32_t max_paths;       /* path pool size (max_agents) */
+  uint32_t max_path_points; /* points per path, <= STEER_PATH_MAX_POINTS (64) */
+  uint32_t max_events;      /* events kept per step; more are counted as dropped (4096) */
+  vec2 min, max;            /* m, world bounds; agents are clamped inside (-500..500) */
+  float cell_size;          /* m, neighbour grid cell (8) */
+  uint64_t seed;            /* random seed (1) */
+} steer_world_config;
+
+steer_world_config steer_default_world_config(void);
+
+typedef struct steer_world steer_world;
+
+/* Returns NULL if the config is invalid or memory is short. */
+steer_world *steer_world_create(const steer_world_config *cfg);
+void steer_world_destroy(steer_world *w); /* accepts NULL */
+
+int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t owner, steer_id *out_id);
+int steer_world_despawn(steer_world *w, steer_id id);
+int steer_world_set_behaviour(steer_world *w, steer_id id, const steer_behaviour *b);
+int steer_world_set_limits(steer_world *w, steer_id id, const steer_limits *l);
+/* Behaviour NONE: come to rest. */
+int steer_world_stop(steer_world *w, steer_id id);
+int steer_world_get(const steer_world *w, steer_id id, steer_agent_info *out);
+int steer_world_alive(const steer_world *w, steer_id id);
+
+/* Paths live in a pool and are shared: a handle is >= 0. A path is freed when it
+ * has been released and no agent follows it. */
+int steer_world_path_create(steer_world *w, const vec2 *points, uint32_t count, float radius, steer_path_mode mode,
+                            steer_cornering cornering);
+int steer_world_path_release(steer_world *w, int path);
+/* Start following a path from its node 0 (keeps the agent's other params). */
+int steer_world_follow_path(steer_world *w, steer_id id, int path);
+/* Create a path for one agent and follow it; the agent owns it. */
+int steer_world_set_path(steer_world *w, steer_id id, const vec2 *points, uint32_t count, float radius,
+                         steer_path_mode mode, steer_cornering cornering);
+uint32_t steer_world_path_count(const steer_world *w);
+
+void steer_world_step(steer_world *w, float dt);
+
+/* Events of the last step; valid until the next step. */
+const steer_event *steer_world_events(const steer_world *w, uint32_t *count);
+uint64_t steer_world_events_dropped(const steer_world *w);
+
+uint64_t steer_world_tick(const steer_world *w);
+uint32_t steer_world_count(const steer_world *w);
+uint32_t steer_world_capacity(const steer_world *w);
+const steer_world_config *steer_world_get_config(const steer_world *w);
+
+/* Read-only arrays over the dense list, valid until the next mutation. */
+typedef struct steer_world_view {
+  uint32_t count;
+  const steer_id *id;
+  const float *px, *py;   /* m */
+  const float *vx, *vy;   /* m/s */
+  const float *theta;     /* rad */
+  const float *omega;     /* rad/s */
+  const uint32_t *owner;
+} steer_world_view;
+
+steer_world_view steer_world_get_view(const steer_world *w);
+
+/* Ids of agents within radius of centre, nearest first, at most max; returns the
+ * number written. Uses the grid built by the last step. */
+uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out, uint32_t max);
+
+/* 64-bit hash of the whole simulation state (agents, paths, generators, tick). */
+uint64_t steer_world_hash(const steer_world *w);
+
+#endif /* STEER_WORLD_H */

@@ -1,0 +1,240 @@
+/* demo.c: the demo world (see demo.h). */
+#include "demo.h"
+
+#include <string.h>
+
+#define CATCH_DISTANCE 1.5f /* m: the tagger touches the runner */
+#define TAGGER_SPEED 3.5f   /* m/s: a little faster than the runner, so catches happen */
+#define RUNNER_SPEED 3.0f   /* m/s */
+#define LEASH_OUT 55.0f     /* m from the centre: a wanderer turns home */
+#define LEASH_IN 25.0f      /* m from the centre: it wanders again */
+
+static vec2 random_point(steerd_demo *d) {
+  return v2(steer_rng_range(&d->rng, d->min.x, d->max.x), steer_rng_range(&d->rng, d->min.y, d->max.y));
+}
+
+static void group_begin(steerd_demo *d, const char *name) {
+  if (d->group_count >= STEERD_DEMO_MAX_GROUPS)
+    return;
+  steerd_demo_group *g = &d->groups[d->group_count++];
+  g->name = name;
+  g->first = d->id_count;
+  g->count = 0;
+}
+
+static int spawn(steerd_demo *d, steer_world *w, steer_model model, vec2 at, float orientation,
+                 const steer_behaviour *b, steer_id *out) {
+  steer_agent_desc desc = steer_default_agent_desc();
+  desc.model = (uint8_t)model;
+  desc.state.position = at;
+  desc.state.orientation = orientation;
+  if (b)
+    desc.behaviour = *b;
+  if (d->id_count >= sizeof(d->ids) / sizeof(d->ids[0]))
+    return STEER_EFULL;
+  steer_id id;
+  int rc = steer_world_spawn(w, &desc, STEERD_DEMO_OWNER, &id);
+  if (rc != STEER_OK)
+    return rc;
+  d->ids[d->id_count++] = id;
+  d->groups[d->group_count - 1].count++;
+  if (out)
+    *out = id;
+  return STEER_OK;
+}
+
+static steer_behaviour point_behaviour(steer_behaviour_kind kind, vec2 p) {
+  steer_behaviour b = steer_default_behaviour(kind);
+  b.target.kind = STEER_TARGET_POINT;
+  b.target.point = p;
+  return b;
+}
+
+static steer_behaviour agent_behaviour(steer_behaviour_kind kind, steer_id a, steer_id a2) {
+  steer_behaviour b = steer_default_behaviour(kind);
+  b.target.kind = STEER_TARGET_AGENT;
+  b.target.agent = a;
+  b.target.agent2 = a2;
+  return b;
+}
+
+#define TRY(expr)                                                                                                  \
+  do {                                                                                                             \
+    int rc_ = (expr);                                                                                              \
+    if (rc_ != STEER_OK)                                                                                           \
+      return rc_;                                                                                                  \
+  } while (0)
+
+static void set_speed(steer_world *w, steer_id id, float max_speed) {
+  steer_agent_info info;
+  if (steer_world_get(w, id, &info) != STEER_OK)
+    return;
+  info.limits.max_speed = max_speed;
+  steer_world_set_limits(w, id, &info.limits);
+}
+
+static int patrol(steerd_demo *d, steer_world *w, const char *name, const vec2 *pts, uint32_t n,
+                  steer_path_mode mode, steer_cornering corner, steer_model model) {
+  steer_id id;
+  group_begin(d, name);
+  vec2 dir = v2_sub(pts[1], pts[0]);
+  TRY(spawn(d, w, model, pts[0], steer_orientation_of(dir), NULL, &id));
+  return steer_world_set_path(w, id, pts, n, 1.0f, mode, corner);
+}
+
+int steerd_demo_create(steerd_demo *d, steer_world *w, uint64_t seed) {
+  memset(d, 0, sizeof(*d));
+  steer_rng_seed(&d->rng, seed);
+  d->min = v2(-50.0f, -50.0f);
+  d->max = v2(50.0f, 50.0f);
+
+  /* Patrols: one per cornering mode, plus a dynamic and a kinematic one. */
+  static const vec2 square[] = {{-40, -40}, {-10, -40}, {-10, -10}, {-40, -10}};
+  static const vec2 zigzag[] = {{10, -45}, {25, -30}, {40, -45}, {45, -25}, {30, -15}};
+  static const vec2 line[] = {{-45, 5}, {-25, 5}, {-25, 20}, {-45, 20}};
+  static const vec2 triangle[] = {{10, 10}, {40, 10}, {25, 35}};
+  static const vec2 diagonal[] = {{-45, 45}, {-5, 30}};
+  TRY(patrol(d, w, "patrol ping-pong arc (heading)", zigzag, 5, STEER_PATH_PINGPONG, STEER_CORNER_ARC,
+             STEER_MODEL_HEADING));
+  TRY(patrol(d, w, "patrol loop arc (heading)", square, 4, STEER_PATH_LOOP, STEER_CORNER_ARC, STEER_MODEL_HEADING));
+  TRY(patrol(d, w, "patrol loop lazy (heading)", line, 4, STEER_PATH_LOOP, STEER_CORNER_LAZY,
+             STEER_MODEL_HEADING));
+  TRY(patrol(d, w, "patrol ping-pong none (dynamic)", triangle, 3, STEER_PATH_PINGPONG, STEER_CORNER_NONE,
+             STEER_MODEL_DYNAMIC));
+  TRY(patrol(d, w, "patrol ping-pong none (kinematic)", diagonal, 2, STEER_PATH_PINGPONG, STEER_CORNER_NONE,
+             STEER_MODEL_KINEMATIC));
+
+  /* Tag: a pursuer and an evader that swap roles on a catch. */
+  steer_behaviour none = steer_default_behaviour(STEER_BEHAVIOUR_NONE);
+  group_begin(d, "pursue / evade (tag)");
+  TRY(spawn(d, w, STEER_MODEL_DYNAMIC, v2(0, 40), 0.0f, &none, &d->tagger));
+  TRY(spawn(d, w, STEER_MODEL_DYNAMIC, v2(20, 40), 0.0f, &none, &d->runner));
+  set_speed(w, d->tagger, TAGGER_SPEED);
+  set_speed(w, d->runner, RUNNER_SPEED);
+  steer_behaviour b = agent_behaviour(STEER_BEHAVIOUR_PURSUE, d->runner, 0);
+  TRY(steer_world_set_behaviour(w, d->tagger, &b));
+  b = agent_behaviour(STEER_BEHAVIOUR_EVADE, d->tagger, 0);
+  b.params.panic_radius = 12.0f;
+  TRY(steer_world_set_behaviour(w, d->runner, &b));
+
+  /* Wanderers in every model; two of them are the interposer's pair. */
+  steer_behaviour wander = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
+  steer_id wa, wb, wc;
+  group_begin(d, "wander (dynamic)");
+  TRY(spawn(d, w, STEER_MODEL_DYNAMIC, v2(-20, -25), 0.0f, &wander, &wa));
+  TRY(spawn(d, w, STEER_MODEL_DYNAMIC, v2(20, -5), 1.0f, &wander, &wb));
+  group_begin(d, "wander (kinematic)");
+  TRY(spawn(d, w, STEER_MODEL_KINEMATIC, v2(0, -20), 2.0f, &wander, &wc));
+  group_begin(d, "wander (heading)");
+  steer_id wd;
+  TRY(spawn(d, w, STEER_MODEL_HEADING, v2(-30, 30), -1.0f, &wander, &wd));
+  d->wanderers[0] = wa;
+  d->wanderers[1] = wb;
+  d->wanderers[2] = wc;
+  d->wanderers[3] = wd;
+  d->wanderer_count = 4;
+
+  group_begin(d, "interpose");
+  b = agent_behaviour(STEER_BEHAVIOUR_INTERPOSE, wa, wb);
+  TRY(spawn(d, w, STEER_MODEL_DYNAMIC, v2(0, 0), 0.0f, &b, NULL));
+
+  /* Facing behaviours standing still: a turret, a mirror and a weathervane. */
+  group_begin(d, "face / align / look-where-going");
+  b = agent_behaviour(STEER_BEHAVIOUR_FACE, d->tagger, 0);
+  TRY(spawn(d, w, STEER_MODEL_DYNAMIC, v2(0, 25), 0.0f, &b, NULL));
+  b = agent_behaviour(STEER_BEHAVIOUR_ALIGN, wc, 0);
+  TRY(spawn(d, w, STEER_MODEL_DYNAMIC, v2(5, 25), 0.0f, &b, NULL));
+  b = agent_behaviour(STEER_BEHAVIOUR_VELOCITY_MATCH, wa, 0);
+  TRY(spawn(d, w, STEER_MODEL_DYNAMIC, v2(-20, -20), 0.0f, &b, NULL));
+
+  /* Seek and flee around a wanderer, kinematic and dynamic. */
+  group_begin(d, "seek / flee");
+  b = agent_behaviour(STEER_BEHAVIOUR_SEEK, wc, 0);
+  TRY(spawn(d, w, STEER_MODEL_KINEMATIC, v2(-5, -30), 0.0f, &b, NULL));
+  b = agent_behaviour(STEER_BEHAVIOUR_FLEE, wc, 0);
+  b.params.panic_radius = 10.0f;
+  TRY(spawn(d, w, STEER_MODEL_DYNAMIC, v2(5, -30), 0.0f, &b, NULL));
+  b = agent_behaviour(STEER_BEHAVIOUR_SEEK, wb, 0);
+  TRY(spawn(d, w, STEER_MODEL_HEADING, v2(30, 0), 0.0f, &b, NULL));
+
+  /* Arrivals: a small crowd that arrives, with separation, at ever new goals. */
+  group_begin(d, "arrive with separation (crowd)");
+  for (int i = 0; i < 12; i++) {
+    b = point_behaviour(STEER_BEHAVIOUR_ARRIVE, random_point(d));
+    b.separation_weight = 1.0f;
+    TRY(spawn(d, w, i % 4 == 0 ? STEER_MODEL_HEADING : (i % 4 == 1 ? STEER_MODEL_KINEMATIC : STEER_MODEL_DYNAMIC),
+              random_point(d), 0.0f, &b, NULL));
+  }
+  return STEER_OK;
+}
+
+static void retarget(steerd_demo *d, steer_world *w, steer_id id) {
+  steer_agent_info info;
+  if (steer_world_get(w, id, &info) != STEER_OK || info.owner != STEERD_DEMO_OWNER ||
+      info.behaviour.kind != STEER_BEHAVIOUR_ARRIVE || info.behaviour.target.kind != STEER_TARGET_POINT)
+    return;
+  steer_behaviour b = info.behaviour;
+  b.target.point = random_point(d);
+  if (steer_world_set_behaviour(w, id, &b) == STEER_OK)
+    d->retargets++;
+}
+
+/* Wanderers head home when they stray far, and wander again once back. */
+static void leash(steerd_demo *d, steer_world *w) {
+  for (uint32_t i = 0; i < d->wanderer_count; i++) {
+    steer_agent_info info;
+    if (steer_world_get(w, d->wanderers[i], &info) != STEER_OK)
+      continue;
+    float r = v2_len(info.state.position);
+    steer_behaviour b = info.behaviour;
+    if (b.kind == STEER_BEHAVIOUR_WANDER && r > LEASH_OUT) {
+      b.kind = STEER_BEHAVIOUR_SEEK;
+      b.target.kind = STEER_TARGET_POINT;
+      b.target.point = v2(0.0f, 0.0f);
+      steer_world_set_behaviour(w, info.id, &b);
+    } else if (b.kind == STEER_BEHAVIOUR_SEEK && r < LEASH_IN) {
+      b.kind = STEER_BEHAVIOUR_WANDER;
+      b.target.kind = STEER_TARGET_NONE;
+      steer_world_set_behaviour(w, info.id, &b);
+    }
+  }
+}
+
+void steerd_demo_update(steerd_demo *d, steer_world *w, const steer_event *events, uint32_t count) {
+  for (uint32_t i = 0; i < count; i++)
+    if (events[i].type == STEER_EVENT_ARRIVED)
+      retarget(d, w, events[i].agent);
+  leash(d, w);
+
+  steer_agent_info t, r;
+  if (steer_world_get(w, d->tagger, &t) != STEER_OK || steer_world_get(w, d->runner, &r) != STEER_OK)
+    return;
+  if (d->cooldown > 0) {
+    /* The new tagger counts to three before it gives chase. */
+    if (--d->cooldown == 0) {
+      steer_behaviour b = t.behaviour;
+      b.kind = STEER_BEHAVIOUR_PURSUE;
+      b.target.kind = STEER_TARGET_AGENT;
+      b.target.agent = d->runner;
+      b.params.panic_radius = 0.0f;
+      steer_world_set_behaviour(w, d->tagger, &b);
+    }
+    return;
+  }
+  if (v2_len(v2_sub(t.state.position, r.state.position)) > CATCH_DISTANCE)
+    return;
+  /* Caught: swap roles. */
+  steer_id old = d->tagger;
+  d->tagger = d->runner;
+  d->runner = old;
+  steer_world_stop(w, d->tagger);
+  set_speed(w, d->tagger, TAGGER_SPEED);
+  set_speed(w, d->runner, RUNNER_SPEED);
+  steer_behaviour b = t.behaviour;
+  b.kind = STEER_BEHAVIOUR_EVADE;
+  b.target.agent = d->tagger;
+  b.params.panic_radius = 12.0f;
+  steer_world_set_behaviour(w, d->runner, &b);
+  d->cooldown = STEERD_DEMO_TAG_COOLDOWN;
+  d->swaps++;
+}

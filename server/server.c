@@ -1,0 +1,677 @@
+/* server.c: see server.h. Sections: clients, sending, commands, tick, ENet, lifecycle. */
+#include "server.h"
+
+#include <enet/enet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "demo.h"
+#include "log.h"
+#include "protocol.h"
+#include "ticker.h"
+#include "world.h"
+
+#define SHUTDOWN_GRACE_NS 500000000ull /* clients get this long to hear the disconnect */
+#define STATS_INTERVAL_NS 60000000000ull
+
+typedef struct client {
+  ENetPeer *peer; /* NULL: slot free */
+  uint32_t id;    /* never reused while the server runs; 0 is the server itself */
+  int welcomed;
+  char name[PROTO_MAX_NAME_BYTES + 1];
+  char addr[64];
+  uint64_t commands, bad_messages;
+} client;
+
+struct steerd_server {
+  steerd_config cfg;
+  uv_loop_t *loop;
+  ENetHost *host;
+  uv_poll_t poll;
+  uv_timer_t timer;
+  int handles_open;
+
+  steer_world *world;
+  steerd_demo demo;
+  int demo_on;
+  float dt; /* s */
+
+  steerd_ticker ticks, snapshots;
+  uint64_t start_ns, next_stats_ns;
+  int stopping;
+  uint64_t stop_deadline_ns;
+
+  client *clients;
+  uint32_t next_client_id;
+
+  proto_command cmd;                    /* decode scratch (large: holds path points) */
+  uint8_t out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch */
+  steerd_server_stats stats;
+};
+
+static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s->start_ns) / 1000u; }
+
+/* ---- sending ------------------------------------------------------------- */
+
+static void send_bytes(ENetPeer *peer, uint8_t channel, const uint8_t *data, size_t len, uint32_t flags) {
+  ENetPacket *p = enet_packet_create(data, len, flags);
+  if (p && enet_peer_send(peer, channel, p) != 0)
+    enet_packet_destroy(p);
+}
+
+static void send_reliable(steerd_server *s, client *c, size_t len) {
+  if (len > 0)
+    send_bytes(c->peer, PROTO_CHANNEL_RELIABLE, s->out, len, ENET_PACKET_FLAG_RELIABLE);
+}
+
+/* One packet, shared by every welcomed client (ENet reference-counts it). */
+static void broadcast(steerd_server *s, uint8_t channel, const uint8_t *data, size_t len, uint32_t flags) {
+  ENetPacket *p = NULL;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    if (!c->peer || !c->welcomed)
+      continue;
+    if (!p && !(p = enet_packet_create(data, len, flags)))
+      return;
+    enet_peer_send(c->peer, channel, p);
+  }
+  if (p && p->referenceCount == 0)
+    enet_packet_destroy(p);
+}
+
+static void send_error(steerd_server *s, client *c, uint32_t request_id, int code, const char *message,
+                       const char *field) {
+  size_t n = proto_encode_error(s->out, sizeof(s->out), request_id, code, message, field);
+  send_reliable(s, c, n);
+  s->stats.errors_sent++;
+  LOG_DEBUG("client %u: error %s (%s%s%s)", c->id, proto_error_name(code), message, field ? ", field " : "",
+            field ? field : "");
+}
+
+static void send_ack(steerd_server *s, client *c, const proto_ack *ack) {
+  send_reliable(s, c, proto_encode_ack(s->out, sizeof(s->out), ack));
+}
+
+static void broadcast_event(steerd_server *s, uint8_t code, steer_id agent, uint32_t data) {
+  proto_event e;
+  e.tick = steer_world_tick(s->world);
+  e.code = code;
+  e.agent = agent;
+  e.data = data;
+  size_t n = proto_encode_event(s->out, sizeof(s->out), &e);
+  if (n > 0)
+    broadcast(s, PROTO_CHANNEL_RELIABLE, s->out, n, ENET_PACKET_FLAG_RELIABLE);
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+/* A world error as a wire error; `field` names what the command got wrong. */
+static void send_world_error(steerd_server *s, client *c, uint32_t request_id, int rc, const char *field) {
+  int code = proto_error_from_steer(rc);
+  const char *name = rc == STEER_ENOENT ? "agent" : field;
+  send_error(s, c, request_id, code, steer_strerror(rc), code == PROTO_ERR_WORLD_FULL ? NULL : name);
+}
+
+static int inside_world(const steerd_server *s, vec2 p) {
+  const steer_world_config *wc = steer_world_get_config(s->world);
+  return p.x >= wc->min.x && p.x <= wc->max.x && p.y >= wc->min.y && p.y <= wc->max.y;
+}
+
+/* Points of a path must lie in the world; names the first that does not. */
+static int check_path_points(const steerd_server *s, const proto_path *p, char *field, size_t cap) {
+  for (uint32_t i = 0; i < p->count; i++)
+    if (!inside_world(s, p->points[i])) {
+      snprintf(field, cap, "points[%u]", i);
+      return -1;
+    }
+  return 0;
+}
+
+static int apply_path(steerd_server *s, steer_id id, const proto_path *p) {
+  int rc = steer_world_set_path(s->world, id, p->points, p->count, p->radius, (steer_path_mode)p->mode,
+                                (steer_cornering)p->cornering);
+  if (rc != STEER_OK || !p->params.present)
+    return rc;
+  steer_agent_info info;
+  steer_world_get(s->world, id, &info);
+  proto_params_apply(&p->params, &info.behaviour.params);
+  return steer_world_set_behaviour(s->world, id, &info.behaviour);
+}
+
+static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
+  if (cmd->hello.version != PROTO_VERSION) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_VERSION_MISMATCH, "this server speaks protocol version 1",
+               "version");
+    enet_peer_disconnect_later(c->peer, PROTO_DISCONNECT_VERSION);
+    return;
+  }
+  if (!c->welcomed)
+    LOG_INFO("client %u (%s) says hello as '%s'", c->id, c->addr, cmd->hello.name);
+  c->welcomed = 1;
+  memcpy(c->name, cmd->hello.name, sizeof(c->name));
+  const steer_world_config *wc = steer_world_get_config(s->world);
+  proto_welcome w;
+  memset(&w, 0, sizeof(w));
+  w.request_id = cmd->request_id;
+  w.client_id = c->id;
+  w.tick_rate = s->cfg.tick_rate;
+  w.snapshot_rate = s->cfg.snapshot_rate;
+  w.world_min = wc->min;
+  w.world_max = wc->max;
+  w.tick = steer_world_tick(s->world);
+  w.server_time_us = server_time_us(s);
+  w.protocol = PROTO_VERSION;
+  send_reliable(s, c, proto_encode_welcome(s->out, sizeof(s->out), &w));
+}
+
+static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
+  const proto_spawn *sp = &cmd->spawn;
+  char field[32];
+  if (!inside_world(s, sp->position)) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD, "position outside the world bounds",
+               sp->position.x < steer_world_get_config(s->world)->min.x ||
+                       sp->position.x > steer_world_get_config(s->world)->max.x
+                   ? "x"
+                   : "y");
+    return;
+  }
+  if ((sp->present & PROTO_SPAWN_PATH) && check_path_points(s, &sp->path, field, sizeof(field)) != 0) {
+    char path_field[48];
+    snprintf(path_field, sizeof(path_field), "path.%s", field);
+    send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD, "path point outside the world bounds", path_field);
+    return;
+  }
+  steer_agent_desc desc = steer_default_agent_desc();
+  proto_spawn_apply(sp, &desc);
+  steer_id id;
+  int rc = steer_world_spawn(s->world, &desc, c->id, &id);
+  if (rc != STEER_OK) {
+    send_world_error(s, c, cmd->request_id, rc, (sp->present & PROTO_SPAWN_BEHAVIOUR) ? "behaviour" : "limits");
+    return;
+  }
+  if (sp->present & PROTO_SPAWN_PATH) {
+    rc = apply_path(s, id, &sp->path);
+    if (rc != STEER_OK) {
+      steer_world_despawn(s->world, id); /* all or nothing */
+      send_world_error(s, c, cmd->request_id, rc, rc == STEER_EMODEL ? "path.cornering" : "path");
+      return;
+    }
+  }
+  ack->agent = id;
+  send_ack(s, c, ack);
+  broadcast_event(s, PROTO_EVENT_SPAWNED, id, c->id);
+}
+
+static void cmd_set_params(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
+  const proto_set_params *sp = &cmd->set_params;
+  steer_agent_info info;
+  int rc = steer_world_get(s->world, sp->agent, &info);
+  if (rc != STEER_OK) {
+    send_world_error(s, c, cmd->request_id, rc, "agent");
+    return;
+  }
+  steer_limits limits = info.limits;
+  steer_behaviour b = info.behaviour;
+  proto_limits_apply(&sp->limits, &limits);
+  proto_params_apply(&sp->params, &b.params);
+  /* Both or neither: limits first, undone if the params are refused. */
+  rc = steer_world_set_limits(s->world, sp->agent, &limits);
+  if (rc != STEER_OK) {
+    send_world_error(s, c, cmd->request_id, rc, "limits");
+    return;
+  }
+  rc = steer_world_set_behaviour(s->world, sp->agent, &b);
+  if (rc != STEER_OK) {
+    steer_world_set_limits(s->world, sp->agent, &info.limits);
+    send_world_error(s, c, cmd->request_id, rc, "params");
+    return;
+  }
+  send_ack(s, c, ack);
+}
+
+static void cmd_query(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
+  steer_agent_info info;
+  int rc = steer_world_get(s->world, cmd->query.agent, &info);
+  if (rc != STEER_OK) {
+    send_world_error(s, c, cmd->request_id, rc, "agent");
+    return;
+  }
+  proto_agent_report *r = &ack->query;
+  r->agent = info.id;
+  r->model = info.model;
+  r->behaviour = info.behaviour.kind;
+  r->arrived = info.arrived;
+  r->path_node = info.path >= 0 ? (int32_t)info.cursor.node : -1;
+  r->state = info.state;
+  r->limits = info.limits;
+  r->owner = info.owner;
+  send_ack(s, c, ack);
+}
+
+static void handle_command(steerd_server *s, client *c, const proto_command *cmd) {
+  s->stats.commands++;
+  c->commands++;
+  if (cmd->type == PROTO_MSG_HELLO) {
+    cmd_hello(s, c, cmd);
+    return;
+  }
+  if (!c->welcomed) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_NOT_WELCOMED, "send HELLO first", NULL);
+    return;
+  }
+  proto_ack ack;
+  memset(&ack, 0, sizeof(ack));
+  ack.request_id = cmd->request_id;
+  ack.command = cmd->type;
+  int rc;
+  switch (cmd->type) {
+  case PROTO_MSG_SPAWN:
+    cmd_spawn(s, c, cmd, &ack);
+    return;
+  case PROTO_MSG_DESPAWN:
+    ack.agent = cmd->despawn.agent;
+    rc = steer_world_despawn(s->world, cmd->despawn.agent);
+    if (rc != STEER_OK)
+      break;
+    send_ack(s, c, &ack);
+    broadcast_event(s, PROTO_EVENT_DESPAWNED, cmd->despawn.agent, 0);
+    return;
+  case PROTO_MSG_SET_BEHAVIOUR: {
+    ack.agent = cmd->set_behaviour.agent;
+    steer_behaviour b = steer_default_behaviour((steer_behaviour_kind)cmd->set_behaviour.behaviour.kind);
+    proto_behaviour_apply(&cmd->set_behaviour.behaviour, &b);
+    rc = steer_world_set_behaviour(s->world, ack.agent, &b);
+    if (rc != STEER_OK) {
+      send_world_error(s, c, cmd->request_id, rc,
+                       rc == STEER_ETARGET  ? "behaviour.target_agent"
+                       : rc == STEER_EMODEL ? "behaviour.kind"
+                                            : "behaviour");
+      return;
+    }
+    send_ack(s, c, &ack);
+    return;
+  }
+  case PROTO_MSG_SET_PATH: {
+    char field[32];
+    ack.agent = cmd->set_path.agent;
+    if (check_path_points(s, &cmd->set_path.path, field, sizeof(field)) != 0) {
+      send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD, "path point outside the world bounds", field);
+      return;
+    }
+    rc = apply_path(s, ack.agent, &cmd->set_path.path);
+    if (rc != STEER_OK) {
+      send_world_error(s, c, cmd->request_id, rc, rc == STEER_EMODEL ? "cornering" : "params");
+      return;
+    }
+    send_ack(s, c, &ack);
+    return;
+  }
+  case PROTO_MSG_SET_PARAMS:
+    ack.agent = cmd->set_params.agent;
+    cmd_set_params(s, c, cmd, &ack);
+    return;
+  case PROTO_MSG_STOP:
+    ack.agent = cmd->stop.agent;
+    rc = steer_world_stop(s->world, ack.agent);
+    break;
+  case PROTO_MSG_QUERY:
+    ack.agent = cmd->query.agent;
+    cmd_query(s, c, cmd, &ack);
+    return;
+  case PROTO_MSG_PING:
+    ack.pong.client_time_us = cmd->ping.client_time_us;
+    ack.pong.server_time_us = server_time_us(s);
+    ack.pong.tick = steer_world_tick(s->world);
+    send_ack(s, c, &ack);
+    return;
+  default:
+    send_error(s, c, cmd->request_id, PROTO_ERR_UNKNOWN_TYPE, "unknown command", NULL);
+    return;
+  }
+  if (rc != STEER_OK)
+    send_world_error(s, c, cmd->request_id, rc, "agent");
+  else
+    send_ack(s, c, &ack);
+}
+
+static void handle_packet(steerd_server *s, client *c, const ENetPacket *p, uint8_t channel) {
+  if (channel != PROTO_CHANNEL_RELIABLE) {
+    c->bad_messages++;
+    s->stats.bad_messages++;
+    send_error(s, c, 0, PROTO_ERR_BAD_MESSAGE, "commands go on channel 0", NULL);
+    return;
+  }
+  if (p->dataLength > PROTO_MAX_MESSAGE_BYTES) {
+    c->bad_messages++;
+    s->stats.bad_messages++;
+    send_error(s, c, 0, PROTO_ERR_TOO_LARGE, "message larger than 16384 bytes", NULL);
+    return;
+  }
+  proto_error_info err;
+  int rc = proto_decode_command(p->data, p->dataLength, &s->cmd, &err);
+  if (rc != 0) {
+    c->bad_messages++;
+    s->stats.bad_messages++;
+    char text[PROTO_MAX_ERROR_TEXT_BYTES + 1];
+    snprintf(text, sizeof(text), "%s%s%s", proto_error_text(err.code), err.reason ? ": " : "",
+             err.reason ? err.reason : "");
+    send_error(s, c, err.has_request_id ? err.request_id : 0, err.code, text, err.field[0] ? err.field : NULL);
+    return;
+  }
+  handle_command(s, c, &s->cmd);
+}
+
+/* ---- the tick ------------------------------------------------------------ */
+
+static void run_tick(steerd_server *s) {
+  uint64_t t0 = uv_hrtime();
+  steer_world_step(s->world, s->dt);
+  uint64_t spent = uv_hrtime() - t0;
+  s->stats.step_ns_total += spent;
+  if (spent > 1000000000ull / s->cfg.tick_rate)
+    s->stats.slow_ticks++;
+  s->stats.ticks++;
+  uint32_t n;
+  const steer_event *ev = steer_world_events(s->world, &n);
+  for (uint32_t i = 0; i < n; i++) {
+    proto_event e = proto_event_from_steer(&ev[i]);
+    size_t len = proto_encode_event(s->out, sizeof(s->out), &e);
+    if (len > 0)
+      broadcast(s, PROTO_CHANNEL_RELIABLE, s->out, len, ENET_PACKET_FLAG_RELIABLE);
+  }
+  if (s->demo_on)
+    steerd_demo_update(&s->demo, s->world, ev, n);
+}
+
+/* Every agent, in as many packets as it takes; each packet stays under the MTU
+ * and names its part, so a lost part loses only its own agents. */
+static void send_snapshot(steerd_server *s) {
+  steer_world_view view = steer_world_get_view(s->world);
+  uint32_t per_part = proto_snapshot_capacity(PROTO_SNAPSHOT_PART_BYTES);
+  uint32_t parts = view.count == 0 ? 1 : (view.count + per_part - 1) / per_part;
+  proto_snapshot_header h;
+  h.tick = steer_world_tick(s->world);
+  h.server_time_us = server_time_us(s);
+  h.part_count = parts;
+  h.agent_total = view.count;
+  uint32_t receivers = s->stats.clients;
+  for (uint32_t part = 0; part < parts; part++) {
+    uint32_t first = part * per_part;
+    uint32_t count = view.count - first < per_part ? view.count - first : per_part;
+    h.part_index = part;
+    size_t len = proto_encode_snapshot_view(s->out, PROTO_SNAPSHOT_PART_BYTES, &h, &view, NULL, first, count);
+    if (len == 0) {
+      LOG_ERROR("snapshot part %u of tick %llu does not fit %d bytes", part, (unsigned long long)h.tick,
+                PROTO_SNAPSHOT_PART_BYTES);
+      continue;
+    }
+    broadcast(s, PROTO_CHANNEL_SNAPSHOT, s->out, len, 0);
+    s->stats.snapshot_packets++;
+    s->stats.snapshot_bytes += (uint64_t)len * receivers;
+  }
+  s->stats.snapshots++;
+}
+
+static void service_enet(steerd_server *s);
+
+static void log_stats(steerd_server *s) {
+  steerd_server_stats *st = &s->stats;
+  LOG_INFO("stats: %u clients, %u agents, tick %llu, %llu overruns, %llu skipped, %llu slow, mean step %.1f us, "
+           "%llu snapshots, %llu commands, %llu bad messages",
+           st->clients, steer_world_count(s->world), (unsigned long long)steer_world_tick(s->world),
+           (unsigned long long)st->overruns, (unsigned long long)st->ticks_skipped,
+           (unsigned long long)st->slow_ticks, st->ticks ? (double)st->step_ns_total / st->ticks / 1000.0 : 0.0,
+           (unsigned long long)st->snapshots, (unsigned long long)st->commands,
+           (unsigned long long)st->bad_messages);
+}
+
+static void close_handles(steerd_server *s);
+
+static void on_timer(uv_timer_t *t) {
+  steerd_server *s = t->data;
+  uint64_t now = uv_hrtime();
+  if (s->stopping) {
+    service_enet(s);
+    if (s->stats.clients == 0 || now >= s->stop_deadline_ns) {
+      close_handles(s);
+      return;
+    }
+    uv_timer_start(&s->timer, on_timer, 10, 0);
+    return;
+  }
+  uint32_t due = steerd_ticker_due(&s->ticks, now);
+  for (uint32_t i = 0; i < due; i++)
+    run_tick(s);
+  if (steerd_ticker_due(&s->snapshots, now) > 0)
+    send_snapshot(s);
+  s->stats.overruns = s->ticks.overruns;
+  s->stats.ticks_skipped = s->ticks.skipped;
+  service_enet(s); /* timeouts and resends, then everything queued goes out */
+  enet_host_flush(s->host);
+  if (now >= s->next_stats_ns) {
+    if (s->next_stats_ns)
+      log_stats(s);
+    s->next_stats_ns = now + STATS_INTERVAL_NS;
+  }
+  /* Sleep until the sooner deadline, rounded up to libuv's millisecond timer;
+   * deadlines are absolute, so the rounding never accumulates. */
+  now = uv_hrtime();
+  uint64_t wait = steerd_ticker_wait_ns(&s->ticks, now);
+  uint64_t wait_snap = steerd_ticker_wait_ns(&s->snapshots, now);
+  if (wait_snap < wait)
+    wait = wait_snap;
+  uv_timer_start(&s->timer, on_timer, (wait + 999999u) / 1000000u, 0);
+}
+
+/* ---- ENet ---------------------------------------------------------------- */
+
+static client *client_of(ENetPeer *peer) { return peer->data; }
+
+static void on_connect(steerd_server *s, ENetEvent *ev) {
+  ENetPeer *peer = ev->peer;
+  char host[48];
+  if (enet_address_get_host_ip(&peer->address, host, sizeof(host)) != 0)
+    strcpy(host, "?");
+  if (s->stopping) {
+    enet_peer_disconnect(peer, PROTO_DISCONNECT_SHUTDOWN);
+    return;
+  }
+  if (ev->data != PROTO_VERSION || peer->channelCount < PROTO_CHANNEL_COUNT) {
+    LOG_WARN("refused %s:%u: protocol %u with %u channels (want %d with %d)", host, peer->address.port, ev->data,
+             (unsigned)peer->channelCount, PROTO_VERSION, PROTO_CHANNEL_COUNT);
+    enet_peer_disconnect(peer, PROTO_DISCONNECT_VERSION);
+    return;
+  }
+  client *c = NULL;
+  for (uint32_t i = 0; i < s->cfg.max_clients && !c; i++)
+    if (!s->clients[i].peer)
+      c = &s->clients[i];
+  if (!c) {
+    enet_peer_disconnect(peer, PROTO_DISCONNECT_FULL);
+    return;
+  }
+  memset(c, 0, sizeof(*c));
+  c->peer = peer;
+  c->id = s->next_client_id++;
+  snprintf(c->addr, sizeof(c->addr), "%s:%u", host, peer->address.port);
+  peer->data = c;
+  enet_peer_timeout(peer, 0, s->cfg.client_timeout_ms, s->cfg.client_timeout_ms);
+  s->stats.clients++;
+  LOG_INFO("client %u connected from %s", c->id, c->addr);
+}
+
+static void on_disconnect(steerd_server *s, ENetEvent *ev) {
+  client *c = client_of(ev->peer);
+  if (!c)
+    return; /* refused before it became a client */
+  /* ENet reports a timeout as a disconnect carrying no data. */
+  LOG_INFO("client %u (%s) %s after %llu commands, %llu bad messages; its agents stay", c->id, c->addr,
+           ev->data ? "disconnected" : "disconnected or timed out", (unsigned long long)c->commands,
+           (unsigned long long)c->bad_messages);
+  ev->peer->data = NULL;
+  c->peer = NULL;
+  s->stats.clients--;
+}
+
+static void service_enet(steerd_server *s) {
+  ENetEvent ev;
+  int rc;
+  while ((rc = enet_host_service(s->host, &ev, 0)) > 0) {
+    switch (ev.type) {
+    case ENET_EVENT_TYPE_CONNECT:
+      on_connect(s, &ev);
+      break;
+    case ENET_EVENT_TYPE_DISCONNECT:
+      on_disconnect(s, &ev);
+      break;
+    case ENET_EVENT_TYPE_RECEIVE: {
+      client *c = client_of(ev.peer);
+      if (c && !s->stopping)
+        handle_packet(s, c, ev.packet, ev.channelID);
+      enet_packet_destroy(ev.packet);
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  if (rc < 0)
+    LOG_WARN("enet_host_service failed");
+}
+
+static void on_readable(uv_poll_t *p, int status, int events) {
+  (void)events;
+  steerd_server *s = p->data;
+  if (status < 0) {
+    LOG_WARN("socket poll: %s", uv_strerror(status));
+    return;
+  }
+  service_enet(s);
+  enet_host_flush(s->host);
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
+  steerd_server *s = calloc(1, sizeof(*s));
+  if (!s) {
+    LOG_ERROR("out of memory");
+    return NULL;
+  }
+  s->cfg = *cfg;
+  s->loop = loop;
+  s->dt = 1.0f / (float)cfg->tick_rate;
+  s->next_client_id = 1;
+  s->clients = calloc(cfg->max_clients, sizeof(*s->clients));
+  steer_world_config wc = steer_default_world_config();
+  wc.max_agents = cfg->max_agents;
+  wc.min = cfg->world_min;
+  wc.max = cfg->world_max;
+  wc.seed = cfg->seed;
+  s->world = steer_world_create(&wc);
+  if (!s->clients || !s->world) {
+    LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents, cfg->world_min.x,
+              cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
+    steerd_server_destroy(s);
+    return NULL;
+  }
+  if (cfg->demo) {
+    int rc = steerd_demo_create(&s->demo, s->world, cfg->seed);
+    if (rc != STEER_OK) {
+      LOG_ERROR("cannot build the demo world: %s (it needs bounds of +-60 m and 64 agents)", steer_strerror(rc));
+      steerd_server_destroy(s);
+      return NULL;
+    }
+    s->demo_on = 1;
+  }
+
+  if (enet_initialize() != 0) {
+    LOG_ERROR("enet_initialize failed");
+    steerd_server_destroy(s);
+    return NULL;
+  }
+  ENetAddress addr;
+  if (enet_address_set_host_ip(&addr, cfg->bind) != 0) {
+    LOG_ERROR("bad bind address '%s' (want an IPv4 address such as 127.0.0.1 or 0.0.0.0)", cfg->bind);
+    steerd_server_destroy(s);
+    return NULL;
+  }
+  addr.port = cfg->port;
+  s->host = enet_host_create(&addr, cfg->max_clients, PROTO_CHANNEL_COUNT, 0, 0);
+  if (!s->host) {
+    LOG_ERROR("cannot bind %s:%u (in use, or not an address of this machine)", cfg->bind, cfg->port);
+    steerd_server_destroy(s);
+    return NULL;
+  }
+  ENetAddress bound;
+  if (enet_socket_get_address(s->host->socket, &bound) == 0)
+    s->host->address.port = bound.port;
+  LOG_INFO("listening on %s:%u (udp), tick %u Hz, snapshots %u Hz, %u clients, %u agents max, demo %s", cfg->bind,
+           s->host->address.port, cfg->tick_rate, cfg->snapshot_rate, cfg->max_clients, cfg->max_agents,
+           s->demo_on ? "on" : "off");
+  if (s->demo_on)
+    LOG_INFO("demo world: %u agents in %u groups", steer_world_count(s->world), s->demo.group_count);
+  return s;
+}
+
+int steerd_server_start(steerd_server *s) {
+  s->start_ns = uv_hrtime();
+  steerd_ticker_init(&s->ticks, s->cfg.tick_rate, s->start_ns, s->cfg.max_catchup);
+  steerd_ticker_init(&s->snapshots, s->cfg.snapshot_rate, s->start_ns, 1);
+  int rc = uv_poll_init_socket(s->loop, &s->poll, s->host->socket);
+  if (rc == 0) {
+    s->poll.data = s;
+    rc = uv_poll_start(&s->poll, UV_READABLE, on_readable);
+  }
+  if (rc != 0) {
+    LOG_ERROR("cannot watch the socket: %s", uv_strerror(rc));
+    return rc;
+  }
+  uv_timer_init(s->loop, &s->timer);
+  s->timer.data = s;
+  s->handles_open = 2;
+  return uv_timer_start(&s->timer, on_timer, 1000u / s->cfg.tick_rate, 0);
+}
+
+void steerd_server_shutdown(steerd_server *s, uint32_t reason) {
+  if (s->stopping)
+    return;
+  s->stopping = 1;
+  s->stop_deadline_ns = uv_hrtime() + SHUTDOWN_GRACE_NS;
+  LOG_INFO("shutting down: disconnecting %u clients (%s)", s->stats.clients, proto_disconnect_name(reason));
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+    if (s->clients[i].peer)
+      enet_peer_disconnect(s->clients[i].peer, reason);
+  enet_host_flush(s->host);
+  if (s->handles_open)
+    uv_timer_start(&s->timer, on_timer, 10, 0);
+}
+
+static void on_closed(uv_handle_t *h) {
+  steerd_server *s = h->data;
+  s->handles_open--;
+}
+
+static void close_handles(steerd_server *s) {
+  log_stats(s);
+  uv_timer_stop(&s->timer);
+  uv_poll_stop(&s->poll);
+  uv_close((uv_handle_t *)&s->timer, on_closed);
+  uv_close((uv_handle_t *)&s->poll, on_closed);
+}
+
+void steerd_server_destroy(steerd_server *s) {
+  if (!s)
+    return;
+  if (s->host) {
+    enet_host_destroy(s->host);
+    enet_deinitialize();
+  }
+  steer_world_destroy(s->world);
+  free(s->clients);
+  free(s);
+}
+
+uint16_t steerd_server_port(const steerd_server *s) { return s->host ? s->host->address.port : 0; }
+
+void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out) { *out = s->stats; }
