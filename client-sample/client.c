@@ -27,7 +27,10 @@ struct steerd_client {
   ENetHost *host;
   ENetPeer *peer;
   steerd_client_state state;
-  int enet_connected;   /* CONNECT event seen */
+  int hello_sent; /* ENet connected and HELLO sent */
+  uint32_t hello_id;
+  uint64_t connect_deadline_us;
+  int connect_error;    /* why the connection attempt or the connection ended, 0 if it did not */
   int local_disconnect; /* we asked to disconnect: the reason stays 0 */
   int in_dispatch;      /* inside a callback: no re-entrant waits */
   uint32_t next_request_id;
@@ -71,8 +74,8 @@ struct steerd_client {
 static int enet_users;
 
 static const char *const error_names[STEERD_CLIENT_ERROR_COUNT] = {
-    "OK",         "EINVAL",        "ENOMEM",  "ENET",  "ERESOLVE",  "ETIMEDOUT", "ENOTCONN",
-    "EDISCONNECTED", "EENCODE", "ESEND", "EREPLY", "EPROTOCOL", "EBUSY",
+    "OK",      "EINVAL", "ENOMEM", "ENET",      "ERESOLVE", "ETIMEDOUT", "ENOTCONN", "EDISCONNECTED",
+    "EENCODE", "ESEND",  "EREPLY", "EPROTOCOL", "EBUSY",
 };
 
 static const char *const error_texts[STEERD_CLIENT_ERROR_COUNT] = {
@@ -184,6 +187,31 @@ void steerd_client_destroy(steerd_client *c) {
     enet_deinitialize();
 }
 
+static int send_command(steerd_client *c, const proto_command *cmd, uint32_t *request_id);
+
+/* Ends a connection attempt (or the connection) from our side. */
+static void connect_fail(steerd_client *c, int code) {
+  if (c->peer != NULL) {
+    enet_peer_disconnect_now(c->peer, PROTO_DISCONNECT_NONE);
+    c->peer = NULL;
+  }
+  c->state = STEERD_CLIENT_DISCONNECTED;
+  c->connect_error = code;
+}
+
+static void send_hello(steerd_client *c) {
+  proto_command *hello = &c->cmd;
+  memset(hello, 0, sizeof *hello);
+  hello->type = PROTO_MSG_HELLO;
+  hello->hello.version = PROTO_VERSION;
+  memcpy(hello->hello.name, c->name, sizeof c->name);
+  int r = send_command(c, hello, &c->hello_id);
+  if (r < 0)
+    connect_fail(c, r);
+  else
+    c->hello_sent = 1;
+}
+
 /* ---- Receiving ------------------------------------------------------------ */
 
 static void frame_abandon(steerd_client *c) {
@@ -269,13 +297,15 @@ static void handle_snapshot(steerd_client *c, const proto_snapshot *s) {
 
 static void update_rtt(steerd_client *c, const proto_pong *pong) {
   uint64_t now = steerd_client_now_us();
-  if (pong->client_time_us == 0 || pong->client_time_us > now || now - pong->client_time_us > CLIENT_RTT_MAX_US)
+  if (pong->client_time_us == 0 || pong->client_time_us > now ||
+      now - pong->client_time_us > CLIENT_RTT_MAX_US)
     return; /* not an echo of our clock */
   uint64_t rtt = now - pong->client_time_us;
   steerd_client_stats *st = &c->stats;
   st->rtt_last_us = rtt;
   st->rtt_sum_us += rtt;
-  st->rtt_smoothed_us = st->pings == 0 ? (double)rtt : st->rtt_smoothed_us + ((double)rtt - st->rtt_smoothed_us) / 8.0;
+  st->rtt_smoothed_us =
+      st->pings == 0 ? (double)rtt : st->rtt_smoothed_us + ((double)rtt - st->rtt_smoothed_us) / 8.0;
   if (st->pings == 0 || rtt <= st->rtt_min_us) {
     /* The lowest-RTT sample bounds the offset error best: assume the server
      * read its clock halfway through the round trip. */
@@ -295,6 +325,12 @@ static void handle_reply(steerd_client *c, const proto_server_msg *m) {
   } else {
     c->stats.errors++;
     id = m->error.request_id;
+    if (c->state == STEERD_CLIENT_CONNECTING && c->hello_sent && id == c->hello_id) {
+      c->last_error = m->error;
+      c->has_last_error = 1;
+      connect_fail(c, STEERD_CLIENT_EREPLY); /* e.g. VERSION_MISMATCH */
+      return;
+    }
   }
   if (c->wait_active && !c->wait_done && id == c->wait_id) {
     c->wait_msg = *m;
@@ -323,12 +359,17 @@ static void handle_packet(steerd_client *c, const uint8_t *data, size_t len) {
   }
   switch (m->type) {
   case PROTO_MSG_WELCOME:
-    if (c->state != STEERD_CLIENT_CONNECTING || !c->wait_active || c->wait_done) {
+    if (c->state != STEERD_CLIENT_CONNECTING || !c->hello_sent) {
       c->stats.bad_packets++; /* unasked-for WELCOME */
       return;
     }
-    c->wait_msg = *m;
-    c->wait_done = 1;
+    if (m->welcome.protocol != PROTO_VERSION) {
+      connect_fail(c, STEERD_CLIENT_EPROTOCOL);
+      return;
+    }
+    c->welcome = m->welcome;
+    c->has_welcome = 1;
+    c->state = STEERD_CLIENT_WELCOMED;
     return;
   case PROTO_MSG_ACK:
   case PROTO_MSG_ERROR:
@@ -353,6 +394,8 @@ static void handle_packet(steerd_client *c, const uint8_t *data, size_t len) {
 
 static void handle_disconnect(steerd_client *c, uint32_t data) {
   c->peer = NULL; /* ENet has reset it */
+  if (c->state == STEERD_CLIENT_CONNECTING)
+    c->connect_error = STEERD_CLIENT_EDISCONNECTED; /* refused: full, wrong version, ... */
   c->state = STEERD_CLIENT_DISCONNECTED;
   c->disconnect_reason = c->local_disconnect ? PROTO_DISCONNECT_NONE : data;
   if (c->cfg.callbacks.on_disconnect != NULL) {
@@ -366,8 +409,8 @@ static void handle_disconnect(steerd_client *c, uint32_t data) {
 static int handle_event(steerd_client *c, ENetEvent *ev) {
   switch (ev->type) {
   case ENET_EVENT_TYPE_CONNECT:
-    if (ev->peer == c->peer)
-      c->enet_connected = 1;
+    if (ev->peer == c->peer && c->state == STEERD_CLIENT_CONNECTING && !c->hello_sent)
+      send_hello(c);
     return 1;
   case ENET_EVENT_TYPE_DISCONNECT:
     if (ev->peer == c->peer)
@@ -502,7 +545,7 @@ int steerd_client_ping(steerd_client *c, uint32_t timeout_ms, uint64_t *rtt_us) 
 
 /* ---- Connection ----------------------------------------------------------- */
 
-int steerd_client_connect(steerd_client *c, const char *host, uint16_t port) {
+int steerd_client_connect_start(steerd_client *c, const char *host, uint16_t port) {
   if (c == NULL || host == NULL || port == 0)
     return STEERD_CLIENT_EINVAL;
   if (c->in_dispatch || c->state != STEERD_CLIENT_IDLE)
@@ -511,53 +554,36 @@ int steerd_client_connect(steerd_client *c, const char *host, uint16_t port) {
   if (enet_address_set_host(&addr, host) != 0)
     return STEERD_CLIENT_ERESOLVE;
   addr.port = port;
-  uint64_t deadline = steerd_client_now_us() + (uint64_t)c->cfg.connect_timeout_ms * 1000u;
-
   c->peer = enet_host_connect(c->host, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
   if (c->peer == NULL)
     return STEERD_CLIENT_ENET;
+  c->connect_deadline_us = steerd_client_now_us() + (uint64_t)c->cfg.connect_timeout_ms * 1000u;
   c->state = STEERD_CLIENT_CONNECTING;
-  int r = wait_for(c, deadline, &c->enet_connected);
-  if (r < 0)
-    goto fail;
-
-  proto_command *hello = &c->cmd;
-  memset(hello, 0, sizeof *hello);
-  hello->type = PROTO_MSG_HELLO;
-  hello->hello.version = PROTO_VERSION;
-  memcpy(hello->hello.name, c->name, sizeof c->name);
-  uint32_t id;
-  r = send_command(c, hello, &id);
-  if (r < 0)
-    goto fail;
-  c->wait_active = 1;
-  c->wait_done = 0;
-  c->wait_id = id;
-  r = wait_for(c, deadline, &c->wait_done);
-  c->wait_active = 0;
-  if (r < 0)
-    goto fail;
-  if (c->wait_msg.type == PROTO_MSG_ERROR) {
-    r = STEERD_CLIENT_EREPLY;
-    goto fail;
-  }
-  if (c->wait_msg.type != PROTO_MSG_WELCOME || c->wait_msg.welcome.protocol != PROTO_VERSION) {
-    r = STEERD_CLIENT_EPROTOCOL;
-    goto fail;
-  }
-  c->welcome = c->wait_msg.welcome;
-  c->has_welcome = 1;
-  c->state = STEERD_CLIENT_WELCOMED;
   return 0;
+}
 
-fail:
-  /* One connection per client: a failed connect leaves it DISCONNECTED. */
-  if (c->peer != NULL) {
-    enet_peer_disconnect_now(c->peer, PROTO_DISCONNECT_NONE);
-    c->peer = NULL;
+/* The connect deadline passed: give up (one connection per client). */
+static void check_connect_deadline(steerd_client *c) {
+  if (c->state == STEERD_CLIENT_CONNECTING && steerd_client_now_us() >= c->connect_deadline_us)
+    connect_fail(c, STEERD_CLIENT_ETIMEDOUT);
+}
+
+static int ended_error(const steerd_client *c) {
+  return c->connect_error != 0 ? c->connect_error : STEERD_CLIENT_EDISCONNECTED;
+}
+
+int steerd_client_connect(steerd_client *c, const char *host, uint16_t port) {
+  int r = steerd_client_connect_start(c, host, port);
+  if (r < 0)
+    return r;
+  while (c->state == STEERD_CLIENT_CONNECTING) {
+    uint32_t left = ms_until(c->connect_deadline_us);
+    r = left > 0 ? pump(c, left) : 0;
+    if (r < 0)
+      connect_fail(c, r);
+    check_connect_deadline(c);
   }
-  c->state = STEERD_CLIENT_DISCONNECTED;
-  return r;
+  return c->state == STEERD_CLIENT_WELCOMED ? 0 : ended_error(c);
 }
 
 int steerd_client_disconnect(steerd_client *c, uint32_t timeout_ms) {
@@ -587,18 +613,29 @@ int steerd_client_service(steerd_client *c, uint32_t timeout_ms) {
     return STEERD_CLIENT_EINVAL;
   if (c->in_dispatch)
     return STEERD_CLIENT_EBUSY;
-  int r = state_error(c);
-  if (r < 0)
-    return r;
-  r = pump(c, timeout_ms);
-  if (r >= 0 && c->state == STEERD_CLIENT_DISCONNECTED)
-    return STEERD_CLIENT_EDISCONNECTED;
+  if (c->state == STEERD_CLIENT_IDLE)
+    return STEERD_CLIENT_ENOTCONN;
+  if (c->state == STEERD_CLIENT_DISCONNECTED)
+    return ended_error(c);
+  if (c->state == STEERD_CLIENT_CONNECTING) {
+    uint32_t left = ms_until(c->connect_deadline_us);
+    if (timeout_ms > left)
+      timeout_ms = left;
+  }
+  int r = pump(c, timeout_ms);
+  if (r < 0 && c->state == STEERD_CLIENT_CONNECTING)
+    connect_fail(c, r);
+  check_connect_deadline(c);
+  if (c->state == STEERD_CLIENT_DISCONNECTED)
+    return ended_error(c);
   return r;
 }
 
 /* ---- Getters -------------------------------------------------------------- */
 
-int steerd_client_fd(const steerd_client *c) { return c != NULL && c->host != NULL ? (int)c->host->socket : -1; }
+int steerd_client_fd(const steerd_client *c) {
+  return c != NULL && c->host != NULL ? (int)c->host->socket : -1;
+}
 
 steerd_client_state steerd_client_get_state(const steerd_client *c) {
   return c != NULL ? c->state : STEERD_CLIENT_DISCONNECTED;
@@ -615,7 +652,9 @@ void steerd_client_get_stats(const steerd_client *c, steerd_client_stats *out) {
   out->enet_rtt_ms = c->peer != NULL ? c->peer->roundTripTime : 0;
 }
 
-uint32_t steerd_client_disconnect_reason(const steerd_client *c) { return c != NULL ? c->disconnect_reason : 0; }
+uint32_t steerd_client_disconnect_reason(const steerd_client *c) {
+  return c != NULL ? c->disconnect_reason : 0;
+}
 
 const proto_error_msg *steerd_client_last_error(const steerd_client *c) {
   return c != NULL && c->has_last_error ? &c->last_error : NULL;

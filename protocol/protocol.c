@@ -96,16 +96,16 @@ static const char *name_of(const char *const *table, uint32_t count, uint32_t i)
   return i < count ? table[i] : NULL;
 }
 
-static int code_index(int code) { return code < 0 ? -code : code; }
+static int64_t code_index(int code) { return code < 0 ? -(int64_t)code : (int64_t)code; }
 
 const char *proto_error_name(int code) {
-  int i = code_index(code);
-  return i >= 0 && i < PROTO_ERR_COUNT ? error_names[i] : "UNKNOWN";
+  int64_t i = code_index(code);
+  return i < PROTO_ERR_COUNT ? error_names[i] : "UNKNOWN";
 }
 
 const char *proto_error_text(int code) {
-  int i = code_index(code);
-  return i >= 0 && i < PROTO_ERR_COUNT ? error_texts[i] : "unknown error";
+  int64_t i = code_index(code);
+  return i < PROTO_ERR_COUNT ? error_texts[i] : "unknown error";
 }
 
 int proto_error_from_steer(int steer_err) {
@@ -626,8 +626,8 @@ static size_t utf8_cut(const char *s, size_t max) {
   return n;
 }
 
-size_t proto_encode_error(uint8_t *buf, size_t cap, uint32_t request_id, int code, const char *message,
-                          const char *field) {
+static size_t encode_error(uint8_t *buf, size_t cap, uint32_t request_id, uint32_t code, const char *message,
+                           const char *field) {
   writer w;
   msgpack_packer pk;
   writer_init(&w, &pk, buf, cap);
@@ -636,13 +636,18 @@ size_t proto_encode_error(uint8_t *buf, size_t cap, uint32_t request_id, int cod
   msgpack_pack_array(&pk, 5);
   msgpack_pack_uint8(&pk, PROTO_MSG_ERROR);
   msgpack_pack_uint32(&pk, request_id);
-  msgpack_pack_uint32(&pk, (uint32_t)code_index(code));
+  msgpack_pack_uint32(&pk, code);
   msgpack_pack_str_with_body(&pk, message, utf8_cut(message, PROTO_MAX_ERROR_TEXT_BYTES));
   if (field)
     msgpack_pack_str_with_body(&pk, field, utf8_cut(field, PROTO_MAX_FIELD_BYTES));
   else
     msgpack_pack_nil(&pk);
   return writer_done(&w);
+}
+
+size_t proto_encode_error(uint8_t *buf, size_t cap, uint32_t request_id, int code, const char *message,
+                          const char *field) {
+  return encode_error(buf, cap, request_id, (uint32_t)code_index(code), message, field);
 }
 
 size_t proto_encode_event(uint8_t *buf, size_t cap, const proto_event *e) {
@@ -722,8 +727,8 @@ size_t proto_encode_server_msg(uint8_t *buf, size_t cap, const proto_server_msg 
   case PROTO_MSG_ACK:
     return proto_encode_ack(buf, cap, &m->ack);
   case PROTO_MSG_ERROR:
-    return proto_encode_error(buf, cap, m->error.request_id, (int)m->error.code, m->error.message,
-                              m->error.has_field ? m->error.field : NULL);
+    return encode_error(buf, cap, m->error.request_id, m->error.code, m->error.message,
+                        m->error.has_field ? m->error.field : NULL);
   case PROTO_MSG_EVENT:
     return proto_encode_event(buf, cap, &m->event);
   case PROTO_MSG_SNAPSHOT:
@@ -804,7 +809,7 @@ static size_t path_push_index(reader *r, uint32_t i) {
   char digits[12];
   size_t d = 0;
   do {
-    digits[d++] = (char)('0' + i % 10u);
+    digits[d++] = "0123456789"[i % 10u];
     i /= 10u;
   } while (i);
   tmp[n++] = '[';
@@ -847,7 +852,7 @@ static int rd_val(reader *r, mp_val *v) {
   }
   if (b >= 0xe0) {
     v->kind = MP_INT;
-    v->i = (int8_t)b;
+    v->i = (int64_t)b - 256; /* negative fixint: 0xe0..0xff is -32..-1 */
     return 0;
   }
   if ((b & 0xf0) == 0x80) {
@@ -1570,7 +1575,22 @@ static int decode_command(reader *r, proto_command *out) {
   uint64_t type;
   if (rd_frame(r, &n, &type))
     return -1;
-  if (type < PROTO_MSG_HELLO || type > PROTO_MSG_PING) {
+  int known = type >= PROTO_MSG_HELLO && type <= PROTO_MSG_PING;
+  if (!known && n != 3) {
+    size_t old = path_push(r, "type");
+    fail(r, PROTO_ERR_UNKNOWN_TYPE, "unknown message type");
+    path_pop(r, old);
+    return -1;
+  }
+  if (n != 3)
+    return fail(r, PROTO_ERR_BAD_MESSAGE, "expected [type, request_id, body]");
+  if (rd_frame_u32(r, "request_id", &out->request_id))
+    return -1;
+  /* Read before judging the type, so even an unknown command's error names
+   * the request it answers. */
+  r->err->has_request_id = 1;
+  r->err->request_id = out->request_id;
+  if (!known) {
     size_t old = path_push(r, "type");
     fail(r, PROTO_ERR_UNKNOWN_TYPE, "unknown message type");
     path_pop(r, old);
@@ -1578,12 +1598,6 @@ static int decode_command(reader *r, proto_command *out) {
   }
   r->err->type = (uint8_t)type;
   out->type = (uint8_t)type;
-  if (n != 3)
-    return fail(r, PROTO_ERR_BAD_MESSAGE, "expected [type, request_id, body]");
-  if (rd_frame_u32(r, "request_id", &out->request_id))
-    return -1;
-  r->err->has_request_id = 1;
-  r->err->request_id = out->request_id;
   switch (type) {
   case PROTO_MSG_HELLO:
     memset(&out->hello, 0, sizeof out->hello);

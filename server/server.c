@@ -138,6 +138,21 @@ static int apply_path(steerd_server *s, steer_id id, const proto_path *p) {
   return steer_world_set_behaviour(s->world, id, &info.behaviour);
 }
 
+/* Only the owner commands an agent; the server's own (the demo's) are everyone's. */
+static int may_command(steerd_server *s, client *c, uint32_t request_id, steer_id agent) {
+  steer_agent_info info;
+  int rc = steer_world_get(s->world, agent, &info);
+  if (rc != STEER_OK) {
+    send_world_error(s, c, request_id, rc, "agent");
+    return 0;
+  }
+  if (info.owner != STEERD_DEMO_OWNER && info.owner != c->id) {
+    send_error(s, c, request_id, PROTO_ERR_NOT_OWNER, "the agent belongs to another client", "agent");
+    return 0;
+  }
+  return 1;
+}
+
 static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
   if (cmd->hello.version != PROTO_VERSION) {
     send_error(s, c, cmd->request_id, PROTO_ERR_VERSION_MISMATCH, "this server speaks protocol version 1",
@@ -263,6 +278,15 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
   memset(&ack, 0, sizeof(ack));
   ack.request_id = cmd->request_id;
   ack.command = cmd->type;
+  /* Commands that change an agent name it in the same place. */
+  steer_id target = cmd->type == PROTO_MSG_DESPAWN         ? cmd->despawn.agent
+                    : cmd->type == PROTO_MSG_SET_BEHAVIOUR ? cmd->set_behaviour.agent
+                    : cmd->type == PROTO_MSG_SET_PATH      ? cmd->set_path.agent
+                    : cmd->type == PROTO_MSG_SET_PARAMS    ? cmd->set_params.agent
+                    : cmd->type == PROTO_MSG_STOP          ? cmd->stop.agent
+                                                           : 0;
+  if (target && !may_command(s, c, cmd->request_id, target))
+    return;
   int rc;
   switch (cmd->type) {
   case PROTO_MSG_SPAWN:
@@ -568,6 +592,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   wc.min = cfg->world_min;
   wc.max = cfg->world_max;
   wc.seed = cfg->seed;
+  wc.max_path_points = PROTO_MAX_PATH_POINTS;
   s->world = steer_world_create(&wc);
   if (!s->clients || !s->world) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents, cfg->world_min.x,

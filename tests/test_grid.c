@@ -37,8 +37,8 @@ static float dist2(float px, float py, vec2 p) {
 /* Checks one query against brute force; the query is run with and without
  * out_d2 (the second only when max fits the grid's internal buffer) and both
  * must agree. */
-static void check_query(const steer_grid *g, const float *px, const float *py, uint32_t n, vec2 p, float radius,
-                        uint32_t exclude, uint32_t max) {
+static void check_query(const steer_grid *g, const float *px, const float *py, uint32_t n, vec2 p,
+                        float radius, uint32_t exclude, uint32_t max) {
   static cand all[NMAX];
   static uint32_t out[NMAX], out2[NMAX];
   static float d2[NMAX];
@@ -72,7 +72,8 @@ static void check_query(const steer_grid *g, const float *px, const float *py, u
     ck_assert_msg(d == d2[i], "out_d2[%u] = %g, real %g", i, (double)d2[i], (double)d);
     ck_assert(d < r2);
     /* Nearest first, and the distances are exactly the brute-force prefix. */
-    ck_assert_msg(d2[i] == all[i].d2, "rank %u: grid d2 %g, brute force %g", i, (double)d2[i], (double)all[i].d2);
+    ck_assert_msg(d2[i] == all[i].d2, "rank %u: grid d2 %g, brute force %g", i, (double)d2[i],
+                  (double)all[i].d2);
     if (i > 0)
       ck_assert(d2[i - 1] <= d2[i]);
   }
@@ -104,10 +105,8 @@ typedef struct grid_case {
 } grid_case;
 
 static const grid_case cases[] = {
-    {{-50.0f, -30.0f}, {40.0f, 60.0f}, 8.0f},
-    {{-50.0f, -30.0f}, {40.0f, 60.0f}, 3.0f},
-    {{0.0f, 0.0f}, {10.0f, 10.0f}, 0.7f},
-    {{-5.0f, -5.0f}, {5.0f, 5.0f}, 100.0f}, /* one cell */
+    {{-50.0f, -30.0f}, {40.0f, 60.0f}, 8.0f}, {{-50.0f, -30.0f}, {40.0f, 60.0f}, 3.0f},
+    {{0.0f, 0.0f}, {10.0f, 10.0f}, 0.7f},     {{-5.0f, -5.0f}, {5.0f, 5.0f}, 100.0f}, /* one cell */
     {{-100.0f, 0.0f}, {100.0f, 1.0f}, 1.0f}, /* a single row of cells */
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
@@ -139,9 +138,11 @@ START_TEST(test_nearest_brute_force) {
           uint32_t i = steer_rng_next(&r) % n; /* on top of a point */
           p = v2(px[i], py[i]);
         } else {
-          p = v2(coord(&r, gc->min.x, gc->max.x, gc->cell, margin), coord(&r, gc->min.y, gc->max.y, gc->cell, margin));
+          p = v2(coord(&r, gc->min.x, gc->max.x, gc->cell, margin),
+                 coord(&r, gc->min.y, gc->max.y, gc->cell, margin));
         }
-        float radius = radii_in_cells[steer_rng_next(&r) % (sizeof(radii_in_cells) / sizeof(float))] * gc->cell;
+        float radius =
+            radii_in_cells[steer_rng_next(&r) % (sizeof(radii_in_cells) / sizeof(float))] * gc->cell;
         uint32_t max = maxes[steer_rng_next(&r) % (sizeof(maxes) / sizeof(maxes[0]))];
         uint32_t exclude = (q % 3 == 0) ? steer_rng_next(&r) % n : UINT32_MAX;
         check_query(&g, px, py, n, p, radius, exclude, max);

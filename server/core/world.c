@@ -64,6 +64,7 @@ struct steer_world {
   uint32_t path_free_count, path_live;
 
   steer_grid grid;
+  uint8_t grid_stale;  /* spawn/despawn since the last build: grid indices are off */
   uint32_t separating; /* agents with separation on: the grid query runs for them */
 
   steer_event *events;
@@ -462,6 +463,7 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
   memset(&w->cmd[d], 0, sizeof(w->cmd[d]));
   if (desc->behaviour.separation_weight > 0.0f)
     w->separating++;
+  w->grid_stale = 1;
   if (out_id)
     *out_id = id;
   return STEER_OK;
@@ -501,6 +503,7 @@ int steer_world_despawn(steer_world *w, steer_id id) {
   if (d != last)
     dense_move(w, d, last);
   w->slot_dense[slot] = NO_DENSE;
+  w->grid_stale = 1;
   if (w->slot_gen[slot] < GEN_MAX) {
     w->slot_gen[slot]++;
     uint32_t tail = (w->free_head + w->free_count) % w->cfg.max_agents;
@@ -909,9 +912,15 @@ void steer_world_step(steer_world *w, float dt) {
     return;
   w->tick++;
   w->event_count = 0;
-  steer_grid_build(&w->grid, w->px, w->py, w->count);
+  /* The grid normally still holds this tick's starting positions, built at the
+   * end of the last step; spawns and despawns since then invalidate it. */
+  if (w->grid_stale)
+    steer_grid_build(&w->grid, w->px, w->py, w->count);
   pass_steering(w, dt);
   pass_integrate(w, dt);
+  /* Rebuilt on the new positions, for queries between steps and the next step. */
+  steer_grid_build(&w->grid, w->px, w->py, w->count);
+  w->grid_stale = 0;
   pass_events(w, dt);
 }
 
@@ -942,8 +951,38 @@ steer_world_view steer_world_get_view(const steer_world *w) {
   return v;
 }
 
+/* Query by scanning every agent, for when the grid is stale; same order and cap as
+ * steer_grid_nearest (ties in dense order). */
+static uint32_t query_scan(const steer_world *w, vec2 p, float radius, uint32_t *out, uint32_t max) {
+  float d2s[256];
+  if (max > 256)
+    max = 256;
+  if (max == 0 || !(radius > 0.0f))
+    return 0;
+  float worst = radius * radius;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < w->count; i++) {
+    float dx = w->px[i] - p.x, dy = w->py[i] - p.y;
+    float d2 = dx * dx + dy * dy;
+    if (d2 >= worst)
+      continue;
+    uint32_t j = n < max ? n++ : max - 1;
+    while (j > 0 && d2s[j - 1] > d2) {
+      d2s[j] = d2s[j - 1];
+      out[j] = out[j - 1];
+      j--;
+    }
+    d2s[j] = d2;
+    out[j] = i;
+    if (n == max)
+      worst = d2s[max - 1];
+  }
+  return n;
+}
+
 uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out, uint32_t max) {
-  uint32_t n = steer_grid_nearest(&w->grid, centre, radius, NO_DENSE, out, NULL, max);
+  uint32_t n = w->grid_stale ? query_scan(w, centre, radius, out, max)
+                             : steer_grid_nearest(&w->grid, centre, radius, NO_DENSE, out, NULL, max);
   for (uint32_t i = 0; i < n; i++)
     out[i] = w->id[out[i]];
   return n;

@@ -1,0 +1,35 @@
+# steerd in a container: build on Debian 12, run on Debian 12 slim as a non-root user.
+#
+#   docker build -t steerd .
+#   docker run --rm -p 7777:7777/udp steerd
+#
+# Where no registry is reachable, make a base locally and pass it in, e.g.
+#   debootstrap --variant=minbase bookworm /tmp/rootfs && tar -C /tmp/rootfs -c . | podman import - bookworm-local
+#   buildah bud --isolation=chroot --build-arg BASE=bookworm-local --build-arg RUNTIME_BASE=bookworm-local -t steerd .
+ARG BASE=debian:bookworm
+ARG RUNTIME_BASE=debian:bookworm-slim
+
+FROM ${BASE} AS build
+WORKDIR /src
+# The same set-up script as the README, limited to what a build needs.
+COPY scripts/setup.sh scripts/setup.sh
+RUN ./scripts/setup.sh --build-only
+COPY . .
+# Build outside the copied tree, so a host build/ (were .dockerignore not honoured) cannot interfere.
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null \
+ && cmake --build /build -j"$(nproc)" --target steerd steerd-client steerd-demo
+
+FROM ${RUNTIME_BASE}
+# apt-get clean drops apt's ~80 MB of caches where the base image does not already (a debootstrap one).
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libuv1 libenet7 libmsgpackc2 \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --uid 10001 --user-group --no-log-init --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin steerd
+COPY --from=build /build/server/steerd /build/server/steerd-demo /build/client-sample/steerd-client /usr/local/bin/
+USER steerd
+ENV STEERD_BIND=0.0.0.0 \
+    STEERD_PORT=7777
+EXPOSE 7777/udp
+ENTRYPOINT ["/usr/local/bin/steerd"]

@@ -1,0 +1,1104 @@
+/* steerd_client.c: steerd-client, a command-line client on the steerd_client
+ * library: watch the world, send single commands, ping, and run load-test bots.
+ * See usage() for every subcommand with an example. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+
+/* Exit codes. */
+#define EXIT_REPLY_ERROR 1 /* the server answered ERROR */
+#define EXIT_USAGE       2
+#define EXIT_CONNECTION  3 /* connect failed, timed out or dropped */
+
+#define MAX_OPTS       32
+#define BOT_MAX        256 /* bots in one process: one poll() set, modest memory */
+#define BOT_AGENTS     4   /* agents each bot keeps alive */
+#define BOT_MAX_AGENTS 16
+#define BOT_PENDING    16 /* spawns in flight per bot */
+
+typedef struct opt {
+  const char *key; /* without "--" */
+  const char *value;
+} opt;
+
+typedef struct args {
+  const char *host;
+  uint16_t port;
+  const char *name;
+  uint32_t timeout_ms;
+  const char *cmd;
+  const char *pos[4]; /* positional arguments after the subcommand */
+  int npos;
+  opt opts[MAX_OPTS];
+  int nopts;
+  int events_only;
+} args;
+
+static volatile sig_atomic_t g_stop;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+static void usage(FILE *f) {
+  fputs(
+      "usage: steerd-client [--host H] [--port P] [--name N] [--timeout MS] COMMAND [ARGS]\n"
+      "\n"
+      "Global options:\n"
+      "  --host H       server address (127.0.0.1)\n"
+      "  --port P       server UDP port (7777)\n"
+      "  --name N       HELLO name (steerd-client)\n"
+      "  --timeout MS   connect and reply timeout (3000)\n"
+      "\n"
+      "Commands:\n"
+      "  watch [--seconds S] [--events-only]\n"
+      "      Print snapshots and events as JSON lines until S seconds pass (0: until Ctrl-C).\n"
+      "      e.g. steerd-client watch --seconds 2\n"
+      "  spawn --model M --x X --y Y [--behaviour K] [--target X,Y] [--target-agent ID]\n"
+      "      Spawn an agent (model kinematic|dynamic|heading); prints the new id.\n"
+      "      e.g. steerd-client spawn --model dynamic --x 0 --y 0 --behaviour arrive --target 20,10\n"
+      "  target ID --behaviour K [--target X,Y | --target-agent ID [--target-agent2 ID]] [--orientation R]\n"
+      "      Set an agent's behaviour (none seek flee arrive align velocity_match face\n"
+      "      look_where_going pursue evade interpose wander).\n"
+      "      e.g. steerd-client target 4194305 --behaviour pursue --target-agent 4194306\n"
+      "  path ID --points \"x,y;x,y;...\" [--radius R] [--mode once|loop|pingpong]\n"
+      "       [--cornering none|arc|lazy]\n"
+      "      Make an agent follow a path (radius 1 m, mode once, cornering none).\n"
+      "      e.g. steerd-client path 4194305 --points \"0,0;20,0;20,20\" --mode loop\n"
+      "  despawn ID     e.g. steerd-client despawn 4194305\n"
+      "  stop ID        Behaviour none: come to rest.  e.g. steerd-client stop 4194305\n"
+      "  query ID       Print the agent as JSON.  e.g. steerd-client query 4194305\n"
+      "  ping [--count N]\n"
+      "      N PINGs (4), RTT of each and the median.  e.g. steerd-client ping --count 10\n"
+      "  bots N [--seconds S] [--seed K] [--rate HZ]\n"
+      "      N connections issuing random valid commands at HZ (4) per bot for S seconds\n"
+      "      (10), then a summary per bot.  e.g. steerd-client bots 20 --seconds 30 --seed 7\n"
+      "\n"
+      "Exit status: 0 ok, 1 the server replied ERROR, 2 usage, 3 connection failed or lost.\n",
+      f);
+}
+
+/* ---- Argument parsing ------------------------------------------------------ */
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out) {
+  if (s == NULL || *s == '\0' || *s == '-')
+    return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v > max)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_u32(const char *s, uint32_t *out) {
+  uint64_t v;
+  if (parse_u64(s, UINT32_MAX, &v) != 0)
+    return -1;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+static int parse_float(const char *s, float *out) {
+  if (s == NULL || *s == '\0')
+    return -1;
+  char *end;
+  errno = 0;
+  float v = strtof(s, &end);
+  if (errno != 0 || *end != '\0' || !isfinite(v))
+    return -1;
+  *out = v;
+  return 0;
+}
+
+/* "X,Y" (whitespace allowed around the numbers). */
+static int parse_xy(const char *s, vec2 *out) {
+  char tmp[128];
+  size_t n = strlen(s);
+  if (n >= sizeof tmp)
+    return -1;
+  memcpy(tmp, s, n + 1);
+  char *comma = strchr(tmp, ',');
+  if (comma == NULL)
+    return -1;
+  *comma = '\0';
+  char *xs = tmp, *ys = comma + 1;
+  while (*xs == ' ')
+    xs++;
+  while (*ys == ' ')
+    ys++;
+  char *e = ys + strlen(ys);
+  while (e > ys && e[-1] == ' ')
+    *--e = '\0';
+  e = xs + strlen(xs);
+  while (e > xs && e[-1] == ' ')
+    *--e = '\0';
+  return parse_float(xs, &out->x) == 0 && parse_float(ys, &out->y) == 0 ? 0 : -1;
+}
+
+/* "x,y;x,y;..." into at most cap points. */
+static int parse_points(const char *s, vec2 *pts, uint32_t cap, uint32_t *count) {
+  uint32_t n = 0;
+  while (*s != '\0') {
+    const char *semi = strchr(s, ';');
+    size_t len = semi != NULL ? (size_t)(semi - s) : strlen(s);
+    char tmp[128];
+    if (len >= sizeof tmp || n >= cap)
+      return -1;
+    memcpy(tmp, s, len);
+    tmp[len] = '\0';
+    if (parse_xy(tmp, &pts[n]) != 0)
+      return -1;
+    n++;
+    s += len;
+    if (*s == ';')
+      s++;
+  }
+  *count = n;
+  return n > 0 ? 0 : -1;
+}
+
+/* Index of the wire name in a proto_*_name table, or -1. */
+static int find_name(const char *(*name_of)(uint32_t), uint32_t count, const char *s) {
+  for (uint32_t i = 0; i < count; i++) {
+    const char *n = name_of(i);
+    if (n != NULL && strcmp(n, s) == 0)
+      return (int)i;
+  }
+  return -1;
+}
+
+static int parse_args(int argc, char **argv, args *a) {
+  memset(a, 0, sizeof *a);
+  a->host = "127.0.0.1";
+  a->port = 7777;
+  a->name = "steerd-client";
+  a->timeout_ms = 3000;
+  for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
+    if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+      usage(stdout);
+      exit(0);
+    }
+    if (strcmp(s, "--events-only") == 0) {
+      a->events_only = 1;
+      continue;
+    }
+    if (strncmp(s, "--", 2) == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "steerd-client: %s needs a value\n", s);
+        return -1;
+      }
+      const char *v = argv[++i];
+      const char *k = s + 2;
+      if (strcmp(k, "host") == 0) {
+        a->host = v;
+      } else if (strcmp(k, "port") == 0) {
+        uint64_t p;
+        if (parse_u64(v, 65535, &p) != 0 || p == 0) {
+          fprintf(stderr, "steerd-client: bad --port %s\n", v);
+          return -1;
+        }
+        a->port = (uint16_t)p;
+      } else if (strcmp(k, "name") == 0) {
+        a->name = v;
+      } else if (strcmp(k, "timeout") == 0) {
+        if (parse_u32(v, &a->timeout_ms) != 0) {
+          fprintf(stderr, "steerd-client: bad --timeout %s\n", v);
+          return -1;
+        }
+      } else {
+        if (a->nopts >= MAX_OPTS)
+          return -1;
+        a->opts[a->nopts].key = k;
+        a->opts[a->nopts].value = v;
+        a->nopts++;
+      }
+      continue;
+    }
+    if (a->cmd == NULL) {
+      a->cmd = s;
+    } else {
+      if (a->npos >= 4) {
+        fprintf(stderr, "steerd-client: too many arguments\n");
+        return -1;
+      }
+      a->pos[a->npos++] = s;
+    }
+  }
+  if (a->cmd == NULL) {
+    usage(stderr);
+    return -1;
+  }
+  return 0;
+}
+
+static const char *opt_get(const args *a, const char *key) {
+  for (int i = a->nopts - 1; i >= 0; i--)
+    if (strcmp(a->opts[i].key, key) == 0)
+      return a->opts[i].value;
+  return NULL;
+}
+
+/* Refuses options the subcommand does not know (a typo must not be ignored). */
+static int check_opts(const args *a, const char *const *allowed, int npos_min, int npos_max) {
+  for (int i = 0; i < a->nopts; i++) {
+    int ok = 0;
+    for (const char *const *k = allowed; *k != NULL; k++)
+      if (strcmp(*k, a->opts[i].key) == 0)
+        ok = 1;
+    if (!ok) {
+      fprintf(stderr, "steerd-client %s: unknown option --%s\n", a->cmd, a->opts[i].key);
+      return -1;
+    }
+  }
+  if (a->events_only && strcmp(a->cmd, "watch") != 0) {
+    fprintf(stderr, "steerd-client %s: --events-only is for watch\n", a->cmd);
+    return -1;
+  }
+  if (a->npos < npos_min || a->npos > npos_max) {
+    fprintf(stderr, "steerd-client %s: wrong number of arguments (see --help)\n", a->cmd);
+    return -1;
+  }
+  return 0;
+}
+
+static int bad_value(const args *a, const char *what, const char *v) {
+  fprintf(stderr, "steerd-client %s: bad %s '%s'\n", a->cmd, what, v != NULL ? v : "");
+  return EXIT_USAGE;
+}
+
+/* ---- Output --------------------------------------------------------------- */
+
+static void print_num(FILE *f, const char *fmt, double v) {
+  if (isfinite(v))
+    fprintf(f, fmt, v);
+  else
+    fputs("null", f);
+}
+
+static void print_server_error(const proto_error_msg *e) {
+  fprintf(stderr, "steerd-client: %s: %s", proto_error_name((int)e->code), e->message);
+  if (e->has_field)
+    fprintf(stderr, " (field %s)", e->field);
+  fputc('\n', stderr);
+}
+
+/* Prints why a library call failed; returns the exit code for it. */
+static int report(steerd_client *c, const char *what, int r, const proto_server_msg *reply) {
+  if (r == STEERD_CLIENT_EREPLY) {
+    if (reply != NULL && reply->type == PROTO_MSG_ERROR)
+      print_server_error(&reply->error);
+    else if (steerd_client_last_error(c) != NULL)
+      print_server_error(steerd_client_last_error(c));
+    return EXIT_REPLY_ERROR;
+  }
+  fprintf(stderr, "steerd-client: %s: %s: %s", what, steerd_client_error_name(r), steerd_client_strerror(r));
+  if (r == STEERD_CLIENT_EDISCONNECTED)
+    fprintf(stderr, " (reason %s)", proto_disconnect_name(steerd_client_disconnect_reason(c)));
+  fputc('\n', stderr);
+  return r == STEERD_CLIENT_EINVAL || r == STEERD_CLIENT_EENCODE ? EXIT_USAGE : EXIT_CONNECTION;
+}
+
+static void print_frame(void *user, const steerd_client_frame *f) {
+  (void)user;
+  printf("{\"type\":\"snapshot\",\"tick\":%llu,\"time_us\":%llu,\"agents\":[", (unsigned long long)f->tick,
+         (unsigned long long)f->server_time_us);
+  for (uint32_t i = 0; i < f->count; i++) {
+    const proto_pose *p = &f->poses[i];
+    printf("%s{\"id\":%lu,\"x\":", i ? "," : "", (unsigned long)p->id);
+    print_num(stdout, "%.2f", p->x);
+    fputs(",\"y\":", stdout);
+    print_num(stdout, "%.2f", p->y);
+    fputs(",\"theta\":", stdout);
+    print_num(stdout, "%.4f", p->theta);
+    fputs(",\"vx\":", stdout);
+    print_num(stdout, "%.2f", p->vx);
+    fputs(",\"vy\":", stdout);
+    print_num(stdout, "%.2f", p->vy);
+    fputc('}', stdout);
+  }
+  fputs("]}\n", stdout);
+  fflush(stdout); /* one line per frame for whoever reads the pipe */
+}
+
+static void print_event(void *user, const proto_event *e) {
+  (void)user;
+  const char *name = proto_event_name(e->code);
+  printf("{\"type\":\"event\",\"tick\":%llu,\"event\":", (unsigned long long)e->tick);
+  if (name != NULL)
+    printf("\"%s\"", name);
+  else
+    printf("%u", (unsigned)e->code);
+  printf(",\"agent\":%lu,\"data\":%lu}\n", (unsigned long)e->agent, (unsigned long)e->data);
+  fflush(stdout);
+}
+
+static void print_agent(const proto_agent_report *q) {
+  const char *model = proto_model_name(q->model);
+  const char *bhv = proto_behaviour_name(q->behaviour);
+  printf("{\"type\":\"agent\",\"id\":%lu,\"model\":\"%s\",\"behaviour\":\"%s\",\"arrived\":%s,\"path_node\":",
+         (unsigned long)q->agent, model ? model : "?", bhv ? bhv : "?", q->arrived ? "true" : "false");
+  if (q->path_node < 0)
+    fputs("null", stdout);
+  else
+    printf("%ld", (long)q->path_node);
+  const steer_state *s = &q->state;
+  const double v[] = {s->position.x, s->position.y, s->orientation,
+                      s->velocity.x, s->velocity.y, s->rotation};
+  const char *const k[] = {"x", "y", "theta", "vx", "vy", "omega"};
+  for (int i = 0; i < 6; i++) {
+    printf(",\"%s\":", k[i]);
+    print_num(stdout, "%.4f", v[i]);
+  }
+  const steer_limits *l = &q->limits;
+  const double lv[PROTO_LIMIT_COUNT] = {l->max_speed, l->max_acceleration, l->max_rotation,
+                                        l->max_angular_acceleration, l->radius};
+  fputs(",\"limits\":{", stdout);
+  for (uint32_t i = 0; i < PROTO_LIMIT_COUNT; i++) {
+    const char *n = proto_limit_name(i);
+    printf("%s\"%s\":", i ? "," : "", n ? n : "?");
+    print_num(stdout, "%.4g", lv[i]);
+  }
+  printf("},\"owner\":%lu}\n", (unsigned long)q->owner);
+}
+
+/* ---- Single-connection commands -------------------------------------------- */
+
+static steerd_client *open_client(const args *a, const steerd_client_callbacks *cb, int *exit_code) {
+  steerd_client_config cfg = steerd_client_default_config();
+  cfg.name = a->name;
+  cfg.connect_timeout_ms = a->timeout_ms;
+  if (cb != NULL)
+    cfg.callbacks = *cb;
+  steerd_client *c = steerd_client_create(&cfg);
+  if (c == NULL) {
+    fprintf(stderr, "steerd-client: cannot create the client (name longer than %d bytes?)\n",
+            PROTO_MAX_NAME_BYTES);
+    *exit_code = EXIT_USAGE;
+    return NULL;
+  }
+  int r = steerd_client_connect(c, a->host, a->port);
+  if (r < 0) {
+    char what[300];
+    snprintf(what, sizeof what, "connect %s:%u", a->host, (unsigned)a->port);
+    *exit_code = report(c, what, r, NULL);
+    steerd_client_destroy(c);
+    return NULL;
+  }
+  return c;
+}
+
+/* Connects, sends one command, waits for its reply; prints errors. */
+static int run_command(const args *a, const proto_command *cmd, proto_server_msg *reply) {
+  int code = 0;
+  steerd_client *c = open_client(a, NULL, &code);
+  if (c == NULL)
+    return code;
+  int r = steerd_client_command_wait(c, cmd, a->timeout_ms, reply);
+  if (r < 0)
+    code = report(c, proto_msg_type_name(cmd->type), r, reply);
+  steerd_client_disconnect(c, 500);
+  steerd_client_destroy(c);
+  return code;
+}
+
+static int parse_agent_id(const args *a, steer_id *id) {
+  uint32_t v;
+  if (parse_u32(a->pos[0], &v) != 0 || v == 0)
+    return bad_value(a, "agent id", a->pos[0]);
+  *id = v;
+  return 0;
+}
+
+/* Fills the behaviour options shared by spawn and target. */
+static int parse_behaviour(const args *a, proto_behaviour *b) {
+  const char *k = opt_get(a, "behaviour");
+  int kind = k != NULL ? find_name(proto_behaviour_name, STEER_BEHAVIOUR_COUNT, k) : -1;
+  if (kind < 0 || kind == STEER_BEHAVIOUR_FOLLOW_PATH)
+    return bad_value(a, "--behaviour", k);
+  b->kind = (uint8_t)kind;
+  const char *t = opt_get(a, "target");
+  const char *ta = opt_get(a, "target-agent");
+  const char *ta2 = opt_get(a, "target-agent2");
+  const char *o = opt_get(a, "orientation");
+  if (t != NULL && ta != NULL) {
+    fprintf(stderr, "steerd-client %s: --target and --target-agent exclude each other\n", a->cmd);
+    return EXIT_USAGE;
+  }
+  if (t != NULL) {
+    if (parse_xy(t, &b->target) != 0)
+      return bad_value(a, "--target", t);
+    b->present |= PROTO_BHV_TARGET;
+  }
+  if (ta != NULL) {
+    uint32_t id;
+    if (parse_u32(ta, &id) != 0 || id == 0)
+      return bad_value(a, "--target-agent", ta);
+    b->target_agent = id;
+    b->present |= PROTO_BHV_TARGET_AGENT;
+  }
+  if (ta2 != NULL) {
+    uint32_t id;
+    if (ta == NULL || parse_u32(ta2, &id) != 0 || id == 0)
+      return bad_value(a, "--target-agent2 (needs --target-agent)", ta2);
+    b->target_agent2 = id;
+    b->present |= PROTO_BHV_TARGET_AGENT2;
+  }
+  if (o != NULL) {
+    if (parse_float(o, &b->orientation) != 0)
+      return bad_value(a, "--orientation", o);
+    b->present |= PROTO_BHV_ORIENTATION;
+  }
+  return 0;
+}
+
+static int cmd_spawn(const args *a) {
+  static const char *const allowed[] = {"model", "x", "y", "behaviour", "target", "target-agent", NULL};
+  if (check_opts(a, allowed, 0, 0) != 0)
+    return EXIT_USAGE;
+  static proto_command cmd; /* large (paths): not on the stack */
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_SPAWN;
+  proto_spawn *s = &cmd.spawn;
+  const char *m = opt_get(a, "model");
+  int model = m != NULL ? find_name(proto_model_name, STEER_MODEL_COUNT, m) : -1;
+  if (model < 0)
+    return bad_value(a, "--model", m);
+  s->model = (uint8_t)model;
+  if (parse_float(opt_get(a, "x"), &s->position.x) != 0)
+    return bad_value(a, "--x", opt_get(a, "x"));
+  if (parse_float(opt_get(a, "y"), &s->position.y) != 0)
+    return bad_value(a, "--y", opt_get(a, "y"));
+  if (opt_get(a, "behaviour") != NULL) {
+    int r = parse_behaviour(a, &s->behaviour);
+    if (r != 0)
+      return r;
+    s->present |= PROTO_SPAWN_BEHAVIOUR;
+  } else if (opt_get(a, "target") != NULL || opt_get(a, "target-agent") != NULL) {
+    fprintf(stderr, "steerd-client spawn: a target needs --behaviour\n");
+    return EXIT_USAGE;
+  }
+  proto_server_msg reply;
+  int code = run_command(a, &cmd, &reply);
+  if (code == 0)
+    printf("%lu\n", (unsigned long)reply.ack.agent);
+  return code;
+}
+
+static int cmd_target(const args *a) {
+  static const char *const allowed[] = {"behaviour",     "target",      "target-agent",
+                                        "target-agent2", "orientation", NULL};
+  if (check_opts(a, allowed, 1, 1) != 0)
+    return EXIT_USAGE;
+  static proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_SET_BEHAVIOUR;
+  int r = parse_agent_id(a, &cmd.set_behaviour.agent);
+  if (r == 0)
+    r = parse_behaviour(a, &cmd.set_behaviour.behaviour);
+  if (r != 0)
+    return r;
+  return run_command(a, &cmd, NULL);
+}
+
+static int cmd_path(const args *a) {
+  static const char *const allowed[] = {"points", "radius", "mode", "cornering", NULL};
+  if (check_opts(a, allowed, 1, 1) != 0)
+    return EXIT_USAGE;
+  static proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_SET_PATH;
+  proto_set_path *sp = &cmd.set_path;
+  int r = parse_agent_id(a, &sp->agent);
+  if (r != 0)
+    return r;
+  const char *pts = opt_get(a, "points");
+  if (pts == NULL || parse_points(pts, sp->path.points, PROTO_MAX_PATH_POINTS, &sp->path.count) != 0)
+    return bad_value(a, "--points", pts);
+  sp->path.radius = 1.0f;
+  const char *rad = opt_get(a, "radius");
+  if (rad != NULL && (parse_float(rad, &sp->path.radius) != 0 || !(sp->path.radius > 0.0f)))
+    return bad_value(a, "--radius", rad);
+  const char *mode = opt_get(a, "mode");
+  int mi = mode != NULL ? find_name(proto_path_mode_name, STEER_PATH_MODE_COUNT, mode) : STEER_PATH_ONCE;
+  if (mi < 0)
+    return bad_value(a, "--mode", mode);
+  sp->path.mode = (uint8_t)mi;
+  const char *corner = opt_get(a, "cornering");
+  int ci = corner != NULL ? find_name(proto_cornering_name, STEER_CORNER_COUNT, corner) : STEER_CORNER_NONE;
+  if (ci < 0)
+    return bad_value(a, "--cornering", corner);
+  sp->path.cornering = (uint8_t)ci;
+  return run_command(a, &cmd, NULL);
+}
+
+/* despawn, stop, query: one agent id. */
+static int cmd_agent(const args *a, uint8_t type) {
+  static const char *const allowed[] = {NULL};
+  if (check_opts(a, allowed, 1, 1) != 0)
+    return EXIT_USAGE;
+  static proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = type;
+  int r = parse_agent_id(a, &cmd.query.agent); /* despawn, stop, query share proto_agent_cmd */
+  if (r != 0)
+    return r;
+  proto_server_msg reply;
+  int code = run_command(a, &cmd, &reply);
+  if (code == 0 && type == PROTO_MSG_QUERY)
+    print_agent(&reply.ack.query);
+  return code;
+}
+
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static int cmd_ping(const args *a) {
+  static const char *const allowed[] = {"count", NULL};
+  if (check_opts(a, allowed, 0, 0) != 0)
+    return EXIT_USAGE;
+  uint32_t count = 4;
+  const char *cs = opt_get(a, "count");
+  if (cs != NULL && (parse_u32(cs, &count) != 0 || count == 0 || count > 100000))
+    return bad_value(a, "--count", cs);
+  uint64_t *rtts = calloc(count, sizeof *rtts);
+  if (rtts == NULL)
+    return EXIT_CONNECTION;
+  int code = 0;
+  steerd_client *c = open_client(a, NULL, &code);
+  uint32_t got = 0;
+  for (uint32_t i = 0; c != NULL && i < count && !g_stop; i++) {
+    uint64_t sent = steerd_client_now_us();
+    int r = steerd_client_ping(c, a->timeout_ms, &rtts[got]);
+    if (r < 0) {
+      code = report(c, "PING", r, NULL);
+      break;
+    }
+    printf("ping %u: rtt %.3f ms\n", (unsigned)(i + 1), (double)rtts[got] / 1000.0);
+    fflush(stdout);
+    got++;
+    /* Pace the pings 100 ms apart, still servicing the connection. */
+    uint64_t next = sent + 100000u;
+    for (uint64_t now = steerd_client_now_us(); i + 1 < count && now < next && !g_stop;
+         now = steerd_client_now_us()) {
+      r = steerd_client_service(c, (uint32_t)((next - now + 999u) / 1000u));
+      if (r < 0)
+        break;
+    }
+  }
+  if (got > 0) {
+    qsort(rtts, got, sizeof *rtts, cmp_u64);
+    double median =
+        got % 2 ? (double)rtts[got / 2] : ((double)rtts[got / 2 - 1] + (double)rtts[got / 2]) / 2.0;
+    steerd_client_stats st;
+    steerd_client_get_stats(c, &st);
+    printf("median %.3f ms over %u pings (min %.3f, max %.3f, smoothed %.3f); clock offset %lld us\n",
+           median / 1000.0, (unsigned)got, (double)rtts[0] / 1000.0, (double)rtts[got - 1] / 1000.0,
+           st.rtt_smoothed_us / 1000.0, (long long)st.clock_offset_us);
+  }
+  if (c != NULL) {
+    steerd_client_disconnect(c, 500);
+    steerd_client_destroy(c);
+  }
+  free(rtts);
+  return code;
+}
+
+static int cmd_watch(const args *a) {
+  static const char *const allowed[] = {"seconds", NULL};
+  if (check_opts(a, allowed, 0, 0) != 0)
+    return EXIT_USAGE;
+  float seconds = 0.0f;
+  const char *ss = opt_get(a, "seconds");
+  if (ss != NULL && (parse_float(ss, &seconds) != 0 || seconds < 0.0f))
+    return bad_value(a, "--seconds", ss);
+  steerd_client_callbacks cb;
+  memset(&cb, 0, sizeof cb);
+  cb.on_event = print_event;
+  if (!a->events_only)
+    cb.on_snapshot_frame = print_frame;
+  int code = 0;
+  steerd_client *c = open_client(a, &cb, &code);
+  if (c == NULL)
+    return code;
+  const proto_welcome *w = steerd_client_welcome(c);
+  fprintf(stderr, "steerd-client: client %lu, tick %lu Hz, snapshots %lu Hz, world [%g,%g]..[%g,%g]\n",
+          (unsigned long)w->client_id, (unsigned long)w->tick_rate, (unsigned long)w->snapshot_rate,
+          (double)w->world_min.x, (double)w->world_min.y, (double)w->world_max.x, (double)w->world_max.y);
+  uint64_t end = seconds > 0.0f ? steerd_client_now_us() + (uint64_t)((double)seconds * 1e6) : UINT64_MAX;
+  while (!g_stop) {
+    uint64_t now = steerd_client_now_us();
+    if (now >= end)
+      break;
+    uint64_t left_ms = (end - now + 999u) / 1000u;
+    int r = steerd_client_service(c, left_ms < 200 ? (uint32_t)left_ms : 200);
+    if (r < 0) {
+      code = report(c, "watch", r, NULL);
+      break;
+    }
+  }
+  steerd_client_stats st;
+  steerd_client_get_stats(c, &st);
+  fprintf(stderr,
+          "steerd-client: frames %llu complete, %llu incomplete (%llu overflow); %llu parts, %llu dropped; "
+          "%llu events; %llu bad packets\n",
+          (unsigned long long)st.frames_complete, (unsigned long long)st.frames_incomplete,
+          (unsigned long long)st.frames_overflow, (unsigned long long)st.snapshot_parts,
+          (unsigned long long)st.parts_dropped, (unsigned long long)st.events,
+          (unsigned long long)st.bad_packets);
+  if (code == 0)
+    steerd_client_disconnect(c, 500);
+  steerd_client_destroy(c);
+  return code;
+}
+
+/* ---- Bots ------------------------------------------------------------------ */
+
+typedef struct bot {
+  steerd_client *c;
+  int index;
+  int lost; /* connect failed or the server dropped us */
+  uint64_t rng;
+  uint64_t next_action_us;
+  uint32_t n_agents;
+  steer_id agents[BOT_MAX_AGENTS];
+  uint8_t models[BOT_MAX_AGENTS];
+  uint32_t n_pending;
+  uint32_t pending_id[BOT_PENDING];
+  uint8_t pending_model[BOT_PENDING];
+  uint64_t sent;
+  uint64_t errors_by_code[PROTO_ERR_COUNT + 1]; /* last slot: codes out of range */
+  vec2 lo, hi;                                  /* m, where to put points */
+} bot;
+
+static uint64_t g_errors_printed;
+
+/* splitmix64: a seedable generator so a run can be repeated with --seed. */
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static uint32_t rng_below(uint64_t *s, uint32_t n) { return (uint32_t)(rng_next(s) % n); }
+
+static float rng_range(uint64_t *s, float lo, float hi) {
+  return lo + (hi - lo) * (float)((double)(rng_next(s) >> 11) / 9007199254740992.0);
+}
+
+static vec2 bot_point(bot *b) {
+  vec2 p = {rng_range(&b->rng, b->lo.x, b->hi.x), rng_range(&b->rng, b->lo.y, b->hi.y)};
+  return p;
+}
+
+/* Reports the bot's failure (the first few; a full server fails many alike). */
+static void bot_lost(bot *b, const char *what, int r) {
+  static int printed;
+  b->lost = 1;
+  if (printed++ < 10) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "bot %d: %s", b->index, what);
+    report(b->c, buf, r, NULL);
+  }
+}
+
+static void bot_on_reply(void *user, const proto_server_msg *m) {
+  bot *b = user;
+  if (m->type == PROTO_MSG_ERROR) {
+    uint32_t code = m->error.code < PROTO_ERR_COUNT ? m->error.code : PROTO_ERR_COUNT;
+    b->errors_by_code[code]++;
+    if (g_errors_printed++ < 10) {
+      fprintf(stderr, "bot %d: request %lu: ", b->index, (unsigned long)m->error.request_id);
+      print_server_error(&m->error);
+    }
+    for (uint32_t i = 0; i < b->n_pending; i++)
+      if (b->pending_id[i] == m->error.request_id)
+        b->pending_id[i] = b->pending_id[--b->n_pending];
+    return;
+  }
+  if (m->ack.command != PROTO_MSG_SPAWN)
+    return;
+  for (uint32_t i = 0; i < b->n_pending; i++) {
+    if (b->pending_id[i] != m->ack.request_id)
+      continue;
+    if (b->n_agents < BOT_MAX_AGENTS) {
+      b->agents[b->n_agents] = m->ack.agent;
+      b->models[b->n_agents] = b->pending_model[i];
+      b->n_agents++;
+    }
+    b->n_pending--;
+    b->pending_id[i] = b->pending_id[b->n_pending];
+    b->pending_model[i] = b->pending_model[b->n_pending];
+    return;
+  }
+}
+
+/* Another of the bot's own agents than slot self, or 0. Own agents are alive at
+ * the server when the command arrives: despawns go down the same ordered channel. */
+static steer_id bot_other_agent(bot *b, uint32_t self, steer_id not_this) {
+  if (b->n_agents < 2)
+    return 0;
+  for (int tries = 0; tries < 8; tries++) {
+    uint32_t i = rng_below(&b->rng, b->n_agents);
+    if (i != self && b->agents[i] != not_this)
+      return b->agents[i];
+  }
+  return 0;
+}
+
+/* A behaviour that suits the model (world.h's table) with a target it needs. */
+static void bot_behaviour(bot *b, uint32_t self, uint8_t model, proto_behaviour *out) {
+  static const uint8_t kinematic[] = {STEER_BEHAVIOUR_NONE, STEER_BEHAVIOUR_SEEK, STEER_BEHAVIOUR_FLEE,
+                                      STEER_BEHAVIOUR_ARRIVE, STEER_BEHAVIOUR_WANDER};
+  static const uint8_t heading[] = {STEER_BEHAVIOUR_NONE, STEER_BEHAVIOUR_SEEK, STEER_BEHAVIOUR_ARRIVE,
+                                    STEER_BEHAVIOUR_WANDER};
+  memset(out, 0, sizeof *out);
+  uint8_t kind;
+  if (model == STEER_MODEL_KINEMATIC)
+    kind = kinematic[rng_below(&b->rng, sizeof kinematic)];
+  else if (model == STEER_MODEL_HEADING)
+    kind = heading[rng_below(&b->rng, sizeof heading)];
+  else
+    kind = (uint8_t)rng_below(&b->rng, STEER_BEHAVIOUR_FOLLOW_PATH); /* dynamic: all but follow_path */
+
+  steer_id t1 = self < b->n_agents ? bot_other_agent(b, self, 0) : 0;
+  steer_id t2 = t1 != 0 ? bot_other_agent(b, self, t1) : 0;
+  int needs_agent = kind == STEER_BEHAVIOUR_VELOCITY_MATCH || kind == STEER_BEHAVIOUR_PURSUE ||
+                    kind == STEER_BEHAVIOUR_EVADE || kind == STEER_BEHAVIOUR_INTERPOSE;
+  if ((needs_agent && t1 == 0) || (kind == STEER_BEHAVIOUR_INTERPOSE && t2 == 0))
+    kind = STEER_BEHAVIOUR_ARRIVE; /* not enough agents yet */
+  out->kind = kind;
+  switch (kind) {
+  case STEER_BEHAVIOUR_SEEK:
+  case STEER_BEHAVIOUR_FLEE:
+  case STEER_BEHAVIOUR_ARRIVE:
+  case STEER_BEHAVIOUR_FACE:
+    if (t1 != 0 && rng_below(&b->rng, 3) == 0) {
+      out->target_agent = t1;
+      out->present |= PROTO_BHV_TARGET_AGENT;
+    } else {
+      out->target = bot_point(b);
+      out->present |= PROTO_BHV_TARGET;
+    }
+    break;
+  case STEER_BEHAVIOUR_ALIGN:
+    out->orientation = rng_range(&b->rng, -3.1f, 3.1f);
+    out->present |= PROTO_BHV_ORIENTATION;
+    break;
+  case STEER_BEHAVIOUR_VELOCITY_MATCH:
+  case STEER_BEHAVIOUR_PURSUE:
+  case STEER_BEHAVIOUR_EVADE:
+    out->target_agent = t1;
+    out->present |= PROTO_BHV_TARGET_AGENT;
+    break;
+  case STEER_BEHAVIOUR_INTERPOSE:
+    out->target_agent = t1;
+    out->target_agent2 = t2;
+    out->present |= PROTO_BHV_TARGET_AGENT | PROTO_BHV_TARGET_AGENT2;
+    break;
+  default:
+    break; /* none, look_where_going, wander: no target */
+  }
+}
+
+static void bot_act(bot *b) {
+  static proto_command cmd; /* one bot acts at a time; too large for the stack */
+  memset(&cmd, 0, sizeof cmd);
+  uint32_t id;
+  if (b->n_agents + b->n_pending < BOT_AGENTS) {
+    if (b->n_pending >= BOT_PENDING)
+      return;
+    cmd.type = PROTO_MSG_SPAWN;
+    cmd.spawn.model = (uint8_t)rng_below(&b->rng, STEER_MODEL_COUNT);
+    cmd.spawn.position = bot_point(b);
+    bot_behaviour(b, UINT32_MAX, cmd.spawn.model, &cmd.spawn.behaviour);
+    if (cmd.spawn.behaviour.present & PROTO_BHV_TARGET_AGENT) {
+      cmd.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER; /* spawns get no agent targets */
+      cmd.spawn.behaviour.present = 0;
+    }
+    cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+    if (steerd_client_send(b->c, &cmd, &id) == 0) {
+      b->sent++;
+      b->pending_id[b->n_pending] = id;
+      b->pending_model[b->n_pending] = cmd.spawn.model;
+      b->n_pending++;
+    }
+    return;
+  }
+  if (b->n_agents == 0)
+    return;
+  uint32_t slot = rng_below(&b->rng, b->n_agents);
+  steer_id agent = b->agents[slot];
+  uint8_t model = b->models[slot];
+  uint32_t pick = rng_below(&b->rng, 10);
+  if (pick < 4) {
+    cmd.type = PROTO_MSG_SET_BEHAVIOUR;
+    cmd.set_behaviour.agent = agent;
+    bot_behaviour(b, slot, model, &cmd.set_behaviour.behaviour);
+  } else if (pick < 6) {
+    cmd.type = PROTO_MSG_SET_PATH;
+    cmd.set_path.agent = agent;
+    proto_path *p = &cmd.set_path.path;
+    p->count = 2 + rng_below(&b->rng, 5);
+    for (uint32_t i = 0; i < p->count; i++)
+      p->points[i] = bot_point(b);
+    p->radius = rng_range(&b->rng, 0.5f, 3.0f);
+    p->mode = (uint8_t)rng_below(&b->rng, STEER_PATH_MODE_COUNT);
+    /* arc and lazy cornering are for the heading model only. */
+    p->cornering =
+        model == STEER_MODEL_HEADING ? (uint8_t)rng_below(&b->rng, STEER_CORNER_COUNT) : STEER_CORNER_NONE;
+  } else if (pick == 6) {
+    cmd.type = PROTO_MSG_STOP;
+    cmd.stop.agent = agent;
+  } else if (pick == 7) {
+    cmd.type = PROTO_MSG_QUERY;
+    cmd.query.agent = agent;
+  } else if (pick == 8) {
+    cmd.type = PROTO_MSG_PING;
+  } else {
+    cmd.type = PROTO_MSG_DESPAWN;
+    cmd.despawn.agent = agent;
+    /* Forget it now, so nothing later targets it; a new one spawns next turn. */
+    b->n_agents--;
+    b->agents[slot] = b->agents[b->n_agents];
+    b->models[slot] = b->models[b->n_agents];
+  }
+  if (steerd_client_send(b->c, &cmd, &id) == 0)
+    b->sent++;
+}
+
+static int cmd_bots(const args *a) {
+  static const char *const allowed[] = {"seconds", "seed", "rate", NULL};
+  if (check_opts(a, allowed, 1, 1) != 0)
+    return EXIT_USAGE;
+  uint32_t n;
+  if (parse_u32(a->pos[0], &n) != 0 || n == 0 || n > BOT_MAX)
+    return bad_value(a, "bot count (1..256)", a->pos[0]);
+  float seconds = 10.0f, rate = 4.0f;
+  uint64_t seed = 1;
+  const char *ss = opt_get(a, "seconds"), *ks = opt_get(a, "seed"), *rs = opt_get(a, "rate");
+  if (ss != NULL && (parse_float(ss, &seconds) != 0 || !(seconds > 0.0f) || seconds > 86400.0f))
+    return bad_value(a, "--seconds", ss);
+  if (ks != NULL && parse_u64(ks, UINT64_MAX, &seed) != 0)
+    return bad_value(a, "--seed", ks);
+  if (rs != NULL && (parse_float(rs, &rate) != 0 || !(rate > 0.0f) || rate > 1000.0f))
+    return bad_value(a, "--rate", rs);
+
+  bot *bots = calloc(n, sizeof *bots);
+  struct pollfd *fds = calloc(n, sizeof *fds);
+  if (bots == NULL || fds == NULL) {
+    free(bots);
+    free(fds);
+    return EXIT_CONNECTION;
+  }
+  uint64_t period_us = (uint64_t)(1e6 / (double)rate);
+  int lost = 0;
+  uint64_t t0 = steerd_client_now_us();
+  /* Connect every bot at once: a blocking connect per bot would leave the
+   * connected ones unserviced long enough for the server to time them out. */
+  for (uint32_t i = 0; i < n; i++) {
+    bot *b = &bots[i];
+    b->index = (int)i;
+    b->rng = seed * 0x100000001B3ull + i;
+    char name[32];
+    snprintf(name, sizeof name, "%s-bot-%u", strlen(a->name) > 20 ? "steerd" : a->name, (unsigned)i);
+    steerd_client_config cfg = steerd_client_default_config();
+    cfg.name = name;
+    cfg.connect_timeout_ms = a->timeout_ms;
+    cfg.callbacks.on_reply = bot_on_reply;
+    cfg.user = b;
+    b->c = steerd_client_create(&cfg);
+    int r = b->c != NULL ? steerd_client_connect_start(b->c, a->host, a->port) : STEERD_CLIENT_ENOMEM;
+    if (r < 0) {
+      bot_lost(b, "connect", r);
+      lost++;
+    }
+  }
+  for (int connecting = 1; connecting && !g_stop;) {
+    connecting = 0;
+    nfds_t nfds = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      if (bots[i].lost || steerd_client_get_state(bots[i].c) != STEERD_CLIENT_CONNECTING)
+        continue;
+      fds[nfds].fd = steerd_client_fd(bots[i].c);
+      fds[nfds].events = POLLIN;
+      fds[nfds].revents = 0;
+      nfds++;
+    }
+    if (nfds == 0)
+      break;
+    if (poll(fds, nfds, 20) < 0 && errno != EINTR)
+      break;
+    for (uint32_t i = 0; i < n; i++) {
+      bot *b = &bots[i];
+      if (b->lost || steerd_client_get_state(b->c) != STEERD_CLIENT_CONNECTING)
+        continue;
+      int r = steerd_client_service(b->c, 0);
+      if (r < 0) {
+        bot_lost(b, "connect", r);
+        lost++;
+      } else if (steerd_client_get_state(b->c) == STEERD_CLIENT_CONNECTING) {
+        connecting = 1;
+      }
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    bot *b = &bots[i];
+    if (b->lost)
+      continue;
+    const proto_welcome *w = steerd_client_welcome(b->c);
+    if (w == NULL) { /* interrupted while connecting */
+      b->lost = 1;
+      lost++;
+      continue;
+    }
+    /* Keep points 10% inside the world bounds. */
+    float mx = (w->world_max.x - w->world_min.x) * 0.1f, my = (w->world_max.y - w->world_min.y) * 0.1f;
+    b->lo = (vec2){w->world_min.x + mx, w->world_min.y + my};
+    b->hi = (vec2){w->world_max.x - mx, w->world_max.y - my};
+    /* Spread the bots' first actions over one period. */
+    b->next_action_us = steerd_client_now_us() + rng_below(&b->rng, (uint32_t)period_us + 1u);
+  }
+
+  uint64_t start = steerd_client_now_us();
+  double connect_s = (double)(start - t0) / 1e6;
+  uint64_t end = start + (uint64_t)((double)seconds * 1e6);
+  for (uint64_t now = start; now < end && !g_stop; now = steerd_client_now_us()) {
+    uint64_t wake = end;
+    nfds_t nfds = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      bot *b = &bots[i];
+      if (b->lost)
+        continue;
+      if (now >= b->next_action_us) {
+        bot_act(b);
+        /* Jitter 0.5..1.5 periods so the bots do not fire in lockstep. */
+        b->next_action_us = now + period_us / 2u + rng_below(&b->rng, (uint32_t)period_us + 1u);
+      }
+      if (b->next_action_us < wake)
+        wake = b->next_action_us;
+      fds[nfds].fd = steerd_client_fd(b->c);
+      fds[nfds].events = POLLIN;
+      fds[nfds].revents = 0;
+      nfds++;
+    }
+    if (nfds == 0)
+      break;
+    /* ENet needs servicing for resends and acks even when nothing arrives:
+     * wake at least every 20 ms. */
+    now = steerd_client_now_us();
+    uint64_t wait_ms = wake > now ? (wake - now + 999u) / 1000u : 0;
+    if (wait_ms > 20)
+      wait_ms = 20;
+    if (poll(fds, nfds, (int)wait_ms) < 0 && errno != EINTR)
+      break;
+    for (uint32_t i = 0; i < n; i++) {
+      bot *b = &bots[i];
+      if (b->lost)
+        continue;
+      int r = steerd_client_service(b->c, 0);
+      if (r < 0) {
+        bot_lost(b, "service", r);
+        lost++;
+      }
+    }
+  }
+  double elapsed = (double)(steerd_client_now_us() - start) / 1e6;
+
+  /* Let the last replies arrive before counting. */
+  for (uint32_t i = 0; i < n; i++)
+    if (!bots[i].lost)
+      steerd_client_service(bots[i].c, 0);
+
+  printf("%-5s %8s %8s %8s %8s %10s %8s %12s\n", "bot", "sent", "acks", "errors", "frames", "incomplete",
+         "pings", "mean_rtt_ms");
+  uint64_t tot_sent = 0, tot_acks = 0, tot_err = 0, tot_frames = 0, tot_inc = 0, tot_pings = 0, tot_rtt = 0;
+  uint64_t by_code[PROTO_ERR_COUNT + 1] = {0};
+  for (uint32_t i = 0; i < n; i++) {
+    bot *b = &bots[i];
+    steerd_client_stats st;
+    memset(&st, 0, sizeof st);
+    steerd_client_get_stats(b->c, &st);
+    double mean = st.pings ? (double)st.rtt_sum_us / (double)st.pings / 1000.0 : 0.0;
+    printf("%-5u %8llu %8llu %8llu %8llu %10llu %8llu %12.3f%s\n", (unsigned)i, (unsigned long long)b->sent,
+           (unsigned long long)st.acks, (unsigned long long)st.errors, (unsigned long long)st.frames_complete,
+           (unsigned long long)st.frames_incomplete, (unsigned long long)st.pings, mean,
+           b->lost ? "  LOST" : "");
+    tot_sent += b->sent;
+    tot_acks += st.acks;
+    tot_err += st.errors;
+    tot_frames += st.frames_complete;
+    tot_inc += st.frames_incomplete;
+    tot_pings += st.pings;
+    tot_rtt += st.rtt_sum_us;
+    for (uint32_t k = 0; k <= PROTO_ERR_COUNT; k++)
+      by_code[k] += b->errors_by_code[k];
+  }
+  printf("%-5s %8llu %8llu %8llu %8llu %10llu %8llu %12.3f\n", "all", (unsigned long long)tot_sent,
+         (unsigned long long)tot_acks, (unsigned long long)tot_err, (unsigned long long)tot_frames,
+         (unsigned long long)tot_inc, (unsigned long long)tot_pings,
+         tot_pings ? (double)tot_rtt / (double)tot_pings / 1000.0 : 0.0);
+  printf("%u bots (connected in %.3f s), %.1f s, %.1f commands/s, %u lost\n", (unsigned)n, connect_s, elapsed,
+         elapsed > 0 ? (double)tot_sent / elapsed : 0.0, (unsigned)lost);
+  for (uint32_t k = 0; k <= PROTO_ERR_COUNT; k++)
+    if (by_code[k] != 0)
+      fprintf(stderr, "steerd-client: %llu x %s\n", (unsigned long long)by_code[k],
+              k < PROTO_ERR_COUNT ? proto_error_name((int)k) : "UNKNOWN");
+
+  /* destroy disconnects at once (no wait for the server's confirmation): a
+   * polite disconnect per bot would take up to its timeout each. */
+  for (uint32_t i = 0; i < n; i++)
+    steerd_client_destroy(bots[i].c);
+  free(bots);
+  free(fds);
+  if (lost > 0)
+    return EXIT_CONNECTION;
+  return tot_err > 0 ? EXIT_REPLY_ERROR : 0;
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+int main(int argc, char **argv) {
+  args a;
+  if (parse_args(argc, argv, &a) != 0)
+    return EXIT_USAGE;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  if (strcmp(a.cmd, "watch") == 0)
+    return cmd_watch(&a);
+  if (strcmp(a.cmd, "spawn") == 0)
+    return cmd_spawn(&a);
+  if (strcmp(a.cmd, "target") == 0)
+    return cmd_target(&a);
+  if (strcmp(a.cmd, "path") == 0)
+    return cmd_path(&a);
+  if (strcmp(a.cmd, "despawn") == 0)
+    return cmd_agent(&a, PROTO_MSG_DESPAWN);
+  if (strcmp(a.cmd, "stop") == 0)
+    return cmd_agent(&a, PROTO_MSG_STOP);
+  if (strcmp(a.cmd, "query") == 0)
+    return cmd_agent(&a, PROTO_MSG_QUERY);
+  if (strcmp(a.cmd, "ping") == 0)
+    return cmd_ping(&a);
+  if (strcmp(a.cmd, "bots") == 0)
+    return cmd_bots(&a);
+  fprintf(stderr, "steerd-client: unknown command '%s' (see --help)\n", a.cmd);
+  return EXIT_USAGE;
+}

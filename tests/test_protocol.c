@@ -1,0 +1,1405 @@
+/* test_protocol.c: the wire protocol's encoders, decoders and PROTOCOL.md.
+ *
+ * Exact bytes of a few messages, round trips of every message, every class of
+ * bad input (with the expected code and field path), quantization, the snapshot
+ * size bound, a mutation fuzz pass, and the hex examples of PROTOCOL.md checked
+ * byte for byte against the encoder.
+ *
+ * Run with PROTO_PRINT_EXAMPLES=1 to print the examples in PROTOCOL.md's format. */
+#include <check.h>
+#include <math.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol.h"
+
+#ifndef PROTOCOL_MD
+#define PROTOCOL_MD "protocol/PROTOCOL.md"
+#endif
+
+#define ID1 4194305u /* generation 1, slot 1 */
+#define ID2 4194306u
+
+static uint8_t buf[PROTO_MAX_MESSAGE_BYTES + 64];
+static uint8_t buf2[PROTO_MAX_MESSAGE_BYTES + 64];
+
+/* ---- Example messages (the ones PROTOCOL.md shows) ------------------------- */
+
+static proto_command cmd_hello(void) {
+  proto_command c;
+  memset(&c, 0, sizeof c);
+  c.type = PROTO_MSG_HELLO;
+  c.request_id = 1;
+  c.hello.version = PROTO_VERSION;
+  strcpy(c.hello.name, "godot-client");
+  return c;
+}
+
+static proto_command cmd_spawn(void) {
+  proto_command c;
+  memset(&c, 0, sizeof c);
+  c.type = PROTO_MSG_SPAWN;
+  c.request_id = 2;
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  c.spawn.position = v2(10.0f, -5.5f);
+  c.spawn.present = PROTO_SPAWN_ORIENTATION | PROTO_SPAWN_LIMITS | PROTO_SPAWN_BEHAVIOUR;
+  c.spawn.orientation = 1.5f;
+  c.spawn.limits.present = PROTO_LIMIT_MAX_SPEED;
+  c.spawn.limits.v.max_speed = 3.0f;
+  c.spawn.behaviour.kind = STEER_BEHAVIOUR_ARRIVE;
+  c.spawn.behaviour.present = PROTO_BHV_TARGET;
+  c.spawn.behaviour.target = v2(20.0f, 4.0f);
+  c.spawn.behaviour.params.present = PROTO_PARAM_SLOW_RADIUS;
+  c.spawn.behaviour.params.v.slow_radius = 3.0f;
+  return c;
+}
+
+static proto_command cmd_agent(uint8_t type, uint32_t rid) {
+  proto_command c;
+  memset(&c, 0, sizeof c);
+  c.type = type;
+  c.request_id = rid;
+  c.despawn.agent = ID1; /* despawn, stop and query share the layout */
+  return c;
+}
+
+static proto_command cmd_set_behaviour(void) {
+  proto_command c;
+  memset(&c, 0, sizeof c);
+  c.type = PROTO_MSG_SET_BEHAVIOUR;
+  c.request_id = 4;
+  c.set_behaviour.agent = ID1;
+  c.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_PURSUE;
+  c.set_behaviour.behaviour.present = PROTO_BHV_TARGET_AGENT | PROTO_BHV_FACING;
+  c.set_behaviour.behaviour.target_agent = ID2;
+  c.set_behaviour.behaviour.facing = STEER_FACING_TARGET;
+  return c;
+}
+
+static proto_command cmd_set_path(void) {
+  proto_command c;
+  memset(&c, 0, sizeof c);
+  c.type = PROTO_MSG_SET_PATH;
+  c.request_id = 5;
+  c.set_path.agent = ID1;
+  c.set_path.path.count = 3;
+  c.set_path.path.points[0] = v2(0.0f, 0.0f);
+  c.set_path.path.points[1] = v2(10.0f, 0.0f);
+  c.set_path.path.points[2] = v2(10.0f, 10.0f);
+  c.set_path.path.radius = 1.0f;
+  c.set_path.path.mode = STEER_PATH_PINGPONG;
+  c.set_path.path.cornering = STEER_CORNER_NONE;
+  return c;
+}
+
+static proto_command cmd_set_params(void) {
+  proto_command c;
+  memset(&c, 0, sizeof c);
+  c.type = PROTO_MSG_SET_PARAMS;
+  c.request_id = 6;
+  c.set_params.agent = ID1;
+  c.set_params.limits.present = PROTO_LIMIT_MAX_SPEED;
+  c.set_params.limits.v.max_speed = 5.0f;
+  c.set_params.params.present = PROTO_PARAM_TIME_TO_TARGET;
+  c.set_params.params.v.time_to_target = 0.25f;
+  return c;
+}
+
+static proto_command cmd_ping(void) {
+  proto_command c;
+  memset(&c, 0, sizeof c);
+  c.type = PROTO_MSG_PING;
+  c.request_id = 9;
+  c.ping.client_time_us = 1700000000000000ull;
+  return c;
+}
+
+static proto_welcome ex_welcome(void) {
+  proto_welcome w;
+  memset(&w, 0, sizeof w);
+  w.request_id = 1;
+  w.client_id = 3;
+  w.tick_rate = 30;
+  w.snapshot_rate = 15;
+  w.world_min = v2(-500.0f, -500.0f);
+  w.world_max = v2(500.0f, 500.0f);
+  w.tick = 1234;
+  w.server_time_us = 41133333;
+  w.protocol = PROTO_VERSION;
+  return w;
+}
+
+static proto_ack ex_ack(uint8_t command, uint32_t rid) {
+  proto_ack a;
+  memset(&a, 0, sizeof a);
+  a.request_id = rid;
+  a.command = command;
+  a.agent = ID1;
+  if (command == PROTO_MSG_QUERY) {
+    proto_agent_report *q = &a.query;
+    q->agent = ID1;
+    q->model = STEER_MODEL_DYNAMIC;
+    q->behaviour = STEER_BEHAVIOUR_FOLLOW_PATH;
+    q->arrived = 0;
+    q->path_node = 2;
+    q->state.position = v2(12.5f, -3.25f);
+    q->state.orientation = 0.75f;
+    q->state.velocity = v2(1.5f, 0.5f);
+    q->state.rotation = 0.0f;
+    q->limits.max_speed = 3.0f;
+    q->limits.max_acceleration = 10.0f;
+    q->limits.max_rotation = 3.0f;
+    q->limits.max_angular_acceleration = 12.0f;
+    q->limits.radius = 0.5f;
+    q->owner = 3;
+  }
+  if (command == PROTO_MSG_PING) {
+    a.agent = 0;
+    a.pong.client_time_us = 1700000000000000ull;
+    a.pong.server_time_us = 41166666;
+    a.pong.tick = 1235;
+  }
+  return a;
+}
+
+static const proto_pose ex_poses[2] = {{ID1, 12.5f, -3.25f, 0.75f, 1.5f, 0.5f},
+                                       {ID2, -100.0f, 42.0f, -3.0f, 0.0f, 0.0f}};
+static const proto_snapshot_header ex_snap = {1235, 41166666, 0, 1, 2};
+
+typedef size_t (*example_fn)(uint8_t *b, size_t cap);
+
+static size_t enc_cmd(uint8_t *b, size_t cap, proto_command c) { return proto_encode_command(b, cap, &c); }
+
+static size_t ex_hello(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_hello()); }
+static size_t ex_spawn(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_spawn()); }
+static size_t ex_despawn(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_agent(PROTO_MSG_DESPAWN, 3)); }
+static size_t ex_set_behaviour(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_set_behaviour()); }
+static size_t ex_set_path(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_set_path()); }
+static size_t ex_set_params(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_set_params()); }
+static size_t ex_stop(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_agent(PROTO_MSG_STOP, 7)); }
+static size_t ex_query(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_agent(PROTO_MSG_QUERY, 8)); }
+static size_t ex_ping(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_ping()); }
+static size_t ex_welcome_enc(uint8_t *b, size_t cap) {
+  proto_welcome w = ex_welcome();
+  return proto_encode_welcome(b, cap, &w);
+}
+static size_t ex_ack_spawn(uint8_t *b, size_t cap) {
+  proto_ack a = ex_ack(PROTO_MSG_SPAWN, 2);
+  return proto_encode_ack(b, cap, &a);
+}
+static size_t ex_ack_query(uint8_t *b, size_t cap) {
+  proto_ack a = ex_ack(PROTO_MSG_QUERY, 8);
+  return proto_encode_ack(b, cap, &a);
+}
+static size_t ex_ack_ping(uint8_t *b, size_t cap) {
+  proto_ack a = ex_ack(PROTO_MSG_PING, 9);
+  return proto_encode_ack(b, cap, &a);
+}
+static size_t ex_error(uint8_t *b, size_t cap) {
+  return proto_encode_error(b, cap, 6, PROTO_ERR_BAD_FIELD, "must be > 0", "params.time_to_target");
+}
+static size_t ex_error_nil(uint8_t *b, size_t cap) {
+  return proto_encode_error(b, cap, 3, PROTO_ERR_NO_SUCH_AGENT, "no such agent", NULL);
+}
+static size_t ex_event(uint8_t *b, size_t cap) {
+  proto_event e = {1240, PROTO_EVENT_WAYPOINT, ID1, 2};
+  return proto_encode_event(b, cap, &e);
+}
+static size_t ex_snapshot(uint8_t *b, size_t cap) {
+  return proto_encode_snapshot(b, cap, &ex_snap, ex_poses, 2);
+}
+
+static const struct example {
+  const char *name;
+  example_fn fn;
+} examples[] = {{"hello", ex_hello},         {"spawn", ex_spawn},
+                {"despawn", ex_despawn},     {"set_behaviour", ex_set_behaviour},
+                {"set_path", ex_set_path},   {"set_params", ex_set_params},
+                {"stop", ex_stop},           {"query", ex_query},
+                {"ping", ex_ping},           {"welcome", ex_welcome_enc},
+                {"ack_spawn", ex_ack_spawn}, {"ack_query", ex_ack_query},
+                {"ack_ping", ex_ack_ping},   {"error", ex_error},
+                {"error_nil", ex_error_nil}, {"event", ex_event},
+                {"snapshot", ex_snapshot}};
+#define EXAMPLE_COUNT (sizeof examples / sizeof examples[0])
+
+/* ---- Helpers ------------------------------------------------------------------ */
+
+/* memmem is not POSIX. */
+static uint8_t *find_bytes(uint8_t *hay, size_t n, const void *needle, size_t k) {
+  for (size_t i = 0; k <= n && i <= n - k; i++)
+    if (memcmp(hay + i, needle, k) == 0)
+      return hay + i;
+  return NULL;
+}
+
+static void dump_hex(FILE *f, const uint8_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "%02x%s", b[i], (i + 1) % 16 == 0 || i + 1 == n ? "\n" : " ");
+}
+
+typedef struct mbuf {
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+} mbuf;
+
+static void mb_init(mbuf *m) {
+  msgpack_sbuffer_init(&m->sb);
+  msgpack_packer_init(&m->pk, &m->sb, msgpack_sbuffer_write);
+}
+static void mb_free(mbuf *m) { msgpack_sbuffer_destroy(&m->sb); }
+static void mb_str(mbuf *m, const char *s) { msgpack_pack_str_with_body(&m->pk, s, strlen(s)); }
+/* [type, request_id, {nkeys...}] */
+static void mb_cmd(mbuf *m, unsigned type, uint32_t rid, unsigned nkeys) {
+  msgpack_pack_array(&m->pk, 3);
+  msgpack_pack_unsigned_int(&m->pk, type);
+  msgpack_pack_uint32(&m->pk, rid);
+  msgpack_pack_map(&m->pk, nkeys);
+}
+
+static int decode_cmd_bytes(const void *b, size_t n, proto_command *c, proto_error_info *e) {
+  return proto_decode_command(b, n, c, e);
+}
+
+static void expect_cmd_error(const void *b, size_t n, int code, const char *field) {
+  static proto_command c;
+  proto_error_info e;
+  int rc = decode_cmd_bytes(b, n, &c, &e);
+  ck_assert_msg(rc == -code && e.code == code, "expected %s (%s), got rc %d code %s field '%s' (%s)",
+                proto_error_name(code), field, rc, proto_error_name(e.code), e.field, e.reason);
+  if (field)
+    ck_assert_str_eq(e.field, field);
+  ck_assert_ptr_nonnull(e.reason);
+}
+
+static void expect_mb_error(mbuf *m, int code, const char *field) {
+  expect_cmd_error(m->sb.data, m->sb.size, code, field);
+  mb_free(m);
+}
+
+/* Encodes, decodes, re-encodes: the bytes must match (the encoder writes every
+ * field the decoder reads, so this checks every field survives). */
+static proto_command roundtrip_cmd(const proto_command *in) {
+  static proto_command out;
+  proto_error_info e;
+  size_t n = proto_encode_command(buf, sizeof buf, in);
+  ck_assert_msg(n > 0, "encode type %u", in->type);
+  int rc = proto_decode_command(buf, n, &out, &e);
+  ck_assert_msg(rc == 0, "decode type %u: %s %s (%s)", in->type, proto_error_name(e.code), e.field, e.reason);
+  ck_assert_uint_eq(out.type, in->type);
+  ck_assert_uint_eq(out.request_id, in->request_id);
+  size_t n2 = proto_encode_command(buf2, sizeof buf2, &out);
+  ck_assert_uint_eq(n2, n);
+  ck_assert_mem_eq(buf, buf2, n);
+  return out;
+}
+
+static proto_server_msg roundtrip_server(const proto_server_msg *in, proto_pose *poses, uint32_t cap) {
+  proto_server_msg out;
+  proto_error_info e;
+  size_t n = proto_encode_server_msg(buf, sizeof buf, in);
+  ck_assert_msg(n > 0, "encode type %u", in->type);
+  int rc = proto_decode_server_msg(buf, n, &out, poses, cap, &e);
+  ck_assert_msg(rc == 0, "decode type %u: %s %s (%s)", in->type, proto_error_name(e.code), e.field, e.reason);
+  ck_assert_uint_eq(out.type, in->type);
+  size_t n2 = proto_encode_server_msg(buf2, sizeof buf2, &out);
+  ck_assert_uint_eq(n2, n);
+  ck_assert_mem_eq(buf, buf2, n);
+  return out;
+}
+
+static float angle_diff(float a, float b) {
+  double d = fmod((double)a - (double)b, 2.0 * 3.14159265358979323846);
+  if (d > 3.14159265358979323846)
+    d -= 2.0 * 3.14159265358979323846;
+  if (d < -3.14159265358979323846)
+    d += 2.0 * 3.14159265358979323846;
+  return (float)fabs(d);
+}
+
+/* ---- Exact bytes ----------------------------------------------------------------- */
+
+START_TEST(test_exact_bytes) {
+  /* [9, 9, {"client_time_us": 1700000000000000}] */
+  static const uint8_t ping[] = {0x93, 0x09, 0x09, 0x81, 0xae, 'c',  'l',  'i', 'e', 'n',
+                                 't',  '_',  't',  'i',  'm',  'e',  '_',  'u', 's', 0xcf,
+                                 0x00, 0x06, 0x0a, 0x24, 0x18, 0x1e, 0x40, 0x00};
+  size_t n = ex_ping(buf, sizeof buf);
+  ck_assert_uint_eq(n, sizeof ping);
+  ck_assert_mem_eq(buf, ping, n);
+
+  /* [35, 1240, 1, 4194305, 2] */
+  static const uint8_t event[] = {0x95, 0x23, 0xcd, 0x04, 0xd8, 0x01, 0xce, 0x00, 0x40, 0x00, 0x01, 0x02};
+  n = ex_event(buf, sizeof buf);
+  ck_assert_uint_eq(n, sizeof event);
+  ck_assert_mem_eq(buf, event, n);
+
+  /* [34, 3, 6, "no such agent", nil] */
+  static const uint8_t err[] = {0x95, 0x22, 0x03, 0x06, 0xad, 'n', 'o', ' ', 's', 'u',
+                                'c',  'h',  ' ',  'a',  'g',  'e', 'n', 't', 0xc0};
+  n = ex_error_nil(buf, sizeof buf);
+  ck_assert_uint_eq(n, sizeof err);
+  ck_assert_mem_eq(buf, err, n);
+
+  /* [3, 3, {"agent": 4194305}] */
+  static const uint8_t despawn[] = {0x93, 0x03, 0x03, 0x81, 0xa5, 'a',  'g', 'e',
+                                    'n',  't',  0xce, 0x00, 0x40, 0x00, 0x01};
+  n = ex_despawn(buf, sizeof buf);
+  ck_assert_uint_eq(n, sizeof despawn);
+  ck_assert_mem_eq(buf, despawn, n);
+
+  /* [36, 7, 8, 0, 1, 1, [4194305, 150, -250, 16384, -1, 0]]: x 1.5 m, y -2.5 m,
+   * theta pi/2, vx -0.01 m/s */
+  proto_snapshot_header h = {7, 8, 0, 1, 1};
+  proto_pose p = {ID1, 1.5f, -2.5f, 1.5707964f, -0.01f, 0.0f};
+  static const uint8_t snap[] = {0x97, 0x24, 0x07, 0x08, 0x00, 0x01, 0x01, 0x96, 0xce, 0x00, 0x40, 0x00,
+                                 0x01, 0xcc, 0x96, 0xd1, 0xff, 0x06, 0xcd, 0x40, 0x00, 0xff, 0x00};
+  n = proto_encode_snapshot(buf, sizeof buf, &h, &p, 1);
+  ck_assert_uint_eq(n, sizeof snap);
+  ck_assert_mem_eq(buf, snap, n);
+
+  /* Floats go out as float32: [7, 7, {"agent": 1}] has no float; SPAWN x = 10.0 does. */
+  n = ex_spawn(buf, sizeof buf);
+  static const uint8_t x10[] = {0xa1, 'x', 0xca, 0x41, 0x20, 0x00, 0x00};
+  ck_assert_ptr_nonnull(find_bytes(buf, n, x10, sizeof x10));
+}
+END_TEST
+
+/* ---- Round trips ------------------------------------------------------------------- */
+
+static proto_params all_params(void) {
+  proto_params p;
+  memset(&p, 0, sizeof p);
+  p.present = PROTO_PARAM_ALL;
+  float *f = &p.v.time_to_target;
+  for (int i = 0; i < PROTO_PARAM_COUNT; i++)
+    f[i] = 0.125f * (float)(i + 1);
+  return p;
+}
+
+START_TEST(test_roundtrip_commands) {
+  proto_command c = cmd_hello();
+  proto_command o = roundtrip_cmd(&c);
+  ck_assert_str_eq(o.hello.name, "godot-client");
+  ck_assert_uint_eq(o.hello.version, 1);
+
+  /* SPAWN with every field. */
+  c = cmd_spawn();
+  c.spawn.present = PROTO_SPAWN_ORIENTATION | PROTO_SPAWN_VX | PROTO_SPAWN_VY | PROTO_SPAWN_LIMITS |
+                    PROTO_SPAWN_BEHAVIOUR | PROTO_SPAWN_PATH;
+  c.spawn.model = STEER_MODEL_HEADING;
+  c.spawn.velocity = v2(-1.25f, 2.5f);
+  c.spawn.limits.present = PROTO_LIMIT_ALL;
+  c.spawn.limits.v = (steer_limits){2.0f, 4.0f, 3.0f, 6.0f, 0.0f};
+  c.spawn.behaviour.present = PROTO_BHV_TARGET | PROTO_BHV_ORIENTATION | PROTO_BHV_FACING |
+                              PROTO_BHV_COMBINE | PROTO_BHV_SEPARATION_WEIGHT | PROTO_BHV_MAX_NEIGHBOURS;
+  c.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
+  c.spawn.behaviour.orientation = -3.0f;
+  c.spawn.behaviour.facing = STEER_FACING_NONE;
+  c.spawn.behaviour.combine = STEER_COMBINE_PRIORITY;
+  c.spawn.behaviour.separation_weight = 1.5f;
+  c.spawn.behaviour.max_neighbours = 255;
+  c.spawn.behaviour.params = all_params();
+  c.spawn.path.count = PROTO_MAX_PATH_POINTS;
+  for (uint32_t i = 0; i < PROTO_MAX_PATH_POINTS; i++)
+    c.spawn.path.points[i] = v2((float)i * 0.5f, -(float)i);
+  c.spawn.path.radius = 0.75f;
+  c.spawn.path.mode = STEER_PATH_LOOP;
+  c.spawn.path.cornering = STEER_CORNER_LAZY;
+  c.spawn.path.params = all_params();
+  o = roundtrip_cmd(&c);
+  ck_assert_uint_eq(o.spawn.present, c.spawn.present);
+  ck_assert_uint_eq(o.spawn.model, STEER_MODEL_HEADING);
+  ck_assert(o.spawn.position.x == 10.0f && o.spawn.position.y == -5.5f);
+  ck_assert(o.spawn.velocity.x == -1.25f && o.spawn.velocity.y == 2.5f);
+  ck_assert(o.spawn.limits.v.max_angular_acceleration == 6.0f);
+  ck_assert_uint_eq(o.spawn.behaviour.present, c.spawn.behaviour.present);
+  ck_assert(o.spawn.behaviour.params.v.path_recover_strength == 0.125f * 15.0f);
+  ck_assert_uint_eq(o.spawn.path.count, PROTO_MAX_PATH_POINTS);
+  ck_assert(o.spawn.path.points[255].x == 127.5f && o.spawn.path.points[255].y == -255.0f);
+  ck_assert_uint_eq(o.spawn.path.mode, STEER_PATH_LOOP);
+  ck_assert_uint_eq(o.spawn.path.cornering, STEER_CORNER_LAZY);
+  ck_assert_uint_eq(o.spawn.path.params.present, PROTO_PARAM_ALL);
+
+  /* Minimal SPAWN: defaults are flagged absent. */
+  c = cmd_spawn();
+  c.spawn.present = 0;
+  o = roundtrip_cmd(&c);
+  ck_assert_uint_eq(o.spawn.present, 0);
+
+  uint8_t agent_types[] = {PROTO_MSG_DESPAWN, PROTO_MSG_STOP, PROTO_MSG_QUERY};
+  for (int i = 0; i < 3; i++) {
+    c = cmd_agent(agent_types[i], 0xffffffffu);
+    o = roundtrip_cmd(&c);
+    ck_assert_uint_eq(o.despawn.agent, ID1);
+    ck_assert_uint_eq(o.request_id, 0xffffffffu);
+  }
+
+  c = cmd_set_behaviour();
+  c.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_INTERPOSE;
+  c.set_behaviour.behaviour.present |= PROTO_BHV_TARGET_AGENT2;
+  c.set_behaviour.behaviour.target_agent2 = 77;
+  o = roundtrip_cmd(&c);
+  ck_assert_uint_eq(o.set_behaviour.behaviour.kind, STEER_BEHAVIOUR_INTERPOSE);
+  ck_assert_uint_eq(o.set_behaviour.behaviour.target_agent, ID2);
+  ck_assert_uint_eq(o.set_behaviour.behaviour.target_agent2, 77);
+
+  c = cmd_set_path();
+  c.set_path.path.params.present = PROTO_PARAM_TURN_TRIGGER_DISTANCE;
+  c.set_path.path.params.v.turn_trigger_distance = 2.0f;
+  o = roundtrip_cmd(&c);
+  ck_assert_uint_eq(o.set_path.path.count, 3);
+  ck_assert(o.set_path.path.points[2].y == 10.0f);
+
+  c = cmd_set_params();
+  c.set_params.limits.present = PROTO_LIMIT_ALL;
+  c.set_params.limits.v = (steer_limits){1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
+  c.set_params.params = all_params();
+  o = roundtrip_cmd(&c);
+  ck_assert_uint_eq(o.set_params.limits.present, PROTO_LIMIT_ALL);
+  ck_assert_uint_eq(o.set_params.params.present, PROTO_PARAM_ALL);
+  c.set_params.limits.present = 0;
+  c.set_params.params.present = 0;
+  o = roundtrip_cmd(&c);
+  ck_assert_uint_eq(o.set_params.limits.present | o.set_params.params.present, 0);
+
+  c = cmd_ping();
+  c.ping.client_time_us = UINT64_MAX;
+  o = roundtrip_cmd(&c);
+  ck_assert(o.ping.client_time_us == UINT64_MAX);
+}
+END_TEST
+
+START_TEST(test_roundtrip_server) {
+  proto_server_msg m, o;
+  proto_pose poses[4];
+  memset(&m, 0, sizeof m);
+  m.type = PROTO_MSG_WELCOME;
+  m.welcome = ex_welcome();
+  o = roundtrip_server(&m, NULL, 0);
+  ck_assert_uint_eq(o.welcome.client_id, 3);
+  ck_assert(o.welcome.world_max.x == 500.0f);
+  ck_assert(o.welcome.tick == 1234);
+
+  uint8_t acks[] = {PROTO_MSG_SPAWN,      PROTO_MSG_DESPAWN, PROTO_MSG_SET_BEHAVIOUR, PROTO_MSG_SET_PATH,
+                    PROTO_MSG_SET_PARAMS, PROTO_MSG_STOP,    PROTO_MSG_QUERY,         PROTO_MSG_PING};
+  for (int i = 0; i < 8; i++) {
+    memset(&m, 0, sizeof m);
+    m.type = PROTO_MSG_ACK;
+    m.ack = ex_ack(acks[i], 40u + (uint32_t)i);
+    o = roundtrip_server(&m, NULL, 0);
+    ck_assert_uint_eq(o.ack.command, acks[i]);
+    ck_assert_uint_eq(o.ack.request_id, 40u + (uint32_t)i);
+  }
+  memset(&m, 0, sizeof m);
+  m.type = PROTO_MSG_ACK;
+  m.ack = ex_ack(PROTO_MSG_QUERY, 8);
+  m.ack.query.path_node = -1;
+  m.ack.query.arrived = 1;
+  o = roundtrip_server(&m, NULL, 0);
+  ck_assert_int_eq(o.ack.query.path_node, -1);
+  ck_assert_uint_eq(o.ack.query.arrived, 1);
+  ck_assert_uint_eq(o.ack.query.behaviour, STEER_BEHAVIOUR_FOLLOW_PATH);
+  ck_assert(o.ack.query.limits.max_angular_acceleration == 12.0f);
+
+  memset(&m, 0, sizeof m);
+  m.type = PROTO_MSG_ERROR;
+  m.error.request_id = 5;
+  m.error.code = PROTO_ERR_BAD_TARGET;
+  strcpy(m.error.message, "target agent is not alive");
+  strcpy(m.error.field, "behaviour.target_agent");
+  m.error.has_field = 1;
+  o = roundtrip_server(&m, NULL, 0);
+  ck_assert_str_eq(o.error.field, "behaviour.target_agent");
+  ck_assert_uint_eq(o.error.has_field, 1);
+  m.error.has_field = 0;
+  m.error.field[0] = '\0';
+  o = roundtrip_server(&m, NULL, 0);
+  ck_assert_uint_eq(o.error.has_field, 0);
+
+  for (uint8_t code = 0; code < PROTO_EVENT_COUNT; code++) {
+    memset(&m, 0, sizeof m);
+    m.type = PROTO_MSG_EVENT;
+    m.event = (proto_event){UINT64_MAX - code, code, ID2, 1000u * code};
+    o = roundtrip_server(&m, NULL, 0);
+    ck_assert_uint_eq(o.event.code, code);
+    ck_assert(o.event.tick == UINT64_MAX - code);
+  }
+
+  memset(&m, 0, sizeof m);
+  m.type = PROTO_MSG_SNAPSHOT;
+  m.snapshot.header = ex_snap;
+  m.snapshot.count = 2;
+  m.snapshot.poses = ex_poses;
+  o = roundtrip_server(&m, poses, 4);
+  ck_assert_uint_eq(o.snapshot.count, 2);
+  ck_assert_ptr_eq(o.snapshot.poses, poses);
+  ck_assert_uint_eq(poses[1].id, ID2);
+  ck_assert_float_eq_tol(poses[1].x, -100.0f, 1e-4f);
+  ck_assert_float_eq_tol(poses[0].theta, 0.75f, 1e-4f);
+
+  /* An empty part (a world with no agents). */
+  m.snapshot.count = 0;
+  m.snapshot.header.agent_total = 0;
+  o = roundtrip_server(&m, NULL, 0);
+  ck_assert_uint_eq(o.snapshot.count, 0);
+}
+END_TEST
+
+START_TEST(test_apply) {
+  proto_command c = cmd_spawn();
+  steer_agent_desc d;
+  memset(&d, 0, sizeof d);
+  d.limits.max_speed = 9.0f;
+  d.limits.radius = 0.5f;
+  d.behaviour.params.slow_radius = 4.0f;
+  d.behaviour.params.time_to_target = 0.1f;
+  proto_spawn_apply(&c.spawn, &d);
+  ck_assert_uint_eq(d.model, STEER_MODEL_DYNAMIC);
+  ck_assert(d.state.position.x == 10.0f && d.state.orientation == 1.5f);
+  ck_assert(d.limits.max_speed == 3.0f && d.limits.radius == 0.5f);
+  ck_assert_uint_eq(d.behaviour.kind, STEER_BEHAVIOUR_ARRIVE);
+  ck_assert_uint_eq(d.behaviour.target.kind, STEER_TARGET_POINT);
+  ck_assert(d.behaviour.target.point.x == 20.0f);
+  ck_assert(d.behaviour.params.slow_radius == 3.0f && d.behaviour.params.time_to_target == 0.1f);
+
+  proto_command sb = cmd_set_behaviour();
+  steer_behaviour b;
+  memset(&b, 0, sizeof b);
+  proto_behaviour_apply(&sb.set_behaviour.behaviour, &b);
+  ck_assert_uint_eq(b.target.kind, STEER_TARGET_AGENT);
+  ck_assert_uint_eq(b.target.agent, ID2);
+  ck_assert_uint_eq(b.facing, STEER_FACING_TARGET);
+
+  proto_behaviour align;
+  memset(&align, 0, sizeof align);
+  align.kind = STEER_BEHAVIOUR_ALIGN;
+  align.present = PROTO_BHV_ORIENTATION;
+  align.orientation = 1.0f;
+  proto_behaviour_apply(&align, &b);
+  ck_assert_uint_eq(b.target.kind, STEER_TARGET_POINT);
+  ck_assert(b.target.orientation == 1.0f);
+
+  ck_assert_int_eq(proto_error_from_steer(STEER_ETARGET), PROTO_ERR_BAD_TARGET);
+  ck_assert_int_eq(proto_error_from_steer(STEER_ENOENT), PROTO_ERR_NO_SUCH_AGENT);
+  ck_assert_int_eq(proto_error_from_steer(-99), PROTO_ERR_INTERNAL);
+  ck_assert_str_eq(proto_error_name(-PROTO_ERR_BAD_FIELD), "BAD_FIELD");
+  ck_assert_str_eq(proto_error_name(PROTO_ERR_INTERNAL), "INTERNAL");
+  ck_assert_str_eq(proto_error_name(999), "UNKNOWN");
+  for (int i = 0; i < PROTO_ERR_COUNT; i++)
+    ck_assert_ptr_nonnull(proto_error_text(i));
+  ck_assert_str_eq(proto_behaviour_name(STEER_BEHAVIOUR_LOOK_WHERE_GOING), "look_where_going");
+  ck_assert_ptr_null(proto_behaviour_name(STEER_BEHAVIOUR_COUNT));
+  ck_assert_str_eq(proto_param_name(PROTO_PARAM_COUNT - 1), "path_recover_strength");
+  ck_assert_str_eq(proto_msg_type_name(PROTO_MSG_SNAPSHOT), "SNAPSHOT");
+}
+END_TEST
+
+/* ---- Bad input ------------------------------------------------------------------------ */
+
+START_TEST(test_bad_framing) {
+  static const uint8_t garbage[] = {0xc1};
+  expect_cmd_error(garbage, 1, PROTO_ERR_BAD_MESSAGE, "");
+  expect_cmd_error(garbage, 0, PROTO_ERR_BAD_MESSAGE, "");
+  expect_cmd_error(NULL, 0, PROTO_ERR_BAD_MESSAGE, "");
+  static const uint8_t text[] = "hello world";
+  expect_cmd_error(text, sizeof text - 1, PROTO_ERR_BAD_MESSAGE, "");
+
+  /* Not an array: a map, an integer. */
+  static const uint8_t map[] = {0x81, 0xa1, 'a', 0x01};
+  expect_cmd_error(map, sizeof map, PROTO_ERR_BAD_MESSAGE, "");
+  static const uint8_t one[] = {0x01};
+  expect_cmd_error(one, 1, PROTO_ERR_BAD_MESSAGE, "");
+  static const uint8_t empty_array[] = {0x90};
+  expect_cmd_error(empty_array, 1, PROTO_ERR_BAD_MESSAGE, "");
+
+  /* Type not an integer, unknown type, server type sent to the server. */
+  static const uint8_t strtype[] = {0x93, 0xa1, 'x', 0x01, 0x80};
+  expect_cmd_error(strtype, sizeof strtype, PROTO_ERR_BAD_MESSAGE, "type");
+  static const uint8_t unknown[] = {0x93, 0x63, 0x01, 0x80};
+  expect_cmd_error(unknown, sizeof unknown, PROTO_ERR_UNKNOWN_TYPE, "type");
+  static const uint8_t server[] = {0x93, 0x21, 0x01, 0x80};
+  expect_cmd_error(server, sizeof server, PROTO_ERR_UNKNOWN_TYPE, "type");
+
+  /* Wrong arity, bad request_id, body not a map. */
+  static const uint8_t arity[] = {0x92, 0x09, 0x01};
+  expect_cmd_error(arity, sizeof arity, PROTO_ERR_BAD_MESSAGE, "");
+  static const uint8_t negid[] = {0x93, 0x09, 0xff, 0x80};
+  expect_cmd_error(negid, sizeof negid, PROTO_ERR_BAD_MESSAGE, "request_id");
+  static const uint8_t bigid[] = {0x93, 0x09, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0, 0x80};
+  expect_cmd_error(bigid, sizeof bigid, PROTO_ERR_BAD_MESSAGE, "request_id");
+  static const uint8_t nobody[] = {0x93, 0x09, 0x01, 0x91, 0x01};
+  expect_cmd_error(nobody, sizeof nobody, PROTO_ERR_BAD_MESSAGE, "body");
+
+  /* Trailing bytes after a valid message. */
+  size_t n = ex_ping(buf, sizeof buf);
+  buf[n] = 0x00;
+  expect_cmd_error(buf, n + 1, PROTO_ERR_BAD_MESSAGE, "");
+  /* Two messages in one packet. */
+  memcpy(buf + n, buf, n);
+  expect_cmd_error(buf, 2 * n, PROTO_ERR_BAD_MESSAGE, "");
+
+  /* Too large. */
+  memset(buf, 0x90, PROTO_MAX_MESSAGE_BYTES + 1);
+  expect_cmd_error(buf, PROTO_MAX_MESSAGE_BYTES + 1, PROTO_ERR_TOO_LARGE, "");
+
+  /* The request id is reported when it was read. */
+  proto_command c;
+  proto_error_info e;
+  static const uint8_t badbody[] = {0x93, 0x03, 0xcd, 0x12, 0x34, 0x80};
+  ck_assert_int_eq(proto_decode_command(badbody, sizeof badbody, &c, &e), -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "agent");
+  ck_assert_str_eq(e.reason, "missing");
+  ck_assert_uint_eq(e.has_request_id, 1);
+  ck_assert_uint_eq(e.request_id, 0x1234);
+  ck_assert_uint_eq(e.type, PROTO_MSG_DESPAWN);
+  ck_assert_int_eq(proto_decode_command(badbody, sizeof badbody, &c, NULL), -PROTO_ERR_BAD_FIELD);
+}
+END_TEST
+
+START_TEST(test_truncated) {
+  /* Every proper prefix of every command example is BAD_MESSAGE. */
+  for (size_t k = 0; k < 9; k++) {
+    size_t n = examples[k].fn(buf, sizeof buf);
+    ck_assert_uint_gt(n, 0);
+    for (size_t cut = 0; cut < n; cut++) {
+      uint8_t *copy = malloc(cut ? cut : 1); /* exact size, so ASan sees any over-read */
+      memcpy(copy, buf, cut);
+      expect_cmd_error(copy, cut, PROTO_ERR_BAD_MESSAGE, NULL);
+      free(copy);
+    }
+    uint8_t *copy = malloc(n);
+    memcpy(copy, buf, n);
+    proto_command c;
+    ck_assert_int_eq(proto_decode_command(copy, n, &c, NULL), 0);
+    free(copy);
+  }
+  /* Same for the server messages on the client side. */
+  for (size_t k = 9; k < EXAMPLE_COUNT; k++) {
+    size_t n = examples[k].fn(buf, sizeof buf);
+    for (size_t cut = 0; cut < n; cut++) {
+      uint8_t *copy = malloc(cut ? cut : 1);
+      memcpy(copy, buf, cut);
+      proto_server_msg m;
+      proto_pose poses[4];
+      proto_error_info e;
+      ck_assert_int_eq(proto_decode_server_msg(copy, cut, &m, poses, 4, &e), -PROTO_ERR_BAD_MESSAGE);
+      free(copy);
+    }
+  }
+}
+END_TEST
+
+START_TEST(test_bad_fields) {
+  mbuf m;
+
+  /* Wrong field type. */
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SPAWN, 1, 3);
+  mb_str(&m, "model"), mb_str(&m, "dynamic");
+  mb_str(&m, "x"), mb_str(&m, "ten");
+  mb_str(&m, "y"), msgpack_pack_int(&m.pk, 0);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "x");
+
+  /* Integers are accepted for floats, as are float64. */
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SPAWN, 1, 3);
+  mb_str(&m, "model"), mb_str(&m, "kinematic");
+  mb_str(&m, "x"), msgpack_pack_int(&m.pk, -7);
+  mb_str(&m, "y"), msgpack_pack_double(&m.pk, 2.5);
+  {
+    proto_command c;
+    proto_error_info e;
+    ck_assert_int_eq(proto_decode_command((const uint8_t *)m.sb.data, m.sb.size, &c, &e), 0);
+    ck_assert(c.spawn.position.x == -7.0f && c.spawn.position.y == 2.5f);
+  }
+  mb_free(&m);
+
+  /* Missing required field. */
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SPAWN, 1, 2);
+  mb_str(&m, "model"), mb_str(&m, "dynamic");
+  mb_str(&m, "x"), msgpack_pack_int(&m.pk, 0);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "y");
+
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SET_BEHAVIOUR, 1, 2);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 5);
+  mb_str(&m, "behaviour"), msgpack_pack_map(&m.pk, 1);
+  mb_str(&m, "target"), msgpack_pack_array(&m.pk, 2), msgpack_pack_int(&m.pk, 1), msgpack_pack_int(&m.pk, 1);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.kind");
+
+  /* NaN and infinities, as float32 and float64, deep inside. */
+  const double bad[] = {NAN, INFINITY, -INFINITY, 1e300, 2e6};
+  for (int i = 0; i < 5; i++)
+    for (int as64 = 0; as64 < 2; as64++) {
+      mb_init(&m);
+      mb_cmd(&m, PROTO_MSG_SET_BEHAVIOUR, 1, 2);
+      mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 5);
+      mb_str(&m, "behaviour"), msgpack_pack_map(&m.pk, 2);
+      mb_str(&m, "kind"), mb_str(&m, "arrive");
+      mb_str(&m, "params"), msgpack_pack_map(&m.pk, 1);
+      mb_str(&m, "slow_radius");
+      if (as64)
+        msgpack_pack_double(&m.pk, bad[i]);
+      else
+        msgpack_pack_float(&m.pk, (float)bad[i]);
+      expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.params.slow_radius");
+    }
+
+  /* NaN inside a path point names the element. */
+  {
+    proto_command c = cmd_set_path();
+    c.set_path.path.points[2].y = NAN;
+    size_t n = proto_encode_command(buf, sizeof buf, &c);
+    expect_cmd_error(buf, n, PROTO_ERR_BAD_FIELD, "points[2][1]");
+  }
+
+  /* Out of range: zero time_to_target, negative radius, zero max_speed. */
+  {
+    proto_command c = cmd_set_params();
+    c.set_params.params.v.time_to_target = 0.0f;
+    size_t n = proto_encode_command(buf, sizeof buf, &c);
+    expect_cmd_error(buf, n, PROTO_ERR_BAD_FIELD, "params.time_to_target");
+    c = cmd_set_params();
+    c.set_params.limits.v.max_speed = -1.0f;
+    n = proto_encode_command(buf, sizeof buf, &c);
+    expect_cmd_error(buf, n, PROTO_ERR_BAD_FIELD, "limits.max_speed");
+    c = cmd_set_path();
+    c.set_path.path.radius = 0.0f;
+    n = proto_encode_command(buf, sizeof buf, &c);
+    expect_cmd_error(buf, n, PROTO_ERR_BAD_FIELD, "radius");
+    c = cmd_spawn();
+    c.spawn.behaviour.present |= PROTO_BHV_SEPARATION_WEIGHT;
+    c.spawn.behaviour.separation_weight = -0.5f;
+    n = proto_encode_command(buf, sizeof buf, &c);
+    expect_cmd_error(buf, n, PROTO_ERR_BAD_FIELD, "behaviour.separation_weight");
+  }
+
+  /* Unknown enum strings. */
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SPAWN, 1, 3);
+  mb_str(&m, "model"), mb_str(&m, "hover");
+  mb_str(&m, "x"), msgpack_pack_int(&m.pk, 0);
+  mb_str(&m, "y"), msgpack_pack_int(&m.pk, 0);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "model");
+
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SET_BEHAVIOUR, 1, 2);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 5);
+  mb_str(&m, "behaviour"), msgpack_pack_map(&m.pk, 2);
+  mb_str(&m, "kind"), mb_str(&m, "seek");
+  mb_str(&m, "facing"), mb_str(&m, "Target"); /* case matters */
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.facing");
+
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SET_BEHAVIOUR, 1, 2);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 5);
+  mb_str(&m, "behaviour"), msgpack_pack_map(&m.pk, 1);
+  mb_str(&m, "kind"), mb_str(&m, "follow_path");
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.kind");
+
+  {
+    proto_command c = cmd_set_path();
+    size_t n = proto_encode_command(buf, sizeof buf, &c);
+    uint8_t *p = find_bytes(buf, n, "\xa8pingpong", 9);
+    ck_assert_ptr_nonnull(p);
+    memcpy(p + 1, "pingpang", 8);
+    expect_cmd_error(buf, n, PROTO_ERR_BAD_FIELD, "mode");
+  }
+
+  /* Unknown and duplicate keys. */
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SET_PARAMS, 1, 2);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 5);
+  mb_str(&m, "params"), msgpack_pack_map(&m.pk, 1);
+  mb_str(&m, "slow_radus"), msgpack_pack_int(&m.pk, 2);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "params.slow_radus");
+
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_STOP, 1, 2);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 5);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 6);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "agent");
+
+  /* Non-string key; unprintable key bytes are sanitised in the field path. */
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_STOP, 1, 1);
+  msgpack_pack_int(&m.pk, 1), msgpack_pack_int(&m.pk, 5);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "");
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_STOP, 1, 1);
+  msgpack_pack_str_with_body(&m.pk, "a\n\0\xff", 4), msgpack_pack_int(&m.pk, 5);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "a???");
+
+  /* Integer fields: negative, too big, float. */
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_QUERY, 1, 1);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, -1);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "agent");
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_QUERY, 1, 1);
+  mb_str(&m, "agent"), msgpack_pack_uint64(&m.pk, 1ull << 32);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "agent");
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_QUERY, 1, 1);
+  mb_str(&m, "agent"), msgpack_pack_double(&m.pk, 5.0);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "agent");
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SET_BEHAVIOUR, 1, 2);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 5);
+  mb_str(&m, "behaviour"), msgpack_pack_map(&m.pk, 2);
+  mb_str(&m, "kind"), mb_str(&m, "seek");
+  mb_str(&m, "max_neighbours"), msgpack_pack_int(&m.pk, 256);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.max_neighbours");
+
+  /* Conflicting targets. */
+  {
+    proto_command c = cmd_spawn();
+    c.spawn.behaviour.present |= PROTO_BHV_TARGET_AGENT;
+    size_t n = proto_encode_command(buf, sizeof buf, &c);
+    expect_cmd_error(buf, n, PROTO_ERR_BAD_FIELD, "behaviour.target_agent");
+    c = cmd_set_behaviour();
+    c.set_behaviour.behaviour.present = PROTO_BHV_TARGET_AGENT2;
+    n = proto_encode_command(buf, sizeof buf, &c);
+    expect_cmd_error(buf, n, PROTO_ERR_BAD_FIELD, "behaviour.target_agent2");
+  }
+
+  /* Target with three coordinates. */
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SET_BEHAVIOUR, 1, 2);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 5);
+  mb_str(&m, "behaviour"), msgpack_pack_map(&m.pk, 2);
+  mb_str(&m, "kind"), mb_str(&m, "seek");
+  mb_str(&m, "target"), msgpack_pack_array(&m.pk, 3);
+  msgpack_pack_int(&m.pk, 1), msgpack_pack_int(&m.pk, 2), msgpack_pack_int(&m.pk, 3);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.target");
+
+  /* HELLO name: too long, not UTF-8, embedded NUL. */
+  {
+    char name[PROTO_MAX_NAME_BYTES + 2];
+    memset(name, 'n', sizeof name);
+    mb_init(&m);
+    mb_cmd(&m, PROTO_MSG_HELLO, 1, 2);
+    mb_str(&m, "version"), msgpack_pack_int(&m.pk, 1);
+    mb_str(&m, "name"), msgpack_pack_str_with_body(&m.pk, name, PROTO_MAX_NAME_BYTES + 1);
+    expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "name");
+    mb_init(&m);
+    mb_cmd(&m, PROTO_MSG_HELLO, 1, 2);
+    mb_str(&m, "version"), msgpack_pack_int(&m.pk, 1);
+    mb_str(&m, "name"), msgpack_pack_str_with_body(&m.pk, name, PROTO_MAX_NAME_BYTES);
+    {
+      proto_command c;
+      ck_assert_int_eq(proto_decode_command((const uint8_t *)m.sb.data, m.sb.size, &c, NULL), 0);
+      ck_assert_uint_eq(strlen(c.hello.name), PROTO_MAX_NAME_BYTES);
+    }
+    mb_free(&m);
+    const char *bad_names[] = {"\xc3", "\xc0\xaf", "\xed\xa0\x80", "a\0b"};
+    size_t bad_len[] = {1, 2, 3, 3};
+    for (int i = 0; i < 4; i++) {
+      mb_init(&m);
+      mb_cmd(&m, PROTO_MSG_HELLO, 1, 2);
+      mb_str(&m, "version"), msgpack_pack_int(&m.pk, 1);
+      mb_str(&m, "name"), msgpack_pack_str_with_body(&m.pk, bad_names[i], bad_len[i]);
+      expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "name");
+    }
+    mb_init(&m);
+    mb_cmd(&m, PROTO_MSG_HELLO, 1, 2);
+    mb_str(&m, "version"), msgpack_pack_int(&m.pk, 1);
+    mb_str(&m, "name"), msgpack_pack_bin_with_body(&m.pk, "bin", 3);
+    expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "name");
+  }
+}
+END_TEST
+
+START_TEST(test_huge_sizes) {
+  /* Too many path points. */
+  mbuf m;
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SET_PATH, 1, 5);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 5);
+  mb_str(&m, "points"), msgpack_pack_array(&m.pk, PROTO_MAX_PATH_POINTS + 1);
+  for (int i = 0; i <= PROTO_MAX_PATH_POINTS; i++)
+    msgpack_pack_array(&m.pk, 2), msgpack_pack_int(&m.pk, i), msgpack_pack_int(&m.pk, 0);
+  mb_str(&m, "radius"), msgpack_pack_int(&m.pk, 1);
+  mb_str(&m, "mode"), mb_str(&m, "once");
+  mb_str(&m, "cornering"), mb_str(&m, "none");
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "points");
+
+  /* No points. */
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_SET_PATH, 1, 5);
+  mb_str(&m, "agent"), msgpack_pack_int(&m.pk, 5);
+  mb_str(&m, "points"), msgpack_pack_array(&m.pk, 0);
+  mb_str(&m, "radius"), msgpack_pack_int(&m.pk, 1);
+  mb_str(&m, "mode"), mb_str(&m, "once");
+  mb_str(&m, "cornering"), mb_str(&m, "none");
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "points");
+
+  /* Array / map / string headers that claim 4 G entries in a few bytes. */
+  static const uint8_t big_array[] = {0x93, 0x05, 0x01, 0x82, 0xa5, 'a', 'g',  'e',  'n',  't',  0x05, 0xa6,
+                                      'p',  'o',  'i',  'n',  't',  's', 0xdd, 0xff, 0xff, 0xff, 0xff};
+  expect_cmd_error(big_array, sizeof big_array, PROTO_ERR_BAD_FIELD, "points");
+  static const uint8_t big_map[] = {0x93, 0x07, 0x01, 0xdf, 0xff, 0xff, 0xff, 0xff};
+  expect_cmd_error(big_map, sizeof big_map, PROTO_ERR_BAD_FIELD, "");
+  static const uint8_t big_str[] = {0x93, 0x01, 0x01, 0x81, 0xa4, 'n',  'a',
+                                    'm',  'e',  0xdb, 0xff, 0xff, 0xff, 0xff};
+  expect_cmd_error(big_str, sizeof big_str, PROTO_ERR_BAD_MESSAGE, "name");
+  static const uint8_t big_key[] = {0x93, 0x01, 0x01, 0x81, 0xdb, 0x7f, 0xff, 0xff, 0xff};
+  expect_cmd_error(big_key, sizeof big_key, PROTO_ERR_BAD_MESSAGE, "");
+  static const uint8_t big_top[] = {0xdd, 0xff, 0xff, 0xff, 0xff, 0x01};
+  expect_cmd_error(big_top, sizeof big_top, PROTO_ERR_BAD_MESSAGE, "");
+  /* A long string of 1000 bytes as an enum. */
+  {
+    char s[1000];
+    memset(s, 'a', sizeof s);
+    mb_init(&m);
+    mb_cmd(&m, PROTO_MSG_SPAWN, 1, 3);
+    mb_str(&m, "model"), msgpack_pack_str_with_body(&m.pk, s, sizeof s);
+    mb_str(&m, "x"), msgpack_pack_int(&m.pk, 0);
+    mb_str(&m, "y"), msgpack_pack_int(&m.pk, 0);
+    expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "model");
+  }
+  /* More than PROTO_MAX_MAP_ENTRIES in a map. */
+  mb_init(&m);
+  mb_cmd(&m, PROTO_MSG_STOP, 1, PROTO_MAX_MAP_ENTRIES + 1);
+  for (int i = 0; i <= PROTO_MAX_MAP_ENTRIES; i++)
+    mb_str(&m, "agent"), msgpack_pack_int(&m.pk, i);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "");
+
+  /* Server side: the snapshot decoder honours the caller's capacity. */
+  proto_server_msg msg;
+  proto_pose poses[1];
+  proto_error_info e;
+  size_t n = ex_snapshot(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_server_msg(buf, n, &msg, poses, 1, &e), -PROTO_ERR_TOO_LARGE);
+  ck_assert_str_eq(e.field, "agents");
+  ck_assert_int_eq(proto_decode_server_msg(buf, n, &msg, NULL, 0, &e), -PROTO_ERR_TOO_LARGE);
+  static const uint8_t snap_big[] = {0x97, 0x24, 0x01, 0x01, 0x00, 0x01, 0xce, 0xff,
+                                     0xff, 0xff, 0xff, 0xdd, 0xff, 0xff, 0xff, 0xfc};
+  proto_pose many[64];
+  ck_assert_int_eq(proto_decode_server_msg(snap_big, sizeof snap_big, &msg, many, 64, &e),
+                   -PROTO_ERR_TOO_LARGE);
+}
+END_TEST
+
+START_TEST(test_bad_server_msgs) {
+  proto_server_msg msg;
+  proto_pose poses[8];
+  proto_pose_q q[8];
+  proto_snapshot_header h;
+  proto_error_info e;
+  uint32_t count;
+
+  /* Client command sent to a client. */
+  size_t n = ex_ping(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_server_msg(buf, n, &msg, poses, 8, &e), -PROTO_ERR_UNKNOWN_TYPE);
+  /* A welcome with an unknown key still decodes (forward compatible). */
+  mbuf m;
+  mb_init(&m);
+  msgpack_pack_array(&m.pk, 3), msgpack_pack_int(&m.pk, 32), msgpack_pack_int(&m.pk, 1);
+  msgpack_pack_map(&m.pk, 8);
+  mb_str(&m, "client_id"), msgpack_pack_int(&m.pk, 3);
+  mb_str(&m, "tick_rate"), msgpack_pack_int(&m.pk, 30);
+  mb_str(&m, "snapshot_rate"), msgpack_pack_int(&m.pk, 15);
+  mb_str(&m, "future"), msgpack_pack_array(&m.pk, 2), msgpack_pack_map(&m.pk, 1), msgpack_pack_nil(&m.pk),
+      msgpack_pack_int(&m.pk, 1), msgpack_pack_true(&m.pk);
+  mb_str(&m, "world"), msgpack_pack_array(&m.pk, 4);
+  for (int i = 0; i < 4; i++)
+    msgpack_pack_int(&m.pk, i);
+  mb_str(&m, "tick"), msgpack_pack_int(&m.pk, 0);
+  mb_str(&m, "server_time_us"), msgpack_pack_int(&m.pk, 0);
+  mb_str(&m, "protocol"), msgpack_pack_int(&m.pk, 1);
+  ck_assert_int_eq(proto_decode_server_msg((const uint8_t *)m.sb.data, m.sb.size, &msg, NULL, 0, &e), 0);
+  ck_assert(msg.welcome.world_max.y == 3.0f);
+  /* ... but a missing one does not. */
+  m.sb.data[3] = (char)0x87; /* drop the last entry: now 7 entries, "protocol" is trailing */
+  ck_assert_int_eq(proto_decode_server_msg((const uint8_t *)m.sb.data, m.sb.size, &msg, NULL, 0, &e),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "protocol");
+  mb_free(&m);
+
+  /* Snapshot: length not a multiple of 6, theta out of int16, bad parts. */
+  static const uint8_t s5[] = {0x97, 0x24, 0x01, 0x01, 0x00, 0x01, 0x01, 0x95, 1, 2, 3, 4, 5};
+  ck_assert_int_eq(proto_decode_snapshot(s5, sizeof s5, &h, poses, q, 8, &count, &e), -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "agents");
+  static const uint8_t sth[] = {0x97, 0x24, 0x01, 0x01, 0x00, 0x01, 0x01, 0x96,
+                                1,    2,    3,    0xcd, 0x80, 0x00, 5,    6};
+  ck_assert_int_eq(proto_decode_snapshot(sth, sizeof sth, &h, poses, q, 8, &count, &e), -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "agents[3]");
+  ck_assert_uint_eq(count, 0);
+  static const uint8_t spart[] = {0x97, 0x24, 0x01, 0x01, 0x02, 0x02, 0x00, 0x90};
+  ck_assert_int_eq(proto_decode_snapshot(spart, sizeof spart, &h, poses, q, 8, &count, &e),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "part_index");
+  static const uint8_t stotal[] = {0x97, 0x24, 0x01, 0x01, 0x00, 0x01, 0x00, 0x96, 1, 2, 3, 4, 5, 6};
+  ck_assert_int_eq(proto_decode_snapshot(stotal, sizeof stotal, &h, poses, q, 8, &count, &e),
+                   -PROTO_ERR_BAD_FIELD);
+  static const uint8_t sfloat[] = {0x97, 0x24, 0x01, 0x01, 0x00, 0x01, 0x01, 0x96, 1,
+                                   0xca, 0,    0,    0,    0,    3,    4,    5,    6};
+  ck_assert_int_eq(proto_decode_snapshot(sfloat, sizeof sfloat, &h, poses, q, 8, &count, &e),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "agents[1]");
+  static const uint8_t sok[] = {0x97, 0x24, 0x01, 0x01, 0x00, 0x01, 0x01, 0x96, 1,
+                                0xd0, 0x80, 3,    0xd1, 0x80, 0x00, 5,    6};
+  ck_assert_int_eq(proto_decode_snapshot(sok, sizeof sok, &h, poses, q, 8, &count, &e), 0);
+  ck_assert_uint_eq(count, 1);
+  ck_assert_int_eq(q[0].x, -128);
+  ck_assert_int_eq(q[0].theta, -32768);
+  ck_assert_float_eq_tol(poses[0].theta, -3.14159265f, 1e-6f);
+  ck_assert_float_eq_tol(poses[0].x, -1.28f, 1e-6f);
+  /* Not a snapshot. */
+  n = ex_event(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_snapshot(buf, n, &h, poses, q, 8, &count, &e), -PROTO_ERR_UNKNOWN_TYPE);
+
+  /* Event code out of range; ACK of HELLO; error text too long. */
+  static const uint8_t ev[] = {0x95, 0x23, 0x01, 0x06, 0x01, 0x00};
+  ck_assert_int_eq(proto_decode_server_msg(ev, sizeof ev, &msg, NULL, 0, &e), -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "event_code");
+  static const uint8_t ackh[] = {0x94, 0x21, 0x01, 0x01, 0x80};
+  ck_assert_int_eq(proto_decode_server_msg(ackh, sizeof ackh, &msg, NULL, 0, &e), -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "command_type");
+  char longtext[400];
+  memset(longtext, 'e', sizeof longtext - 1);
+  longtext[sizeof longtext - 1] = '\0';
+  n = proto_encode_error(buf, sizeof buf, 1, PROTO_ERR_INTERNAL, longtext, longtext);
+  ck_assert_uint_gt(n, 0);
+  ck_assert_int_eq(proto_decode_server_msg(buf, n, &msg, NULL, 0, &e), 0);
+  ck_assert_uint_eq(strlen(msg.error.message), PROTO_MAX_ERROR_TEXT_BYTES);
+  ck_assert_uint_eq(strlen(msg.error.field), PROTO_MAX_FIELD_BYTES);
+  /* Truncation never splits a UTF-8 sequence. */
+  for (size_t i = 0; i + 2 < sizeof longtext; i += 2)
+    memcpy(longtext + i, "\xc3\xa9", 2);
+  n = proto_encode_error(buf, sizeof buf, 1, PROTO_ERR_INTERNAL, longtext, NULL);
+  ck_assert_int_eq(proto_decode_server_msg(buf, n, &msg, NULL, 0, &e), 0);
+  ck_assert_uint_eq(strlen(msg.error.message), PROTO_MAX_ERROR_TEXT_BYTES - 1);
+}
+END_TEST
+
+/* ---- Encoders: overflow and bad enums ------------------------------------------------ */
+
+START_TEST(test_encode_overflow) {
+  for (size_t k = 0; k < EXAMPLE_COUNT; k++) {
+    size_t n = examples[k].fn(buf, sizeof buf);
+    ck_assert_uint_gt(n, 0);
+    for (size_t cap = 0; cap < n; cap++) {
+      memset(buf2, 0xAB, sizeof buf2);
+      ck_assert_uint_eq(examples[k].fn(buf2, cap), 0);
+      for (size_t i = cap; i < cap + 16; i++)
+        ck_assert_uint_eq(buf2[i], 0xAB);
+    }
+    ck_assert_uint_eq(examples[k].fn(buf2, n), n);
+    ck_assert_uint_eq(examples[k].fn(NULL, 100), 0);
+  }
+  proto_command c = cmd_spawn();
+  c.spawn.model = STEER_MODEL_COUNT;
+  ck_assert_uint_eq(proto_encode_command(buf, sizeof buf, &c), 0);
+  c = cmd_set_behaviour();
+  c.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_FOLLOW_PATH;
+  ck_assert_uint_eq(proto_encode_command(buf, sizeof buf, &c), 0);
+  c = cmd_set_path();
+  c.set_path.path.count = 0;
+  ck_assert_uint_eq(proto_encode_command(buf, sizeof buf, &c), 0);
+  c.set_path.path.count = PROTO_MAX_PATH_POINTS + 1;
+  ck_assert_uint_eq(proto_encode_command(buf, sizeof buf, &c), 0);
+  c.type = 31;
+  ck_assert_uint_eq(proto_encode_command(buf, sizeof buf, &c), 0);
+  proto_ack a = ex_ack(PROTO_MSG_HELLO, 1);
+  ck_assert_uint_eq(proto_encode_ack(buf, sizeof buf, &a), 0);
+  proto_event ev = {1, PROTO_EVENT_COUNT, 1, 0};
+  ck_assert_uint_eq(proto_encode_event(buf, sizeof buf, &ev), 0);
+}
+END_TEST
+
+/* ---- Quantization ---------------------------------------------------------------------- */
+
+START_TEST(test_quantization) {
+  const float pi = 3.14159265358979f;
+  const float step = (float)(3.14159265358979323846 / 32768.0);
+  ck_assert_int_eq(proto_quantize_cm(1.234f), 123);
+  ck_assert_int_eq(proto_quantize_cm(-1.235f), -124); /* -1.2350000143 m */
+  ck_assert_int_eq(proto_quantize_cm(0.0051f), 1);
+  ck_assert_int_eq(proto_quantize_cm(0.0049f), 0);
+  ck_assert_int_eq(proto_quantize_cm(-0.0051f), -1);
+  ck_assert_int_eq(proto_quantize_cm(NAN), 0);
+  ck_assert_int_eq(proto_quantize_cm(INFINITY), INT32_MAX);
+  ck_assert_int_eq(proto_quantize_cm(-3e9f), INT32_MIN);
+  ck_assert_int_eq(proto_quantize_angle(0.0f), 0);
+  ck_assert_int_eq(proto_quantize_angle(pi), -32768);
+  ck_assert_int_eq(proto_quantize_angle(-pi), -32768);
+  ck_assert_int_eq(proto_quantize_angle(pi / 2), 16384);
+  ck_assert_int_eq(proto_quantize_angle(-pi / 2), -16384);
+  ck_assert_int_eq(proto_quantize_angle(pi - step), 32767);
+  ck_assert_int_eq(proto_quantize_angle(pi - 0.4f * step), -32768);
+  ck_assert_int_eq(proto_quantize_angle(-pi + 0.4f * step), -32768);
+  ck_assert_int_eq(proto_quantize_angle(-pi + step), -32767);
+  ck_assert_int_eq(proto_quantize_angle(3.0f * pi / 2), -16384); /* wrapped first */
+  ck_assert_int_eq(proto_quantize_angle(NAN), 0);
+  ck_assert_float_eq_tol(proto_dequantize_angle(-32768), -pi, 1e-6f);
+  ck_assert_float_eq_tol(proto_dequantize_angle(32767), pi - step, 1e-6f);
+
+  /* Round trips within half a step (plus float rounding). */
+  uint64_t s = 12345;
+  for (int i = 0; i < 200000; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    float u = (float)(s >> 40) / (float)(1u << 24); /* [0, 1) */
+    float pos = (u - 0.5f) * 2000.0f;
+    ck_assert(fabsf(proto_dequantize_cm(proto_quantize_cm(pos)) - pos) <= 0.005f + 1e-4f);
+    float theta = (u - 0.5f) * 2.0f * pi;
+    if (i % 3 == 0)
+      theta = (i % 2 ? pi : -pi) + (u - 0.5f) * 1e-3f; /* near +-pi, either side */
+    float back = proto_dequantize_angle(proto_quantize_angle(theta));
+    ck_assert_msg(angle_diff(back, theta) <= 0.5f * step + 1e-6f, "theta %.9g -> %.9g", (double)theta,
+                  (double)back);
+    ck_assert(back >= -pi - 1e-6f && back < pi);
+  }
+  proto_pose p = {ID1, 123.456f, -0.004f, 2.0f, -7.891f, 0.0049f};
+  proto_pose_q q = proto_quantize_pose(&p);
+  ck_assert_int_eq(q.x, 12346);
+  ck_assert_int_eq(q.y, 0);
+  ck_assert_int_eq(q.vx, -789);
+  ck_assert_int_eq(q.vy, 0);
+  proto_pose b = proto_dequantize_pose(&q);
+  ck_assert_uint_eq(b.id, ID1);
+  ck_assert_float_eq_tol(b.theta, 2.0f, step);
+}
+END_TEST
+
+/* ---- Snapshot capacity ------------------------------------------------------------------- */
+
+START_TEST(test_snapshot_capacity) {
+  static proto_pose worst[2000];
+  static proto_pose back[2000];
+  ck_assert_uint_eq(proto_snapshot_capacity(1200), 41);
+  ck_assert_uint_eq(proto_snapshot_capacity(0), 0);
+  ck_assert_uint_eq(
+      proto_snapshot_capacity(PROTO_SNAPSHOT_HEADER_MAX_BYTES + PROTO_SNAPSHOT_AGENT_MAX_BYTES - 1), 0);
+  for (int i = 0; i < 2000; i++)
+    worst[i] = (proto_pose){UINT32_MAX - (uint32_t)i, i % 2 ? -3e7f : 3e7f, -3e7f, -3.0f, -1e9f, 1e9f};
+  proto_snapshot_header h = {UINT64_MAX, UINT64_MAX, UINT32_MAX - 1, UINT32_MAX, UINT32_MAX};
+  for (size_t bytes = 60; bytes <= sizeof buf; bytes += bytes < 2000 ? 1 : 997) {
+    uint32_t cap = proto_snapshot_capacity(bytes);
+    if (cap > 2000)
+      cap = 2000;
+    size_t n = proto_encode_snapshot(buf, bytes, &h, worst, cap);
+    ck_assert_msg(n > 0 && n <= bytes, "bytes %zu cap %u n %zu", bytes, cap, n);
+    if (bytes == PROTO_SNAPSHOT_PART_BYTES) {
+      proto_error_info e;
+      uint32_t count;
+      proto_snapshot_header h2;
+      ck_assert_int_eq(proto_decode_snapshot(buf, n, &h2, back, NULL, 2000, &count, &e), 0);
+      ck_assert_uint_eq(count, cap);
+      ck_assert_uint_eq(back[0].id, UINT32_MAX);
+    }
+  }
+  /* Every agent costs at most the bound; the header too. */
+  proto_snapshot_header h0 = h;
+  size_t n0 = proto_encode_snapshot(buf, sizeof buf, &h0, worst, 0);
+  ck_assert_uint_le(n0, PROTO_SNAPSHOT_HEADER_MAX_BYTES);
+  size_t n1 = proto_encode_snapshot(buf, sizeof buf, &h0, worst, 1);
+  ck_assert_uint_eq(n1 - n0, PROTO_SNAPSHOT_AGENT_MAX_BYTES);
+
+  /* The view encoder writes the same bytes as the pose encoder. */
+  steer_id ids[3] = {ID1, ID2, 9};
+  float px[3] = {1, 2, 3}, py[3] = {-1, -2, -3}, vx[3] = {0.5f, 0, 0}, vy[3] = {0, 0.25f, 0},
+        th[3] = {0, 1, -1};
+  float om[3] = {0};
+  uint32_t owner[3] = {0};
+  steer_world_view v = {3, ids, px, py, vx, vy, th, om, owner};
+  proto_pose poses[2] = {{ID2, 2, -2, 1, 0, 0.25f}, {9, 3, -3, -1, 0, 0}};
+  size_t a = proto_encode_snapshot(buf, sizeof buf, &ex_snap, poses, 2);
+  size_t b = proto_encode_snapshot_view(buf2, sizeof buf2, &ex_snap, &v, NULL, 1, 2);
+  ck_assert_uint_eq(a, b);
+  ck_assert_mem_eq(buf, buf2, a);
+  uint32_t idx[3] = {0, 2, 1};
+  b = proto_encode_snapshot_view(buf2, sizeof buf2, &ex_snap, &v, idx, 1, 2);
+  proto_pose swapped[2] = {poses[1], poses[0]};
+  a = proto_encode_snapshot(buf, sizeof buf, &ex_snap, swapped, 2);
+  ck_assert_uint_eq(a, b);
+  ck_assert_mem_eq(buf, buf2, a);
+  ck_assert_uint_eq(proto_encode_snapshot_view(buf2, sizeof buf2, &ex_snap, &v, NULL, 2, 2), 0);
+  idx[2] = 7;
+  ck_assert_uint_eq(proto_encode_snapshot_view(buf2, sizeof buf2, &ex_snap, &v, idx, 1, 2), 0);
+}
+END_TEST
+
+/* ---- Mutation fuzz ------------------------------------------------------------------------- */
+
+START_TEST(test_fuzz) {
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  proto_command c;
+  proto_server_msg m;
+  static proto_pose poses[64];
+  size_t ok = 0;
+  for (int iter = 0; iter < 300000; iter++) {
+    const struct example *ex = &examples[(size_t)iter % EXAMPLE_COUNT];
+    size_t n = ex->fn(buf, sizeof buf);
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    int flips = 1 + (int)((s >> 60) & 3u);
+    for (int f = 0; f < flips; f++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      size_t at = (size_t)(s >> 33) % n;
+      switch ((s >> 20) & 3u) {
+      case 0:
+        buf[at] ^= (uint8_t)(1u << ((s >> 8) & 7u));
+        break;
+      case 1:
+        buf[at] = (uint8_t)(s >> 12);
+        break;
+      case 2:
+        n = at + 1; /* truncate */
+        break;
+      default:
+        buf[at] = (uint8_t[]){0xc0, 0xc1, 0xca, 0xcb, 0xdc, 0xdd, 0xde, 0xdf}[(s >> 5) & 7u];
+      }
+    }
+    uint8_t *copy = malloc(n);
+    memcpy(copy, buf, n);
+    proto_error_info e;
+    int rc = proto_decode_command(copy, n, &c, &e);
+    ck_assert(rc == 0 || (rc == -e.code && e.code > 0 && e.code < PROTO_ERR_COUNT && e.reason));
+    ck_assert(strlen(e.field) <= PROTO_MAX_FIELD_BYTES);
+    if (rc == 0) {
+      ok++;
+      /* Whatever decodes re-encodes and decodes again. */
+      size_t n2 = proto_encode_command(buf2, sizeof buf2, &c);
+      ck_assert_uint_gt(n2, 0);
+      ck_assert_int_eq(proto_decode_command(buf2, n2, &c, &e), 0);
+    }
+    rc = proto_decode_server_msg(copy, n, &m, poses, 64, &e);
+    ck_assert(rc == 0 || (rc == -e.code && e.code > 0 && e.code < PROTO_ERR_COUNT));
+    if (rc == 0) {
+      ok++;
+      size_t n2 = proto_encode_server_msg(buf2, sizeof buf2, &m);
+      ck_assert_uint_gt(n2, 0);
+    }
+    free(copy);
+  }
+  ck_assert_uint_gt(ok, 1000);
+}
+END_TEST
+
+/* ---- PROTOCOL.md examples ---------------------------------------------------------------- */
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long sz = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *data = malloc((size_t)sz + 1);
+  size_t got = fread(data, 1, (size_t)sz, f);
+  fclose(f);
+  data[got] = '\0';
+  *len = got;
+  return data;
+}
+
+static int hexval(char ch) {
+  if (ch >= '0' && ch <= '9')
+    return ch - '0';
+  if (ch >= 'a' && ch <= 'f')
+    return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F')
+    return ch - 'A' + 10;
+  return -1;
+}
+
+START_TEST(test_protocol_md_examples) {
+  size_t len;
+  char *md = read_file(PROTOCOL_MD, &len);
+  ck_assert_msg(md != NULL, "cannot read %s", PROTOCOL_MD);
+  int seen[EXAMPLE_COUNT] = {0};
+  const char *marker = "<!-- example: ";
+  for (char *p = strstr(md, marker); p; p = strstr(p + 1, marker)) {
+    char *name = p + strlen(marker);
+    char *end = strstr(name, " -->");
+    ck_assert_ptr_nonnull(end);
+    size_t k;
+    for (k = 0; k < EXAMPLE_COUNT; k++)
+      if (strlen(examples[k].name) == (size_t)(end - name) &&
+          !memcmp(examples[k].name, name, (size_t)(end - name)))
+        break;
+    ck_assert_msg(k < EXAMPLE_COUNT, "unknown example '%.*s' in PROTOCOL.md", (int)(end - name), name);
+    ck_assert_msg(!seen[k], "example %s appears twice", examples[k].name);
+    seen[k] = 1;
+    char *fence = strstr(end, "```");
+    ck_assert_ptr_nonnull(fence);
+    char *body = strchr(fence, '\n');
+    ck_assert_ptr_nonnull(body);
+    char *close = strstr(body, "```");
+    ck_assert_ptr_nonnull(close);
+    /* Nothing but blank space between the marker and its fence. */
+    for (char *q = end + 4; q < fence; q++)
+      ck_assert_msg(*q == ' ' || *q == '\n' || *q == '\r', "text between marker and fence of %s",
+                    examples[k].name);
+    size_t nb = 0;
+    for (char *q = body; q < close;) {
+      if (*q == ' ' || *q == '\n' || *q == '\r') {
+        q++;
+        continue;
+      }
+      int hi = hexval(q[0]), lo = hexval(q[1]);
+      ck_assert_msg(hi >= 0 && lo >= 0, "bad hex in example %s", examples[k].name);
+      buf2[nb++] = (uint8_t)(hi * 16 + lo);
+      q += 2;
+    }
+    size_t n = examples[k].fn(buf, sizeof buf);
+    if (n != nb || memcmp(buf, buf2, n) != 0) {
+      fprintf(stderr, "PROTOCOL.md example %s differs from the encoder, which writes:\n", examples[k].name);
+      dump_hex(stderr, buf, n);
+    }
+    ck_assert_uint_eq(nb, n);
+    ck_assert_mem_eq(buf, buf2, n);
+  }
+  for (size_t k = 0; k < EXAMPLE_COUNT; k++)
+    ck_assert_msg(seen[k], "PROTOCOL.md lacks example %s", examples[k].name);
+  free(md);
+}
+END_TEST
+
+static void print_examples(void) {
+  for (size_t k = 0; k < EXAMPLE_COUNT; k++) {
+    size_t n = examples[k].fn(buf, sizeof buf);
+    printf("<!-- example: %s -->\n```\n", examples[k].name);
+    dump_hex(stdout, buf, n);
+    printf("```\n\n");
+  }
+}
+
+static Suite *protocol_suite(void) {
+  Suite *s = suite_create("protocol");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_exact_bytes);
+  tcase_add_test(tc, test_roundtrip_commands);
+  tcase_add_test(tc, test_roundtrip_server);
+  tcase_add_test(tc, test_apply);
+  tcase_add_test(tc, test_bad_framing);
+  tcase_add_test(tc, test_truncated);
+  tcase_add_test(tc, test_bad_fields);
+  tcase_add_test(tc, test_huge_sizes);
+  tcase_add_test(tc, test_bad_server_msgs);
+  tcase_add_test(tc, test_encode_overflow);
+  tcase_add_test(tc, test_quantization);
+  tcase_add_test(tc, test_snapshot_capacity);
+  tcase_add_test(tc, test_fuzz);
+  tcase_add_test(tc, test_protocol_md_examples);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  if (getenv("PROTO_PRINT_EXAMPLES")) {
+    print_examples();
+    return 0;
+  }
+  SRunner *sr = srunner_create(protocol_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,727 @@
+/* test_server.c: the real server binary on 127.0.0.1, an ephemeral port, driven
+ * over real ENet by the client library (and by raw ENet where a test needs a
+ * client that misbehaves). Each test starts its own server. */
+#include <check.h>
+#include <enet/enet.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "protocol.h"
+
+/* ---- the server process ---------------------------------------------------- */
+
+typedef struct server_proc {
+  pid_t pid;
+  uint16_t port;
+  char log_path[64];
+} server_proc;
+
+static uint64_t now_ms(void) { return steerd_client_now_us() / 1000u; }
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int log_contains(const server_proc *s, const char *needle) {
+  FILE *f = fopen(s->log_path, "r");
+  if (!f)
+    return 0;
+  char line[1024];
+  int found = 0;
+  while (!found && fgets(line, sizeof(line), f))
+    found = strstr(line, needle) != NULL;
+  fclose(f);
+  return found;
+}
+
+/* Starts the server with extra flags; waits for its "listening on" line. */
+static void server_start(server_proc *s, const char *const *extra) {
+  strcpy(s->log_path, "/tmp/steerd-test-XXXXXX");
+  int fd = mkstemp(s->log_path);
+  ck_assert_int_ge(fd, 0);
+  const char *argv[32] = {STEERD_BINARY, "--bind", "127.0.0.1", "--port", "0", "--client-timeout", "1000"};
+  int argc = 7;
+  for (int i = 0; extra && extra[i] && argc < 31; i++)
+    argv[argc++] = extra[i];
+  argv[argc] = NULL;
+  s->pid = fork();
+  ck_assert_int_ge(s->pid, 0);
+  if (s->pid == 0) {
+    dup2(fd, STDERR_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    execv(STEERD_BINARY, (char *const *)argv);
+    _exit(127);
+  }
+  close(fd);
+  uint64_t deadline = now_ms() + 5000;
+  s->port = 0;
+  while (!s->port && now_ms() < deadline) {
+    FILE *f = fopen(s->log_path, "r");
+    char line[1024];
+    while (f && fgets(line, sizeof(line), f)) {
+      const char *p = strstr(line, "listening on 127.0.0.1:");
+      if (p)
+        s->port = (uint16_t)atoi(p + strlen("listening on 127.0.0.1:"));
+    }
+    if (f)
+      fclose(f);
+    if (!s->port)
+      sleep_ms(10);
+  }
+  ck_assert_msg(s->port != 0, "the server did not start listening within 5 s");
+}
+
+/* SIGTERM, then SIGKILL if it does not stop in 3 s; returns the exit status. */
+static int server_stop(server_proc *s) {
+  int status = -1;
+  kill(s->pid, SIGTERM);
+  uint64_t deadline = now_ms() + 3000;
+  while (now_ms() < deadline) {
+    if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+      unlink(s->log_path);
+      return status;
+    }
+    sleep_ms(10);
+  }
+  kill(s->pid, SIGKILL);
+  waitpid(s->pid, &status, 0);
+  unlink(s->log_path);
+  ck_abort_msg("the server did not stop within 3 s of SIGTERM");
+  return status;
+}
+
+/* ---- a recording client ---------------------------------------------------------- */
+
+#define MAX_EVENTS 256
+#define MAX_TRACK 4096
+
+typedef struct pose_sample {
+  uint64_t tick;
+  proto_pose pose;
+} pose_sample;
+
+typedef struct recorder {
+  steerd_client *client;
+  steer_id watch;                /* agent whose poses are recorded */
+  pose_sample track[MAX_TRACK];
+  uint32_t track_count;
+  proto_event events[MAX_EVENTS];
+  uint32_t event_count;
+  uint64_t frames;
+  uint64_t last_tick;
+  uint32_t last_count;
+  uint32_t last_parts;
+  /* one frame kept whole, for comparing clients */
+  uint64_t keep_tick;
+  int keep_next; /* keep the next frame whatever its tick */
+  proto_pose kept[64];
+  uint32_t kept_count;
+  uint32_t disconnect_reason;
+  int disconnected;
+} recorder;
+
+static void on_frame(void *user, const steerd_client_frame *f) {
+  recorder *r = user;
+  r->frames++;
+  r->last_tick = f->tick;
+  r->last_count = f->count;
+  r->last_parts = f->part_count;
+  if (f->tick == r->keep_tick || r->keep_next) {
+    r->keep_next = 0;
+    r->kept_count = f->count < 64 ? f->count : 64;
+    memcpy(r->kept, f->poses, r->kept_count * sizeof(proto_pose));
+  }
+  for (uint32_t i = 0; i < f->count && r->watch; i++)
+    if (f->poses[i].id == r->watch && r->track_count < MAX_TRACK) {
+      r->track[r->track_count].tick = f->tick;
+      r->track[r->track_count].pose = f->poses[i];
+      r->track_count++;
+    }
+}
+
+static void on_event(void *user, const proto_event *e) {
+  recorder *r = user;
+  if (r->event_count < MAX_EVENTS)
+    r->events[r->event_count++] = *e;
+}
+
+static void on_disconnect(void *user, uint32_t reason) {
+  recorder *r = user;
+  r->disconnected = 1;
+  r->disconnect_reason = reason;
+}
+
+static void recorder_connect(recorder *r, const server_proc *s, const char *name) {
+  memset(r, 0, sizeof(*r));
+  steerd_client_config cfg = steerd_client_default_config();
+  cfg.name = name;
+  cfg.max_agents = 2000;
+  cfg.callbacks.on_snapshot_frame = on_frame;
+  cfg.callbacks.on_event = on_event;
+  cfg.callbacks.on_disconnect = on_disconnect;
+  cfg.user = r;
+  r->client = steerd_client_create(&cfg);
+  ck_assert_ptr_nonnull(r->client);
+  int rc = steerd_client_connect(r->client, "127.0.0.1", s->port);
+  ck_assert_msg(rc == 0, "connect: %s", steerd_client_strerror(rc));
+}
+
+static void recorder_close(recorder *r) {
+  steerd_client_disconnect(r->client, 500);
+  steerd_client_destroy(r->client);
+}
+
+/* Services the client for ms milliseconds. */
+static void pump(recorder *r, uint32_t ms) {
+  uint64_t end = now_ms() + ms;
+  while (now_ms() < end)
+    steerd_client_service(r->client, 5);
+}
+
+/* Services until an event of `code` for `agent` at index >= from arrives;
+ * returns its index or -1. */
+static int wait_event_from(recorder *r, uint32_t from, uint8_t code, steer_id agent, uint32_t timeout_ms) {
+  uint64_t end = now_ms() + timeout_ms;
+  uint32_t seen = from;
+  while (now_ms() < end) {
+    steerd_client_service(r->client, 5);
+    for (; seen < r->event_count; seen++)
+      if (r->events[seen].code == code && r->events[seen].agent == agent)
+        return (int)seen;
+  }
+  return -1;
+}
+
+static int wait_event(recorder *r, uint8_t code, steer_id agent, uint32_t timeout_ms) {
+  return wait_event_from(r, 0, code, agent, timeout_ms);
+}
+
+static proto_command command(uint8_t type) {
+  proto_command c;
+  memset(&c, 0, sizeof(c));
+  c.type = type;
+  return c;
+}
+
+/* Sends a command and expects an ACK; returns the ACK's agent. */
+static steer_id expect_ack(recorder *r, const proto_command *c) {
+  proto_server_msg reply;
+  int rc = steerd_client_command_wait(r->client, c, 2000, &reply);
+  ck_assert_msg(rc == 0, "command %u: %s (%s: %s)", c->type, steerd_client_strerror(rc),
+                rc == STEERD_CLIENT_EREPLY ? proto_error_name((int)reply.error.code) : "-",
+                rc == STEERD_CLIENT_EREPLY ? reply.error.message : "-");
+  ck_assert_uint_eq(reply.type, PROTO_MSG_ACK);
+  return reply.ack.agent;
+}
+
+/* Sends a command and expects an ERROR with the given code; returns it. */
+static proto_error_msg expect_error(recorder *r, const proto_command *c, int code) {
+  proto_server_msg reply;
+  int rc = steerd_client_command_wait(r->client, c, 2000, &reply);
+  ck_assert_int_eq(rc, STEERD_CLIENT_EREPLY);
+  ck_assert_uint_eq(reply.type, PROTO_MSG_ERROR);
+  ck_assert_msg((int)reply.error.code == code, "expected %s, got %s (%s)", proto_error_name(code),
+                proto_error_name((int)reply.error.code), reply.error.message);
+  return reply.error;
+}
+
+static steer_id spawn_dynamic(recorder *r, float x, float y) {
+  proto_command c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  c.spawn.position = v2(x, y);
+  return expect_ack(r, &c);
+}
+
+static const char *const quiet_world[] = {"--no-demo", NULL};
+
+/* ---- tests -------------------------------------------------------------------------- */
+
+START_TEST(ping_pong_path_reverses_in_events_and_snapshots) {
+  server_proc s;
+  server_start(&s, quiet_world);
+  recorder r;
+  recorder_connect(&r, &s, "pingpong");
+  steer_id id = spawn_dynamic(&r, 0.0f, 0.0f);
+  r.watch = id;
+  proto_command c = command(PROTO_MSG_SET_PATH);
+  c.set_path.agent = id;
+  c.set_path.path.count = 2;
+  c.set_path.path.points[0] = v2(0.0f, 0.0f);
+  c.set_path.path.points[1] = v2(12.0f, 0.0f);
+  c.set_path.path.radius = 1.0f;
+  c.set_path.path.mode = STEER_PATH_PINGPONG;
+  c.set_path.path.cornering = STEER_CORNER_NONE;
+  expect_ack(&r, &c);
+
+  int at = wait_event(&r, PROTO_EVENT_REVERSED, id, 15000);
+  ck_assert_msg(at >= 0, "no REVERSED event within 15 s");
+  ck_assert_uint_eq(r.events[at].data, 1); /* turned at the far end, node 1 */
+  uint64_t reversed_tick = r.events[at].tick;
+  pump(&r, 2500);
+  /* Before the reversal it ran toward +x; well after it, toward -x. */
+  int before = 0, after = 0;
+  for (uint32_t i = 0; i < r.track_count; i++) {
+    const pose_sample *p = &r.track[i];
+    if (p->tick + 15 < reversed_tick && p->tick > reversed_tick - 60 && p->pose.vx > 0.5f)
+      before++;
+    if (p->tick > reversed_tick + 45 && p->pose.vx < -0.5f)
+      after++;
+    if (p->tick > reversed_tick + 45)
+      ck_assert_msg(p->pose.vx < 0.0f, "tick %llu: vx %f after the reversal", (unsigned long long)p->tick,
+                    p->pose.vx);
+  }
+  ck_assert_int_gt(before, 5);
+  ck_assert_int_gt(after, 5);
+  /* The next reversal is at the start. */
+  int wp = wait_event_from(&r, (uint32_t)at + 1, PROTO_EVENT_REVERSED, id, 10000);
+  ck_assert_int_ge(wp, 0);
+  ck_assert_uint_eq(r.events[wp].data, 0);
+  recorder_close(&r);
+  ck_assert_int_eq(server_stop(&s), 0);
+}
+END_TEST
+
+START_TEST(arrive_ends_at_rest_inside_the_radius) {
+  server_proc s;
+  server_start(&s, quiet_world);
+  recorder r;
+  recorder_connect(&r, &s, "arrive");
+  steer_id id = spawn_dynamic(&r, -5.0f, -5.0f);
+  r.watch = id;
+  proto_command c = command(PROTO_MSG_SET_BEHAVIOUR);
+  c.set_behaviour.agent = id;
+  c.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_ARRIVE;
+  c.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
+  c.set_behaviour.behaviour.target = v2(10.0f, 5.0f);
+  expect_ack(&r, &c);
+  ck_assert_msg(wait_event(&r, PROTO_EVENT_ARRIVED, id, 15000) >= 0, "no ARRIVED event within 15 s");
+  uint32_t from = r.track_count;
+  pump(&r, 2000);
+  ck_assert_uint_gt(r.track_count, from + 20);
+  const proto_pose *last = &r.track[r.track_count - 1].pose;
+  float dist = hypotf(last->x - 10.0f, last->y - 5.0f);
+  ck_assert_msg(dist < 0.5f, "ended %f m from the target", dist);
+  ck_assert_msg(hypotf(last->vx, last->vy) < 0.02f, "still moving at %f m/s", hypotf(last->vx, last->vy));
+
+  /* QUERY agrees with the snapshot. */
+  c = command(PROTO_MSG_QUERY);
+  c.query.agent = id;
+  proto_server_msg reply;
+  ck_assert_int_eq(steerd_client_command_wait(r.client, &c, 2000, &reply), 0);
+  ck_assert_uint_eq(reply.ack.query.arrived, 1);
+  ck_assert_float_eq_tol(reply.ack.query.state.position.x, last->x, 0.02f);
+  recorder_close(&r);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(two_clients_see_identical_snapshots) {
+  server_proc s;
+  server_start(&s, NULL); /* the demo world: everything moving */
+  recorder a, b;
+  recorder_connect(&a, &s, "a");
+  recorder_connect(&b, &s, "b");
+  pump(&a, 300);
+  pump(&b, 10);
+  uint64_t tick = a.last_tick + 30; /* a second ahead: both will see it */
+  a.keep_tick = b.keep_tick = tick;
+  uint64_t end = now_ms() + 4000;
+  while ((a.kept_count == 0 || b.kept_count == 0) && now_ms() < end) {
+    steerd_client_service(a.client, 2);
+    steerd_client_service(b.client, 2);
+  }
+  ck_assert_uint_gt(a.kept_count, 10);
+  ck_assert_uint_eq(a.kept_count, b.kept_count);
+  ck_assert_int_eq(memcmp(a.kept, b.kept, a.kept_count * sizeof(proto_pose)), 0);
+  recorder_close(&a);
+  recorder_close(&b);
+  server_stop(&s);
+}
+END_TEST
+
+/* A client that connects, spawns, then vanishes without a word (its host is
+ * destroyed without a disconnect). */
+static steer_id vanishing_client(uint16_t port) {
+  ENetHost *h = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
+  ck_assert_ptr_nonnull(h);
+  ENetAddress addr;
+  enet_address_set_host_ip(&addr, "127.0.0.1");
+  addr.port = port;
+  ENetPeer *peer = enet_host_connect(h, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
+  ck_assert_ptr_nonnull(peer);
+  uint8_t buf[512];
+  proto_command c = command(PROTO_MSG_HELLO);
+  c.request_id = 1;
+  c.hello.version = PROTO_VERSION;
+  strcpy(c.hello.name, "ghost");
+  int sent = 0;
+  steer_id agent = 0;
+  uint64_t end = now_ms() + 3000;
+  ENetEvent ev;
+  while (!agent && now_ms() < end && enet_host_service(h, &ev, 10) >= 0) {
+    if (ev.type == ENET_EVENT_TYPE_CONNECT && !sent) {
+      size_t n = proto_encode_command(buf, sizeof(buf), &c);
+      enet_peer_send(peer, 0, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE));
+      c = command(PROTO_MSG_SPAWN);
+      c.request_id = 2;
+      c.spawn.model = STEER_MODEL_DYNAMIC;
+      c.spawn.position = v2(0.0f, 0.0f);
+      c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+      c.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
+      n = proto_encode_command(buf, sizeof(buf), &c);
+      enet_peer_send(peer, 0, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE));
+      sent = 1;
+    } else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+      proto_server_msg m;
+      if (proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0 &&
+          m.type == PROTO_MSG_ACK && m.ack.command == PROTO_MSG_SPAWN)
+        agent = m.ack.agent;
+      enet_packet_destroy(ev.packet);
+    }
+  }
+  enet_host_destroy(h); /* no disconnect is sent: the server only notices the silence */
+  ck_assert_uint_ne(agent, 0);
+  return agent;
+}
+
+START_TEST(vanished_client_times_out_and_its_agents_keep_moving) {
+  server_proc s;
+  server_start(&s, quiet_world);
+  steer_id ghost_agent = vanishing_client(s.port);
+  recorder r;
+  recorder_connect(&r, &s, "observer");
+  r.watch = ghost_agent;
+  /* The server's timeout is 1 s here; give it 4. */
+  uint64_t end = now_ms() + 4000;
+  while (!log_contains(&s, "timed out") && now_ms() < end)
+    pump(&r, 50);
+  ck_assert_msg(log_contains(&s, "client 1 "), "no log line about the first client");
+  ck_assert_msg(log_contains(&s, "timed out"), "the silent client was not timed out within 4 s");
+  uint32_t from = r.track_count;
+  pump(&r, 1000);
+  ck_assert_uint_gt(r.track_count, from + 10);
+  const proto_pose *a = &r.track[from].pose, *b = &r.track[r.track_count - 1].pose;
+  ck_assert_msg(hypotf(b->x - a->x, b->y - a->y) > 0.5f, "the vanished client's agent stopped");
+  recorder_close(&r);
+  server_stop(&s);
+}
+END_TEST
+
+/* Raw bytes on channel 0 through a second, misbehaving connection. */
+typedef struct raw_client {
+  ENetHost *host;
+  ENetPeer *peer;
+} raw_client;
+
+static void raw_connect(raw_client *rc, uint16_t port) {
+  rc->host = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
+  ck_assert_ptr_nonnull(rc->host);
+  ENetAddress addr;
+  enet_address_set_host_ip(&addr, "127.0.0.1");
+  addr.port = port;
+  rc->peer = enet_host_connect(rc->host, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
+  ENetEvent ev;
+  uint64_t end = now_ms() + 3000;
+  while (now_ms() < end)
+    if (enet_host_service(rc->host, &ev, 10) > 0 && ev.type == ENET_EVENT_TYPE_CONNECT)
+      return;
+  ck_abort_msg("raw client could not connect");
+}
+
+/* Sends bytes and returns the next ERROR's code (0 if none within 2 s). */
+static int raw_exchange(raw_client *rc, const void *data, size_t len, proto_error_msg *out) {
+  enet_peer_send(rc->peer, 0, enet_packet_create(data, len, ENET_PACKET_FLAG_RELIABLE));
+  ENetEvent ev;
+  uint64_t end = now_ms() + 2000;
+  while (now_ms() < end) {
+    if (enet_host_service(rc->host, &ev, 10) <= 0 || ev.type != ENET_EVENT_TYPE_RECEIVE)
+      continue;
+    proto_server_msg m;
+    int ok = proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0;
+    enet_packet_destroy(ev.packet);
+    if (ok && m.type == PROTO_MSG_ERROR) {
+      if (out)
+        *out = m.error;
+      return (int)m.error.code;
+    }
+  }
+  return 0;
+}
+
+START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
+  server_proc s;
+  server_start(&s, NULL);
+  recorder good;
+  recorder_connect(&good, &s, "good");
+  raw_client bad;
+  raw_connect(&bad, s.port);
+
+  proto_error_msg e;
+  static const uint8_t garbage[] = {0xc1, 0x00, 0xff, 0x13};
+  ck_assert_int_eq(raw_exchange(&bad, garbage, sizeof(garbage), &e), PROTO_ERR_BAD_MESSAGE);
+  static const uint8_t not_array[] = {0x81, 0xa1, 'a', 0x01}; /* {"a": 1} */
+  ck_assert_int_eq(raw_exchange(&bad, not_array, sizeof(not_array), NULL), PROTO_ERR_BAD_MESSAGE);
+  static const uint8_t unknown_type[] = {0x93, 0x63, 0x07, 0x80}; /* [99, 7, {}] */
+  ck_assert_int_eq(raw_exchange(&bad, unknown_type, sizeof(unknown_type), &e), PROTO_ERR_UNKNOWN_TYPE);
+  ck_assert_uint_eq(e.request_id, 7);
+  static const uint8_t before_hello[] = {0x93, 0x08, 0x05, 0x81, 0xa5, 'a', 'g', 'e', 'n', 't', 0x01};
+  ck_assert_int_eq(raw_exchange(&bad, before_hello, sizeof(before_hello), NULL), PROTO_ERR_NOT_WELCOMED);
+
+  /* Flood garbage for two seconds while the good client counts its frames. */
+  uint64_t frames0 = good.frames;
+  uint64_t end = now_ms() + 2000;
+  uint32_t flood = 0;
+  while (now_ms() < end) {
+    for (int i = 0; i < 20; i++, flood++)
+      enet_peer_send(bad.peer, 0, enet_packet_create(garbage, sizeof(garbage), ENET_PACKET_FLAG_RELIABLE));
+    ENetEvent ev;
+    while (enet_host_service(bad.host, &ev, 0) > 0)
+      if (ev.type == ENET_EVENT_TYPE_RECEIVE)
+        enet_packet_destroy(ev.packet);
+    steerd_client_service(good.client, 5);
+  }
+  uint64_t got = good.frames - frames0;
+  ck_assert_msg(got >= 36, "good client got %llu frames in 2 s at 20 Hz while %u garbage packets flew",
+                (unsigned long long)got, flood);
+  ck_assert_uint_gt(flood, 1000);
+  /* And the server still answers. */
+  uint64_t rtt;
+  ck_assert_int_eq(steerd_client_ping(good.client, 2000, &rtt), 0);
+  enet_host_destroy(bad.host);
+  recorder_close(&good);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(bad_commands_get_their_error_codes) {
+  server_proc s;
+  server_start(&s, quiet_world);
+  recorder r;
+  recorder_connect(&r, &s, "errors");
+  steer_id a = spawn_dynamic(&r, 0.0f, 0.0f);
+
+  proto_command c = command(PROTO_MSG_DESPAWN);
+  c.despawn.agent = 12345;
+  proto_error_msg e = expect_error(&r, &c, PROTO_ERR_NO_SUCH_AGENT);
+  ck_assert_str_eq(e.field, "agent");
+
+  c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  c.spawn.position = v2(9000.0f, 0.0f);
+  e = expect_error(&r, &c, PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "x");
+
+  c = command(PROTO_MSG_SET_BEHAVIOUR);
+  c.set_behaviour.agent = a;
+  c.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_PURSUE;
+  c.set_behaviour.behaviour.present = PROTO_BHV_TARGET_AGENT;
+  c.set_behaviour.behaviour.target_agent = 999;
+  expect_error(&r, &c, PROTO_ERR_BAD_TARGET);
+
+  c = command(PROTO_MSG_SET_PATH);
+  c.set_path.agent = a;
+  c.set_path.path.count = 2;
+  c.set_path.path.points[1] = v2(5.0f, 0.0f);
+  c.set_path.path.radius = 1.0f;
+  c.set_path.path.cornering = STEER_CORNER_ARC; /* needs the heading model */
+  expect_error(&r, &c, PROTO_ERR_MODEL_MISMATCH);
+
+  c = command(PROTO_MSG_SET_PARAMS);
+  c.set_params.agent = a;
+  c.set_params.limits.present = PROTO_LIMIT_MAX_SPEED;
+  c.set_params.limits.v.max_speed = -1.0f;
+  expect_error(&r, &c, PROTO_ERR_BAD_FIELD);
+
+  /* NaN never reaches the world: the encoder would write it, the decoder refuses. */
+  c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  c.spawn.position = v2(NAN, 0.0f);
+  e = expect_error(&r, &c, PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "x");
+
+  /* After all that, the first agent is intact and the server answers. */
+  c = command(PROTO_MSG_QUERY);
+  c.query.agent = a;
+  ck_assert_uint_eq(expect_ack(&r, &c), a);
+  recorder_close(&r);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(only_the_owner_commands_an_agent) {
+  server_proc s;
+  server_start(&s, NULL);
+  recorder a, b;
+  recorder_connect(&a, &s, "owner");
+  recorder_connect(&b, &s, "other");
+  steer_id mine = spawn_dynamic(&a, 1.0f, 1.0f);
+  proto_command c = command(PROTO_MSG_STOP);
+  c.stop.agent = mine;
+  proto_error_msg e = expect_error(&b, &c, PROTO_ERR_NOT_OWNER);
+  ck_assert_str_eq(e.field, "agent");
+  c = command(PROTO_MSG_DESPAWN);
+  c.despawn.agent = mine;
+  expect_error(&b, &c, PROTO_ERR_NOT_OWNER);
+  /* Anyone may look, and the owner may act. */
+  c = command(PROTO_MSG_QUERY);
+  c.query.agent = mine;
+  ck_assert_uint_eq(expect_ack(&b, &c), mine);
+  c = command(PROTO_MSG_STOP);
+  c.stop.agent = mine;
+  ck_assert_uint_eq(expect_ack(&a, &c), mine);
+  /* The demo's agents (owner 0) are everyone's: take one from a snapshot. */
+  b.keep_next = 1;
+  pump(&b, 300);
+  ck_assert_uint_gt(b.kept_count, 0);
+  c = command(PROTO_MSG_QUERY);
+  c.query.agent = b.kept[0].id;
+  proto_server_msg reply;
+  ck_assert_int_eq(steerd_client_command_wait(b.client, &c, 2000, &reply), 0);
+  ck_assert_uint_eq(reply.ack.query.owner, 0);
+  c = command(PROTO_MSG_STOP);
+  c.stop.agent = b.kept[0].id;
+  expect_ack(&b, &c);
+  recorder_close(&a);
+  recorder_close(&b);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(large_world_snapshots_split_under_the_mtu) {
+  server_proc s;
+  const char *const args[] = {"--no-demo", NULL};
+  server_start(&s, args);
+  recorder r;
+  recorder_connect(&r, &s, "many");
+  for (int i = 0; i < 500; i++) {
+    proto_command c = command(PROTO_MSG_SPAWN);
+    c.spawn.model = STEER_MODEL_KINEMATIC;
+    c.spawn.position = v2((float)(i % 25) * 4.0f - 50.0f, (float)(i / 25) * 4.0f - 40.0f);
+    steerd_client_send(r.client, &c, NULL);
+  }
+  uint64_t end = now_ms() + 5000;
+  while (r.last_count < 500 && now_ms() < end)
+    steerd_client_service(r.client, 5);
+  ck_assert_uint_eq(r.last_count, 500);
+  ck_assert_uint_ge(r.last_parts, (500 + proto_snapshot_capacity(PROTO_SNAPSHOT_PART_BYTES) - 1) /
+                                      proto_snapshot_capacity(PROTO_SNAPSHOT_PART_BYTES));
+  /* Look at the raw packets: every part within the budget, one tick's parts
+   * adding up to every agent. */
+  raw_client raw;
+  raw_connect(&raw, s.port);
+  proto_command hello = command(PROTO_MSG_HELLO);
+  hello.request_id = 1;
+  hello.hello.version = PROTO_VERSION;
+  strcpy(hello.hello.name, "raw");
+  uint8_t buf[256];
+  size_t n = proto_encode_command(buf, sizeof(buf), &hello);
+  enet_peer_send(raw.peer, 0, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE));
+  static proto_pose poses[PROTO_SNAPSHOT_PART_BYTES];
+  uint64_t tick = 0;
+  uint32_t agents = 0, parts = 0, part_count = 0;
+  end = now_ms() + 3000;
+  while (now_ms() < end && (part_count == 0 || parts < part_count)) {
+    ENetEvent ev;
+    if (enet_host_service(raw.host, &ev, 5) <= 0 || ev.type != ENET_EVENT_TYPE_RECEIVE)
+      continue;
+    if (ev.channelID == PROTO_CHANNEL_SNAPSHOT) {
+      proto_snapshot_header h;
+      uint32_t count;
+      ck_assert_int_eq(proto_decode_snapshot(ev.packet->data, ev.packet->dataLength, &h, poses, NULL,
+                                             PROTO_SNAPSHOT_PART_BYTES, &count, NULL),
+                       0);
+      ck_assert_uint_le(ev.packet->dataLength, PROTO_SNAPSHOT_PART_BYTES);
+      ck_assert_uint_eq(h.agent_total, 500);
+      if (h.tick != tick) { /* a new tick: count its parts from scratch */
+        tick = h.tick;
+        agents = parts = 0;
+        part_count = h.part_count;
+      }
+      agents += count;
+      parts++;
+    }
+    enet_packet_destroy(ev.packet);
+  }
+  ck_assert_uint_ge(part_count, 2);
+  ck_assert_uint_eq(parts, part_count);
+  ck_assert_uint_eq(agents, 500);
+  enet_host_destroy(raw.host);
+  recorder_close(&r);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(sigterm_disconnects_clients_with_a_reason) {
+  server_proc s;
+  server_start(&s, NULL);
+  recorder r;
+  recorder_connect(&r, &s, "shutdown");
+  pump(&r, 200);
+  kill(s.pid, SIGTERM);
+  uint64_t end = now_ms() + 3000;
+  while (!r.disconnected && now_ms() < end)
+    steerd_client_service(r.client, 10);
+  ck_assert_msg(r.disconnected, "no disconnect within 3 s of SIGTERM");
+  ck_assert_uint_eq(r.disconnect_reason, PROTO_DISCONNECT_SHUTDOWN);
+  int status;
+  ck_assert_int_eq(waitpid(s.pid, &status, 0), s.pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ck_assert(log_contains(&s, "shutting down"));
+  unlink(s.log_path);
+  steerd_client_destroy(r.client);
+}
+END_TEST
+
+START_TEST(help_lists_every_flag) {
+  char cmd[512];
+  snprintf(cmd, sizeof(cmd), "%s --help", STEERD_BINARY);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  char text[8192];
+  size_t n = fread(text, 1, sizeof(text) - 1, p);
+  text[n] = '\0';
+  ck_assert_int_eq(pclose(p), 0);
+  static const char *const flags[] = {"--bind",       "STEERD_BIND",  "--port",         "--tick-rate",
+                                      "--snapshot-rate", "--max-clients", "--max-agents", "--world",
+                                      "--seed",       "--demo",       "--client-timeout", "--log-level"};
+  for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+    ck_assert_msg(strstr(text, flags[i]) != NULL, "--help does not mention %s", flags[i]);
+}
+END_TEST
+
+static Suite *server_suite(void) {
+  Suite *s = suite_create("server");
+  TCase *tc = tcase_create("end to end");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, ping_pong_path_reverses_in_events_and_snapshots);
+  tcase_add_test(tc, arrive_ends_at_rest_inside_the_radius);
+  tcase_add_test(tc, two_clients_see_identical_snapshots);
+  tcase_add_test(tc, vanished_client_times_out_and_its_agents_keep_moving);
+  tcase_add_test(tc, malformed_messages_get_errors_and_others_keep_full_rate);
+  tcase_add_test(tc, bad_commands_get_their_error_codes);
+  tcase_add_test(tc, only_the_owner_commands_an_agent);
+  tcase_add_test(tc, large_world_snapshots_split_under_the_mtu);
+  tcase_add_test(tc, sigterm_disconnects_clients_with_a_reason);
+  tcase_add_test(tc, help_lists_every_flag);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  enet_initialize();
+  SRunner *sr = srunner_create(server_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  enet_deinitialize();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
