@@ -6,6 +6,8 @@
 # Where no registry is reachable, make a base locally and pass it in, e.g.
 #   debootstrap --variant=minbase bookworm /tmp/rootfs && tar -C /tmp/rootfs -c . | podman import - bookworm-local
 #   buildah bud --isolation=chroot --build-arg BASE=bookworm-local --build-arg RUNTIME_BASE=bookworm-local -t steerd .
+# and where no container runtime works either (buildah run ignores ENTRYPOINT and shares the host's network):
+#   buildah run --isolation=chroot "$(buildah from steerd)" -- /usr/local/bin/steerd --port 7777
 ARG BASE=debian:bookworm
 ARG RUNTIME_BASE=debian:bookworm-slim
 

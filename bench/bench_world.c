@@ -8,7 +8,9 @@
  *          third arriving at random goals, a third wandering; no neighbours.
  *
  * Each row: median (and min) over RUNS runs of STEPS steps after WARMUP steps.
- * usage: bench_world [dense|mixed|all] [--max N] [--runs R] [--steps S] */
+ * --hash prints each world's state hash after its runs (to stderr), to check that
+ * an optimisation left the simulation bit-identical.
+ * usage: bench_world [dense|mixed|all] [--max N] [--runs R] [--steps S] [--hash] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,8 @@
 #define DT 0.05f
 #define WARMUP 20
 #define MAX_RUNS 32
+
+static int print_hash;
 
 static double now_ns(void) {
   struct timespec ts;
@@ -188,6 +192,9 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
   printf("| %-8s | %9u | %14.1f | %14.1f | %10.3f | %9llu |\n", name, n, median / n, per_step[0] / n, median / 1e6,
          (unsigned long long)s.retargets);
   fflush(stdout);
+  if (print_hash)
+    fprintf(stderr, "%s %u: hash %016llx after %llu ticks\n", name, n, (unsigned long long)steer_world_hash(s.w),
+            (unsigned long long)steer_world_tick(s.w));
   steer_world_destroy(s.w);
 }
 
@@ -202,8 +209,10 @@ int main(int argc, char **argv) {
       runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
       steps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--hash") == 0)
+      print_hash = 1;
     else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: bench_world [dense|mixed|all] [--max N] [--runs R] [--steps S]\n");
+      printf("usage: bench_world [dense|mixed|all] [--max N] [--runs R] [--steps S] [--hash]\n");
       return 0;
     } else
       which = argv[i];

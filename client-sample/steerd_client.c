@@ -77,6 +77,10 @@ static void usage(FILE *f) {
       "  query ID       Print the agent as JSON.  e.g. steerd-client query 4194305\n"
       "  ping [--count N]\n"
       "      N PINGs (4), RTT of each and the median.  e.g. steerd-client ping --count 10\n"
+      "  shell\n"
+      "      Commands from stdin, one a line, over one connection: only an agent's owner may\n"
+      "      command it, and every other invocation is a new client.\n"
+      "      e.g. printf 'spawn --model dynamic --x 0 --y 0\\nping\\n' | steerd-client shell\n"
       "  bots N [--seconds S] [--seed K] [--rate HZ]\n"
       "      N connections issuing random valid commands at HZ (4) per bot for S seconds\n"
       "      (10), then a summary per bot.  e.g. steerd-client bots 20 --seconds 30 --seed 7\n"
@@ -373,7 +377,13 @@ static void print_agent(const proto_agent_report *q) {
 
 /* ---- Single-connection commands -------------------------------------------- */
 
+/* The connection of a shell session: single commands reuse it, so agents spawned
+ * earlier in the session stay theirs to command (only the owner may). */
+static steerd_client *g_session;
+
 static steerd_client *open_client(const args *a, const steerd_client_callbacks *cb, int *exit_code) {
+  if (g_session != NULL)
+    return g_session;
   steerd_client_config cfg = steerd_client_default_config();
   cfg.name = a->name;
   cfg.connect_timeout_ms = a->timeout_ms;
@@ -397,6 +407,13 @@ static steerd_client *open_client(const args *a, const steerd_client_callbacks *
   return c;
 }
 
+static void close_client(steerd_client *c) {
+  if (c == NULL || c == g_session)
+    return;
+  steerd_client_disconnect(c, 500);
+  steerd_client_destroy(c);
+}
+
 /* Connects, sends one command, waits for its reply; prints errors. */
 static int run_command(const args *a, const proto_command *cmd, proto_server_msg *reply) {
   int code = 0;
@@ -406,8 +423,7 @@ static int run_command(const args *a, const proto_command *cmd, proto_server_msg
   int r = steerd_client_command_wait(c, cmd, a->timeout_ms, reply);
   if (r < 0)
     code = report(c, proto_msg_type_name(cmd->type), r, reply);
-  steerd_client_disconnect(c, 500);
-  steerd_client_destroy(c);
+  close_client(c);
   return code;
 }
 
@@ -607,10 +623,7 @@ static int cmd_ping(const args *a) {
            median / 1000.0, (unsigned)got, (double)rtts[0] / 1000.0, (double)rtts[got - 1] / 1000.0,
            st.rtt_smoothed_us / 1000.0, (long long)st.clock_offset_us);
   }
-  if (c != NULL) {
-    steerd_client_disconnect(c, 500);
-    steerd_client_destroy(c);
-  }
+  close_client(c);
   free(rtts);
   return code;
 }
@@ -1068,7 +1081,86 @@ static int cmd_bots(const args *a) {
   return tot_err > 0 ? EXIT_REPLY_ERROR : 0;
 }
 
-/* ---- main ------------------------------------------------------------------ */
+/* ---- Shell and main ------------------------------------------------------ */
+
+static int dispatch(const args *a);
+
+/* Splits a line into words in place; "double quotes" group words (for --points). */
+static int split_line(char *line, char **words, int max) {
+  int n = 0;
+  char *p = line;
+  for (;;) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+      p++;
+    if (*p == '\0' || *p == '#')
+      return n;
+    if (n >= max)
+      return -1;
+    char *out = p;
+    words[n++] = p;
+    int quoted = 0;
+    while (*p != '\0' && (quoted || (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r'))) {
+      if (*p == '"')
+        quoted = !quoted;
+      else
+        *out++ = *p;
+      p++;
+    }
+    if (quoted)
+      return -1;
+    int end = *p == '\0';
+    *out = '\0';
+    if (end)
+      return n;
+    p++;
+  }
+}
+
+/* Commands from stdin, one a line, over one connection. */
+static int cmd_shell(const args *a) {
+  static const char *const allowed[] = {NULL};
+  if (check_opts(a, allowed, 0, 0) != 0)
+    return EXIT_USAGE;
+  int code = 0;
+  g_session = open_client(a, NULL, &code);
+  if (g_session == NULL)
+    return code;
+  fprintf(stderr, "steerd-client: connected as client %lu; commands from stdin\n",
+          (unsigned long)steerd_client_welcome(g_session)->client_id);
+  char line[4096];
+  while (!g_stop && fgets(line, sizeof line, stdin) != NULL) {
+    char *words[64];
+    words[0] = "steerd-client";
+    int n = split_line(line, words + 1, 63);
+    if (n == 0)
+      continue;
+    args sub;
+    if (n < 0 || parse_args(n + 1, words, &sub) != 0) {
+      fprintf(stderr, "steerd-client shell: cannot parse the line\n");
+      code = code != 0 ? code : EXIT_USAGE;
+      continue;
+    }
+    if (strcmp(sub.cmd, "watch") == 0 || strcmp(sub.cmd, "bots") == 0 || strcmp(sub.cmd, "shell") == 0) {
+      fprintf(stderr, "steerd-client shell: %s is not available in a shell\n", sub.cmd);
+      code = code != 0 ? code : EXIT_USAGE;
+      continue;
+    }
+    sub.timeout_ms = a->timeout_ms;
+    int r = dispatch(&sub);
+    fflush(stdout);
+    if (r != 0 && (code == 0 || r == EXIT_CONNECTION))
+      code = r;
+    if (steerd_client_get_state(g_session) != STEERD_CLIENT_WELCOMED)
+      break;                             /* the connection is gone */
+    steerd_client_service(g_session, 0); /* drop what piled up meanwhile */
+  }
+  steerd_client *c = g_session;
+  g_session = NULL;
+  if (steerd_client_get_state(c) == STEERD_CLIENT_WELCOMED)
+    steerd_client_disconnect(c, 500);
+  steerd_client_destroy(c);
+  return code;
+}
 
 int main(int argc, char **argv) {
   args a;
@@ -1080,7 +1172,13 @@ int main(int argc, char **argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  if (strcmp(a.cmd, "shell") == 0)
+    return cmd_shell(&a);
+  return dispatch(&a);
+}
 
+static int dispatch(const args *ap) {
+  const args a = *ap;
   if (strcmp(a.cmd, "watch") == 0)
     return cmd_watch(&a);
   if (strcmp(a.cmd, "spawn") == 0)

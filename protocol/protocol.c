@@ -284,6 +284,42 @@ uint32_t proto_snapshot_capacity(size_t part_bytes) {
   return n > UINT32_MAX / 6u ? UINT32_MAX / 6u : (uint32_t)n;
 }
 
+/* Sizes of msgpack's shortest integer forms, as msgpack-c's packers write them. */
+static size_t mp_uint_size(uint64_t v) {
+  return v < 128u ? 1 : v <= 0xffu ? 2 : v <= 0xffffu ? 3 : v <= 0xffffffffu ? 5 : 9;
+}
+
+static size_t mp_int_size(int64_t v) {
+  if (v >= 0)
+    return mp_uint_size((uint64_t)v);
+  return v >= -32 ? 1 : v >= -128 ? 2 : v >= -32768 ? 3 : v >= INT32_MIN ? 5 : 9;
+}
+
+static size_t pose_q_size(const proto_pose_q *q) {
+  return mp_uint_size(q->id) + mp_int_size(q->x) + mp_int_size(q->y) + mp_int_size(q->theta) +
+         mp_int_size(q->vx) + mp_int_size(q->vy);
+}
+
+uint32_t proto_snapshot_fit(const steer_world_view *view, const uint32_t *indices, uint32_t first,
+                            uint32_t available, size_t part_bytes) {
+  if (part_bytes < PROTO_SNAPSHOT_HEADER_MAX_BYTES)
+    return 0;
+  size_t budget = part_bytes - PROTO_SNAPSHOT_HEADER_MAX_BYTES, used = 0;
+  uint32_t n = 0;
+  for (; n < available && n < UINT32_MAX / 6u; n++) {
+    uint32_t k = indices ? indices[first + n] : first + n;
+    if (k >= view->count)
+      break;
+    proto_pose p = {view->id[k], view->px[k], view->py[k], view->theta[k], view->vx[k], view->vy[k]};
+    proto_pose_q q = proto_quantize_pose(&p);
+    size_t sz = pose_q_size(&q);
+    if (used + sz > budget)
+      break;
+    used += sz;
+  }
+  return n;
+}
+
 /* ---- Encoding --------------------------------------------------------------- */
 
 typedef struct writer {

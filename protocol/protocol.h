@@ -428,6 +428,13 @@ size_t proto_encode_server_msg(uint8_t *buf, size_t cap, const proto_server_msg 
  * sizes); 0 if even the header does not fit. 41 for 1200 bytes. */
 uint32_t proto_snapshot_capacity(size_t part_bytes);
 
+/* How many agents, from position `first` of the view (through indices when not
+ * NULL) and at most `available`, fit in one snapshot packet of part_bytes bytes
+ * at their actual encoded sizes (header counted at its worst case). At least
+ * one whenever part_bytes >= the worst-case header plus one worst-case agent. */
+uint32_t proto_snapshot_fit(const steer_world_view *view, const uint32_t *indices, uint32_t first,
+                            uint32_t available, size_t part_bytes);
+
 /* ---- Decoders (untrusted input) ------------------------------------------- */
 
 /* Client -> server. Strict: unknown keys, duplicate keys and unknown enum strings

@@ -28,7 +28,7 @@ static const option_def options[] = {
     {"--tick-rate", "STEERD_TICK_RATE", OPT_U32, OFF(tick_rate), 1, 1000, "simulation ticks per second (30)"},
     {"--snapshot-rate", "STEERD_SNAPSHOT_RATE", OPT_U32, OFF(snapshot_rate), 1, 1000,
      "snapshots per second, at most the tick rate (20)"},
-    {"--max-clients", "STEERD_MAX_CLIENTS", OPT_U32, OFF(max_clients), 1, 4095, "connected clients at most (64)"},
+    {"--max-clients", "STEERD_MAX_CLIENTS", OPT_U32, OFF(max_clients), 1, 4091, "connected clients at most (64)"},
     {"--max-agents", "STEERD_MAX_AGENTS", OPT_U32, OFF(max_agents), 1, 4194304, "agents in the world at most (10000)"},
     {"--world", "STEERD_WORLD", OPT_WORLD, 0, 0, 0, "world bounds in metres: minx,miny,maxx,maxy (-500,-500,500,500)"},
     {"--seed", "STEERD_SEED", OPT_U64, OFF(seed), 0, 0, "random seed of the world (1)"},

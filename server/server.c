@@ -13,6 +13,7 @@
 
 #define SHUTDOWN_GRACE_NS 500000000ull /* clients get this long to hear the disconnect */
 #define STATS_INTERVAL_NS 60000000000ull
+#define SPARE_PEERS 4
 
 typedef struct client {
   ENetPeer *peer; /* NULL: slot free */
@@ -45,6 +46,7 @@ struct steerd_server {
   uint32_t next_client_id;
 
   proto_command cmd;                    /* decode scratch (large: holds path points) */
+  uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
   uint8_t out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch */
   steerd_server_stats stats;
 };
@@ -407,23 +409,28 @@ static void run_tick(steerd_server *s) {
     steerd_demo_update(&s->demo, s->world, ev, n);
 }
 
-/* Every agent, in as many packets as it takes; each packet stays under the MTU
- * and names its part, so a lost part loses only its own agents. */
+/* Every agent, in as many packets as it takes; each packet is filled to the
+ * part budget by the agents' actual sizes, stays under the MTU and names its
+ * part, so a lost part loses only its own agents. */
 static void send_snapshot(steerd_server *s) {
   steer_world_view view = steer_world_get_view(s->world);
-  uint32_t per_part = proto_snapshot_capacity(PROTO_SNAPSHOT_PART_BYTES);
-  uint32_t parts = view.count == 0 ? 1 : (view.count + per_part - 1) / per_part;
+  uint32_t parts = 0;
+  for (uint32_t first = 0; first < view.count || parts == 0;) {
+    uint32_t n = proto_snapshot_fit(&view, NULL, first, view.count - first, PROTO_SNAPSHOT_PART_BYTES);
+    s->part_first[parts++] = first;
+    first += n ? n : 1;
+  }
+  s->part_first[parts] = view.count;
   proto_snapshot_header h;
   h.tick = steer_world_tick(s->world);
   h.server_time_us = server_time_us(s);
   h.part_count = parts;
   h.agent_total = view.count;
-  uint32_t receivers = s->stats.clients;
   for (uint32_t part = 0; part < parts; part++) {
-    uint32_t first = part * per_part;
-    uint32_t count = view.count - first < per_part ? view.count - first : per_part;
+    uint32_t first = s->part_first[part];
     h.part_index = part;
-    size_t len = proto_encode_snapshot_view(s->out, PROTO_SNAPSHOT_PART_BYTES, &h, &view, NULL, first, count);
+    size_t len = proto_encode_snapshot_view(s->out, PROTO_SNAPSHOT_PART_BYTES, &h, &view, NULL, first,
+                                            s->part_first[part + 1] - first);
     if (len == 0) {
       LOG_ERROR("snapshot part %u of tick %llu does not fit %d bytes", part, (unsigned long long)h.tick,
                 PROTO_SNAPSHOT_PART_BYTES);
@@ -431,7 +438,7 @@ static void send_snapshot(steerd_server *s) {
     }
     broadcast(s, PROTO_CHANNEL_SNAPSHOT, s->out, len, 0);
     s->stats.snapshot_packets++;
-    s->stats.snapshot_bytes += (uint64_t)len * receivers;
+    s->stats.snapshot_bytes += (uint64_t)len * s->stats.clients;
   }
   s->stats.snapshots++;
 }
@@ -511,6 +518,7 @@ static void on_connect(steerd_server *s, ENetEvent *ev) {
     if (!s->clients[i].peer)
       c = &s->clients[i];
   if (!c) {
+    LOG_WARN("refused %s:%u: server full (%u clients)", host, peer->address.port, s->cfg.max_clients);
     enet_peer_disconnect(peer, PROTO_DISCONNECT_FULL);
     return;
   }
@@ -587,6 +595,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->dt = 1.0f / (float)cfg->tick_rate;
   s->next_client_id = 1;
   s->clients = calloc(cfg->max_clients, sizeof(*s->clients));
+  s->part_first = calloc((size_t)cfg->max_agents + 2, sizeof(*s->part_first));
   steer_world_config wc = steer_default_world_config();
   wc.max_agents = cfg->max_agents;
   wc.min = cfg->world_min;
@@ -594,7 +603,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   wc.seed = cfg->seed;
   wc.max_path_points = PROTO_MAX_PATH_POINTS;
   s->world = steer_world_create(&wc);
-  if (!s->clients || !s->world) {
+  if (!s->clients || !s->part_first || !s->world) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents, cfg->world_min.x,
               cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
     steerd_server_destroy(s);
@@ -622,7 +631,9 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     return NULL;
   }
   addr.port = cfg->port;
-  s->host = enet_host_create(&addr, cfg->max_clients, PROTO_CHANNEL_COUNT, 0, 0);
+  /* A few peers beyond max_clients, so a client over the limit hears "server
+   * full" instead of waiting for a connect that never comes. */
+  s->host = enet_host_create(&addr, cfg->max_clients + SPARE_PEERS, PROTO_CHANNEL_COUNT, 0, 0);
   if (!s->host) {
     LOG_ERROR("cannot bind %s:%u (in use, or not an address of this machine)", cfg->bind, cfg->port);
     steerd_server_destroy(s);
@@ -694,6 +705,7 @@ void steerd_server_destroy(steerd_server *s) {
   }
   steer_world_destroy(s->world);
   free(s->clients);
+  free(s->part_first);
   free(s);
 }
 

@@ -1370,6 +1370,47 @@ static void print_examples(void) {
   }
 }
 
+/* Greedy parts: what proto_snapshot_fit admits always encodes within the part
+ * budget, whatever the values, and typical agents fill far more than the
+ * worst-case capacity. */
+START_TEST(test_snapshot_fit) {
+  enum { N = 3000 };
+  static steer_id ids[N];
+  static float px[N], py[N], vx[N], vy[N], th[N], om[N];
+  static uint32_t owner[N];
+  static const float scales[] = {0.0f, 1.0f, 300.0f, 1e4f, 3e7f};
+  proto_snapshot_header h = {UINT64_MAX, UINT64_MAX, UINT32_MAX - 1, UINT32_MAX, UINT32_MAX};
+  uint32_t seed = 12345;
+  for (size_t sc = 0; sc < sizeof scales / sizeof scales[0]; sc++) {
+    for (int i = 0; i < N; i++) {
+      seed = seed * 1664525u + 1013904223u;
+      float r = (float)(seed >> 8) / 16777216.0f * 2.0f - 1.0f;
+      ids[i] = (seed % 7 == 0) ? 5u : 4194305u + (uint32_t)i;
+      px[i] = r * scales[sc];
+      py[i] = -r * scales[sc] * 0.5f;
+      vx[i] = r * 3.0f;
+      vy[i] = (i % 3) ? 0.0f : r * scales[sc];
+      th[i] = r * 3.14159f;
+    }
+    steer_world_view v = {N, ids, px, py, vx, vy, th, om, owner};
+    uint32_t parts = 0;
+    for (uint32_t first = 0; first < N; parts++) {
+      uint32_t n = proto_snapshot_fit(&v, NULL, first, N - first, PROTO_SNAPSHOT_PART_BYTES);
+      ck_assert_uint_ge(n, N - first < 41 ? N - first : 41);
+      size_t len = proto_encode_snapshot_view(buf, PROTO_SNAPSHOT_PART_BYTES, &h, &v, NULL, first, n);
+      ck_assert_msg(len > 0 && len <= PROTO_SNAPSHOT_PART_BYTES, "scale %g part at %u: %u agents, %zu bytes",
+                    scales[sc], first, n, len);
+      first += n;
+    }
+    if (scales[sc] <= 300.0f) /* typical worlds: ~60 agents a part, not 41 */
+      ck_assert_uint_le(parts, N / 55 + 1);
+  }
+  steer_world_view empty = {0, ids, px, py, vx, vy, th, om, owner};
+  ck_assert_uint_eq(proto_snapshot_fit(&empty, NULL, 0, 0, PROTO_SNAPSHOT_PART_BYTES), 0);
+  ck_assert_uint_eq(proto_snapshot_fit(&empty, NULL, 0, 0, 10), 0);
+}
+END_TEST
+
 static Suite *protocol_suite(void) {
   Suite *s = suite_create("protocol");
   TCase *tc = tcase_create("core");
@@ -1386,6 +1427,7 @@ static Suite *protocol_suite(void) {
   tcase_add_test(tc, test_encode_overflow);
   tcase_add_test(tc, test_quantization);
   tcase_add_test(tc, test_snapshot_capacity);
+  tcase_add_test(tc, test_snapshot_fit);
   tcase_add_test(tc, test_fuzz);
   tcase_add_test(tc, test_protocol_md_examples);
   suite_add_tcase(s, tc);
