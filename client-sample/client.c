@@ -384,6 +384,9 @@ static void handle_packet(steerd_client *c, const uint8_t *data, size_t len) {
     }
     return;
   case PROTO_MSG_SNAPSHOT:
+    c->stats.snapshot_bytes += len;
+    if (len > c->stats.snapshot_part_max_bytes)
+      c->stats.snapshot_part_max_bytes = len;
     handle_snapshot(c, &m->snapshot);
     return;
   default:

@@ -87,6 +87,8 @@ typedef struct steerd_client_stats {
   uint64_t errors; /* ERROR replies */
   uint64_t events;
   uint64_t snapshot_parts;    /* snapshot packets that decoded */
+  uint64_t snapshot_bytes;    /* their payload bytes */
+  uint64_t snapshot_part_max_bytes; /* the largest one */
   uint64_t parts_dropped;     /* of an old or abandoned tick, duplicates, inconsistent headers */
   uint64_t frames_complete;   /* delivered to on_snapshot_frame */
   uint64_t frames_incomplete; /* abandoned: a newer tick started first, or a part did not fit */

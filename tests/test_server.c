@@ -3,7 +3,6 @@
  * client that misbehaves). Each test starts its own server. */
 #include <check.h>
 #include <enet/enet.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,87 +14,31 @@
 
 #include "client.h"
 #include "protocol.h"
+#include "steerd_proc.h"
 
 /* ---- the server process ---------------------------------------------------- */
 
-typedef struct server_proc {
-  pid_t pid;
-  uint16_t port;
-  char log_path[64];
-} server_proc;
+typedef steerd_proc server_proc;
 
-static uint64_t now_ms(void) { return steerd_client_now_us() / 1000u; }
+static uint64_t now_ms(void) { return steerd_proc_now_ms(); }
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
+static int log_contains(const server_proc *s, const char *needle) { return steerd_proc_log_contains(s, needle); }
 
-static int log_contains(const server_proc *s, const char *needle) {
-  FILE *f = fopen(s->log_path, "r");
-  if (!f)
-    return 0;
-  char line[1024];
-  int found = 0;
-  while (!found && fgets(line, sizeof(line), f))
-    found = strstr(line, needle) != NULL;
-  fclose(f);
-  return found;
-}
-
-/* Starts the server with extra flags; waits for its "listening on" line. */
+/* Starts the server with a 1 s client timeout and extra flags. */
 static void server_start(server_proc *s, const char *const *extra) {
-  strcpy(s->log_path, "/tmp/steerd-test-XXXXXX");
-  int fd = mkstemp(s->log_path);
-  ck_assert_int_ge(fd, 0);
-  const char *argv[32] = {STEERD_BINARY, "--bind", "127.0.0.1", "--port", "0", "--client-timeout", "1000"};
-  int argc = 7;
-  for (int i = 0; extra && extra[i] && argc < 31; i++)
-    argv[argc++] = extra[i];
-  argv[argc] = NULL;
-  s->pid = fork();
-  ck_assert_int_ge(s->pid, 0);
-  if (s->pid == 0) {
-    dup2(fd, STDERR_FILENO);
-    dup2(fd, STDOUT_FILENO);
-    execv(STEERD_BINARY, (char *const *)argv);
-    _exit(127);
-  }
-  close(fd);
-  uint64_t deadline = now_ms() + 5000;
-  s->port = 0;
-  while (!s->port && now_ms() < deadline) {
-    FILE *f = fopen(s->log_path, "r");
-    char line[1024];
-    while (f && fgets(line, sizeof(line), f)) {
-      const char *p = strstr(line, "listening on 127.0.0.1:");
-      if (p)
-        s->port = (uint16_t)atoi(p + strlen("listening on 127.0.0.1:"));
-    }
-    if (f)
-      fclose(f);
-    if (!s->port)
-      sleep_ms(10);
-  }
-  ck_assert_msg(s->port != 0, "the server did not start listening within 5 s");
+  const char *args[16] = {"--client-timeout", "1000"};
+  int n = 2;
+  for (int i = 0; extra && extra[i] && n < 15; i++)
+    args[n++] = extra[i];
+  args[n] = NULL;
+  ck_assert_msg(steerd_proc_start(s, STEERD_BINARY, args, 5000) == 0,
+                "the server did not start listening within 5 s");
 }
 
-/* SIGTERM, then SIGKILL if it does not stop in 3 s; returns the exit status. */
+/* SIGTERM; the server must stop within 3 s. Returns the exit status. */
 static int server_stop(server_proc *s) {
-  int status = -1;
-  kill(s->pid, SIGTERM);
-  uint64_t deadline = now_ms() + 3000;
-  while (now_ms() < deadline) {
-    if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
-      unlink(s->log_path);
-      return status;
-    }
-    sleep_ms(10);
-  }
-  kill(s->pid, SIGKILL);
-  waitpid(s->pid, &status, 0);
-  unlink(s->log_path);
-  ck_abort_msg("the server did not stop within 3 s of SIGTERM");
+  int status = steerd_proc_stop(s, 3000);
+  ck_assert_msg(status != -1, "the server did not stop within 3 s of SIGTERM");
   return status;
 }
 

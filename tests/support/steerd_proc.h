@@ -1,0 +1,35 @@
+/* steerd_proc.h: run the real steerd binary as a child process on 127.0.0.1
+ * with an ephemeral port, for integration tests and benchmarks. Its log goes
+ * to a temporary file that the caller can search. */
+#ifndef STEERD_PROC_H
+#define STEERD_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct steerd_proc {
+  pid_t pid;
+  uint16_t port;
+  char log_path[64];
+} steerd_proc;
+
+/* Starts `binary --bind 127.0.0.1 --port 0 <extra...>` (extra is NULL-terminated,
+ * may be NULL) and waits up to timeout_ms for its "listening on" line. Returns 0,
+ * or -1 (the child is killed). */
+int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *extra, uint32_t timeout_ms);
+
+/* SIGTERM, then SIGKILL after timeout_ms; removes the log. Returns the wait
+ * status, or -1 if the process had to be killed. */
+int steerd_proc_stop(steerd_proc *p, uint32_t timeout_ms);
+
+/* 1 if a line of the log contains needle. */
+int steerd_proc_log_contains(const steerd_proc *p, const char *needle);
+
+/* CPU time (user + system) the process has used, in seconds; -1 if unknown. */
+double steerd_proc_cpu_seconds(const steerd_proc *p);
+
+/* Monotonic clock in milliseconds, and a sleep. */
+uint64_t steerd_proc_now_ms(void);
+void steerd_proc_sleep_ms(uint32_t ms);
+
+#endif /* STEERD_PROC_H */
