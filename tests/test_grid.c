@@ -35,8 +35,9 @@ static float dist2(float px, float py, vec2 p) {
 }
 
 /* Checks one query against brute force; the query is run with and without
- * out_d2 (the second only when max fits the grid's internal buffer) and both
- * must agree. */
+ * out_d2 (there is no cap on max either way) and both must agree. Ties must
+ * come out in cell order: the query for max <= STEER_GRID_FAST_K (its own code)
+ * must return the prefix of the general query for more. */
 static void check_query(const steer_grid *g, const float *px, const float *py, uint32_t n, vec2 p,
                         float radius, uint32_t exclude, uint32_t max) {
   static cand all[NMAX];
@@ -77,10 +78,14 @@ static void check_query(const steer_grid *g, const float *px, const float *py, u
     if (i > 0)
       ck_assert(d2[i - 1] <= d2[i]);
   }
-  if (max <= 256) {
-    uint32_t got2 = steer_grid_nearest(g, p, radius, exclude, out2, NULL, max);
-    ck_assert_uint_eq(got2, got);
-    ck_assert(memcmp(out, out2, got * sizeof(uint32_t)) == 0);
+  uint32_t got2 = steer_grid_nearest(g, p, radius, exclude, out2, NULL, max);
+  ck_assert_uint_eq(got2, got);
+  ck_assert(memcmp(out, out2, got * sizeof(uint32_t)) == 0);
+  if (max <= STEER_GRID_FAST_K) {
+    uint32_t big = STEER_GRID_FAST_K + 1;
+    got2 = steer_grid_nearest(g, p, radius, exclude, out2, NULL, big);
+    ck_assert_uint_ge(got2, got);
+    ck_assert_msg(memcmp(out, out2, got * sizeof(uint32_t)) == 0, "fast and general queries disagree");
   }
 }
 
@@ -112,7 +117,7 @@ static const grid_case cases[] = {
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
 static const float radii_in_cells[] = {0.01f, 0.5f, 1.0f, 1.5f, 3.0f, 40.0f};
-static const uint32_t maxes[] = {1, 8, 32, 300, NMAX};
+static const uint32_t maxes[] = {1, 3, 8, 9, 32, 300, NMAX};
 
 START_TEST(test_nearest_brute_force) {
   /* _i: the seed */
@@ -355,6 +360,34 @@ START_TEST(test_rebuild_after_moves) {
 }
 END_TEST
 
+/* A lattice: many exactly equal distances, around and away from the query
+ * point, and in the same and different cells. The fast query (max <= 8) must
+ * order ties the way the general one does, by cell position. */
+START_TEST(test_ties_lattice) {
+  static float px[NMAX], py[NMAX];
+  const float cells[] = {1.0f, 2.5f, 8.0f};
+  for (size_t c = 0; c < sizeof(cells) / sizeof(cells[0]); c++) {
+    steer_grid g;
+    ck_assert_int_eq(steer_grid_init(&g, v2(0.0f, 0.0f), v2(40.0f, 40.0f), cells[c], NMAX), STEER_OK);
+    uint32_t n = 0;
+    /* Shuffled insertion order, so dense order is not cell order. */
+    for (uint32_t k = 0; k < 41 * 41; k++) {
+      uint32_t i = (k * 577u) % (41u * 41u);
+      px[n] = (float)(i % 41u);
+      py[n] = (float)(i / 41u);
+      n++;
+    }
+    steer_grid_build(&g, px, py, n);
+    for (uint32_t q = 0; q < 60; q++) {
+      vec2 p = v2((float)(q % 9) * 4.5f + (q % 2 ? 0.5f : 0.0f), (float)(q / 9) * 5.0f + (q % 3 ? 0.5f : 0.0f));
+      for (uint32_t max = 1; max <= STEER_GRID_FAST_K; max++)
+        check_query(&g, px, py, n, p, 1.0f + (float)(q % 5), q % 4 == 0 ? q : UINT32_MAX, max);
+    }
+    steer_grid_free(&g);
+  }
+}
+END_TEST
+
 static Suite *grid_suite(void) {
   Suite *s = suite_create("grid");
   TCase *tc = tcase_create("nearest");
@@ -364,6 +397,7 @@ static Suite *grid_suite(void) {
   tcase_add_test(tc, test_huge_radius);
   tcase_add_test(tc, test_exclude);
   tcase_add_test(tc, test_ties_deterministic);
+  tcase_add_test(tc, test_ties_lattice);
   tcase_add_test(tc, test_empty_and_degenerate);
   suite_add_tcase(s, tc);
   tc = tcase_create("build");

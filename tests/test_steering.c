@@ -6,6 +6,7 @@
  * and so on. Loops record the worst value seen and assert once, so a failure
  * names the number that broke. */
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -818,11 +819,51 @@ START_TEST(test_default_values) {
 }
 END_TEST
 
+/* The core's own atan2 and sincos (vec2.h) against double-precision libm: within
+ * about an ulp of pi, the conventions at the edges kept. */
+START_TEST(test_trig_accuracy) {
+  double worst_atan = 0.0, worst_sc = 0.0;
+  for (int i = 0; i <= 200000; i++) {
+    double t = -3.3 + 6.6 * i / 200000.0;
+    float th = (float)t, sn, cs;
+    steer_sincos(th, &sn, &cs);
+    worst_sc = fmax(worst_sc, fmax(fabs(sn - sin((double)th)), fabs(cs - cos((double)th))));
+    float len = 0.001f + (float)(i % 13) * 7.0f;
+    float x = (float)cos(t) * len, y = (float)sin(t) * len;
+    worst_atan = fmax(worst_atan, fabs(steer_atan2(y, x) - atan2((double)y, (double)x)));
+  }
+  ck_assert_msg(worst_sc < 2e-7, "sincos error %g", worst_sc);
+  ck_assert_msg(worst_atan < 5e-7, "atan2 error %g", worst_atan);
+  /* Large arguments (wander adds angles) and the libm fallback. */
+  for (float th = -2000.0f; th <= 2000.0f; th += 0.37f) {
+    float sn, cs;
+    steer_sincos(th, &sn, &cs);
+    ck_assert_msg(fabs(sn - sin((double)th)) < 2e-6 && fabs(cs - cos((double)th)) < 2e-6, "sincos(%g)", (double)th);
+  }
+  float sn, cs;
+  steer_sincos(3e6f, &sn, &cs);
+  ck_assert_float_eq(sn, sinf(3e6f));
+  /* Edges: the zero vector, the axes, and -0 on the negative x axis (pi, not -pi). */
+  ck_assert_float_eq(steer_atan2(0.0f, 0.0f), 0.0f);
+  ck_assert_float_eq(steer_atan2(0.0f, 2.0f), 0.0f);
+  ck_assert_float_eq_tol(steer_atan2(2.0f, 0.0f), STEER_PI / 2.0f, 1e-7f);
+  ck_assert_float_eq_tol(steer_atan2(-2.0f, 0.0f), -STEER_PI / 2.0f, 1e-7f);
+  ck_assert_float_gt(steer_atan2(0.0f, -1.0f), 3.1415925f);
+  ck_assert_float_gt(steer_atan2(-0.0f, -1.0f), 3.1415925f);
+  ck_assert_float_le(steer_atan2(-0.0f, -1.0f), STEER_PI);
+  ck_assert_float_lt(steer_atan2(-1e-30f, -1.0f), -3.1415925f);
+  vec2 h = steer_heading(0.0f);
+  ck_assert_float_eq(h.x, 1.0f);
+  ck_assert_float_eq(h.y, 0.0f);
+}
+END_TEST
+
 static Suite *steering_suite(void) {
   Suite *s = suite_create("steering");
   TCase *tc = tcase_create("behaviours");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_default_values);
+  tcase_add_test(tc, test_trig_accuracy);
   tcase_add_test(tc, test_arrive_from_rest);
   tcase_add_test(tc, test_arrive_sideways_start);
   tcase_add_test(tc, test_arrive_low_acceleration);

@@ -935,7 +935,9 @@ START_TEST(test_path_shared) {
   /* The last follower moves to its own path: the shared one goes. */
   ck_assert_int_eq(steer_world_set_path(w, c, pts, 2, 1.0f, STEER_PATH_ONCE, STEER_CORNER_LAZY), STEER_OK);
   ck_assert_uint_eq(steer_world_path_count(w), 1);
-  ck_assert_int_eq(steer_world_follow_path(w, b, h), STEER_EINVAL); /* freed */
+  /* Released before the new one was created, so the new path took its handle. */
+  ck_assert_int_eq(info_of(w, c).path, h);
+  ck_assert_int_eq(steer_world_follow_path(w, b, h), STEER_EMODEL); /* now c's lazy path */
   ck_assert_int_eq(steer_world_stop(w, c), STEER_OK);
   ck_assert_uint_eq(steer_world_path_count(w), 0);
   /* A path nobody follows goes as soon as it is released. */
@@ -971,6 +973,22 @@ START_TEST(test_path_pool_full) {
   ck_assert_uint_eq(steer_world_path_count(w), 2);
   ck_assert_int_eq(steer_world_set_path(w, a, pts, 2, 1.0f, STEER_PATH_LOOP, STEER_CORNER_NONE), STEER_OK);
   ck_assert_uint_eq(steer_world_path_count(w), 3);
+  /* The pool is full again, but replacing the agent's own path frees its entry
+   * first: that succeeds, in place. */
+  int own = info_of(w, a).path;
+  const vec2 pts2[] = {{0, 0}, {0, 10}, {5, 5}};
+  ck_assert_int_eq(steer_world_set_path(w, a, pts2, 3, 1.0f, STEER_PATH_ONCE, STEER_CORNER_NONE), STEER_OK);
+  ck_assert_uint_eq(steer_world_path_count(w), 3);
+  ck_assert_int_eq(info_of(w, a).path, own);
+  ck_assert_uint_eq(info_of(w, a).cursor.node, 0);
+  /* A second follower keeps the path alive: then replacing it needs a free entry. */
+  steer_id b = spawn_b(w, STEER_MODEL_DYNAMIC, 1.0f, 0.0f, 0.0f, NULL);
+  ck_assert_int_eq(steer_world_follow_path(w, b, own), STEER_OK);
+  const uint64_t h1 = steer_world_hash(w);
+  ck_assert_int_eq(steer_world_set_path(w, a, pts, 2, 1.0f, STEER_PATH_LOOP, STEER_CORNER_NONE), STEER_EFULL);
+  ck_assert_uint_eq(steer_world_hash(w), h1);
+  ck_assert_int_eq(info_of(w, a).path, own);
+  ck_assert_uint_eq(info_of(w, a).behaviour.kind, STEER_BEHAVIOUR_FOLLOW_PATH);
   steer_world_destroy(w);
 }
 END_TEST
@@ -1517,6 +1535,131 @@ START_TEST(test_query_radius) {
 }
 END_TEST
 
+/* The neighbour query reaches as far as any neighbour can push: a big agent
+ * whose reach (separation_radius + both radii) covers a small one pushes it,
+ * although it is farther than separation_radius + twice the small radius. */
+START_TEST(test_separation_big_neighbour) {
+  steer_world *w = make_world(8, 1);
+  steer_behaviour none = steer_default_behaviour(STEER_BEHAVIOUR_NONE);
+  none.separation_weight = 1.0f;
+  steer_id small = spawn_b(w, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, &none);
+  steer_agent_desc d = desc_at(STEER_MODEL_DYNAMIC, 4.0f, 0.0f, 0.0f);
+  d.limits.radius = 3.0f;
+  steer_id big = spawn(w, &d, 0);
+  /* 4 m apart: beyond 2 + 2 * 0.5, within 2 + 0.5 + 3. */
+  steer_world_step(w, DT);
+  ck_assert_msg(info_of(w, small).state.velocity.x < 0.0f, "small agent not pushed: vx %g",
+                (double)info_of(w, small).state.velocity.x);
+  /* When the big one shrinks, the reach is back to the small radii. */
+  steer_limits l = info_of(w, big).limits;
+  l.radius = 0.5f;
+  ck_assert_int_eq(steer_world_set_limits(w, big, &l), STEER_OK);
+  steer_behaviour brake = steer_default_behaviour(STEER_BEHAVIOUR_NONE);
+  ck_assert_int_eq(steer_world_set_behaviour(w, small, &brake), STEER_OK);
+  run(w, 120);
+  ck_assert_int_eq(steer_world_set_behaviour(w, small, &none), STEER_OK);
+  ck_assert_float_ge(dist_of(w, small, big), 3.0f + 1e-3f);
+  vec2 v0 = info_of(w, small).state.velocity;
+  steer_world_step(w, DT);
+  /* Only braking now: the speed does not grow. */
+  ck_assert_float_le(v2_len(info_of(w, small).state.velocity), v2_len(v0));
+  steer_world_destroy(w);
+}
+END_TEST
+
+/* Interpose needs two different agents. */
+START_TEST(test_interpose_same_agent) {
+  steer_world *w = make_world(8, 1);
+  steer_id a = spawn_b(w, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
+  steer_id b = spawn_b(w, STEER_MODEL_DYNAMIC, 5.0f, 0.0f, 0.0f, NULL);
+  steer_id c = spawn_b(w, STEER_MODEL_DYNAMIC, 0.0f, 5.0f, 0.0f, NULL);
+  steer_behaviour bad = beh_agent(STEER_BEHAVIOUR_INTERPOSE, b, b);
+  ck_assert_int_eq(steer_world_set_behaviour(w, a, &bad), STEER_ETARGET);
+  steer_agent_desc d = desc_at(STEER_MODEL_DYNAMIC, 1.0f, 1.0f, 0.0f);
+  d.behaviour = bad;
+  ck_assert_int_eq(steer_world_spawn(w, &d, 0, NULL), STEER_ETARGET);
+  steer_behaviour good = beh_agent(STEER_BEHAVIOUR_INTERPOSE, b, c);
+  ck_assert_int_eq(steer_world_set_behaviour(w, a, &good), STEER_OK);
+  steer_world_destroy(w);
+}
+END_TEST
+
+/* Worlds that hash equal hand out the same ids and path handles next: the hash
+ * covers slot generations, the free-slot ring and the free-path stack. */
+START_TEST(test_hash_free_lists) {
+  steer_world *a = make_world(2, 9), *b = make_world(2, 9);
+  steer_id a1 = spawn_b(a, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
+  steer_id a2 = spawn_b(a, STEER_MODEL_DYNAMIC, 1.0f, 0.0f, 0.0f, NULL);
+  steer_id b1 = spawn_b(b, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
+  steer_id b2 = spawn_b(b, STEER_MODEL_DYNAMIC, 1.0f, 0.0f, 0.0f, NULL);
+  ck_assert_uint_eq(steer_world_hash(a), steer_world_hash(b));
+  /* The same agents gone in another order: their slots come back in another order. */
+  ck_assert_int_eq(steer_world_despawn(a, a1), STEER_OK);
+  ck_assert_int_eq(steer_world_despawn(a, a2), STEER_OK);
+  ck_assert_int_eq(steer_world_despawn(b, b2), STEER_OK);
+  ck_assert_int_eq(steer_world_despawn(b, b1), STEER_OK);
+  ck_assert_uint_ne(steer_world_hash(a), steer_world_hash(b));
+  steer_id na = spawn_b(a, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
+  steer_id nb = spawn_b(b, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
+  ck_assert_uint_ne(na, nb);
+  steer_world_destroy(a);
+  steer_world_destroy(b);
+
+  /* Slot generations: two one-slot worlds, one of which has used its slot, so the
+   * generator states differ too; equalise them with a spawn in the other. */
+  a = make_world(2, 9);
+  b = make_world(2, 9);
+  steer_id x = spawn_b(a, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
+  ck_assert_int_eq(steer_world_despawn(a, x), STEER_OK); /* slot 0 gen 2, ring [1, 0] */
+  steer_id y = spawn_b(a, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL); /* slot 1 */
+  ck_assert_int_eq(steer_world_despawn(a, y), STEER_OK); /* ring [0, 1], gens 2, 2 */
+  x = spawn_b(b, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
+  y = spawn_b(b, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
+  ck_assert_int_eq(steer_world_despawn(b, x), STEER_OK);
+  ck_assert_int_eq(steer_world_despawn(b, y), STEER_OK); /* ring [0, 1], gens 2, 2 */
+  ck_assert_uint_eq(steer_world_hash(a), steer_world_hash(b));
+  ck_assert_uint_eq(spawn_b(a, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL),
+                    spawn_b(b, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL));
+  steer_world_destroy(a);
+  steer_world_destroy(b);
+
+  /* Paths released in another order: the next handles differ. */
+  a = make_world(2, 9);
+  b = make_world(2, 9);
+  const vec2 pts[] = {{0, 0}, {10, 0}};
+  int pa[2], pb[2];
+  for (int i = 0; i < 2; i++) {
+    pa[i] = steer_world_path_create(a, pts, 2, 1.0f, STEER_PATH_LOOP, STEER_CORNER_NONE);
+    pb[i] = steer_world_path_create(b, pts, 2, 1.0f, STEER_PATH_LOOP, STEER_CORNER_NONE);
+  }
+  ck_assert_uint_eq(steer_world_hash(a), steer_world_hash(b));
+  ck_assert_int_eq(steer_world_path_release(a, pa[0]), STEER_OK);
+  ck_assert_int_eq(steer_world_path_release(a, pa[1]), STEER_OK);
+  ck_assert_int_eq(steer_world_path_release(b, pb[1]), STEER_OK);
+  ck_assert_int_eq(steer_world_path_release(b, pb[0]), STEER_OK);
+  ck_assert_uint_ne(steer_world_hash(a), steer_world_hash(b));
+  ck_assert_int_ne(steer_world_path_create(a, pts, 2, 1.0f, STEER_PATH_LOOP, STEER_CORNER_NONE),
+                   steer_world_path_create(b, pts, 2, 1.0f, STEER_PATH_LOOP, STEER_CORNER_NONE));
+  steer_world_destroy(a);
+  steer_world_destroy(b);
+}
+END_TEST
+
+/* A query returns as many agents as asked for: there is no internal cap. */
+START_TEST(test_query_radius_no_cap) {
+  steer_world *w = make_world(400, 3);
+  for (int i = 0; i < 400; i++)
+    spawn_b(w, STEER_MODEL_DYNAMIC, (float)(i % 20) - 10.0f, (float)(i / 20) - 10.0f, 0.0f, NULL);
+  static steer_id out[400];
+  ck_assert_uint_eq(steer_world_query_radius(w, v2(0.0f, 0.0f), 100.0f, out, 400), 400);
+  check_radius_query(w, v2(0.0f, 0.0f), 100.0f, 300);
+  steer_world_step(w, DT);
+  ck_assert_uint_eq(steer_world_query_radius(w, v2(0.0f, 0.0f), 100.0f, out, 400), 400);
+  check_radius_query(w, v2(1.0f, 0.5f), 8.0f, 300);
+  steer_world_destroy(w);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static TCase *tcase(Suite *s, const char *name) {
@@ -1550,17 +1693,21 @@ static Suite *world_suite(void) {
   tcase_add_test(tc, test_path_own_freed);
   tcase_add_test(tc, test_path_shared);
   tcase_add_test(tc, test_path_pool_full);
+  tcase_add_test(tc, test_interpose_same_agent);
   tc = tcase(s, "separation");
   tcase_add_test(tc, test_separation);
   tcase_add_test(tc, test_separation_priority);
+  tcase_add_test(tc, test_separation_big_neighbour);
   tcase_add_test(tc, test_world_walls);
   tc = tcase(s, "determinism");
   tcase_add_test(tc, test_determinism);
   tcase_add_test(tc, test_hash_sensitivity);
   tcase_add_test(tc, test_hash_spawn_order);
+  tcase_add_test(tc, test_hash_free_lists);
   tcase_add_test(tc, test_step_no_allocation);
   tc = tcase(s, "query");
   tcase_add_test(tc, test_query_radius);
+  tcase_add_test(tc, test_query_radius_no_cap);
   return s;
 }
 

@@ -1,8 +1,29 @@
-/* grid.c: uniform grid built by counting sort; k-nearest queries. */
+/* grid.c: uniform grid built by counting sort; k-nearest queries.
+ *
+ * A query's cost is in comparing candidates, and the obvious loop (test the
+ * distance, insert into a sorted list) is bound by branch mispredictions: about
+ * half the candidates pass the radius test, in no predictable pattern. The
+ * query for up to STEER_GRID_FAST_K neighbours therefore runs without
+ * data-dependent branches: a distance pass over a run of candidates writes every
+ * candidate and advances the output only for those that pass (compaction), then
+ * each survivor goes into a sorted top-8 held in four SSE registers by masks and
+ * blends. Rows are visited from the query's row outward, the admission
+ * threshold shrinks to the k-th distance found so far, each row is clipped to
+ * the chord of the threshold circle and rows beyond it are skipped, so most
+ * candidates never get near the sort. Order among equal distances is by
+ * position in cell order, which makes the visiting order irrelevant. */
 #include "grid.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define GRID_SIMD 1
+#else
+#define GRID_SIMD 0
+#endif
 
 #include "world.h"
 
@@ -23,10 +44,10 @@ int steer_grid_init(steer_grid *g, vec2 min, vec2 max, float cell, uint32_t capa
   size_t cells = (size_t)g->cols * g->rows;
   g->cell_start = calloc(cells + 1, sizeof(uint32_t));
   g->items = malloc(capacity * sizeof(uint32_t));
-  g->item_cell = malloc(capacity * sizeof(uint32_t));
+  g->item_pos = malloc(capacity * sizeof(uint32_t));
   g->sx = malloc(capacity * sizeof(float));
   g->sy = malloc(capacity * sizeof(float));
-  if (!g->cell_start || !g->items || !g->item_cell || !g->sx || !g->sy) {
+  if (!g->cell_start || !g->items || !g->item_pos || !g->sx || !g->sy) {
     steer_grid_free(g);
     return STEER_ENOMEM;
   }
@@ -36,7 +57,7 @@ int steer_grid_init(steer_grid *g, vec2 min, vec2 max, float cell, uint32_t capa
 void steer_grid_free(steer_grid *g) {
   free(g->cell_start);
   free(g->items);
-  free(g->item_cell);
+  free(g->item_pos);
   free(g->sx);
   free(g->sy);
   memset(g, 0, sizeof(*g));
@@ -63,7 +84,7 @@ void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t 
   memset(start, 0, (cells + 1) * sizeof(uint32_t));
   for (uint32_t i = 0; i < count; i++) {
     uint32_t c = grid_row(g, py[i]) * g->cols + grid_col(g, px[i]);
-    g->item_cell[i] = c;
+    g->item_pos[i] = c;
     start[c + 1]++;
   }
   for (uint32_t c = 0; c < cells; c++)
@@ -71,53 +92,221 @@ void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t 
   /* Scatter with start[c] as the running cursor; afterwards start[c] holds the end
    * of cell c, which is the start of cell c + 1, so shift back by one cell. */
   for (uint32_t i = 0; i < count; i++) {
-    uint32_t slot = start[g->item_cell[i]]++;
+    uint32_t slot = start[g->item_pos[i]]++;
+    g->item_pos[i] = slot;
     g->items[slot] = i;
     g->sx[slot] = px[i];
     g->sy[slot] = py[i];
   }
   memmove(start + 1, start, cells * sizeof(uint32_t));
   start[0] = 0;
+  g->count = count;
 }
 
-uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
-                            float *out_d2, uint32_t max) {
-  if (max == 0 || !(radius > 0.0f))
-    return 0;
+static inline float grid_maxf(float a, float b) { return a > b ? a : b; }
+
+static inline float grid_d2(const steer_grid *g, uint32_t k, vec2 p) {
+  float dx = g->sx[k] - p.x, dy = g->sy[k] - p.y;
+  return dx * dx + dy * dy;
+}
+
+/* The general query: a sorted insertion over rows in ascending order, which is
+ * cell order, so stable insertion orders ties by cell position. out holds cell
+ * positions until the end; without out_d2 the distances are recomputed (the
+ * same operations give the same floats), so there is no buffer to cap max. */
+static uint32_t nearest_general(const steer_grid *g, vec2 p, float radius, uint32_t excl, uint32_t *out,
+                                float *out_d2, uint32_t max) {
   float r2 = radius * radius;
   uint32_t c0 = grid_col(g, p.x - radius), c1 = grid_col(g, p.x + radius);
   uint32_t r0 = grid_row(g, p.y - radius), r1 = grid_row(g, p.y + radius);
   uint32_t n = 0;
   float worst = r2; /* admission threshold: r2 until the list is full */
-  float d2s[256];
-  float *d2buf = out_d2 ? out_d2 : d2s;
-  if (!out_d2 && max > 256)
-    max = 256;
   /* Every row in [r0, r1] can hold a point within the radius: edge rows also
    * hold the points clamped in from outside the bounds, whatever their distance
    * from the row's own span, so no row is skipped on geometry. */
   for (uint32_t row = r0; row <= r1; row++) {
     const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
     for (uint32_t k = rs[c0]; k < rs[c1 + 1]; k++) {
-      float dx = g->sx[k] - p.x, ddy = g->sy[k] - p.y;
-      float d2 = dx * dx + ddy * ddy;
-      if (d2 >= worst)
+      float d2 = grid_d2(g, k, p);
+      if (d2 >= worst || k == excl)
         continue;
-      uint32_t idx = g->items[k];
-      if (idx == exclude)
-        continue;
-      /* Insertion into the sorted list; equal distances keep scan order. */
       uint32_t j = n < max ? n++ : max - 1;
-      while (j > 0 && d2buf[j - 1] > d2) {
-        d2buf[j] = d2buf[j - 1];
+      while (j > 0 && (out_d2 ? out_d2[j - 1] : grid_d2(g, out[j - 1], p)) > d2) {
+        if (out_d2)
+          out_d2[j] = out_d2[j - 1];
         out[j] = out[j - 1];
         j--;
       }
-      d2buf[j] = d2;
-      out[j] = idx;
+      if (out_d2)
+        out_d2[j] = d2;
+      out[j] = k;
       if (n == max)
-        worst = d2buf[max - 1];
+        worst = out_d2 ? out_d2[max - 1] : grid_d2(g, out[max - 1], p);
     }
   }
+  for (uint32_t i = 0; i < n; i++)
+    out[i] = g->items[out[i]];
   return n;
+}
+
+#if GRID_SIMD
+
+/* The k nearest so far, sorted by (d2, cell position): keys in k0 (ranks 0-3)
+ * and k1 (ranks 4-7), cell positions in i0, i1. Empty ranks hold the radius
+ * squared, which every admitted candidate is below. */
+typedef struct top8 {
+  __m128 k0, k1;
+  __m128i i0, i1;
+} top8;
+
+/* Inserts (d2, pos) in sorted place, dropping rank 7. mask m_j says rank j's
+ * entry sorts after the newcomer; the masks are monotone (0..0 1..1), so rank j
+ * becomes its predecessor where m_(j-1), the newcomer where m_j alone, and stays
+ * where neither. */
+static inline void top8_insert(top8 *t, float d2, uint32_t pos) {
+  __m128 x = _mm_set1_ps(d2);
+  __m128i xi = _mm_set1_epi32((int)pos);
+  __m128i m0 = _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k0, x)),
+                            _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k0, x)), _mm_cmpgt_epi32(t->i0, xi)));
+  __m128i m1 = _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k1, x)),
+                            _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k1, x)), _mm_cmpgt_epi32(t->i1, xi)));
+  /* The same masks and entries moved up one rank. */
+  __m128i sm0 = _mm_slli_si128(m0, 4);
+  __m128i sm1 = _mm_or_si128(_mm_slli_si128(m1, 4), _mm_srli_si128(m0, 12));
+  __m128i k0 = _mm_castps_si128(t->k0), k1 = _mm_castps_si128(t->k1), xk = _mm_castps_si128(x);
+  __m128i sk0 = _mm_slli_si128(k0, 4), sk1 = _mm_or_si128(_mm_slli_si128(k1, 4), _mm_srli_si128(k0, 12));
+  __m128i si0 = _mm_slli_si128(t->i0, 4), si1 = _mm_or_si128(_mm_slli_si128(t->i1, 4), _mm_srli_si128(t->i0, 12));
+  k0 = _mm_or_si128(_mm_and_si128(m0, xk), _mm_andnot_si128(m0, k0));
+  k1 = _mm_or_si128(_mm_and_si128(m1, xk), _mm_andnot_si128(m1, k1));
+  __m128i i0 = _mm_or_si128(_mm_and_si128(m0, xi), _mm_andnot_si128(m0, t->i0));
+  __m128i i1 = _mm_or_si128(_mm_and_si128(m1, xi), _mm_andnot_si128(m1, t->i1));
+  t->k0 = _mm_castsi128_ps(_mm_or_si128(_mm_and_si128(sm0, sk0), _mm_andnot_si128(sm0, k0)));
+  t->k1 = _mm_castsi128_ps(_mm_or_si128(_mm_and_si128(sm1, sk1), _mm_andnot_si128(sm1, k1)));
+  t->i0 = _mm_or_si128(_mm_and_si128(sm0, si0), _mm_andnot_si128(sm0, i0));
+  t->i1 = _mm_or_si128(_mm_and_si128(sm1, si1), _mm_andnot_si128(sm1, i1));
+}
+
+/* The largest float below f (f > 0): d2 < f is d2 <= below(f), and the
+ * threshold can then shrink to an admitted distance, which ties must still pass
+ * (a tie with a lower cell position wins). */
+static inline float float_below(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof(u));
+  u--;
+  memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+#define GRID_RUN 64u /* candidates per distance pass */
+
+typedef struct fast_query {
+  const steer_grid *g;
+  vec2 p;
+  float thr;    /* admit d2 <= thr: below r2, then the k-th distance so far */
+  float margin; /* m, slack for rounding in the row and chord bounds */
+  uint32_t excl, k;
+  top8 top;
+} fast_query;
+
+/* Scans one row, clipped to the chord of the threshold circle; returns 0 when
+ * the whole row lies beyond it (so do all rows further out). */
+static int fast_row(fast_query *q, uint32_t row) {
+  const steer_grid *g = q->g;
+  /* Distance from p to the row's band; the edge rows reach to infinity, since
+   * points outside the bounds are clamped into them. */
+  float y0 = g->min.y + (float)row * g->cell, y1 = y0 + g->cell;
+  float dy = 0.0f;
+  if (row > 0 && q->p.y < y0)
+    dy = y0 - q->p.y;
+  else if (row + 1 < g->rows && q->p.y > y1)
+    dy = q->p.y - y1;
+  dy = grid_maxf(dy - q->margin, 0.0f);
+  if (dy * dy > q->thr)
+    return 0;
+  float half = sqrtf(q->thr - dy * dy) + q->margin;
+  const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
+  uint32_t a = rs[grid_col(g, q->p.x - half)], end = rs[grid_col(g, q->p.x + half) + 1];
+  const float *sx = g->sx, *sy = g->sy;
+  const float px = q->p.x, py = q->p.y;
+  float cd[GRID_RUN];
+  uint32_t ck[GRID_RUN];
+  float keys[8];
+  while (a < end) {
+    uint32_t b = end - a > GRID_RUN ? a + GRID_RUN : end, m = 0;
+    const float thr = q->thr;
+    const uint32_t excl = q->excl;
+    for (uint32_t k = a; k < b; k++) {
+      float dx = sx[k] - px, ddy = sy[k] - py;
+      float d2 = dx * dx + ddy * ddy;
+      cd[m] = d2;
+      ck[m] = k;
+      m += (uint32_t)(d2 <= thr) & (uint32_t)(k != excl);
+    }
+    for (uint32_t i = 0; i < m; i++)
+      top8_insert(&q->top, cd[i], ck[i]);
+    _mm_storeu_ps(keys, q->top.k0);
+    _mm_storeu_ps(keys + 4, q->top.k1);
+    if (keys[q->k - 1] < q->thr)
+      q->thr = keys[q->k - 1];
+    a = b;
+  }
+  return 1;
+}
+
+static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t excl, uint32_t *out,
+                             float *out_d2, uint32_t max) {
+  float r2 = radius * radius;
+  if (!(r2 > 0.0f))
+    return 0; /* the radius squared underflows: nothing is strictly within */
+  fast_query q;
+  q.g = g;
+  q.p = p;
+  q.thr = float_below(r2);
+  /* Rounding in the row bands, (x - min) * inv_cell and the chord is a few ulps
+   * of the coordinates involved; the slack is far above that, and only makes a
+   * row or chord a little wider than needed. */
+  q.margin = 0.01f * g->cell + 1e-5f * (fabsf(p.x) + fabsf(p.y) + fabsf(g->min.x) + fabsf(g->min.y) + radius);
+  q.excl = excl;
+  q.k = max;
+  q.top.k0 = q.top.k1 = _mm_set1_ps(r2);
+  q.top.i0 = q.top.i1 = _mm_set1_epi32(INT32_MAX);
+  uint32_t r0 = grid_row(g, p.y - radius), r1 = grid_row(g, p.y + radius);
+  uint32_t centre = grid_row(g, p.y);
+  fast_row(&q, centre);
+  int up = 1, down = 1;
+  for (uint32_t t = 1; up || down; t++) {
+    if (up)
+      up = centre + t <= r1 && fast_row(&q, centre + t);
+    if (down)
+      down = centre >= r0 + t && fast_row(&q, centre - t);
+  }
+  float keys[8];
+  uint32_t pos[8];
+  _mm_storeu_ps(keys, q.top.k0);
+  _mm_storeu_ps(keys + 4, q.top.k1);
+  _mm_storeu_si128((__m128i *)(void *)pos, q.top.i0);
+  _mm_storeu_si128((__m128i *)(void *)(pos + 4), q.top.i1);
+  uint32_t n = 0;
+  while (n < max && keys[n] < r2) {
+    out[n] = g->items[pos[n]];
+    if (out_d2)
+      out_d2[n] = keys[n];
+    n++;
+  }
+  return n;
+}
+
+#endif /* GRID_SIMD */
+
+uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
+                            float *out_d2, uint32_t max) {
+  if (max == 0 || !(radius > 0.0f) || g->count == 0)
+    return 0;
+  /* Exclusion by cell position saves a load per candidate. */
+  uint32_t excl = exclude < g->count ? g->item_pos[exclude] : UINT32_MAX;
+#if GRID_SIMD
+  if (max <= STEER_GRID_FAST_K)
+    return nearest_fast(g, p, radius, excl, out, out_d2, max);
+#endif
+  return nearest_general(g, p, radius, excl, out, out_d2, max);
 }

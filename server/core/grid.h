@@ -16,13 +16,15 @@ typedef struct steer_grid {
   float inv_cell;    /* 1/m */
   uint32_t cols, rows;
   uint32_t capacity; /* agents */
+  uint32_t count;    /* agents in the last build */
   uint32_t *cell_start; /* cols*rows + 1 offsets into items */
   uint32_t *items;      /* dense indices, in cell order */
-  uint32_t *item_cell;  /* per dense index: its cell (scratch of the build) */
+  uint32_t *item_pos;   /* per dense index: its position in cell order (its cell during the build) */
   float *sx, *sy;       /* positions in cell order */
 } steer_grid;
 
 #define STEER_GRID_MAX_CELLS (1u << 22)
+#define STEER_GRID_FAST_K 8u
 
 /* Sizes the grid for the bounds; the cell grows when the bounds would need more
  * than STEER_GRID_MAX_CELLS cells. Returns 0 or STEER_ENOMEM / STEER_EINVAL. */
@@ -32,8 +34,13 @@ void steer_grid_free(steer_grid *g);
 void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t count);
 
 /* Up to max nearest agents strictly within radius of p, nearest first, excluding
- * dense index `exclude` (UINT32_MAX for none). Ties keep cell order, so the
- * result is deterministic. out_d2 (may be NULL) gets squared distances. */
+ * dense index `exclude` (UINT32_MAX for none). Equal squared distances are
+ * ordered by position in cell order (rows by y, then columns by x, then dense
+ * index within a cell), so the result is deterministic and does not depend on
+ * the order cells are scanned in. out_d2 (may be NULL) gets squared distances.
+ * There is no cap on max other than the agent count: out (and out_d2) must hold
+ * max entries. For max <= STEER_GRID_FAST_K the query runs a branch-free path
+ * (SSE2 where available) with the same results. */
 uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
                             float *out_d2, uint32_t max);
 

@@ -43,10 +43,76 @@ static inline vec2 v2_clip(vec2 a, float max_len) {
   return a;
 }
 
-static inline vec2 steer_heading(float theta) { return v2(cosf(theta), sinf(theta)); }
+/* The core's own atan2 and sincos: plain float arithmetic (Cephes' polynomials,
+ * errors within 2 ulp over the range the core uses), so every platform and libm
+ * gives the same bits, which replays need, and they cost a third of libm's.
+ * Built with -ffp-contract=off like the rest of the core. */
+
+/* atan2(y, x) in (-pi, pi]; 0 for the zero vector; (+-0, x < 0) gives +pi. */
+static inline float steer_atan2(float y, float x) {
+  float ax = fabsf(x), ay = fabsf(y);
+  float hi = ax > ay ? ax : ay, lo = ax > ay ? ay : ax;
+  if (!(hi > 0.0f))
+    return 0.0f;
+  float a = lo / hi; /* in [0, 1] */
+  /* Above tan(pi/8), atan(a) = pi/4 + atan((a - 1) / (a + 1)). */
+  float base = 0.0f;
+  if (a > 0.41421356237309503f) {
+    base = 0.78539816339744831f;
+    a = (a - 1.0f) / (a + 1.0f);
+  }
+  float z = a * a;
+  float r = base + ((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z -
+                     3.33329491539e-1f) * z * a + a);
+  if (ay > ax)
+    r = 1.57079632679489662f - r;
+  if (x < 0.0f)
+    r = 3.14159265358979324f - r;
+  return y < 0.0f ? -r : r;
+}
+
+/* sin and cos of theta; exact-argument reduction by pi/2 in three parts, so
+ * accurate for |theta| up to ~1e5 rad; beyond that, libm's. */
+static inline void steer_sincos(float theta, float *s, float *c) {
+  if (!(fabsf(theta) < 1e5f)) {
+    *s = sinf(theta);
+    *c = cosf(theta);
+    return;
+  }
+  float k = floorf(theta * 0.63661977236758134f + 0.5f);
+  float x = ((theta - k * 1.5703125f) - k * 4.8375129699707031e-4f) - k * 7.5497899548918821e-8f;
+  float z = x * x;
+  float sn = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * x + x;
+  float cs = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z -
+             0.5f * z + 1.0f;
+  switch ((int)k & 3) {
+  case 0:
+    *s = sn;
+    *c = cs;
+    break;
+  case 1:
+    *s = cs;
+    *c = -sn;
+    break;
+  case 2:
+    *s = -sn;
+    *c = -cs;
+    break;
+  default:
+    *s = -cs;
+    *c = sn;
+    break;
+  }
+}
+
+static inline vec2 steer_heading(float theta) {
+  vec2 h;
+  steer_sincos(theta, &h.y, &h.x);
+  return h;
+}
 
 /* Orientation of a direction; callers check for the zero vector first. */
-static inline float steer_orientation_of(vec2 dir) { return atan2f(dir.y, dir.x); }
+static inline float steer_orientation_of(vec2 dir) { return steer_atan2(dir.y, dir.x); }
 
 /* Maps any finite angle to (-pi, pi] (seed 000's mapToRange). */
 static inline float steer_wrap_angle(float a) {

@@ -46,6 +46,7 @@ struct steer_world {
   float *wander; /* rad, wander orientation */
   steer_rng *arng;
   steer_limits *limits;
+  float *radius; /* m, copy of limits[].radius: neighbours' radii, read by separation */
   steer_behaviour *behaviour;
   int32_t *path;
   steer_path_cursor *cursor;
@@ -64,8 +65,10 @@ struct steer_world {
   uint32_t path_free_count, path_live;
 
   steer_grid grid;
-  uint8_t grid_stale;  /* spawn/despawn since the last build: grid indices are off */
+  uint8_t grid_stale;  /* not built on the current positions and dense list */
   uint32_t separating; /* agents with separation on: the grid query runs for them */
+  float max_radius;    /* m, largest body radius of any agent (widens separation queries) */
+  uint8_t max_radius_stale; /* the agent with the largest radius left or shrank */
 
   steer_event *events;
   uint32_t event_count;
@@ -206,8 +209,10 @@ static int check_behaviour(const steer_world *w, uint8_t model, const steer_beha
   if (b->target.kind == STEER_TARGET_AGENT) {
     if (dense_of(w, b->target.agent) == NO_DENSE || b->target.agent == self)
       return STEER_ETARGET;
+    /* Interpose needs two different agents: the midpoint of one is itself. */
     if (b->kind == STEER_BEHAVIOUR_INTERPOSE &&
-        (dense_of(w, b->target.agent2) == NO_DENSE || b->target.agent2 == self))
+        (dense_of(w, b->target.agent2) == NO_DENSE || b->target.agent2 == self ||
+         b->target.agent2 == b->target.agent))
       return STEER_ETARGET;
   }
   return STEER_OK;
@@ -248,6 +253,7 @@ steer_world *steer_world_create(const steer_world_config *cfg) {
   ALLOC(wander, n);
   ALLOC(arng, n);
   ALLOC(limits, n);
+  ALLOC(radius, n);
   ALLOC(behaviour, n);
   ALLOC(path, n);
   ALLOC(cursor, n);
@@ -294,6 +300,7 @@ void steer_world_destroy(steer_world *w) {
   free(w->wander);
   free(w->arng);
   free(w->limits);
+  free(w->radius);
   free(w->behaviour);
   free(w->path);
   free(w->cursor);
@@ -324,14 +331,21 @@ static void path_free_if_unused(steer_world *w, int32_t path) {
   }
 }
 
-int steer_world_path_create(steer_world *w, const vec2 *points, uint32_t count, float radius, steer_path_mode mode,
-                            steer_cornering cornering) {
+static int path_args_valid(const steer_world *w, const vec2 *points, uint32_t count, float radius,
+                           steer_path_mode mode, steer_cornering cornering) {
   if (!points || count == 0 || count > w->cfg.max_path_points || !isfinite(radius) || !(radius > 0.0f) ||
       (unsigned)mode >= STEER_PATH_MODE_COUNT || (unsigned)cornering >= STEER_CORNER_COUNT)
-    return STEER_EINVAL;
+    return 0;
   for (uint32_t i = 0; i < count; i++)
     if (!isfinite(points[i].x) || !isfinite(points[i].y) || !inside_bounds(w, points[i]))
-      return STEER_EINVAL;
+      return 0;
+  return 1;
+}
+
+int steer_world_path_create(steer_world *w, const vec2 *points, uint32_t count, float radius, steer_path_mode mode,
+                            steer_cornering cornering) {
+  if (!path_args_valid(w, points, count, radius, mode, cornering))
+    return STEER_EINVAL;
   if (w->path_free_count == 0)
     return STEER_EFULL;
   uint32_t h = w->path_free[--w->path_free_count];
@@ -407,9 +421,20 @@ int steer_world_set_path(steer_world *w, steer_id id, const vec2 *points, uint32
     return STEER_ENOENT;
   if (cornering != STEER_CORNER_NONE && w->model[d] != STEER_MODEL_HEADING)
     return STEER_EMODEL;
+  if (!path_args_valid(w, points, count, radius, mode, cornering))
+    return STEER_EINVAL;
+  /* Release before create: when the agent is the last user of its old path,
+   * leaving it frees the entry for the new one (the handle is reused), so
+   * replacing a path works in a full pool. Refused without side effects when
+   * the pool stays full. */
+  int32_t old = w->path[d];
+  int frees_old = old >= 0 && w->paths[old].released && w->paths[old].users == 1;
+  if (w->path_free_count == 0 && !frees_old)
+    return STEER_EFULL;
+  leave_path(w, d);
   int h = steer_world_path_create(w, points, count, radius, mode, cornering);
   if (h < 0)
-    return h;
+    return h; /* not reached: the arguments and the pool were checked */
   int rc = steer_world_follow_path(w, id, h);
   steer_world_path_release(w, h); /* the agent holds the only reference now */
   return rc;
@@ -457,6 +482,9 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
    * reproducible whatever order agents are stepped in. */
   steer_rng_seed(&w->arng[d], ((uint64_t)steer_rng_next(&w->rng) << 32) | steer_rng_next(&w->rng));
   w->limits[d] = desc->limits;
+  w->radius[d] = desc->limits.radius;
+  if (desc->limits.radius > w->max_radius)
+    w->max_radius = desc->limits.radius;
   w->behaviour[d] = desc->behaviour;
   w->path[d] = -1;
   steer_path_cursor_init(&w->cursor[d]);
@@ -484,6 +512,7 @@ static void dense_move(steer_world *w, uint32_t to, uint32_t from) {
   w->wander[to] = w->wander[from];
   w->arng[to] = w->arng[from];
   w->limits[to] = w->limits[from];
+  w->radius[to] = w->radius[from];
   w->behaviour[to] = w->behaviour[from];
   w->path[to] = w->path[from];
   w->cursor[to] = w->cursor[from];
@@ -498,6 +527,8 @@ int steer_world_despawn(steer_world *w, steer_id id) {
   leave_path(w, d);
   if (w->behaviour[d].separation_weight > 0.0f)
     w->separating--;
+  if (w->radius[d] >= w->max_radius)
+    w->max_radius_stale = 1;
   uint32_t slot = id & STEER_ID_INDEX_MASK;
   uint32_t last = --w->count;
   if (d != last)
@@ -544,7 +575,12 @@ int steer_world_set_limits(steer_world *w, steer_id id, const steer_limits *l) {
     return STEER_ENOENT;
   if (!l || !valid_limits(l))
     return STEER_EINVAL;
+  if (l->radius > w->max_radius)
+    w->max_radius = l->radius;
+  else if (w->radius[d] >= w->max_radius && l->radius < w->radius[d])
+    w->max_radius_stale = 1;
   w->limits[d] = *l;
+  w->radius[d] = l->radius;
   return STEER_OK;
 }
 
@@ -647,11 +683,14 @@ static steer_output separation(const steer_world *w, uint32_t d, const steer_sta
   vec2 pos[SEPARATION_MAX_NEIGHBOURS];
   float rad[SEPARATION_MAX_NEIGHBOURS];
   uint32_t max = b->max_neighbours < SEPARATION_MAX_NEIGHBOURS ? b->max_neighbours : SEPARATION_MAX_NEIGHBOURS;
-  float query = b->params.separation_radius + 2.0f * l->radius;
+  /* steer_separation reaches separation_radius + own + neighbour radius; the
+   * query reaches that for the largest neighbour there is, so the nearest
+   * max_neighbours are taken among everyone who could push. */
+  float query = b->params.separation_radius + l->radius + w->max_radius;
   uint32_t n = steer_grid_nearest(&w->grid, s->position, query, d, idx, NULL, max);
   for (uint32_t i = 0; i < n; i++) {
     pos[i] = v2(w->px[idx[i]], w->py[idx[i]]);
-    rad[i] = w->limits[idx[i]].radius;
+    rad[i] = w->radius[idx[i]];
   }
   return steer_separation(s, l, &b->params, pos, rad, (int)n);
 }
@@ -907,20 +946,36 @@ static void pass_events(steer_world *w, float dt) {
   }
 }
 
+static void grid_rebuild(steer_world *w) {
+  steer_grid_build(&w->grid, w->px, w->py, w->count);
+  w->grid_stale = 0;
+}
+
 void steer_world_step(steer_world *w, float dt) {
   if (!(dt > 0.0f) || !isfinite(dt))
     return;
   w->tick++;
   w->event_count = 0;
+  if (w->max_radius_stale) {
+    float m = 0.0f;
+    for (uint32_t d = 0; d < w->count; d++)
+      m = w->radius[d] > m ? w->radius[d] : m;
+    w->max_radius = m;
+    w->max_radius_stale = 0;
+  }
   /* The grid normally still holds this tick's starting positions, built at the
-   * end of the last step; spawns and despawns since then invalidate it. */
-  if (w->grid_stale)
-    steer_grid_build(&w->grid, w->px, w->py, w->count);
+   * end of the last step; spawns and despawns since then invalidate it. Only
+   * separation reads it during a step. */
+  if (w->separating > 0 && w->grid_stale)
+    grid_rebuild(w);
   pass_steering(w, dt);
   pass_integrate(w, dt);
-  /* Rebuilt on the new positions, for queries between steps and the next step. */
-  steer_grid_build(&w->grid, w->px, w->py, w->count);
-  w->grid_stale = 0;
+  /* Rebuilt on the new positions for the next step; with nobody separating it is
+   * left for steer_world_query_radius to build if it is asked. */
+  if (w->separating > 0)
+    grid_rebuild(w);
+  else
+    w->grid_stale = 1;
   pass_events(w, dt);
 }
 
@@ -951,38 +1006,14 @@ steer_world_view steer_world_get_view(const steer_world *w) {
   return v;
 }
 
-/* Query by scanning every agent, for when the grid is stale; same order and cap as
- * steer_grid_nearest (ties in dense order). */
-static uint32_t query_scan(const steer_world *w, vec2 p, float radius, uint32_t *out, uint32_t max) {
-  float d2s[256];
-  if (max > 256)
-    max = 256;
-  if (max == 0 || !(radius > 0.0f))
-    return 0;
-  float worst = radius * radius;
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < w->count; i++) {
-    float dx = w->px[i] - p.x, dy = w->py[i] - p.y;
-    float d2 = dx * dx + dy * dy;
-    if (d2 >= worst)
-      continue;
-    uint32_t j = n < max ? n++ : max - 1;
-    while (j > 0 && d2s[j - 1] > d2) {
-      d2s[j] = d2s[j - 1];
-      out[j] = out[j - 1];
-      j--;
-    }
-    d2s[j] = d2;
-    out[j] = i;
-    if (n == max)
-      worst = d2s[max - 1];
-  }
-  return n;
-}
-
 uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out, uint32_t max) {
-  uint32_t n = w->grid_stale ? query_scan(w, centre, radius, out, max)
-                             : steer_grid_nearest(&w->grid, centre, radius, NO_DENSE, out, NULL, max);
+  if (w->grid_stale) {
+    /* The grid is a cache of the positions: build it on demand (so a query is
+     * not thread-safe against another query on the same world). The world
+     * itself is not const: every steer_world is created non-const. */
+    grid_rebuild((steer_world *)w);
+  }
+  uint32_t n = steer_grid_nearest(&w->grid, centre, radius, NO_DENSE, out, NULL, max);
   for (uint32_t i = 0; i < n; i++)
     out[i] = w->id[out[i]];
   return n;
@@ -1055,6 +1086,16 @@ uint64_t steer_world_hash(const steer_world *w) {
     h = mix32(h, e->users);
     h = mixfs(h, (const float *)(w->path_points + (size_t)p * w->cfg.max_path_points), 2u * e->count);
   }
+  /* What decides the next ids and handles: slot generations, the free-slot
+   * ring in reuse order and the free-path stack. */
+  for (uint32_t i = 0; i < w->cfg.max_agents; i++)
+    h = mix32(h, w->slot_gen[i]);
+  h = mix32(h, w->free_count);
+  for (uint32_t i = 0; i < w->free_count; i++)
+    h = mix32(h, w->free_ring[(w->free_head + i) % w->cfg.max_agents]);
+  h = mix32(h, w->path_free_count);
+  for (uint32_t i = 0; i < w->path_free_count; i++)
+    h = mix32(h, w->path_free[i]);
   /* Final avalanche (splitmix64) so nearby states give unrelated hashes. */
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ULL;

@@ -53,7 +53,7 @@ typedef enum steer_behaviour_kind {
   STEER_BEHAVIOUR_LOOK_WHERE_GOING, /* no target (dynamic) */
   STEER_BEHAVIOUR_PURSUE,         /* target agent (dynamic) */
   STEER_BEHAVIOUR_EVADE,          /* target agent (dynamic) */
-  STEER_BEHAVIOUR_INTERPOSE,      /* two target agents (dynamic) */
+  STEER_BEHAVIOUR_INTERPOSE,      /* two different target agents (dynamic) */
   STEER_BEHAVIOUR_WANDER,         /* no target (every model) */
   STEER_BEHAVIOUR_FOLLOW_PATH,    /* set with steer_world_set_path / follow_path */
   STEER_BEHAVIOUR_COUNT
@@ -94,7 +94,11 @@ typedef struct steer_behaviour {
   uint8_t kind;    /* steer_behaviour_kind */
   uint8_t facing;  /* steer_facing, dynamic model only */
   uint8_t combine; /* steer_combine */
-  uint8_t max_neighbours; /* separation considers at most this many nearest (8) */
+  /* Separation considers at most this many nearest agents (8, capped at 32)
+   * within separation_radius + own radius + the largest radius in the world
+   * (the farthest any neighbour can push from); equal distances are ordered by
+   * grid cell (rows by y, columns by x) and then dense index. */
+  uint8_t max_neighbours;
   float separation_weight; /* 0 turns separation (and the neighbour query) off */
   steer_target target;
   steer_params params;
@@ -126,7 +130,8 @@ typedef struct steer_agent_info {
 } steer_agent_info;
 
 typedef enum steer_event_type {
-  STEER_EVENT_ARRIVED = 0,   /* entered target_radius of an arrive / once path's end */
+  STEER_EVENT_ARRIVED = 0,   /* entered target_radius of an arrive target (once per behaviour set);
+                                a once path's end reports PATH_FINISHED instead */
   STEER_EVENT_WAYPOINT,      /* node = the node reached */
   STEER_EVENT_PATH_FINISHED, /* once path: last node reached */
   STEER_EVENT_REVERSED,      /* ping-pong: node = the end node it turned at */
@@ -174,7 +179,9 @@ int steer_world_path_create(steer_world *w, const vec2 *points, uint32_t count, 
 int steer_world_path_release(steer_world *w, int path);
 /* Start following a path from its node 0 (keeps the agent's other params). */
 int steer_world_follow_path(steer_world *w, steer_id id, int path);
-/* Create a path for one agent and follow it; the agent owns it. */
+/* Create a path for one agent and follow it; the agent owns it. The agent's old
+ * path is released first, so replacing an agent's own path succeeds even when the
+ * pool is full; STEER_EFULL (and no change) only when the pool stays full. */
 int steer_world_set_path(steer_world *w, steer_id id, const vec2 *points, uint32_t count, float radius,
                          steer_path_mode mode, steer_cornering cornering);
 uint32_t steer_world_path_count(const steer_world *w);
@@ -203,11 +210,17 @@ typedef struct steer_world_view {
 
 steer_world_view steer_world_get_view(const steer_world *w);
 
-/* Ids of agents within radius of centre, nearest first, at most max; returns the
- * number written. Uses the grid built by the last step. */
+/* Ids of agents strictly within radius of centre, nearest first, at most max (no
+ * other cap: out holds max ids); returns the number written. Uses the agents'
+ * current positions (after the last step and any spawns or despawns since);
+ * equal distances are ordered as for separation. The neighbour grid is a cache
+ * this may rebuild, so two queries on one world must not run concurrently. */
 uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out, uint32_t max);
 
-/* 64-bit hash of the whole simulation state (agents, paths, generators, tick). */
+/* 64-bit hash of the whole simulation state: agents, paths, generators, tick, and
+ * what decides the ids and path handles handed out next (slot generations, the
+ * free-slot ring, the free-path stack). Two worlds with equal hashes behave the
+ * same under the same calls. */
 uint64_t steer_world_hash(const steer_world *w);
 
 #endif /* STEER_WORLD_H */
