@@ -349,8 +349,10 @@ static void print_event(void *user, const proto_event *e) {
 static void print_agent(const proto_agent_report *q) {
   const char *model = proto_model_name(q->model);
   const char *bhv = proto_behaviour_name(q->behaviour);
-  printf("{\"type\":\"agent\",\"id\":%lu,\"model\":\"%s\",\"behaviour\":\"%s\",\"arrived\":%s,\"path_node\":",
-         (unsigned long)q->agent, model ? model : "?", bhv ? bhv : "?", q->arrived ? "true" : "false");
+  printf("{\"type\":\"agent\",\"id\":%lu,\"tick\":%llu,\"model\":\"%s\",\"behaviour\":\"%s\",\"arrived\":%s,"
+         "\"path_node\":",
+         (unsigned long)q->agent, (unsigned long long)q->tick, model ? model : "?", bhv ? bhv : "?",
+         q->arrived ? "true" : "false");
   if (q->path_node < 0)
     fputs("null", stdout);
   else

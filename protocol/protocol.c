@@ -611,8 +611,9 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
     const proto_agent_report *q = &a->query;
     if (q->model >= STEER_MODEL_COUNT || q->behaviour >= STEER_BEHAVIOUR_COUNT)
       return 0;
-    msgpack_pack_map(&pk, 13);
+    msgpack_pack_map(&pk, 14);
     pack_ku(&pk, "agent", a->agent);
+    pack_ku(&pk, "tick", q->tick);
     pack_ks(&pk, "model", model_names[q->model]);
     pack_kf(&pk, "x", q->state.position.x);
     pack_kf(&pk, "y", q->state.position.y);
@@ -1598,7 +1599,13 @@ static int rd_body(reader *r, const char *const *keys, int nkeys, uint32_t requi
     path_pop(r, old);
     return -1;
   }
-  return rd_map(r, keys, nkeys, required, fn, ctx, seen);
+  if (rd_map(r, keys, nkeys, required, fn, ctx, seen) == 0)
+    return 0;
+  /* Faults of the body map itself (too many entries, a key that is not a
+   * string, the packet ending between entries) name it. */
+  if (r->err->field[0] == '\0')
+    memcpy(r->err->field, "body", sizeof "body");
+  return -1;
 }
 
 static int decode_command(reader *r, proto_command *out) {
@@ -1671,6 +1678,26 @@ static int decode_command(reader *r, proto_command *out) {
   }
 }
 
+/* The request_id echo rule (PROTOCOL.md 7.3): a packet of at most
+ * PROTO_MAX_MESSAGE_BYTES that starts as a msgpack array of 2 or more elements
+ * whose second element is an unsigned integer <= UINT32_MAX has its request_id
+ * read, whatever its first element and whatever follows (wrong element count,
+ * bad body, truncation after the request_id, trailing bytes). */
+static int peek_request_id(const uint8_t *data, size_t len, uint32_t *out) {
+  proto_error_info scratch;
+  reader r;
+  mp_val v;
+  if (len > PROTO_MAX_MESSAGE_BYTES)
+    return 0;
+  reader_init(&r, data, len, &scratch, true);
+  if (rd_val(&r, &v) || v.kind != MP_ARRAY || v.u < 2)
+    return 0;
+  if (rd_skip(&r) || rd_val(&r, &v) || v.kind != MP_UINT || v.u > UINT32_MAX)
+    return 0;
+  *out = (uint32_t)v.u;
+  return 1;
+}
+
 int proto_decode_command(const uint8_t *data, size_t len, proto_command *out, proto_error_info *err) {
   proto_error_info local;
   reader r;
@@ -1678,7 +1705,10 @@ int proto_decode_command(const uint8_t *data, size_t len, proto_command *out, pr
   int rc = decode_command(&r, out);
   if (rc == 0)
     rc = rd_end(&r);
-  return finish(&r, rc);
+  rc = finish(&r, rc);
+  if (rc != 0 && !r.err->has_request_id && peek_request_id(r.p, r.len, &r.err->request_id))
+    r.err->has_request_id = 1;
+  return rc;
 }
 
 /* ---- Decoding: server messages ----------------------------------------------------- */
@@ -1718,9 +1748,10 @@ static int welcome_fn(reader *r, int key, void *ctx) {
   }
 }
 
-static const char *const query_keys[] = {"agent",     "model",  "x",        "y",         "orientation",
-                                         "vx",        "vy",     "rotation", "behaviour", "arrived",
-                                         "path_node", "limits", "owner"};
+static const char *const query_keys[] = {"agent",       "tick",      "model",  "x",        "y",
+                                         "orientation", "vx",        "vy",     "rotation", "behaviour",
+                                         "arrived",     "path_node", "limits", "owner"};
+#define QUERY_KEY_COUNT 14
 
 static int query_fn(reader *r, int key, void *ctx) {
   proto_agent_report *q = ctx;
@@ -1728,24 +1759,26 @@ static int query_fn(reader *r, int key, void *ctx) {
   case 0:
     return rd_u32(r, &q->agent);
   case 1:
-    return rd_enum(r, model_names, STEER_MODEL_COUNT, &q->model);
+    return rd_u64(r, &q->tick);
   case 2:
-    return rd_float(r, NUM_ANY, &q->state.position.x);
+    return rd_enum(r, model_names, STEER_MODEL_COUNT, &q->model);
   case 3:
-    return rd_float(r, NUM_ANY, &q->state.position.y);
+    return rd_float(r, NUM_ANY, &q->state.position.x);
   case 4:
-    return rd_angle(r, &q->state.orientation);
+    return rd_float(r, NUM_ANY, &q->state.position.y);
   case 5:
-    return rd_float(r, NUM_ANY, &q->state.velocity.x);
+    return rd_angle(r, &q->state.orientation);
   case 6:
-    return rd_float(r, NUM_ANY, &q->state.velocity.y);
+    return rd_float(r, NUM_ANY, &q->state.velocity.x);
   case 7:
-    return rd_float(r, NUM_ANY, &q->state.rotation);
+    return rd_float(r, NUM_ANY, &q->state.velocity.y);
   case 8:
-    return rd_enum(r, behaviour_names, STEER_BEHAVIOUR_COUNT, &q->behaviour);
+    return rd_float(r, NUM_ANY, &q->state.rotation);
   case 9:
+    return rd_enum(r, behaviour_names, STEER_BEHAVIOUR_COUNT, &q->behaviour);
+  case 10:
     return rd_bool(r, &q->arrived);
-  case 10: {
+  case 11: {
     if (need(r, 1))
       return -1;
     if (r->p[r->pos] == 0xc0) {
@@ -1759,7 +1792,7 @@ static int query_fn(reader *r, int key, void *ctx) {
     q->path_node = (int32_t)u;
     return 0;
   }
-  case 11: {
+  case 12: {
     proto_limits l;
     if (rd_limits(r, &l))
       return -1;
@@ -1807,7 +1840,7 @@ static int decode_ack(reader *r, proto_ack *a) {
   a->command = (uint8_t)u;
   switch (u) {
   case PROTO_MSG_QUERY:
-    if (rd_body(r, query_keys, 13, (1u << 13) - 1u, query_fn, &a->query, NULL))
+    if (rd_body(r, query_keys, QUERY_KEY_COUNT, (1u << QUERY_KEY_COUNT) - 1u, query_fn, &a->query, NULL))
       return -1;
     a->agent = a->query.agent;
     return 0;

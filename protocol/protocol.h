@@ -271,7 +271,7 @@ typedef struct proto_welcome {
   uint32_t tick_rate;        /* Hz */
   uint32_t snapshot_rate;    /* Hz */
   vec2 world_min, world_max; /* m */
-  uint64_t tick;
+  uint64_t tick;             /* last completed tick */
   uint64_t server_time_us;
   uint32_t protocol; /* PROTO_VERSION */
 } proto_welcome;
@@ -279,6 +279,7 @@ typedef struct proto_welcome {
 /* Body of the ACK of a QUERY. */
 typedef struct proto_agent_report {
   steer_id agent;
+  uint64_t tick;     /* last completed tick: the state is the one after it */
   uint8_t model;     /* steer_model */
   uint8_t behaviour; /* steer_behaviour_kind (FOLLOW_PATH allowed) */
   uint8_t arrived;   /* 0 / 1 */
@@ -291,7 +292,7 @@ typedef struct proto_agent_report {
 typedef struct proto_pong {
   uint64_t client_time_us; /* echoed */
   uint64_t server_time_us;
-  uint64_t tick;
+  uint64_t tick; /* last completed tick */
 } proto_pong;
 
 typedef struct proto_ack {
@@ -363,10 +364,16 @@ typedef struct proto_server_msg {
 typedef struct proto_error_info {
   int code;     /* proto_error_code, PROTO_OK on success */
   uint8_t type; /* message type if it was read, else 0 */
+  /* Commands: set whenever the packet is at most PROTO_MAX_MESSAGE_BYTES and
+   * starts as a msgpack array of 2 or more elements whose second element is an
+   * unsigned integer <= UINT32_MAX, whatever the rest (PROTOCOL.md 7.3). */
   uint8_t has_request_id;
-  uint32_t request_id;                   /* valid when has_request_id */
-  const char *reason;                    /* static text, e.g. "not finite", "missing" */
-  char field[PROTO_MAX_FIELD_BYTES + 1]; /* e.g. "behaviour.params.slow_radius"; "" if none */
+  uint32_t request_id; /* valid when has_request_id */
+  const char *reason;  /* static text, e.g. "not finite", "missing" */
+  /* Field path (PROTOCOL.md 7.3), e.g. "behaviour.params.slow_radius",
+   * "path.points[3][1]", "type", "request_id", "body"; "" (nil on the wire) for
+   * faults of the packet as a whole. */
+  char field[PROTO_MAX_FIELD_BYTES + 1];
 } proto_error_info;
 
 /* "BAD_FIELD" etc.; accepts the code or its negation; "UNKNOWN" otherwise. */

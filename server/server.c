@@ -255,6 +255,7 @@ static void cmd_query(steerd_server *s, client *c, const proto_command *cmd, pro
   }
   proto_agent_report *r = &ack->query;
   r->agent = info.id;
+  r->tick = steer_world_tick(s->world); /* the state after the last completed tick */
   r->model = info.model;
   r->behaviour = info.behaviour.kind;
   r->arrived = info.arrived;

@@ -140,6 +140,7 @@ static proto_ack ex_ack(uint8_t command, uint32_t rid) {
   if (command == PROTO_MSG_QUERY) {
     proto_agent_report *q = &a.query;
     q->agent = ID1;
+    q->tick = 1235; /* the tick of the snapshot example, which shows the same state */
     q->model = STEER_MODEL_DYNAMIC;
     q->behaviour = STEER_BEHAVIOUR_FOLLOW_PATH;
     q->arrived = 0;
@@ -200,8 +201,13 @@ static size_t ex_ack_ping(uint8_t *b, size_t cap) {
 static size_t ex_error(uint8_t *b, size_t cap) {
   return proto_encode_error(b, cap, 6, PROTO_ERR_BAD_FIELD, "must be > 0", "params.time_to_target");
 }
+/* What the server sends: NO_SUCH_AGENT names the agent field of the command... */
+static size_t ex_error_agent(uint8_t *b, size_t cap) {
+  return proto_encode_error(b, cap, 3, PROTO_ERR_NO_SUCH_AGENT, "no such agent", "agent");
+}
+/* ...and NOT_WELCOMED involves no field. */
 static size_t ex_error_nil(uint8_t *b, size_t cap) {
-  return proto_encode_error(b, cap, 3, PROTO_ERR_NO_SUCH_AGENT, "no such agent", NULL);
+  return proto_encode_error(b, cap, 2, PROTO_ERR_NOT_WELCOMED, "send HELLO first", NULL);
 }
 static size_t ex_event(uint8_t *b, size_t cap) {
   proto_event e = {1240, PROTO_EVENT_WAYPOINT, ID1, 2};
@@ -214,14 +220,23 @@ static size_t ex_snapshot(uint8_t *b, size_t cap) {
 static const struct example {
   const char *name;
   example_fn fn;
-} examples[] = {{"hello", ex_hello},         {"spawn", ex_spawn},
-                {"despawn", ex_despawn},     {"set_behaviour", ex_set_behaviour},
-                {"set_path", ex_set_path},   {"set_params", ex_set_params},
-                {"stop", ex_stop},           {"query", ex_query},
-                {"ping", ex_ping},           {"welcome", ex_welcome_enc},
-                {"ack_spawn", ex_ack_spawn}, {"ack_query", ex_ack_query},
-                {"ack_ping", ex_ack_ping},   {"error", ex_error},
-                {"error_nil", ex_error_nil}, {"event", ex_event},
+} examples[] = {{"hello", ex_hello},
+                {"spawn", ex_spawn},
+                {"despawn", ex_despawn},
+                {"set_behaviour", ex_set_behaviour},
+                {"set_path", ex_set_path},
+                {"set_params", ex_set_params},
+                {"stop", ex_stop},
+                {"query", ex_query},
+                {"ping", ex_ping},
+                {"welcome", ex_welcome_enc},
+                {"ack_spawn", ex_ack_spawn},
+                {"ack_query", ex_ack_query},
+                {"ack_ping", ex_ack_ping},
+                {"error", ex_error},
+                {"error_agent", ex_error_agent},
+                {"error_nil", ex_error_nil},
+                {"event", ex_event},
                 {"snapshot", ex_snapshot}};
 #define EXAMPLE_COUNT (sizeof examples / sizeof examples[0])
 
@@ -336,12 +351,19 @@ START_TEST(test_exact_bytes) {
   ck_assert_uint_eq(n, sizeof event);
   ck_assert_mem_eq(buf, event, n);
 
-  /* [34, 3, 6, "no such agent", nil] */
-  static const uint8_t err[] = {0x95, 0x22, 0x03, 0x06, 0xad, 'n', 'o', ' ', 's', 'u',
-                                'c',  'h',  ' ',  'a',  'g',  'e', 'n', 't', 0xc0};
-  n = ex_error_nil(buf, sizeof buf);
+  /* [34, 3, 6, "no such agent", "agent"] */
+  static const uint8_t err[] = {0x95, 0x22, 0x03, 0x06, 0xad, 'n', 'o',  ' ', 's', 'u', 'c', 'h',
+                                ' ',  'a',  'g',  'e',  'n',  't', 0xa5, 'a', 'g', 'e', 'n', 't'};
+  n = ex_error_agent(buf, sizeof buf);
   ck_assert_uint_eq(n, sizeof err);
   ck_assert_mem_eq(buf, err, n);
+
+  /* [34, 2, 5, "send HELLO first", nil] */
+  static const uint8_t err_nil[] = {0x95, 0x22, 0x02, 0x05, 0xb0, 's', 'e', 'n', 'd', ' ', 'H',
+                                    'E',  'L',  'L',  'O',  ' ',  'f', 'i', 'r', 's', 't', 0xc0};
+  n = ex_error_nil(buf, sizeof buf);
+  ck_assert_uint_eq(n, sizeof err_nil);
+  ck_assert_mem_eq(buf, err_nil, n);
 
   /* [3, 3, {"agent": 4194305}] */
   static const uint8_t despawn[] = {0x93, 0x03, 0x03, 0x81, 0xa5, 'a',  'g', 'e',
@@ -503,6 +525,10 @@ START_TEST(test_roundtrip_server) {
   ck_assert_uint_eq(o.ack.query.arrived, 1);
   ck_assert_uint_eq(o.ack.query.behaviour, STEER_BEHAVIOUR_FOLLOW_PATH);
   ck_assert(o.ack.query.limits.max_angular_acceleration == 12.0f);
+  ck_assert(o.ack.query.tick == 1235);
+  m.ack.query.tick = UINT64_MAX;
+  o = roundtrip_server(&m, NULL, 0);
+  ck_assert(o.ack.query.tick == UINT64_MAX);
 
   memset(&m, 0, sizeof m);
   m.type = PROTO_MSG_ERROR;
@@ -656,6 +682,83 @@ START_TEST(test_bad_framing) {
   ck_assert_uint_eq(e.request_id, 0x1234);
   ck_assert_uint_eq(e.type, PROTO_MSG_DESPAWN);
   ck_assert_int_eq(proto_decode_command(badbody, sizeof badbody, &c, NULL), -PROTO_ERR_BAD_FIELD);
+}
+END_TEST
+
+/* The request_id echo rule (PROTOCOL.md 7.3): echoed whenever the packet (at
+ * most 16384 bytes) starts as an array of 2 or more elements whose second
+ * element is an unsigned integer <= UINT32_MAX; else 0. */
+static void expect_rid(const void *b, size_t n, int code, int has, uint32_t rid) {
+  static proto_command c;
+  proto_error_info e;
+  int rc = proto_decode_command(b, n, &c, &e);
+  ck_assert_msg(rc == -code, "expected %s, got rc %d (%s, field '%s')", proto_error_name(code), rc,
+                proto_error_name(e.code), e.field);
+  ck_assert_msg(e.has_request_id == has && (!has || e.request_id == rid),
+                "%s: has_request_id %u request_id %u, want %d %u", proto_error_name(code), e.has_request_id,
+                e.request_id, has, rid);
+}
+
+START_TEST(test_request_id_echo) {
+  /* Echoed: the element count is wrong... */
+  static const uint8_t four[] = {0x94, 0x09, 0x05, 0x80, 0x01}; /* [9, 5, {}, 1] */
+  expect_rid(four, sizeof four, PROTO_ERR_BAD_MESSAGE, 1, 5);
+  static const uint8_t two[] = {0x92, 0x09, 0x05}; /* [9, 5] */
+  expect_rid(two, sizeof two, PROTO_ERR_BAD_MESSAGE, 1, 5);
+  static const uint8_t seventeen[] = {0xdc, 0x00, 0x11, 0x09, 0x05}; /* 17 elements, cut short */
+  expect_rid(seventeen, sizeof seventeen, PROTO_ERR_BAD_MESSAGE, 1, 5);
+  /* ...the packet ends right after the request_id or inside the body... */
+  static const uint8_t cut[] = {0x93, 0x09, 0x05};
+  expect_rid(cut, sizeof cut, PROTO_ERR_BAD_MESSAGE, 1, 5);
+  static const uint8_t cut_body[] = {0x93, 0x09, 0xcd, 0x12, 0x34, 0x81, 0xa4, 'a'};
+  expect_rid(cut_body, sizeof cut_body, PROTO_ERR_BAD_MESSAGE, 1, 0x1234);
+  /* ...the type is not an integer, unknown, or a server type... */
+  static const uint8_t strtype[] = {0x93, 0xa1, 'x', 0x05, 0x80};
+  expect_rid(strtype, sizeof strtype, PROTO_ERR_BAD_MESSAGE, 1, 5);
+  static const uint8_t arrtype[] = {0x93, 0x92, 0x01, 0x02, 0x05, 0x80};
+  expect_rid(arrtype, sizeof arrtype, PROTO_ERR_BAD_MESSAGE, 1, 5);
+  static const uint8_t zerotype[] = {0x93, 0x00, 0x05, 0x80};
+  expect_rid(zerotype, sizeof zerotype, PROTO_ERR_BAD_MESSAGE, 1, 5);
+  static const uint8_t unknown[] = {0x93, 0x63, 0x05, 0x80};
+  expect_rid(unknown, sizeof unknown, PROTO_ERR_UNKNOWN_TYPE, 1, 5);
+  static const uint8_t unknown4[] = {0x94, 0x63, 0x05, 0x80, 0x00};
+  expect_rid(unknown4, sizeof unknown4, PROTO_ERR_UNKNOWN_TYPE, 1, 5);
+  /* ...the body is not a map or has a bad field... */
+  static const uint8_t nobody[] = {0x93, 0x09, 0x05, 0x91, 0x01};
+  expect_rid(nobody, sizeof nobody, PROTO_ERR_BAD_MESSAGE, 1, 5);
+  static const uint8_t badfield[] = {0x93, 0x03, 0x05, 0x80};
+  expect_rid(badfield, sizeof badfield, PROTO_ERR_BAD_FIELD, 1, 5);
+  /* ...trailing bytes; any integer encoding of the request_id counts. */
+  size_t n = ex_ping(buf, sizeof buf);
+  buf[n] = 0xc1;
+  expect_rid(buf, n + 1, PROTO_ERR_BAD_MESSAGE, 1, 9);
+  static const uint8_t int8id[] = {0x94, 0x09, 0xd0, 0x05, 0x80, 0x00};
+  expect_rid(int8id, sizeof int8id, PROTO_ERR_BAD_MESSAGE, 1, 5);
+  static const uint8_t maxid[] = {0x94, 0x09, 0xce, 0xff, 0xff, 0xff, 0xff, 0x80, 0x00};
+  expect_rid(maxid, sizeof maxid, PROTO_ERR_BAD_MESSAGE, 1, UINT32_MAX);
+
+  /* Not echoed: no second element, not an array, not a uint32. */
+  static const uint8_t cut1[] = {0x93, 0x09};
+  expect_rid(cut1, sizeof cut1, PROTO_ERR_BAD_MESSAGE, 0, 0);
+  static const uint8_t one[] = {0x91, 0x09};
+  expect_rid(one, sizeof one, PROTO_ERR_BAD_MESSAGE, 0, 0);
+  static const uint8_t map[] = {0x82, 0x09, 0x05, 0x01, 0x80};
+  expect_rid(map, sizeof map, PROTO_ERR_BAD_MESSAGE, 0, 0);
+  static const uint8_t negid[] = {0x93, 0x09, 0xff, 0x80};
+  expect_rid(negid, sizeof negid, PROTO_ERR_BAD_MESSAGE, 0, 0);
+  static const uint8_t floatid[] = {0x93, 0x09, 0xca, 0x40, 0xa0, 0x00, 0x00, 0x80};
+  expect_rid(floatid, sizeof floatid, PROTO_ERR_BAD_MESSAGE, 0, 0);
+  static const uint8_t bigid[] = {0x93, 0x09, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0, 0x80};
+  expect_rid(bigid, sizeof bigid, PROTO_ERR_BAD_MESSAGE, 0, 0);
+  static const uint8_t strid[] = {0x93, 0x09, 0xa1, '5', 0x80};
+  expect_rid(strid, sizeof strid, PROTO_ERR_BAD_MESSAGE, 0, 0);
+  static const uint8_t badfirst[] = {0x93, 0xc1, 0x05, 0x80};
+  expect_rid(badfirst, sizeof badfirst, PROTO_ERR_BAD_MESSAGE, 0, 0);
+  expect_rid(NULL, 0, PROTO_ERR_BAD_MESSAGE, 0, 0);
+  /* Too large: not read at all, even when it starts well. */
+  n = ex_ping(buf, sizeof buf);
+  memset(buf + n, 0, PROTO_MAX_MESSAGE_BYTES + 1 - n);
+  expect_rid(buf, PROTO_MAX_MESSAGE_BYTES + 1, PROTO_ERR_TOO_LARGE, 0, 0);
 }
 END_TEST
 
@@ -828,7 +931,7 @@ START_TEST(test_bad_fields) {
   mb_init(&m);
   mb_cmd(&m, PROTO_MSG_STOP, 1, 1);
   msgpack_pack_int(&m.pk, 1), msgpack_pack_int(&m.pk, 5);
-  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "");
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "body");
   mb_init(&m);
   mb_cmd(&m, PROTO_MSG_STOP, 1, 1);
   msgpack_pack_str_with_body(&m.pk, "a\n\0\xff", 4), msgpack_pack_int(&m.pk, 5);
@@ -943,12 +1046,12 @@ START_TEST(test_huge_sizes) {
                                       'p',  'o',  'i',  'n',  't',  's', 0xdd, 0xff, 0xff, 0xff, 0xff};
   expect_cmd_error(big_array, sizeof big_array, PROTO_ERR_BAD_FIELD, "points");
   static const uint8_t big_map[] = {0x93, 0x07, 0x01, 0xdf, 0xff, 0xff, 0xff, 0xff};
-  expect_cmd_error(big_map, sizeof big_map, PROTO_ERR_BAD_FIELD, "");
+  expect_cmd_error(big_map, sizeof big_map, PROTO_ERR_BAD_FIELD, "body");
   static const uint8_t big_str[] = {0x93, 0x01, 0x01, 0x81, 0xa4, 'n',  'a',
                                     'm',  'e',  0xdb, 0xff, 0xff, 0xff, 0xff};
   expect_cmd_error(big_str, sizeof big_str, PROTO_ERR_BAD_MESSAGE, "name");
   static const uint8_t big_key[] = {0x93, 0x01, 0x01, 0x81, 0xdb, 0x7f, 0xff, 0xff, 0xff};
-  expect_cmd_error(big_key, sizeof big_key, PROTO_ERR_BAD_MESSAGE, "");
+  expect_cmd_error(big_key, sizeof big_key, PROTO_ERR_BAD_MESSAGE, "body");
   static const uint8_t big_top[] = {0xdd, 0xff, 0xff, 0xff, 0xff, 0x01};
   expect_cmd_error(big_top, sizeof big_top, PROTO_ERR_BAD_MESSAGE, "");
   /* A long string of 1000 bytes as an enum. */
@@ -967,7 +1070,7 @@ START_TEST(test_huge_sizes) {
   mb_cmd(&m, PROTO_MSG_STOP, 1, PROTO_MAX_MAP_ENTRIES + 1);
   for (int i = 0; i <= PROTO_MAX_MAP_ENTRIES; i++)
     mb_str(&m, "agent"), msgpack_pack_int(&m.pk, i);
-  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "");
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "body");
 
   /* Server side: the snapshot decoder honours the caller's capacity. */
   proto_server_msg msg;
@@ -1420,6 +1523,7 @@ static Suite *protocol_suite(void) {
   tcase_add_test(tc, test_roundtrip_server);
   tcase_add_test(tc, test_apply);
   tcase_add_test(tc, test_bad_framing);
+  tcase_add_test(tc, test_request_id_echo);
   tcase_add_test(tc, test_truncated);
   tcase_add_test(tc, test_bad_fields);
   tcase_add_test(tc, test_huge_sizes);
