@@ -81,6 +81,20 @@ static void check_query(const steer_grid *g, const float *px, const float *py, u
   uint32_t got2 = steer_grid_nearest(g, p, radius, exclude, out2, NULL, max);
   ck_assert_uint_eq(got2, got);
   ck_assert(memcmp(out, out2, got * sizeof(uint32_t)) == 0);
+  /* A guessed bound never changes the answer: too tight, exact, loose, none. */
+  const float hints[] = {0.0f, 1e-6f,    0.5f * r2, m > 0 ? all[(want > 0 ? want : 1) - 1].d2 : 1.0f,
+                         r2,   4.0f * r2};
+  for (size_t h = 0; h < sizeof(hints) / sizeof(hints[0]); h++) {
+    float hint = hints[h];
+    static float d2h[NMAX];
+    got2 = steer_grid_nearest_hint(g, p, radius, exclude, out2, d2h, max, &hint);
+    ck_assert_uint_eq(got2, got);
+    ck_assert_msg(memcmp(out, out2, got * sizeof(uint32_t)) == 0, "hint %g changed the answer",
+                  (double)hints[h]);
+    ck_assert(memcmp(d2, d2h, got * sizeof(float)) == 0);
+    if (max <= STEER_GRID_FAST_K)
+      ck_assert_msg(hint == (got == max ? d2[max - 1] : 0.0f), "hint out %g", (double)hint);
+  }
   if (max <= STEER_GRID_FAST_K) {
     uint32_t big = STEER_GRID_FAST_K + 1;
     got2 = steer_grid_nearest(g, p, radius, exclude, out2, NULL, big);
@@ -379,7 +393,8 @@ START_TEST(test_ties_lattice) {
     }
     steer_grid_build(&g, px, py, n);
     for (uint32_t q = 0; q < 60; q++) {
-      vec2 p = v2((float)(q % 9) * 4.5f + (q % 2 ? 0.5f : 0.0f), (float)(q / 9) * 5.0f + (q % 3 ? 0.5f : 0.0f));
+      vec2 p =
+          v2((float)(q % 9) * 4.5f + (q % 2 ? 0.5f : 0.0f), (float)(q / 9) * 5.0f + (q % 3 ? 0.5f : 0.0f));
       for (uint32_t max = 1; max <= STEER_GRID_FAST_K; max++)
         check_query(&g, px, py, n, p, 1.0f + (float)(q % 5), q % 4 == 0 ? q : UINT32_MAX, max);
     }

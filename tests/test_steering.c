@@ -655,6 +655,61 @@ START_TEST(test_separation_pushes_apart) {
 }
 END_TEST
 
+/* The scalar definition of steer_separation (steering.h), operation by
+ * operation; the library's vector path must match it to the bit. */
+static steer_output separation_reference(const steer_state *s, const steer_limits *l, const steer_params *p,
+                                         const vec2 *nb, const float *nr, int count) {
+  steer_output o = {{0.0f, 0.0f}, 0.0f};
+  for (int i = 0; i < count; i++) {
+    float r = nr != NULL ? nr[i] : l->radius;
+    float reach = p->separation_radius + l->radius + r;
+    vec2 away = v2_sub(s->position, nb[i]);
+    float d2 = v2_len2(away);
+    if (!(reach > 0.0f) || d2 >= reach * reach)
+      continue;
+    float d = sqrtf(d2);
+    vec2 dir = d > 0.0f ? v2_scale(away, 1.0f / d) : v2_scale(steer_heading(s->orientation), -1.0f);
+    o.linear = v2_add(o.linear, v2_scale(dir, l->max_acceleration * (reach - d) / reach));
+  }
+  o.linear = v2_clip(o.linear, l->max_acceleration);
+  return o;
+}
+
+START_TEST(test_separation_matches_scalar_definition) {
+  steer_rng r;
+  steer_rng_seed(&r, 99);
+  for (int t = 0; t < 2000; t++) {
+    steer_state s = state_at(steer_rng_range(&r, -20.0f, 20.0f), steer_rng_range(&r, -20.0f, 20.0f),
+                             steer_rng_range(&r, -3.0f, 3.0f));
+    steer_limits l = steer_default_limits();
+    l.radius = steer_rng_range(&r, 0.0f, 2.0f);
+    l.max_acceleration = steer_rng_range(&r, 0.5f, 20.0f);
+    steer_params p = steer_default_params();
+    p.separation_radius = (t % 7 == 0) ? 0.0f : steer_rng_range(&r, 0.0f, 15.0f);
+    vec2 nb[32];
+    float nr[32];
+    int count = (int)(steer_rng_next(&r) % 33u);
+    for (int i = 0; i < count; i++) {
+      uint32_t k = steer_rng_next(&r) % 8u;
+      if (k == 0)
+        nb[i] = s.position; /* coincident */
+      else if (k == 1 && i > 0)
+        nb[i] = nb[i - 1]; /* a tie */
+      else
+        nb[i] = v2(s.position.x + steer_rng_range(&r, -20.0f, 20.0f),
+                   s.position.y + steer_rng_range(&r, -20.0f, 20.0f));
+      nr[i] = (t % 5 == 0) ? 0.0f : steer_rng_range(&r, 0.0f, 3.0f);
+    }
+    const float *radii = (t & 1) ? nr : NULL;
+    steer_output want = separation_reference(&s, &l, &p, nb, radii, count);
+    steer_output got = steer_separation(&s, &l, &p, nb, radii, count);
+    ck_assert_msg(memcmp(&want.linear, &got.linear, sizeof(vec2)) == 0 && got.angular == 0.0f,
+                  "case %d (%d neighbours): (%a, %a) vs (%a, %a)", t, count, (double)got.linear.x,
+                  (double)got.linear.y, (double)want.linear.x, (double)want.linear.y);
+  }
+}
+END_TEST
+
 START_TEST(test_blend_clips) {
   steer_limits l = steer_default_limits();
   steer_output outs[2];
@@ -838,7 +893,8 @@ START_TEST(test_trig_accuracy) {
   for (float th = -2000.0f; th <= 2000.0f; th += 0.37f) {
     float sn, cs;
     steer_sincos(th, &sn, &cs);
-    ck_assert_msg(fabs(sn - sin((double)th)) < 2e-6 && fabs(cs - cos((double)th)) < 2e-6, "sincos(%g)", (double)th);
+    ck_assert_msg(fabs(sn - sin((double)th)) < 2e-6 && fabs(cs - cos((double)th)) < 2e-6, "sincos(%g)",
+                  (double)th);
   }
   float sn, cs;
   steer_sincos(3e6f, &sn, &cs);
@@ -891,6 +947,7 @@ static Suite *steering_suite(void) {
   tcase_add_test(tc, test_kinematic_wander_reproducible);
   tcase_add_test(tc, test_dynamic_wander_reproducible);
   tcase_add_test(tc, test_separation_pushes_apart);
+  tcase_add_test(tc, test_separation_matches_scalar_definition);
   tcase_add_test(tc, test_blend_clips);
   tcase_add_test(tc, test_priority_first_above_epsilon);
   tcase_add_test(tc, test_brake_stops);

@@ -166,16 +166,19 @@ typedef struct top8 {
 static inline void top8_insert(top8 *t, float d2, uint32_t pos) {
   __m128 x = _mm_set1_ps(d2);
   __m128i xi = _mm_set1_epi32((int)pos);
-  __m128i m0 = _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k0, x)),
-                            _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k0, x)), _mm_cmpgt_epi32(t->i0, xi)));
-  __m128i m1 = _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k1, x)),
-                            _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k1, x)), _mm_cmpgt_epi32(t->i1, xi)));
+  __m128i m0 =
+      _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k0, x)),
+                   _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k0, x)), _mm_cmpgt_epi32(t->i0, xi)));
+  __m128i m1 =
+      _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k1, x)),
+                   _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k1, x)), _mm_cmpgt_epi32(t->i1, xi)));
   /* The same masks and entries moved up one rank. */
   __m128i sm0 = _mm_slli_si128(m0, 4);
   __m128i sm1 = _mm_or_si128(_mm_slli_si128(m1, 4), _mm_srli_si128(m0, 12));
   __m128i k0 = _mm_castps_si128(t->k0), k1 = _mm_castps_si128(t->k1), xk = _mm_castps_si128(x);
   __m128i sk0 = _mm_slli_si128(k0, 4), sk1 = _mm_or_si128(_mm_slli_si128(k1, 4), _mm_srli_si128(k0, 12));
-  __m128i si0 = _mm_slli_si128(t->i0, 4), si1 = _mm_or_si128(_mm_slli_si128(t->i1, 4), _mm_srli_si128(t->i0, 12));
+  __m128i si0 = _mm_slli_si128(t->i0, 4),
+          si1 = _mm_or_si128(_mm_slli_si128(t->i1, 4), _mm_srli_si128(t->i0, 12));
   k0 = _mm_or_si128(_mm_and_si128(m0, xk), _mm_andnot_si128(m0, k0));
   k1 = _mm_or_si128(_mm_and_si128(m1, xk), _mm_andnot_si128(m1, k1));
   __m128i i0 = _mm_or_si128(_mm_and_si128(m0, xi), _mm_andnot_si128(m0, t->i0));
@@ -253,37 +256,61 @@ static int fast_row(fast_query *q, uint32_t row) {
   return 1;
 }
 
+/* Scans rows from the query's row outward, admitting d2 <= q->thr. */
+static void fast_scan(fast_query *q, float radius) {
+  const steer_grid *g = q->g;
+  uint32_t r0 = grid_row(g, q->p.y - radius), r1 = grid_row(g, q->p.y + radius);
+  uint32_t centre = grid_row(g, q->p.y);
+  fast_row(q, centre);
+  int up = 1, down = 1;
+  for (uint32_t t = 1; up || down; t++) {
+    if (up)
+      up = centre + t <= r1 && fast_row(q, centre + t);
+    if (down)
+      down = centre >= r0 + t && fast_row(q, centre - t);
+  }
+}
+
+static void fast_reset(fast_query *q, float r2, float thr) {
+  q->thr = thr;
+  q->top.k0 = q->top.k1 = _mm_set1_ps(r2);
+  q->top.i0 = q->top.i1 = _mm_set1_epi32(INT32_MAX);
+}
+
 static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t excl, uint32_t *out,
-                             float *out_d2, uint32_t max) {
+                             float *out_d2, uint32_t max, float *hint) {
   float r2 = radius * radius;
   if (!(r2 > 0.0f))
     return 0; /* the radius squared underflows: nothing is strictly within */
   fast_query q;
   q.g = g;
   q.p = p;
-  q.thr = float_below(r2);
   /* Rounding in the row bands, (x - min) * inv_cell and the chord is a few ulps
    * of the coordinates involved; the slack is far above that, and only makes a
    * row or chord a little wider than needed. */
   q.margin = 0.01f * g->cell + 1e-5f * (fabsf(p.x) + fabsf(p.y) + fabsf(g->min.x) + fabsf(g->min.y) + radius);
   q.excl = excl;
   q.k = max;
-  q.top.k0 = q.top.k1 = _mm_set1_ps(r2);
-  q.top.i0 = q.top.i1 = _mm_set1_epi32(INT32_MAX);
-  uint32_t r0 = grid_row(g, p.y - radius), r1 = grid_row(g, p.y + radius);
-  uint32_t centre = grid_row(g, p.y);
-  fast_row(&q, centre);
-  int up = 1, down = 1;
-  for (uint32_t t = 1; up || down; t++) {
-    if (up)
-      up = centre + t <= r1 && fast_row(&q, centre + t);
-    if (down)
-      down = centre >= r0 + t && fast_row(&q, centre - t);
-  }
+  float full = float_below(r2);
   float keys[8];
+  /* A guessed bound first: when it holds k candidates, everything outside it is
+   * farther than all of them (ties at the bound are admitted), so these are the
+   * k nearest; otherwise the scan starts over with the whole radius. */
+  int done = 0;
+  if (hint && *hint > 0.0f && *hint < full) {
+    fast_reset(&q, r2, *hint);
+    fast_scan(&q, radius);
+    _mm_storeu_ps(keys, q.top.k0);
+    _mm_storeu_ps(keys + 4, q.top.k1);
+    done = keys[max - 1] < r2;
+  }
+  if (!done) {
+    fast_reset(&q, r2, full);
+    fast_scan(&q, radius);
+    _mm_storeu_ps(keys, q.top.k0);
+    _mm_storeu_ps(keys + 4, q.top.k1);
+  }
   uint32_t pos[8];
-  _mm_storeu_ps(keys, q.top.k0);
-  _mm_storeu_ps(keys + 4, q.top.k1);
   _mm_storeu_si128((__m128i *)(void *)pos, q.top.i0);
   _mm_storeu_si128((__m128i *)(void *)(pos + 4), q.top.i1);
   uint32_t n = 0;
@@ -293,20 +320,32 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
       out_d2[n] = keys[n];
     n++;
   }
+  if (hint)
+    *hint = n == max ? keys[max - 1] : 0.0f;
   return n;
 }
 
 #endif /* GRID_SIMD */
 
-uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
-                            float *out_d2, uint32_t max) {
-  if (max == 0 || !(radius > 0.0f) || g->count == 0)
+uint32_t steer_grid_nearest_hint(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
+                                 float *out_d2, uint32_t max, float *hint) {
+  if (max == 0 || !(radius > 0.0f) || g->count == 0) {
+    if (hint)
+      *hint = 0.0f;
     return 0;
+  }
   /* Exclusion by cell position saves a load per candidate. */
   uint32_t excl = exclude < g->count ? g->item_pos[exclude] : UINT32_MAX;
 #if GRID_SIMD
   if (max <= STEER_GRID_FAST_K)
-    return nearest_fast(g, p, radius, excl, out, out_d2, max);
+    return nearest_fast(g, p, radius, excl, out, out_d2, max, hint);
 #endif
+  if (hint)
+    *hint = 0.0f;
   return nearest_general(g, p, radius, excl, out, out_d2, max);
+}
+
+uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
+                            float *out_d2, uint32_t max) {
+  return steer_grid_nearest_hint(g, p, radius, exclude, out, out_d2, max, NULL);
 }

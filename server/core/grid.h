@@ -11,12 +11,12 @@
 #include "vec2.h"
 
 typedef struct steer_grid {
-  vec2 min;          /* m, world corner */
-  float cell;        /* m, cell side */
-  float inv_cell;    /* 1/m */
+  vec2 min;       /* m, world corner */
+  float cell;     /* m, cell side */
+  float inv_cell; /* 1/m */
   uint32_t cols, rows;
-  uint32_t capacity; /* agents */
-  uint32_t count;    /* agents in the last build */
+  uint32_t capacity;    /* agents */
+  uint32_t count;       /* agents in the last build */
   uint32_t *cell_start; /* cols*rows + 1 offsets into items */
   uint32_t *items;      /* dense indices, in cell order */
   uint32_t *item_pos;   /* per dense index: its position in cell order (its cell during the build) */
@@ -24,7 +24,7 @@ typedef struct steer_grid {
 } steer_grid;
 
 #define STEER_GRID_MAX_CELLS (1u << 22)
-#define STEER_GRID_FAST_K 8u
+#define STEER_GRID_FAST_K    8u
 
 /* Sizes the grid for the bounds; the cell grows when the bounds would need more
  * than STEER_GRID_MAX_CELLS cells. Returns 0 or STEER_ENOMEM / STEER_EINVAL. */
@@ -43,5 +43,15 @@ void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t 
  * (SSE2 where available) with the same results. */
 uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
                             float *out_d2, uint32_t max);
+
+/* The same query with a guess: *hint (> 0) is a squared distance expected to
+ * hold max candidates, e.g. the last tick's max-th distance widened by how far
+ * agents can have moved since. The query first admits only candidates within
+ * it; if it finds max there they are the answer (nothing outside is nearer),
+ * else it scans the whole radius. The result never depends on the guess, only
+ * the time does. On return *hint holds the max-th squared distance found, or 0
+ * when fewer than max were found. hint may be NULL. */
+uint32_t steer_grid_nearest_hint(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
+                                 float *out_d2, uint32_t max, float *hint);
 
 #endif /* STEER_GRID_H */

@@ -8,6 +8,13 @@
 
 #include <stddef.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define STEERING_SIMD 1
+#else
+#define STEERING_SIMD 0
+#endif
+
 steer_params steer_default_params(void) {
   steer_params p;
   p.time_to_target = 0.1f;
@@ -272,23 +279,78 @@ steer_output steer_wander(const steer_state *s, const steer_limits *l, const ste
   return o;
 }
 
+/* One neighbour's push, or nothing (returns 0) when it is out of reach. */
+static int separation_push(const steer_state *s, const steer_limits *l, const steer_params *p, vec2 neighbour,
+                           float r, vec2 *push) {
+  float reach = p->separation_radius + l->radius + r;
+  vec2 away = v2_sub(s->position, neighbour);
+  float d2 = v2_len2(away);
+  if (!(reach > 0.0f) || d2 >= reach * reach)
+    return 0;
+  float d = sqrtf(d2);
+  /* A coincident neighbour gives no direction: back off along -heading, which
+   * is deterministic (two identical agents need the caller to break the tie). */
+  vec2 dir = d > 0.0f ? v2_scale(away, 1.0f / d) : v2_scale(steer_heading(s->orientation), -1.0f);
+  *push = v2_scale(dir, l->max_acceleration * (reach - d) / reach);
+  return 1;
+}
+
 steer_output steer_separation(const steer_state *s, const steer_limits *l, const steer_params *p,
                               const vec2 *neighbours, const float *neighbour_radius, int count) {
   steer_output o = output_zero();
   if (neighbours == NULL)
     return o;
-  for (int i = 0; i < count; i++) {
-    float r = neighbour_radius != NULL ? neighbour_radius[i] : l->radius;
-    float reach = p->separation_radius + l->radius + r;
-    vec2 away = v2_sub(s->position, neighbours[i]);
-    float d2 = v2_len2(away);
-    if (!(reach > 0.0f) || d2 >= reach * reach)
+  int i = 0;
+#if STEERING_SIMD
+  /* Four neighbours at a time: SSE's sqrt and division round exactly as the
+   * scalar ones, each lane does the scalar operations in the same order, and
+   * the pushes are summed one by one in neighbour order, so the result is the
+   * scalar loop's to the bit. Coincident neighbours take the scalar path. */
+  const __m128 base = _mm_set1_ps(p->separation_radius + l->radius), own = _mm_set1_ps(l->radius);
+  const __m128 sx = _mm_set1_ps(s->position.x), sy = _mm_set1_ps(s->position.y);
+  const __m128 acc = _mm_set1_ps(l->max_acceleration), zero = _mm_setzero_ps(), one = _mm_set1_ps(1.0f);
+  for (; i + 4 <= count; i += 4) {
+    __m128 a = _mm_loadu_ps(&neighbours[i].x), b = _mm_loadu_ps(&neighbours[i + 2].x);
+    __m128 nx = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+           ny = _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    __m128 r = neighbour_radius != NULL ? _mm_loadu_ps(neighbour_radius + i) : own;
+    __m128 reach = _mm_add_ps(base, r);
+    __m128 ax = _mm_sub_ps(sx, nx), ay = _mm_sub_ps(sy, ny);
+    __m128 d2 = _mm_add_ps(_mm_mul_ps(ax, ax), _mm_mul_ps(ay, ay));
+    /* reach > 0 and not d2 >= reach^2, NaN handled as the scalar test does. */
+    __m128 in = _mm_and_ps(_mm_cmpgt_ps(reach, zero), _mm_cmpnge_ps(d2, _mm_mul_ps(reach, reach)));
+    __m128 d = _mm_sqrt_ps(d2);
+    int live = _mm_movemask_ps(in);
+    if (live == 0)
       continue;
-    float d = sqrtf(d2);
-    /* A coincident neighbour gives no direction: back off along -heading, which
-     * is deterministic (two identical agents need the caller to break the tie). */
-    vec2 dir = d > 0.0f ? v2_scale(away, 1.0f / d) : v2_scale(steer_heading(s->orientation), -1.0f);
-    o.linear = v2_add(o.linear, v2_scale(dir, l->max_acceleration * (reach - d) / reach));
+    if (_mm_movemask_ps(_mm_and_ps(in, _mm_cmpgt_ps(d, zero))) != live) {
+      /* A coincident neighbour among these four: the scalar path for all. */
+      for (int j = i; j < i + 4; j++) {
+        vec2 push;
+        float rj = neighbour_radius != NULL ? neighbour_radius[j] : l->radius;
+        if (separation_push(s, l, p, neighbours[j], rj, &push))
+          o.linear = v2_add(o.linear, push);
+      }
+      continue;
+    }
+    __m128 inv = _mm_div_ps(one, d);
+    __m128 f = _mm_div_ps(_mm_mul_ps(acc, _mm_sub_ps(reach, d)), reach);
+    float px[4], py[4];
+    _mm_storeu_ps(px, _mm_mul_ps(_mm_mul_ps(ax, inv), f));
+    _mm_storeu_ps(py, _mm_mul_ps(_mm_mul_ps(ay, inv), f));
+    for (int j = 0; j < 4; j++) {
+      if (live & (1 << j)) {
+        o.linear.x += px[j];
+        o.linear.y += py[j];
+      }
+    }
+  }
+#endif
+  for (; i < count; i++) {
+    vec2 push;
+    float r = neighbour_radius != NULL ? neighbour_radius[i] : l->radius;
+    if (separation_push(s, l, p, neighbours[i], r, &push))
+      o.linear = v2_add(o.linear, push);
   }
   o.linear = v2_clip(o.linear, l->max_acceleration);
   return o;

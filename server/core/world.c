@@ -11,8 +11,8 @@
 
 #include "grid.h"
 
-#define GEN_MAX ((1u << (32u - STEER_ID_INDEX_BITS)) - 1u) /* a slot retires after this */
-#define NO_DENSE UINT32_MAX
+#define GEN_MAX                   ((1u << (32u - STEER_ID_INDEX_BITS)) - 1u) /* a slot retires after this */
+#define NO_DENSE                  UINT32_MAX
 #define SEPARATION_MAX_NEIGHBOURS 32u
 
 /* One pool entry; its points live at pool_points + handle * max_path_points. */
@@ -51,6 +51,7 @@ struct steer_world {
   int32_t *path;
   steer_path_cursor *cursor;
   command3 *cmd; /* scratch written by the steering pass */
+  float *nhint;  /* m^2, last separation query's max-th distance squared (0: none); a guess, not state */
 
   /* slots */
   uint32_t *slot_dense;
@@ -65,9 +66,9 @@ struct steer_world {
   uint32_t path_free_count, path_live;
 
   steer_grid grid;
-  uint8_t grid_stale;  /* not built on the current positions and dense list */
-  uint32_t separating; /* agents with separation on: the grid query runs for them */
-  float max_radius;    /* m, largest body radius of any agent (widens separation queries) */
+  uint8_t grid_stale;       /* not built on the current positions and dense list */
+  uint32_t separating;      /* agents with separation on: the grid query runs for them */
+  float max_radius;         /* m, largest body radius of any agent (widens separation queries) */
   uint8_t max_radius_stale; /* the agent with the largest radius left or shrank */
 
   steer_event *events;
@@ -151,9 +152,10 @@ static int valid_params(const steer_params *p) {
     return 0;
   return p->time_to_target > 0.0f && p->kinematic_time_to_target > 0.0f && p->align_time_to_target > 0.0f &&
          p->target_radius >= 0.0f && p->slow_radius >= p->target_radius && p->align_target_radius >= 0.0f &&
-         p->align_slow_radius >= p->align_target_radius && p->max_prediction >= 0.0f && p->panic_radius >= 0.0f &&
-         p->wander_offset >= 0.0f && p->wander_radius >= 0.0f && p->wander_rate >= 0.0f &&
-         p->separation_radius >= 0.0f && p->turn_trigger_distance >= 0.0f && p->path_recover_strength >= 0.0f;
+         p->align_slow_radius >= p->align_target_radius && p->max_prediction >= 0.0f &&
+         p->panic_radius >= 0.0f && p->wander_offset >= 0.0f && p->wander_radius >= 0.0f &&
+         p->wander_rate >= 0.0f && p->separation_radius >= 0.0f && p->turn_trigger_distance >= 0.0f &&
+         p->path_recover_strength >= 0.0f;
 }
 
 /* Which behaviours each model can run (bit per steer_behaviour_kind). */
@@ -168,8 +170,8 @@ static const uint32_t model_behaviours[STEER_MODEL_COUNT] = {
 };
 
 static int needs_agent_target(uint8_t kind) {
-  return kind == STEER_BEHAVIOUR_PURSUE || kind == STEER_BEHAVIOUR_EVADE || kind == STEER_BEHAVIOUR_VELOCITY_MATCH ||
-         kind == STEER_BEHAVIOUR_INTERPOSE;
+  return kind == STEER_BEHAVIOUR_PURSUE || kind == STEER_BEHAVIOUR_EVADE ||
+         kind == STEER_BEHAVIOUR_VELOCITY_MATCH || kind == STEER_BEHAVIOUR_INTERPOSE;
 }
 
 static int needs_point_or_agent(uint8_t kind) {
@@ -192,8 +194,8 @@ static int inside_bounds(const steer_world *w, vec2 p) {
 }
 
 static int check_behaviour(const steer_world *w, uint8_t model, const steer_behaviour *b, steer_id self) {
-  if (b->kind >= STEER_BEHAVIOUR_COUNT || b->facing >= STEER_FACING_COUNT || b->combine >= STEER_COMBINE_COUNT ||
-      b->target.kind >= STEER_TARGET_KIND_COUNT)
+  if (b->kind >= STEER_BEHAVIOUR_COUNT || b->facing >= STEER_FACING_COUNT ||
+      b->combine >= STEER_COMBINE_COUNT || b->target.kind >= STEER_TARGET_KIND_COUNT)
     return STEER_EINVAL;
   if (!valid_params(&b->params) || !isfinite(b->separation_weight) || b->separation_weight < 0.0f)
     return STEER_EINVAL;
@@ -220,18 +222,18 @@ static int check_behaviour(const steer_world *w, uint8_t model, const steer_beha
 
 /* ---- creation ------------------------------------------------------------ */
 
-#define ALLOC(field, n)                                                                                            \
-  do {                                                                                                             \
-    w->field = calloc((n), sizeof(*w->field));                                                                     \
-    if (!w->field)                                                                                                 \
-      goto fail;                                                                                                   \
+#define ALLOC(field, n)                                                                                      \
+  do {                                                                                                       \
+    w->field = calloc((n), sizeof(*w->field));                                                               \
+    if (!w->field)                                                                                           \
+      goto fail;                                                                                             \
   } while (0)
 
 steer_world *steer_world_create(const steer_world_config *cfg) {
   if (!cfg || cfg->max_agents == 0 || cfg->max_agents > STEER_MAX_CAPACITY || cfg->max_path_points == 0 ||
       cfg->max_path_points > STEER_PATH_MAX_POINTS || !isfinite(cfg->min.x) || !isfinite(cfg->min.y) ||
-      !isfinite(cfg->max.x) || !isfinite(cfg->max.y) || !(cfg->max.x > cfg->min.x) || !(cfg->max.y > cfg->min.y) ||
-      !(cfg->cell_size > 0.0f) || !isfinite(cfg->cell_size))
+      !isfinite(cfg->max.x) || !isfinite(cfg->max.y) || !(cfg->max.x > cfg->min.x) ||
+      !(cfg->max.y > cfg->min.y) || !(cfg->cell_size > 0.0f) || !isfinite(cfg->cell_size))
     return NULL;
   steer_world *w = calloc(1, sizeof(*w));
   if (!w)
@@ -258,6 +260,7 @@ steer_world *steer_world_create(const steer_world_config *cfg) {
   ALLOC(path, n);
   ALLOC(cursor, n);
   ALLOC(cmd, n);
+  ALLOC(nhint, n);
   ALLOC(slot_dense, n);
   ALLOC(slot_gen, n);
   ALLOC(free_ring, n);
@@ -305,6 +308,7 @@ void steer_world_destroy(steer_world *w) {
   free(w->path);
   free(w->cursor);
   free(w->cmd);
+  free(w->nhint);
   free(w->slot_dense);
   free(w->slot_gen);
   free(w->free_ring);
@@ -342,8 +346,8 @@ static int path_args_valid(const steer_world *w, const vec2 *points, uint32_t co
   return 1;
 }
 
-int steer_world_path_create(steer_world *w, const vec2 *points, uint32_t count, float radius, steer_path_mode mode,
-                            steer_cornering cornering) {
+int steer_world_path_create(steer_world *w, const vec2 *points, uint32_t count, float radius,
+                            steer_path_mode mode, steer_cornering cornering) {
   if (!path_args_valid(w, points, count, radius, mode, cornering))
     return STEER_EINVAL;
   if (w->path_free_count == 0)
@@ -489,6 +493,7 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
   w->path[d] = -1;
   steer_path_cursor_init(&w->cursor[d]);
   memset(&w->cmd[d], 0, sizeof(w->cmd[d]));
+  w->nhint[d] = 0.0f;
   if (desc->behaviour.separation_weight > 0.0f)
     w->separating++;
   w->grid_stale = 1;
@@ -517,6 +522,7 @@ static void dense_move(steer_world *w, uint32_t to, uint32_t from) {
   w->path[to] = w->path[from];
   w->cursor[to] = w->cursor[from];
   w->cmd[to] = w->cmd[from];
+  w->nhint[to] = w->nhint[from];
   w->slot_dense[w->id[to] & STEER_ID_INDEX_MASK] = to;
 }
 
@@ -676,18 +682,27 @@ static float facing_angular(const steer_world *w, uint32_t d, const steer_state 
   }
 }
 
-static steer_output separation(const steer_world *w, uint32_t d, const steer_state *s) {
+static steer_output separation(steer_world *w, uint32_t d, const steer_state *s, float dt) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
   uint32_t idx[SEPARATION_MAX_NEIGHBOURS];
   vec2 pos[SEPARATION_MAX_NEIGHBOURS];
   float rad[SEPARATION_MAX_NEIGHBOURS];
-  uint32_t max = b->max_neighbours < SEPARATION_MAX_NEIGHBOURS ? b->max_neighbours : SEPARATION_MAX_NEIGHBOURS;
+  uint32_t max =
+      b->max_neighbours < SEPARATION_MAX_NEIGHBOURS ? b->max_neighbours : SEPARATION_MAX_NEIGHBOURS;
   /* steer_separation reaches separation_radius + own + neighbour radius; the
    * query reaches that for the largest neighbour there is, so the nearest
    * max_neighbours are taken among everyone who could push. */
   float query = b->params.separation_radius + l->radius + w->max_radius;
-  uint32_t n = steer_grid_nearest(&w->grid, s->position, query, d, idx, NULL, max);
+  /* Guess: the last query's max-th distance, plus what the pair can have closed
+   * since (both at this agent's top speed); a wrong guess only costs a rescan. */
+  float hint = w->nhint[d];
+  if (hint > 0.0f) {
+    float reach = sqrtf(hint) + 2.0f * l->max_speed * dt;
+    hint = reach * reach;
+  }
+  uint32_t n = steer_grid_nearest_hint(&w->grid, s->position, query, d, idx, NULL, max, &hint);
+  w->nhint[d] = hint;
   for (uint32_t i = 0; i < n; i++) {
     pos[i] = v2(w->px[idx[i]], w->py[idx[i]]);
     rad[i] = w->radius[idx[i]];
@@ -771,7 +786,7 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
   if (linear_only)
     o.angular = facing_angular(w, d, s);
   if (b->separation_weight > 0.0f) {
-    steer_output sep = separation(w, d, s);
+    steer_output sep = separation(w, d, s, dt);
     if (b->combine == STEER_COMBINE_PRIORITY) {
       /* Separation steers the velocity only; the orientation stays the behaviour's. */
       steer_output groups[2] = {{sep.linear, 0.0f}, o};
@@ -1006,7 +1021,8 @@ steer_world_view steer_world_get_view(const steer_world *w) {
   return v;
 }
 
-uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out, uint32_t max) {
+uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out,
+                                  uint32_t max) {
   if (w->grid_stale) {
     /* The grid is a cache of the positions: build it on demand (so a query is
      * not thread-safe against another query on the same world). The world
