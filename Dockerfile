@@ -1,7 +1,8 @@
 # steerd in a container: build on Debian 12, run on Debian 12 slim as a non-root user.
 #
 #   docker build -t steerd .
-#   docker run --rm -p 7777:7777/udp steerd
+#   docker run --rm -p 7777:7777/udp -e STEERD_SECRET=... steerd       (0.0.0.0 needs a secret,
+#   docker run --rm -e STEERD_SECRET=... steerd token --name alice       or STEERD_INSECURE=1)
 #
 # Where no registry is reachable, make a base locally and pass it in, e.g.
 #   debootstrap --variant=minbase bookworm /tmp/rootfs && tar -C /tmp/rootfs -c . | podman import - bookworm-local
@@ -24,7 +25,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null \
 FROM ${RUNTIME_BASE}
 # apt-get clean drops apt's ~80 MB of caches where the base image does not already (a debootstrap one).
 RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libuv1 libenet7 libmsgpackc2 \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libuv1 libenet7 libmsgpackc2 libsodium23 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --uid 10001 --user-group --no-log-init --no-create-home --home-dir /nonexistent \

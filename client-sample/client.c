@@ -24,6 +24,7 @@
 struct steerd_client {
   steerd_client_config cfg;
   char name[PROTO_MAX_NAME_BYTES + 1];
+  char token[PROTO_MAX_TOKEN_BYTES + 1]; /* "" : none */
   ENetHost *host;
   ENetPeer *peer;
   steerd_client_state state;
@@ -137,6 +138,10 @@ steerd_client *steerd_client_create(const steerd_client_config *cfg) {
   size_t name_len = strlen(name);
   if (name_len > PROTO_MAX_NAME_BYTES)
     return NULL;
+  const char *token = cfg->token != NULL ? cfg->token : "";
+  size_t token_len = strlen(token);
+  if (token_len > PROTO_MAX_TOKEN_BYTES)
+    return NULL;
 
   steerd_client *c = calloc(1, sizeof *c);
   if (c == NULL)
@@ -144,6 +149,8 @@ steerd_client *steerd_client_create(const steerd_client_config *cfg) {
   c->cfg = *cfg;
   memcpy(c->name, name, name_len + 1);
   c->cfg.name = c->name; /* the caller's string need not outlive create */
+  memcpy(c->token, token, token_len + 1);
+  c->cfg.token = c->token;
   c->next_request_id = 1;
   c->frame_cap = cfg->max_agents;
   /* Empty parts are legal, so the part count is bounded by agents + 1. */
@@ -205,6 +212,10 @@ static void send_hello(steerd_client *c) {
   hello->type = PROTO_MSG_HELLO;
   hello->hello.version = PROTO_VERSION;
   memcpy(hello->hello.name, c->name, sizeof c->name);
+  if (c->token[0] != '\0') {
+    hello->hello.has_token = 1;
+    memcpy(hello->hello.token, c->token, sizeof c->token);
+  }
   int r = send_command(c, hello, &c->hello_id);
   if (r < 0)
     connect_fail(c, r);

@@ -72,6 +72,8 @@ typedef struct steerd_client_callbacks {
 
 typedef struct steerd_client_config {
   const char *name;            /* HELLO name, <= PROTO_MAX_NAME_BYTES; copied at create ("steerd-client") */
+  const char *token;           /* HELLO token from `steerd token`, <= PROTO_MAX_TOKEN_BYTES; copied at
+                                  create; NULL or "": none (anonymous, loopback servers without a secret) */
   uint32_t max_agents;         /* frame capacity, agents per tick (10000) */
   uint32_t connect_timeout_ms; /* ENet connect + WELCOME (3000) */
   steerd_client_callbacks callbacks; /* any may be NULL */
@@ -86,14 +88,14 @@ typedef struct steerd_client_stats {
   uint64_t acks;
   uint64_t errors; /* ERROR replies */
   uint64_t events;
-  uint64_t snapshot_parts;    /* snapshot packets that decoded */
-  uint64_t snapshot_bytes;    /* their payload bytes */
+  uint64_t snapshot_parts;          /* snapshot packets that decoded */
+  uint64_t snapshot_bytes;          /* their payload bytes */
   uint64_t snapshot_part_max_bytes; /* the largest one */
-  uint64_t parts_dropped;     /* of an old or abandoned tick, duplicates, inconsistent headers */
-  uint64_t frames_complete;   /* delivered to on_snapshot_frame */
-  uint64_t frames_incomplete; /* abandoned: a newer tick started first, or a part did not fit */
-  uint64_t frames_overflow;   /* agent_total above max_agents (counted as incomplete too) */
-  uint64_t pings;             /* PING ACKs with a usable RTT */
+  uint64_t parts_dropped;           /* of an old or abandoned tick, duplicates, inconsistent headers */
+  uint64_t frames_complete;         /* delivered to on_snapshot_frame */
+  uint64_t frames_incomplete;       /* abandoned: a newer tick started first, or a part did not fit */
+  uint64_t frames_overflow;         /* agent_total above max_agents (counted as incomplete too) */
+  uint64_t pings;                   /* PING ACKs with a usable RTT */
   uint64_t rtt_last_us;
   uint64_t rtt_min_us;
   uint64_t rtt_sum_us;     /* mean = rtt_sum_us / pings */

@@ -31,6 +31,7 @@ typedef struct args {
   const char *host;
   uint16_t port;
   const char *name;
+  const char *token; /* --token, else STEERD_TOKEN; NULL: none */
   uint32_t timeout_ms;
   const char *cmd;
   const char *pos[4]; /* positional arguments after the subcommand */
@@ -49,12 +50,14 @@ static void on_sigint(int sig) {
 
 static void usage(FILE *f) {
   fputs(
-      "usage: steerd-client [--host H] [--port P] [--name N] [--timeout MS] COMMAND [ARGS]\n"
+      "usage: steerd-client [--host H] [--port P] [--name N] [--token T] [--timeout MS] COMMAND [ARGS]\n"
       "\n"
       "Global options:\n"
       "  --host H       server address (127.0.0.1)\n"
       "  --port P       server UDP port (7777)\n"
-      "  --name N       HELLO name (steerd-client)\n"
+      "  --name N       HELLO name (steerd-client); a token's name replaces it on the server\n"
+      "  --token T      HELLO token from `steerd token` (STEERD_TOKEN); needed when the server has a\n"
+      "                 secret, ignored by one without\n"
       "  --timeout MS   connect and reply timeout (3000)\n"
       "\n"
       "Commands:\n"
@@ -185,6 +188,7 @@ static int parse_args(int argc, char **argv, args *a) {
   a->host = "127.0.0.1";
   a->port = 7777;
   a->name = "steerd-client";
+  a->token = getenv("STEERD_TOKEN");
   a->timeout_ms = 3000;
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
@@ -214,6 +218,8 @@ static int parse_args(int argc, char **argv, args *a) {
         a->port = (uint16_t)p;
       } else if (strcmp(k, "name") == 0) {
         a->name = v;
+      } else if (strcmp(k, "token") == 0) {
+        a->token = v;
       } else if (strcmp(k, "timeout") == 0) {
         if (parse_u32(v, &a->timeout_ms) != 0) {
           fprintf(stderr, "steerd-client: bad --timeout %s\n", v);
@@ -388,6 +394,7 @@ static steerd_client *open_client(const args *a, const steerd_client_callbacks *
     return g_session;
   steerd_client_config cfg = steerd_client_default_config();
   cfg.name = a->name;
+  cfg.token = a->token;
   cfg.connect_timeout_ms = a->timeout_ms;
   if (cb != NULL)
     cfg.callbacks = *cb;
@@ -931,6 +938,7 @@ static int cmd_bots(const args *a) {
     snprintf(name, sizeof name, "%s-bot-%u", strlen(a->name) > 20 ? "steerd" : a->name, (unsigned)i);
     steerd_client_config cfg = steerd_client_default_config();
     cfg.name = name;
+    cfg.token = a->token;
     cfg.connect_timeout_ms = a->timeout_ms;
     cfg.callbacks.on_reply = bot_on_reply;
     cfg.user = b;

@@ -18,9 +18,10 @@
 /* ---- Names ---------------------------------------------------------------- */
 
 static const char *const error_names[PROTO_ERR_COUNT] = {
-    "OK",           "BAD_MESSAGE",   "UNKNOWN_TYPE", "BAD_FIELD",      "VERSION_MISMATCH",
-    "NOT_WELCOMED", "NO_SUCH_AGENT", "WORLD_FULL",   "MODEL_MISMATCH", "BAD_TARGET",
-    "TOO_LARGE",    "RATE_LIMITED",  "NOT_OWNER",    "INTERNAL"};
+    "OK",           "BAD_MESSAGE",   "UNKNOWN_TYPE",  "BAD_FIELD",      "VERSION_MISMATCH",
+    "NOT_WELCOMED", "NO_SUCH_AGENT", "WORLD_FULL",    "MODEL_MISMATCH", "BAD_TARGET",
+    "TOO_LARGE",    "RATE_LIMITED",  "NOT_OWNER",     "INTERNAL",       "FORBIDDEN",
+    "UNAUTHORIZED", "TOKEN_EXPIRED", "QUOTA_EXCEEDED"};
 
 static const char *const error_texts[PROTO_ERR_COUNT] = {
     "success",
@@ -36,10 +37,15 @@ static const char *const error_texts[PROTO_ERR_COUNT] = {
     "the message is too large",
     "too many commands: slow down",
     "the agent belongs to another client",
-    "internal server error"};
+    "internal server error",
+    "the client's role does not allow this command",
+    "the HELLO token is missing, forged or unreadable",
+    "the HELLO token has expired",
+    "the client owns its maximum of agents"};
 
 static const char *const disconnect_names[PROTO_DISCONNECT_COUNT] = {
-    "none", "server shutting down", "protocol abuse", "timeout", "version mismatch", "server full", "kicked"};
+    "none",   "server shutting down", "protocol abuse", "timeout", "version mismatch", "server full",
+    "kicked", "authentication failed"};
 
 static const char *const model_names[STEER_MODEL_COUNT] = {"kinematic", "dynamic", "heading"};
 
@@ -473,12 +479,17 @@ size_t proto_encode_command(uint8_t *buf, size_t cap, const proto_command *cmd) 
   switch (cmd->type) {
   case PROTO_MSG_HELLO: {
     size_t n = strnlen(cmd->hello.name, sizeof cmd->hello.name);
-    if (n > PROTO_MAX_NAME_BYTES)
+    size_t tn = strnlen(cmd->hello.token, sizeof cmd->hello.token);
+    if (n > PROTO_MAX_NAME_BYTES || tn > PROTO_MAX_TOKEN_BYTES)
       return 0;
-    msgpack_pack_map(&pk, 2);
+    msgpack_pack_map(&pk, cmd->hello.has_token ? 3 : 2);
     pack_ku(&pk, "version", cmd->hello.version);
     pack_key(&pk, "name");
     msgpack_pack_str_with_body(&pk, cmd->hello.name, n);
+    if (cmd->hello.has_token) {
+      pack_key(&pk, "token");
+      msgpack_pack_str_with_body(&pk, cmd->hello.token, tn);
+    }
     break;
   }
   case PROTO_MSG_SPAWN: {
@@ -1458,6 +1469,17 @@ static int hello_fn(reader *r, int key, void *ctx) {
     return rd_u32(r, &h->version);
   const uint8_t *s;
   size_t n;
+  if (key == 2) {
+    if (rd_str(r, PROTO_MAX_TOKEN_BYTES, &s, &n))
+      return -1;
+    for (size_t i = 0; i < n; i++)
+      if (s[i] < 0x21 || s[i] > 0x7e)
+        return bad(r, "not printable ASCII");
+    memcpy(h->token, s, n);
+    h->token[n] = '\0';
+    h->has_token = 1;
+    return 0;
+  }
   if (rd_str(r, PROTO_MAX_NAME_BYTES, &s, &n))
     return -1;
   if (memchr(s, 0, n) || !utf8_valid(s, n))
@@ -1609,7 +1631,7 @@ static int rd_body(reader *r, const char *const *keys, int nkeys, uint32_t requi
 }
 
 static int decode_command(reader *r, proto_command *out) {
-  static const char *const hello_keys[] = {"version", "name"};
+  static const char *const hello_keys[] = {"version", "name", "token"};
   static const char *const agent_keys[] = {"agent"};
   static const char *const set_behaviour_keys[] = {"agent", "behaviour"};
   static const char *const set_params_keys[] = {"agent", "limits", "params"};
@@ -1644,7 +1666,7 @@ static int decode_command(reader *r, proto_command *out) {
   switch (type) {
   case PROTO_MSG_HELLO:
     memset(&out->hello, 0, sizeof out->hello);
-    return rd_body(r, hello_keys, 2, 3u, hello_fn, &out->hello, NULL);
+    return rd_body(r, hello_keys, 3, 3u, hello_fn, &out->hello, NULL);
   case PROTO_MSG_SPAWN: {
     proto_spawn *s = &out->spawn;
     s->present = 0;

@@ -43,6 +43,7 @@
 #define PROTO_SNAPSHOT_PART_BYTES  1200   /* a snapshot packet never exceeds this */
 #define PROTO_MAX_PATH_POINTS      256    /* points of one SET_PATH / SPAWN path */
 #define PROTO_MAX_NAME_BYTES       64     /* HELLO name, UTF-8 bytes */
+#define PROTO_MAX_TOKEN_BYTES      1024   /* HELLO token, ASCII bytes */
 #define PROTO_MAX_ERROR_TEXT_BYTES 255    /* ERROR message, UTF-8 bytes */
 #define PROTO_MAX_FIELD_BYTES      63     /* ERROR field path, bytes */
 #define PROTO_MAX_MAP_ENTRIES      32     /* any map on the wire */
@@ -84,9 +85,13 @@ typedef enum proto_error_code {
   PROTO_ERR_MODEL_MISMATCH = 8, /* behaviour / cornering does not suit the agent's model */
   PROTO_ERR_BAD_TARGET = 9,     /* behaviour target missing or not a live agent */
   PROTO_ERR_TOO_LARGE = 10,     /* message > PROTO_MAX_MESSAGE_BYTES; snapshot > capacity */
-  PROTO_ERR_RATE_LIMITED = 11,
+  PROTO_ERR_RATE_LIMITED = 11,  /* over the peer's command rate: not applied */
   PROTO_ERR_NOT_OWNER = 12,
   PROTO_ERR_INTERNAL = 13,
+  PROTO_ERR_FORBIDDEN = 14,      /* the client's role may not send this command */
+  PROTO_ERR_UNAUTHORIZED = 15,   /* HELLO token missing, forged or unreadable */
+  PROTO_ERR_TOKEN_EXPIRED = 16,  /* HELLO token past its expiry */
+  PROTO_ERR_QUOTA_EXCEEDED = 17, /* the client owns its maximum of agents */
   PROTO_ERR_COUNT
 } proto_error_code;
 
@@ -99,6 +104,7 @@ typedef enum proto_disconnect_reason {
   PROTO_DISCONNECT_VERSION = 4,
   PROTO_DISCONNECT_FULL = 5,
   PROTO_DISCONNECT_KICKED = 6,
+  PROTO_DISCONNECT_AUTH_FAILED = 7, /* HELLO token refused */
   PROTO_DISCONNECT_COUNT
 } proto_disconnect_reason;
 
@@ -198,7 +204,9 @@ typedef struct proto_path {
 
 typedef struct proto_hello {
   uint32_t version;
-  char name[PROTO_MAX_NAME_BYTES + 1]; /* valid UTF-8, no NUL inside, NUL-terminated */
+  char name[PROTO_MAX_NAME_BYTES + 1];   /* valid UTF-8, no NUL inside, NUL-terminated */
+  uint8_t has_token;                     /* "token" sent (it may be "") */
+  char token[PROTO_MAX_TOKEN_BYTES + 1]; /* printable ASCII, NUL-terminated */
 } proto_hello;
 
 /* Bits of proto_spawn.present. */

@@ -5,7 +5,7 @@
 #   scripts/setup.sh --build-only  what building the server and client needs (Dockerfile)
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libuv1-dev libenet-dev libmsgpack-dev)
+packages=(build-essential cmake pkg-config libuv1-dev libenet-dev libmsgpack-dev libsodium-dev)
 if [ "${1:-}" != "--build-only" ]; then
   # Check for the tests; Debian's python3-enet and python3-msgpack are the independent
   # peers of the interop test; clang for the sanitizer and fuzzer builds.

@@ -9,7 +9,18 @@
 
 #include "log.h"
 
-typedef enum opt_kind { OPT_STRING, OPT_PORT, OPT_U32, OPT_U64, OPT_BOOL, OPT_WORLD, OPT_LEVEL } opt_kind;
+typedef enum opt_kind {
+  OPT_STRING,
+  OPT_FILE,
+  OPT_PORT,
+  OPT_U32,
+  OPT_U64,
+  OPT_BOOL,
+  OPT_WORLD,
+  OPT_LEVEL,
+  OPT_ROLE,
+  OPT_ORPHAN
+} opt_kind;
 
 typedef struct option_def {
   const char *flag;
@@ -23,21 +34,48 @@ typedef struct option_def {
 #define OFF(field) offsetof(steerd_config, field)
 
 static const option_def options[] = {
-    {"--bind", "STEERD_BIND", OPT_STRING, OFF(bind), 0, 0, "address to bind (127.0.0.1; 0.0.0.0 in the container)"},
+    {"--bind", "STEERD_BIND", OPT_STRING, OFF(bind), 0, 0,
+     "address to bind (127.0.0.1; 0.0.0.0 in the container)"},
     {"--port", "STEERD_PORT", OPT_PORT, OFF(port), 0, 0, "UDP port, 0 picks a free one (7777)"},
     {"--tick-rate", "STEERD_TICK_RATE", OPT_U32, OFF(tick_rate), 1, 1000, "simulation ticks per second (30)"},
     {"--snapshot-rate", "STEERD_SNAPSHOT_RATE", OPT_U32, OFF(snapshot_rate), 1, 1000,
      "snapshots per second, at most the tick rate (20)"},
-    {"--max-clients", "STEERD_MAX_CLIENTS", OPT_U32, OFF(max_clients), 1, 4091, "connected clients at most (64)"},
-    {"--max-agents", "STEERD_MAX_AGENTS", OPT_U32, OFF(max_agents), 1, 4194304, "agents in the world at most (10000)"},
-    {"--world", "STEERD_WORLD", OPT_WORLD, 0, 0, 0, "world bounds in metres: minx,miny,maxx,maxy (-500,-500,500,500)"},
+    {"--max-clients", "STEERD_MAX_CLIENTS", OPT_U32, OFF(max_clients), 1, 4091,
+     "connected clients at most (64)"},
+    {"--max-agents", "STEERD_MAX_AGENTS", OPT_U32, OFF(max_agents), 1, 4194304,
+     "agents in the world at most (10000)"},
+    {"--world", "STEERD_WORLD", OPT_WORLD, 0, 0, 0,
+     "world bounds in metres: minx,miny,maxx,maxy (-500,-500,500,500)"},
     {"--seed", "STEERD_SEED", OPT_U64, OFF(seed), 0, 0, "random seed of the world (1)"},
-    {"--demo", "STEERD_DEMO", OPT_BOOL, OFF(demo), 0, 0, "start with the demo world: 1 or 0 (1); --no-demo = 0"},
+    {"--demo", "STEERD_DEMO", OPT_BOOL, OFF(demo), 0, 0,
+     "start with the demo world: 1 or 0 (1); --no-demo = 0"},
     {"--client-timeout", "STEERD_CLIENT_TIMEOUT_MS", OPT_U32, OFF(client_timeout_ms), 100, 600000,
      "ms of silence before a client is dropped (5000)"},
     {"--max-catchup", "STEERD_MAX_CATCHUP", OPT_U32, OFF(max_catchup), 1, 1000,
      "ticks run back to back after a stall; the rest are skipped (5)"},
     {"--log-level", "STEERD_LOG_LEVEL", OPT_LEVEL, OFF(log_level), 0, 0, "debug, info, warn or error (info)"},
+    {"--secret-file", "STEERD_SECRET_FILE", OPT_FILE, OFF(secret_file), 0, 0,
+     "file whose first line is the token secret, 16+ bytes (else STEERD_SECRET)"},
+    {"--insecure", "STEERD_INSECURE", OPT_BOOL, OFF(insecure), 0, 0,
+     "allow anonymous clients on a non-loopback bind without a secret (0)"},
+    {"--anonymous-role", "STEERD_ANONYMOUS_ROLE", OPT_ROLE, OFF(anonymous_role), 0, 0,
+     "role of clients without a token when no secret is set: observer, controller, admin (controller)"},
+    {"--orphan-policy", "STEERD_ORPHAN_POLICY", OPT_ORPHAN, OFF(orphan_policy), 0, 0,
+     "a disconnected client's agents: keep, or despawn after the grace (keep)"},
+    {"--orphan-grace", "STEERD_ORPHAN_GRACE", OPT_U32, OFF(orphan_grace_s), 0, 86400,
+     "seconds a despawn-policy client has to come back for its agents (30)"},
+    {"--hello-timeout", "STEERD_HELLO_TIMEOUT_MS", OPT_U32, OFF(hello_timeout_ms), 100, 600000,
+     "ms a connected peer has to be WELCOMEd before it is dropped (5000)"},
+    {"--garbage-limit", "STEERD_GARBAGE_LIMIT", OPT_U32, OFF(garbage_limit), 1, 1000000,
+     "malformed packets a peer may send per 10 s before it is dropped (20)"},
+    {"--rate-limit", "STEERD_RATE_LIMIT", OPT_U32, OFF(rate_limit), 1, 1000000,
+     "commands per second per peer; excess gets RATE_LIMITED (50)"},
+    {"--rate-burst", "STEERD_RATE_BURST", OPT_U32, OFF(rate_burst), 1, 1000000,
+     "commands a peer may send back to back (100)"},
+    {"--max-agents-per-client", "STEERD_MAX_AGENTS_PER_CLIENT", OPT_U32, OFF(max_agents_per_client), 1,
+     4194304, "agents one client identity may own; QUOTA_EXCEEDED beyond (1000)"},
+    {"--max-path-points", "STEERD_MAX_PATH_POINTS", OPT_U32, OFF(max_path_points), 1, 256,
+     "points of one path, at most 256 (64)"},
 };
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
 
@@ -56,6 +94,15 @@ void steerd_config_default(steerd_config *c) {
   c->client_timeout_ms = 5000;
   c->max_catchup = 5;
   c->log_level = STEERD_LOG_INFO;
+  c->anonymous_role = STEERD_ROLE_CONTROLLER;
+  c->orphan_policy = STEERD_ORPHAN_KEEP;
+  c->orphan_grace_s = 30;
+  c->hello_timeout_ms = 5000;
+  c->garbage_limit = 20;
+  c->rate_limit = 50;
+  c->rate_burst = 100;
+  c->max_agents_per_client = 1000;
+  c->max_path_points = 64;
 }
 
 void steerd_config_usage(FILE *out) {
@@ -63,9 +110,65 @@ void steerd_config_usage(FILE *out) {
                "Authoritative movement server: a fixed-tick world of steered NPCs over ENet (UDP).\n"
                "Every option can also be set by its environment variable; flags win.\n\n");
   for (size_t i = 0; i < OPTION_COUNT; i++)
-    fprintf(out, "  %-18s %-26s %s\n", options[i].flag, options[i].env, options[i].help);
-  fprintf(out, "  %-18s %-26s %s\n", "--no-demo", "", "same as --demo 0");
-  fprintf(out, "  %-18s %-26s %s\n", "-h, --help", "", "this text");
+    fprintf(out, "  %-24s %-29s %s\n", options[i].flag, options[i].env, options[i].help);
+  fprintf(out, "  %-24s %-29s %s\n", "--no-demo", "", "same as --demo 0");
+  fprintf(out, "  %-24s %-29s %s\n", "", "STEERD_SECRET",
+          "the token secret itself, when no secret file is given");
+  fprintf(out, "  %-24s %-29s %s\n", "-h, --help", "", "this text");
+  fprintf(out, "\nSecurity: with a secret, every HELLO must carry a token signed with it; make one with\n"
+               "  steerd token --name NAME --role observer|controller|admin [--ttl SECONDS]\n"
+               "Without a secret, clients are anonymous (--anonymous-role) and the server binds only a\n"
+               "loopback address (127.0.0.0/8) unless --insecure is given.\n");
+}
+
+int steerd_address_is_loopback(const char *ip) {
+  unsigned a, b, c, d;
+  char tail;
+  return sscanf(ip, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 127 && b < 256 && c < 256 && d < 256;
+}
+
+int steerd_secret_load(const char *file, char *out, size_t cap, size_t *len, FILE *err) {
+  const char *source = "STEERD_SECRET";
+  *len = 0;
+  out[0] = '\0';
+  if (file && *file) {
+    FILE *f = fopen(file, "r");
+    if (!f) {
+      fprintf(err, "steerd: cannot read the secret file '%s': %s\n", file, strerror(errno));
+      return -1;
+    }
+    /* One byte more than the cap shows a line that is too long. */
+    char line[STEERD_AUTH_MAX_SECRET_BYTES + 2];
+    if (!fgets(line, sizeof line, f))
+      line[0] = '\0';
+    fclose(f);
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strlen(line) >= cap) {
+      fprintf(err, "steerd: the secret in '%s' is longer than %d bytes\n", file,
+              STEERD_AUTH_MAX_SECRET_BYTES);
+      return -1;
+    }
+    strcpy(out, line);
+    source = file;
+  } else {
+    const char *env = getenv("STEERD_SECRET");
+    if (!env || !*env)
+      return 0;
+    if (strlen(env) >= cap) {
+      fprintf(err, "steerd: STEERD_SECRET is longer than %d bytes\n", STEERD_AUTH_MAX_SECRET_BYTES);
+      return -1;
+    }
+    strcpy(out, env);
+  }
+  *len = strlen(out);
+  if (*len < STEERD_AUTH_MIN_SECRET_BYTES) {
+    fprintf(err,
+            "steerd: the secret from %s has %zu bytes; it needs at least %d (try: head -c 32 /dev/urandom | "
+            "base64)\n",
+            source, *len, STEERD_AUTH_MIN_SECRET_BYTES);
+    return -1;
+  }
+  return 1;
 }
 
 static int parse_u64(const char *s, uint64_t *out) {
@@ -106,6 +209,26 @@ static int apply(steerd_config *c, const option_def *o, const char *value) {
     if (strlen(value) >= sizeof(c->bind) || !*value)
       return -1;
     strcpy(base + o->offset, value);
+    return 0;
+  case OPT_FILE:
+    if (strlen(value) >= sizeof(c->secret_file))
+      return -1;
+    strcpy(base + o->offset, value);
+    return 0;
+  case OPT_ROLE: {
+    int r = steerd_role_parse(value);
+    if (r < 0)
+      return -1;
+    *(int *)(base + o->offset) = r;
+    return 0;
+  }
+  case OPT_ORPHAN:
+    if (strcmp(value, "keep") == 0)
+      *(int *)(base + o->offset) = STEERD_ORPHAN_KEEP;
+    else if (strcmp(value, "despawn") == 0)
+      *(int *)(base + o->offset) = STEERD_ORPHAN_DESPAWN;
+    else
+      return -1;
     return 0;
   case OPT_PORT:
     if (parse_u64(value, &u) || u > 65535)
@@ -190,6 +313,8 @@ int steerd_config_parse(steerd_config *c, int argc, char **argv, FILE *err) {
       return -1;
     }
   }
+  if (steerd_secret_load(c->secret_file, c->secret, sizeof c->secret, &c->secret_len, err) < 0)
+    return -1;
   if (c->snapshot_rate > c->tick_rate) {
     fprintf(err, "steerd: the snapshot rate (%u) cannot exceed the tick rate (%u)\n", c->snapshot_rate,
             c->tick_rate);

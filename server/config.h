@@ -8,7 +8,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "auth.h"
 #include "vec2.h"
+
+/* What happens to a client's agents when it disconnects (--orphan-policy). */
+typedef enum steerd_orphan_policy {
+  STEERD_ORPHAN_KEEP = 0,    /* they stay, owned by the client's identity */
+  STEERD_ORPHAN_DESPAWN = 1, /* despawned after orphan_grace_s unless the identity comes back */
+  STEERD_ORPHAN_COUNT
+} steerd_orphan_policy;
+
+#define STEERD_GARBAGE_WINDOW_MS 10000 /* malformed packets are counted per 10 s window */
 
 typedef struct steerd_config {
   char bind[64];              /* address to bind (STEERD_BIND, 127.0.0.1) */
@@ -23,6 +33,22 @@ typedef struct steerd_config {
   uint32_t client_timeout_ms; /* a silent client is dropped after this (STEERD_CLIENT_TIMEOUT_MS, 5000) */
   uint32_t max_catchup;       /* ticks run at once after a stall (STEERD_MAX_CATCHUP, 5) */
   int log_level;              /* steerd_log_level (STEERD_LOG_LEVEL, info) */
+
+  /* Security (PROTOCOL.md 4 and 14). */
+  char secret_file[256];                         /* first line is the secret (STEERD_SECRET_FILE, none) */
+  char secret[STEERD_AUTH_MAX_SECRET_BYTES + 1]; /* from secret_file, else STEERD_SECRET */
+  size_t secret_len;                             /* 0: no secret, clients are anonymous */
+  int insecure;            /* allow anonymous clients off loopback (STEERD_INSECURE, 0) */
+  int anonymous_role;      /* steerd_role of anonymous clients (STEERD_ANONYMOUS_ROLE, controller) */
+  int orphan_policy;       /* steerd_orphan_policy (STEERD_ORPHAN_POLICY, keep) */
+  uint32_t orphan_grace_s; /* s before a gone client's agents are despawned (STEERD_ORPHAN_GRACE, 30) */
+  uint32_t
+      hello_timeout_ms;   /* a peer without WELCOME is dropped after this (STEERD_HELLO_TIMEOUT_MS, 5000) */
+  uint32_t garbage_limit; /* malformed packets per 10 s before ABUSE (STEERD_GARBAGE_LIMIT, 20) */
+  uint32_t rate_limit;    /* commands per second per peer (STEERD_RATE_LIMIT, 50) */
+  uint32_t rate_burst;    /* token bucket size (STEERD_RATE_BURST, 100) */
+  uint32_t max_agents_per_client; /* agents one identity may own (STEERD_MAX_AGENTS_PER_CLIENT, 1000) */
+  uint32_t max_path_points;       /* points of one path, <= 256 (STEERD_MAX_PATH_POINTS, 64) */
 } steerd_config;
 
 void steerd_config_default(steerd_config *c);
@@ -31,5 +57,14 @@ void steerd_config_default(steerd_config *c);
  * --help was printed, or -1 after printing an error to err. */
 int steerd_config_parse(steerd_config *c, int argc, char **argv, FILE *err);
 void steerd_config_usage(FILE *out);
+
+/* Reads the secret: the first line of file when file is non-empty, else the
+ * STEERD_SECRET environment variable. Returns 1 with the secret in out (NUL-
+ * terminated, *len bytes), 0 when none is configured, or -1 after printing an
+ * error to err (unreadable file, shorter than 16 or longer than 1024 bytes). */
+int steerd_secret_load(const char *file, char *out, size_t cap, size_t *len, FILE *err);
+
+/* 1 if the dotted IPv4 address is in 127.0.0.0/8. */
+int steerd_address_is_loopback(const char *ip);
 
 #endif /* STEERD_CONFIG_H */

@@ -1,9 +1,14 @@
-/* main.c: steerd, the authoritative movement server. */
+/* main.c: steerd, the authoritative movement server, and `steerd token`, which
+ * issues the tokens its HELLOs carry. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
+#include "auth.h"
 #include "config.h"
 #include "log.h"
 #include "protocol.h"
@@ -23,7 +28,100 @@ static void on_signal(uv_signal_t *h, int signum) {
   uv_close((uv_handle_t *)&sig->sigterm, NULL);
 }
 
+#define TOKEN_DEFAULT_TTL 3600u
+#define TOKEN_MAX_TTL     (10u * 366u * 86400u)
+
+static void token_usage(FILE *out) {
+  fprintf(out,
+          "usage: steerd token --name NAME [--role ROLE] [--ttl SECONDS] [--secret-file FILE]\n\n"
+          "Prints a token for a client's HELLO on stdout, signed with the server's secret: the\n"
+          "first line of --secret-file FILE (or STEERD_SECRET_FILE), else STEERD_SECRET.\n\n"
+          "  --name NAME          the client's identity, 1..64 bytes; it owns the agents it spawns\n"
+          "  --role ROLE          observer, controller or admin (controller)\n"
+          "  --ttl SECONDS        lifetime from now, 1..%u (%u)\n"
+          "  --secret-file FILE   where the secret is\n\n"
+          "example: STEERD_SECRET=... steerd token --name alice --role controller --ttl 3600\n",
+          TOKEN_MAX_TTL, TOKEN_DEFAULT_TTL);
+}
+
+/* `steerd token ...`: argv[0] is "token". Exit status 0, or 2 on a usage error. */
+static int token_main(int argc, char **argv) {
+  const char *name = NULL, *role_name = "controller";
+  const char *secret_file = getenv("STEERD_SECRET_FILE");
+  unsigned long long ttl = TOKEN_DEFAULT_TTL;
+  for (int a = 1; a < argc; a++) {
+    const char *arg = argv[a];
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+      token_usage(stdout);
+      return 0;
+    }
+    if (a + 1 >= argc) {
+      fprintf(stderr, "steerd token: %s needs a value (try steerd token --help)\n", arg);
+      return 2;
+    }
+    const char *value = argv[++a];
+    if (strcmp(arg, "--name") == 0) {
+      name = value;
+    } else if (strcmp(arg, "--role") == 0) {
+      role_name = value;
+    } else if (strcmp(arg, "--secret-file") == 0) {
+      secret_file = value;
+    } else if (strcmp(arg, "--ttl") == 0) {
+      char *end;
+      errno = 0;
+      ttl = strtoull(value, &end, 10);
+      if (errno || *end || value[0] == '-' || ttl == 0 || ttl > TOKEN_MAX_TTL) {
+        fprintf(stderr, "steerd token: --ttl wants seconds in 1..%u, not '%s'\n", TOKEN_MAX_TTL, value);
+        return 2;
+      }
+    } else {
+      fprintf(stderr, "steerd token: unknown option '%s' (try steerd token --help)\n", arg);
+      return 2;
+    }
+  }
+  if (!name || !*name || strlen(name) > STEERD_AUTH_MAX_NAME_BYTES) {
+    fprintf(stderr, "steerd token: --name NAME (1..%d bytes) is required\n", STEERD_AUTH_MAX_NAME_BYTES);
+    return 2;
+  }
+  int role = steerd_role_parse(role_name);
+  if (role < 0) {
+    fprintf(stderr, "steerd token: --role is observer, controller or admin, not '%s'\n", role_name);
+    return 2;
+  }
+  static char secret[STEERD_AUTH_MAX_SECRET_BYTES + 1];
+  size_t secret_len;
+  int rc = steerd_secret_load(secret_file, secret, sizeof secret, &secret_len, stderr);
+  if (rc < 0)
+    return 2;
+  if (rc == 0) {
+    fprintf(stderr, "steerd token: no secret configured: set STEERD_SECRET (16+ bytes) or pass --secret-file "
+                    "FILE, the same as the server's\n");
+    return 2;
+  }
+  steerd_auth auth;
+  if (steerd_auth_init(&auth, secret, secret_len) != STEERD_AUTH_OK) {
+    fprintf(stderr, "steerd token: %s\n", steerd_auth_strerror(STEERD_AUTH_ESECRET));
+    return 2;
+  }
+  steerd_token t;
+  memset(&t, 0, sizeof t);
+  strcpy(t.name, name);
+  t.role = (steerd_role)role;
+  t.issued_at = (uint64_t)time(NULL);
+  t.expires_at = t.issued_at + ttl;
+  char token[STEERD_AUTH_MAX_TOKEN_BYTES + 1];
+  rc = steerd_auth_issue(&auth, &t, token, sizeof token);
+  if (rc < 0) {
+    fprintf(stderr, "steerd token: the name must be valid UTF-8 without NUL\n");
+    return 2;
+  }
+  printf("%s\n", token);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "token") == 0)
+    return token_main(argc - 1, argv + 1);
   steerd_config cfg;
   steerd_config_default(&cfg);
   int rc = steerd_config_parse(&cfg, argc, argv, stderr);

@@ -2,26 +2,50 @@
 #include "server.h"
 
 #include <enet/enet.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "auth.h"
 #include "demo.h"
 #include "log.h"
 #include "protocol.h"
 #include "ticker.h"
+#include "validate.h"
 #include "world.h"
 
 #define SHUTDOWN_GRACE_NS 500000000ull /* clients get this long to hear the disconnect */
 #define STATS_INTERVAL_NS 60000000000ull
-#define SPARE_PEERS 4
+#define SPARE_PEERS       4
+
+/* An identity that owns agents: a token's name (it outlives its connections, so
+ * a client that reconnects owns its agents again), or one anonymous connection.
+ * A record lives while it has a connection or an agent. */
+typedef struct owner_rec {
+  uint32_t id; /* client id in WELCOME and as agent owner; 0: record free */
+  char name[PROTO_MAX_NAME_BYTES + 1];
+  int named;            /* from a token: the same name finds the record again */
+  uint32_t agents;      /* live agents it owns */
+  uint32_t connections; /* welcomed connections using it */
+  uint64_t orphaned_ns; /* despawn policy: when its last connection left; 0 otherwise */
+} owner_rec;
 
 typedef struct client {
   ENetPeer *peer; /* NULL: slot free */
-  uint32_t id;    /* never reused while the server runs; 0 is the server itself */
+  uint32_t id;    /* connection id, for logs; never reused while the server runs */
   int welcomed;
+  int closing;      /* disconnect requested: its packets are ignored */
+  int role;         /* steerd_role, from WELCOME on */
+  owner_rec *owner; /* from WELCOME on */
   char name[PROTO_MAX_NAME_BYTES + 1];
   char addr[64];
-  uint64_t commands, bad_messages;
+  uint64_t connected_ns;
+  uint64_t commands, bad_messages, rate_limited;
+  uint64_t garbage_window_ns; /* start of the current 10 s window */
+  uint32_t garbage_count;     /* malformed packets in it */
+  double tokens;              /* rate limit bucket, commands */
+  uint64_t bucket_ns;         /* last refill */
 } client;
 
 struct steerd_server {
@@ -44,6 +68,14 @@ struct steerd_server {
 
   client *clients;
   uint32_t next_client_id;
+
+  int auth_on; /* a secret is configured: every HELLO needs a token */
+  steerd_auth auth;
+  steerd_bounds bounds;
+  owner_rec *owners; /* max_clients + max_agents records */
+  uint32_t owner_cap;
+  uint32_t orphans_pending; /* records waiting for their grace to end */
+  steer_id *scratch_ids;    /* max_agents: agents to despawn */
 
   proto_command cmd;                    /* decode scratch (large: holds path points) */
   uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
@@ -105,6 +137,94 @@ static void broadcast_event(steerd_server *s, uint8_t code, steer_id agent, uint
     broadcast(s, PROTO_CHANNEL_RELIABLE, s->out, n, ENET_PACKET_FLAG_RELIABLE);
 }
 
+/* ---- owners ----------------------------------------------------------------- */
+
+static owner_rec *owner_by_id(steerd_server *s, uint32_t id) {
+  for (uint32_t i = 0; id && i < s->owner_cap; i++)
+    if (s->owners[i].id == id)
+      return &s->owners[i];
+  return NULL;
+}
+
+static owner_rec *owner_by_name(steerd_server *s, const char *name) {
+  for (uint32_t i = 0; i < s->owner_cap; i++)
+    if (s->owners[i].id && s->owners[i].named && strcmp(s->owners[i].name, name) == 0)
+      return &s->owners[i];
+  return NULL;
+}
+
+static owner_rec *owner_new(steerd_server *s, uint32_t id, const char *name, int named) {
+  for (uint32_t i = 0; i < s->owner_cap; i++) {
+    owner_rec *o = &s->owners[i];
+    if (o->id)
+      continue;
+    memset(o, 0, sizeof(*o));
+    o->id = id;
+    o->named = named;
+    snprintf(o->name, sizeof(o->name), "%s", name);
+    return o;
+  }
+  return NULL; /* cannot happen: records <= clients + agents */
+}
+
+static void owner_release_if_idle(steerd_server *s, owner_rec *o) {
+  if (o->connections == 0 && o->agents == 0) {
+    if (o->orphaned_ns)
+      s->orphans_pending--;
+    memset(o, 0, sizeof(*o));
+  }
+}
+
+/* An agent is gone: its owner's count drops. */
+static void owner_agent_gone(steerd_server *s, uint32_t owner_id, const client *by) {
+  owner_rec *o = by && by->owner && by->owner->id == owner_id ? by->owner : owner_by_id(s, owner_id);
+  if (!o)
+    return; /* the server's own (owner 0) */
+  if (o->agents)
+    o->agents--;
+  owner_release_if_idle(s, o);
+}
+
+/* A welcomed connection leaves its identity. */
+static void owner_detach(steerd_server *s, client *c) {
+  owner_rec *o = c->owner;
+  c->owner = NULL;
+  if (!o || --o->connections > 0)
+    return;
+  if (o->agents > 0 && s->cfg.orphan_policy == STEERD_ORPHAN_DESPAWN) {
+    o->orphaned_ns = uv_hrtime();
+    s->orphans_pending++;
+    LOG_INFO("owner %u (%s): %u agents despawn in %u s unless it comes back", o->id, o->name, o->agents,
+             s->cfg.orphan_grace_s);
+    return;
+  }
+  owner_release_if_idle(s, o);
+}
+
+/* Despawns the agents of identities whose grace has run out. */
+static void despawn_orphans(steerd_server *s, uint64_t now) {
+  if (s->orphans_pending == 0)
+    return;
+  uint64_t grace = (uint64_t)s->cfg.orphan_grace_s * 1000000000ull;
+  for (uint32_t i = 0; i < s->owner_cap; i++) {
+    owner_rec *o = &s->owners[i];
+    if (!o->id || !o->orphaned_ns || o->connections > 0 || now - o->orphaned_ns < grace)
+      continue;
+    steer_world_view view = steer_world_get_view(s->world);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < view.count; k++)
+      if (view.owner[k] == o->id)
+        s->scratch_ids[n++] = view.id[k];
+    for (uint32_t k = 0; k < n; k++)
+      if (steer_world_despawn(s->world, s->scratch_ids[k]) == STEER_OK)
+        broadcast_event(s, PROTO_EVENT_DESPAWNED, s->scratch_ids[k], 0);
+    LOG_INFO("owner %u (%s) did not come back within %u s: despawned its %u agents", o->id, o->name,
+             s->cfg.orphan_grace_s, n);
+    o->agents = 0;
+    owner_release_if_idle(s, o);
+  }
+}
+
 /* ---- commands ------------------------------------------------------------ */
 
 /* A world error as a wire error; `field` names what the command got wrong. */
@@ -114,19 +234,48 @@ static void send_world_error(steerd_server *s, client *c, uint32_t request_id, i
   send_error(s, c, request_id, code, steer_strerror(rc), code == PROTO_ERR_WORLD_FULL ? NULL : name);
 }
 
-static int inside_world(const steerd_server *s, vec2 p) {
-  const steer_world_config *wc = steer_world_get_config(s->world);
-  return p.x >= wc->min.x && p.x <= wc->max.x && p.y >= wc->min.y && p.y <= wc->max.y;
+static void send_check_error(steerd_server *s, client *c, uint32_t request_id, const steerd_check *chk) {
+  send_error(s, c, request_id, PROTO_ERR_BAD_FIELD, chk->message, chk->field);
 }
 
-/* Points of a path must lie in the world; names the first that does not. */
-static int check_path_points(const steerd_server *s, const proto_path *p, char *field, size_t cap) {
-  for (uint32_t i = 0; i < p->count; i++)
-    if (!inside_world(s, p->points[i])) {
-      snprintf(field, cap, "points[%u]", i);
-      return -1;
-    }
-  return 0;
+/* Asks the peer to go once what is queued for it (the last ERROR) has left;
+ * whatever it sends meanwhile is ignored. */
+static void drop_client(steerd_server *s, client *c, uint32_t reason, const char *why) {
+  if (c->closing)
+    return;
+  c->closing = 1;
+  LOG_WARN("client %u (%s): disconnecting (%s): %s", c->id, c->addr, proto_disconnect_name(reason), why);
+  enet_peer_disconnect_later(c->peer, reason);
+  (void)s;
+}
+
+/* A malformed packet: counted per 10 s window; over the limit the peer goes. */
+static void count_garbage(steerd_server *s, client *c) {
+  uint64_t now = uv_hrtime();
+  c->bad_messages++;
+  s->stats.bad_messages++;
+  if (c->garbage_count == 0 ||
+      now - c->garbage_window_ns >= (uint64_t)STEERD_GARBAGE_WINDOW_MS * 1000000ull) {
+    c->garbage_window_ns = now;
+    c->garbage_count = 0;
+  }
+  if (++c->garbage_count > s->cfg.garbage_limit) {
+    s->stats.abuse_disconnects++;
+    drop_client(s, c, PROTO_DISCONNECT_ABUSE, "too many malformed packets");
+  }
+}
+
+/* Token bucket: rate_limit per second, rate_burst deep. 1 if the command may run. */
+static int take_token(steerd_server *s, client *c) {
+  uint64_t now = uv_hrtime();
+  c->tokens += (double)(now - c->bucket_ns) * 1e-9 * (double)s->cfg.rate_limit;
+  if (c->tokens > (double)s->cfg.rate_burst)
+    c->tokens = (double)s->cfg.rate_burst;
+  c->bucket_ns = now;
+  if (c->tokens < 1.0)
+    return 0;
+  c->tokens -= 1.0;
+  return 1;
 }
 
 static int apply_path(steerd_server *s, steer_id id, const proto_path *p) {
@@ -140,7 +289,7 @@ static int apply_path(steerd_server *s, steer_id id, const proto_path *p) {
   return steer_world_set_behaviour(s->world, id, &info.behaviour);
 }
 
-/* Only the owner commands an agent; the server's own (the demo's) are everyone's. */
+/* Observers command nothing; controllers their own agents; admins every agent. */
 static int may_command(steerd_server *s, client *c, uint32_t request_id, steer_id agent) {
   steer_agent_info info;
   int rc = steer_world_get(s->world, agent, &info);
@@ -148,29 +297,89 @@ static int may_command(steerd_server *s, client *c, uint32_t request_id, steer_i
     send_world_error(s, c, request_id, rc, "agent");
     return 0;
   }
-  if (info.owner != STEERD_DEMO_OWNER && info.owner != c->id) {
-    send_error(s, c, request_id, PROTO_ERR_NOT_OWNER, "the agent belongs to another client", "agent");
+  if (c->role != STEERD_ROLE_ADMIN && info.owner != c->owner->id) {
+    send_error(s, c, request_id, PROTO_ERR_NOT_OWNER,
+               info.owner == STEERD_DEMO_OWNER ? "the agent belongs to the server: only admins command it"
+                                               : "the agent belongs to another client",
+               "agent");
     return 0;
   }
   return 1;
+}
+
+/* Who the HELLO says it is: 0 with *role and *named set, or -1 after the
+ * ERROR and the disconnect. */
+static int authenticate(steerd_server *s, client *c, const proto_command *cmd, int *role, int *named,
+                        char *name) {
+  const proto_hello *h = &cmd->hello;
+  if (!s->auth_on) {
+    if (h->has_token)
+      LOG_DEBUG("client %u: token ignored: no secret is configured", c->id);
+    *role = s->cfg.anonymous_role;
+    *named = 0;
+    snprintf(name, PROTO_MAX_NAME_BYTES + 1, "%s", h->name);
+    return 0;
+  }
+  steerd_token t;
+  int rc = h->has_token ? steerd_auth_verify(&s->auth, h->token, strlen(h->token), (uint64_t)time(NULL), &t)
+                        : STEERD_AUTH_EMALFORMED;
+  if (rc != STEERD_AUTH_OK) {
+    int code = rc == STEERD_AUTH_EEXPIRED ? PROTO_ERR_TOKEN_EXPIRED : PROTO_ERR_UNAUTHORIZED;
+    const char *why = !h->has_token ? "this server needs a token in HELLO" : steerd_auth_strerror(rc);
+    s->stats.auth_failures++;
+    send_error(s, c, cmd->request_id, code, why, "token");
+    drop_client(s, c, PROTO_DISCONNECT_AUTH_FAILED, why);
+    return -1;
+  }
+  if (c->welcomed && (!c->owner->named || strcmp(c->owner->name, t.name) != 0)) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD, "a connection cannot change its identity",
+               "token");
+    return -1;
+  }
+  *role = (int)t.role;
+  *named = 1;
+  memcpy(name, t.name, sizeof(t.name));
+  return 0;
 }
 
 static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
   if (cmd->hello.version != PROTO_VERSION) {
     send_error(s, c, cmd->request_id, PROTO_ERR_VERSION_MISMATCH, "this server speaks protocol version 1",
                "version");
+    c->closing = 1;
     enet_peer_disconnect_later(c->peer, PROTO_DISCONNECT_VERSION);
     return;
   }
-  if (!c->welcomed)
-    LOG_INFO("client %u (%s) says hello as '%s'", c->id, c->addr, cmd->hello.name);
+  int role, named;
+  char name[PROTO_MAX_NAME_BYTES + 1];
+  if (authenticate(s, c, cmd, &role, &named, name) != 0)
+    return;
+  if (!c->welcomed) {
+    owner_rec *o = named ? owner_by_name(s, name) : NULL;
+    if (o && o->orphaned_ns) {
+      o->orphaned_ns = 0;
+      s->orphans_pending--;
+      LOG_INFO("owner %u (%s) is back in time: its %u agents stay", o->id, o->name, o->agents);
+    }
+    if (!o)
+      o = owner_new(s, c->id, name, named);
+    if (!o) {
+      send_error(s, c, cmd->request_id, PROTO_ERR_INTERNAL, "no room for another client", NULL);
+      return;
+    }
+    o->connections++;
+    c->owner = o;
+    LOG_INFO("client %u (%s) says hello as '%s'%s, role %s, client id %u", c->id, c->addr, name,
+             named ? " (token)" : " (anonymous)", steerd_role_name(role), o->id);
+  }
   c->welcomed = 1;
-  memcpy(c->name, cmd->hello.name, sizeof(c->name));
+  c->role = role; /* a fresh token may change the role of the same name */
+  memcpy(c->name, name, sizeof(c->name));
   const steer_world_config *wc = steer_world_get_config(s->world);
   proto_welcome w;
   memset(&w, 0, sizeof(w));
   w.request_id = cmd->request_id;
-  w.client_id = c->id;
+  w.client_id = c->owner->id;
   w.tick_rate = s->cfg.tick_rate;
   w.snapshot_rate = s->cfg.snapshot_rate;
   w.world_min = wc->min;
@@ -183,27 +392,34 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
 
 static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
   const proto_spawn *sp = &cmd->spawn;
-  char field[32];
-  if (!inside_world(s, sp->position)) {
-    send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD, "position outside the world bounds",
-               sp->position.x < steer_world_get_config(s->world)->min.x ||
-                       sp->position.x > steer_world_get_config(s->world)->max.x
-                   ? "x"
-                   : "y");
-    return;
-  }
-  if ((sp->present & PROTO_SPAWN_PATH) && check_path_points(s, &sp->path, field, sizeof(field)) != 0) {
-    char path_field[48];
-    snprintf(path_field, sizeof(path_field), "path.%s", field);
-    send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD, "path point outside the world bounds", path_field);
+  steerd_check chk;
+  if (steerd_check_spawn(sp, &s->bounds, &chk) != 0) {
+    send_check_error(s, c, cmd->request_id, &chk);
     return;
   }
   steer_agent_desc desc = steer_default_agent_desc();
   proto_spawn_apply(sp, &desc);
+  if (sp->present & PROTO_SPAWN_PATH) {
+    /* The path's params merge into the behaviour's: check them before spawning. */
+    steer_params merged = desc.behaviour.params;
+    proto_params_apply(&sp->path.params, &merged);
+    if (steerd_check_merged_params(&merged, "path", &chk) != 0) {
+      send_check_error(s, c, cmd->request_id, &chk);
+      return;
+    }
+  }
+  if (c->owner->agents >= s->cfg.max_agents_per_client) {
+    char text[96];
+    snprintf(text, sizeof(text), "you own %u agents, the most this server allows a client",
+             s->cfg.max_agents_per_client);
+    send_error(s, c, cmd->request_id, PROTO_ERR_QUOTA_EXCEEDED, text, NULL);
+    return;
+  }
   steer_id id;
-  int rc = steer_world_spawn(s->world, &desc, c->id, &id);
+  int rc = steer_world_spawn(s->world, &desc, c->owner->id, &id);
   if (rc != STEER_OK) {
-    send_world_error(s, c, cmd->request_id, rc, (sp->present & PROTO_SPAWN_BEHAVIOUR) ? "behaviour" : "limits");
+    send_world_error(s, c, cmd->request_id, rc,
+                     (sp->present & PROTO_SPAWN_BEHAVIOUR) ? "behaviour" : "limits");
     return;
   }
   if (sp->present & PROTO_SPAWN_PATH) {
@@ -214,13 +430,48 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
       return;
     }
   }
+  c->owner->agents++;
   ack->agent = id;
   send_ack(s, c, ack);
-  broadcast_event(s, PROTO_EVENT_SPAWNED, id, c->id);
+  broadcast_event(s, PROTO_EVENT_SPAWNED, id, c->owner->id);
+}
+
+static void cmd_set_path(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
+  const proto_set_path *sp = &cmd->set_path;
+  steerd_check chk;
+  if (steerd_check_path(&sp->path, &s->bounds, "", &chk) != 0) {
+    send_check_error(s, c, cmd->request_id, &chk);
+    return;
+  }
+  /* Refuse params that would fail once merged before the path changes anything. */
+  steer_agent_info info;
+  int rc = steer_world_get(s->world, sp->agent, &info);
+  if (rc != STEER_OK) {
+    send_world_error(s, c, cmd->request_id, rc, "agent");
+    return;
+  }
+  proto_params_apply(&sp->path.params, &info.behaviour.params);
+  if (steerd_check_merged_params(&info.behaviour.params, "params", &chk) != 0) {
+    send_check_error(s, c, cmd->request_id, &chk);
+    return;
+  }
+  ack->agent = sp->agent;
+  rc = apply_path(s, sp->agent, &sp->path);
+  if (rc != STEER_OK) {
+    send_world_error(s, c, cmd->request_id, rc, rc == STEER_EMODEL ? "cornering" : "params");
+    return;
+  }
+  send_ack(s, c, ack);
 }
 
 static void cmd_set_params(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
   const proto_set_params *sp = &cmd->set_params;
+  steerd_check chk;
+  if (steerd_check_limits(&sp->limits, "limits", &chk) != 0 ||
+      steerd_check_params(&sp->params, "params", &chk) != 0) {
+    send_check_error(s, c, cmd->request_id, &chk);
+    return;
+  }
   steer_agent_info info;
   int rc = steer_world_get(s->world, sp->agent, &info);
   if (rc != STEER_OK) {
@@ -231,6 +482,10 @@ static void cmd_set_params(steerd_server *s, client *c, const proto_command *cmd
   steer_behaviour b = info.behaviour;
   proto_limits_apply(&sp->limits, &limits);
   proto_params_apply(&sp->params, &b.params);
+  if (steerd_check_merged_params(&b.params, "params", &chk) != 0) {
+    send_check_error(s, c, cmd->request_id, &chk);
+    return;
+  }
   /* Both or neither: limits first, undone if the params are refused. */
   rc = steer_world_set_limits(s->world, sp->agent, &limits);
   if (rc != STEER_OK) {
@@ -269,12 +524,23 @@ static void cmd_query(steerd_server *s, client *c, const proto_command *cmd, pro
 static void handle_command(steerd_server *s, client *c, const proto_command *cmd) {
   s->stats.commands++;
   c->commands++;
+  if (!take_token(s, c)) {
+    c->rate_limited++;
+    s->stats.rate_limited++;
+    send_error(s, c, cmd->request_id, PROTO_ERR_RATE_LIMITED, "too many commands: this one was not applied",
+               NULL);
+    return;
+  }
   if (cmd->type == PROTO_MSG_HELLO) {
     cmd_hello(s, c, cmd);
     return;
   }
   if (!c->welcomed) {
     send_error(s, c, cmd->request_id, PROTO_ERR_NOT_WELCOMED, "send HELLO first", NULL);
+    return;
+  }
+  if (c->role == STEERD_ROLE_OBSERVER && cmd->type != PROTO_MSG_QUERY && cmd->type != PROTO_MSG_PING) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_FORBIDDEN, "observers may only QUERY and PING", NULL);
     return;
   }
   proto_ack ack;
@@ -295,16 +561,26 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
   case PROTO_MSG_SPAWN:
     cmd_spawn(s, c, cmd, &ack);
     return;
-  case PROTO_MSG_DESPAWN:
+  case PROTO_MSG_DESPAWN: {
+    steer_agent_info info;
     ack.agent = cmd->despawn.agent;
-    rc = steer_world_despawn(s->world, cmd->despawn.agent);
+    rc = steer_world_get(s->world, ack.agent, &info);
+    if (rc == STEER_OK)
+      rc = steer_world_despawn(s->world, ack.agent);
     if (rc != STEER_OK)
       break;
+    owner_agent_gone(s, info.owner, c);
     send_ack(s, c, &ack);
     broadcast_event(s, PROTO_EVENT_DESPAWNED, cmd->despawn.agent, 0);
     return;
+  }
   case PROTO_MSG_SET_BEHAVIOUR: {
+    steerd_check chk;
     ack.agent = cmd->set_behaviour.agent;
+    if (steerd_check_behaviour(&cmd->set_behaviour.behaviour, &s->bounds, "behaviour", &chk) != 0) {
+      send_check_error(s, c, cmd->request_id, &chk);
+      return;
+    }
     steer_behaviour b = steer_default_behaviour((steer_behaviour_kind)cmd->set_behaviour.behaviour.kind);
     proto_behaviour_apply(&cmd->set_behaviour.behaviour, &b);
     rc = steer_world_set_behaviour(s->world, ack.agent, &b);
@@ -318,21 +594,9 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
     send_ack(s, c, &ack);
     return;
   }
-  case PROTO_MSG_SET_PATH: {
-    char field[32];
-    ack.agent = cmd->set_path.agent;
-    if (check_path_points(s, &cmd->set_path.path, field, sizeof(field)) != 0) {
-      send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD, "path point outside the world bounds", field);
-      return;
-    }
-    rc = apply_path(s, ack.agent, &cmd->set_path.path);
-    if (rc != STEER_OK) {
-      send_world_error(s, c, cmd->request_id, rc, rc == STEER_EMODEL ? "cornering" : "params");
-      return;
-    }
-    send_ack(s, c, &ack);
+  case PROTO_MSG_SET_PATH:
+    cmd_set_path(s, c, cmd, &ack);
     return;
-  }
   case PROTO_MSG_SET_PARAMS:
     ack.agent = cmd->set_params.agent;
     cmd_set_params(s, c, cmd, &ack);
@@ -362,27 +626,27 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
 }
 
 static void handle_packet(steerd_server *s, client *c, const ENetPacket *p, uint8_t channel) {
+  if (c->closing)
+    return;
   if (channel != PROTO_CHANNEL_RELIABLE) {
-    c->bad_messages++;
-    s->stats.bad_messages++;
     send_error(s, c, 0, PROTO_ERR_BAD_MESSAGE, "commands go on channel 0", NULL);
+    count_garbage(s, c);
     return;
   }
   if (p->dataLength > PROTO_MAX_MESSAGE_BYTES) {
-    c->bad_messages++;
-    s->stats.bad_messages++;
     send_error(s, c, 0, PROTO_ERR_TOO_LARGE, "message larger than 16384 bytes", NULL);
+    count_garbage(s, c);
     return;
   }
   proto_error_info err;
   int rc = proto_decode_command(p->data, p->dataLength, &s->cmd, &err);
   if (rc != 0) {
-    c->bad_messages++;
-    s->stats.bad_messages++;
     char text[PROTO_MAX_ERROR_TEXT_BYTES + 1];
     snprintf(text, sizeof(text), "%s%s%s", proto_error_text(err.code), err.reason ? ": " : "",
              err.reason ? err.reason : "");
-    send_error(s, c, err.has_request_id ? err.request_id : 0, err.code, text, err.field[0] ? err.field : NULL);
+    send_error(s, c, err.has_request_id ? err.request_id : 0, err.code, text,
+               err.field[0] ? err.field : NULL);
+    count_garbage(s, c);
     return;
   }
   handle_command(s, c, &s->cmd);
@@ -448,16 +712,32 @@ static void service_enet(steerd_server *s);
 
 static void log_stats(steerd_server *s) {
   steerd_server_stats *st = &s->stats;
-  LOG_INFO("stats: %u clients, %u agents, tick %llu, %llu overruns, %llu skipped, %llu slow, mean step %.1f us, "
-           "%llu snapshots, %llu commands, %llu bad messages",
-           st->clients, steer_world_count(s->world), (unsigned long long)steer_world_tick(s->world),
-           (unsigned long long)st->overruns, (unsigned long long)st->ticks_skipped,
-           (unsigned long long)st->slow_ticks, st->ticks ? (double)st->step_ns_total / st->ticks / 1000.0 : 0.0,
-           (unsigned long long)st->snapshots, (unsigned long long)st->commands,
-           (unsigned long long)st->bad_messages);
+  LOG_INFO(
+      "stats: %u clients, %u agents, tick %llu, %llu overruns, %llu skipped, %llu slow, mean step %.1f us, "
+      "%llu snapshots, %llu commands, %llu bad messages",
+      st->clients, steer_world_count(s->world), (unsigned long long)steer_world_tick(s->world),
+      (unsigned long long)st->overruns, (unsigned long long)st->ticks_skipped,
+      (unsigned long long)st->slow_ticks, st->ticks ? (double)st->step_ns_total / st->ticks / 1000.0 : 0.0,
+      (unsigned long long)st->snapshots, (unsigned long long)st->commands,
+      (unsigned long long)st->bad_messages);
 }
 
 static void close_handles(steerd_server *s);
+
+/* Peers that have not been WELCOMEd within the hello timeout go. */
+static void drop_late_hellos(steerd_server *s, uint64_t now) {
+  uint64_t limit = (uint64_t)s->cfg.hello_timeout_ms * 1000000ull;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    if (c->peer && !c->welcomed && !c->closing && now - c->connected_ns > limit) {
+      s->stats.hello_timeouts++;
+      c->closing = 1;
+      LOG_WARN("client %u (%s): no WELCOME within %u ms: disconnecting (timeout)", c->id, c->addr,
+               s->cfg.hello_timeout_ms);
+      enet_peer_disconnect(c->peer, PROTO_DISCONNECT_TIMEOUT);
+    }
+  }
+}
 
 static void on_timer(uv_timer_t *t) {
   steerd_server *s = t->data;
@@ -471,6 +751,8 @@ static void on_timer(uv_timer_t *t) {
     uv_timer_start(&s->timer, on_timer, 10, 0);
     return;
   }
+  drop_late_hellos(s, now);
+  despawn_orphans(s, now);
   uint32_t due = steerd_ticker_due(&s->ticks, now);
   for (uint32_t i = 0; i < due; i++)
     run_tick(s);
@@ -509,8 +791,8 @@ static void on_connect(steerd_server *s, ENetEvent *ev) {
     return;
   }
   if (ev->data != PROTO_VERSION || peer->channelCount < PROTO_CHANNEL_COUNT) {
-    LOG_WARN("refused %s:%u: protocol %u with %u channels (want %d with %d)", host, peer->address.port, ev->data,
-             (unsigned)peer->channelCount, PROTO_VERSION, PROTO_CHANNEL_COUNT);
+    LOG_WARN("refused %s:%u: protocol %u with %u channels (want %d with %d)", host, peer->address.port,
+             ev->data, (unsigned)peer->channelCount, PROTO_VERSION, PROTO_CHANNEL_COUNT);
     enet_peer_disconnect(peer, PROTO_DISCONNECT_VERSION);
     return;
   }
@@ -526,6 +808,9 @@ static void on_connect(steerd_server *s, ENetEvent *ev) {
   memset(c, 0, sizeof(*c));
   c->peer = peer;
   c->id = s->next_client_id++;
+  c->connected_ns = uv_hrtime();
+  c->bucket_ns = c->connected_ns;
+  c->tokens = (double)s->cfg.rate_burst;
   snprintf(c->addr, sizeof(c->addr), "%s:%u", host, peer->address.port);
   peer->data = c;
   enet_peer_timeout(peer, 0, s->cfg.client_timeout_ms, s->cfg.client_timeout_ms);
@@ -538,9 +823,10 @@ static void on_disconnect(steerd_server *s, ENetEvent *ev) {
   if (!c)
     return; /* refused before it became a client */
   /* ENet reports a timeout as a disconnect carrying no data. */
-  LOG_INFO("client %u (%s) %s after %llu commands, %llu bad messages; its agents stay", c->id, c->addr,
+  LOG_INFO("client %u (%s) %s after %llu commands, %llu bad messages, %llu rate limited", c->id, c->addr,
            ev->data ? "disconnected" : "disconnected or timed out", (unsigned long long)c->commands,
-           (unsigned long long)c->bad_messages);
+           (unsigned long long)c->bad_messages, (unsigned long long)c->rate_limited);
+  owner_detach(s, c);
   ev->peer->data = NULL;
   c->peer = NULL;
   s->stats.clients--;
@@ -597,27 +883,63 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->next_client_id = 1;
   s->clients = calloc(cfg->max_clients, sizeof(*s->clients));
   s->part_first = calloc((size_t)cfg->max_agents + 2, sizeof(*s->part_first));
+  s->owner_cap = cfg->max_clients + cfg->max_agents;
+  s->owners = calloc(s->owner_cap, sizeof(*s->owners));
+  s->scratch_ids = calloc(cfg->max_agents, sizeof(*s->scratch_ids));
   steer_world_config wc = steer_default_world_config();
   wc.max_agents = cfg->max_agents;
   wc.min = cfg->world_min;
   wc.max = cfg->world_max;
   wc.seed = cfg->seed;
-  wc.max_path_points = PROTO_MAX_PATH_POINTS;
+  wc.max_path_points = cfg->max_path_points;
+  s->bounds.min = cfg->world_min;
+  s->bounds.max = cfg->world_max;
+  s->bounds.max_path_points = cfg->max_path_points;
   s->world = steer_world_create(&wc);
-  if (!s->clients || !s->part_first || !s->world) {
-    LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents, cfg->world_min.x,
-              cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
+  if (!s->clients || !s->part_first || !s->owners || !s->scratch_ids || !s->world) {
+    LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
+              cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
     steerd_server_destroy(s);
     return NULL;
   }
   if (cfg->demo) {
     int rc = steerd_demo_create(&s->demo, s->world, cfg->seed);
     if (rc != STEER_OK) {
-      LOG_ERROR("cannot build the demo world: %s (it needs bounds of +-60 m and 64 agents)", steer_strerror(rc));
+      LOG_ERROR("cannot build the demo world: %s (it needs bounds of +-60 m and 64 agents)",
+                steer_strerror(rc));
       steerd_server_destroy(s);
       return NULL;
     }
     s->demo_on = 1;
+  }
+
+  /* Who may connect: with a secret, holders of its tokens; without one,
+   * anyone who can reach the address, so only loopback unless told. */
+  if (cfg->secret_len > 0) {
+    if (steerd_auth_init(&s->auth, cfg->secret, cfg->secret_len) != STEERD_AUTH_OK) {
+      LOG_ERROR("cannot use the secret: %s", steerd_auth_strerror(STEERD_AUTH_ESECRET));
+      steerd_server_destroy(s);
+      return NULL;
+    }
+    s->auth_on = 1;
+    LOG_INFO("authentication on: every HELLO needs a token signed with the secret (steerd token --help)");
+  } else if (steerd_address_is_loopback(cfg->bind)) {
+    LOG_WARN("no secret configured (STEERD_SECRET, --secret-file): anonymous clients are allowed, as %s, "
+             "because the server is bound to the loopback address %s only",
+             steerd_role_name(cfg->anonymous_role), cfg->bind);
+  } else if (cfg->insecure) {
+    LOG_WARN(
+        "INSECURE: no secret configured and bound to %s: anyone who can reach it connects anonymously as "
+        "%s (--insecure)",
+        cfg->bind, steerd_role_name(cfg->anonymous_role));
+  } else {
+    LOG_ERROR(
+        "refusing to start: bound to %s without a secret, anyone could command the world. Set "
+        "STEERD_SECRET (or --secret-file FILE) and give clients tokens (steerd token), or pass --insecure "
+        "(STEERD_INSECURE=1) to allow anonymous clients anyway",
+        cfg->bind);
+    steerd_server_destroy(s);
+    return NULL;
   }
 
   if (enet_initialize() != 0) {
@@ -643,9 +965,9 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   ENetAddress bound;
   if (enet_socket_get_address(s->host->socket, &bound) == 0)
     s->host->address.port = bound.port;
-  LOG_INFO("listening on %s:%u (udp), tick %u Hz, snapshots %u Hz, %u clients, %u agents max, demo %s", cfg->bind,
-           s->host->address.port, cfg->tick_rate, cfg->snapshot_rate, cfg->max_clients, cfg->max_agents,
-           s->demo_on ? "on" : "off");
+  LOG_INFO("listening on %s:%u (udp), tick %u Hz, snapshots %u Hz, %u clients, %u agents max, demo %s",
+           cfg->bind, s->host->address.port, cfg->tick_rate, cfg->snapshot_rate, cfg->max_clients,
+           cfg->max_agents, s->demo_on ? "on" : "off");
   if (s->demo_on)
     LOG_INFO("demo world: %u agents in %u groups", steer_world_count(s->world), s->demo.group_count);
   return s;
@@ -707,6 +1029,10 @@ void steerd_server_destroy(steerd_server *s) {
   steer_world_destroy(s->world);
   free(s->clients);
   free(s->part_first);
+  free(s->owners);
+  free(s->scratch_ids);
+  sodium_memzero(s->cfg.secret, sizeof(s->cfg.secret));
+  sodium_memzero(&s->auth, sizeof(s->auth));
   free(s);
 }
 

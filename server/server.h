@@ -16,18 +16,22 @@
 typedef struct steerd_server steerd_server;
 
 typedef struct steerd_server_stats {
-  uint64_t ticks;           /* world steps run */
-  uint64_t ticks_skipped;   /* steps dropped after stalls */
-  uint64_t overruns;        /* wake-ups that found more than one tick due */
-  uint64_t slow_ticks;      /* steps that took longer than a tick period */
-  uint64_t snapshots;       /* snapshots sent (each may be several packets) */
+  uint64_t ticks;         /* world steps run */
+  uint64_t ticks_skipped; /* steps dropped after stalls */
+  uint64_t overruns;      /* wake-ups that found more than one tick due */
+  uint64_t slow_ticks;    /* steps that took longer than a tick period */
+  uint64_t snapshots;     /* snapshots sent (each may be several packets) */
   uint64_t snapshot_packets;
-  uint64_t snapshot_bytes;  /* payload bytes, per copy sent */
-  uint64_t commands;        /* commands handled */
+  uint64_t snapshot_bytes; /* payload bytes, per copy sent */
+  uint64_t commands;       /* commands handled */
   uint64_t errors_sent;
-  uint64_t bad_messages;    /* undecodable messages received */
-  uint64_t step_ns_total;   /* time spent in world steps */
-  uint32_t clients;         /* connected now */
+  uint64_t bad_messages;      /* undecodable messages received */
+  uint64_t rate_limited;      /* commands refused with RATE_LIMITED */
+  uint64_t auth_failures;     /* HELLOs refused for their token */
+  uint64_t abuse_disconnects; /* peers dropped for malformed packets */
+  uint64_t hello_timeouts;    /* peers dropped for not saying HELLO in time */
+  uint64_t step_ns_total;     /* time spent in world steps */
+  uint32_t clients;           /* connected now */
 } steerd_server_stats;
 
 /* Binds the ENet host and builds the world; logs "listening on ADDR:PORT".

@@ -37,6 +37,18 @@ static proto_command cmd_hello(void) {
   return c;
 }
 
+/* The HELLO of a server with a secret: the token is the one test_auth.c issues
+ * for "godot-client", controller, under PROTOCOL.md's example secret. */
+#define EXAMPLE_TOKEN                                                                                        \
+  "stk1.lQGsZ29kb3QtY2xpZW50qmNvbnRyb2xsZXLOaVW5AM5pVarw.WyfI4-VbW9JIWLccNl0q-6pHhbq1RzHjjtskgQDm0Uw"
+
+static proto_command cmd_hello_token(void) {
+  proto_command c = cmd_hello();
+  c.hello.has_token = 1;
+  strcpy(c.hello.token, EXAMPLE_TOKEN);
+  return c;
+}
+
 static proto_command cmd_spawn(void) {
   proto_command c;
   memset(&c, 0, sizeof c);
@@ -174,6 +186,7 @@ typedef size_t (*example_fn)(uint8_t *b, size_t cap);
 static size_t enc_cmd(uint8_t *b, size_t cap, proto_command c) { return proto_encode_command(b, cap, &c); }
 
 static size_t ex_hello(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_hello()); }
+static size_t ex_hello_token(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_hello_token()); }
 static size_t ex_spawn(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_spawn()); }
 static size_t ex_despawn(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_agent(PROTO_MSG_DESPAWN, 3)); }
 static size_t ex_set_behaviour(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_set_behaviour()); }
@@ -221,6 +234,7 @@ static const struct example {
   const char *name;
   example_fn fn;
 } examples[] = {{"hello", ex_hello},
+                {"hello_token", ex_hello_token},
                 {"spawn", ex_spawn},
                 {"despawn", ex_despawn},
                 {"set_behaviour", ex_set_behaviour},
@@ -238,7 +252,8 @@ static const struct example {
                 {"error_nil", ex_error_nil},
                 {"event", ex_event},
                 {"snapshot", ex_snapshot}};
-#define EXAMPLE_COUNT (sizeof examples / sizeof examples[0])
+#define EXAMPLE_COUNT    (sizeof examples / sizeof examples[0])
+#define COMMAND_EXAMPLES 10 /* examples[0..9] are client commands, the rest server messages */
 
 /* ---- Helpers ------------------------------------------------------------------ */
 
@@ -406,6 +421,20 @@ START_TEST(test_roundtrip_commands) {
   proto_command o = roundtrip_cmd(&c);
   ck_assert_str_eq(o.hello.name, "godot-client");
   ck_assert_uint_eq(o.hello.version, 1);
+  ck_assert_uint_eq(o.hello.has_token, 0);
+  c = cmd_hello_token();
+  o = roundtrip_cmd(&c);
+  ck_assert_uint_eq(o.hello.has_token, 1);
+  ck_assert_str_eq(o.hello.token, EXAMPLE_TOKEN);
+  /* The longest token, and an empty one (sent, so present). */
+  memset(c.hello.token, 'T', PROTO_MAX_TOKEN_BYTES);
+  c.hello.token[PROTO_MAX_TOKEN_BYTES] = '\0';
+  o = roundtrip_cmd(&c);
+  ck_assert_uint_eq(strlen(o.hello.token), PROTO_MAX_TOKEN_BYTES);
+  c.hello.token[0] = '\0';
+  o = roundtrip_cmd(&c);
+  ck_assert_uint_eq(o.hello.has_token, 1);
+  ck_assert_str_eq(o.hello.token, "");
 
   /* SPAWN with every field. */
   c = cmd_spawn();
@@ -614,6 +643,14 @@ START_TEST(test_apply) {
   ck_assert_str_eq(proto_error_name(-PROTO_ERR_BAD_FIELD), "BAD_FIELD");
   ck_assert_str_eq(proto_error_name(PROTO_ERR_INTERNAL), "INTERNAL");
   ck_assert_str_eq(proto_error_name(999), "UNKNOWN");
+  ck_assert_str_eq(proto_error_name(PROTO_ERR_FORBIDDEN), "FORBIDDEN");
+  ck_assert_str_eq(proto_error_name(PROTO_ERR_UNAUTHORIZED), "UNAUTHORIZED");
+  ck_assert_str_eq(proto_error_name(PROTO_ERR_TOKEN_EXPIRED), "TOKEN_EXPIRED");
+  ck_assert_str_eq(proto_error_name(PROTO_ERR_QUOTA_EXCEEDED), "QUOTA_EXCEEDED");
+  for (int code = 0; code < PROTO_ERR_COUNT; code++)
+    ck_assert_str_ne(proto_error_text(code), "unknown error");
+  ck_assert_str_eq(proto_disconnect_name(PROTO_DISCONNECT_AUTH_FAILED), "authentication failed");
+  ck_assert_str_eq(proto_disconnect_name(PROTO_DISCONNECT_ABUSE), "protocol abuse");
   for (int i = 0; i < PROTO_ERR_COUNT; i++)
     ck_assert_ptr_nonnull(proto_error_text(i));
   ck_assert_str_eq(proto_behaviour_name(STEER_BEHAVIOUR_LOOK_WHERE_GOING), "look_where_going");
@@ -764,7 +801,7 @@ END_TEST
 
 START_TEST(test_truncated) {
   /* Every proper prefix of every command example is BAD_MESSAGE. */
-  for (size_t k = 0; k < 9; k++) {
+  for (size_t k = 0; k < COMMAND_EXAMPLES; k++) {
     size_t n = examples[k].fn(buf, sizeof buf);
     ck_assert_uint_gt(n, 0);
     for (size_t cut = 0; cut < n; cut++) {
@@ -780,7 +817,7 @@ START_TEST(test_truncated) {
     free(copy);
   }
   /* Same for the server messages on the client side. */
-  for (size_t k = 9; k < EXAMPLE_COUNT; k++) {
+  for (size_t k = COMMAND_EXAMPLES; k < EXAMPLE_COUNT; k++) {
     size_t n = examples[k].fn(buf, sizeof buf);
     for (size_t cut = 0; cut < n; cut++) {
       uint8_t *copy = malloc(cut ? cut : 1);
@@ -1013,6 +1050,25 @@ START_TEST(test_bad_fields) {
     mb_str(&m, "version"), msgpack_pack_int(&m.pk, 1);
     mb_str(&m, "name"), msgpack_pack_bin_with_body(&m.pk, "bin", 3);
     expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "name");
+    /* token: a str of at most 1024 printable ASCII bytes. */
+    static char long_token[PROTO_MAX_TOKEN_BYTES + 1];
+    memset(long_token, 'T', sizeof long_token);
+    const char *bad_tokens[] = {long_token, "a b", "a\x01", "\xc3\xa9", "a\0b"};
+    size_t bad_token_len[] = {PROTO_MAX_TOKEN_BYTES + 1, 3, 2, 2, 3};
+    for (int i = 0; i < 5; i++) {
+      mb_init(&m);
+      mb_cmd(&m, PROTO_MSG_HELLO, 1, 3);
+      mb_str(&m, "version"), msgpack_pack_int(&m.pk, 1);
+      mb_str(&m, "name"), mb_str(&m, "n");
+      mb_str(&m, "token"), msgpack_pack_str_with_body(&m.pk, bad_tokens[i], bad_token_len[i]);
+      expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "token");
+    }
+    mb_init(&m);
+    mb_cmd(&m, PROTO_MSG_HELLO, 1, 3);
+    mb_str(&m, "version"), msgpack_pack_int(&m.pk, 1);
+    mb_str(&m, "name"), mb_str(&m, "n");
+    mb_str(&m, "token"), msgpack_pack_int(&m.pk, 7);
+    expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "token");
   }
 }
 END_TEST

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "client.h"
 #include "protocol.h"
 #include "steerd_proc.h"
@@ -22,13 +23,15 @@ typedef steerd_proc server_proc;
 
 static uint64_t now_ms(void) { return steerd_proc_now_ms(); }
 
-static int log_contains(const server_proc *s, const char *needle) { return steerd_proc_log_contains(s, needle); }
+static int log_contains(const server_proc *s, const char *needle) {
+  return steerd_proc_log_contains(s, needle);
+}
 
 /* Starts the server with a 1 s client timeout and extra flags. */
 static void server_start(server_proc *s, const char *const *extra) {
-  const char *args[16] = {"--client-timeout", "1000"};
+  const char *args[32] = {"--client-timeout", "1000"};
   int n = 2;
-  for (int i = 0; extra && extra[i] && n < 15; i++)
+  for (int i = 0; extra && extra[i] && n < 31; i++)
     args[n++] = extra[i];
   args[n] = NULL;
   ck_assert_msg(steerd_proc_start(s, STEERD_BINARY, args, 5000) == 0,
@@ -45,7 +48,7 @@ static int server_stop(server_proc *s) {
 /* ---- a recording client ---------------------------------------------------------- */
 
 #define MAX_EVENTS 256
-#define MAX_TRACK 4096
+#define MAX_TRACK  4096
 
 typedef struct pose_sample {
   uint64_t tick;
@@ -54,7 +57,7 @@ typedef struct pose_sample {
 
 typedef struct recorder {
   steerd_client *client;
-  steer_id watch;                /* agent whose poses are recorded */
+  steer_id watch; /* agent whose poses are recorded */
   pose_sample track[MAX_TRACK];
   uint32_t track_count;
   proto_event events[MAX_EVENTS];
@@ -70,6 +73,8 @@ typedef struct recorder {
   uint32_t kept_count;
   uint32_t disconnect_reason;
   int disconnected;
+  uint32_t acks;                        /* replies seen by on_reply */
+  uint32_t errors[PROTO_ERR_COUNT + 1]; /* by code; unknown codes at PROTO_ERR_COUNT */
 } recorder;
 
 static void on_frame(void *user, const steerd_client_frame *f) {
@@ -97,25 +102,69 @@ static void on_event(void *user, const proto_event *e) {
     r->events[r->event_count++] = *e;
 }
 
+static void on_reply(void *user, const proto_server_msg *m) {
+  recorder *r = user;
+  if (m->type == PROTO_MSG_ACK)
+    r->acks++;
+  else if (m->type == PROTO_MSG_ERROR)
+    r->errors[m->error.code < PROTO_ERR_COUNT ? m->error.code : PROTO_ERR_COUNT]++;
+}
+
 static void on_disconnect(void *user, uint32_t reason) {
   recorder *r = user;
   r->disconnected = 1;
   r->disconnect_reason = reason;
 }
 
-static void recorder_connect(recorder *r, const server_proc *s, const char *name) {
+/* Connects with a token (NULL: none); returns steerd_client_connect's code. */
+static int recorder_try_connect(recorder *r, const server_proc *s, const char *name, const char *token) {
   memset(r, 0, sizeof(*r));
   steerd_client_config cfg = steerd_client_default_config();
   cfg.name = name;
+  cfg.token = token;
   cfg.max_agents = 2000;
   cfg.callbacks.on_snapshot_frame = on_frame;
   cfg.callbacks.on_event = on_event;
+  cfg.callbacks.on_reply = on_reply;
   cfg.callbacks.on_disconnect = on_disconnect;
   cfg.user = r;
   r->client = steerd_client_create(&cfg);
   ck_assert_ptr_nonnull(r->client);
-  int rc = steerd_client_connect(r->client, "127.0.0.1", s->port);
+  return steerd_client_connect(r->client, "127.0.0.1", s->port);
+}
+
+static void recorder_connect(recorder *r, const server_proc *s, const char *name) {
+  int rc = recorder_try_connect(r, s, name, NULL);
   ck_assert_msg(rc == 0, "connect: %s", steerd_client_strerror(rc));
+}
+
+/* ---- tokens ------------------------------------------------------------------ */
+
+#define TEST_SECRET "steerd test secret, 32 bytes ok"
+
+/* TEST_SECRET in a file for --secret-file, written by main() before the tests. */
+static char secret_path[64];
+
+/* A token signed with TEST_SECRET, valid for ttl seconds from now (negative: expired). */
+static const char *make_token(char *out, size_t cap, const char *name, steerd_role role, long ttl) {
+  steerd_auth a;
+  ck_assert_int_eq(steerd_auth_init(&a, TEST_SECRET, strlen(TEST_SECRET)), 0);
+  steerd_token t;
+  memset(&t, 0, sizeof(t));
+  snprintf(t.name, sizeof(t.name), "%s", name);
+  t.role = role;
+  t.issued_at = (uint64_t)time(NULL) - (ttl < 0 ? 7200 : 0);
+  t.expires_at = (uint64_t)((long)time(NULL) + ttl);
+  ck_assert_int_gt(steerd_auth_issue(&a, &t, out, cap), 0);
+  return out;
+}
+
+/* Connects with a fresh token for name and role; asserts success. */
+static void recorder_connect_as(recorder *r, const server_proc *s, const char *name, steerd_role role) {
+  char token[STEERD_AUTH_MAX_TOKEN_BYTES + 1];
+  make_token(token, sizeof(token), name, role, 3600);
+  int rc = recorder_try_connect(r, s, name, token);
+  ck_assert_msg(rc == 0, "connect as %s: %s", name, steerd_client_strerror(rc));
 }
 
 static void recorder_close(recorder *r) {
@@ -400,6 +449,20 @@ static int raw_exchange(raw_client *rc, const void *data, size_t len, proto_erro
   return 0;
 }
 
+/* Services a raw client for ms; returns the disconnect reason, or -1. */
+static int raw_wait_disconnect(raw_client *rc, uint32_t ms) {
+  uint64_t end = now_ms() + ms;
+  ENetEvent ev;
+  while (now_ms() < end)
+    if (enet_host_service(rc->host, &ev, 5) > 0) {
+      if (ev.type == ENET_EVENT_TYPE_RECEIVE)
+        enet_packet_destroy(ev.packet);
+      else if (ev.type == ENET_EVENT_TYPE_DISCONNECT)
+        return (int)ev.data;
+    }
+  return -1;
+}
+
 START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
   server_proc s;
   server_start(&s, NULL);
@@ -418,30 +481,536 @@ START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
   ck_assert_uint_eq(e.request_id, 7);
   static const uint8_t before_hello[] = {0x93, 0x08, 0x05, 0x81, 0xa5, 'a', 'g', 'e', 'n', 't', 0x01};
   ck_assert_int_eq(raw_exchange(&bad, before_hello, sizeof(before_hello), NULL), PROTO_ERR_NOT_WELCOMED);
+  enet_host_destroy(bad.host);
 
-  /* Flood garbage for two seconds while the good client counts its frames. */
+  /* For two seconds: a welcomed peer floods valid commands (refused beyond its
+   * rate) while peer after peer floods garbage until it is dropped; the good
+   * client counts its frames meanwhile. */
+  recorder flooder;
+  recorder_connect(&flooder, &s, "flooder");
   uint64_t frames0 = good.frames;
   uint64_t end = now_ms() + 2000;
-  uint32_t flood = 0;
+  uint32_t garbage_sent = 0, dropped = 0, commands_sent = 0;
+  raw_client g;
+  int g_open = 0;
   while (now_ms() < end) {
-    for (int i = 0; i < 20; i++, flood++)
-      enet_peer_send(bad.peer, 0, enet_packet_create(garbage, sizeof(garbage), ENET_PACKET_FLAG_RELIABLE));
+    proto_command ping = command(PROTO_MSG_PING);
+    for (int i = 0; i < 20; i++, commands_sent++)
+      steerd_client_send(flooder.client, &ping, NULL);
+    steerd_client_service(flooder.client, 0);
+    if (!g_open) {
+      raw_connect(&g, s.port);
+      g_open = 1;
+    }
+    for (int i = 0; i < 20; i++, garbage_sent++)
+      enet_peer_send(g.peer, 0, enet_packet_create(garbage, sizeof(garbage), ENET_PACKET_FLAG_RELIABLE));
     ENetEvent ev;
-    while (enet_host_service(bad.host, &ev, 0) > 0)
+    while (g_open && enet_host_service(g.host, &ev, 0) > 0) {
       if (ev.type == ENET_EVENT_TYPE_RECEIVE)
         enet_packet_destroy(ev.packet);
+      else if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+        ck_assert_uint_eq(ev.data, PROTO_DISCONNECT_ABUSE);
+        dropped++;
+        enet_host_destroy(g.host);
+        g_open = 0;
+      }
+    }
     steerd_client_service(good.client, 5);
   }
+  if (g_open)
+    enet_host_destroy(g.host);
   uint64_t got = good.frames - frames0;
-  ck_assert_msg(got >= 36, "good client got %llu frames in 2 s at 20 Hz while %u garbage packets flew",
-                (unsigned long long)got, flood);
-  ck_assert_uint_gt(flood, 1000);
+  ck_assert_msg(got >= 36,
+                "good client got %llu frames in 2 s at 20 Hz while %u garbage packets and %u commands flew",
+                (unsigned long long)got, garbage_sent, commands_sent);
+  ck_assert_uint_gt(commands_sent, 1000);
+  ck_assert_uint_ge(dropped, 3); /* garbage peers were dropped one after the other */
+  pump(&flooder, 300);
+  ck_assert_uint_gt(flooder.errors[PROTO_ERR_RATE_LIMITED], 500);
+  ck_assert_uint_le(flooder.acks, 100 + 2 * 50 + 50); /* burst + 2 s at 50/s, with slack */
+  ck_assert_int_eq(flooder.disconnected, 0);          /* refused, not dropped */
   /* And the server still answers. */
   uint64_t rtt;
   ck_assert_int_eq(steerd_client_ping(good.client, 2000, &rtt), 0);
-  enet_host_destroy(bad.host);
+  recorder_close(&flooder);
   recorder_close(&good);
   server_stop(&s);
+}
+END_TEST
+
+START_TEST(garbage_beyond_the_limit_disconnects) {
+  server_proc s;
+  const char *const args[] = {"--no-demo", "--garbage-limit", "20", NULL};
+  server_start(&s, args);
+  raw_client bad;
+  raw_connect(&bad, s.port);
+  static const uint8_t garbage[] = {0xc1};
+  /* Twenty are tolerated (each gets its ERROR)... */
+  for (int i = 0; i < 20; i++)
+    ck_assert_int_eq(raw_exchange(&bad, garbage, sizeof(garbage), NULL), PROTO_ERR_BAD_MESSAGE);
+  /* ...the 21st gets its ERROR and the disconnect. */
+  ck_assert_int_eq(raw_exchange(&bad, garbage, sizeof(garbage), NULL), PROTO_ERR_BAD_MESSAGE);
+  ck_assert_int_eq(raw_wait_disconnect(&bad, 2000), PROTO_DISCONNECT_ABUSE);
+  enet_host_destroy(bad.host);
+  /* Packets on channel 1 and oversized ones count too. */
+  raw_connect(&bad, s.port);
+  static uint8_t big[PROTO_MAX_MESSAGE_BYTES + 1];
+  for (int i = 0; i < 10; i++)
+    enet_peer_send(bad.peer, 1, enet_packet_create(garbage, sizeof(garbage), ENET_PACKET_FLAG_RELIABLE));
+  for (int i = 0; i < 11; i++)
+    enet_peer_send(bad.peer, 0, enet_packet_create(big, sizeof(big), ENET_PACKET_FLAG_RELIABLE));
+  ck_assert_int_eq(raw_wait_disconnect(&bad, 3000), PROTO_DISCONNECT_ABUSE);
+  enet_host_destroy(bad.host);
+  ck_assert(log_contains(&s, "too many malformed packets"));
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(silent_peers_are_dropped_after_the_hello_timeout) {
+  server_proc s;
+  const char *const args[] = {"--no-demo", "--hello-timeout", "500", NULL};
+  server_start(&s, args);
+  raw_client quiet;
+  raw_connect(&quiet, s.port);
+  uint64_t t0 = now_ms();
+  ck_assert_int_eq(raw_wait_disconnect(&quiet, 3000), PROTO_DISCONNECT_TIMEOUT);
+  uint64_t waited = now_ms() - t0;
+  ck_assert_msg(waited >= 400 && waited < 2000, "dropped after %llu ms", (unsigned long long)waited);
+  enet_host_destroy(quiet.host);
+  /* A peer that says HELLO in time stays well past it. */
+  recorder r;
+  recorder_connect(&r, &s, "prompt");
+  pump(&r, 1200);
+  ck_assert_int_eq(r.disconnected, 0);
+  ck_assert_int_eq(steerd_client_ping(r.client, 2000, NULL), 0);
+  recorder_close(&r);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(commands_beyond_the_rate_are_refused) {
+  server_proc s;
+  const char *const args[] = {"--no-demo", "--rate-limit", "10", "--rate-burst", "5", NULL};
+  server_start(&s, args);
+  recorder r;
+  recorder_connect(&r, &s, "eager"); /* HELLO took one token */
+  steer_id a = spawn_dynamic(&r, 0.0f, 0.0f);
+  /* 30 STOPs back to back: the bucket's 3 left, then nothing (a few more refill
+   * while they travel). The refused ones are not applied: only ACKs count. */
+  proto_command c = command(PROTO_MSG_STOP);
+  c.stop.agent = a;
+  for (int i = 0; i < 30; i++)
+    ck_assert_int_eq(steerd_client_send(r.client, &c, NULL), 0);
+  uint64_t end = now_ms() + 2000;
+  while (r.acks + r.errors[PROTO_ERR_RATE_LIMITED] < 30 && now_ms() < end)
+    steerd_client_service(r.client, 5);
+  ck_assert_uint_eq(r.acks + r.errors[PROTO_ERR_RATE_LIMITED], 30);
+  ck_assert_uint_ge(r.acks, 3);
+  ck_assert_uint_le(r.acks, 6);
+  /* The bucket refills at 10 per second. */
+  pump(&r, 600);
+  c = command(PROTO_MSG_QUERY);
+  c.query.agent = a;
+  ck_assert_uint_eq(expect_ack(&r, &c), a);
+  recorder_close(&r);
+  server_stop(&s);
+}
+END_TEST
+
+/* HELLO with a token (NULL: none) over raw ENet; returns the ERROR's code (0
+ * for none) and the disconnect reason that follows in *reason (-1: none). */
+static int raw_hello(uint16_t port, const char *token, int *reason) {
+  raw_client rc;
+  raw_connect(&rc, port);
+  proto_command c = command(PROTO_MSG_HELLO);
+  c.request_id = 1;
+  c.hello.version = PROTO_VERSION;
+  strcpy(c.hello.name, "raw");
+  if (token) {
+    c.hello.has_token = 1;
+    snprintf(c.hello.token, sizeof(c.hello.token), "%s", token);
+  }
+  uint8_t buf[2048];
+  size_t n = proto_encode_command(buf, sizeof(buf), &c);
+  ck_assert_uint_gt(n, 0);
+  proto_error_msg e;
+  int code = raw_exchange(&rc, buf, n, &e);
+  if (code)
+    ck_assert_str_eq(e.field, "token");
+  *reason = raw_wait_disconnect(&rc, 2000);
+  enet_host_destroy(rc.host);
+  return code;
+}
+
+START_TEST(tokens_are_checked_at_hello) {
+  server_proc s;
+  const char *const args[] = {"--no-demo", "--secret-file", secret_path, NULL};
+  server_start(&s, args);
+  ck_assert(log_contains(&s, "authentication on"));
+  char token[STEERD_AUTH_MAX_TOKEN_BYTES + 1];
+  recorder r;
+  /* No token. */
+  ck_assert_int_eq(recorder_try_connect(&r, &s, "nobody", NULL), STEERD_CLIENT_EREPLY);
+  ck_assert_uint_eq(steerd_client_last_error(r.client)->code, PROTO_ERR_UNAUTHORIZED);
+  ck_assert_str_eq(steerd_client_last_error(r.client)->field, "token");
+  steerd_client_destroy(r.client);
+  int reason;
+  ck_assert_int_eq(raw_hello(s.port, NULL, &reason), PROTO_ERR_UNAUTHORIZED);
+  ck_assert_int_eq(reason, PROTO_DISCONNECT_AUTH_FAILED);
+  /* Forged: signed with another secret. */
+  steerd_auth other;
+  ck_assert_int_eq(steerd_auth_init(&other, "not the server's secret at all", 30), 0);
+  steerd_token t;
+  memset(&t, 0, sizeof(t));
+  strcpy(t.name, "mallory");
+  t.role = STEERD_ROLE_ADMIN;
+  t.expires_at = (uint64_t)time(NULL) + 3600;
+  ck_assert_int_gt(steerd_auth_issue(&other, &t, token, sizeof(token)), 0);
+  ck_assert_int_eq(recorder_try_connect(&r, &s, "mallory", token), STEERD_CLIENT_EREPLY);
+  ck_assert_uint_eq(steerd_client_last_error(r.client)->code, PROTO_ERR_UNAUTHORIZED);
+  steerd_client_destroy(r.client);
+  ck_assert_int_eq(raw_hello(s.port, token, &reason), PROTO_ERR_UNAUTHORIZED);
+  ck_assert_int_eq(reason, PROTO_DISCONNECT_AUTH_FAILED);
+  /* Garbage. */
+  ck_assert_int_eq(recorder_try_connect(&r, &s, "x", "stk1.not.atoken"), STEERD_CLIENT_EREPLY);
+  ck_assert_uint_eq(steerd_client_last_error(r.client)->code, PROTO_ERR_UNAUTHORIZED);
+  steerd_client_destroy(r.client);
+  /* Expired an hour ago (replayed after expiry). */
+  make_token(token, sizeof(token), "late", STEERD_ROLE_CONTROLLER, -3600);
+  ck_assert_int_eq(recorder_try_connect(&r, &s, "late", token), STEERD_CLIENT_EREPLY);
+  ck_assert_uint_eq(steerd_client_last_error(r.client)->code, PROTO_ERR_TOKEN_EXPIRED);
+  steerd_client_destroy(r.client);
+  ck_assert_int_eq(raw_hello(s.port, token, &reason), PROTO_ERR_TOKEN_EXPIRED);
+  ck_assert_int_eq(reason, PROTO_DISCONNECT_AUTH_FAILED);
+  /* A good one: the token's name is the client's, whatever HELLO's name says. */
+  make_token(token, sizeof(token), "alice", STEERD_ROLE_CONTROLLER, 60);
+  ck_assert_int_eq(recorder_try_connect(&r, &s, "not-alice", token), 0);
+  ck_assert(log_contains(&s, "as 'alice' (token), role controller"));
+  spawn_dynamic(&r, 0.0f, 0.0f);
+  recorder_close(&r);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(observers_command_nothing) {
+  server_proc s;
+  const char *const args[] = {"--secret-file", secret_path, NULL};
+  server_start(&s, args);
+  recorder o;
+  recorder_connect_as(&o, &s, "watcher", STEERD_ROLE_OBSERVER);
+  pump(&o, 300);
+  ck_assert_uint_gt(o.frames, 2); /* snapshots flow */
+  o.keep_next = 1;
+  pump(&o, 200);
+  ck_assert_uint_gt(o.kept_count, 0);
+  proto_command c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  expect_error(&o, &c, PROTO_ERR_FORBIDDEN);
+  c = command(PROTO_MSG_STOP);
+  c.stop.agent = o.kept[0].id;
+  expect_error(&o, &c, PROTO_ERR_FORBIDDEN);
+  c = command(PROTO_MSG_QUERY);
+  c.query.agent = o.kept[0].id;
+  expect_ack(&o, &c);
+  ck_assert_int_eq(steerd_client_ping(o.client, 2000, NULL), 0);
+  recorder_close(&o);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(anonymous_role_is_configurable) {
+  server_proc s;
+  const char *const args[] = {"--no-demo", "--anonymous-role", "observer", NULL};
+  server_start(&s, args);
+  ck_assert(log_contains(&s, "no secret configured"));
+  recorder r;
+  recorder_connect(&r, &s, "anon");
+  proto_command c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  expect_error(&r, &c, PROTO_ERR_FORBIDDEN);
+  recorder_close(&r);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(every_class_of_bad_input_gets_its_error) {
+  server_proc s;
+  const char *const args[] = {"--world", "-100,-100,100,100", "--max-path-points", "8", NULL};
+  server_start(&s, args); /* the demo's agents move, so snapshots are full */
+  recorder good, r;
+  recorder_connect(&good, &s, "good");
+  recorder_connect(&r, &s, "clumsy");
+  steer_id a = spawn_dynamic(&r, 0.0f, 0.0f);
+  pump(&good, 200);
+  uint64_t frames0 = good.frames, t0 = now_ms();
+  struct {
+    proto_command c;
+    int code;
+    const char *field;
+  } cases[16];
+  int n = 0;
+  proto_command c;
+#define CASE(code_, field_)                                                                                  \
+  do {                                                                                                       \
+    cases[n].c = c;                                                                                          \
+    cases[n].code = code_;                                                                                   \
+    cases[n].field = field_;                                                                                 \
+    n++;                                                                                                     \
+  } while (0)
+  c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  c.spawn.position = v2(0.0f, 150.0f);
+  CASE(PROTO_ERR_BAD_FIELD, "y"); /* outside the world */
+  c.spawn.position = v2(INFINITY, 0.0f);
+  CASE(PROTO_ERR_BAD_FIELD, "x"); /* not finite */
+  c.spawn.position = v2(0.0f, 0.0f);
+  c.spawn.present = PROTO_SPAWN_LIMITS;
+  c.spawn.limits.present = PROTO_LIMIT_MAX_SPEED;
+  c.spawn.limits.v.max_speed = 51.0f;
+  CASE(PROTO_ERR_BAD_FIELD, "limits.max_speed"); /* outside its range */
+  c.spawn.present = PROTO_SPAWN_VX;
+  c.spawn.velocity.x = 80.0f;
+  CASE(PROTO_ERR_BAD_FIELD, "vx");
+  c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+  c.spawn.behaviour.kind = STEER_BEHAVIOUR_SEEK;
+  c.spawn.behaviour.present = PROTO_BHV_TARGET;
+  c.spawn.behaviour.target = v2(500.0f, 0.0f);
+  CASE(PROTO_ERR_BAD_FIELD, "behaviour.target");
+  c.spawn.behaviour.target = v2(5.0f, 0.0f);
+  c.spawn.behaviour.params.present = PROTO_PARAM_WANDER_RATE;
+  c.spawn.behaviour.params.v.wander_rate = 1000.0f;
+  CASE(PROTO_ERR_BAD_FIELD, "behaviour.params.wander_rate");
+  c = command(PROTO_MSG_SET_PATH);
+  c.set_path.agent = a;
+  c.set_path.path.count = 9;
+  c.set_path.path.radius = 1.0f;
+  CASE(PROTO_ERR_BAD_FIELD, "points"); /* more than --max-path-points */
+  c.set_path.path.count = 3;
+  c.set_path.path.points[2] = v2(0.0f, -101.0f);
+  CASE(PROTO_ERR_BAD_FIELD, "points[2]");
+  c.set_path.path.points[2] = v2(0.0f, 0.0f);
+  c.set_path.path.radius = 500.0f;
+  CASE(PROTO_ERR_BAD_FIELD, "radius");
+  /* Params that only fail once merged: refused before the path is touched. */
+  c.set_path.path.radius = 1.0f;
+  c.set_path.path.params.present = PROTO_PARAM_TARGET_RADIUS;
+  c.set_path.path.params.v.target_radius = 10.0f; /* > the agent's slow_radius, 4 */
+  CASE(PROTO_ERR_BAD_FIELD, "params");
+  c = command(PROTO_MSG_SET_PARAMS);
+  c.set_params.agent = a;
+  c.set_params.params.present = PROTO_PARAM_TIME_TO_TARGET;
+  c.set_params.params.v.time_to_target = 0.001f;
+  CASE(PROTO_ERR_BAD_FIELD, "params.time_to_target");
+  c.set_params.params.present = 0;
+  c.set_params.limits.present = PROTO_LIMIT_RADIUS;
+  c.set_params.limits.v.radius = 60.0f;
+  CASE(PROTO_ERR_BAD_FIELD, "limits.radius");
+#undef CASE
+  for (int i = 0; i < n; i++) {
+    proto_error_msg e = expect_error(&r, &cases[i].c, cases[i].code);
+    ck_assert_msg(strcmp(e.field, cases[i].field) == 0, "case %d: field '%s', want '%s'", i, e.field,
+                  cases[i].field);
+  }
+  /* The decoder's classes, as raw bytes on the same connection's server. */
+  raw_client raw;
+  raw_connect(&raw, s.port);
+  proto_error_msg e;
+  static const uint8_t hello_extra[] = {0x93, 0x01, 0x02, 0x83, 0xa7, 'v', 'e',  'r',  's', 'i', 'o', 'n',
+                                        0x01, 0xa4, 'n',  'a',  'm',  'e', 0xa0, 0xa3, 'f', 'o', 'o', 0x01};
+  ck_assert_int_eq(raw_exchange(&raw, hello_extra, sizeof(hello_extra), &e), PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "foo"); /* extra field */
+  static const uint8_t hello_missing[] = {0x93, 0x01, 0x03, 0x81, 0xa4, 'n', 'a', 'm', 'e', 0xa0};
+  ck_assert_int_eq(raw_exchange(&raw, hello_missing, sizeof(hello_missing), &e), PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "version"); /* missing field */
+  static const uint8_t hello_type[] = {0x93, 0x01, 0x04, 0x82, 0xa7, 'v', 'e', 'r', 's', 'i',
+                                       'o',  'n',  0xa1, '1',  0xa4, 'n', 'a', 'm', 'e', 0xa0};
+  ck_assert_int_eq(raw_exchange(&raw, hello_type, sizeof(hello_type), &e), PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(e.field, "version"); /* wrong type */
+  static const uint8_t unknown[] = {0x93, 0x30, 0x05, 0x80};
+  ck_assert_int_eq(raw_exchange(&raw, unknown, sizeof(unknown), &e), PROTO_ERR_UNKNOWN_TYPE);
+  ck_assert_str_eq(e.field, "type");
+  enet_host_destroy(raw.host);
+  /* The agent kept its behaviour: the refused SET_PATH left no path behind. */
+  c = command(PROTO_MSG_QUERY);
+  c.query.agent = a;
+  proto_server_msg reply;
+  ck_assert_int_eq(steerd_client_command_wait(r.client, &c, 2000, &reply), 0);
+  ck_assert_uint_eq(reply.ack.query.behaviour, STEER_BEHAVIOUR_NONE);
+  ck_assert_int_eq(reply.ack.query.path_node, -1);
+  /* The other client kept its full rate throughout. */
+  pump(&good, 500);
+  uint64_t ms = now_ms() - t0;
+  uint64_t want = ms * 20 / 1000;
+  ck_assert_msg(good.frames - frames0 + 2 >= want, "good client: %llu frames in %llu ms at 20 Hz",
+                (unsigned long long)(good.frames - frames0), (unsigned long long)ms);
+  recorder_close(&r);
+  recorder_close(&good);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(agents_per_client_are_capped) {
+  server_proc s;
+  const char *const args[] = {"--no-demo", "--max-agents-per-client", "3", NULL};
+  server_start(&s, args);
+  recorder r, other;
+  recorder_connect(&r, &s, "greedy");
+  recorder_connect(&other, &s, "other");
+  steer_id ids[3];
+  for (int i = 0; i < 3; i++)
+    ids[i] = spawn_dynamic(&r, (float)i, 0.0f);
+  proto_command c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  proto_error_msg e = expect_error(&r, &c, PROTO_ERR_QUOTA_EXCEEDED);
+  ck_assert_int_eq(e.has_field, 0);
+  spawn_dynamic(&other, 5.0f, 5.0f); /* a quota is per client */
+  c = command(PROTO_MSG_DESPAWN);
+  c.despawn.agent = ids[0];
+  expect_ack(&r, &c);
+  spawn_dynamic(&r, 9.0f, 0.0f); /* room again */
+  recorder_close(&r);
+  recorder_close(&other);
+  server_stop(&s);
+}
+END_TEST
+
+/* Waits for a DESPAWNED event of agent, servicing `also` too (may be NULL);
+ * returns 1 if it came. */
+static int saw_despawn(recorder *r, recorder *also, steer_id agent, uint32_t ms) {
+  uint64_t end = now_ms() + ms;
+  while (now_ms() < end) {
+    if (also)
+      steerd_client_service(also->client, 0);
+    if (wait_event(r, PROTO_EVENT_DESPAWNED, agent, 5) >= 0)
+      return 1;
+  }
+  return 0;
+}
+
+START_TEST(orphans_are_kept_by_default) {
+  server_proc s;
+  const char *const args[] = {"--no-demo", "--secret-file", secret_path, "--orphan-grace", "1", NULL};
+  server_start(&s, args);
+  recorder watch, a;
+  recorder_connect_as(&watch, &s, "watch", STEERD_ROLE_OBSERVER);
+  recorder_connect_as(&a, &s, "alice", STEERD_ROLE_CONTROLLER);
+  uint32_t alice_id = steerd_client_welcome(a.client)->client_id;
+  steer_id agent = spawn_dynamic(&a, 0.0f, 0.0f);
+  recorder_close(&a);
+  ck_assert_int_eq(saw_despawn(&watch, NULL, agent, 2000), 0);
+  /* alice comes back: same client id, her agent again. */
+  recorder_connect_as(&a, &s, "alice", STEERD_ROLE_CONTROLLER);
+  ck_assert_uint_eq(steerd_client_welcome(a.client)->client_id, alice_id);
+  proto_command c = command(PROTO_MSG_STOP);
+  c.stop.agent = agent;
+  expect_ack(&a, &c);
+  recorder_close(&a);
+  recorder_close(&watch);
+  server_stop(&s);
+}
+END_TEST
+
+START_TEST(orphans_despawn_after_the_grace) {
+  server_proc s;
+  const char *const args[] = {"--no-demo", "--secret-file",  secret_path, "--orphan-policy",
+                              "despawn",   "--orphan-grace", "1",         NULL};
+  server_start(&s, args);
+  recorder watch, a, b;
+  recorder_connect_as(&watch, &s, "watch", STEERD_ROLE_OBSERVER);
+  /* alice leaves for good: her agents go after the grace. */
+  recorder_connect_as(&a, &s, "alice", STEERD_ROLE_CONTROLLER);
+  steer_id a1 = spawn_dynamic(&a, 0.0f, 0.0f), a2 = spawn_dynamic(&a, 1.0f, 0.0f);
+  /* bob leaves and comes back in time: his stay, and he commands them again. */
+  recorder_connect_as(&b, &s, "bob", STEERD_ROLE_CONTROLLER);
+  steer_id b1 = spawn_dynamic(&b, 2.0f, 0.0f);
+  uint64_t t0 = now_ms();
+  recorder_close(&a);
+  recorder_close(&b);
+  pump(&watch, 300);
+  recorder_connect_as(&b, &s, "bob", STEERD_ROLE_CONTROLLER);
+  ck_assert_msg(saw_despawn(&watch, &b, a1, 3000), "alice's agent was not despawned");
+  uint64_t waited = now_ms() - t0;
+  ck_assert_msg(waited >= 900, "despawned after %llu ms, before the 1 s grace", (unsigned long long)waited);
+  ck_assert(saw_despawn(&watch, &b, a2, 500));
+  ck_assert_int_eq(saw_despawn(&watch, &b, b1, 1500), 0);
+  proto_command c = command(PROTO_MSG_STOP);
+  c.stop.agent = b1;
+  expect_ack(&b, &c);
+  ck_assert(log_contains(&s, "did not come back"));
+  recorder_close(&b);
+  recorder_close(&watch);
+  server_stop(&s);
+}
+END_TEST
+
+/* Runs the binary with a shell command line; returns its exit status and the
+ * output (stdout and stderr) in out. */
+static int run_binary(const char *cmdline, char *out, size_t cap) {
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd), "%s 2>&1", cmdline);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = '\0';
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+START_TEST(no_secret_off_loopback_needs_insecure) {
+  /* Port 0 on 0.0.0.0 only to see the start or the refusal; no traffic is sent. */
+  char out[8192], cmd[512];
+  snprintf(cmd, sizeof(cmd),
+           "env -u STEERD_SECRET -u STEERD_SECRET_FILE %s --bind 0.0.0.0 --port 0 --no-demo", STEERD_BINARY);
+  ck_assert_int_eq(run_binary(cmd, out, sizeof(out)), 1);
+  ck_assert_msg(strstr(out, "refusing to start") && strstr(out, "--insecure"), "output: %s", out);
+  snprintf(cmd, sizeof(cmd),
+           "env -u STEERD_SECRET -u STEERD_SECRET_FILE timeout --preserve-status -s TERM 1 %s --bind 0.0.0.0 "
+           "--port 0 --no-demo "
+           "--insecure",
+           STEERD_BINARY);
+  ck_assert_int_eq(run_binary(cmd, out, sizeof(out)), 0); /* ran until SIGTERM, then exited 0 */
+  ck_assert_msg(strstr(out, "listening on 0.0.0.0:") && strstr(out, "INSECURE"), "output: %s", out);
+  /* With a secret it starts without --insecure. */
+  snprintf(cmd, sizeof(cmd),
+           "timeout --preserve-status -s TERM 1 %s --bind 0.0.0.0 --port 0 --no-demo --secret-file %s",
+           STEERD_BINARY, secret_path);
+  ck_assert_int_eq(run_binary(cmd, out, sizeof(out)), 0);
+  ck_assert_msg(strstr(out, "listening on 0.0.0.0:") && strstr(out, "authentication on"), "output: %s", out);
+  /* A short secret is refused. */
+  snprintf(cmd, sizeof(cmd), "STEERD_SECRET=short %s --port 0 --no-demo", STEERD_BINARY);
+  ck_assert_int_eq(run_binary(cmd, out, sizeof(out)), 2);
+  ck_assert_msg(strstr(out, "at least 16"), "output: %s", out);
+}
+END_TEST
+
+START_TEST(token_subcommand_issues_tokens) {
+  char out[4096], cmd[512];
+  snprintf(cmd, sizeof(cmd), "STEERD_SECRET='%s' %s token --name alice --role admin --ttl 60", TEST_SECRET,
+           STEERD_BINARY);
+  ck_assert_int_eq(run_binary(cmd, out, sizeof(out)), 0);
+  out[strcspn(out, "\n")] = '\0';
+  steerd_auth a;
+  ck_assert_int_eq(steerd_auth_init(&a, TEST_SECRET, strlen(TEST_SECRET)), 0);
+  steerd_token t;
+  ck_assert_int_eq(steerd_auth_verify(&a, out, strlen(out), (uint64_t)time(NULL), &t), 0);
+  ck_assert_str_eq(t.name, "alice");
+  ck_assert_int_eq(t.role, STEERD_ROLE_ADMIN);
+  ck_assert(t.expires_at >= (uint64_t)time(NULL) + 55 && t.expires_at <= (uint64_t)time(NULL) + 61);
+  /* The secret file works the same way. */
+  snprintf(cmd, sizeof(cmd), "env -u STEERD_SECRET %s token --name bob --secret-file %s", STEERD_BINARY,
+           secret_path);
+  ck_assert_int_eq(run_binary(cmd, out, sizeof(out)), 0);
+  out[strcspn(out, "\n")] = '\0';
+  ck_assert_int_eq(steerd_auth_verify(&a, out, strlen(out), (uint64_t)time(NULL), &t), 0);
+  ck_assert_int_eq(t.role, STEERD_ROLE_CONTROLLER);
+  /* Clear errors. */
+  snprintf(cmd, sizeof(cmd), "env -u STEERD_SECRET -u STEERD_SECRET_FILE %s token --name x", STEERD_BINARY);
+  ck_assert_int_eq(run_binary(cmd, out, sizeof(out)), 2);
+  ck_assert_msg(strstr(out, "no secret configured"), "output: %s", out);
+  snprintf(cmd, sizeof(cmd), "STEERD_SECRET='%s' %s token --name x --role king", TEST_SECRET, STEERD_BINARY);
+  ck_assert_int_eq(run_binary(cmd, out, sizeof(out)), 2);
+  snprintf(cmd, sizeof(cmd), "STEERD_SECRET='%s' %s token --role admin", TEST_SECRET, STEERD_BINARY);
+  ck_assert_int_eq(run_binary(cmd, out, sizeof(out)), 2);
 }
 END_TEST
 
@@ -502,10 +1071,12 @@ END_TEST
 
 START_TEST(only_the_owner_commands_an_agent) {
   server_proc s;
-  server_start(&s, NULL);
-  recorder a, b;
-  recorder_connect(&a, &s, "owner");
-  recorder_connect(&b, &s, "other");
+  const char *const args[] = {"--secret-file", secret_path, NULL};
+  server_start(&s, args); /* the demo world, with authentication */
+  recorder a, b, admin;
+  recorder_connect_as(&a, &s, "owner", STEERD_ROLE_CONTROLLER);
+  recorder_connect_as(&b, &s, "other", STEERD_ROLE_CONTROLLER);
+  recorder_connect_as(&admin, &s, "root", STEERD_ROLE_ADMIN);
   steer_id mine = spawn_dynamic(&a, 1.0f, 1.0f);
   proto_command c = command(PROTO_MSG_STOP);
   c.stop.agent = mine;
@@ -521,7 +1092,12 @@ START_TEST(only_the_owner_commands_an_agent) {
   c = command(PROTO_MSG_STOP);
   c.stop.agent = mine;
   ck_assert_uint_eq(expect_ack(&a, &c), mine);
-  /* The demo's agents (owner 0) are everyone's: take one from a snapshot. */
+  /* An admin commands anyone's agent. */
+  c = command(PROTO_MSG_SET_BEHAVIOUR);
+  c.set_behaviour.agent = mine;
+  c.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_WANDER;
+  ck_assert_uint_eq(expect_ack(&admin, &c), mine);
+  /* The demo's agents (owner 0) are the server's: only admins command them. */
   b.keep_next = 1;
   pump(&b, 300);
   ck_assert_uint_gt(b.kept_count, 0);
@@ -532,16 +1108,21 @@ START_TEST(only_the_owner_commands_an_agent) {
   ck_assert_uint_eq(reply.ack.query.owner, 0);
   c = command(PROTO_MSG_STOP);
   c.stop.agent = b.kept[0].id;
-  expect_ack(&b, &c);
+  expect_error(&b, &c, PROTO_ERR_NOT_OWNER);
+  expect_ack(&admin, &c);
+  c = command(PROTO_MSG_DESPAWN);
+  c.despawn.agent = mine;
+  expect_ack(&admin, &c);
   recorder_close(&a);
   recorder_close(&b);
+  recorder_close(&admin);
   server_stop(&s);
 }
 END_TEST
 
 START_TEST(large_world_snapshots_split_under_the_mtu) {
   server_proc s;
-  const char *const args[] = {"--no-demo", NULL};
+  const char *const args[] = {"--no-demo", "--rate-limit", "2000", "--rate-burst", "1000", NULL};
   server_start(&s, args);
   recorder r;
   recorder_connect(&r, &s, "many");
@@ -649,9 +1230,31 @@ START_TEST(help_lists_every_flag) {
   size_t n = fread(text, 1, sizeof(text) - 1, p);
   text[n] = '\0';
   ck_assert_int_eq(pclose(p), 0);
-  static const char *const flags[] = {"--bind",       "STEERD_BIND",  "--port",         "--tick-rate",
-                                      "--snapshot-rate", "--max-clients", "--max-agents", "--world",
-                                      "--seed",       "--demo",       "--client-timeout", "--log-level"};
+  static const char *const flags[] = {"--bind",
+                                      "STEERD_BIND",
+                                      "--port",
+                                      "--tick-rate",
+                                      "--snapshot-rate",
+                                      "--max-clients",
+                                      "--max-agents",
+                                      "--world",
+                                      "--seed",
+                                      "--demo",
+                                      "--client-timeout",
+                                      "--log-level",
+                                      "--secret-file",
+                                      "STEERD_SECRET",
+                                      "--insecure",
+                                      "--anonymous-role",
+                                      "--orphan-policy",
+                                      "--orphan-grace",
+                                      "--hello-timeout",
+                                      "--garbage-limit",
+                                      "--rate-limit",
+                                      "--rate-burst",
+                                      "--max-agents-per-client",
+                                      "--max-path-points",
+                                      "steerd token"};
   for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
     ck_assert_msg(strstr(text, flags[i]) != NULL, "--help does not mention %s", flags[i]);
 }
@@ -672,16 +1275,37 @@ static Suite *server_suite(void) {
   tcase_add_test(tc, sigterm_disconnects_clients_with_a_reason);
   tcase_add_test(tc, a_full_server_says_so);
   tcase_add_test(tc, help_lists_every_flag);
+  tcase_add_test(tc, garbage_beyond_the_limit_disconnects);
+  tcase_add_test(tc, silent_peers_are_dropped_after_the_hello_timeout);
+  tcase_add_test(tc, commands_beyond_the_rate_are_refused);
+  tcase_add_test(tc, tokens_are_checked_at_hello);
+  tcase_add_test(tc, observers_command_nothing);
+  tcase_add_test(tc, anonymous_role_is_configurable);
+  tcase_add_test(tc, every_class_of_bad_input_gets_its_error);
+  tcase_add_test(tc, agents_per_client_are_capped);
+  tcase_add_test(tc, orphans_are_kept_by_default);
+  tcase_add_test(tc, orphans_despawn_after_the_grace);
+  tcase_add_test(tc, no_secret_off_loopback_needs_insecure);
+  tcase_add_test(tc, token_subcommand_issues_tokens);
   suite_add_tcase(s, tc);
   return s;
 }
 
 int main(void) {
+  /* The tests choose the server's secret themselves. */
+  unsetenv("STEERD_SECRET");
+  unsetenv("STEERD_SECRET_FILE");
+  strcpy(secret_path, "/tmp/steerd-secret-XXXXXX");
+  int fd = mkstemp(secret_path);
+  if (fd < 0 || write(fd, TEST_SECRET "\n", sizeof(TEST_SECRET)) != (ssize_t)sizeof(TEST_SECRET))
+    return EXIT_FAILURE;
+  close(fd);
   enet_initialize();
   SRunner *sr = srunner_create(server_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
   enet_deinitialize();
+  unlink(secret_path);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
