@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "interp.h"
 
 /* Exit codes. */
 #define EXIT_REPLY_ERROR 1 /* the server answered ERROR */
@@ -39,6 +40,7 @@ typedef struct args {
   opt opts[MAX_OPTS];
   int nopts;
   int events_only;
+  int interp; /* watch --interp */
 } args;
 
 static volatile sig_atomic_t g_stop;
@@ -61,8 +63,10 @@ static void usage(FILE *f) {
       "  --timeout MS   connect and reply timeout (3000)\n"
       "\n"
       "Commands:\n"
-      "  watch [--seconds S] [--events-only]\n"
+      "  watch [--seconds S] [--events-only] [--interp [--rate HZ]]\n"
       "      Print snapshots and events as JSON lines until S seconds pass (0: until Ctrl-C).\n"
+      "      --interp: print interpolated states (render time = server time - delay) HZ times\n"
+      "      a second (30) instead of the snapshots.\n"
       "      e.g. steerd-client watch --seconds 2\n"
       "  spawn --model M --x X --y Y [--behaviour K] [--target X,Y] [--target-agent ID]\n"
       "      Spawn an agent (model kinematic|dynamic|heading); prints the new id.\n"
@@ -196,6 +200,10 @@ static int parse_args(int argc, char **argv, args *a) {
       usage(stdout);
       exit(0);
     }
+    if (strcmp(s, "--interp") == 0) {
+      a->interp = 1;
+      continue;
+    }
     if (strcmp(s, "--events-only") == 0) {
       a->events_only = 1;
       continue;
@@ -269,6 +277,10 @@ static int check_opts(const args *a, const char *const *allowed, int npos_min, i
       fprintf(stderr, "steerd-client %s: unknown option --%s\n", a->cmd, a->opts[i].key);
       return -1;
     }
+  }
+  if (a->interp && (strcmp(a->cmd, "watch") != 0 || a->events_only)) {
+    fprintf(stderr, "steerd-client %s: --interp is for watch, without --events-only\n", a->cmd);
+    return -1;
   }
   if (a->events_only && strcmp(a->cmd, "watch") != 0) {
     fprintf(stderr, "steerd-client %s: --events-only is for watch\n", a->cmd);
@@ -637,7 +649,120 @@ static int cmd_ping(const args *a) {
   return code;
 }
 
+/* watch --interp: the snapshots go through the interpolation buffer (interp.h)
+ * and the interpolated states are printed at a fixed rate. */
+static const char *const interp_mode_names[STEERD_INTERP_MODE_COUNT] = {"interpolate", "extrapolate",
+                                                                        "hold_newest", "hold_oldest"};
+
+static steerd_interp *g_interp; /* NULL until the WELCOME gives the snapshot rate */
+
+static void interp_on_frame(void *user, const steerd_client_frame *f) {
+  (void)user;
+  if (g_interp != NULL)
+    steerd_interp_push(g_interp, steerd_client_now_us(), f->tick, f->server_time_us, f->poses, f->count, 1);
+}
+
+static void interp_on_event(void *user, const proto_event *e) {
+  if (g_interp != NULL && e->code == PROTO_EVENT_DESPAWNED)
+    steerd_interp_despawn(g_interp, e->agent, e->tick);
+  print_event(user, e);
+}
+
+static int cmd_watch_interp(const args *a) {
+  static const char *const allowed[] = {"seconds", "rate", NULL};
+  if (check_opts(a, allowed, 0, 0) != 0)
+    return EXIT_USAGE;
+  float seconds = 0.0f, rate = 30.0f;
+  const char *ss = opt_get(a, "seconds");
+  if (ss != NULL && (parse_float(ss, &seconds) != 0 || seconds < 0.0f))
+    return bad_value(a, "--seconds", ss);
+  const char *rs = opt_get(a, "rate");
+  if (rs != NULL && (parse_float(rs, &rate) != 0 || rate < 1.0f || rate > 1000.0f))
+    return bad_value(a, "--rate", rs);
+  steerd_client_callbacks cb;
+  memset(&cb, 0, sizeof cb);
+  cb.on_event = interp_on_event;
+  cb.on_snapshot_frame = interp_on_frame;
+  int code = 0;
+  steerd_client *c = open_client(a, &cb, &code);
+  if (c == NULL)
+    return code;
+  const proto_welcome *w = steerd_client_welcome(c);
+  steerd_interp_config icfg = steerd_interp_default_config();
+  icfg.max_agents = steerd_client_default_config().max_agents;
+  if (w->snapshot_rate > 0)
+    icfg.snapshot_interval_us = 1000000u / w->snapshot_rate;
+  steerd_interp *it = steerd_interp_create(&icfg);
+  if (it == NULL) {
+    close_client(c);
+    return EXIT_CONNECTION;
+  }
+  g_interp = it;
+  int r;
+  uint64_t period = (uint64_t)(1e6 / (double)rate);
+  uint64_t start = steerd_client_now_us();
+  uint64_t end = seconds > 0.0f ? start + (uint64_t)((double)seconds * 1e6) : UINT64_MAX;
+  uint64_t next = start + period;
+  while (!g_stop) {
+    uint64_t now = steerd_client_now_us();
+    if (now >= end)
+      break;
+    if (now >= next) {
+      next = now - next > period ? now + period : next + period;
+      int64_t render;
+      if (steerd_interp_advance(it, now, &render) == 0) {
+        steerd_interp_stats st;
+        steerd_interp_get_stats(it, &st);
+        printf("{\"type\":\"interp\",\"render_time_us\":%lld,\"delay_ms\":%.1f,\"agents\":[",
+               (long long)render, st.delay_ms);
+        for (uint32_t i = 0; i < steerd_interp_count(it); i++) {
+          steerd_interp_state s;
+          if (steerd_interp_sample(it, steerd_interp_id_at(it, i), &s) != 0)
+            continue;
+          printf("%s{\"id\":%lu,\"x\":", i ? "," : "", (unsigned long)s.id);
+          print_num(stdout, "%.3f", s.x);
+          fputs(",\"y\":", stdout);
+          print_num(stdout, "%.3f", s.y);
+          fputs(",\"theta\":", stdout);
+          print_num(stdout, "%.4f", s.theta);
+          fputs(",\"vx\":", stdout);
+          print_num(stdout, "%.2f", s.vx);
+          fputs(",\"vy\":", stdout);
+          print_num(stdout, "%.2f", s.vy);
+          printf(",\"mode\":\"%s\"}", interp_mode_names[s.mode]);
+        }
+        fputs("]}\n", stdout);
+        fflush(stdout);
+      }
+      continue;
+    }
+    uint64_t wait = (next < end ? next : end) - now;
+    r = steerd_client_service(c, (uint32_t)((wait + 999u) / 1000u));
+    if (r < 0) {
+      code = report(c, "watch", r, NULL);
+      break;
+    }
+  }
+  steerd_interp_stats st;
+  steerd_interp_get_stats(it, &st);
+  fprintf(stderr,
+          "steerd-client: interp: frames %llu of %llu expected; jitter %.1f ms; delay %.1f ms; snapshot age "
+          "mean %.1f max %.1f ms; underruns %llu (%.1f ms); extrapolated samples %llu, held %llu\n",
+          (unsigned long long)st.frames, (unsigned long long)st.frames_expected, st.jitter_ms, st.delay_ms,
+          st.age_mean_ms, st.age_max_ms, (unsigned long long)st.underruns, st.underrun_ms,
+          (unsigned long long)st.samples[STEERD_INTERP_MODE_EXTRAPOLATE],
+          (unsigned long long)st.samples[STEERD_INTERP_MODE_HOLD_NEWEST]);
+  if (code == 0)
+    steerd_client_disconnect(c, 500);
+  steerd_client_destroy(c);
+  g_interp = NULL;
+  steerd_interp_destroy(it);
+  return code;
+}
+
 static int cmd_watch(const args *a) {
+  if (a->interp)
+    return cmd_watch_interp(a);
   static const char *const allowed[] = {"seconds", NULL};
   if (check_opts(a, allowed, 0, 0) != 0)
     return EXIT_USAGE;
