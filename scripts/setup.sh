@@ -9,7 +9,7 @@ packages=(build-essential cmake pkg-config libuv1-dev libenet-dev libmsgpack-dev
 if [ "${1:-}" != "--build-only" ]; then
   # Check for the tests; Debian's python3-enet and python3-msgpack are the independent
   # peers of the interop test; clang for the sanitizer and fuzzer builds.
-  packages+=(check python3 python3-enet python3-msgpack clang)
+  packages+=(check python3 python3-enet python3-msgpack clang libclang-rt-14-dev)
 fi
 
 missing=()
