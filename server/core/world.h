@@ -21,6 +21,7 @@ typedef uint32_t steer_id; /* 0 is never an agent */
 #define STEER_ID_INDEX_BITS 22u
 #define STEER_ID_INDEX_MASK ((1u << STEER_ID_INDEX_BITS) - 1u)
 #define STEER_MAX_CAPACITY (1u << STEER_ID_INDEX_BITS) /* agents per world */
+#define STEER_MAX_EVENTS   (2u * STEER_MAX_CAPACITY)   /* per step: a step emits at most 2 per agent */
 
 /* Error codes: 0 is success, negatives are errors (see steer_strerror). */
 typedef enum steer_error {
@@ -30,7 +31,9 @@ typedef enum steer_error {
   STEER_EFULL = -3,    /* the world holds its maximum of agents or paths */
   STEER_EMODEL = -4,   /* the behaviour or cornering does not suit the movement model */
   STEER_ETARGET = -5,  /* the behaviour's target is missing or not a live agent */
-  STEER_ENOMEM = -6    /* creation failed to allocate */
+  STEER_ENOMEM = -6,   /* creation failed to allocate */
+  STEER_ECORRUPT = -7, /* state data corrupt or truncated (steer_world_load) */
+  STEER_EVERSION = -8  /* state format version not supported (steer_world_load) */
 } steer_error;
 
 const char *steer_strerror(int code);
@@ -149,7 +152,7 @@ typedef struct steer_world_config {
   uint32_t max_agents;      /* capacity, <= STEER_MAX_CAPACITY (10000) */
   uint32_t max_paths;       /* path pool size (max_agents) */
   uint32_t max_path_points; /* points per path, <= STEER_PATH_MAX_POINTS (64) */
-  uint32_t max_events;      /* events kept per step; more are counted as dropped (4096) */
+  uint32_t max_events;      /* events kept per step, <= STEER_MAX_EVENTS; more are dropped (4096) */
   vec2 min, max;            /* m, world bounds; agents are clamped inside (-500..500) */
   float cell_size;          /* m, neighbour grid cell (8) */
   uint64_t seed;            /* random seed (1) */
@@ -222,5 +225,31 @@ uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radiu
  * free-slot ring, the free-path stack). Two worlds with equal hashes behave the
  * same under the same calls. */
 uint64_t steer_world_hash(const steer_world *w);
+
+/* ---- saving and loading (world_state.c) ----------------------------------
+ *
+ * A world's whole state as bytes in a fixed little-endian layout (format
+ * version STEER_STATE_VERSION, described in world_state.c), ending in a 64-bit
+ * checksum. Pure: the caller does the I/O. Caches (the neighbour grid, query
+ * hints, the last step's events) are not saved; a loaded world rebuilds them
+ * and continues bit-identically: same steer_world_hash, same results under the
+ * same calls, same ids and path handles handed out next. */
+
+#define STEER_STATE_VERSION 1u
+
+/* Exact bytes steer_world_save writes for the world as it is now. */
+size_t steer_world_state_size(const steer_world *w);
+
+/* Writes the state into buf. *len (may be NULL) gets the bytes written, or the
+ * bytes needed when cap is too small (then STEER_EINVAL and nothing useful in
+ * buf). */
+int steer_world_save(const steer_world *w, uint8_t *buf, size_t cap, size_t *len);
+
+/* Creates a world from saved bytes, which are untrusted: every count, index,
+ * enum and float is checked. Returns NULL with *err (may be NULL) set to
+ * STEER_ECORRUPT (truncated, bad checksum, or inconsistent), STEER_EVERSION (an
+ * intact state of another format version) or STEER_ENOMEM; never a half-made
+ * world. The world's config (capacity, bounds, seed) is the saved one. */
+steer_world *steer_world_load(const uint8_t *buf, size_t len, int *err);
 
 #endif /* STEER_WORLD_H */

@@ -1,0 +1,138 @@
+/* world_internal.h: the world's layout, shared by world.c (the store and the
+ * tick) and world_state.c (save and load). Internal to the core: nothing outside
+ * server/core includes it. The validity checks here are the ones the public API
+ * applies to its arguments; loading a saved world applies the same ones. */
+#ifndef STEER_WORLD_INTERNAL_H
+#define STEER_WORLD_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grid.h"
+#include "world.h"
+
+#define GEN_MAX  ((1u << (32u - STEER_ID_INDEX_BITS)) - 1u) /* a slot retires after this */
+#define NO_DENSE UINT32_MAX
+
+/* One pool entry; its points live at pool_points + handle * max_path_points. */
+typedef struct path_entry {
+  uint32_t count;
+  float radius;
+  uint8_t mode, cornering;
+  uint8_t in_use, released;
+  uint32_t users; /* agents following it */
+} path_entry;
+
+/* What a steering pass decided for one agent; its meaning depends on the model:
+ * dynamic (ax, ay, angular acc), kinematic (vx, vy, rotation), heading
+ * (rotation, speed, unused). */
+typedef struct command3 {
+  float a, b, c;
+} command3;
+
+/* world_state.c saves every field except the caches, which loading rebuilds:
+ * radius, cmd, nhint, the grid and its flag, separating, max_radius and the
+ * last step's events. A field added here must be saved there too (and the
+ * format version raised), or restored worlds stop matching. */
+struct steer_world {
+  steer_world_config cfg;
+  uint32_t count;
+  uint64_t tick;
+  steer_rng rng;
+
+  /* dense, per agent */
+  steer_id *id;
+  uint32_t *owner;
+  uint8_t *model;
+  uint8_t *arrived;
+  float *px, *py, *vx, *vy, *theta, *omega;
+  float *wander; /* rad, wander orientation */
+  steer_rng *arng;
+  steer_limits *limits;
+  float *radius; /* m, copy of limits[].radius: neighbours' radii, read by separation */
+  steer_behaviour *behaviour;
+  int32_t *path;
+  steer_path_cursor *cursor;
+  command3 *cmd; /* scratch written by the steering pass */
+  float *nhint;  /* m^2, last separation query's max-th distance squared (0: none); a guess, not state */
+
+  /* slots */
+  uint32_t *slot_dense;
+  uint16_t *slot_gen;
+  uint32_t *free_ring; /* FIFO of free slots: reuse as late as possible */
+  uint32_t free_head, free_count;
+
+  /* paths */
+  path_entry *paths;
+  vec2 *path_points;
+  uint32_t *path_free; /* stack of free handles */
+  uint32_t path_free_count, path_live;
+
+  steer_grid grid;
+  uint8_t grid_stale;       /* not built on the current positions and dense list */
+  uint32_t separating;      /* agents with separation on: the grid query runs for them */
+  float max_radius;         /* m, largest body radius of any agent (widens separation queries) */
+  uint8_t max_radius_stale; /* the agent with the largest radius left or shrank */
+
+  steer_event *events;
+  uint32_t event_count;
+  uint64_t events_dropped;
+};
+
+/* ---- validation (shared with loading) ----------------------------------- */
+
+/* What steer_world_create accepts (max_paths 0 means max_agents). */
+static inline int world_config_valid(const steer_world_config *cfg) {
+  return cfg && cfg->max_agents > 0 && cfg->max_agents <= STEER_MAX_CAPACITY && cfg->max_path_points > 0 &&
+         cfg->max_path_points <= STEER_PATH_MAX_POINTS && isfinite(cfg->min.x) && isfinite(cfg->min.y) &&
+         isfinite(cfg->max.x) && isfinite(cfg->max.y) && cfg->max.x > cfg->min.x && cfg->max.y > cfg->min.y &&
+         cfg->cell_size > 0.0f && isfinite(cfg->cell_size) && cfg->max_events <= STEER_MAX_EVENTS;
+}
+
+static inline int finite_all(const float *f, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(f[i]))
+      return 0;
+  return 1;
+}
+
+static inline int valid_limits(const steer_limits *l) {
+  return isfinite(l->max_speed) && l->max_speed > 0.0f && isfinite(l->max_acceleration) &&
+         l->max_acceleration > 0.0f && isfinite(l->max_rotation) && l->max_rotation > 0.0f &&
+         isfinite(l->max_angular_acceleration) && l->max_angular_acceleration > 0.0f && isfinite(l->radius) &&
+         l->radius >= 0.0f;
+}
+
+static inline int valid_params(const steer_params *p) {
+  if (!finite_all((const float *)p, sizeof(*p) / sizeof(float)))
+    return 0;
+  return p->time_to_target > 0.0f && p->kinematic_time_to_target > 0.0f && p->align_time_to_target > 0.0f &&
+         p->target_radius >= 0.0f && p->slow_radius >= p->target_radius && p->align_target_radius >= 0.0f &&
+         p->align_slow_radius >= p->align_target_radius && p->max_prediction >= 0.0f &&
+         p->panic_radius >= 0.0f && p->wander_offset >= 0.0f && p->wander_radius >= 0.0f &&
+         p->wander_rate >= 0.0f && p->separation_radius >= 0.0f && p->turn_trigger_distance >= 0.0f &&
+         p->path_recover_strength >= 0.0f;
+}
+
+/* Which behaviours each model can run (bit per steer_behaviour_kind). */
+static const uint32_t model_behaviours[STEER_MODEL_COUNT] = {
+    [STEER_MODEL_KINEMATIC] = (1u << STEER_BEHAVIOUR_NONE) | (1u << STEER_BEHAVIOUR_SEEK) |
+                              (1u << STEER_BEHAVIOUR_FLEE) | (1u << STEER_BEHAVIOUR_ARRIVE) |
+                              (1u << STEER_BEHAVIOUR_WANDER) | (1u << STEER_BEHAVIOUR_FOLLOW_PATH),
+    [STEER_MODEL_DYNAMIC] = (1u << STEER_BEHAVIOUR_COUNT) - 1u,
+    [STEER_MODEL_HEADING] = (1u << STEER_BEHAVIOUR_NONE) | (1u << STEER_BEHAVIOUR_SEEK) |
+                            (1u << STEER_BEHAVIOUR_ARRIVE) | (1u << STEER_BEHAVIOUR_WANDER) |
+                            (1u << STEER_BEHAVIOUR_FOLLOW_PATH),
+};
+
+static inline int needs_agent_target(uint8_t kind) {
+  return kind == STEER_BEHAVIOUR_PURSUE || kind == STEER_BEHAVIOUR_EVADE ||
+         kind == STEER_BEHAVIOUR_VELOCITY_MATCH || kind == STEER_BEHAVIOUR_INTERPOSE;
+}
+
+static inline int needs_point_or_agent(uint8_t kind) {
+  return kind == STEER_BEHAVIOUR_SEEK || kind == STEER_BEHAVIOUR_FLEE || kind == STEER_BEHAVIOUR_ARRIVE ||
+         kind == STEER_BEHAVIOUR_FACE || kind == STEER_BEHAVIOUR_ALIGN;
+}
+
+#endif /* STEER_WORLD_INTERNAL_H */

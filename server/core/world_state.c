@@ -1,0 +1,585 @@
+/* world_state.c: a world's whole state as bytes, and a world made from them.
+ *
+ * Format version 1. Every field is written one by one, little-endian (floats as
+ * their IEEE-754 bits, so -0, NaN payloads and all round-trip exactly); there
+ * is no padding and no struct is copied raw. Offsets in bytes:
+ *
+ *   header     0  char[4]  magic "STRD"
+ *              4  u32      format version (1)
+ *              8  u32      byte-order marker 0x01020304 (bytes 04 03 02 01)
+ *             12  u32      reserved, 0
+ *             16  u64      total size in bytes, checksum included
+ *   config    24  u32 x 4  max_agents, max_paths (never 0), max_path_points, max_events
+ *             40  f32 x 5  min.x, min.y, max.x, max.y, cell_size
+ *             60  u64      seed
+ *   world     68  u64 x 3  tick, world rng state, events dropped
+ *             92  u32      count: live agents
+ *   agents    96  count records of AGENT_RECORD bytes, in dense order (below)
+ *   slots         u16 x max_agents  slot generations
+ *                 u32 x max_agents  slot table: dense index, 0xFFFFFFFF when free
+ *   free ring     u32 n, then n slots, the next to be reused first
+ *   paths         u32 n live entries, then n entries by ascending handle:
+ *                 u32 handle, u32 points, f32 radius, u8 mode, u8 cornering,
+ *                 u8 released, u32 users, then points x (f32 x, f32 y)
+ *   free stack    u32 n, then n handles bottom first (the last is handed out next)
+ *   trailer       u64 checksum of every byte before it
+ *
+ * Agent record (173 bytes): u32 id, u32 owner, u8 model, u8 arrived,
+ * f32 px py vx vy theta omega, f32 wander, u64 rng state, limits (f32
+ * max_speed, max_acceleration, max_rotation, max_angular_acceleration, radius),
+ * behaviour (u8 kind, facing, combine, max_neighbours, f32 separation_weight,
+ * u8 target kind, f32 target x, y, orientation, u32 target agent, agent2,
+ * f32 x 15 params in steer_params order), i32 path (-1: none), cursor (u32
+ * node, i8 dir, u8 finished, f32 turn_time_left, turn_rate).
+ *
+ * Checksum: an xxHash64-style hash (not compatible with XXH64), every step a
+ * bijection of the running value, so a change confined to one aligned 8-byte
+ * word always changes it; the length is mixed in. Any later format version
+ * keeps the header's first 8 bytes and the trailer, so an intact file of an
+ * unknown version is told apart (STEER_EVERSION) from a damaged one.
+ *
+ * Not saved, rebuilt on load: the neighbour grid, the per-agent query hints
+ * (the grid query's result never depends on them), the steering scratch, the
+ * largest radius, the separating count and the last step's events. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "world.h"
+#include "world_internal.h"
+
+#define STATE_MAGIC      "STRD"
+#define STATE_BOM        0x01020304u
+#define STATE_HEADER     24u
+#define STATE_FIXED      96u /* header, config and world scalars */
+#define STATE_TRAILER    8u
+#define AGENT_RECORD     173u
+#define PATH_ENTRY_FIXED 19u
+#define PARAM_FLOATS     15u
+#define LIMIT_FLOATS     5u
+
+_Static_assert(sizeof(steer_params) == PARAM_FLOATS * sizeof(float),
+               "steer_params changed: update the agent record and raise STEER_STATE_VERSION");
+_Static_assert(sizeof(steer_limits) == LIMIT_FLOATS * sizeof(float),
+               "steer_limits changed: update the agent record and raise STEER_STATE_VERSION");
+
+/* ---- checksum ------------------------------------------------------------ */
+
+#define P1 0x9E3779B185EBCA87ULL
+#define P2 0xC2B2AE3D27D4EB4FULL
+#define P3 0x165667B19E3779F9ULL
+#define P4 0x85EBCA77C2B2AE63ULL
+#define P5 0x27D4EB2F165667C5ULL
+
+static uint64_t rotl64(uint64_t x, unsigned r) { return (x << r) | (x >> (64u - r)); }
+
+static uint64_t le64(const uint8_t *p) {
+  return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
+         (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+}
+
+static uint64_t round64(uint64_t acc, uint64_t word) { return rotl64(acc + word * P2, 31) * P1; }
+
+static uint64_t state_checksum(const uint8_t *p, size_t n) {
+  const uint8_t *end = p + n;
+  uint64_t h = P5 + (uint64_t)n;
+  if (n >= 32) {
+    uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
+    const uint8_t *limit = end - 32;
+    do {
+      v1 = round64(v1, le64(p));
+      v2 = round64(v2, le64(p + 8));
+      v3 = round64(v3, le64(p + 16));
+      v4 = round64(v4, le64(p + 24));
+      p += 32;
+    } while (p <= limit);
+    h = (h ^ round64(0, v1)) * P1 + P4;
+    h = (h ^ round64(0, v2)) * P1 + P4;
+    h = (h ^ round64(0, v3)) * P1 + P4;
+    h = (h ^ round64(0, v4)) * P1 + P4;
+  }
+  for (; end - p >= 8; p += 8)
+    h = rotl64(h ^ round64(0, le64(p)), 27) * P1 + P4;
+  for (; p < end; p++)
+    h = rotl64(h ^ (*p * P5), 11) * P1;
+  h ^= h >> 33;
+  h *= P2;
+  h ^= h >> 29;
+  h *= P3;
+  h ^= h >> 32;
+  return h;
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+typedef struct wbuf {
+  uint8_t *p;
+  size_t cap, pos;
+  int overflowed; /* a write would have passed cap */
+} wbuf;
+
+static void put_bytes(wbuf *b, const void *src, size_t n) {
+  if (b->overflowed || n > b->cap - b->pos) {
+    b->overflowed = 1;
+    return;
+  }
+  memcpy(b->p + b->pos, src, n);
+  b->pos += n;
+}
+
+static void put_u8(wbuf *b, uint8_t v) { put_bytes(b, &v, 1); }
+
+static void put_u16(wbuf *b, uint16_t v) {
+  uint8_t t[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+  put_bytes(b, t, 2);
+}
+
+static void put_u32(wbuf *b, uint32_t v) {
+  uint8_t t[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+  put_bytes(b, t, 4);
+}
+
+static void put_u64(wbuf *b, uint64_t v) {
+  put_u32(b, (uint32_t)v);
+  put_u32(b, (uint32_t)(v >> 32));
+}
+
+static void put_f32(wbuf *b, float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof(u));
+  put_u32(b, u);
+}
+
+static void put_f32s(wbuf *b, const float *f, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    put_f32(b, f[i]);
+}
+
+static void put_agent(wbuf *b, const steer_world *w, uint32_t d) {
+  put_u32(b, w->id[d]);
+  put_u32(b, w->owner[d]);
+  put_u8(b, w->model[d]);
+  put_u8(b, w->arrived[d]);
+  put_f32(b, w->px[d]);
+  put_f32(b, w->py[d]);
+  put_f32(b, w->vx[d]);
+  put_f32(b, w->vy[d]);
+  put_f32(b, w->theta[d]);
+  put_f32(b, w->omega[d]);
+  put_f32(b, w->wander[d]);
+  put_u64(b, w->arng[d].state);
+  put_f32s(b, (const float *)&w->limits[d], LIMIT_FLOATS);
+  const steer_behaviour *bh = &w->behaviour[d];
+  put_u8(b, bh->kind);
+  put_u8(b, bh->facing);
+  put_u8(b, bh->combine);
+  put_u8(b, bh->max_neighbours);
+  put_f32(b, bh->separation_weight);
+  put_u8(b, bh->target.kind);
+  put_f32(b, bh->target.point.x);
+  put_f32(b, bh->target.point.y);
+  put_f32(b, bh->target.orientation);
+  put_u32(b, bh->target.agent);
+  put_u32(b, bh->target.agent2);
+  put_f32s(b, (const float *)&bh->params, PARAM_FLOATS);
+  put_u32(b, (uint32_t)w->path[d]);
+  const steer_path_cursor *c = &w->cursor[d];
+  put_u32(b, c->node);
+  put_u8(b, (uint8_t)c->dir);
+  put_u8(b, c->finished);
+  put_f32(b, c->turn_time_left);
+  put_f32(b, c->turn_rate);
+}
+
+size_t steer_world_state_size(const steer_world *w) {
+  size_t n = STATE_FIXED + (size_t)w->count * AGENT_RECORD + (size_t)w->cfg.max_agents * 6u;
+  n += 4u + (size_t)w->free_count * 4u;
+  n += 4u;
+  for (uint32_t h = 0; h < w->cfg.max_paths; h++)
+    if (w->paths[h].in_use)
+      n += PATH_ENTRY_FIXED + (size_t)w->paths[h].count * 8u;
+  n += 4u + (size_t)w->path_free_count * 4u;
+  return n + STATE_TRAILER;
+}
+
+int steer_world_save(const steer_world *w, uint8_t *buf, size_t cap, size_t *len) {
+  if (!w)
+    return STEER_EINVAL;
+  size_t need = steer_world_state_size(w);
+  if (len)
+    *len = need;
+  if (!buf || cap < need)
+    return STEER_EINVAL;
+  wbuf b = {buf, need, 0, 0};
+  const steer_world_config *c = &w->cfg;
+  put_bytes(&b, STATE_MAGIC, 4);
+  put_u32(&b, STEER_STATE_VERSION);
+  put_u32(&b, STATE_BOM);
+  put_u32(&b, 0);
+  put_u64(&b, (uint64_t)need);
+  put_u32(&b, c->max_agents);
+  put_u32(&b, c->max_paths);
+  put_u32(&b, c->max_path_points);
+  put_u32(&b, c->max_events);
+  put_f32(&b, c->min.x);
+  put_f32(&b, c->min.y);
+  put_f32(&b, c->max.x);
+  put_f32(&b, c->max.y);
+  put_f32(&b, c->cell_size);
+  put_u64(&b, c->seed);
+  put_u64(&b, w->tick);
+  put_u64(&b, w->rng.state);
+  put_u64(&b, w->events_dropped);
+  put_u32(&b, w->count);
+  for (uint32_t d = 0; d < w->count; d++)
+    put_agent(&b, w, d);
+  for (uint32_t s = 0; s < c->max_agents; s++)
+    put_u16(&b, w->slot_gen[s]);
+  for (uint32_t s = 0; s < c->max_agents; s++)
+    put_u32(&b, w->slot_dense[s]);
+  put_u32(&b, w->free_count);
+  for (uint32_t i = 0; i < w->free_count; i++)
+    put_u32(&b, w->free_ring[(w->free_head + i) % c->max_agents]);
+  put_u32(&b, w->path_live);
+  for (uint32_t h = 0; h < c->max_paths; h++) {
+    const path_entry *e = &w->paths[h];
+    if (!e->in_use)
+      continue;
+    put_u32(&b, h);
+    put_u32(&b, e->count);
+    put_f32(&b, e->radius);
+    put_u8(&b, e->mode);
+    put_u8(&b, e->cornering);
+    put_u8(&b, e->released);
+    put_u32(&b, e->users);
+    put_f32s(&b, (const float *)(w->path_points + (size_t)h * c->max_path_points), 2u * (size_t)e->count);
+  }
+  put_u32(&b, w->path_free_count);
+  for (uint32_t i = 0; i < w->path_free_count; i++)
+    put_u32(&b, w->path_free[i]);
+  if (b.overflowed || b.pos != need - STATE_TRAILER)
+    return STEER_EINVAL; /* not reached: state_size counts what is written */
+  put_u64(&b, state_checksum(buf, b.pos));
+  return STEER_OK;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+typedef struct rbuf {
+  const uint8_t *p;
+  size_t len, pos;
+  int bad; /* a read passed the end, or a value was invalid */
+} rbuf;
+
+static const uint8_t *take(rbuf *b, size_t n) {
+  if (b->bad || n > b->len - b->pos) {
+    b->bad = 1;
+    return NULL;
+  }
+  const uint8_t *q = b->p + b->pos;
+  b->pos += n;
+  return q;
+}
+
+static uint8_t get_u8(rbuf *b) {
+  const uint8_t *q = take(b, 1);
+  return q ? q[0] : 0;
+}
+
+static uint16_t get_u16(rbuf *b) {
+  const uint8_t *q = take(b, 2);
+  return q ? (uint16_t)(q[0] | q[1] << 8) : 0;
+}
+
+static uint32_t get_u32(rbuf *b) {
+  const uint8_t *q = take(b, 4);
+  return q ? (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24 : 0;
+}
+
+static uint64_t get_u64(rbuf *b) {
+  uint64_t lo = get_u32(b);
+  return lo | (uint64_t)get_u32(b) << 32;
+}
+
+static float get_f32(rbuf *b) {
+  uint32_t u = get_u32(b);
+  float f;
+  memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+static void get_f32s(rbuf *b, float *f, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    f[i] = get_f32(b);
+}
+
+static int inside(const steer_world_config *c, float x, float y) {
+  return x >= c->min.x && x <= c->max.x && y >= c->min.y && y <= c->max.y;
+}
+
+/* The behaviour checks of steer_world_set_behaviour that hold for as long as
+ * the behaviour is set: a target agent may have despawned since, so only its
+ * kind is checked, not whether it lives. */
+static int behaviour_ok(uint8_t model, const steer_behaviour *b) {
+  if (b->kind >= STEER_BEHAVIOUR_COUNT || b->facing >= STEER_FACING_COUNT ||
+      b->combine >= STEER_COMBINE_COUNT || b->target.kind >= STEER_TARGET_KIND_COUNT)
+    return 0;
+  if (!valid_params(&b->params) || !isfinite(b->separation_weight) || b->separation_weight < 0.0f)
+    return 0;
+  if (!(model_behaviours[model] & (1u << b->kind)))
+    return 0;
+  if (b->target.kind == STEER_TARGET_POINT &&
+      (!isfinite(b->target.point.x) || !isfinite(b->target.point.y) || !isfinite(b->target.orientation)))
+    return 0;
+  if (needs_agent_target(b->kind) && b->target.kind != STEER_TARGET_AGENT)
+    return 0;
+  if (needs_point_or_agent(b->kind) && b->target.kind == STEER_TARGET_NONE)
+    return 0;
+  return 1;
+}
+
+/* Reads agent d and checks what can be checked without the rest of the file. */
+static int get_agent(rbuf *b, steer_world *w, uint32_t d) {
+  w->id[d] = get_u32(b);
+  w->owner[d] = get_u32(b);
+  w->model[d] = get_u8(b);
+  w->arrived[d] = get_u8(b);
+  w->px[d] = get_f32(b);
+  w->py[d] = get_f32(b);
+  w->vx[d] = get_f32(b);
+  w->vy[d] = get_f32(b);
+  w->theta[d] = get_f32(b);
+  w->omega[d] = get_f32(b);
+  w->wander[d] = get_f32(b);
+  w->arng[d].state = get_u64(b);
+  get_f32s(b, (float *)&w->limits[d], LIMIT_FLOATS);
+  steer_behaviour *bh = &w->behaviour[d];
+  memset(bh, 0, sizeof(*bh));
+  bh->kind = get_u8(b);
+  bh->facing = get_u8(b);
+  bh->combine = get_u8(b);
+  bh->max_neighbours = get_u8(b);
+  bh->separation_weight = get_f32(b);
+  bh->target.kind = get_u8(b);
+  bh->target.point.x = get_f32(b);
+  bh->target.point.y = get_f32(b);
+  bh->target.orientation = get_f32(b);
+  bh->target.agent = get_u32(b);
+  bh->target.agent2 = get_u32(b);
+  get_f32s(b, (float *)&bh->params, PARAM_FLOATS);
+  w->path[d] = (int32_t)get_u32(b);
+  steer_path_cursor *c = &w->cursor[d];
+  memset(c, 0, sizeof(*c));
+  c->node = get_u32(b);
+  c->dir = (int8_t)get_u8(b);
+  c->finished = get_u8(b);
+  c->turn_time_left = get_f32(b);
+  c->turn_rate = get_f32(b);
+  if (b->bad)
+    return 0;
+  return w->model[d] < STEER_MODEL_COUNT && w->arrived[d] <= 1 && inside(&w->cfg, w->px[d], w->py[d]) &&
+         isfinite(w->vx[d]) && isfinite(w->vy[d]) && isfinite(w->theta[d]) && isfinite(w->omega[d]) &&
+         isfinite(w->wander[d]) && valid_limits(&w->limits[d]) && behaviour_ok(w->model[d], bh) &&
+         w->path[d] >= -1 && (w->path[d] < 0 || (uint32_t)w->path[d] < w->cfg.max_paths) &&
+         (w->path[d] >= 0) == (bh->kind == STEER_BEHAVIOUR_FOLLOW_PATH) && (c->dir == 1 || c->dir == -1) &&
+         c->finished <= 1 && isfinite(c->turn_time_left) && isfinite(c->turn_rate);
+}
+
+/* Slots: every slot is exactly one of live (its agent's id names it with its
+ * current generation), free (in the ring once) or retired (generations used
+ * up). mark has max_agents zeroed entries. */
+static int get_slots(rbuf *b, steer_world *w, uint32_t *mark) {
+  const uint32_t n = w->cfg.max_agents;
+  for (uint32_t s = 0; s < n; s++) {
+    w->slot_gen[s] = get_u16(b);
+    if (w->slot_gen[s] == 0 || w->slot_gen[s] > GEN_MAX)
+      return 0;
+  }
+  for (uint32_t s = 0; s < n; s++) {
+    w->slot_dense[s] = get_u32(b);
+    if (w->slot_dense[s] != NO_DENSE && w->slot_dense[s] >= w->count)
+      return 0;
+  }
+  if (b->bad)
+    return 0;
+  for (uint32_t d = 0; d < w->count; d++) {
+    uint32_t slot = w->id[d] & STEER_ID_INDEX_MASK;
+    if (slot >= n || w->slot_dense[slot] != d || (w->id[d] >> STEER_ID_INDEX_BITS) != w->slot_gen[slot])
+      return 0;
+    mark[slot] = 1; /* distinct: slot_dense[slot] names one dense index */
+  }
+  for (uint32_t s = 0; s < n; s++)
+    if (w->slot_dense[s] != NO_DENSE && !mark[s])
+      return 0;
+  uint32_t free_count = get_u32(b);
+  if (b->bad || free_count > n - w->count)
+    return 0;
+  for (uint32_t i = 0; i < free_count; i++) {
+    uint32_t s = get_u32(b);
+    if (b->bad || s >= n || mark[s])
+      return 0;
+    mark[s] = 1;
+    w->free_ring[i] = s;
+  }
+  w->free_head = 0;
+  w->free_count = free_count;
+  for (uint32_t s = 0; s < n; s++)
+    if (!mark[s] && w->slot_gen[s] != GEN_MAX)
+      return 0;
+  return 1;
+}
+
+/* The pool, then each agent's path against it; users counts the agents per
+ * handle (max_paths zeroed entries). */
+static int get_paths(rbuf *b, steer_world *w, uint32_t *users) {
+  const steer_world_config *c = &w->cfg;
+  uint32_t live = get_u32(b);
+  if (b->bad || live > c->max_paths)
+    return 0;
+  uint32_t next = 0; /* handles ascend: each appears once */
+  for (uint32_t i = 0; i < live; i++) {
+    uint32_t h = get_u32(b);
+    if (b->bad || h < next || h >= c->max_paths)
+      return 0;
+    next = h + 1;
+    path_entry *e = &w->paths[h];
+    e->count = get_u32(b);
+    e->radius = get_f32(b);
+    e->mode = get_u8(b);
+    e->cornering = get_u8(b);
+    e->released = get_u8(b);
+    e->users = get_u32(b);
+    e->in_use = 1;
+    if (b->bad || e->count == 0 || e->count > c->max_path_points || !isfinite(e->radius) ||
+        !(e->radius > 0.0f) || e->mode >= STEER_PATH_MODE_COUNT || e->cornering >= STEER_CORNER_COUNT ||
+        e->released > 1 || (e->released && e->users == 0))
+      return 0;
+    vec2 *pts = w->path_points + (size_t)h * c->max_path_points;
+    for (uint32_t k = 0; k < e->count; k++) {
+      pts[k].x = get_f32(b);
+      pts[k].y = get_f32(b);
+      if (!inside(c, pts[k].x, pts[k].y))
+        return 0;
+    }
+  }
+  w->path_live = live;
+  uint32_t nfree = get_u32(b);
+  if (b->bad || nfree != c->max_paths - live)
+    return 0;
+  for (uint32_t i = 0; i < nfree; i++) {
+    uint32_t h = get_u32(b);
+    if (b->bad || h >= c->max_paths || w->paths[h].in_use || users[h])
+      return 0;
+    users[h] = 1; /* seen; distinct free handles fill the rest of the pool */
+    w->path_free[i] = h;
+  }
+  w->path_free_count = nfree;
+  memset(users, 0, (size_t)c->max_paths * sizeof(*users));
+  for (uint32_t d = 0; d < w->count; d++) {
+    int32_t h = w->path[d];
+    if (h < 0)
+      continue;
+    const path_entry *e = &w->paths[h];
+    if (!e->in_use || w->cursor[d].node >= e->count ||
+        (e->cornering != STEER_CORNER_NONE && w->model[d] != STEER_MODEL_HEADING))
+      return 0;
+    users[h]++;
+  }
+  for (uint32_t h = 0; h < c->max_paths; h++)
+    if (w->paths[h].in_use && w->paths[h].users != users[h])
+      return 0;
+  return 1;
+}
+
+/* Checks the envelope: size, magic, checksum, then version (an intact file of
+ * another version is EVERSION, a damaged one ECORRUPT), then the rest of the
+ * header. */
+static int check_envelope(const uint8_t *buf, size_t len) {
+  if (!buf || len < STATE_FIXED + STATE_TRAILER || memcmp(buf, STATE_MAGIC, 4) != 0)
+    return STEER_ECORRUPT;
+  if (state_checksum(buf, len - STATE_TRAILER) != le64(buf + len - STATE_TRAILER))
+    return STEER_ECORRUPT;
+  rbuf b = {buf, len, 4, 0};
+  if (get_u32(&b) != STEER_STATE_VERSION)
+    return STEER_EVERSION;
+  if (get_u32(&b) != STATE_BOM || get_u32(&b) != 0 || get_u64(&b) != (uint64_t)len)
+    return STEER_ECORRUPT;
+  return STEER_OK;
+}
+
+static int load(const uint8_t *buf, size_t len, steer_world **out) {
+  int rc = check_envelope(buf, len);
+  if (rc != STEER_OK)
+    return rc;
+  rbuf b = {buf, len - STATE_TRAILER, STATE_HEADER, 0};
+  steer_world_config cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.max_agents = get_u32(&b);
+  cfg.max_paths = get_u32(&b);
+  cfg.max_path_points = get_u32(&b);
+  cfg.max_events = get_u32(&b);
+  cfg.min.x = get_f32(&b);
+  cfg.min.y = get_f32(&b);
+  cfg.max.x = get_f32(&b);
+  cfg.max.y = get_f32(&b);
+  cfg.cell_size = get_f32(&b);
+  cfg.seed = get_u64(&b);
+  uint64_t tick = get_u64(&b);
+  uint64_t rng = get_u64(&b);
+  uint64_t dropped = get_u64(&b);
+  uint32_t count = get_u32(&b);
+  if (b.bad || !world_config_valid(&cfg) || cfg.max_paths == 0 || count > cfg.max_agents)
+    return STEER_ECORRUPT;
+  /* The sections sized by the config must fit in what is there, which bounds
+   * what is allocated below by the input's size (every path handle takes at
+   * least 4 bytes, live or free). */
+  uint64_t least = (uint64_t)STATE_FIXED + (uint64_t)count * AGENT_RECORD + (uint64_t)cfg.max_agents * 6u +
+                   12u + (uint64_t)cfg.max_paths * 4u + STATE_TRAILER;
+  if (least > (uint64_t)len)
+    return STEER_ECORRUPT;
+
+  steer_world *w = steer_world_create(&cfg);
+  uint32_t scratch_n = cfg.max_agents > cfg.max_paths ? cfg.max_agents : cfg.max_paths;
+  uint32_t *scratch = calloc(scratch_n, sizeof(*scratch));
+  if (!w || !scratch) {
+    steer_world_destroy(w);
+    free(scratch);
+    return STEER_ENOMEM;
+  }
+  w->tick = tick;
+  w->rng.state = rng;
+  w->events_dropped = dropped;
+  w->count = count;
+  int ok = 1;
+  for (uint32_t d = 0; ok && d < count; d++)
+    ok = get_agent(&b, w, d);
+  ok = ok && get_slots(&b, w, scratch);
+  if (ok)
+    memset(scratch, 0, (size_t)scratch_n * sizeof(*scratch));
+  ok = ok && get_paths(&b, w, scratch) && !b.bad && b.pos == b.len;
+  free(scratch);
+  if (!ok) {
+    steer_world_destroy(w);
+    return STEER_ECORRUPT;
+  }
+  /* The caches, as the world's own calls would have left them. */
+  float max_radius = 0.0f;
+  for (uint32_t d = 0; d < count; d++) {
+    w->radius[d] = w->limits[d].radius;
+    max_radius = w->radius[d] > max_radius ? w->radius[d] : max_radius;
+    w->separating += w->behaviour[d].separation_weight > 0.0f;
+  }
+  w->max_radius = max_radius;
+  w->max_radius_stale = 0;
+  w->grid_stale = 1;
+  w->event_count = 0;
+  *out = w;
+  return STEER_OK;
+}
+
+steer_world *steer_world_load(const uint8_t *buf, size_t len, int *err) {
+  steer_world *w = NULL;
+  int rc = load(buf, len, &w);
+  if (err)
+    *err = rc;
+  return rc == STEER_OK ? w : NULL;
+}
