@@ -74,6 +74,12 @@ static const option_def options[] = {
      "commands a peer may send back to back (100)"},
     {"--max-agents-per-client", "STEERD_MAX_AGENTS_PER_CLIENT", OPT_U32, OFF(max_agents_per_client), 1,
      4194304, "agents one client identity may own; QUOTA_EXCEEDED beyond (1000)"},
+    {"--state", "STEERD_STATE", OPT_FILE, OFF(state_file), 0, 0,
+     "checkpoint file: restored at start if present, written every interval and at shutdown (none)"},
+    {"--state-reset", "STEERD_STATE_RESET", OPT_BOOL, OFF(state_reset), 0, 0,
+     "start a new world even if the state file exists (it is overwritten at the next checkpoint)"},
+    {"--checkpoint-interval", "STEERD_CHECKPOINT_INTERVAL", OPT_U32, OFF(checkpoint_interval_s), 0, 86400,
+     "seconds between checkpoints; 0 = only at shutdown (10)"},
     {"--max-path-points", "STEERD_MAX_PATH_POINTS", OPT_U32, OFF(max_path_points), 1, 256,
      "points of one path, at most 256 (64)"},
 };
@@ -98,6 +104,7 @@ void steerd_config_default(steerd_config *c) {
   c->orphan_policy = STEERD_ORPHAN_KEEP;
   c->orphan_grace_s = 30;
   c->hello_timeout_ms = 5000;
+  c->checkpoint_interval_s = 10;
   c->garbage_limit = 20;
   c->rate_limit = 50;
   c->rate_burst = 100;
@@ -211,7 +218,7 @@ static int apply(steerd_config *c, const option_def *o, const char *value) {
     strcpy(base + o->offset, value);
     return 0;
   case OPT_FILE:
-    if (strlen(value) >= sizeof(c->secret_file))
+    if (strlen(value) >= STEERD_PATH_BYTES)
       return -1;
     strcpy(base + o->offset, value);
     return 0;

@@ -18,6 +18,7 @@ typedef enum steerd_orphan_policy {
   STEERD_ORPHAN_COUNT
 } steerd_orphan_policy;
 
+#define STEERD_PATH_BYTES 256 /* file paths in the config, NUL included */
 #define STEERD_GARBAGE_WINDOW_MS 10000 /* malformed packets are counted per 10 s window */
 
 typedef struct steerd_config {
@@ -35,7 +36,7 @@ typedef struct steerd_config {
   int log_level;              /* steerd_log_level (STEERD_LOG_LEVEL, info) */
 
   /* Security (PROTOCOL.md 4 and 14). */
-  char secret_file[256];                         /* first line is the secret (STEERD_SECRET_FILE, none) */
+  char secret_file[STEERD_PATH_BYTES];                        /* first line is the secret (STEERD_SECRET_FILE, none) */
   char secret[STEERD_AUTH_MAX_SECRET_BYTES + 1]; /* from secret_file, else STEERD_SECRET */
   size_t secret_len;                             /* 0: no secret, clients are anonymous */
   int insecure;            /* allow anonymous clients off loopback (STEERD_INSECURE, 0) */
@@ -49,6 +50,11 @@ typedef struct steerd_config {
   uint32_t rate_burst;    /* token bucket size (STEERD_RATE_BURST, 100) */
   uint32_t max_agents_per_client; /* agents one identity may own (STEERD_MAX_AGENTS_PER_CLIENT, 1000) */
   uint32_t max_path_points;       /* points of one path, <= 256 (STEERD_MAX_PATH_POINTS, 64) */
+
+  /* Crash-safe world state (README "Keeping the world across restarts"). */
+  char state_file[STEERD_PATH_BYTES];/* checkpoint file, restored at start (STEERD_STATE, none) */
+  int state_reset;                /* ignore an existing state file (STEERD_STATE_RESET, 0) */
+  uint32_t checkpoint_interval_s; /* s between checkpoints, 0 = only at shutdown (STEERD_CHECKPOINT_INTERVAL, 10) */
 } steerd_config;
 
 void steerd_config_default(steerd_config *c);

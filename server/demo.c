@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#define DEMO_HALF_SIZE 50.0f /* m: the demo plays in a square around the origin */
 #define CATCH_DISTANCE 1.5f /* m: the tagger touches the runner */
 #define TAGGER_SPEED 3.5f   /* m/s: a little faster than the runner, so catches happen */
 #define RUNNER_SPEED 3.0f   /* m/s */
@@ -82,11 +83,15 @@ static int patrol(steerd_demo *d, steer_world *w, const char *name, const vec2 *
   return steer_world_set_path(w, id, pts, n, 1.0f, mode, corner);
 }
 
+void steerd_demo_resume(steerd_demo *d) {
+  d->min = v2(-DEMO_HALF_SIZE, -DEMO_HALF_SIZE);
+  d->max = v2(DEMO_HALF_SIZE, DEMO_HALF_SIZE);
+}
+
 int steerd_demo_create(steerd_demo *d, steer_world *w, uint64_t seed) {
   memset(d, 0, sizeof(*d));
   steer_rng_seed(&d->rng, seed);
-  d->min = v2(-50.0f, -50.0f);
-  d->max = v2(50.0f, 50.0f);
+  steerd_demo_resume(d);
 
   /* Patrols: one per cornering mode, plus a dynamic and a kinematic one. */
   static const vec2 square[] = {{-40, -40}, {-10, -40}, {-10, -10}, {-40, -10}};

@@ -40,6 +40,10 @@ typedef struct steerd_demo {
  * steer_error. */
 int steerd_demo_create(steerd_demo *d, steer_world *w, uint64_t seed);
 
+/* After the demo's state was restored from a checkpoint (rng, tagger, runner,
+ * cooldown, wanderers): sets what is constant so updates go on. */
+void steerd_demo_resume(steerd_demo *d);
+
 /* Call after each step with the step's events. */
 void steerd_demo_update(steerd_demo *d, steer_world *w, const steer_event *events, uint32_t count);
 

@@ -12,6 +12,8 @@
 #include "log.h"
 #include "protocol.h"
 #include "ticker.h"
+#include "checkpoint.h"
+#include "persist.h"
 #include "validate.h"
 #include "world.h"
 
@@ -76,6 +78,12 @@ struct steerd_server {
   uint32_t owner_cap;
   uint32_t orphans_pending; /* records waiting for their grace to end */
   steer_id *scratch_ids;    /* max_agents: agents to despawn */
+
+  uint64_t next_checkpoint_ns; /* 0: checkpoints off (no --state) */
+  uint8_t *ckpt_world, *ckpt_file;     /* checkpoint buffers, grown as the world grows */
+  size_t ckpt_world_cap, ckpt_file_cap;
+  size_t restored_len;                 /* bytes of the restored image in ckpt_file */
+  steerd_persist_owner *ckpt_owners;   /* owner_cap */
 
   proto_command cmd;                    /* decode scratch (large: holds path points) */
   uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
@@ -739,6 +747,135 @@ static void drop_late_hellos(steerd_server *s, uint64_t now) {
   }
 }
 
+/* ---- checkpoints ------------------------------------------------------------ */
+
+static int grow(uint8_t **buf, size_t *cap, size_t need) {
+  if (need <= *cap)
+    return 0;
+  uint8_t *p = realloc(*buf, need);
+  if (!p)
+    return -1;
+  *buf = p;
+  *cap = need;
+  return 0;
+}
+
+/* The world and who owns what, written atomically to the state file. A failed
+ * checkpoint is logged and the server goes on: the previous file is intact. */
+static void checkpoint(steerd_server *s, const char *why) {
+  uint64_t t0 = uv_hrtime();
+  steerd_persist_server st;
+  memset(&st, 0, sizeof(st));
+  st.next_client_id = s->next_client_id;
+  st.owners = s->ckpt_owners;
+  for (uint32_t i = 0; i < s->owner_cap; i++) {
+    const owner_rec *o = &s->owners[i];
+    if (!o->id || o->agents == 0)
+      continue;
+    steerd_persist_owner *po = &st.owners[st.owner_count++];
+    po->id = o->id;
+    po->named = (uint8_t)o->named;
+    snprintf(po->name, sizeof(po->name), "%s", o->name);
+    po->agents = o->agents;
+  }
+  st.demo_on = s->demo_on;
+  st.demo = s->demo;
+  size_t world_len = steer_world_state_size(s->world), len = 0;
+  char err[256] = "out of memory";
+  if (grow(&s->ckpt_world, &s->ckpt_world_cap, world_len) != 0 ||
+      steer_world_save(s->world, s->ckpt_world, s->ckpt_world_cap, &world_len) != STEER_OK ||
+      grow(&s->ckpt_file, &s->ckpt_file_cap, steerd_persist_size(world_len, &st)) != 0 ||
+      (len = steerd_persist_encode(s->ckpt_file, s->ckpt_file_cap, s->ckpt_world, world_len, &st)) == 0 ||
+      steerd_checkpoint_write(s->cfg.state_file, s->ckpt_file, len, err, sizeof(err)) != STEERD_CHECKPOINT_OK) {
+    LOG_ERROR("checkpoint (%s) failed: %s; the previous state file is kept", why, err);
+    return;
+  }
+  LOG_INFO("checkpoint (%s) at tick %llu: %u agents, state hash %016llx, %zu bytes in %.1f ms", why,
+           (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world),
+           (unsigned long long)steer_world_hash(s->world), len, (double)(uv_hrtime() - t0) / 1e6);
+}
+
+/* The world of the state file, or NULL with *fresh set when there is none to
+ * restore (no file yet, or --state-reset), or NULL after logging why the file
+ * cannot be used: the server then refuses to start rather than start empty. */
+static steer_world *restore(steerd_server *s, steerd_persist_server *st, int *fresh) {
+  const steerd_config *cfg = &s->cfg;
+  *fresh = 0;
+  uint8_t *data = NULL;
+  size_t len = 0;
+  char err[256];
+  int rc = steerd_checkpoint_read(cfg->state_file, &data, &len, err, sizeof(err));
+  if (rc == STEERD_CHECKPOINT_ENOENT) {
+    LOG_INFO("no state file %s yet: a new world, first checkpoint in %u s", cfg->state_file,
+             cfg->checkpoint_interval_s);
+    *fresh = 1;
+    return NULL;
+  }
+  if (rc != STEERD_CHECKPOINT_OK) {
+    LOG_ERROR("cannot read the state file: %s", err);
+    return NULL;
+  }
+  if (cfg->state_reset) {
+    LOG_WARN("--state-reset: ignoring the state file %s (%zu bytes); it is overwritten at the next checkpoint",
+             cfg->state_file, len);
+    free(data);
+    *fresh = 1;
+    return NULL;
+  }
+  const uint8_t *world_bytes = NULL;
+  size_t world_len = 0;
+  steer_world *w = NULL;
+  rc = steerd_persist_decode(data, len, &world_bytes, &world_len, st);
+  if (rc == STEER_OK)
+    w = steer_world_load(world_bytes, world_len, &rc);
+  /* The image stays for restore_owners, then serves as the checkpoint buffer. */
+  s->ckpt_file = data;
+  s->ckpt_file_cap = s->restored_len = len;
+  if (!w) {
+    LOG_ERROR("the state file %s cannot be restored: %s. Refusing to start with an empty world; "
+              "fix or move the file, or start with --state-reset to discard it",
+              cfg->state_file, steer_strerror(rc));
+    return NULL;
+  }
+  return w;
+}
+
+/* Owner records and the demo from the state file's server part. */
+static int restore_owners(steerd_server *s, const steerd_persist_server *head) {
+  steerd_persist_server st;
+  memset(&st, 0, sizeof(st));
+  st.owners = s->ckpt_owners;
+  st.owner_cap = s->owner_cap;
+  size_t world_len;
+  const uint8_t *world_bytes;
+  /* The second pass over the same image: now there is room for the owners. */
+  if (steerd_persist_decode(s->ckpt_file, s->restored_len, &world_bytes, &world_len, &st) != STEER_OK ||
+      st.owner_count != head->owner_count || st.owner_count > s->owner_cap) {
+    LOG_ERROR("the state file %s lists more owners than the world can hold", s->cfg.state_file);
+    return -1;
+  }
+  uint64_t now = uv_hrtime();
+  for (uint32_t i = 0; i < st.owner_count; i++) {
+    const steerd_persist_owner *po = &st.owners[i];
+    owner_rec *o = owner_new(s, po->id, po->name, po->named);
+    if (!o)
+      return -1;
+    o->agents = po->agents;
+    if (s->cfg.orphan_policy == STEERD_ORPHAN_DESPAWN) {
+      o->orphaned_ns = now; /* the grace starts again at the restart */
+      s->orphans_pending++;
+    }
+  }
+  if (st.next_client_id > s->next_client_id)
+    s->next_client_id = st.next_client_id;
+  if (st.demo_on) {
+    s->demo = st.demo;
+    steerd_demo_resume(&s->demo);
+    s->demo_on = 1;
+  }
+  return 0;
+}
+
 static void on_timer(uv_timer_t *t) {
   steerd_server *s = t->data;
   uint64_t now = uv_hrtime();
@@ -766,6 +903,10 @@ static void on_timer(uv_timer_t *t) {
     if (s->next_stats_ns)
       log_stats(s);
     s->next_stats_ns = now + STATS_INTERVAL_NS;
+  }
+  if (s->next_checkpoint_ns && now >= s->next_checkpoint_ns) {
+    checkpoint(s, "interval");
+    s->next_checkpoint_ns = now + (uint64_t)s->cfg.checkpoint_interval_s * 1000000000ull;
   }
   /* Sleep until the sooner deadline, rounded up to libuv's millisecond timer;
    * deadlines are absolute, so the rounding never accumulates. */
@@ -881,28 +1022,58 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->loop = loop;
   s->dt = 1.0f / (float)cfg->tick_rate;
   s->next_client_id = 1;
+
+  /* The world: restored from the state file, or new (and then, maybe, the demo). */
+  steerd_persist_server st;
+  memset(&st, 0, sizeof(st));
+  int fresh = 1;
+  if (cfg->state_file[0]) {
+    s->world = restore(s, &st, &fresh);
+    if (!s->world && !fresh) {
+      steerd_server_destroy(s);
+      return NULL;
+    }
+  }
+  if (s->world) {
+    /* The file's world keeps its own capacity and bounds; flags that differ lose. */
+    const steer_world_config *wc = steer_world_get_config(s->world);
+    if (wc->max_agents != cfg->max_agents || wc->min.x != cfg->world_min.x || wc->min.y != cfg->world_min.y ||
+        wc->max.x != cfg->world_max.x || wc->max.y != cfg->world_max.y)
+      LOG_WARN("the state file's world (%u agents, bounds (%g,%g)-(%g,%g)) overrides the flags", wc->max_agents,
+               wc->min.x, wc->min.y, wc->max.x, wc->max.y);
+    s->cfg.max_agents = wc->max_agents;
+    s->cfg.world_min = wc->min;
+    s->cfg.world_max = wc->max;
+    cfg = &s->cfg;
+  } else {
+    steer_world_config wc = steer_default_world_config();
+    wc.max_agents = cfg->max_agents;
+    wc.min = cfg->world_min;
+    wc.max = cfg->world_max;
+    wc.seed = cfg->seed;
+    wc.max_path_points = cfg->max_path_points;
+    s->world = steer_world_create(&wc);
+  }
   s->clients = calloc(cfg->max_clients, sizeof(*s->clients));
   s->part_first = calloc((size_t)cfg->max_agents + 2, sizeof(*s->part_first));
   s->owner_cap = cfg->max_clients + cfg->max_agents;
   s->owners = calloc(s->owner_cap, sizeof(*s->owners));
+  s->ckpt_owners = calloc(s->owner_cap, sizeof(*s->ckpt_owners));
   s->scratch_ids = calloc(cfg->max_agents, sizeof(*s->scratch_ids));
-  steer_world_config wc = steer_default_world_config();
-  wc.max_agents = cfg->max_agents;
-  wc.min = cfg->world_min;
-  wc.max = cfg->world_max;
-  wc.seed = cfg->seed;
-  wc.max_path_points = cfg->max_path_points;
   s->bounds.min = cfg->world_min;
   s->bounds.max = cfg->world_max;
   s->bounds.max_path_points = cfg->max_path_points;
-  s->world = steer_world_create(&wc);
-  if (!s->clients || !s->part_first || !s->owners || !s->scratch_ids || !s->world) {
+  if (!s->clients || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
               cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
     steerd_server_destroy(s);
     return NULL;
   }
-  if (cfg->demo) {
+  if (!fresh && restore_owners(s, &st) != 0) {
+    steerd_server_destroy(s);
+    return NULL;
+  }
+  if (fresh && cfg->demo) {
     int rc = steerd_demo_create(&s->demo, s->world, cfg->seed);
     if (rc != STEER_OK) {
       LOG_ERROR("cannot build the demo world: %s (it needs bounds of +-60 m and 64 agents)",
@@ -911,6 +1082,15 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
       return NULL;
     }
     s->demo_on = 1;
+  }
+  if (cfg->state_file[0]) {
+    s->next_checkpoint_ns = cfg->checkpoint_interval_s
+                                ? uv_hrtime() + (uint64_t)cfg->checkpoint_interval_s * 1000000000ull
+                                : 0;
+    if (!fresh)
+      LOG_INFO("restored %s at tick %llu: %u agents, %u owners, state hash %016llx%s", cfg->state_file,
+               (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world), st.owner_count,
+               (unsigned long long)steer_world_hash(s->world), s->demo_on ? ", demo resumed" : "");
   }
 
   /* Who may connect: with a secret, holders of its tokens; without one,
@@ -996,6 +1176,8 @@ void steerd_server_shutdown(steerd_server *s, uint32_t reason) {
   if (s->stopping)
     return;
   s->stopping = 1;
+  if (s->cfg.state_file[0])
+    checkpoint(s, "shutdown");
   s->stop_deadline_ns = uv_hrtime() + SHUTDOWN_GRACE_NS;
   LOG_INFO("shutting down: disconnecting %u clients (%s)", s->stats.clients, proto_disconnect_name(reason));
   for (uint32_t i = 0; i < s->cfg.max_clients; i++)
@@ -1031,6 +1213,9 @@ void steerd_server_destroy(steerd_server *s) {
   free(s->part_first);
   free(s->owners);
   free(s->scratch_ids);
+  free(s->ckpt_world);
+  free(s->ckpt_file);
+  free(s->ckpt_owners);
   sodium_memzero(s->cfg.secret, sizeof(s->cfg.secret));
   sodium_memzero(&s->auth, sizeof(s->auth));
   free(s);

@@ -1,0 +1,298 @@
+/* test_persistence.c: the world survives the server's death. The real server
+ * on 127.0.0.1 writes checkpoints to a state file; it is killed with SIGKILL
+ * and restarted with --state, and must restore every agent of the last
+ * checkpoint with the same state hash; broken files stop it with a clear
+ * error; --state-reset starts afresh. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "client.h"
+#include "protocol.h"
+#include "steerd_proc.h"
+
+#define SECRET "persistence test secret, long enough"
+
+static char state_path[64];
+static char secret_path[64];
+
+static void setup(void) {
+  strcpy(state_path, "/tmp/steerd-state-XXXXXX");
+  int fd = mkstemp(state_path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  unlink(state_path); /* the server creates it */
+  strcpy(secret_path, "/tmp/steerd-secret-XXXXXX");
+  fd = mkstemp(secret_path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, SECRET "\n", strlen(SECRET) + 1), (ssize_t)strlen(SECRET) + 1);
+  close(fd);
+}
+
+static void teardown(void) {
+  unlink(state_path);
+  unlink(secret_path);
+}
+
+/* The last log line containing needle, copied into out; 0 if none. */
+static int last_line(const steerd_proc *p, const char *needle, char *out, size_t cap) {
+  FILE *f = fopen(p->log_path, "r");
+  char line[1024];
+  int found = 0;
+  while (f && fgets(line, sizeof(line), f))
+    if (strstr(line, needle)) {
+      snprintf(out, cap, "%s", line);
+      found = 1;
+    }
+  if (f)
+    fclose(f);
+  return found;
+}
+
+/* "tick T: N agents, state hash H" from a checkpoint or restore line. */
+typedef struct world_mark {
+  unsigned long long tick, hash;
+  unsigned agents;
+} world_mark;
+
+static world_mark parse_mark(const char *line) {
+  world_mark m = {0, 0, 0};
+  const char *t = strstr(line, "tick ");
+  const char *h = strstr(line, "state hash ");
+  ck_assert_ptr_nonnull(t);
+  ck_assert_ptr_nonnull(h);
+  ck_assert_int_eq(sscanf(t, "tick %llu: %u agents", &m.tick, &m.agents), 2);
+  ck_assert_int_eq(sscanf(h, "state hash %llx", &m.hash), 1);
+  return m;
+}
+
+static void start(steerd_proc *p, int demo, const char *extra) {
+  const char *args[16] = {"--state",       state_path, "--checkpoint-interval", "1", "--secret-file", secret_path,
+                          demo ? "--demo" : "--no-demo"};
+  int n = 7;
+  if (extra)
+    args[n++] = extra;
+  args[n] = NULL;
+  ck_assert_msg(steerd_proc_start(p, STEERD_BINARY, args, 5000) == 0, "server did not start");
+}
+
+/* Starts a server that is expected to refuse; returns 1 if it exited nonzero
+ * having logged needle. */
+static int refuses(const char *needle, const char *extra) {
+  steerd_proc p;
+  const char *args[8] = {"--state", state_path, "--secret-file", secret_path, "--no-demo", extra, NULL};
+  int rc = steerd_proc_start(&p, STEERD_BINARY, args, 3000);
+  int ok = rc != 0 && steerd_proc_log_contains(&p, needle);
+  if (rc == 0)
+    steerd_proc_stop(&p, 3000);
+  else
+    unlink(p.log_path);
+  return ok;
+}
+
+static steerd_client *connect_as(uint16_t port, const char *name, steerd_role role) {
+  steerd_auth a;
+  ck_assert_int_eq(steerd_auth_init(&a, SECRET, strlen(SECRET)), 0);
+  steerd_token t;
+  memset(&t, 0, sizeof(t));
+  snprintf(t.name, sizeof(t.name), "%s", name);
+  t.role = role;
+  t.issued_at = (uint64_t)time(NULL);
+  t.expires_at = t.issued_at + 3600;
+  static char token[STEERD_AUTH_MAX_TOKEN_BYTES + 1];
+  ck_assert_int_gt(steerd_auth_issue(&a, &t, token, sizeof(token)), 0);
+  steerd_client_config cfg = steerd_client_default_config();
+  cfg.name = name;
+  cfg.token = token;
+  steerd_client *c = steerd_client_create(&cfg);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(steerd_client_connect(c, "127.0.0.1", port), 0);
+  return c;
+}
+
+static proto_command command(uint8_t type) {
+  proto_command c;
+  memset(&c, 0, sizeof(c));
+  c.type = type;
+  return c;
+}
+
+static int request(steerd_client *c, proto_command *cmd, proto_server_msg *reply) {
+  proto_server_msg local;
+  return steerd_client_command_wait(c, cmd, 3000, reply ? reply : &local);
+}
+
+/* Spawns a patroller and a wanderer for the client; returns the patroller. */
+static steer_id populate(steerd_client *c, float y) {
+  proto_command cmd = command(PROTO_MSG_SPAWN);
+  cmd.spawn.model = STEER_MODEL_HEADING;
+  cmd.spawn.position = v2(0.0f, y);
+  cmd.spawn.present = PROTO_SPAWN_PATH;
+  cmd.spawn.path.count = 3;
+  cmd.spawn.path.points[0] = v2(0.0f, y);
+  cmd.spawn.path.points[1] = v2(20.0f, y);
+  cmd.spawn.path.points[2] = v2(20.0f, y + 15.0f);
+  cmd.spawn.path.radius = 1.0f;
+  cmd.spawn.path.mode = STEER_PATH_PINGPONG;
+  cmd.spawn.path.cornering = STEER_CORNER_ARC;
+  proto_server_msg reply;
+  ck_assert_int_eq(request(c, &cmd, &reply), 0);
+  steer_id patroller = reply.ack.agent;
+  cmd = command(PROTO_MSG_SPAWN);
+  cmd.spawn.model = STEER_MODEL_DYNAMIC;
+  cmd.spawn.position = v2(-10.0f, y);
+  cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+  cmd.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
+  ck_assert_int_eq(request(c, &cmd, NULL), 0);
+  return patroller;
+}
+
+static void wait_for_log(const steerd_proc *p, const char *needle, uint32_t timeout_ms) {
+  uint64_t end = steerd_proc_now_ms() + timeout_ms;
+  while (!steerd_proc_log_contains(p, needle) && steerd_proc_now_ms() < end)
+    steerd_proc_sleep_ms(20);
+  ck_assert_msg(steerd_proc_log_contains(p, needle), "no log line with '%s'", needle);
+}
+
+START_TEST(sigkill_then_restore_gives_the_same_world) {
+  steerd_proc p;
+  start(&p, 0, NULL);
+  steerd_client *alice = connect_as(p.port, "alice", STEERD_ROLE_CONTROLLER);
+  steer_id mine = populate(alice, 0.0f);
+  steerd_client *bob = connect_as(p.port, "bob", STEERD_ROLE_CONTROLLER);
+  populate(bob, 30.0f);
+  /* Wait until a checkpoint has seen all four agents, then die without warning. */
+  char line[1024];
+  world_mark saved = {0, 0, 0};
+  uint64_t end = steerd_proc_now_ms() + 5000;
+  while (saved.agents < 4 && steerd_proc_now_ms() < end) {
+    steerd_client_service(alice, 50);
+    steerd_client_service(bob, 0);
+    if (last_line(&p, "checkpoint (interval)", line, sizeof(line)))
+      saved = parse_mark(line);
+  }
+  ck_assert_uint_eq(saved.agents, 4);
+  kill(p.pid, SIGKILL);
+  waitpid(p.pid, NULL, 0);
+  unlink(p.log_path);
+  steerd_client_destroy(alice);
+  steerd_client_destroy(bob);
+  /* The restart names the same tick, agents and hash as the last checkpoint. */
+  steerd_proc q;
+  start(&q, 0, NULL);
+  ck_assert(last_line(&q, "restored", line, sizeof(line)));
+  world_mark restored = parse_mark(line);
+  ck_assert_uint_eq(restored.tick, saved.tick);
+  ck_assert_uint_eq(restored.agents, saved.agents);
+  ck_assert_uint_eq(restored.hash, saved.hash);
+  /* Owners come back by name: alice commands her agent, bob may not. */
+  alice = connect_as(q.port, "alice", STEERD_ROLE_CONTROLLER);
+  bob = connect_as(q.port, "bob", STEERD_ROLE_CONTROLLER);
+  proto_command cmd = command(PROTO_MSG_QUERY);
+  cmd.query.agent = mine;
+  proto_server_msg reply;
+  ck_assert_int_eq(request(alice, &cmd, &reply), 0);
+  ck_assert_uint_ge(reply.ack.query.tick, saved.tick);
+  cmd = command(PROTO_MSG_STOP);
+  cmd.stop.agent = mine;
+  ck_assert_int_eq(request(bob, &cmd, &reply), STEERD_CLIENT_EREPLY);
+  ck_assert_uint_eq(reply.error.code, PROTO_ERR_NOT_OWNER);
+  ck_assert_int_eq(request(alice, &cmd, NULL), 0);
+  /* New agents get new ids and new clients new client ids. */
+  proto_command sp = command(PROTO_MSG_SPAWN);
+  sp.spawn.model = STEER_MODEL_KINEMATIC;
+  ck_assert_int_eq(request(alice, &sp, &reply), 0);
+  ck_assert_uint_ne(reply.ack.agent, mine);
+  steerd_client_destroy(alice);
+  steerd_client_destroy(bob);
+  ck_assert_int_eq(steerd_proc_stop(&q, 3000), 0);
+}
+END_TEST
+
+START_TEST(sigterm_writes_a_checkpoint_and_the_demo_resumes) {
+  steerd_proc p;
+  start(&p, 1, NULL);
+  steerd_proc_sleep_ms(300);
+  ck_assert_int_eq(steerd_proc_stop(&p, 3000) >= 0, 1);
+  /* steerd_proc_stop removed the log: start again and compare with the file's world. */
+  steerd_proc q;
+  start(&q, 1, NULL);
+  char line[1024];
+  ck_assert(last_line(&q, "restored", line, sizeof(line)));
+  ck_assert_ptr_nonnull(strstr(line, "demo resumed"));
+  world_mark m = parse_mark(line);
+  ck_assert_uint_ge(m.agents, 20);
+  ck_assert_uint_gt(m.tick, 0);
+  /* The restored demo is not populated twice. */
+  wait_for_log(&q, "checkpoint (interval)", 3000);
+  ck_assert(last_line(&q, "checkpoint (interval)", line, sizeof(line)));
+  ck_assert_uint_eq(parse_mark(line).agents, m.agents);
+  steerd_proc_stop(&q, 3000);
+}
+END_TEST
+
+static void flip_byte(long at) {
+  FILE *f = fopen(state_path, "r+b");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, at, at < 0 ? SEEK_END : SEEK_SET), 0);
+  int c = fgetc(f);
+  ck_assert_int_ne(c, EOF);
+  ck_assert_int_eq(fseek(f, -1, SEEK_CUR), 0);
+  fputc(c ^ 0x40, f);
+  fclose(f);
+}
+
+START_TEST(broken_state_files_stop_the_server) {
+  steerd_proc p;
+  start(&p, 1, NULL);
+  steerd_proc_stop(&p, 3000); /* writes the shutdown checkpoint */
+  FILE *f = fopen(state_path, "rb");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fclose(f);
+  ck_assert_int_gt(size, 1000);
+  char backup[80];
+  snprintf(backup, sizeof(backup), "%s.good", state_path);
+  char cmd[256];
+  snprintf(cmd, sizeof(cmd), "cp %s %s", state_path, backup);
+  ck_assert_int_eq(system(cmd), 0);
+
+  static const long spots[] = {0, 10, 200, 1000, -100, -3};
+  for (size_t i = 0; i < sizeof(spots) / sizeof(spots[0]); i++) {
+    snprintf(cmd, sizeof(cmd), "cp %s %s", backup, state_path);
+    ck_assert_int_eq(system(cmd), 0);
+    flip_byte(spots[i]);
+    ck_assert_msg(refuses("cannot be restored", NULL), "a flipped byte at %ld was not refused", spots[i]);
+  }
+  ck_assert_int_eq(truncate(state_path, size / 2), 0);
+  ck_assert(refuses("cannot be restored", NULL));
+  /* --state-reset discards it on purpose. */
+  start(&p, 0, "--state-reset");
+  ck_assert(steerd_proc_log_contains(&p, "--state-reset: ignoring the state file"));
+  steerd_proc_stop(&p, 3000);
+  unlink(backup);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("persistence");
+  TCase *tc = tcase_create("state file");
+  tcase_set_timeout(tc, 120);
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, sigkill_then_restore_gives_the_same_world);
+  tcase_add_test(tc, sigterm_writes_a_checkpoint_and_the_demo_resumes);
+  tcase_add_test(tc, broken_state_files_stop_the_server);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
