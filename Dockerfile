@@ -29,10 +29,14 @@ RUN apt-get update -qq \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --uid 10001 --user-group --no-log-init --no-create-home --home-dir /nonexistent \
-      --shell /usr/sbin/nologin steerd
+      --shell /usr/sbin/nologin steerd \
+ && mkdir -p /var/lib/steerd && chown steerd:steerd /var/lib/steerd
 COPY --from=build /build/server/steerd /build/server/steerd-demo /build/client-sample/steerd-client /usr/local/bin/
 USER steerd
+# The world is checkpointed into the volume and restored when the container starts again.
 ENV STEERD_BIND=0.0.0.0 \
-    STEERD_PORT=7777
+    STEERD_PORT=7777 \
+    STEERD_STATE=/var/lib/steerd/world.state
+VOLUME /var/lib/steerd
 EXPOSE 7777/udp
 ENTRYPOINT ["/usr/local/bin/steerd"]
