@@ -7,6 +7,8 @@
  * ENet packets ENet itself needs. */
 #include "client.h"
 
+#include "delta.h"
+
 #include <enet/enet.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,8 @@ struct steerd_client {
   uint32_t frame_cap;
   uint8_t *part_seen; /* bitmap of max_parts bits */
   uint32_t max_parts;
+
+  steerd_delta *delta; /* config.snapshots == DELTA */
 
   /* Scratch. */
   proto_pose *part_poses; /* CLIENT_MAX_PART_POSES */
@@ -132,7 +136,8 @@ steerd_client_config steerd_client_default_config(void) {
 }
 
 steerd_client *steerd_client_create(const steerd_client_config *cfg) {
-  if (cfg == NULL || cfg->max_agents == 0 || cfg->max_agents > STEER_MAX_CAPACITY)
+  if (cfg == NULL || cfg->max_agents == 0 || cfg->max_agents > STEER_MAX_CAPACITY ||
+      cfg->snapshots >= PROTO_SNAPSHOTS_COUNT)
     return NULL;
   const char *name = cfg->name != NULL ? cfg->name : "";
   size_t name_len = strlen(name);
@@ -160,6 +165,14 @@ steerd_client *steerd_client_create(const steerd_client_config *cfg) {
   c->part_poses = calloc(CLIENT_MAX_PART_POSES, sizeof *c->part_poses);
   if (c->frame == NULL || c->part_seen == NULL || c->part_poses == NULL)
     goto fail;
+  if (cfg->snapshots == PROTO_SNAPSHOTS_DELTA) {
+    steerd_delta_config dc = steerd_delta_default_config();
+    dc.max_agents = cfg->max_agents;
+    if (cfg->delta_frames)
+      dc.frames = cfg->delta_frames;
+    if ((c->delta = steerd_delta_create(&dc)) == NULL)
+      goto fail;
+  }
 
   if (enet_users == 0 && enet_initialize() != 0)
     goto fail;
@@ -172,6 +185,7 @@ steerd_client *steerd_client_create(const steerd_client_config *cfg) {
   return c;
 
 fail:
+  steerd_delta_destroy(c->delta);
   free(c->frame);
   free(c->part_seen);
   free(c->part_poses);
@@ -186,6 +200,7 @@ void steerd_client_destroy(steerd_client *c) {
     enet_peer_disconnect_now(c->peer, PROTO_DISCONNECT_NONE);
   if (c->host != NULL)
     enet_host_destroy(c->host);
+  steerd_delta_destroy(c->delta);
   free(c->frame);
   free(c->part_seen);
   free(c->part_poses);
@@ -215,6 +230,10 @@ static void send_hello(steerd_client *c) {
   if (c->token[0] != '\0') {
     hello->hello.has_token = 1;
     memcpy(hello->hello.token, c->token, sizeof c->token);
+  }
+  if (c->delta != NULL) {
+    hello->hello.has_snapshots = 1;
+    hello->hello.snapshots = PROTO_SNAPSHOTS_DELTA;
   }
   int r = send_command(c, hello, &c->hello_id);
   if (r < 0)
@@ -359,9 +378,63 @@ static void handle_reply(steerd_client *c, const proto_server_msg *m) {
   }
 }
 
+/* One DELTA part: a frame that completes is acknowledged, then delivered like a
+ * full one (every agent in view, dead reckoned to the frame's time). */
+static void handle_delta(steerd_client *c, const uint8_t *data, size_t len) {
+  if (c->delta == NULL) {
+    c->stats.bad_packets++; /* we did not ask for deltas */
+    return;
+  }
+  uint64_t tick = 0;
+  int r = steerd_delta_receive(c->delta, data, len, &tick);
+  if (r == STEERD_DELTA_EDECODE) {
+    c->stats.bad_packets++;
+    return;
+  }
+  c->stats.snapshot_bytes += len;
+  if (len > c->stats.snapshot_part_max_bytes)
+    c->stats.snapshot_part_max_bytes = len;
+  c->stats.snapshot_parts++;
+  if (r == STEERD_DELTA_ELATE)
+    c->stats.parts_dropped++;
+  if (r == STEERD_DELTA_ENOBASE)
+    c->stats.delta_no_base++;
+  if (r == STEERD_DELTA_EBADFRAME || r == STEERD_DELTA_EOVERFLOW)
+    c->stats.delta_bad++;
+  if (r < 0 && r != STEERD_DELTA_ELATE)
+    c->stats.frames_incomplete++;
+  if (r != 1)
+    return;
+  uint8_t ack[16];
+  size_t n = proto_encode_snapshot_ack(ack, sizeof ack, tick);
+  ENetPacket *p = c->peer != NULL && n > 0 ? enet_packet_create(ack, n, 0) : NULL;
+  if (p != NULL && enet_peer_send(c->peer, PROTO_CHANNEL_SNAPSHOT, p) != 0)
+    enet_packet_destroy(p);
+  else if (p != NULL) {
+    c->stats.delta_acks_sent++;
+    enet_host_flush(c->host);
+  }
+  uint64_t time_us = 0;
+  steerd_delta_frame(c->delta, NULL, NULL, &time_us);
+  uint32_t count = steerd_delta_poses(c->delta, c->frame, c->frame_cap);
+  c->stats.frames_complete++;
+  c->has_done_tick = 1;
+  c->done_tick = tick;
+  if (c->cfg.callbacks.on_snapshot_frame != NULL) {
+    steerd_client_frame f = {tick, time_us, 1, count, c->frame};
+    c->in_dispatch = 1;
+    c->cfg.callbacks.on_snapshot_frame(c->cfg.user, &f);
+    c->in_dispatch = 0;
+  }
+}
+
 static void handle_packet(steerd_client *c, const uint8_t *data, size_t len) {
   c->stats.packets_received++;
   c->stats.bytes_received += len;
+  if (proto_message_type(data, len) == PROTO_MSG_DELTA) {
+    handle_delta(c, data, len);
+    return;
+  }
   proto_server_msg *m = &c->msg;
   if (len > PROTO_MAX_MESSAGE_BYTES ||
       proto_decode_server_msg(data, len, m, c->part_poses, CLIENT_MAX_PART_POSES, NULL) != 0) {
@@ -506,7 +579,7 @@ static int state_error(const steerd_client *c) {
 }
 
 int steerd_client_send(steerd_client *c, const proto_command *cmd, uint32_t *request_id) {
-  if (c == NULL || cmd == NULL || cmd->type <= PROTO_MSG_HELLO || cmd->type > PROTO_MSG_PING)
+  if (c == NULL || cmd == NULL || cmd->type <= PROTO_MSG_HELLO || cmd->type > PROTO_MSG_LAST_COMMAND)
     return STEERD_CLIENT_EINVAL;
   int r = state_error(c);
   if (r < 0)

@@ -11,7 +11,11 @@
  * Snapshots arrive as parts (one tick split over part_count packets); the
  * client reassembles the parts of a tick into one frame and hands complete
  * frames to on_snapshot_frame. An unfinished tick is dropped (and counted) as
- * soon as a part of a newer tick arrives. Packets the server should not have
+ * soon as a part of a newer tick arrives. With config.snapshots = DELTA the
+ * client asks for delta snapshots (PROTOCOL.md 7.6): it rebuilds each complete
+ * frame from its baseline (delta.h), acknowledges it (SNAPSHOT_ACK) and hands
+ * it to on_snapshot_frame exactly like a full one: every agent in view, dead
+ * reckoned to the frame's time. Packets the server should not have
  * sent are counted in stats.bad_packets and dropped.
  *
  * Everything is sized at create (frame capacity); nothing allocates after that.
@@ -75,6 +79,8 @@ typedef struct steerd_client_config {
   const char *token;           /* HELLO token from `steerd token`, <= PROTO_MAX_TOKEN_BYTES; copied at
                                   create; NULL or "": none (anonymous, loopback servers without a secret) */
   uint32_t max_agents;         /* frame capacity, agents per tick (10000) */
+  uint8_t snapshots;           /* proto_snapshot_mode: FULL (the default) or DELTA */
+  uint32_t delta_frames;       /* DELTA: frames kept as baselines (STEERD_DELTA_DEFAULT_FRAMES) */
   uint32_t connect_timeout_ms; /* ENet connect + WELCOME (3000) */
   steerd_client_callbacks callbacks; /* any may be NULL */
   void *user;                        /* passed to every callback */
@@ -98,10 +104,13 @@ typedef struct steerd_client_stats {
   uint64_t pings;                   /* PING ACKs with a usable RTT */
   uint64_t rtt_last_us;
   uint64_t rtt_min_us;
-  uint64_t rtt_sum_us;     /* mean = rtt_sum_us / pings */
-  double rtt_smoothed_us;  /* EWMA, gain 1/8 (RFC 6298 SRTT) */
-  int64_t clock_offset_us; /* server_time_us - client clock, from the lowest-RTT ping */
-  uint32_t enet_rtt_ms;    /* ENet's own round-trip estimate */
+  uint64_t rtt_sum_us;      /* mean = rtt_sum_us / pings */
+  double rtt_smoothed_us;   /* EWMA, gain 1/8 (RFC 6298 SRTT) */
+  int64_t clock_offset_us;  /* server_time_us - client clock, from the lowest-RTT ping */
+  uint32_t enet_rtt_ms;     /* ENet's own round-trip estimate */
+  uint64_t delta_acks_sent; /* SNAPSHOT_ACKs sent (one per rebuilt frame) */
+  uint64_t delta_no_base;   /* DELTA frames dropped: baseline not held */
+  uint64_t delta_bad;       /* DELTA frames dropped: they did not apply */
 } steerd_client_stats;
 
 typedef enum steerd_client_state {
@@ -131,7 +140,7 @@ int steerd_client_connect_start(steerd_client *c, const char *host, uint16_t por
 /* Polite disconnect: waits up to timeout_ms for the server to confirm. */
 int steerd_client_disconnect(steerd_client *c, uint32_t timeout_ms);
 
-/* Sends cmd with the next request id (cmd->request_id is ignored) and returns
+/* Sends cmd (SPAWN .. VIEW) with the next request id (cmd->request_id is ignored) and returns
  * the id in *request_id (may be NULL). For PING, client_time_us is set to the
  * client clock. HELLO is refused (connect sends it). */
 int steerd_client_send(steerd_client *c, const proto_command *cmd, uint32_t *request_id);

@@ -80,7 +80,7 @@ static void check_path(const proto_path *p) {
 }
 
 static void check_command(const proto_command *c) {
-  FUZZ_CHECK(c->type >= PROTO_MSG_HELLO && c->type <= PROTO_MSG_PING);
+  FUZZ_CHECK(c->type >= PROTO_MSG_HELLO && c->type <= PROTO_MSG_LAST_COMMAND);
   switch (c->type) {
   case PROTO_MSG_HELLO: {
     FUZZ_CHECK(fuzz_cstr_ok(c->hello.name, sizeof c->hello.name));
@@ -93,8 +93,18 @@ static void check_command(const proto_command *c) {
     for (const char *t = c->hello.token; *t; t++)
       FUZZ_CHECK(*t >= 0x21 && *t <= 0x7e); /* printable ASCII, no space */
 #endif
+    FUZZ_CHECK(c->hello.has_snapshots <= 1 && c->hello.snapshots < PROTO_SNAPSHOTS_COUNT);
+    if (!c->hello.has_snapshots)
+      FUZZ_CHECK(c->hello.snapshots == PROTO_SNAPSHOTS_FULL);
     break;
   }
+  case PROTO_MSG_VIEW:
+    FUZZ_CHECK(c->view.kind < PROTO_VIEW_KIND_COUNT);
+    if (c->view.kind == PROTO_VIEW_CENTRE)
+      FUZZ_CHECK(fuzz_number_ok(c->view.centre.x) && fuzz_number_ok(c->view.centre.y));
+    if (c->view.kind != PROTO_VIEW_ALL)
+      FUZZ_CHECK(fuzz_number_ok(c->view.radius) && c->view.radius > 0.0f);
+    break;
   case PROTO_MSG_SPAWN: {
     const proto_spawn *s = &c->spawn;
     FUZZ_CHECK((s->present & ~0x3fu) == 0);
@@ -200,6 +210,15 @@ static bool eq_command(const proto_command *a, const proto_command *b) {
     if (a->hello.has_token != b->hello.has_token || strcmp(a->hello.token, b->hello.token) != 0)
       return false;
 #endif
+    return a->hello.has_snapshots == b->hello.has_snapshots && a->hello.snapshots == b->hello.snapshots;
+  case PROTO_MSG_VIEW:
+    if (a->view.kind != b->view.kind)
+      return false;
+    if (a->view.kind == PROTO_VIEW_CENTRE)
+      return same_float(a->view.centre.x, b->view.centre.x) &&
+             same_float(a->view.centre.y, b->view.centre.y) && same_float(a->view.radius, b->view.radius);
+    if (a->view.kind == PROTO_VIEW_FOLLOW)
+      return a->view.follow == b->view.follow && same_float(a->view.radius, b->view.radius);
     return true;
   case PROTO_MSG_SPAWN: {
     const proto_spawn *x = &a->spawn, *y = &b->spawn;
@@ -262,7 +281,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   want_has_id = fuzz_expected_request_id(data, size, &want_id);
   if (rc != 0) {
     fuzz_check_error(rc, &err);
-    FUZZ_CHECK(err.type == 0 || (err.type >= PROTO_MSG_HELLO && err.type <= PROTO_MSG_PING));
+    FUZZ_CHECK(err.type == 0 || (err.type >= PROTO_MSG_HELLO && err.type <= PROTO_MSG_LAST_COMMAND));
     if (size > PROTO_MAX_MESSAGE_BYTES)
       FUZZ_CHECK(err.code == PROTO_ERR_TOO_LARGE && err.field[0] == '\0');
     else

@@ -45,7 +45,7 @@ static void check_msg(const proto_server_msg *m, uint32_t cap) {
   }
   case PROTO_MSG_ACK: {
     const proto_ack *a = &m->ack;
-    FUZZ_CHECK(a->command >= PROTO_MSG_SPAWN && a->command <= PROTO_MSG_PING);
+    FUZZ_CHECK(a->command >= PROTO_MSG_SPAWN && a->command <= PROTO_MSG_LAST_COMMAND);
     if (a->command == PROTO_MSG_QUERY) {
       const proto_agent_report *q = &a->query;
       FUZZ_CHECK(q->agent == a->agent);

@@ -57,6 +57,7 @@ static const char *const facing_names[STEER_FACING_COUNT] = {"look_where_going",
 static const char *const combine_names[STEER_COMBINE_COUNT] = {"blend", "priority"};
 static const char *const mode_names[STEER_PATH_MODE_COUNT] = {"once", "loop", "pingpong"};
 static const char *const cornering_names[STEER_CORNER_COUNT] = {"none", "arc", "lazy"};
+static const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT] = {"full", "delta"};
 static const char *const event_names[PROTO_EVENT_COUNT] = {"arrived",  "waypoint", "path_finished",
                                                            "reversed", "spawned",  "despawned"};
 
@@ -139,12 +140,13 @@ const char *proto_disconnect_name(uint32_t reason) {
 }
 
 const char *proto_msg_type_name(uint32_t type) {
-  static const char *const client[] = {"HELLO",      "SPAWN", "DESPAWN", "SET_BEHAVIOUR", "SET_PATH",
-                                       "SET_PARAMS", "STOP",  "QUERY",   "PING"};
-  static const char *const server[] = {"WELCOME", "ACK", "ERROR", "EVENT", "SNAPSHOT"};
-  if (type >= PROTO_MSG_HELLO && type <= PROTO_MSG_PING)
+  static const char *const client[] = {"HELLO",    "SPAWN",      "DESPAWN",     "SET_BEHAVIOUR",
+                                       "SET_PATH", "SET_PARAMS", "STOP",        "QUERY",
+                                       "PING",     "VIEW",       "SNAPSHOT_ACK"};
+  static const char *const server[] = {"WELCOME", "ACK", "ERROR", "EVENT", "SNAPSHOT", "DELTA"};
+  if (type >= PROTO_MSG_HELLO && type <= PROTO_MSG_SNAPSHOT_ACK)
     return client[type - PROTO_MSG_HELLO];
-  if (type >= PROTO_MSG_WELCOME && type <= PROTO_MSG_SNAPSHOT)
+  if (type >= PROTO_MSG_WELCOME && type <= PROTO_MSG_DELTA)
     return server[type - PROTO_MSG_WELCOME];
   return NULL;
 }
@@ -480,9 +482,10 @@ size_t proto_encode_command(uint8_t *buf, size_t cap, const proto_command *cmd) 
   case PROTO_MSG_HELLO: {
     size_t n = strnlen(cmd->hello.name, sizeof cmd->hello.name);
     size_t tn = strnlen(cmd->hello.token, sizeof cmd->hello.token);
-    if (n > PROTO_MAX_NAME_BYTES || tn > PROTO_MAX_TOKEN_BYTES)
+    if (n > PROTO_MAX_NAME_BYTES || tn > PROTO_MAX_TOKEN_BYTES ||
+        (cmd->hello.has_snapshots && cmd->hello.snapshots >= PROTO_SNAPSHOTS_COUNT))
       return 0;
-    msgpack_pack_map(&pk, cmd->hello.has_token ? 3 : 2);
+    msgpack_pack_map(&pk, 2u + (cmd->hello.has_token ? 1u : 0u) + (cmd->hello.has_snapshots ? 1u : 0u));
     pack_ku(&pk, "version", cmd->hello.version);
     pack_key(&pk, "name");
     msgpack_pack_str_with_body(&pk, cmd->hello.name, n);
@@ -490,6 +493,8 @@ size_t proto_encode_command(uint8_t *buf, size_t cap, const proto_command *cmd) 
       pack_key(&pk, "token");
       msgpack_pack_str_with_body(&pk, cmd->hello.token, tn);
     }
+    if (cmd->hello.has_snapshots)
+      pack_ks(&pk, "snapshots", snapshot_mode_names[cmd->hello.snapshots]);
     break;
   }
   case PROTO_MSG_SPAWN: {
@@ -571,6 +576,26 @@ size_t proto_encode_command(uint8_t *buf, size_t cap, const proto_command *cmd) 
     msgpack_pack_map(&pk, 1);
     pack_ku(&pk, "client_time_us", cmd->ping.client_time_us);
     break;
+  case PROTO_MSG_VIEW: {
+    const proto_view *v = &cmd->view;
+    if (v->kind == PROTO_VIEW_ALL) {
+      msgpack_pack_map(&pk, 1);
+      pack_key(&pk, "all");
+      msgpack_pack_true(&pk);
+    } else if (v->kind == PROTO_VIEW_CENTRE) {
+      msgpack_pack_map(&pk, 2);
+      pack_key(&pk, "centre");
+      pack_point(&pk, v->centre);
+      pack_kf(&pk, "radius", v->radius);
+    } else if (v->kind == PROTO_VIEW_FOLLOW) {
+      msgpack_pack_map(&pk, 2);
+      pack_ku(&pk, "follow", v->follow);
+      pack_kf(&pk, "radius", v->radius);
+    } else {
+      return 0;
+    }
+    break;
+  }
   default:
     return 0;
   }
@@ -656,6 +681,9 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
     pack_ku(&pk, "client_time_us", a->pong.client_time_us);
     pack_ku(&pk, "server_time_us", a->pong.server_time_us);
     pack_ku(&pk, "tick", a->pong.tick);
+    break;
+  case PROTO_MSG_VIEW:
+    msgpack_pack_map(&pk, 0);
     break;
   default:
     return 0;
@@ -1467,6 +1495,10 @@ static int hello_fn(reader *r, int key, void *ctx) {
   proto_hello *h = ctx;
   if (key == 0)
     return rd_u32(r, &h->version);
+  if (key == 3) {
+    h->has_snapshots = 1;
+    return rd_enum(r, snapshot_mode_names, PROTO_SNAPSHOTS_COUNT, &h->snapshots);
+  }
   const uint8_t *s;
   size_t n;
   if (key == 2) {
@@ -1543,6 +1575,56 @@ static int ping_fn(reader *r, int key, void *ctx) {
   proto_ping *p = ctx;
   (void)key;
   return rd_u64(r, &p->client_time_us);
+}
+
+/* VIEW keys: all, centre, follow, radius; view_check then judges the combination. */
+static int view_fn(reader *r, int key, void *ctx) {
+  proto_view *v = ctx;
+  switch (key) {
+  case 0: {
+    uint8_t all;
+    if (rd_bool(r, &all))
+      return -1;
+    if (!all)
+      return bad(r, "must be true");
+    v->kind = PROTO_VIEW_ALL;
+    return 0;
+  }
+  case 1:
+    v->kind = PROTO_VIEW_CENTRE;
+    return rd_point(r, &v->centre);
+  case 2:
+    v->kind = PROTO_VIEW_FOLLOW;
+    return rd_u32(r, &v->follow);
+  default:
+    return rd_float(r, NUM_POSITIVE, &v->radius);
+  }
+}
+
+/* Exactly one of all, centre, follow; radius with centre or follow, never with all. */
+static int view_check(reader *r, proto_view *v, uint32_t seen) {
+  uint32_t which = seen & 7u;
+  const char *field = NULL, *why = NULL;
+  if (which == 0) {
+    field = "all";
+    why = "one of all, centre, follow is required";
+  } else if (which != 1u && which != 2u && which != 4u) {
+    field = (which & 1u) ? "all" : "centre";
+    why = "only one of all, centre, follow";
+  } else if (which == 1u && (seen & 8u)) {
+    field = "radius";
+    why = "not with all";
+  } else if (which != 1u && !(seen & 8u)) {
+    field = "radius";
+    why = "missing";
+  }
+  if (!field)
+    return 0;
+  size_t old = path_push(r, field);
+  bad(r, why);
+  path_pop(r, old);
+  (void)v;
+  return -1;
 }
 
 static void reader_init(reader *r, const uint8_t *data, size_t len, proto_error_info *err, bool strict) {
@@ -1631,7 +1713,7 @@ static int rd_body(reader *r, const char *const *keys, int nkeys, uint32_t requi
 }
 
 static int decode_command(reader *r, proto_command *out) {
-  static const char *const hello_keys[] = {"version", "name", "token"};
+  static const char *const hello_keys[] = {"version", "name", "token", "snapshots"};
   static const char *const agent_keys[] = {"agent"};
   static const char *const set_behaviour_keys[] = {"agent", "behaviour"};
   static const char *const set_params_keys[] = {"agent", "limits", "params"};
@@ -1640,7 +1722,7 @@ static int decode_command(reader *r, proto_command *out) {
   uint64_t type;
   if (rd_frame(r, &n, &type))
     return -1;
-  int known = type >= PROTO_MSG_HELLO && type <= PROTO_MSG_PING;
+  int known = type >= PROTO_MSG_HELLO && type <= PROTO_MSG_LAST_COMMAND;
   if (!known && n != 3) {
     size_t old = path_push(r, "type");
     fail(r, PROTO_ERR_UNKNOWN_TYPE, "unknown message type");
@@ -1666,7 +1748,7 @@ static int decode_command(reader *r, proto_command *out) {
   switch (type) {
   case PROTO_MSG_HELLO:
     memset(&out->hello, 0, sizeof out->hello);
-    return rd_body(r, hello_keys, 3, 3u, hello_fn, &out->hello, NULL);
+    return rd_body(r, hello_keys, 4, 3u, hello_fn, &out->hello, NULL);
   case PROTO_MSG_SPAWN: {
     proto_spawn *s = &out->spawn;
     s->present = 0;
@@ -1694,9 +1776,17 @@ static int decode_command(reader *r, proto_command *out) {
   case PROTO_MSG_SET_PARAMS:
     memset(&out->set_params, 0, sizeof out->set_params);
     return rd_body(r, set_params_keys, 3, 1u, set_params_fn, &out->set_params, NULL);
-  default:
+  case PROTO_MSG_PING:
     memset(&out->ping, 0, sizeof out->ping);
     return rd_body(r, ping_keys, 1, 1u, ping_fn, &out->ping, NULL);
+  default: {
+    static const char *const view_keys[] = {"all", "centre", "follow", "radius"};
+    uint32_t seen = 0;
+    memset(&out->view, 0, sizeof out->view);
+    if (rd_body(r, view_keys, 4, 0u, view_fn, &out->view, &seen))
+      return -1;
+    return view_check(r, &out->view, seen);
+  }
   }
 }
 
@@ -1853,7 +1943,7 @@ static int decode_ack(reader *r, proto_ack *a) {
   r->err->request_id = a->request_id;
   if (rd_elem_uint(r, "command_type", 255, &u))
     return -1;
-  if (u < PROTO_MSG_SPAWN || u > PROTO_MSG_PING) {
+  if (u < PROTO_MSG_SPAWN || u > PROTO_MSG_LAST_COMMAND) {
     size_t old = path_push(r, "command_type");
     bad(r, "unknown value");
     path_pop(r, old);
@@ -1868,6 +1958,8 @@ static int decode_ack(reader *r, proto_ack *a) {
     return 0;
   case PROTO_MSG_PING:
     return rd_body(r, pong_keys, 3, 7u, pong_fn, &a->pong, NULL);
+  case PROTO_MSG_VIEW:
+    return rd_body(r, NULL, 0, 0u, agent_fn, NULL, NULL);
   default:
     return rd_body(r, agent_keys, 1, 1u, agent_fn, &a->agent, NULL);
   }
@@ -2055,4 +2147,392 @@ int proto_decode_snapshot(const uint8_t *data, size_t len, proto_snapshot_header
   if (rc)
     *count = 0;
   return finish(&r, rc);
+}
+
+/* ---- Delta snapshots --------------------------------------------------------------- */
+
+int32_t proto_quantize_omega(float omega) {
+  if (omega != omega)
+    return 0;
+  double q = round((double)omega * 4096.0 / PROTO_PI_D);
+  if (q >= 2147483647.0)
+    return INT32_MAX;
+  if (q <= -2147483648.0)
+    return INT32_MIN;
+  return (int32_t)q;
+}
+
+float proto_dequantize_omega(int32_t q) { return (float)((double)q * PROTO_PI_D / 4096.0); }
+
+proto_record proto_record_from_state(steer_id id, float x, float y, float theta, float vx, float vy,
+                                     float omega, uint64_t time_us) {
+  proto_record r;
+  memset(&r, 0, sizeof r);
+  r.id = id;
+  r.x = proto_quantize_cm(x);
+  r.y = proto_quantize_cm(y);
+  r.theta = proto_quantize_angle(theta);
+  r.vx = proto_quantize_cm(vx);
+  r.vy = proto_quantize_cm(vy);
+  r.omega = proto_quantize_omega(omega);
+  r.time_us = time_us;
+  return r;
+}
+
+/* round(a / b), halves away from zero; b > 0. */
+static int64_t div_round(int64_t a, int64_t b) { return a >= 0 ? (a + b / 2) / b : -((-a + b / 2) / b); }
+
+static int32_t sat32(int64_t v) { return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v; }
+
+/* Into [-32768, 32767], modulo 65536 (a whole turn). */
+static int16_t wrap16(int64_t v) {
+  int64_t m = ((v % 65536) + 65536) % 65536;
+  return (int16_t)(m >= 32768 ? m - 65536 : m);
+}
+
+proto_record proto_record_predict(const proto_record *r, uint64_t t_us) {
+  proto_record p = *r;
+  uint64_t dt = t_us > r->time_us ? t_us - r->time_us : 0;
+  if (dt > PROTO_DR_MAX_DT_US)
+    dt = PROTO_DR_MAX_DT_US;
+  p.x = sat32((int64_t)r->x + div_round((int64_t)r->vx * (int64_t)dt, 1000000));
+  p.y = sat32((int64_t)r->y + div_round((int64_t)r->vy * (int64_t)dt, 1000000));
+  p.theta = wrap16((int64_t)r->theta + div_round((int64_t)r->omega * 8 * (int64_t)dt, 1000000));
+  return p;
+}
+
+proto_delta_entry proto_delta_diff(const proto_record *base, const proto_record *now, uint64_t time_us) {
+  proto_delta_entry e;
+  int64_t d[PROTO_DELTA_FIELD_COUNT];
+  memset(&e, 0, sizeof e);
+  e.id = now->id;
+  if (base) {
+    proto_record p = proto_record_predict(base, time_us);
+    d[0] = (int64_t)now->x - p.x;
+    d[1] = (int64_t)now->y - p.y;
+    d[2] = wrap16((int64_t)now->theta - p.theta);
+    d[3] = (int64_t)now->vx - base->vx;
+    d[4] = (int64_t)now->vy - base->vy;
+    d[5] = (int64_t)now->omega - base->omega;
+    int fits = 1;
+    for (int k = 0; k < PROTO_DELTA_FIELD_COUNT; k++)
+      fits &= d[k] >= INT32_MIN && d[k] <= INT32_MAX;
+    if (fits) {
+      for (int k = 0; k < PROTO_DELTA_FIELD_COUNT; k++)
+        if (d[k] != 0) {
+          e.mask |= (uint8_t)(1u << k);
+          e.v[k] = (int32_t)d[k];
+        }
+      return e;
+    }
+  }
+  /* No base (or a difference beyond int32, which no sane world makes): absolute. */
+  d[0] = now->x, d[1] = now->y, d[2] = now->theta, d[3] = now->vx, d[4] = now->vy, d[5] = now->omega;
+  e.mask = PROTO_DELTA_ABSOLUTE;
+  for (int k = 0; k < PROTO_DELTA_FIELD_COUNT; k++)
+    if (d[k] != 0) {
+      e.mask |= (uint8_t)(1u << k);
+      e.v[k] = (int32_t)d[k];
+    }
+  return e;
+}
+
+int proto_delta_apply(const proto_record *base, const proto_delta_entry *e, uint64_t time_us,
+                      proto_record *out) {
+  int64_t v[PROTO_DELTA_FIELD_COUNT];
+  for (int k = 0; k < PROTO_DELTA_FIELD_COUNT; k++)
+    v[k] = (e->mask & (1u << k)) ? e->v[k] : 0;
+  if (e->mask & PROTO_DELTA_ABSOLUTE) {
+    if (v[2] < INT16_MIN || v[2] > INT16_MAX)
+      return -1;
+  } else {
+    if (!base || base->id != e->id)
+      return -1;
+    proto_record p = proto_record_predict(base, time_us);
+    v[0] += p.x;
+    v[1] += p.y;
+    v[2] = wrap16(v[2] + p.theta);
+    v[3] += base->vx;
+    v[4] += base->vy;
+    v[5] += base->omega;
+  }
+  for (int k = 0; k < PROTO_DELTA_FIELD_COUNT; k++)
+    if (v[k] < INT32_MIN || v[k] > INT32_MAX)
+      return -1;
+  memset(out, 0, sizeof *out);
+  out->id = e->id;
+  out->x = (int32_t)v[0];
+  out->y = (int32_t)v[1];
+  out->theta = (int16_t)v[2];
+  out->vx = (int32_t)v[3];
+  out->vy = (int32_t)v[4];
+  out->omega = (int32_t)v[5];
+  out->time_us = time_us;
+  return 0;
+}
+
+proto_pose proto_record_pose(const proto_record *r) {
+  proto_pose p;
+  p.id = r->id;
+  p.x = proto_dequantize_cm(r->x);
+  p.y = proto_dequantize_cm(r->y);
+  p.theta = proto_dequantize_angle(r->theta);
+  p.vx = proto_dequantize_cm(r->vx);
+  p.vy = proto_dequantize_cm(r->vy);
+  return p;
+}
+
+size_t proto_delta_entry_size(const proto_delta_entry *e, steer_id prev_id) {
+  size_t n = mp_uint_size((uint64_t)e->id - prev_id) + 1;
+  for (int k = 0; k < PROTO_DELTA_FIELD_COUNT; k++)
+    if (e->mask & (1u << k))
+      n += mp_int_size(e->v[k]);
+  return n;
+}
+
+size_t proto_delta_removed_size(steer_id id, steer_id prev_id) {
+  return mp_uint_size((uint64_t)id - prev_id);
+}
+
+static uint32_t entry_field_count(const proto_delta_entry *e) {
+  return 2u + (uint32_t)popcount32(e->mask & PROTO_DELTA_FIELDS);
+}
+
+size_t proto_encode_delta(uint8_t *buf, size_t cap, const proto_delta_header *h,
+                          const proto_delta_entry *entries, uint32_t count, const steer_id *removed,
+                          uint32_t removed_count) {
+  writer w;
+  msgpack_packer pk;
+  uint64_t elems = 0;
+  if ((count > 0 && !entries) || (removed_count > 0 && !removed))
+    return 0;
+  for (uint32_t i = 0; i < count; i++) {
+    if (entries[i].id <= (i ? entries[i - 1].id : 0) || entries[i].mask > PROTO_DELTA_MASK_ALL)
+      return 0;
+    if ((entries[i].mask & PROTO_DELTA_THETA) && (entries[i].v[2] < INT16_MIN || entries[i].v[2] > INT16_MAX))
+      return 0;
+    elems += entry_field_count(&entries[i]);
+  }
+  for (uint32_t i = 0; i < removed_count; i++)
+    if (removed[i] <= (i ? removed[i - 1] : 0))
+      return 0;
+  if (elems > UINT32_MAX)
+    return 0;
+  writer_init(&w, &pk, buf, cap);
+  msgpack_pack_array(&pk, 8);
+  msgpack_pack_uint8(&pk, PROTO_MSG_DELTA);
+  msgpack_pack_uint64(&pk, h->tick);
+  msgpack_pack_uint64(&pk, h->server_time_us);
+  msgpack_pack_uint64(&pk, h->baseline_tick);
+  msgpack_pack_uint32(&pk, h->part_index);
+  msgpack_pack_uint32(&pk, h->part_count);
+  msgpack_pack_array(&pk, (size_t)elems);
+  steer_id prev = 0;
+  for (uint32_t i = 0; i < count && !w.overflowed; i++) {
+    const proto_delta_entry *e = &entries[i];
+    msgpack_pack_uint32(&pk, e->id - prev);
+    prev = e->id;
+    msgpack_pack_uint8(&pk, e->mask);
+    for (int k = 0; k < PROTO_DELTA_FIELD_COUNT; k++)
+      if (e->mask & (1u << k))
+        msgpack_pack_int32(&pk, e->v[k]);
+  }
+  msgpack_pack_array(&pk, removed_count);
+  prev = 0;
+  for (uint32_t i = 0; i < removed_count && !w.overflowed; i++) {
+    msgpack_pack_uint32(&pk, removed[i] - prev);
+    prev = removed[i];
+  }
+  return writer_done(&w);
+}
+
+/* An element of a flat array: its path is name[i]. */
+static int rd_flat_int(reader *r, uint32_t i, int64_t min, int64_t max, int64_t *out) {
+  size_t old = path_push_index(r, i);
+  int rc = rd_int(r, min, max, out);
+  path_pop(r, old);
+  return rc;
+}
+
+/* An id difference: > 0, and the running id stays <= UINT32_MAX. */
+static int rd_id_step(reader *r, uint32_t i, steer_id *id) {
+  int64_t d;
+  if (rd_flat_int(r, i, 1, UINT32_MAX, &d))
+    return -1;
+  if (d < 1 || (uint64_t)*id + (uint64_t)d > UINT32_MAX) {
+    size_t old = path_push_index(r, i);
+    bad(r, d < 1 ? "ids must increase" : "id out of range");
+    path_pop(r, old);
+    return -1;
+  }
+  *id += (steer_id)d;
+  return 0;
+}
+
+static int decode_delta_body(reader *r, proto_delta_header *h, proto_delta_entry *entries, uint32_t cap,
+                             uint32_t *count, steer_id *removed, uint32_t removed_cap,
+                             uint32_t *removed_count) {
+  uint64_t u;
+  uint32_t n;
+  memset(h, 0, sizeof *h);
+  if (rd_elem_uint(r, "tick", UINT64_MAX, &h->tick) ||
+      rd_elem_uint(r, "server_time_us", UINT64_MAX, &h->server_time_us) ||
+      rd_elem_uint(r, "baseline_tick", UINT64_MAX, &h->baseline_tick))
+    return -1;
+  if (h->tick == 0 || h->baseline_tick >= h->tick) {
+    size_t old = path_push(r, h->tick == 0 ? "tick" : "baseline_tick");
+    bad(r, h->tick == 0 ? "must be >= 1" : "must be < tick");
+    path_pop(r, old);
+    return -1;
+  }
+  if (rd_elem_uint(r, "part_index", UINT32_MAX, &u))
+    return -1;
+  h->part_index = (uint32_t)u;
+  if (rd_elem_uint(r, "part_count", UINT32_MAX, &u))
+    return -1;
+  h->part_count = (uint32_t)u;
+  if (h->part_count == 0 || h->part_index >= h->part_count) {
+    size_t old = path_push(r, "part_index");
+    bad(r, "part_index must be < part_count");
+    path_pop(r, old);
+    return -1;
+  }
+  size_t old = path_push(r, "changes");
+  if (rd_array(r, 0, UINT32_MAX, &n))
+    return -1;
+  if (n > r->len - r->pos) /* every element takes at least one byte */
+    return fail(r, PROTO_ERR_BAD_MESSAGE, "truncated");
+  steer_id id = 0;
+  uint32_t i = 0, c = 0;
+  while (i < n) {
+    if (n - i < 2)
+      return bad(r, "change cut short");
+    proto_delta_entry e;
+    int64_t m;
+    memset(&e, 0, sizeof e);
+    if (rd_id_step(r, i, &id) || rd_flat_int(r, i + 1, 0, PROTO_DELTA_MASK_ALL, &m))
+      return -1;
+    i += 2;
+    e.id = id;
+    e.mask = (uint8_t)m;
+    for (int k = 0; k < PROTO_DELTA_FIELD_COUNT; k++) {
+      if (!(e.mask & (1u << k)))
+        continue;
+      if (i >= n)
+        return bad(r, "change cut short");
+      int64_t v;
+      if (rd_flat_int(r, i, k == 2 ? INT16_MIN : INT32_MIN, k == 2 ? INT16_MAX : INT32_MAX, &v))
+        return -1;
+      e.v[k] = (int32_t)v;
+      i++;
+    }
+    if (c >= cap)
+      return fail(r, PROTO_ERR_TOO_LARGE, "more changes than the caller's capacity");
+    entries[c++] = e;
+  }
+  path_pop(r, old);
+  old = path_push(r, "removed");
+  if (rd_array(r, 0, UINT32_MAX, &n))
+    return -1;
+  if (n > removed_cap)
+    return fail(r, PROTO_ERR_TOO_LARGE, "more removals than the caller's capacity");
+  if (n > r->len - r->pos)
+    return fail(r, PROTO_ERR_BAD_MESSAGE, "truncated");
+  id = 0;
+  for (i = 0; i < n; i++) {
+    if (rd_id_step(r, i, &id))
+      return -1;
+    removed[i] = id;
+  }
+  path_pop(r, old);
+  *count = c;
+  *removed_count = n;
+  return 0;
+}
+
+int proto_decode_delta(const uint8_t *data, size_t len, proto_delta_header *h, proto_delta_entry *entries,
+                       uint32_t cap, uint32_t *count, steer_id *removed, uint32_t removed_cap,
+                       uint32_t *removed_count, proto_error_info *err) {
+  proto_error_info local;
+  reader r;
+  uint32_t n;
+  uint64_t type;
+  reader_init(&r, data, len, err ? err : &local, false);
+  *count = 0;
+  *removed_count = 0;
+  int rc = rd_frame(&r, &n, &type);
+  if (rc == 0 && type != PROTO_MSG_DELTA) {
+    size_t old = path_push(&r, "type");
+    rc = fail(&r, PROTO_ERR_UNKNOWN_TYPE, "not a delta");
+    path_pop(&r, old);
+  }
+  if (rc == 0) {
+    r.err->type = PROTO_MSG_DELTA;
+    if (n != 8)
+      rc = fail(&r, PROTO_ERR_BAD_MESSAGE, "wrong number of elements");
+  }
+  if (rc == 0)
+    rc = decode_delta_body(&r, h, entries, entries ? cap : 0, count, removed, removed ? removed_cap : 0,
+                           removed_count);
+  if (rc == 0)
+    rc = rd_end(&r);
+  if (rc) {
+    *count = 0;
+    *removed_count = 0;
+  }
+  return finish(&r, rc);
+}
+
+size_t proto_encode_snapshot_ack(uint8_t *buf, size_t cap, uint64_t tick) {
+  writer w;
+  msgpack_packer pk;
+  writer_init(&w, &pk, buf, cap);
+  msgpack_pack_array(&pk, 2);
+  msgpack_pack_uint8(&pk, PROTO_MSG_SNAPSHOT_ACK);
+  msgpack_pack_uint64(&pk, tick);
+  return writer_done(&w);
+}
+
+int proto_decode_snapshot_ack(const uint8_t *data, size_t len, uint64_t *tick, proto_error_info *err) {
+  proto_error_info local;
+  reader r;
+  uint32_t n;
+  uint64_t type;
+  reader_init(&r, data, len, err ? err : &local, true);
+  *tick = 0;
+  int rc = rd_frame(&r, &n, &type);
+  if (rc == 0 && type != PROTO_MSG_SNAPSHOT_ACK) {
+    size_t old = path_push(&r, "type");
+    rc = fail(&r, PROTO_ERR_UNKNOWN_TYPE, "not a snapshot ack");
+    path_pop(&r, old);
+  }
+  if (rc == 0) {
+    r.err->type = PROTO_MSG_SNAPSHOT_ACK;
+    if (n != 2)
+      rc = fail(&r, PROTO_ERR_BAD_MESSAGE, "wrong number of elements");
+  }
+  uint64_t t = 0;
+  if (rc == 0)
+    rc = rd_elem_uint(&r, "tick", UINT64_MAX, &t);
+  if (rc == 0 && t == 0) {
+    size_t old = path_push(&r, "tick");
+    rc = bad(&r, "must be >= 1");
+    path_pop(&r, old);
+  }
+  if (rc == 0)
+    rc = rd_end(&r);
+  if (rc == 0)
+    *tick = t;
+  return finish(&r, rc);
+}
+
+uint32_t proto_message_type(const uint8_t *data, size_t len) {
+  proto_error_info scratch;
+  reader r;
+  mp_val v;
+  reader_init(&r, data, len, &scratch, false);
+  if (rd_val(&r, &v) || v.kind != MP_ARRAY || v.u < 1 || rd_val(&r, &v) || v.kind != MP_UINT ||
+      v.u > UINT32_MAX)
+    return 0;
+  return (uint32_t)v.u;
 }

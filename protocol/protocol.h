@@ -16,6 +16,16 @@
  *   server -> client, channel 1 (unreliable, sequenced):
  *     [36 SNAPSHOT, tick, server_time_us, part_index, part_count, agent_total,
  *                   [id, x, y, theta, vx, vy, id, x, ...]]    (cm, cm/s, theta * 32768/pi)
+ *     [37 DELTA,    tick, server_time_us, baseline_tick, part_index, part_count,
+ *                   [id+, mask, fields.., id+, mask, ...], [id+, id+, ...]]   (HELLO snapshots "delta")
+ *   client -> server, channel 1 (unreliable, delta clients only):
+ *     [11 SNAPSHOT_ACK, tick]                                     (no reply)
+ *
+ *   DELTA changes, per agent: the id as the difference from the previous id of
+ *   the array (the first from 0), a mask (PROTO_DELTA_*), then the masked fields
+ *   x, y, theta, vx, vy, omega in that order: differences from the baseline
+ *   record predicted to the frame's time (x, y, theta) or from the baseline
+ *   record (vx, vy, omega); absolute values when the mask has PROTO_DELTA_ABSOLUTE.
  *
  * Return conventions: encoders return the number of bytes written, 0 when the
  * buffer is too small or an enum is out of range. Decoders return 0, or minus a
@@ -65,12 +75,17 @@ typedef enum proto_msg_type {
   PROTO_MSG_STOP = 7,
   PROTO_MSG_QUERY = 8,
   PROTO_MSG_PING = 9,
+  PROTO_MSG_VIEW = 10,         /* what the client's delta snapshots cover */
+  PROTO_MSG_SNAPSHOT_ACK = 11, /* channel 1, [11, tick], no request_id, no reply */
   PROTO_MSG_WELCOME = 32,
   PROTO_MSG_ACK = 33,
   PROTO_MSG_ERROR = 34,
   PROTO_MSG_EVENT = 35,
-  PROTO_MSG_SNAPSHOT = 36
+  PROTO_MSG_SNAPSHOT = 36,
+  PROTO_MSG_DELTA = 37 /* channel 1, to clients that said HELLO snapshots "delta" */
 } proto_msg_type;
+
+#define PROTO_MSG_LAST_COMMAND PROTO_MSG_VIEW /* commands are 1..this, [type, request_id, body] */
 
 /* Wire error codes (positive on the wire; decoders return them negated). */
 typedef enum proto_error_code {
@@ -202,8 +217,17 @@ typedef struct proto_path {
 
 /* ---- Client -> server commands ------------------------------------------ */
 
+/* HELLO "snapshots": what the client receives on channel 1. */
+typedef enum proto_snapshot_mode {
+  PROTO_SNAPSHOTS_FULL = 0,  /* SNAPSHOT: every agent, every time (the default) */
+  PROTO_SNAPSHOTS_DELTA = 1, /* DELTA against acknowledged frames; the client sends SNAPSHOT_ACK */
+  PROTO_SNAPSHOTS_COUNT
+} proto_snapshot_mode;
+
 typedef struct proto_hello {
   uint32_t version;
+  uint8_t has_snapshots;                 /* "snapshots" sent */
+  uint8_t snapshots;                     /* proto_snapshot_mode, FULL when not sent */
   char name[PROTO_MAX_NAME_BYTES + 1];   /* valid UTF-8, no NUL inside, NUL-terminated */
   uint8_t has_token;                     /* "token" sent (it may be "") */
   char token[PROTO_MAX_TOKEN_BYTES + 1]; /* printable ASCII, NUL-terminated */
@@ -255,6 +279,21 @@ typedef struct proto_ping {
   uint64_t client_time_us;
 } proto_ping;
 
+/* VIEW: which agents the client's delta snapshots consider. */
+typedef enum proto_view_kind {
+  PROTO_VIEW_ALL = 0, /* {"all": true}: the whole world (the default) */
+  PROTO_VIEW_CENTRE,  /* {"centre": [x, y], "radius": r} */
+  PROTO_VIEW_FOLLOW,  /* {"follow": agent, "radius": r}: centred on the agent as it moves */
+  PROTO_VIEW_KIND_COUNT
+} proto_view_kind;
+
+typedef struct proto_view {
+  uint8_t kind;    /* proto_view_kind */
+  vec2 centre;     /* m, CENTRE */
+  steer_id follow; /* FOLLOW */
+  float radius;    /* m, > 0; CENTRE and FOLLOW */
+} proto_view;
+
 typedef struct proto_command {
   uint8_t type; /* proto_msg_type, 1..9 */
   uint32_t request_id;
@@ -268,6 +307,7 @@ typedef struct proto_command {
     proto_agent_cmd stop;
     proto_agent_cmd query;
     proto_ping ping;
+    proto_view view;
   };
 } proto_command;
 
@@ -305,8 +345,8 @@ typedef struct proto_pong {
 
 typedef struct proto_ack {
   uint32_t request_id;
-  uint8_t command;          /* proto_msg_type acknowledged (2..9) */
-  steer_id agent;           /* every command but PING */
+  uint8_t command;          /* proto_msg_type acknowledged (2..10) */
+  steer_id agent;           /* every command but PING and VIEW (their bodies have no agent) */
   proto_agent_report query; /* QUERY only (query.agent == agent) */
   proto_pong pong;          /* PING only */
 } proto_ack;
@@ -480,5 +520,105 @@ proto_pose proto_dequantize_pose(const proto_pose_q *q);
 
 /* Maps a core event to the wire event (same codes for 0..3). */
 proto_event proto_event_from_steer(const steer_event *e);
+
+/* ---- Delta snapshots (PROTOCOL.md 7.6) ----------------------------------- */
+
+/* Bits of a DELTA change's mask: which fields follow, in this order. */
+enum {
+  PROTO_DELTA_X = 1u << 0,
+  PROTO_DELTA_Y = 1u << 1,
+  PROTO_DELTA_THETA = 1u << 2,
+  PROTO_DELTA_VX = 1u << 3,
+  PROTO_DELTA_VY = 1u << 4,
+  PROTO_DELTA_OMEGA = 1u << 5,
+  PROTO_DELTA_FIELDS = (1u << 6) - 1u,
+  PROTO_DELTA_ABSOLUTE = 1u << 6, /* masked fields are values, unmasked ones are 0 */
+  PROTO_DELTA_MASK_ALL = (1u << 7) - 1u
+};
+#define PROTO_DELTA_FIELD_COUNT 6
+
+/* Longest dead-reckoning horizon: records older than this predict as if this old. */
+#define PROTO_DR_MAX_DT_US 60000000ull
+/* Worst-case DELTA header: fixarray, type, tick, time, baseline, index, count,
+ * and the two array headers. */
+#define PROTO_DELTA_HEADER_MAX_BYTES 49
+/* Worst-case change: id 5, mask 1, x 5, y 5, theta 3, vx 5, vy 5, omega 5. */
+#define PROTO_DELTA_ENTRY_MAX_BYTES 34
+
+/* An agent as a delta client knows it: quantized state and the server time it
+ * refers to. The client predicts it forward (proto_record_predict). */
+typedef struct proto_record {
+  steer_id id;
+  int32_t x, y;     /* cm */
+  int32_t vx, vy;   /* cm/s */
+  int32_t omega;    /* angular velocity, pi/4096 rad/s (proto_quantize_omega) */
+  int16_t theta;    /* pi/32768 rad */
+  uint64_t time_us; /* server time of the frame that last refreshed it */
+} proto_record;
+
+/* One change as on the wire (before the id difference). */
+typedef struct proto_delta_entry {
+  steer_id id;
+  uint8_t mask;                       /* PROTO_DELTA_* */
+  int32_t v[PROTO_DELTA_FIELD_COUNT]; /* x, y, theta, vx, vy, omega; 0 where not masked */
+} proto_delta_entry;
+
+typedef struct proto_delta_header {
+  uint64_t tick;           /* >= 1 */
+  uint64_t server_time_us; /* the frame's time: every change refers to it */
+  uint64_t baseline_tick;  /* the frame the changes are against; 0: none (start from nothing) */
+  uint32_t part_index;     /* < part_count */
+  uint32_t part_count;     /* >= 1 */
+} proto_delta_header;
+
+/* rad/s -> round(omega * 4096 / pi), saturated to int32; NaN -> 0. */
+int32_t proto_quantize_omega(float omega);
+float proto_dequantize_omega(int32_t q);
+/* The record of an agent's state at time_us (quantized as in PROTOCOL.md 3). */
+proto_record proto_record_from_state(steer_id id, float x, float y, float theta, float vx, float vy,
+                                     float omega, uint64_t time_us);
+/* Dead reckoning in exact integer arithmetic, the same for server and client:
+ * dt = clamp(t_us - time_us, 0, PROTO_DR_MAX_DT_US); x += round(vx * dt / 1e6),
+ * y likewise, theta += round(omega * 8 * dt / 1e6) wrapped into int16;
+ * velocities and time_us unchanged. x and y saturate at the int32 range. */
+proto_record proto_record_predict(const proto_record *r, uint64_t t_us);
+/* The change that turns base (NULL: none, an ABSOLUTE change) into now at
+ * time_us; fields equal to the prediction are left out of the mask. */
+proto_delta_entry proto_delta_diff(const proto_record *base, const proto_record *now, uint64_t time_us);
+/* Applies a change: base is the baseline's record of e->id, NULL if it has
+ * none. 0 with *out (time_us = the frame's time), or -1 when the change does
+ * not apply (a non-absolute change without a base, or a value leaving its
+ * range). */
+int proto_delta_apply(const proto_record *base, const proto_delta_entry *e, uint64_t time_us,
+                      proto_record *out);
+/* The pose a record gives at its own time (SI units). */
+proto_pose proto_record_pose(const proto_record *r);
+
+/* Encoded size of a change whose id follows prev_id in its array. */
+size_t proto_delta_entry_size(const proto_delta_entry *e, steer_id prev_id);
+/* Encoded size of a removed id following prev_id. */
+size_t proto_delta_removed_size(steer_id id, steer_id prev_id);
+
+/* One DELTA part. entries and removed must each be in strictly increasing id
+ * order (else 0). */
+size_t proto_encode_delta(uint8_t *buf, size_t cap, const proto_delta_header *h,
+                          const proto_delta_entry *entries, uint32_t count, const steer_id *removed,
+                          uint32_t removed_count);
+/* Strict: bad framing, a mask above PROTO_DELTA_MASK_ALL, a field out of its
+ * range, ids not strictly increasing, a change cut short, part_index >=
+ * part_count, tick 0 or baseline_tick >= tick are errors. More changes than cap
+ * or removals than removed_cap is TOO_LARGE. entries / removed may be NULL when
+ * their cap is 0. */
+int proto_decode_delta(const uint8_t *data, size_t len, proto_delta_header *h, proto_delta_entry *entries,
+                       uint32_t cap, uint32_t *count, steer_id *removed, uint32_t removed_cap,
+                       uint32_t *removed_count, proto_error_info *err);
+
+size_t proto_encode_snapshot_ack(uint8_t *buf, size_t cap, uint64_t tick);
+/* [11, tick] with tick >= 1, nothing else. */
+int proto_decode_snapshot_ack(const uint8_t *data, size_t len, uint64_t *tick, proto_error_info *err);
+
+/* The message type of a packet (its array's first element) without decoding
+ * the rest; 0 when the packet does not start that way. */
+uint32_t proto_message_type(const uint8_t *data, size_t len);
 
 #endif /* PROTO_PROTOCOL_H */

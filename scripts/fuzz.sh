@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 seconds="${1:-60}"
 build=build-fuzz
-targets=(fuzz_command fuzz_server_msg fuzz_snapshot)
+targets=(fuzz_command fuzz_server_msg fuzz_snapshot fuzz_delta)
 
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTEERD_FUZZ=ON \
   -DSTEERD_LTO=OFF >/dev/null

@@ -82,6 +82,16 @@ static const option_def options[] = {
      "seconds between checkpoints; 0 = only at shutdown (10)"},
     {"--max-path-points", "STEERD_MAX_PATH_POINTS", OPT_U32, OFF(max_path_points), 1, 256,
      "points of one path, at most 256 (64)"},
+    {"--dr-position-cm", "STEERD_DR_POSITION_CM", OPT_U32, OFF(dr_position_cm), 0, 100000,
+     "delta snapshots: resend an agent when its extrapolation is off by more cm (2)"},
+    {"--dr-angle-deg", "STEERD_DR_ANGLE_DEG", OPT_U32, OFF(dr_angle_deg), 0, 180,
+     "delta snapshots: ... or by more degrees (1)"},
+    {"--dr-refresh", "STEERD_DR_REFRESH", OPT_U32, OFF(dr_refresh), 1, 100000,
+     "delta snapshots: ... or when not refreshed for this many snapshots (20)"},
+    {"--snapshot-budget", "STEERD_SNAPSHOT_BUDGET", OPT_U32, OFF(snapshot_budget), 1200, 1048576,
+     "delta snapshots: bytes per client per snapshot, at least one 1200-byte packet (1200)"},
+    {"--delta-pool", "STEERD_DELTA_POOL", OPT_U32, OFF(delta_pool), 0, 1u << 30,
+     "delta snapshots: agent records remembered for all clients' frames, 0 = automatic (0)"},
 };
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
 
@@ -110,6 +120,11 @@ void steerd_config_default(steerd_config *c) {
   c->rate_burst = 100;
   c->max_agents_per_client = 1000;
   c->max_path_points = 64;
+  c->dr_position_cm = 2;
+  c->dr_angle_deg = 1;
+  c->dr_refresh = 20;
+  c->snapshot_budget = 1200;
+  c->delta_pool = 0;
 }
 
 void steerd_config_usage(FILE *out) {

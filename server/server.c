@@ -10,6 +10,7 @@
 #include "auth.h"
 #include "demo.h"
 #include "log.h"
+#include "netcode.h"
 #include "protocol.h"
 #include "ticker.h"
 #include "checkpoint.h"
@@ -44,6 +45,7 @@ typedef struct client {
   char addr[64];
   uint64_t connected_ns;
   uint64_t commands, bad_messages, rate_limited;
+  int delta;                  /* HELLO snapshots "delta": DELTA instead of SNAPSHOT (netcode slot = index) */
   uint64_t garbage_window_ns; /* start of the current 10 s window */
   uint32_t garbage_count;     /* malformed packets in it */
   double tokens;              /* rate limit bucket, commands */
@@ -64,6 +66,8 @@ struct steerd_server {
   float dt; /* s */
 
   steerd_ticker ticks, snapshots;
+  steerd_netcode *netcode; /* delta snapshots, per client slot */
+  uint32_t delta_clients;  /* welcomed clients taking delta snapshots */
   uint64_t start_ns, next_stats_ns;
   int stopping;
   uint64_t stop_deadline_ns;
@@ -119,6 +123,24 @@ static void broadcast(steerd_server *s, uint8_t channel, const uint8_t *data, si
   }
   if (p && p->referenceCount == 0)
     enet_packet_destroy(p);
+}
+
+/* One SNAPSHOT part, shared by the welcomed clients that take full snapshots. */
+static uint32_t broadcast_full(steerd_server *s, const uint8_t *data, size_t len) {
+  ENetPacket *p = NULL;
+  uint32_t sent = 0;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    if (!c->peer || !c->welcomed || c->delta)
+      continue;
+    if (!p && !(p = enet_packet_create(data, len, 0)))
+      return sent;
+    enet_peer_send(c->peer, PROTO_CHANNEL_SNAPSHOT, p);
+    sent++;
+  }
+  if (p && p->referenceCount == 0)
+    enet_packet_destroy(p);
+  return sent;
 }
 
 static void send_error(steerd_server *s, client *c, uint32_t request_id, int code, const char *message,
@@ -382,6 +404,16 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
   }
   c->welcomed = 1;
   c->role = role; /* a fresh token may change the role of the same name */
+  int delta = cmd->hello.has_snapshots && cmd->hello.snapshots == PROTO_SNAPSHOTS_DELTA;
+  uint32_t slot = (uint32_t)(c - s->clients);
+  if (delta && !c->delta) {
+    steerd_netcode_client_start(s->netcode, slot);
+    s->delta_clients++;
+  } else if (!delta && c->delta) {
+    steerd_netcode_client_stop(s->netcode, slot);
+    s->delta_clients--;
+  }
+  c->delta = delta;
   memcpy(c->name, name, sizeof(c->name));
   const steer_world_config *wc = steer_world_get_config(s->world);
   proto_welcome w;
@@ -529,6 +561,24 @@ static void cmd_query(steerd_server *s, client *c, const proto_command *cmd, pro
   send_ack(s, c, ack);
 }
 
+/* VIEW: what this client's delta snapshots cover; full snapshots ignore it. */
+static void cmd_view(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
+  if (!c->delta) {
+    send_ack(s, c, ack); /* accepted; it takes effect only with delta snapshots */
+    return;
+  }
+  int rc = steerd_netcode_set_view(s->netcode, (uint32_t)(c - s->clients), &cmd->view, s->world);
+  if (rc == STEERD_NETCODE_ENOENT) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_NO_SUCH_AGENT, steer_strerror(STEER_ENOENT), "follow");
+    return;
+  }
+  if (rc != STEERD_NETCODE_OK) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_INTERNAL, "cannot set the view", NULL);
+    return;
+  }
+  send_ack(s, c, ack);
+}
+
 static void handle_command(steerd_server *s, client *c, const proto_command *cmd) {
   s->stats.commands++;
   c->commands++;
@@ -547,8 +597,9 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
     send_error(s, c, cmd->request_id, PROTO_ERR_NOT_WELCOMED, "send HELLO first", NULL);
     return;
   }
-  if (c->role == STEERD_ROLE_OBSERVER && cmd->type != PROTO_MSG_QUERY && cmd->type != PROTO_MSG_PING) {
-    send_error(s, c, cmd->request_id, PROTO_ERR_FORBIDDEN, "observers may only QUERY and PING", NULL);
+  if (c->role == STEERD_ROLE_OBSERVER && cmd->type != PROTO_MSG_QUERY && cmd->type != PROTO_MSG_PING &&
+      cmd->type != PROTO_MSG_VIEW) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_FORBIDDEN, "observers may only QUERY, PING and VIEW", NULL);
     return;
   }
   proto_ack ack;
@@ -617,6 +668,9 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
     ack.agent = cmd->query.agent;
     cmd_query(s, c, cmd, &ack);
     return;
+  case PROTO_MSG_VIEW:
+    cmd_view(s, c, cmd, &ack);
+    return;
   case PROTO_MSG_PING:
     ack.pong.client_time_us = cmd->ping.client_time_us;
     ack.pong.server_time_us = server_time_us(s);
@@ -637,6 +691,13 @@ static void handle_packet(steerd_server *s, client *c, const ENetPacket *p, uint
   if (c->closing)
     return;
   if (channel != PROTO_CHANNEL_RELIABLE) {
+    uint64_t tick;
+    if (proto_decode_snapshot_ack(p->data, p->dataLength, &tick, NULL) == 0) {
+      /* Never answered; a full-snapshot client's acks mean nothing and are dropped. */
+      if (c->welcomed && c->delta)
+        steerd_netcode_ack(s->netcode, (uint32_t)(c - s->clients), tick);
+      return;
+    }
     send_error(s, c, 0, PROTO_ERR_BAD_MESSAGE, "commands go on channel 0", NULL);
     count_garbage(s, c);
     return;
@@ -682,6 +743,30 @@ static void run_tick(steerd_server *s) {
     steerd_demo_update(&s->demo, s->world, ev, n);
 }
 
+/* Each delta client's own frame (netcode.c), as unreliable packets on channel 1. */
+static void send_deltas(steerd_server *s, uint64_t tick, uint64_t time_us) {
+  if (s->delta_clients == 0)
+    return;
+  uint64_t t0 = uv_hrtime();
+  steerd_netcode_begin(s->netcode, s->world);
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    if (!c->peer || !c->welcomed || !c->delta || c->closing)
+      continue;
+    steerd_netcode_out out;
+    if (steerd_netcode_encode(s->netcode, i, s->world, tick, time_us, &out) != STEERD_NETCODE_OK)
+      continue;
+    for (uint32_t p = 0; p < out.part_count; p++) {
+      send_bytes(c->peer, PROTO_CHANNEL_SNAPSHOT, out.part[p], out.part_len[p], 0);
+      s->stats.snapshot_packets++;
+      s->stats.snapshot_bytes += out.part_len[p];
+      s->stats.delta_bytes += out.part_len[p];
+    }
+    s->stats.delta_frames++;
+  }
+  s->stats.delta_ns_total += uv_hrtime() - t0;
+}
+
 /* Every agent, in as many packets as it takes; each packet is filled to the
  * part budget by the agents' actual sizes, stays under the MTU and names its
  * part, so a lost part loses only its own agents. */
@@ -709,10 +794,11 @@ static void send_snapshot(steerd_server *s) {
                 PROTO_SNAPSHOT_PART_BYTES);
       continue;
     }
-    broadcast(s, PROTO_CHANNEL_SNAPSHOT, s->out, len, 0);
+    uint32_t sent = broadcast_full(s, s->out, len);
     s->stats.snapshot_packets++;
-    s->stats.snapshot_bytes += (uint64_t)len * s->stats.clients;
+    s->stats.snapshot_bytes += (uint64_t)len * sent;
   }
+  send_deltas(s, h.tick, h.server_time_us);
   s->stats.snapshots++;
 }
 
@@ -968,6 +1054,10 @@ static void on_disconnect(steerd_server *s, ENetEvent *ev) {
            ev->data ? "disconnected" : "disconnected or timed out", (unsigned long long)c->commands,
            (unsigned long long)c->bad_messages, (unsigned long long)c->rate_limited);
   owner_detach(s, c);
+  if (c->delta) {
+    steerd_netcode_client_stop(s->netcode, (uint32_t)(c - s->clients));
+    s->delta_clients--;
+  }
   ev->peer->data = NULL;
   c->peer = NULL;
   s->stats.clients--;
@@ -1063,7 +1153,17 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->bounds.min = cfg->world_min;
   s->bounds.max = cfg->world_max;
   s->bounds.max_path_points = cfg->max_path_points;
-  if (!s->clients || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world) {
+  steerd_netcode_config nc = steerd_netcode_default_config();
+  nc.max_clients = cfg->max_clients;
+  nc.max_agents = cfg->max_agents;
+  nc.pool_records = cfg->delta_pool;
+  nc.dr_position_m = (float)cfg->dr_position_cm / 100.0f;
+  nc.dr_angle_rad = (float)cfg->dr_angle_deg * (STEER_PI / 180.0f);
+  nc.dr_refresh = cfg->dr_refresh;
+  nc.budget_bytes = cfg->snapshot_budget;
+  s->netcode = steerd_netcode_create(&nc);
+  if (!s->clients || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world ||
+      !s->netcode) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
               cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
     steerd_server_destroy(s);
@@ -1209,6 +1309,7 @@ void steerd_server_destroy(steerd_server *s) {
     enet_deinitialize();
   }
   steer_world_destroy(s->world);
+  steerd_netcode_destroy(s->netcode);
   free(s->clients);
   free(s->part_first);
   free(s->owners);

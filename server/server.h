@@ -31,6 +31,9 @@ typedef struct steerd_server_stats {
   uint64_t abuse_disconnects; /* peers dropped for malformed packets */
   uint64_t hello_timeouts;    /* peers dropped for not saying HELLO in time */
   uint64_t step_ns_total;     /* time spent in world steps */
+  uint64_t delta_frames;      /* DELTA frames encoded (one per delta client per snapshot) */
+  uint64_t delta_bytes;       /* their payload bytes */
+  uint64_t delta_ns_total;    /* time spent choosing and encoding them, sending included */
   uint32_t clients;           /* connected now */
 } steerd_server_stats;
 

@@ -230,6 +230,56 @@ static size_t ex_snapshot(uint8_t *b, size_t cap) {
   return proto_encode_snapshot(b, cap, &ex_snap, ex_poses, 2);
 }
 
+static size_t ex_hello_delta(uint8_t *b, size_t cap) {
+  proto_command c = cmd_hello();
+  c.hello.has_snapshots = 1;
+  c.hello.snapshots = PROTO_SNAPSHOTS_DELTA;
+  return enc_cmd(b, cap, c);
+}
+static proto_command cmd_view(void) {
+  proto_command c;
+  memset(&c, 0, sizeof c);
+  c.type = PROTO_MSG_VIEW;
+  c.request_id = 10;
+  c.view.kind = PROTO_VIEW_CENTRE;
+  c.view.centre = v2(12.5f, -3.25f);
+  c.view.radius = 40.0f;
+  return c;
+}
+static size_t ex_view(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_view()); }
+static size_t ex_ack_view(uint8_t *b, size_t cap) {
+  proto_ack a;
+  memset(&a, 0, sizeof a);
+  a.request_id = 10;
+  a.command = PROTO_MSG_VIEW;
+  return proto_encode_ack(b, cap, &a);
+}
+static size_t ex_snapshot_ack(uint8_t *b, size_t cap) { return proto_encode_snapshot_ack(b, cap, 1237); }
+
+/* PROTOCOL.md 7.6's example: against the frame of tick 1235 (where agent ID1 is
+ * as in the snapshot example), agent ID1 turned and sped up, ID2 left the view,
+ * ID3 is new. */
+#define ID3 4194307u
+static const proto_delta_header ex_delta_h = {1237, 41233333, 1235, 0, 1};
+static proto_record ex_delta_base(void) {
+  proto_record r = proto_record_from_state(ID1, 12.5f, -3.25f, 0.75f, 1.5f, 0.5f, 0.0f, 41166666);
+  return r;
+}
+static void ex_delta_entries(proto_delta_entry e[2]) {
+  proto_record base = ex_delta_base();
+  proto_record now = base;
+  now.x = 1263, now.y = -322, now.theta = 7933, now.vx = 138, now.vy = 62, now.omega = 652;
+  e[0] = proto_delta_diff(&base, &now, ex_delta_h.server_time_us);
+  proto_record fresh = proto_record_from_state(ID3, 5.0f, -7.5f, 1.0f, 0.0f, 0.0f, 0.0f, 0);
+  e[1] = proto_delta_diff(NULL, &fresh, ex_delta_h.server_time_us);
+}
+static size_t ex_delta(uint8_t *b, size_t cap) {
+  proto_delta_entry e[2];
+  const steer_id removed[1] = {ID2};
+  ex_delta_entries(e);
+  return proto_encode_delta(b, cap, &ex_delta_h, e, 2, removed, 1);
+}
+
 static const struct example {
   const char *name;
   example_fn fn;
@@ -243,6 +293,8 @@ static const struct example {
                 {"stop", ex_stop},
                 {"query", ex_query},
                 {"ping", ex_ping},
+                {"hello_delta", ex_hello_delta},
+                {"view", ex_view},
                 {"welcome", ex_welcome_enc},
                 {"ack_spawn", ex_ack_spawn},
                 {"ack_query", ex_ack_query},
@@ -251,9 +303,14 @@ static const struct example {
                 {"error_agent", ex_error_agent},
                 {"error_nil", ex_error_nil},
                 {"event", ex_event},
-                {"snapshot", ex_snapshot}};
+                {"snapshot", ex_snapshot},
+                {"ack_view", ex_ack_view},
+                {"snapshot_ack", ex_snapshot_ack},
+                {"delta", ex_delta}};
 #define EXAMPLE_COUNT    (sizeof examples / sizeof examples[0])
-#define COMMAND_EXAMPLES 10 /* examples[0..9] are client commands, the rest server messages */
+#define COMMAND_EXAMPLES 12 /* examples[0..11] are client commands, ... */
+#define SERVER_EXAMPLES                                                                                      \
+  (EXAMPLE_COUNT - 2) /* ... then server messages; the last two have their own decoders */
 
 /* ---- Helpers ------------------------------------------------------------------ */
 
@@ -817,7 +874,7 @@ START_TEST(test_truncated) {
     free(copy);
   }
   /* Same for the server messages on the client side. */
-  for (size_t k = COMMAND_EXAMPLES; k < EXAMPLE_COUNT; k++) {
+  for (size_t k = COMMAND_EXAMPLES; k < SERVER_EXAMPLES; k++) {
     size_t n = examples[k].fn(buf, sizeof buf);
     for (size_t cut = 0; cut < n; cut++) {
       uint8_t *copy = malloc(cut ? cut : 1);
@@ -1570,6 +1627,162 @@ START_TEST(test_snapshot_fit) {
 }
 END_TEST
 
+/* ---- Delta snapshots, VIEW, SNAPSHOT_ACK ------------------------------------------------ */
+
+START_TEST(test_delta_messages) {
+  proto_delta_header h;
+  proto_delta_entry e[8];
+  steer_id rm[8];
+  uint32_t n, nr;
+  proto_error_info err;
+  /* The example decodes to what it says, and applies to its baseline. */
+  size_t len = ex_delta(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_delta(buf, len, &h, e, 8, &n, rm, 8, &nr, &err), 0);
+  ck_assert_uint_eq(h.tick, 1237);
+  ck_assert_uint_eq(h.baseline_tick, 1235);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_uint_eq(nr, 1);
+  ck_assert_uint_eq(rm[0], ID2);
+  ck_assert_uint_eq(e[0].mask,
+                    PROTO_DELTA_X | PROTO_DELTA_THETA | PROTO_DELTA_VX | PROTO_DELTA_VY | PROTO_DELTA_OMEGA);
+  ck_assert_int_eq(e[0].v[0], 3);
+  ck_assert_int_eq(e[0].v[2], 110);
+  ck_assert_uint_eq(e[1].mask, PROTO_DELTA_ABSOLUTE | PROTO_DELTA_X | PROTO_DELTA_Y | PROTO_DELTA_THETA);
+  proto_record base = ex_delta_base(), out;
+  ck_assert_int_eq(proto_delta_apply(&base, &e[0], h.server_time_us, &out), 0);
+  ck_assert_int_eq(out.x, 1263);
+  ck_assert_int_eq(out.theta, 7933);
+  ck_assert_int_eq(out.omega, 652);
+  ck_assert_int_eq(proto_delta_apply(NULL, &e[1], h.server_time_us, &out), 0);
+  ck_assert_int_eq(out.y, -750);
+  /* Every prefix is refused; so is too small a capacity. */
+  for (size_t cut = 0; cut < len; cut++) {
+    uint8_t *copy = malloc(cut ? cut : 1);
+    memcpy(copy, buf, cut);
+    ck_assert_int_ne(proto_decode_delta(copy, cut, &h, e, 8, &n, rm, 8, &nr, &err), 0);
+    ck_assert_uint_eq(n, 0);
+    free(copy);
+  }
+  ck_assert_int_eq(proto_decode_delta(buf, len, &h, e, 1, &n, rm, 8, &nr, &err), -PROTO_ERR_TOO_LARGE);
+  ck_assert_int_eq(proto_decode_delta(buf, len, &h, e, 8, &n, rm, 0, &nr, &err), -PROTO_ERR_TOO_LARGE);
+  /* Bad contents, each with its field. */
+  static const uint8_t zero_step[] = {0x98, 0x25, 0x02, 0x00, 0x01, 0x00, 0x01,
+                                      0x94, 0x05, 0x00, 0x00, 0x00, 0x90};
+  ck_assert_int_eq(proto_decode_delta(zero_step, sizeof zero_step, &h, e, 8, &n, rm, 8, &nr, &err),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "changes[2]");
+  static const uint8_t cut_short[] = {0x98, 0x25, 0x02, 0x00, 0x01, 0x00, 0x01, 0x93, 0x05, 0x03, 0x01, 0x90};
+  ck_assert_int_eq(proto_decode_delta(cut_short, sizeof cut_short, &h, e, 8, &n, rm, 8, &nr, &err),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "changes");
+  static const uint8_t big_mask[] = {0x98, 0x25, 0x02, 0x00, 0x01, 0x00, 0x01, 0x92, 0x05, 0xcc, 0x80, 0x90};
+  ck_assert_int_eq(proto_decode_delta(big_mask, sizeof big_mask, &h, e, 8, &n, rm, 8, &nr, &err),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "changes[1]");
+  static const uint8_t theta_big[] = {0x98, 0x25, 0x02, 0x00, 0x01, 0x00, 0x01,
+                                      0x93, 0x05, 0x04, 0xcd, 0x80, 0x00, 0x90};
+  ck_assert_int_eq(proto_decode_delta(theta_big, sizeof theta_big, &h, e, 8, &n, rm, 8, &nr, &err),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "changes[2]");
+  static const uint8_t base_late[] = {0x98, 0x25, 0x02, 0x00, 0x02, 0x00, 0x01, 0x90, 0x90};
+  ck_assert_int_eq(proto_decode_delta(base_late, sizeof base_late, &h, e, 8, &n, rm, 8, &nr, &err),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "baseline_tick");
+  static const uint8_t rm_down[] = {0x98, 0x25, 0x02, 0x00, 0x01, 0x00, 0x01, 0x90, 0x92, 0x05, 0x00};
+  ck_assert_int_eq(proto_decode_delta(rm_down, sizeof rm_down, &h, e, 8, &n, rm, 8, &nr, &err),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "removed[1]");
+  static const uint8_t part_bad[] = {0x98, 0x25, 0x02, 0x00, 0x01, 0x01, 0x01, 0x90, 0x90};
+  ck_assert_int_eq(proto_decode_delta(part_bad, sizeof part_bad, &h, e, 8, &n, rm, 8, &nr, &err),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "part_index");
+  static const uint8_t ok_empty[] = {0x98, 0x25, 0x02, 0x00, 0x01, 0x00, 0x01, 0x90, 0x90};
+  ck_assert_int_eq(proto_decode_delta(ok_empty, sizeof ok_empty, &h, NULL, 0, &n, NULL, 0, &nr, &err), 0);
+  /* The encoder refuses ids out of order. */
+  proto_delta_entry two[2];
+  ex_delta_entries(two);
+  proto_delta_entry swapped[2] = {two[1], two[0]};
+  ck_assert_uint_eq(proto_encode_delta(buf, sizeof buf, &ex_delta_h, swapped, 2, NULL, 0), 0);
+  /* Not for the other decoders, and they not for it. */
+  proto_server_msg m;
+  ck_assert_int_eq(proto_decode_server_msg(buf, ex_delta(buf, sizeof buf), &m, NULL, 0, &err),
+                   -PROTO_ERR_UNKNOWN_TYPE);
+  ck_assert_uint_eq(proto_message_type(buf, len), PROTO_MSG_DELTA);
+  len = ex_snapshot(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_delta(buf, len, &h, e, 8, &n, rm, 8, &nr, &err), -PROTO_ERR_UNKNOWN_TYPE);
+
+  /* SNAPSHOT_ACK. */
+  uint64_t t;
+  len = ex_snapshot_ack(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_snapshot_ack(buf, len, &t, &err), 0);
+  ck_assert_uint_eq(t, 1237);
+  static const uint8_t ack0[] = {0x92, 0x0b, 0x00};
+  ck_assert_int_eq(proto_decode_snapshot_ack(ack0, sizeof ack0, &t, &err), -PROTO_ERR_BAD_FIELD);
+  static const uint8_t ack3[] = {0x93, 0x0b, 0x01, 0x01};
+  ck_assert_int_eq(proto_decode_snapshot_ack(ack3, sizeof ack3, &t, &err), -PROTO_ERR_BAD_MESSAGE);
+  proto_command c;
+  ck_assert_int_eq(proto_decode_command(buf, len, &c, &err), -PROTO_ERR_UNKNOWN_TYPE); /* not a command */
+
+  /* VIEW: round trips and the rules of its keys. */
+  proto_command v = cmd_view();
+  len = proto_encode_command(buf, sizeof buf, &v);
+  ck_assert_int_eq(proto_decode_command(buf, len, &c, &err), 0);
+  ck_assert_uint_eq(c.view.kind, PROTO_VIEW_CENTRE);
+  ck_assert(c.view.radius == 40.0f && c.view.centre.y == -3.25f);
+  v.view.kind = PROTO_VIEW_FOLLOW;
+  v.view.follow = ID1;
+  len = proto_encode_command(buf, sizeof buf, &v);
+  ck_assert_int_eq(proto_decode_command(buf, len, &c, &err), 0);
+  ck_assert_uint_eq(c.view.follow, ID1);
+  v.view.kind = PROTO_VIEW_ALL;
+  len = proto_encode_command(buf, sizeof buf, &v);
+  ck_assert_int_eq(proto_decode_command(buf, len, &c, &err), 0);
+  ck_assert_uint_eq(c.view.kind, PROTO_VIEW_ALL);
+  mbuf mb;
+  mb_init(&mb);
+  mb_cmd(&mb, PROTO_MSG_VIEW, 4, 0);
+  expect_mb_error(&mb, PROTO_ERR_BAD_FIELD, "all");
+  mb_init(&mb);
+  mb_cmd(&mb, PROTO_MSG_VIEW, 4, 1);
+  mb_str(&mb, "all"), msgpack_pack_false(&mb.pk);
+  expect_mb_error(&mb, PROTO_ERR_BAD_FIELD, "all");
+  mb_init(&mb);
+  mb_cmd(&mb, PROTO_MSG_VIEW, 4, 1);
+  mb_str(&mb, "follow"), msgpack_pack_int(&mb.pk, 5);
+  expect_mb_error(&mb, PROTO_ERR_BAD_FIELD, "radius");
+  mb_init(&mb);
+  mb_cmd(&mb, PROTO_MSG_VIEW, 4, 2);
+  mb_str(&mb, "all"), msgpack_pack_true(&mb.pk);
+  mb_str(&mb, "radius"), msgpack_pack_int(&mb.pk, 5);
+  expect_mb_error(&mb, PROTO_ERR_BAD_FIELD, "radius");
+  mb_init(&mb);
+  mb_cmd(&mb, PROTO_MSG_VIEW, 4, 3);
+  mb_str(&mb, "follow"), msgpack_pack_int(&mb.pk, 5);
+  mb_str(&mb, "centre"), msgpack_pack_array(&mb.pk, 2), msgpack_pack_int(&mb.pk, 1),
+      msgpack_pack_int(&mb.pk, 2);
+  mb_str(&mb, "radius"), msgpack_pack_int(&mb.pk, 5);
+  expect_mb_error(&mb, PROTO_ERR_BAD_FIELD, "centre");
+  mb_init(&mb);
+  mb_cmd(&mb, PROTO_MSG_VIEW, 4, 2);
+  mb_str(&mb, "follow"), msgpack_pack_int(&mb.pk, 5);
+  mb_str(&mb, "radius"), msgpack_pack_int(&mb.pk, 0);
+  expect_mb_error(&mb, PROTO_ERR_BAD_FIELD, "radius");
+  /* HELLO snapshots: "full" and "delta" only. */
+  mb_init(&mb);
+  mb_cmd(&mb, PROTO_MSG_HELLO, 1, 3);
+  mb_str(&mb, "version"), msgpack_pack_int(&mb.pk, 1);
+  mb_str(&mb, "name"), mb_str(&mb, "x");
+  mb_str(&mb, "snapshots"), mb_str(&mb, "Delta");
+  expect_mb_error(&mb, PROTO_ERR_BAD_FIELD, "snapshots");
+  len = ex_hello_delta(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_command(buf, len, &c, &err), 0);
+  ck_assert(c.hello.has_snapshots && c.hello.snapshots == PROTO_SNAPSHOTS_DELTA);
+  len = ex_hello(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_command(buf, len, &c, &err), 0);
+  ck_assert(!c.hello.has_snapshots && c.hello.snapshots == PROTO_SNAPSHOTS_FULL);
+}
+END_TEST
+
 static Suite *protocol_suite(void) {
   Suite *s = suite_create("protocol");
   TCase *tc = tcase_create("core");
@@ -1590,6 +1803,7 @@ static Suite *protocol_suite(void) {
   tcase_add_test(tc, test_snapshot_fit);
   tcase_add_test(tc, test_fuzz);
   tcase_add_test(tc, test_protocol_md_examples);
+  tcase_add_test(tc, test_delta_messages);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -151,6 +151,12 @@ SPEC_EXAMPLES = {
     "event": [35, 1240, 1, 4194305, 2],
     "snapshot": [36, 1235, 41166666, 0, 1, 2, [4194305, 1250, -325, 7823, 150, 50,
                                                4194306, -10000, 4200, -31291, 0, 0]],
+    "hello_delta": [1, 1, {"version": 1, "name": "godot-client", "snapshots": "delta"}],
+    "view": [10, 10, {"centre": [12.5, -3.25], "radius": 40}],
+    "ack_view": [33, 10, 10, {}],
+    "snapshot_ack": [11, 1237],
+    "delta": [37, 1237, 41233333, 1235, 0, 1,
+              [4194305, 61, 3, 110, -12, 12, 652, 2, 71, 500, -750, 10430], [4194306]],
 }
 # encodings the spec says are exact and contain only ints and strings (shortest forms)
 SPEC_REENCODE = ("hello", "despawn", "stop", "query", "ping", "ack_spawn", "event", "snapshot",

@@ -1,0 +1,125 @@
+/* netcode.h: per-client delta snapshots (PROTOCOL.md 7.6), pure: no sockets, no clock.
+ *
+ * For each client that asked for delta snapshots, the server keeps a ring of the
+ * frames it sent (ioquake3's sv_snapshot.c): a frame is the list of records
+ * (proto_record) the client will hold for the agents it knows once it has the
+ * frame. A new frame is encoded against the newest frame the client has
+ * acknowledged that is still in the ring (the baseline), or against nothing.
+ *
+ *   steerd_netcode_begin()        once per snapshot: index the world's agents
+ *   steerd_netcode_encode()       per client: choose, encode, remember the frame
+ *   steerd_netcode_ack()          a SNAPSHOT_ACK arrived
+ *   steerd_netcode_set_view()     a VIEW command
+ *
+ * Choosing: every agent in the client's view (the whole world, a circle, or a
+ * circle following an agent; the world's neighbour grid answers the circle) is
+ * compared with the baseline's record predicted to the frame's time
+ * (proto_record_predict). Agents whose prediction is within dr_position_m and
+ * dr_angle_rad of the truth and whose record is younger than dr_refresh frames
+ * cost nothing: the new frame keeps the baseline's record. The others (and
+ * agents new to the client) are candidates, sent by priority = importance x
+ * staleness (importance falls from 1 at the view's centre to 0.5 at its edge;
+ * staleness = age / dr_refresh + position error / threshold + angle error /
+ * threshold; agents new to the client come first, nearest first) until the byte budget is used; the rest
+ * wait and their staleness keeps growing. Agents of the baseline that left the
+ * view or the world are removed; removals always go, before any change.
+ *
+ * Frames' records live in one circular pool shared by all clients
+ * (ioquake3's snapshotEntities): a baseline whose records have been overwritten
+ * is no baseline, and the client gets a frame against nothing.
+ *
+ * Everything is sized at create; nothing allocates after that. */
+#ifndef STEERD_NETCODE_H
+#define STEERD_NETCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol.h"
+#include "world.h"
+
+#define STEERD_NETCODE_FRAMES 32 /* frames remembered per client */
+
+typedef enum steerd_netcode_error {
+  STEERD_NETCODE_OK = 0,
+  STEERD_NETCODE_EINVAL = -1, /* bad argument or configuration */
+  STEERD_NETCODE_ENOMEM = -2,
+  STEERD_NETCODE_ENOENT = -3 /* no such agent (VIEW follow) */
+} steerd_netcode_error;
+
+typedef struct steerd_netcode_config {
+  uint32_t max_clients;  /* client slots (64) */
+  uint32_t max_agents;   /* world capacity: agents in view at most (10000) */
+  uint32_t pool_records; /* records of all clients' frames (0: max_clients * 32 * min(max_agents, 512)) */
+  float dr_position_m;   /* dead-reckoning position threshold, m (0.02) */
+  float dr_angle_rad;    /* dead-reckoning angle threshold, rad (1 degree) */
+  uint32_t dr_refresh;   /* an agent's record is refreshed at least every this many frames (20) */
+  uint32_t budget_bytes; /* bytes of DELTA parts per client per snapshot, >= 1200 (1200) */
+} steerd_netcode_config;
+
+steerd_netcode_config steerd_netcode_default_config(void);
+
+typedef struct steerd_netcode_stats {
+  uint64_t frames;       /* frames encoded */
+  uint64_t frames_full;  /* ... against no baseline */
+  uint64_t parts;        /* DELTA packets */
+  uint64_t bytes;        /* their payload bytes */
+  uint64_t changes;      /* changes sent (absolute ones included) */
+  uint64_t absolute;     /* changes for agents new to the client */
+  uint64_t removed;      /* removals sent */
+  uint64_t candidates;   /* agents that needed sending */
+  uint64_t deferred;     /* candidates left out by the budget */
+  uint64_t in_view;      /* agents in view, summed over frames */
+  uint64_t acks;         /* acknowledgements of frames still in the ring */
+  uint64_t acks_unknown; /* of frames not (or no longer) in the ring */
+  uint32_t max_age;      /* most frames any in-view agent's record went without a refresh */
+} steerd_netcode_stats;
+
+/* The encoded parts of one frame; valid until the next encode. */
+typedef struct steerd_netcode_out {
+  uint32_t part_count;
+  const uint8_t *const *part; /* part_count pointers */
+  const size_t *part_len;     /* part_count lengths, each <= PROTO_SNAPSHOT_PART_BYTES */
+  uint64_t baseline_tick;     /* 0: against nothing */
+  uint32_t in_view;
+  uint32_t changes, removed, deferred;
+} steerd_netcode_out;
+
+typedef struct steerd_netcode steerd_netcode;
+
+/* NULL on a bad config or when memory is short. */
+steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg);
+void steerd_netcode_destroy(steerd_netcode *nc); /* accepts NULL */
+const steerd_netcode_config *steerd_netcode_get_config(const steerd_netcode *nc);
+
+/* Slot starts delta snapshots from scratch: no frames, view = the whole world. */
+int steerd_netcode_client_start(steerd_netcode *nc, uint32_t slot);
+/* Slot stops (disconnect, or back to full snapshots). */
+void steerd_netcode_client_stop(steerd_netcode *nc, uint32_t slot);
+int steerd_netcode_client_active(const steerd_netcode *nc, uint32_t slot);
+
+/* VIEW. FOLLOW needs a live agent (ENOENT otherwise); once it is gone the view
+ * stays where it last was. */
+int steerd_netcode_set_view(steerd_netcode *nc, uint32_t slot, const proto_view *view, const steer_world *w);
+
+/* SNAPSHOT_ACK: the client holds the complete frame of this tick. Acks of
+ * unknown or older frames are ignored. */
+void steerd_netcode_ack(steerd_netcode *nc, uint32_t slot, uint64_t tick);
+
+/* Once per snapshot, before the encodes: indexes the world's agents. The world
+ * must not change until the last encode of this snapshot. */
+void steerd_netcode_begin(steerd_netcode *nc, const steer_world *w);
+
+/* The frame of tick (>= 1, above the slot's previous frame; else 0 parts) at
+ * server time time_us for one client: chooses, encodes into out (scratch
+ * inside nc) and remembers it. Returns STEERD_NETCODE_OK or an error. */
+int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t tick,
+                          uint64_t time_us, steerd_netcode_out *out);
+
+/* The records of slot's newest frame (for tests); NULL when none. */
+const proto_record *steerd_netcode_last_frame(steerd_netcode *nc, uint32_t slot, uint32_t *count,
+                                              uint64_t *tick);
+
+void steerd_netcode_get_stats(const steerd_netcode *nc, steerd_netcode_stats *out);
+
+#endif /* STEERD_NETCODE_H */

@@ -1,0 +1,564 @@
+/* test_netcode.c: delta snapshots end to end in one process, no network.
+ *
+ * A real world steps under thousands of random changes (spawns, despawns, new
+ * paths and behaviours, stops) while the server side (server/netcode.c) encodes
+ * a frame per snapshot for several clients, each with its own view (whole world,
+ * a circle, following an agent; changed at random). The DELTA packets go,
+ * through a deterministic lossy link, to the client side (client-sample/delta.c),
+ * whose acknowledgements come back through another. Every frame a client
+ * rebuilds must equal, record for record, the frame the server remembers; its
+ * agents must be exactly those in view; and each agent's dead-reckoned pose at
+ * the frame's time must be within the thresholds of the truth. Then the byte
+ * budget: every frame within it, and no agent in view waits for a refresh
+ * longer than a bound. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "delta.h"
+#include "netcode.h"
+#include "protocol.h"
+#include "world.h"
+
+#define DT        (1.0f / 30.0f)
+#define TICK_US   33333ull
+#define CAPACITY  400u
+#define HALF      60.0f /* world is +-HALF m */
+#define N_CLIENTS 4
+
+static uint64_t rng_state;
+static uint32_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (uint32_t)(rng_state >> 16);
+}
+static float rndf(float lo, float hi) { return lo + (hi - lo) * (float)(rnd() & 0xffffff) / 16777216.0f; }
+static int chance(double p) { return (double)(rnd() & 0xffffff) / 16777216.0 < p; }
+
+/* ---- the world and its random changes ----------------------------------------- */
+
+static steer_id ids[CAPACITY];
+static uint32_t nids;
+
+static steer_world *make_world(void) {
+  steer_world_config wc = steer_default_world_config();
+  wc.max_agents = CAPACITY;
+  wc.min = v2(-HALF, -HALF);
+  wc.max = v2(HALF, HALF);
+  wc.seed = 7;
+  steer_world *w = steer_world_create(&wc);
+  ck_assert_ptr_nonnull(w);
+  nids = 0;
+  return w;
+}
+
+static vec2 rnd_point(void) { return v2(rndf(-HALF + 1, HALF - 1), rndf(-HALF + 1, HALF - 1)); }
+
+static void spawn_one(steer_world *w) {
+  if (nids >= CAPACITY - 1)
+    return;
+  steer_agent_desc d = steer_default_agent_desc();
+  d.model = (uint8_t)(rnd() % STEER_MODEL_COUNT);
+  d.state.position = rnd_point();
+  d.state.orientation = rndf(-3.1f, 3.1f);
+  d.limits.max_speed = rndf(0.5f, 4.0f);
+  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
+  steer_id id;
+  if (steer_world_spawn(w, &d, 1, &id) == STEER_OK)
+    ids[nids++] = id;
+}
+
+static void despawn_one(steer_world *w) {
+  if (nids == 0)
+    return;
+  uint32_t i = rnd() % nids;
+  ck_assert_int_eq(steer_world_despawn(w, ids[i]), STEER_OK);
+  ids[i] = ids[--nids];
+}
+
+static void change_one(steer_world *w) {
+  if (nids == 0)
+    return;
+  steer_id id = ids[rnd() % nids];
+  switch (rnd() % 5) {
+  case 0: {
+    vec2 pts[4];
+    uint32_t n = 1 + rnd() % 4;
+    for (uint32_t i = 0; i < n; i++)
+      pts[i] = rnd_point();
+    steer_world_set_path(w, id, pts, n, 1.0f, (steer_path_mode)(rnd() % STEER_PATH_MODE_COUNT),
+                         STEER_CORNER_NONE);
+    break;
+  }
+  case 1: {
+    steer_behaviour b = steer_default_behaviour(STEER_BEHAVIOUR_SEEK + rnd() % 3); /* seek, flee, arrive */
+    b.target.kind = STEER_TARGET_POINT;
+    b.target.point = rnd_point();
+    steer_world_set_behaviour(w, id, &b); /* flee may not suit the model: then nothing changes */
+    break;
+  }
+  case 2: {
+    steer_behaviour b = steer_default_behaviour(STEER_BEHAVIOUR_PURSUE);
+    b.target.kind = STEER_TARGET_AGENT;
+    b.target.agent = ids[rnd() % nids];
+    steer_world_set_behaviour(w, id, &b);
+    break;
+  }
+  case 3:
+    steer_world_stop(w, id);
+    break;
+  default: {
+    steer_behaviour b = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
+    steer_world_set_behaviour(w, id, &b);
+  }
+  }
+}
+
+/* One random change; returns 1 (counted). */
+static int random_change(steer_world *w) {
+  uint32_t r = rnd() % 100;
+  if (r < 20)
+    spawn_one(w);
+  else if (r < 35)
+    despawn_one(w);
+  else
+    change_one(w);
+  return 1;
+}
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static int cmp_rec(const void *a, const void *b) {
+  steer_id x = ((const proto_record *)a)->id, y = ((const proto_record *)b)->id;
+  return x < y ? -1 : x > y;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int same_record(const proto_record *a, const proto_record *b) {
+  return a->id == b->id && a->x == b->x && a->y == b->y && a->theta == b->theta && a->vx == b->vx &&
+         a->vy == b->vy && a->omega == b->omega && a->time_us == b->time_us;
+}
+
+/* Ids the view covers now, sorted. */
+static uint32_t expected_view(const steer_world *w, const proto_view *v, vec2 *centre, steer_id *out) {
+  steer_world_view wv = steer_world_get_view(w);
+  if (v->kind == PROTO_VIEW_ALL) {
+    for (uint32_t k = 0; k < wv.count; k++)
+      out[k] = wv.id[k];
+    qsort(out, wv.count, sizeof *out, cmp_u32);
+    return wv.count;
+  }
+  if (v->kind == PROTO_VIEW_FOLLOW)
+    for (uint32_t k = 0; k < wv.count; k++)
+      if (wv.id[k] == v->follow)
+        *centre = v2(wv.px[k], wv.py[k]);
+  uint32_t n = steer_world_query_radius(w, *centre, v->radius, out, CAPACITY);
+  qsort(out, n, sizeof *out, cmp_u32);
+  return n;
+}
+
+typedef struct sim_client {
+  steerd_delta *delta;
+  double part_loss, ack_loss;
+  proto_view view;
+  vec2 centre;
+  uint64_t frames_checked, frames_sent;
+} sim_client;
+
+static void random_view(steerd_netcode *nc, uint32_t slot, sim_client *c, const steer_world *w) {
+  proto_view v;
+  memset(&v, 0, sizeof v);
+  uint32_t r = rnd() % 3;
+  if (r == 0 || nids == 0) {
+    v.kind = PROTO_VIEW_ALL;
+  } else if (r == 1) {
+    v.kind = PROTO_VIEW_CENTRE;
+    v.centre = rnd_point();
+    v.radius = rndf(5.0f, 40.0f);
+  } else {
+    v.kind = PROTO_VIEW_FOLLOW;
+    v.follow = ids[rnd() % nids];
+    v.radius = rndf(5.0f, 40.0f);
+  }
+  ck_assert_int_eq(steerd_netcode_set_view(nc, slot, &v, w), STEERD_NETCODE_OK);
+  c->view = v;
+  c->centre = v.centre;
+  if (v.kind == PROTO_VIEW_FOLLOW) {
+    steer_agent_info info;
+    ck_assert_int_eq(steer_world_get(w, v.follow, &info), STEER_OK);
+    c->centre = info.state.position;
+  }
+}
+
+/* ---- the random-world test -------------------------------------------------------------- */
+
+static proto_record srv[CAPACITY];
+static steer_id want[CAPACITY];
+
+START_TEST(test_random_world) {
+  rng_state = 0x243f6a8885a308d3ull;
+  steer_world *w = make_world();
+  for (int i = 0; i < 200; i++)
+    spawn_one(w);
+  steerd_netcode_config cfg = steerd_netcode_default_config();
+  cfg.max_clients = N_CLIENTS;
+  cfg.max_agents = CAPACITY;
+  cfg.budget_bytes = 64 * 1024; /* never the limit here: every candidate goes */
+  steerd_netcode *nc = steerd_netcode_create(&cfg);
+  ck_assert_ptr_nonnull(nc);
+  sim_client cl[N_CLIENTS];
+  memset(cl, 0, sizeof cl);
+  const double loss[N_CLIENTS][2] = {{0, 0}, {0.3, 0}, {0, 0.3}, {0.3, 0.3}};
+  steerd_delta_config dc = steerd_delta_default_config();
+  dc.max_agents = CAPACITY;
+  for (uint32_t s = 0; s < N_CLIENTS; s++) {
+    cl[s].delta = steerd_delta_create(&dc);
+    ck_assert_ptr_nonnull(cl[s].delta);
+    cl[s].part_loss = loss[s][0];
+    cl[s].ack_loss = loss[s][1];
+    ck_assert_int_eq(steerd_netcode_client_start(nc, s), 0);
+    cl[s].view.kind = PROTO_VIEW_ALL;
+  }
+  uint64_t changes = 0, tick = 0, view_changes = 0, gone_checked = 0;
+  double max_pos_err = 0, max_ang_err = 0;
+  while (changes < 10000) {
+    uint32_t n = rnd() % 25;
+    for (uint32_t i = 0; i < n; i++)
+      changes += (uint64_t)random_change(w);
+    for (uint32_t s = 0; s < N_CLIENTS; s++)
+      if (chance(0.02)) {
+        random_view(nc, s, &cl[s], w);
+        view_changes++;
+      }
+    uint32_t steps = 1 + rnd() % 2;
+    for (uint32_t i = 0; i < steps; i++)
+      steer_world_step(w, DT);
+    tick += steps;
+    uint64_t now = tick * TICK_US;
+    steerd_netcode_begin(nc, w);
+    for (uint32_t s = 0; s < N_CLIENTS; s++) {
+      sim_client *c = &cl[s];
+      steerd_netcode_out out;
+      ck_assert_int_eq(steerd_netcode_encode(nc, s, w, steer_world_tick(w), now, &out), 0);
+      ck_assert_uint_ge(out.part_count, 1);
+      c->frames_sent++;
+      int complete = 0;
+      for (uint32_t p = 0; p < out.part_count; p++) {
+        ck_assert_uint_le(out.part_len[p], PROTO_SNAPSHOT_PART_BYTES);
+        if (chance(c->part_loss))
+          continue;
+        uint64_t t = 0;
+        int rc = steerd_delta_receive(c->delta, out.part[p], out.part_len[p], &t);
+        ck_assert_msg(rc >= 0 || rc == STEERD_DELTA_ENOBASE, "client %u: %s", s, steerd_delta_strerror(rc));
+        if (rc == 1) {
+          ck_assert_uint_eq(t, steer_world_tick(w));
+          complete = 1;
+          if (!chance(c->ack_loss))
+            steerd_netcode_ack(nc, s, t);
+        }
+      }
+      if (!complete)
+        continue;
+      /* The client's frame is the server's, record for record. */
+      uint32_t cn, sn;
+      uint64_t ct, st, ctime;
+      const proto_record *cr = steerd_delta_frame(c->delta, &cn, &ct, &ctime);
+      const proto_record *sr = steerd_netcode_last_frame(nc, s, &sn, &st);
+      ck_assert_ptr_nonnull(cr);
+      ck_assert_ptr_nonnull(sr);
+      ck_assert_uint_eq(ct, st);
+      ck_assert_uint_eq(ctime, now);
+      ck_assert_uint_eq(cn, sn);
+      memcpy(srv, sr, sn * sizeof *srv);
+      qsort(srv, sn, sizeof *srv, cmp_rec);
+      for (uint32_t i = 0; i < cn; i++)
+        ck_assert_msg(same_record(&cr[i], &srv[i]), "client %u tick %llu: record %u differs", s,
+                      (unsigned long long)ct, i);
+      /* ...holds exactly the agents in view (the budget never cuts here)... */
+      uint32_t wn = expected_view(w, &c->view, &c->centre, want);
+      ck_assert_uint_eq(cn, wn);
+      for (uint32_t i = 0; i < cn; i++)
+        ck_assert_uint_eq(cr[i].id, want[i]);
+      /* ...and each agent's dead-reckoned pose is within the thresholds of the truth. */
+      steer_world_view wv = steer_world_get_view(w);
+      for (uint32_t k = 0; k < wv.count; k++) {
+        const proto_record *key = bsearch(&(proto_record){.id = wv.id[k]}, cr, cn, sizeof *cr, cmp_rec);
+        if (!key)
+          continue;
+        proto_record pr = proto_record_predict(key, now);
+        double ex = proto_dequantize_cm(pr.x) - wv.px[k], ey = proto_dequantize_cm(pr.y) - wv.py[k];
+        double ep = sqrt(ex * ex + ey * ey);
+        double ea = fabs(steer_wrap_angle(proto_dequantize_angle(pr.theta) - wv.theta[k]));
+        ck_assert_msg(ep <= cfg.dr_position_m + 1e-5, "position off by %g m", ep);
+        ck_assert_msg(ea <= cfg.dr_angle_rad + 1e-5,
+                      "client %u: agent %u angle off by %g rad (record age %llu us, theta %d omega %d, truth "
+                      "%g omega %g)",
+                      s, wv.id[k], ea, (unsigned long long)(now - key->time_us), key->theta, key->omega,
+                      wv.theta[k], wv.omega[k]);
+        max_pos_err = ep > max_pos_err ? ep : max_pos_err;
+        max_ang_err = ea > max_ang_err ? ea : max_ang_err;
+      }
+      c->frames_checked++;
+    }
+    /* A despawned agent is gone from every complete frame that follows. */
+    if (nids > 0 && chance(0.05)) {
+      steer_id victim = ids[rnd() % nids];
+      for (uint32_t i = 0; i < nids; i++)
+        if (ids[i] == victim) {
+          ck_assert_int_eq(steer_world_despawn(w, victim), STEER_OK);
+          ids[i] = ids[--nids];
+          break;
+        }
+      steer_world_step(w, DT);
+      tick++;
+      steerd_netcode_begin(nc, w);
+      steerd_netcode_out out;
+      ck_assert_int_eq(steerd_netcode_encode(nc, 0, w, steer_world_tick(w), tick * TICK_US, &out), 0);
+      int done = 0;
+      for (uint32_t p = 0; p < out.part_count; p++)
+        done |= steerd_delta_receive(cl[0].delta, out.part[p], out.part_len[p], NULL) == 1;
+      ck_assert(done); /* client 0's link is lossless */
+      steerd_netcode_ack(nc, 0, steer_world_tick(w));
+      uint32_t cn;
+      const proto_record *cr = steerd_delta_frame(cl[0].delta, &cn, NULL, NULL);
+      for (uint32_t i = 0; i < cn; i++)
+        ck_assert_uint_ne(cr[i].id, victim);
+      gone_checked++;
+    }
+  }
+  steerd_netcode_stats ns;
+  steerd_netcode_get_stats(nc, &ns);
+  for (uint32_t s = 0; s < N_CLIENTS; s++) {
+    steerd_delta_stats ds;
+    steerd_delta_get_stats(cl[s].delta, &ds);
+    printf("client %u (loss %.0f%%, ack loss %.0f%%): %llu of %llu frames rebuilt and checked, %llu without "
+           "baseline, %llu abandoned\n",
+           s, cl[s].part_loss * 100, cl[s].ack_loss * 100, (unsigned long long)cl[s].frames_checked,
+           (unsigned long long)cl[s].frames_sent, (unsigned long long)ds.frames_no_base,
+           (unsigned long long)ds.frames_abandoned);
+    ck_assert_uint_gt(cl[s].frames_checked, cl[s].frames_sent / 4);
+    ck_assert_uint_eq(ds.frames_bad, 0);
+    steerd_delta_destroy(cl[s].delta);
+  }
+  printf("%llu changes, %llu view changes, %llu despawns checked, %llu ticks; max error %.4f m, %.4f rad; "
+         "%llu changes sent (%llu absolute), %llu removals, %llu full frames\n",
+         (unsigned long long)changes, (unsigned long long)view_changes, (unsigned long long)gone_checked,
+         (unsigned long long)tick, max_pos_err, max_ang_err, (unsigned long long)ns.changes,
+         (unsigned long long)ns.absolute, (unsigned long long)ns.removed, (unsigned long long)ns.frames_full);
+  ck_assert_uint_gt(view_changes, 50);
+  ck_assert_uint_gt(gone_checked, 10);
+  steerd_netcode_destroy(nc);
+  steer_world_destroy(w);
+}
+END_TEST
+
+/* ---- views bring agents in and take them out ------------------------------------------------ */
+
+START_TEST(test_view_in_out) {
+  steer_world *w = make_world();
+  /* A row of resting agents along x, 1 m apart. */
+  steer_id row[41];
+  for (int i = 0; i <= 40; i++) {
+    steer_agent_desc d = steer_default_agent_desc();
+    d.state.position = v2((float)(i - 20), 0.0f);
+    ck_assert_int_eq(steer_world_spawn(w, &d, 0, &row[i]), STEER_OK);
+  }
+  steerd_netcode_config cfg = steerd_netcode_default_config();
+  cfg.max_clients = 1;
+  cfg.max_agents = CAPACITY;
+  steerd_netcode *nc = steerd_netcode_create(&cfg);
+  steerd_delta_config dc = steerd_delta_default_config();
+  dc.max_agents = CAPACITY;
+  steerd_delta *d = steerd_delta_create(&dc);
+  ck_assert_int_eq(steerd_netcode_client_start(nc, 0), 0);
+  proto_view v = {PROTO_VIEW_CENTRE, v2(-20.0f, 0.0f), 0, 5.5f};
+  ck_assert_int_eq(steerd_netcode_set_view(nc, 0, &v, w), 0);
+  proto_view bad = {PROTO_VIEW_FOLLOW, v2(0, 0), 12345, 5.0f};
+  ck_assert_int_eq(steerd_netcode_set_view(nc, 0, &bad, w), STEERD_NETCODE_ENOENT);
+  uint64_t absolute = 0, removed = 0;
+  for (int step = 0; step <= 40; step++) {
+    /* Slide the view one metre to the right each frame. */
+    v.centre = v2((float)(step - 20), 0.0f);
+    ck_assert_int_eq(steerd_netcode_set_view(nc, 0, &v, w), 0);
+    steer_world_step(w, DT);
+    steerd_netcode_begin(nc, w);
+    steerd_netcode_out out;
+    ck_assert_int_eq(
+        steerd_netcode_encode(nc, 0, w, steer_world_tick(w), steer_world_tick(w) * TICK_US, &out), 0);
+    uint64_t t = 0;
+    for (uint32_t p = 0; p < out.part_count; p++)
+      ck_assert_int_ge(steerd_delta_receive(d, out.part[p], out.part_len[p], &t), 0);
+    ck_assert_uint_eq(t, steer_world_tick(w));
+    steerd_netcode_ack(nc, 0, t);
+    absolute += step > 0 ? out.changes : 0;
+    removed += out.removed;
+    uint32_t n;
+    const proto_record *r = steerd_delta_frame(d, &n, NULL, NULL);
+    /* Agents within 5.5 m of the centre: the ones at centre-5 .. centre+5. */
+    int lo = step - 5 < 0 ? 0 : step - 5, hi = step + 5 > 40 ? 40 : step + 5;
+    ck_assert_uint_eq(n, (uint32_t)(hi - lo + 1));
+    for (int i = lo; i <= hi; i++) {
+      const proto_record *key = bsearch(&(proto_record){.id = row[i]}, r, n, sizeof *r, cmp_rec);
+      ck_assert_ptr_nonnull(key);
+      ck_assert_int_eq(key->x, (i - 20) * 100);
+    }
+  }
+  /* Each agent at rest entered once (absolute) and left once (removed), apart
+   * from the first frame's and the last frame's. */
+  ck_assert_uint_eq(absolute, 35);
+  ck_assert_uint_eq(removed, 35);
+  steerd_delta_destroy(d);
+  steerd_netcode_destroy(nc);
+  steer_world_destroy(w);
+}
+END_TEST
+
+/* ---- the byte budget and starvation ------------------------------------------------------------- */
+
+START_TEST(test_budget) {
+  rng_state = 0x13198a2e03707344ull;
+  steer_world *w = make_world();
+  for (int i = 0; i < 390; i++)
+    spawn_one(w); /* all wandering: most need sending most frames */
+  steerd_netcode_config cfg = steerd_netcode_default_config();
+  cfg.max_clients = 2;
+  cfg.max_agents = CAPACITY;
+  steerd_netcode *nc = steerd_netcode_create(&cfg);
+  steerd_delta_config dc = steerd_delta_default_config();
+  dc.max_agents = CAPACITY;
+  steerd_delta *d[2] = {steerd_delta_create(&dc), steerd_delta_create(&dc)};
+  ck_assert_int_eq(steerd_netcode_client_start(nc, 0), 0);
+  ck_assert_int_eq(steerd_netcode_client_start(nc, 1), 0);
+  proto_view v = {PROTO_VIEW_CENTRE, v2(0, 0), 0, 30.0f};
+  ck_assert_int_eq(steerd_netcode_set_view(nc, 1, &v, w), 0);
+  uint64_t deferred = 0;
+  uint32_t known_all = 0;
+  for (int step = 0; step < 600; step++) {
+    steer_world_step(w, DT);
+    steerd_netcode_begin(nc, w);
+    for (uint32_t s = 0; s < 2; s++) {
+      steerd_netcode_out out;
+      uint64_t now = steer_world_tick(w) * TICK_US;
+      ck_assert_int_eq(steerd_netcode_encode(nc, s, w, steer_world_tick(w), now, &out), 0);
+      size_t total = 0;
+      for (uint32_t p = 0; p < out.part_count; p++)
+        total += out.part_len[p];
+      ck_assert_uint_le(total, cfg.budget_bytes);
+      ck_assert_uint_eq(out.part_count, 1);
+      deferred += out.deferred;
+      uint64_t t = 0;
+      ck_assert_int_eq(steerd_delta_receive(d[s], out.part[0], out.part_len[0], &t), 1);
+      steerd_netcode_ack(nc, s, t);
+      uint32_t n, sn;
+      uint64_t st;
+      const proto_record *cr = steerd_delta_frame(d[s], &n, NULL, NULL);
+      const proto_record *sr = steerd_netcode_last_frame(nc, s, &sn, &st);
+      ck_assert_uint_eq(n, sn);
+      memcpy(srv, sr, sn * sizeof *srv);
+      qsort(srv, sn, sizeof *srv, cmp_rec);
+      for (uint32_t i = 0; i < n; i++)
+        ck_assert(same_record(&cr[i], &srv[i]));
+      if (s == 0 && n == steer_world_count(w) && !known_all)
+        known_all = (uint32_t)step + 1;
+    }
+  }
+  steerd_netcode_stats ns;
+  steerd_netcode_get_stats(nc, &ns);
+  printf("budget: %u agents known after %u frames; %.1f changes and %.1f deferred per frame, %.1f bytes per "
+         "frame; longest wait for a refresh %u frames\n",
+         steer_world_count(w), known_all, (double)ns.changes / (double)ns.frames,
+         (double)deferred / (double)ns.frames, (double)ns.bytes / (double)ns.frames, ns.max_age);
+  ck_assert_uint_gt(deferred, 0); /* the budget did bind */
+  ck_assert_uint_gt(known_all, 0);
+  ck_assert_uint_lt(known_all, 40);
+  /* Nobody starves: every agent in view is refreshed within a few refresh periods. */
+  ck_assert_uint_le(ns.max_age, 6 * cfg.dr_refresh);
+  steerd_delta_destroy(d[0]);
+  steerd_delta_destroy(d[1]);
+  steerd_netcode_destroy(nc);
+  steer_world_destroy(w);
+}
+END_TEST
+
+/* ---- dead reckoning and the change arithmetic ------------------------------------------------------ */
+
+START_TEST(test_predict_and_apply) {
+  proto_record r = proto_record_from_state(5, 1.0f, -2.0f, 3.1f, 1.5f, -0.25f, 2.0f, 1000000);
+  ck_assert_int_eq(r.x, 100);
+  ck_assert_int_eq(r.vx, 150);
+  ck_assert_int_eq(r.omega, 2608); /* round(2 * 4096 / pi) */
+  proto_record p = proto_record_predict(&r, 1500000);
+  ck_assert_int_eq(p.x, 175);
+  ck_assert_int_eq(p.y, -213); /* -200 - 12.5, half away from zero */
+  ck_assert_int_eq(p.theta, -22770);
+  ck_assert_uint_eq(p.time_us, r.time_us);
+  /* Never backwards, and capped. */
+  ck_assert_int_eq(proto_record_predict(&r, 10).x, 100);
+  proto_record far = proto_record_predict(&r, UINT64_MAX);
+  ck_assert_int_eq(far.x, 100 + 150 * 60);
+  /* diff then apply gives the target back, for random pairs. */
+  rng_state = 99;
+  for (int i = 0; i < 100000; i++) {
+    proto_record a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    a.id = b.id = 1 + rnd();
+    a.x = (int32_t)rnd() % 100000000, a.y = -(int32_t)(rnd() % 100000000), a.theta = (int16_t)rnd();
+    a.vx = (int32_t)(rnd() % 10001) - 5000, a.vy = (int32_t)(rnd() % 10001) - 5000;
+    a.omega = (int32_t)(rnd() % 200001) - 100000;
+    b.x = (int32_t)rnd() % 100000000, b.y = (int32_t)rnd() % 100000000, b.theta = (int16_t)rnd();
+    b.vx = (int32_t)(rnd() % 10001) - 5000, b.omega = (int32_t)(rnd() % 200001) - 100000;
+    a.time_us = rnd();
+    uint64_t t = a.time_us + rnd() % 3000000;
+    b.time_us = t;
+    proto_delta_entry e = proto_delta_diff(i % 7 ? &a : NULL, &b, t);
+    proto_record out;
+    ck_assert_int_eq(proto_delta_apply(i % 7 ? &a : NULL, &e, t, &out), 0);
+    ck_assert(same_record(&out, &b));
+    /* Round trip through the wire. */
+    uint8_t buf[256];
+    proto_delta_header h = {7, t, 3, 0, 1}, h2;
+    size_t n = proto_encode_delta(buf, sizeof buf, &h, &e, 1, NULL, 0);
+    ck_assert_uint_gt(n, 0);
+    ck_assert_uint_le(n, PROTO_DELTA_HEADER_MAX_BYTES + proto_delta_entry_size(&e, 0));
+    proto_delta_entry e2;
+    steer_id rm;
+    uint32_t c, rc;
+    ck_assert_int_eq(proto_decode_delta(buf, n, &h2, &e2, 1, &c, &rm, 1, &rc, NULL), 0);
+    ck_assert_uint_eq(c, 1);
+    ck_assert_int_eq(memcmp(&e, &e2, sizeof e), 0);
+  }
+  /* A change without its base does not apply. */
+  proto_delta_entry e = {5, PROTO_DELTA_X, {3, 0, 0, 0, 0, 0}};
+  proto_record out;
+  ck_assert_int_eq(proto_delta_apply(NULL, &e, 0, &out), -1);
+}
+END_TEST
+
+static Suite *netcode_suite(void) {
+  Suite *s = suite_create("netcode");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_predict_and_apply);
+  tcase_add_test(tc, test_view_in_out);
+  tcase_add_test(tc, test_budget);
+  tcase_add_test(tc, test_random_world);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(netcode_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

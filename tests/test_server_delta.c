@@ -1,0 +1,240 @@
+/* test_server_delta.c: delta snapshots through the real server and real ENet.
+ *
+ * The demo world runs in a steerd child process. A client taking full
+ * snapshots and one taking delta snapshots (HELLO snapshots "delta") watch it
+ * side by side: for every tick both received, every agent must be in both
+ * frames at the same place within the dead-reckoning thresholds (plus the full
+ * snapshot's own rounding). The delta client's SNAPSHOT_ACKs on channel 1 are
+ * never answered. VIEW narrows what the delta client sees and widens it again;
+ * following a missing agent is NO_SUCH_AGENT; a despawned agent leaves its
+ * frames. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "protocol.h"
+#include "steerd_proc.h"
+
+#define RING      64
+#define MAX_POSES 512
+#define POS_TOL   (0.02 + 0.0071 + 1e-4) /* threshold + the full snapshot's rounding (m) */
+#define ANGLE_TOL (3.14159265 / 180.0 + 1e-4)
+
+typedef struct recorded {
+  uint64_t tick;
+  uint32_t count;
+  proto_pose poses[MAX_POSES];
+} recorded;
+
+typedef struct recorder {
+  steerd_client *client;
+  recorded ring[RING];
+  uint64_t frames;
+  uint64_t errors;
+} recorder;
+
+static void on_frame(void *user, const steerd_client_frame *f) {
+  recorder *r = user;
+  recorded *slot = &r->ring[f->tick % RING];
+  slot->tick = f->tick;
+  slot->count = f->count < MAX_POSES ? f->count : MAX_POSES;
+  memcpy(slot->poses, f->poses, slot->count * sizeof *f->poses);
+  r->frames++;
+}
+
+static void on_reply(void *user, const proto_server_msg *m) {
+  recorder *r = user;
+  if (m->type == PROTO_MSG_ERROR)
+    r->errors++;
+}
+
+static void connect_recorder(recorder *r, uint16_t port, int delta) {
+  memset(r, 0, sizeof *r);
+  steerd_client_config cfg = steerd_client_default_config();
+  cfg.name = delta ? "delta" : "full";
+  cfg.max_agents = 1024;
+  cfg.snapshots = delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
+  cfg.callbacks.on_snapshot_frame = on_frame;
+  cfg.callbacks.on_reply = on_reply;
+  cfg.user = r;
+  r->client = steerd_client_create(&cfg);
+  ck_assert_ptr_nonnull(r->client);
+  ck_assert_int_eq(steerd_client_connect(r->client, "127.0.0.1", port), 0);
+}
+
+static void pump(recorder *a, recorder *b, uint32_t ms) {
+  uint64_t end = steerd_proc_now_ms() + ms;
+  while (steerd_proc_now_ms() < end) {
+    ck_assert_int_ge(steerd_client_service(a->client, 2), 0);
+    ck_assert_int_ge(steerd_client_service(b->client, 2), 0);
+  }
+}
+
+static const proto_pose *find_pose(const recorded *f, steer_id id) {
+  for (uint32_t i = 0; i < f->count; i++)
+    if (f->poses[i].id == id)
+      return &f->poses[i];
+  return NULL;
+}
+
+/* Compares every tick both have; returns how many ticks were compared. */
+static uint32_t compare(const recorder *full, const recorder *delta, double *max_pos, double *max_ang) {
+  uint32_t compared = 0;
+  for (uint32_t i = 0; i < RING; i++) {
+    const recorded *f = &full->ring[i], *d = &delta->ring[i];
+    if (f->tick == 0 || f->tick != d->tick)
+      continue;
+    ck_assert_uint_eq(d->count, f->count);
+    for (uint32_t k = 0; k < f->count; k++) {
+      const proto_pose *p = find_pose(d, f->poses[k].id);
+      ck_assert_msg(p != NULL, "tick %llu: agent %u missing from the delta frame",
+                    (unsigned long long)f->tick, f->poses[k].id);
+      double ex = p->x - f->poses[k].x, ey = p->y - f->poses[k].y;
+      double e = sqrt(ex * ex + ey * ey);
+      double a = fabs(remainder((double)p->theta - f->poses[k].theta, 2 * 3.14159265358979));
+      *max_pos = e > *max_pos ? e : *max_pos;
+      *max_ang = a > *max_ang ? a : *max_ang;
+      ck_assert_msg(e <= POS_TOL, "tick %llu agent %u: %g m apart", (unsigned long long)f->tick, p->id, e);
+      ck_assert_msg(a <= ANGLE_TOL, "tick %llu agent %u: %g rad apart", (unsigned long long)f->tick, p->id,
+                    a);
+    }
+    compared++;
+  }
+  return compared;
+}
+
+static void clear(recorder *r) {
+  for (uint32_t i = 0; i < RING; i++)
+    r->ring[i].tick = 0;
+}
+
+static int send_view(recorder *r, const proto_view *v, proto_server_msg *reply) {
+  proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_VIEW;
+  cmd.view = *v;
+  return steerd_client_command_wait(r->client, &cmd, 2000, reply);
+}
+
+START_TEST(test_delta_matches_full) {
+  steerd_proc s;
+  const char *args[] = {"--client-timeout", "2000", "--snapshot-budget", "4800", NULL};
+  ck_assert_int_eq(steerd_proc_start(&s, STEERD_BINARY, args, 5000), 0);
+  static recorder full, delta;
+  connect_recorder(&full, s.port, 0);
+  connect_recorder(&delta, s.port, 1);
+  pump(&full, &delta, 1500); /* the delta client learns every agent */
+  clear(&full);
+  clear(&delta);
+  pump(&full, &delta, 2000);
+  double max_pos = 0, max_ang = 0;
+  uint32_t n = compare(&full, &delta, &max_pos, &max_ang);
+  printf("delta vs full: %u ticks compared, max %.4f m, %.5f rad apart\n", n, max_pos, max_ang);
+  ck_assert_uint_ge(n, 20);
+
+  steerd_client_stats st;
+  steerd_client_get_stats(delta.client, &st);
+  ck_assert_uint_gt(st.delta_acks_sent, 30);
+  ck_assert_uint_eq(st.errors, 0); /* acks are never answered */
+  ck_assert_uint_eq(delta.errors, 0);
+  steerd_client_stats fs;
+  steerd_client_get_stats(full.client, &fs);
+  printf("bytes per frame: full %.0f, delta %.0f\n", (double)fs.snapshot_bytes / (double)fs.frames_complete,
+         (double)st.snapshot_bytes / (double)st.frames_complete);
+  ck_assert_uint_lt(st.snapshot_bytes / st.frames_complete, fs.snapshot_bytes / fs.frames_complete);
+
+  /* A small view: only agents near its centre. */
+  proto_server_msg reply;
+  proto_view v = {PROTO_VIEW_CENTRE, v2(0, 0), 0, 15.0f};
+  ck_assert_int_eq(send_view(&delta, &v, &reply), 0);
+  ck_assert_uint_eq(reply.ack.command, PROTO_MSG_VIEW);
+  pump(&full, &delta, 500);
+  clear(&full);
+  clear(&delta);
+  pump(&full, &delta, 1000);
+  uint32_t checked = 0;
+  for (uint32_t i = 0; i < RING; i++) {
+    const recorded *f = &full.ring[i], *d = &delta.ring[i];
+    if (f->tick == 0 || f->tick != d->tick)
+      continue;
+    uint32_t inside = 0;
+    for (uint32_t k = 0; k < f->count; k++) {
+      double r = hypot(f->poses[k].x, f->poses[k].y);
+      const proto_pose *p = find_pose(d, f->poses[k].id);
+      if (r < 14.9)
+        ck_assert_msg(p != NULL, "agent %u at %.2f m is missing", f->poses[k].id, r);
+      if (r > 15.1)
+        ck_assert_msg(p == NULL, "agent %u at %.2f m is still there", f->poses[k].id, r);
+      inside += r < 15.0;
+    }
+    ck_assert_uint_lt(d->count, f->count);
+    checked++;
+    (void)inside;
+  }
+  ck_assert_uint_gt(checked, 5);
+
+  /* Following a missing agent: NO_SUCH_AGENT, field "follow". */
+  proto_view bad = {PROTO_VIEW_FOLLOW, v2(0, 0), 12345, 10.0f};
+  ck_assert_int_eq(send_view(&delta, &bad, &reply), STEERD_CLIENT_EREPLY);
+  ck_assert_uint_eq(reply.error.code, PROTO_ERR_NO_SUCH_AGENT);
+  ck_assert_str_eq(reply.error.field, "follow");
+
+  /* The whole world again, then an agent of ours comes and goes. */
+  proto_view all = {PROTO_VIEW_ALL, v2(0, 0), 0, 0};
+  ck_assert_int_eq(send_view(&delta, &all, &reply), 0);
+  proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_SPAWN;
+  cmd.spawn.model = STEER_MODEL_DYNAMIC;
+  cmd.spawn.position = v2(3, 4);
+  ck_assert_int_eq(steerd_client_command_wait(delta.client, &cmd, 2000, &reply), 0);
+  steer_id mine = reply.ack.agent;
+  pump(&full, &delta, 1000);
+  const recorded *last = &delta.ring[0];
+  for (uint32_t i = 0; i < RING; i++)
+    if (delta.ring[i].tick > last->tick)
+      last = &delta.ring[i];
+  const proto_pose *p = find_pose(last, mine);
+  ck_assert_ptr_nonnull(p);
+  ck_assert_float_eq_tol(p->x, 3.0f, 0.05f);
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_DESPAWN;
+  cmd.despawn.agent = mine;
+  ck_assert_int_eq(steerd_client_command_wait(delta.client, &cmd, 2000, &reply), 0);
+  pump(&full, &delta, 500);
+  for (uint32_t i = 0; i < RING; i++)
+    if (delta.ring[i].tick > last->tick)
+      last = &delta.ring[i];
+  ck_assert_ptr_null(find_pose(last, mine));
+  clear(&full);
+  clear(&delta);
+  pump(&full, &delta, 1000);
+  ck_assert_uint_ge(compare(&full, &delta, &max_pos, &max_ang), 10);
+
+  steerd_client_destroy(full.client);
+  steerd_client_destroy(delta.client);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+static Suite *server_delta_suite(void) {
+  Suite *s = suite_create("server_delta");
+  TCase *tc = tcase_create("e2e");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_delta_matches_full);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  unsetenv("STEERD_SECRET");
+  unsetenv("STEERD_SECRET_FILE");
+  SRunner *sr = srunner_create(server_delta_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
