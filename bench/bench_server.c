@@ -17,12 +17,12 @@
 #include "client.h"
 #include "steerd_proc.h"
 
-#define TICK_RATE 30
+#define TICK_RATE     30
 #define SNAPSHOT_RATE 20
 
 typedef struct probe {
   steer_id agent;
-  int moving;    /* the probe's last seen speed was above zero */
+  int moving; /* the probe's last seen speed was above zero */
   uint64_t seen_tick;
 } probe;
 
@@ -151,9 +151,10 @@ static int run(const char *binary, uint32_t n, uint32_t seconds, int trials) {
   qsort(lat, (size_t)done, sizeof(double), cmp_double);
   double bound = 1000.0 / TICK_RATE + 1000.0 / SNAPSHOT_RATE;
   printf("| %6u | %7.1f | %6.1f | %7.1f | %8.0f | %6.1f | %6.2f | %6.2f | %6.2f | %5.1f |\n", agents,
-         frames ? (double)bytes / (double)(frames * agents) : 0.0, parts ? (double)agents * frames / parts : 0.0,
-         frames ? (double)parts / frames : 0.0, (double)bytes * 8.0 / 1000.0 / elapsed, 100.0 * cpu / elapsed,
-         done ? lat[done / 2] : 0.0, done ? lat[(done * 95) / 100] : 0.0, done ? lat[done - 1] : 0.0, bound);
+         frames ? (double)bytes / (double)(frames * agents) : 0.0,
+         parts ? (double)agents * frames / parts : 0.0, frames ? (double)parts / frames : 0.0,
+         (double)bytes * 8.0 / 1000.0 / elapsed, 100.0 * cpu / elapsed, done ? lat[done / 2] : 0.0,
+         done ? lat[(done * 95) / 100] : 0.0, done ? lat[done - 1] : 0.0, bound);
   fflush(stdout);
   steerd_client_disconnect(c, 500);
   steerd_client_destroy(c);
@@ -183,8 +184,9 @@ int main(int argc, char **argv) {
   printf("steerd through ENet on 127.0.0.1: %d Hz ticks, %d Hz snapshots, one client, kinematic wanderers;\n"
          "window %u s; latency over %d trials (command sent -> first snapshot showing it)\n\n",
          TICK_RATE, SNAPSHOT_RATE, seconds, trials);
-  printf("| agents | bytes/agent | agents/packet | packets/snapshot | kbit/s | server CPU %% | latency p50 ms | "
-         "p95 ms | max ms | bound ms |\n");
+  printf(
+      "| agents | bytes/agent | agents/packet | packets/snapshot | kbit/s | server CPU %% | latency p50 ms | "
+      "p95 ms | max ms | bound ms |\n");
   printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   static const uint32_t sizes[] = {100, 1000, 10000};
   for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)

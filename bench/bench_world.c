@@ -19,8 +19,8 @@
 
 #include "world.h"
 
-#define DT 0.05f
-#define WARMUP 20
+#define DT       0.05f
+#define WARMUP   20
 #define MAX_RUNS 32
 
 static int print_hash;
@@ -101,7 +101,8 @@ static int setup_mixed(scenario *s, uint32_t n) {
   vec2 starts[MIXED_PATHS], seconds[MIXED_PATHS];
   for (int p = 0; p < MIXED_PATHS; p++) {
     vec2 pts[5];
-    vec2 c = v2(steer_rng_range(&s->rng, 60.0f, s->side - 60.0f), steer_rng_range(&s->rng, 60.0f, s->side - 60.0f));
+    vec2 c = v2(steer_rng_range(&s->rng, 60.0f, s->side - 60.0f),
+                steer_rng_range(&s->rng, 60.0f, s->side - 60.0f));
     if (s->side < 130.0f)
       c = v2(s->side * 0.5f, s->side * 0.5f);
     for (int k = 0; k < 5; k++)
@@ -128,7 +129,8 @@ static int setup_mixed(scenario *s, uint32_t n) {
       d.limits.max_rotation = 6.0f;
       d.state.position = starts[p];
       d.state.orientation = steer_orientation_of(v2_sub(seconds[p], starts[p]));
-      if (steer_world_spawn(s->w, &d, 0, &id) != STEER_OK || steer_world_follow_path(s->w, id, paths[p]) != STEER_OK)
+      if (steer_world_spawn(s->w, &d, 0, &id) != STEER_OK ||
+          steer_world_follow_path(s->w, id, paths[p]) != STEER_OK)
         return -1;
       break;
     }
@@ -206,8 +208,8 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
   }
   qsort(per_step, (size_t)runs, sizeof(double), cmp_double);
   double median = per_step[runs / 2];
-  printf("| %-8s | %9u | %14.1f | %14.1f | %10.3f | %9llu |\n", name, n, median / n, per_step[0] / n, median / 1e6,
-         (unsigned long long)s.retargets);
+  printf("| %-8s | %9u | %14.1f | %14.1f | %10.3f | %9llu |\n", name, n, median / n, per_step[0] / n,
+         median / 1e6, (unsigned long long)s.retargets);
   fflush(stdout);
   if (print_hash)
     fprintf(stderr, "%s %u: hash %016llx view %016llx after %llu ticks\n", name, n,
@@ -239,8 +241,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_world: runs must be 1..%d and steps >= 1\n", MAX_RUNS);
     return 2;
   }
-  printf("movement core, one thread, dt %.2f s; median (min) over %d runs of %d steps after %d warm-up\n\n", DT,
-         runs, steps, WARMUP);
+  printf("movement core, one thread, dt %.2f s; median (min) over %d runs of %d steps after %d warm-up\n\n",
+         DT, runs, steps, WARMUP);
   printf("| scenario | agents | ns/agent-step (median) | ns/agent-step (min) | ms/step | retargets |\n");
   printf("|---|---:|---:|---:|---:|---:|\n");
   static const uint32_t dense_n[] = {1000, 10000, 100000};

@@ -18,7 +18,7 @@ typedef enum steerd_orphan_policy {
   STEERD_ORPHAN_COUNT
 } steerd_orphan_policy;
 
-#define STEERD_PATH_BYTES 256 /* file paths in the config, NUL included */
+#define STEERD_PATH_BYTES        256   /* file paths in the config, NUL included */
 #define STEERD_GARBAGE_WINDOW_MS 10000 /* malformed packets are counted per 10 s window */
 
 typedef struct steerd_config {
@@ -36,7 +36,7 @@ typedef struct steerd_config {
   int log_level;              /* steerd_log_level (STEERD_LOG_LEVEL, info) */
 
   /* Security (PROTOCOL.md 4 and 14). */
-  char secret_file[STEERD_PATH_BYTES];                        /* first line is the secret (STEERD_SECRET_FILE, none) */
+  char secret_file[STEERD_PATH_BYTES];           /* first line is the secret (STEERD_SECRET_FILE, none) */
   char secret[STEERD_AUTH_MAX_SECRET_BYTES + 1]; /* from secret_file, else STEERD_SECRET */
   size_t secret_len;                             /* 0: no secret, clients are anonymous */
   int insecure;            /* allow anonymous clients off loopback (STEERD_INSECURE, 0) */
@@ -60,9 +60,10 @@ typedef struct steerd_config {
                                (STEERD_DELTA_POOL, 0) */
 
   /* Crash-safe world state (README "Keeping the world across restarts"). */
-  char state_file[STEERD_PATH_BYTES];/* checkpoint file, restored at start (STEERD_STATE, none) */
-  int state_reset;                /* ignore an existing state file (STEERD_STATE_RESET, 0) */
-  uint32_t checkpoint_interval_s; /* s between checkpoints, 0 = only at shutdown (STEERD_CHECKPOINT_INTERVAL, 10) */
+  char state_file[STEERD_PATH_BYTES]; /* checkpoint file, restored at start (STEERD_STATE, none) */
+  int state_reset;                    /* ignore an existing state file (STEERD_STATE_RESET, 0) */
+  uint32_t checkpoint_interval_s; /* s between checkpoints, 0 = only at shutdown (STEERD_CHECKPOINT_INTERVAL,
+                                     10) */
 } steerd_config;
 
 void steerd_config_default(steerd_config *c);

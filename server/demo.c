@@ -4,11 +4,11 @@
 #include <string.h>
 
 #define DEMO_HALF_SIZE 50.0f /* m: the demo plays in a square around the origin */
-#define CATCH_DISTANCE 1.5f /* m: the tagger touches the runner */
-#define TAGGER_SPEED 3.5f   /* m/s: a little faster than the runner, so catches happen */
-#define RUNNER_SPEED 3.0f   /* m/s */
-#define LEASH_OUT 55.0f     /* m from the centre: a wanderer turns home */
-#define LEASH_IN 25.0f      /* m from the centre: it wanders again */
+#define CATCH_DISTANCE 1.5f  /* m: the tagger touches the runner */
+#define TAGGER_SPEED   3.5f  /* m/s: a little faster than the runner, so catches happen */
+#define RUNNER_SPEED   3.0f  /* m/s */
+#define LEASH_OUT      55.0f /* m from the centre: a wanderer turns home */
+#define LEASH_IN       25.0f /* m from the centre: it wanders again */
 
 static vec2 random_point(steerd_demo *d) {
   return v2(steer_rng_range(&d->rng, d->min.x, d->max.x), steer_rng_range(&d->rng, d->min.y, d->max.y));
@@ -59,11 +59,11 @@ static steer_behaviour agent_behaviour(steer_behaviour_kind kind, steer_id a, st
   return b;
 }
 
-#define TRY(expr)                                                                                                  \
-  do {                                                                                                             \
-    int rc_ = (expr);                                                                                              \
-    if (rc_ != STEER_OK)                                                                                           \
-      return rc_;                                                                                                  \
+#define TRY(expr)                                                                                            \
+  do {                                                                                                       \
+    int rc_ = (expr);                                                                                        \
+    if (rc_ != STEER_OK)                                                                                     \
+      return rc_;                                                                                            \
   } while (0)
 
 static void set_speed(steer_world *w, steer_id id, float max_speed) {
@@ -101,7 +101,8 @@ int steerd_demo_create(steerd_demo *d, steer_world *w, uint64_t seed) {
   static const vec2 diagonal[] = {{-45, 45}, {-5, 30}};
   TRY(patrol(d, w, "patrol ping-pong arc (heading)", zigzag, 5, STEER_PATH_PINGPONG, STEER_CORNER_ARC,
              STEER_MODEL_HEADING));
-  TRY(patrol(d, w, "patrol loop arc (heading)", square, 4, STEER_PATH_LOOP, STEER_CORNER_ARC, STEER_MODEL_HEADING));
+  TRY(patrol(d, w, "patrol loop arc (heading)", square, 4, STEER_PATH_LOOP, STEER_CORNER_ARC,
+             STEER_MODEL_HEADING));
   TRY(patrol(d, w, "patrol loop lazy (heading)", line, 4, STEER_PATH_LOOP, STEER_CORNER_LAZY,
              STEER_MODEL_HEADING));
   TRY(patrol(d, w, "patrol ping-pong none (dynamic)", triangle, 3, STEER_PATH_PINGPONG, STEER_CORNER_NONE,
@@ -167,7 +168,8 @@ int steerd_demo_create(steerd_demo *d, steer_world *w, uint64_t seed) {
   for (int i = 0; i < 12; i++) {
     b = point_behaviour(STEER_BEHAVIOUR_ARRIVE, random_point(d));
     b.separation_weight = 1.0f;
-    TRY(spawn(d, w, i % 4 == 0 ? STEER_MODEL_HEADING : (i % 4 == 1 ? STEER_MODEL_KINEMATIC : STEER_MODEL_DYNAMIC),
+    TRY(spawn(d, w,
+              i % 4 == 0 ? STEER_MODEL_HEADING : (i % 4 == 1 ? STEER_MODEL_KINEMATIC : STEER_MODEL_DYNAMIC),
               random_point(d), 0.0f, &b, NULL));
   }
   return STEER_OK;

@@ -10,8 +10,8 @@
 
 #include "world.h"
 
-#define STEERD_DEMO_OWNER 0u /* owner tag of the demo's agents (the server itself) */
-#define STEERD_DEMO_MAX_GROUPS 16
+#define STEERD_DEMO_OWNER        0u /* owner tag of the demo's agents (the server itself) */
+#define STEERD_DEMO_MAX_GROUPS   16
 #define STEERD_DEMO_TAG_COOLDOWN 90 /* updates (3 s at 30 Hz) */
 
 /* Agents the demo created, by what they show. */
@@ -22,10 +22,10 @@ typedef struct steerd_demo_group {
 
 typedef struct steerd_demo {
   steer_rng rng;
-  vec2 min, max;    /* m, the demo's area */
-  steer_id tagger;  /* currently pursuing */
-  steer_id runner;  /* currently evading */
-  uint32_t swaps;   /* times tagger and runner swapped */
+  vec2 min, max;     /* m, the demo's area */
+  steer_id tagger;   /* currently pursuing */
+  steer_id runner;   /* currently evading */
+  uint32_t swaps;    /* times tagger and runner swapped */
   uint32_t cooldown; /* updates until the new tagger gives chase */
   uint32_t retargets;
   steer_id wanderers[8]; /* kept near the centre by a leash */

@@ -21,8 +21,9 @@ int main(int argc, char **argv) {
   double seconds = 60.0;
   const double rate = 30.0;
   if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-    printf("usage: steerd-demo [SECONDS]\n  Steps the demo world headless (default 60 s at 30 Hz) and prints a "
-           "summary.\n");
+    printf(
+        "usage: steerd-demo [SECONDS]\n  Steps the demo world headless (default 60 s at 30 Hz) and prints a "
+        "summary.\n");
     return 0;
   }
   if (argc > 1)
@@ -92,8 +93,9 @@ int main(int argc, char **argv) {
       for (int e = 0; e < STEER_EVENT_TYPE_COUNT; e++)
         ev[e] += event_counts[i][e];
     }
-    printf("%-36s %6u %10.1f %10.2f %9u %9u %9u %9u\n", gr->name, gr->count, dist, top, ev[STEER_EVENT_ARRIVED],
-           ev[STEER_EVENT_WAYPOINT], ev[STEER_EVENT_REVERSED], ev[STEER_EVENT_PATH_FINISHED]);
+    printf("%-36s %6u %10.1f %10.2f %9u %9u %9u %9u\n", gr->name, gr->count, dist, top,
+           ev[STEER_EVENT_ARRIVED], ev[STEER_EVENT_WAYPOINT], ev[STEER_EVENT_REVERSED],
+           ev[STEER_EVENT_PATH_FINISHED]);
   }
   printf("\ntag: %u role swaps; arrivals re-targeted %u times\n", demo.swaps, demo.retargets);
   printf("state hash after tick %llu: %016llx (same seed, same hash: the run is deterministic)\n",

@@ -18,7 +18,7 @@
 
 #include "demo.h"
 
-#define STEERD_PERSIST_VERSION 1u
+#define STEERD_PERSIST_VERSION    1u
 #define STEERD_PERSIST_NAME_BYTES 64
 
 typedef struct steerd_persist_owner {

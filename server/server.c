@@ -83,11 +83,11 @@ struct steerd_server {
   uint32_t orphans_pending; /* records waiting for their grace to end */
   steer_id *scratch_ids;    /* max_agents: agents to despawn */
 
-  uint64_t next_checkpoint_ns; /* 0: checkpoints off (no --state) */
-  uint8_t *ckpt_world, *ckpt_file;     /* checkpoint buffers, grown as the world grows */
+  uint64_t next_checkpoint_ns;     /* 0: checkpoints off (no --state) */
+  uint8_t *ckpt_world, *ckpt_file; /* checkpoint buffers, grown as the world grows */
   size_t ckpt_world_cap, ckpt_file_cap;
-  size_t restored_len;                 /* bytes of the restored image in ckpt_file */
-  steerd_persist_owner *ckpt_owners;   /* owner_cap */
+  size_t restored_len;               /* bytes of the restored image in ckpt_file */
+  steerd_persist_owner *ckpt_owners; /* owner_cap */
 
   proto_command cmd;                    /* decode scratch (large: holds path points) */
   uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
@@ -872,7 +872,8 @@ static void checkpoint(steerd_server *s, const char *why) {
       steer_world_save(s->world, s->ckpt_world, s->ckpt_world_cap, &world_len) != STEER_OK ||
       grow(&s->ckpt_file, &s->ckpt_file_cap, steerd_persist_size(world_len, &st)) != 0 ||
       (len = steerd_persist_encode(s->ckpt_file, s->ckpt_file_cap, s->ckpt_world, world_len, &st)) == 0 ||
-      steerd_checkpoint_write(s->cfg.state_file, s->ckpt_file, len, err, sizeof(err)) != STEERD_CHECKPOINT_OK) {
+      steerd_checkpoint_write(s->cfg.state_file, s->ckpt_file, len, err, sizeof(err)) !=
+          STEERD_CHECKPOINT_OK) {
     LOG_ERROR("checkpoint (%s) failed: %s; the previous state file is kept", why, err);
     return;
   }
@@ -902,8 +903,9 @@ static steer_world *restore(steerd_server *s, steerd_persist_server *st, int *fr
     return NULL;
   }
   if (cfg->state_reset) {
-    LOG_WARN("--state-reset: ignoring the state file %s (%zu bytes); it is overwritten at the next checkpoint",
-             cfg->state_file, len);
+    LOG_WARN(
+        "--state-reset: ignoring the state file %s (%zu bytes); it is overwritten at the next checkpoint",
+        cfg->state_file, len);
     free(data);
     *fresh = 1;
     return NULL;
@@ -1129,8 +1131,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     const steer_world_config *wc = steer_world_get_config(s->world);
     if (wc->max_agents != cfg->max_agents || wc->min.x != cfg->world_min.x || wc->min.y != cfg->world_min.y ||
         wc->max.x != cfg->world_max.x || wc->max.y != cfg->world_max.y)
-      LOG_WARN("the state file's world (%u agents, bounds (%g,%g)-(%g,%g)) overrides the flags", wc->max_agents,
-               wc->min.x, wc->min.y, wc->max.x, wc->max.y);
+      LOG_WARN("the state file's world (%u agents, bounds (%g,%g)-(%g,%g)) overrides the flags",
+               wc->max_agents, wc->min.x, wc->min.y, wc->max.x, wc->max.y);
     s->cfg.max_agents = wc->max_agents;
     s->cfg.world_min = wc->min;
     s->cfg.world_max = wc->max;
@@ -1184,9 +1186,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     s->demo_on = 1;
   }
   if (cfg->state_file[0]) {
-    s->next_checkpoint_ns = cfg->checkpoint_interval_s
-                                ? uv_hrtime() + (uint64_t)cfg->checkpoint_interval_s * 1000000000ull
-                                : 0;
+    s->next_checkpoint_ns =
+        cfg->checkpoint_interval_s ? uv_hrtime() + (uint64_t)cfg->checkpoint_interval_s * 1000000000ull : 0;
     if (!fresh)
       LOG_INFO("restored %s at tick %llu: %u agents, %u owners, state hash %016llx%s", cfg->state_file,
                (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world), st.owner_count,

@@ -21,7 +21,8 @@ uint32_t steerd_ticker_due(steerd_ticker *t, uint64_t now_ns) {
     return 0;
   /* Number of slots whose time has come: largest k with slot_time(k) <= now. */
   uint64_t elapsed = now_ns - t->start_ns;
-  uint64_t k = (elapsed / 1000000000ull) * t->rate_hz + ((elapsed % 1000000000ull) * t->rate_hz) / 1000000000ull;
+  uint64_t k =
+      (elapsed / 1000000000ull) * t->rate_hz + ((elapsed % 1000000000ull) * t->rate_hz) / 1000000000ull;
   while (slot_time(t, k + 1) <= now_ns) /* integer rounding guards */
     k++;
   while (k > t->index && slot_time(t, k) > now_ns)

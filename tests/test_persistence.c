@@ -73,8 +73,8 @@ static world_mark parse_mark(const char *line) {
 }
 
 static void start(steerd_proc *p, int demo, const char *extra) {
-  const char *args[16] = {"--state",       state_path, "--checkpoint-interval", "1", "--secret-file", secret_path,
-                          demo ? "--demo" : "--no-demo"};
+  const char *args[16] = {"--state",       state_path,  "--checkpoint-interval",      "1",
+                          "--secret-file", secret_path, demo ? "--demo" : "--no-demo"};
   int n = 7;
   if (extra)
     args[n++] = extra;

@@ -1610,9 +1610,9 @@ START_TEST(test_hash_free_lists) {
   a = make_world(2, 9);
   b = make_world(2, 9);
   steer_id x = spawn_b(a, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
-  ck_assert_int_eq(steer_world_despawn(a, x), STEER_OK); /* slot 0 gen 2, ring [1, 0] */
+  ck_assert_int_eq(steer_world_despawn(a, x), STEER_OK);                /* slot 0 gen 2, ring [1, 0] */
   steer_id y = spawn_b(a, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL); /* slot 1 */
-  ck_assert_int_eq(steer_world_despawn(a, y), STEER_OK); /* ring [0, 1], gens 2, 2 */
+  ck_assert_int_eq(steer_world_despawn(a, y), STEER_OK);                /* ring [0, 1], gens 2, 2 */
   x = spawn_b(b, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
   y = spawn_b(b, STEER_MODEL_DYNAMIC, 0.0f, 0.0f, 0.0f, NULL);
   ck_assert_int_eq(steer_world_despawn(b, x), STEER_OK);

@@ -12,7 +12,7 @@ typedef struct steer_rng {
 } steer_rng;
 
 #define STEER_RNG_MULT 6364136223846793005ULL
-#define STEER_RNG_INC 1442695040888963407ULL
+#define STEER_RNG_INC  1442695040888963407ULL
 
 static inline uint32_t steer_rng_next(steer_rng *r) {
   uint64_t old = r->state;
@@ -30,12 +30,16 @@ static inline void steer_rng_seed(steer_rng *r, uint64_t seed) {
 }
 
 /* Uniform in [0, 1). */
-static inline float steer_rng_float(steer_rng *r) { return (float)(steer_rng_next(r) >> 8) * (1.0f / 16777216.0f); }
+static inline float steer_rng_float(steer_rng *r) {
+  return (float)(steer_rng_next(r) >> 8) * (1.0f / 16777216.0f);
+}
 
 /* randomBinomial (seed 003): random() - random(), in (-1, 1), most often near 0. */
 static inline float steer_rng_binomial(steer_rng *r) { return steer_rng_float(r) - steer_rng_float(r); }
 
 /* Uniform in [lo, hi). */
-static inline float steer_rng_range(steer_rng *r, float lo, float hi) { return lo + (hi - lo) * steer_rng_float(r); }
+static inline float steer_rng_range(steer_rng *r, float lo, float hi) {
+  return lo + (hi - lo) * steer_rng_float(r);
+}
 
 #endif /* STEER_RNG_H */

@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-#define STEER_PI 3.14159265358979323846f
+#define STEER_PI     3.14159265358979323846f
 #define STEER_TWO_PI 6.28318530717958647692f
 
 typedef struct vec2 {
@@ -62,8 +62,10 @@ static inline float steer_atan2(float y, float x) {
     a = (a - 1.0f) / (a + 1.0f);
   }
   float z = a * a;
-  float r = base + ((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z -
-                     3.33329491539e-1f) * z * a + a);
+  float r = base +
+            ((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) *
+                 z * a +
+             a);
   if (ay > ax)
     r = 1.57079632679489662f - r;
   if (x < 0.0f)

@@ -20,8 +20,8 @@ typedef uint32_t steer_id; /* 0 is never an agent */
 
 #define STEER_ID_INDEX_BITS 22u
 #define STEER_ID_INDEX_MASK ((1u << STEER_ID_INDEX_BITS) - 1u)
-#define STEER_MAX_CAPACITY (1u << STEER_ID_INDEX_BITS) /* agents per world */
-#define STEER_MAX_EVENTS   (2u * STEER_MAX_CAPACITY)   /* per step: a step emits at most 2 per agent */
+#define STEER_MAX_CAPACITY  (1u << STEER_ID_INDEX_BITS) /* agents per world */
+#define STEER_MAX_EVENTS    (2u * STEER_MAX_CAPACITY)   /* per step: a step emits at most 2 per agent */
 
 /* Error codes: 0 is success, negatives are errors (see steer_strerror). */
 typedef enum steer_error {
@@ -46,19 +46,19 @@ typedef enum steer_model {
 } steer_model;
 
 typedef enum steer_behaviour_kind {
-  STEER_BEHAVIOUR_NONE = 0,       /* come to rest and stay (every model) */
-  STEER_BEHAVIOUR_SEEK,           /* target point or agent (every model) */
-  STEER_BEHAVIOUR_FLEE,           /* target point or agent (kinematic, dynamic) */
-  STEER_BEHAVIOUR_ARRIVE,         /* target point or agent (every model) */
-  STEER_BEHAVIOUR_ALIGN,          /* target orientation, or an agent's (dynamic) */
-  STEER_BEHAVIOUR_VELOCITY_MATCH, /* target agent (dynamic) */
-  STEER_BEHAVIOUR_FACE,           /* target point or agent (dynamic) */
+  STEER_BEHAVIOUR_NONE = 0,         /* come to rest and stay (every model) */
+  STEER_BEHAVIOUR_SEEK,             /* target point or agent (every model) */
+  STEER_BEHAVIOUR_FLEE,             /* target point or agent (kinematic, dynamic) */
+  STEER_BEHAVIOUR_ARRIVE,           /* target point or agent (every model) */
+  STEER_BEHAVIOUR_ALIGN,            /* target orientation, or an agent's (dynamic) */
+  STEER_BEHAVIOUR_VELOCITY_MATCH,   /* target agent (dynamic) */
+  STEER_BEHAVIOUR_FACE,             /* target point or agent (dynamic) */
   STEER_BEHAVIOUR_LOOK_WHERE_GOING, /* no target (dynamic) */
-  STEER_BEHAVIOUR_PURSUE,         /* target agent (dynamic) */
-  STEER_BEHAVIOUR_EVADE,          /* target agent (dynamic) */
-  STEER_BEHAVIOUR_INTERPOSE,      /* two different target agents (dynamic) */
-  STEER_BEHAVIOUR_WANDER,         /* no target (every model) */
-  STEER_BEHAVIOUR_FOLLOW_PATH,    /* set with steer_world_set_path / follow_path */
+  STEER_BEHAVIOUR_PURSUE,           /* target agent (dynamic) */
+  STEER_BEHAVIOUR_EVADE,            /* target agent (dynamic) */
+  STEER_BEHAVIOUR_INTERPOSE,        /* two different target agents (dynamic) */
+  STEER_BEHAVIOUR_WANDER,           /* no target (every model) */
+  STEER_BEHAVIOUR_FOLLOW_PATH,      /* set with steer_world_set_path / follow_path */
   STEER_BEHAVIOUR_COUNT
 } steer_behaviour_kind;
 
@@ -90,7 +90,7 @@ typedef struct steer_target {
   vec2 point;        /* m */
   float orientation; /* rad, align's target when kind is POINT */
   steer_id agent;
-  steer_id agent2;   /* interpose only */
+  steer_id agent2; /* interpose only */
 } steer_target;
 
 typedef struct steer_behaviour {
@@ -142,9 +142,9 @@ typedef enum steer_event_type {
 } steer_event_type;
 
 typedef struct steer_event {
-  uint64_t tick;  /* the tick during which it happened */
+  uint64_t tick; /* the tick during which it happened */
   steer_id agent;
-  uint8_t type;   /* steer_event_type */
+  uint8_t type; /* steer_event_type */
   uint32_t node;
 } steer_event;
 
@@ -177,8 +177,8 @@ int steer_world_alive(const steer_world *w, steer_id id);
 
 /* Paths live in a pool and are shared: a handle is >= 0. A path is freed when it
  * has been released and no agent follows it. */
-int steer_world_path_create(steer_world *w, const vec2 *points, uint32_t count, float radius, steer_path_mode mode,
-                            steer_cornering cornering);
+int steer_world_path_create(steer_world *w, const vec2 *points, uint32_t count, float radius,
+                            steer_path_mode mode, steer_cornering cornering);
 int steer_world_path_release(steer_world *w, int path);
 /* Start following a path from its node 0 (keeps the agent's other params). */
 int steer_world_follow_path(steer_world *w, steer_id id, int path);
@@ -204,10 +204,10 @@ const steer_world_config *steer_world_get_config(const steer_world *w);
 typedef struct steer_world_view {
   uint32_t count;
   const steer_id *id;
-  const float *px, *py;   /* m */
-  const float *vx, *vy;   /* m/s */
-  const float *theta;     /* rad */
-  const float *omega;     /* rad/s */
+  const float *px, *py; /* m */
+  const float *vx, *vy; /* m/s */
+  const float *theta;   /* rad */
+  const float *omega;   /* rad/s */
   const uint32_t *owner;
 } steer_world_view;
 
@@ -218,7 +218,8 @@ steer_world_view steer_world_get_view(const steer_world *w);
  * current positions (after the last step and any spawns or despawns since);
  * equal distances are ordered as for separation. The neighbour grid is a cache
  * this may rebuild, so two queries on one world must not run concurrently. */
-uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out, uint32_t max);
+uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out,
+                                  uint32_t max);
 
 /* 64-bit hash of the whole simulation state: agents, paths, generators, tick, and
  * what decides the ids and path handles handed out next (slot generations, the
