@@ -88,8 +88,8 @@ static const option_def options[] = {
      "delta snapshots: ... or by more degrees (1)"},
     {"--dr-refresh", "STEERD_DR_REFRESH", OPT_U32, OFF(dr_refresh), 1, 100000,
      "delta snapshots: ... or when not refreshed for this many snapshots (20)"},
-    {"--snapshot-budget", "STEERD_SNAPSHOT_BUDGET", OPT_U32, OFF(snapshot_budget), 1200, 1048576,
-     "delta snapshots: bytes per client per snapshot, at least one 1200-byte packet (1200)"},
+    {"--snapshot-budget", "STEERD_SNAPSHOT_BUDGET", OPT_U32, OFF(snapshot_budget), 256, 1048576,
+     "delta snapshots: bytes per client per snapshot, at least 256 (1200: one packet)"},
     {"--delta-pool", "STEERD_DELTA_POOL", OPT_U32, OFF(delta_pool), 0, 1u << 30,
      "delta snapshots: agent records remembered for all clients' frames, 0 = automatic (0)"},
 };

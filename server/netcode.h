@@ -20,8 +20,10 @@
  * agents new to the client) are candidates, sent by priority = importance x
  * staleness (importance falls from 1 at the view's centre to 0.5 at its edge;
  * staleness = age / dr_refresh + position error / threshold + angle error /
- * threshold; agents new to the client come first, nearest first) until the byte budget is used; the rest
- * wait and their staleness keeps growing. Agents of the baseline that left the
+ * threshold / 10; agents new to the client come first, nearest first) until
+ * the byte budget is used; the rest wait and their staleness keeps growing. A change carries the true state,
+ * but theta keeps the baseline's prediction when within half the angle threshold, and omega the baseline's
+ * when off by less than half the threshold per 100 ms (fewer bytes). Agents of the baseline that left the
  * view or the world are removed; removals always go, before any change.
  *
  * Frames' records live in one circular pool shared by all clients
@@ -38,7 +40,8 @@
 #include "protocol.h"
 #include "world.h"
 
-#define STEERD_NETCODE_FRAMES 32 /* frames remembered per client */
+#define STEERD_NETCODE_FRAMES     32  /* frames remembered per client */
+#define STEERD_NETCODE_MIN_BUDGET 256 /* bytes: the least budget_bytes */
 
 typedef enum steerd_netcode_error {
   STEERD_NETCODE_OK = 0,
@@ -54,7 +57,7 @@ typedef struct steerd_netcode_config {
   float dr_position_m;   /* dead-reckoning position threshold, m (0.02) */
   float dr_angle_rad;    /* dead-reckoning angle threshold, rad (1 degree) */
   uint32_t dr_refresh;   /* an agent's record is refreshed at least every this many frames (20) */
-  uint32_t budget_bytes; /* bytes of DELTA parts per client per snapshot, >= 1200 (1200) */
+  uint32_t budget_bytes; /* bytes of DELTA parts per client per snapshot, >= 256 (1200) */
 } steerd_netcode_config;
 
 steerd_netcode_config steerd_netcode_default_config(void);
