@@ -2120,26 +2120,32 @@ int proto_decode_server_msg(const uint8_t *data, size_t len, proto_server_msg *o
   return finish(&r, rc);
 }
 
+/* The frame of a message that must be of one type with a fixed element count:
+ * UNKNOWN_TYPE (field "type") for another type, BAD_MESSAGE for another count. */
+static int rd_frame_expect(reader *r, uint8_t want, uint32_t elements, const char *what) {
+  uint32_t n;
+  uint64_t type;
+  int rc = rd_frame(r, &n, &type);
+  if (rc == 0 && type != want) {
+    size_t old = path_push(r, "type");
+    rc = fail(r, PROTO_ERR_UNKNOWN_TYPE, what);
+    path_pop(r, old);
+  }
+  if (rc == 0) {
+    r->err->type = want;
+    if (n != elements)
+      rc = fail(r, PROTO_ERR_BAD_MESSAGE, "wrong number of elements");
+  }
+  return rc;
+}
+
 int proto_decode_snapshot(const uint8_t *data, size_t len, proto_snapshot_header *h, proto_pose *poses,
                           proto_pose_q *qposes, uint32_t cap, uint32_t *count, proto_error_info *err) {
   proto_error_info local;
   reader r;
-  uint32_t n;
-  uint64_t type;
-  int rc;
   reader_init(&r, data, len, err ? err : &local, false);
   *count = 0;
-  rc = rd_frame(&r, &n, &type);
-  if (rc == 0 && type != PROTO_MSG_SNAPSHOT) {
-    size_t old = path_push(&r, "type");
-    rc = fail(&r, PROTO_ERR_UNKNOWN_TYPE, "not a snapshot");
-    path_pop(&r, old);
-  }
-  if (rc == 0) {
-    r.err->type = PROTO_MSG_SNAPSHOT;
-    if (n != 7)
-      rc = fail(&r, PROTO_ERR_BAD_MESSAGE, "wrong number of elements");
-  }
+  int rc = rd_frame_expect(&r, PROTO_MSG_SNAPSHOT, 7, "not a snapshot");
   if (rc == 0)
     rc = decode_snapshot_body(&r, h, poses, qposes, (poses || qposes) ? cap : 0, count);
   if (rc == 0)
@@ -2455,22 +2461,10 @@ int proto_decode_delta(const uint8_t *data, size_t len, proto_delta_header *h, p
                        uint32_t *removed_count, proto_error_info *err) {
   proto_error_info local;
   reader r;
-  uint32_t n;
-  uint64_t type;
   reader_init(&r, data, len, err ? err : &local, false);
   *count = 0;
   *removed_count = 0;
-  int rc = rd_frame(&r, &n, &type);
-  if (rc == 0 && type != PROTO_MSG_DELTA) {
-    size_t old = path_push(&r, "type");
-    rc = fail(&r, PROTO_ERR_UNKNOWN_TYPE, "not a delta");
-    path_pop(&r, old);
-  }
-  if (rc == 0) {
-    r.err->type = PROTO_MSG_DELTA;
-    if (n != 8)
-      rc = fail(&r, PROTO_ERR_BAD_MESSAGE, "wrong number of elements");
-  }
+  int rc = rd_frame_expect(&r, PROTO_MSG_DELTA, 8, "not a delta");
   if (rc == 0)
     rc = decode_delta_body(&r, h, entries, entries ? cap : 0, count, removed, removed ? removed_cap : 0,
                            removed_count);
@@ -2496,21 +2490,9 @@ size_t proto_encode_snapshot_ack(uint8_t *buf, size_t cap, uint64_t tick) {
 int proto_decode_snapshot_ack(const uint8_t *data, size_t len, uint64_t *tick, proto_error_info *err) {
   proto_error_info local;
   reader r;
-  uint32_t n;
-  uint64_t type;
   reader_init(&r, data, len, err ? err : &local, true);
   *tick = 0;
-  int rc = rd_frame(&r, &n, &type);
-  if (rc == 0 && type != PROTO_MSG_SNAPSHOT_ACK) {
-    size_t old = path_push(&r, "type");
-    rc = fail(&r, PROTO_ERR_UNKNOWN_TYPE, "not a snapshot ack");
-    path_pop(&r, old);
-  }
-  if (rc == 0) {
-    r.err->type = PROTO_MSG_SNAPSHOT_ACK;
-    if (n != 2)
-      rc = fail(&r, PROTO_ERR_BAD_MESSAGE, "wrong number of elements");
-  }
+  int rc = rd_frame_expect(&r, PROTO_MSG_SNAPSHOT_ACK, 2, "not a snapshot ack");
   uint64_t t = 0;
   if (rc == 0)
     rc = rd_elem_uint(&r, "tick", UINT64_MAX, &t);
