@@ -36,6 +36,7 @@
 
 #include "auth.h"
 #include "client.h"
+#include "randcmd.h"
 #include "steerd_proc.h"
 
 #define ERR_SLOTS        (PROTO_ERR_COUNT + 1) /* the last: codes we do not know */
@@ -188,19 +189,6 @@ static int parse_args(int argc, char **argv, options *o) {
 /* ---- Small helpers ------------------------------------------------------ */
 
 static uint64_t now_us(void) { return steerd_client_now_us(); }
-
-static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-static uint32_t rng_below(uint64_t *s, uint32_t n) { return n ? (uint32_t)(rng_next(s) % n) : 0; }
-
-static float rng_range(uint64_t *s, float lo, float hi) {
-  return lo + (hi - lo) * (float)((double)(rng_next(s) >> 11) / 9007199254740992.0);
-}
 
 static long rss_kb(pid_t pid) {
   char path[64], line[256];
@@ -430,79 +418,16 @@ static int actor_send(actor *a, proto_command *cmd, uint32_t *id) {
   return 0;
 }
 
-static vec2 rand_point(actor *a) {
-  return (vec2){rng_range(&a->rng, a->lo.x, a->hi.x), rng_range(&a->rng, a->lo.y, a->hi.y)};
-}
+static vec2 rand_point(actor *a) { return steerd_rand_point(&a->rng, a->lo, a->hi); }
 
-/* Another of the actor's agents than slot self (and not not_this), or 0. */
-static steer_id other_agent(actor *a, uint32_t self, steer_id not_this) {
-  if (a->n_agents < 2)
-    return 0;
-  for (int tries = 0; tries < 8; tries++) {
-    uint32_t i = rng_below(&a->rng, a->n_agents);
-    if (i != self && a->agents[i] != not_this)
-      return a->agents[i];
-  }
-  return 0;
-}
-
-/* A behaviour that suits the model (world.h's table) with the targets it needs;
- * self = UINT32_MAX: no agent targets (spawns). */
+/* A behaviour for the actor's agent in slot self (UINT32_MAX: a spawn), with
+ * separation now and then for dynamic agents. */
 static void rand_behaviour(actor *a, uint32_t self, uint8_t model, proto_behaviour *out) {
-  static const uint8_t kinematic[] = {STEER_BEHAVIOUR_NONE, STEER_BEHAVIOUR_SEEK, STEER_BEHAVIOUR_FLEE,
-                                      STEER_BEHAVIOUR_ARRIVE, STEER_BEHAVIOUR_WANDER};
-  static const uint8_t heading[] = {STEER_BEHAVIOUR_NONE, STEER_BEHAVIOUR_SEEK, STEER_BEHAVIOUR_ARRIVE,
-                                    STEER_BEHAVIOUR_WANDER};
-  memset(out, 0, sizeof *out);
-  uint8_t kind;
-  if (model == STEER_MODEL_KINEMATIC)
-    kind = kinematic[rng_below(&a->rng, sizeof kinematic)];
-  else if (model == STEER_MODEL_HEADING)
-    kind = heading[rng_below(&a->rng, sizeof heading)];
-  else
-    kind = (uint8_t)rng_below(&a->rng, STEER_BEHAVIOUR_FOLLOW_PATH);
-  steer_id t1 = self != UINT32_MAX ? other_agent(a, self, 0) : 0;
-  steer_id t2 = t1 ? other_agent(a, self, t1) : 0;
-  int needs_agent = kind == STEER_BEHAVIOUR_VELOCITY_MATCH || kind == STEER_BEHAVIOUR_PURSUE ||
-                    kind == STEER_BEHAVIOUR_EVADE || kind == STEER_BEHAVIOUR_INTERPOSE;
-  if ((needs_agent && !t1) || (kind == STEER_BEHAVIOUR_INTERPOSE && !t2))
-    kind = STEER_BEHAVIOUR_ARRIVE;
-  out->kind = kind;
-  switch (kind) {
-  case STEER_BEHAVIOUR_SEEK:
-  case STEER_BEHAVIOUR_FLEE:
-  case STEER_BEHAVIOUR_ARRIVE:
-  case STEER_BEHAVIOUR_FACE:
-    if (t1 && rng_below(&a->rng, 3) == 0) {
-      out->target_agent = t1;
-      out->present |= PROTO_BHV_TARGET_AGENT;
-    } else {
-      out->target = rand_point(a);
-      out->present |= PROTO_BHV_TARGET;
-    }
-    break;
-  case STEER_BEHAVIOUR_ALIGN:
-    out->orientation = rng_range(&a->rng, -3.1f, 3.1f);
-    out->present |= PROTO_BHV_ORIENTATION;
-    break;
-  case STEER_BEHAVIOUR_VELOCITY_MATCH:
-  case STEER_BEHAVIOUR_PURSUE:
-  case STEER_BEHAVIOUR_EVADE:
-    out->target_agent = t1;
-    out->present |= PROTO_BHV_TARGET_AGENT;
-    break;
-  case STEER_BEHAVIOUR_INTERPOSE:
-    out->target_agent = t1;
-    out->target_agent2 = t2;
-    out->present |= PROTO_BHV_TARGET_AGENT | PROTO_BHV_TARGET_AGENT2;
-    break;
-  default:
-    break;
-  }
-  if (model == STEER_MODEL_DYNAMIC && rng_below(&a->rng, 4) == 0) {
-    out->separation_weight = rng_range(&a->rng, 0.0f, 2.0f);
-    out->max_neighbours = (uint8_t)(1 + rng_below(&a->rng, 16));
-    out->combine = (uint8_t)rng_below(&a->rng, STEER_COMBINE_COUNT);
+  steerd_rand_behaviour(&a->rng, a->lo, a->hi, a->agents, a->n_agents, self, model, out);
+  if (model == STEER_MODEL_DYNAMIC && steerd_rand_below(&a->rng, 4) == 0) {
+    out->separation_weight = steerd_rand_range(&a->rng, 0.0f, 2.0f);
+    out->max_neighbours = (uint8_t)(1 + steerd_rand_below(&a->rng, 16));
+    out->combine = (uint8_t)steerd_rand_below(&a->rng, STEER_COMBINE_COUNT);
     out->present |= PROTO_BHV_SEPARATION_WEIGHT | PROTO_BHV_MAX_NEIGHBOURS | PROTO_BHV_COMBINE;
   }
 }
@@ -512,10 +437,10 @@ static proto_command g_cmd; /* one command at a time; too large for the stack */
 static void send_view(actor *a) {
   memset(&g_cmd, 0, sizeof g_cmd);
   g_cmd.type = PROTO_MSG_VIEW;
-  g_cmd.view.radius = rng_range(&a->rng, 10.0f, (float)g.o.view_radius);
-  if (a->n_agents > 0 && rng_below(&a->rng, 2) == 0) {
+  g_cmd.view.radius = steerd_rand_range(&a->rng, 10.0f, (float)g.o.view_radius);
+  if (a->n_agents > 0 && steerd_rand_below(&a->rng, 2) == 0) {
     g_cmd.view.kind = PROTO_VIEW_FOLLOW;
-    g_cmd.view.follow = a->agents[rng_below(&a->rng, a->n_agents)];
+    g_cmd.view.follow = a->agents[steerd_rand_below(&a->rng, a->n_agents)];
   } else {
     g_cmd.view.kind = PROTO_VIEW_CENTRE;
     g_cmd.view.centre = rand_point(a);
@@ -538,9 +463,9 @@ static int bucket_take(actor *a, uint64_t now) {
 static void send_spawn(actor *a) {
   memset(&g_cmd, 0, sizeof g_cmd);
   g_cmd.type = PROTO_MSG_SPAWN;
-  g_cmd.spawn.model = (uint8_t)rng_below(&a->rng, STEER_MODEL_COUNT);
+  g_cmd.spawn.model = (uint8_t)steerd_rand_below(&a->rng, STEER_MODEL_COUNT);
   g_cmd.spawn.position = rand_point(a);
-  g_cmd.spawn.orientation = rng_range(&a->rng, -3.1f, 3.1f);
+  g_cmd.spawn.orientation = steerd_rand_range(&a->rng, -3.1f, 3.1f);
   rand_behaviour(a, UINT32_MAX, g_cmd.spawn.model, &g_cmd.spawn.behaviour);
   g_cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR | PROTO_SPAWN_ORIENTATION;
   uint32_t id;
@@ -554,20 +479,20 @@ static void send_spawn(actor *a) {
 }
 
 static void rand_params(actor *a, proto_limits *l, proto_params *p) {
-  if (rng_below(&a->rng, 2)) {
+  if (steerd_rand_below(&a->rng, 2)) {
     l->present = PROTO_LIMIT_MAX_SPEED | PROTO_LIMIT_MAX_ACCELERATION | PROTO_LIMIT_RADIUS;
-    l->v.max_speed = rng_range(&a->rng, 1.0f, 8.0f);
-    l->v.max_acceleration = rng_range(&a->rng, 2.0f, 20.0f);
-    l->v.radius = rng_range(&a->rng, 0.2f, 1.0f);
+    l->v.max_speed = steerd_rand_range(&a->rng, 1.0f, 8.0f);
+    l->v.max_acceleration = steerd_rand_range(&a->rng, 2.0f, 20.0f);
+    l->v.radius = steerd_rand_range(&a->rng, 0.2f, 1.0f);
   }
-  if (!l->present || rng_below(&a->rng, 2)) {
+  if (!l->present || steerd_rand_below(&a->rng, 2)) {
     p->present = PROTO_PARAM_TARGET_RADIUS | PROTO_PARAM_SLOW_RADIUS | PROTO_PARAM_WANDER_RATE |
                  PROTO_PARAM_SEPARATION_RADIUS | PROTO_PARAM_TURN_TRIGGER_DISTANCE;
-    p->v.target_radius = rng_range(&a->rng, 0.2f, 1.0f);
-    p->v.slow_radius = rng_range(&a->rng, 2.0f, 8.0f);
-    p->v.wander_rate = rng_range(&a->rng, 0.5f, 6.0f);
-    p->v.separation_radius = rng_range(&a->rng, 0.5f, 3.0f);
-    p->v.turn_trigger_distance = rng_range(&a->rng, 1.0f, 8.0f);
+    p->v.target_radius = steerd_rand_range(&a->rng, 0.2f, 1.0f);
+    p->v.slow_radius = steerd_rand_range(&a->rng, 2.0f, 8.0f);
+    p->v.wander_rate = steerd_rand_range(&a->rng, 0.5f, 6.0f);
+    p->v.separation_radius = steerd_rand_range(&a->rng, 0.5f, 3.0f);
+    p->v.turn_trigger_distance = steerd_rand_range(&a->rng, 1.0f, 8.0f);
   }
 }
 
@@ -584,10 +509,10 @@ static void bot_act(actor *a, uint64_t now) {
   }
   if (!g.soaking || a->n_agents == 0)
     return;
-  uint32_t slot = rng_below(&a->rng, a->n_agents);
+  uint32_t slot = steerd_rand_below(&a->rng, a->n_agents);
   steer_id agent = a->agents[slot];
   uint8_t model = a->models[slot];
-  uint32_t pick = rng_below(&a->rng, 100);
+  uint32_t pick = steerd_rand_below(&a->rng, 100);
   memset(&g_cmd, 0, sizeof g_cmd);
   if (pick < 30) {
     g_cmd.type = PROTO_MSG_SET_BEHAVIOUR;
@@ -597,14 +522,14 @@ static void bot_act(actor *a, uint64_t now) {
     g_cmd.type = PROTO_MSG_SET_PATH;
     g_cmd.set_path.agent = agent;
     proto_path *p = &g_cmd.set_path.path;
-    p->count = 2 + rng_below(&a->rng, 10);
+    p->count = 2 + steerd_rand_below(&a->rng, 10);
     for (uint32_t i = 0; i < p->count; i++)
       p->points[i] = rand_point(a);
-    p->radius = rng_range(&a->rng, 0.5f, 3.0f);
-    p->mode = (uint8_t)rng_below(&a->rng, STEER_PATH_MODE_COUNT);
+    p->radius = steerd_rand_range(&a->rng, 0.5f, 3.0f);
+    p->mode = (uint8_t)steerd_rand_below(&a->rng, STEER_PATH_MODE_COUNT);
     /* arc and lazy cornering are for the heading model only */
     p->cornering =
-        model == STEER_MODEL_HEADING ? (uint8_t)rng_below(&a->rng, STEER_CORNER_COUNT) : STEER_CORNER_NONE;
+        model == STEER_MODEL_HEADING ? (uint8_t)steerd_rand_below(&a->rng, STEER_CORNER_COUNT) : STEER_CORNER_NONE;
   } else if (pick < 60) {
     g_cmd.type = PROTO_MSG_SET_PARAMS;
     g_cmd.set_params.agent = agent;
@@ -641,14 +566,14 @@ static void flooder_act(actor *a) {
     return;
   }
   memset(&g_cmd, 0, sizeof g_cmd);
-  uint32_t pick = rng_below(&a->rng, 4);
+  uint32_t pick = steerd_rand_below(&a->rng, 4);
   if (a->n_agents == 0 || pick == 3) {
-    g_cmd.type = rng_below(&a->rng, 2) ? PROTO_MSG_PING : PROTO_MSG_QUERY;
+    g_cmd.type = steerd_rand_below(&a->rng, 2) ? PROTO_MSG_PING : PROTO_MSG_QUERY;
     g_cmd.query.agent = a->n_agents ? a->agents[0] : 1;
     if (g_cmd.type == PROTO_MSG_PING)
       g_cmd.ping.client_time_us = 0;
   } else {
-    uint32_t slot = rng_below(&a->rng, a->n_agents);
+    uint32_t slot = steerd_rand_below(&a->rng, a->n_agents);
     g_cmd.type = PROTO_MSG_SET_BEHAVIOUR;
     g_cmd.set_behaviour.agent = a->agents[slot];
     g_cmd.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_SEEK;
@@ -738,18 +663,18 @@ static size_t hex_bytes(uint8_t *out, const char *hex) {
 /* A valid command to cut or mutate (its agent does not exist: nothing applies). */
 static size_t valid_command(garbage *p, uint8_t *buf, size_t cap) {
   memset(&g_cmd, 0, sizeof g_cmd);
-  g_cmd.request_id = 1 + rng_below(&p->rng, 1000000);
-  uint32_t pick = rng_below(&p->rng, 3);
+  g_cmd.request_id = 1 + steerd_rand_below(&p->rng, 1000000);
+  uint32_t pick = steerd_rand_below(&p->rng, 3);
   if (pick == 0) {
     g_cmd.type = PROTO_MSG_SET_PATH;
-    g_cmd.set_path.agent = 1 + rng_below(&p->rng, 100);
-    g_cmd.set_path.path.count = 2 + rng_below(&p->rng, 30);
+    g_cmd.set_path.agent = 1 + steerd_rand_below(&p->rng, 100);
+    g_cmd.set_path.path.count = 2 + steerd_rand_below(&p->rng, 30);
     for (uint32_t i = 0; i < g_cmd.set_path.path.count; i++)
-      g_cmd.set_path.path.points[i] = (vec2){rng_range(&p->rng, -400, 400), rng_range(&p->rng, -400, 400)};
+      g_cmd.set_path.path.points[i] = (vec2){steerd_rand_range(&p->rng, -400, 400), steerd_rand_range(&p->rng, -400, 400)};
     g_cmd.set_path.path.radius = 1.0f;
   } else if (pick == 1) {
     g_cmd.type = PROTO_MSG_SET_BEHAVIOUR;
-    g_cmd.set_behaviour.agent = 1 + rng_below(&p->rng, 100);
+    g_cmd.set_behaviour.agent = 1 + steerd_rand_below(&p->rng, 100);
     g_cmd.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_ARRIVE;
     g_cmd.set_behaviour.behaviour.target = (vec2){1, 2};
     g_cmd.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
@@ -757,7 +682,7 @@ static size_t valid_command(garbage *p, uint8_t *buf, size_t cap) {
     g_cmd.set_behaviour.behaviour.params.v = steer_default_params();
   } else {
     g_cmd.type = PROTO_MSG_SET_PARAMS;
-    g_cmd.set_params.agent = 1 + rng_below(&p->rng, 100);
+    g_cmd.set_params.agent = 1 + steerd_rand_below(&p->rng, 100);
     g_cmd.set_params.params.present = PROTO_PARAM_ALL;
     g_cmd.set_params.params.v = steer_default_params();
   }
@@ -787,26 +712,26 @@ static size_t garbage_packet(garbage *p, int kind, uint8_t *buf) {
   switch (kind) {
   case G_RANDOM:
   default:
-    n = 1 + rng_below(&p->rng, 600);
+    n = 1 + steerd_rand_below(&p->rng, 600);
     for (size_t i = 0; i < n; i++)
-      buf[i] = (uint8_t)rng_next(&p->rng);
+      buf[i] = (uint8_t)steerd_rand_next(&p->rng);
     break;
   case G_TRUNCATED:
     n = valid_command(p, buf, GARBAGE_BUF);
-    n = n > 1 ? 1 + rng_below(&p->rng, (uint32_t)n - 1) : 1;
+    n = n > 1 ? 1 + steerd_rand_below(&p->rng, (uint32_t)n - 1) : 1;
     break;
   case G_WRONG_TYPE:
-    n = hex_bytes(buf, wrong[rng_below(&p->rng, sizeof wrong / sizeof wrong[0])]);
+    n = hex_bytes(buf, wrong[steerd_rand_below(&p->rng, sizeof wrong / sizeof wrong[0])]);
     break;
   case G_MUTATED: {
     n = valid_command(p, buf, GARBAGE_BUF);
-    uint32_t flips = 1 + rng_below(&p->rng, 4);
+    uint32_t flips = 1 + steerd_rand_below(&p->rng, 4);
     for (uint32_t i = 0; i < flips && n; i++)
-      buf[rng_below(&p->rng, (uint32_t)n)] ^= (uint8_t)(1u << rng_below(&p->rng, 8));
+      buf[steerd_rand_below(&p->rng, (uint32_t)n)] ^= (uint8_t)(1u << steerd_rand_below(&p->rng, 8));
     break;
   }
   case G_HUGE: {
-    uint32_t pick = rng_below(&p->rng, 7);
+    uint32_t pick = steerd_rand_below(&p->rng, 7);
     if (pick == 0) { /* array32 claiming 4 billion elements */
       n = hex_bytes(buf, "dd ffffffff 09 01 80");
     } else if (pick == 1) { /* map32 claiming 4 billion entries as the body */
@@ -826,9 +751,9 @@ static size_t garbage_packet(garbage *p, int kind, uint8_t *buf) {
         buf[n++] = 0x01;
       }
     } else if (pick == 5) { /* oversize: above PROTO_MAX_MESSAGE_BYTES */
-      n = PROTO_MAX_MESSAGE_BYTES + 1 + rng_below(&p->rng, 4000);
+      n = PROTO_MAX_MESSAGE_BYTES + 1 + steerd_rand_below(&p->rng, 4000);
       for (size_t i = 0; i < n; i++)
-        buf[i] = (uint8_t)rng_next(&p->rng);
+        buf[i] = (uint8_t)steerd_rand_next(&p->rng);
       buf[0] = 0x93;
     } else { /* array16 of 65535 nils claimed, 3000 given */
       n = hex_bytes(buf, "dc ffff");
@@ -842,14 +767,14 @@ static size_t garbage_packet(garbage *p, int kind, uint8_t *buf) {
 }
 
 static void garbage_send(garbage *p) {
-  int kind = (int)rng_below(&p->rng, G_KINDS);
+  int kind = (int)steerd_rand_below(&p->rng, G_KINDS);
   uint8_t channel = PROTO_CHANNEL_RELIABLE;
   size_t n;
   if (kind == G_CHANNEL1) {
     channel = PROTO_CHANNEL_SNAPSHOT;
-    uint32_t pick = rng_below(&p->rng, 3);
+    uint32_t pick = steerd_rand_below(&p->rng, 3);
     if (pick == 0)
-      n = proto_encode_snapshot_ack(p->buf, sizeof p->buf, 1 + rng_below(&p->rng, 100000));
+      n = proto_encode_snapshot_ack(p->buf, sizeof p->buf, 1 + steerd_rand_below(&p->rng, 100000));
     else if (pick == 1)
       n = valid_command(p, p->buf, sizeof p->buf);
     else
@@ -876,7 +801,7 @@ static void garbage_send(garbage *p) {
 }
 
 static void garbage_hello(garbage *p) {
-  uint32_t r = rng_below(&p->rng, 100);
+  uint32_t r = steerd_rand_below(&p->rng, 100);
   p->hello = r < 70 ? HELLO_VALID : r < 80 ? HELLO_FORGED : r < 90 ? HELLO_EXPIRED : HELLO_NONE;
   if (g.o.anonymous && (p->hello == HELLO_FORGED || p->hello == HELLO_EXPIRED))
     p->hello = HELLO_VALID; /* no tokens to forge: the server checks none */
@@ -1002,7 +927,7 @@ static int make_secret(char *path, size_t cap, char *secret, size_t scap) {
   uint64_t s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
   size_t n = 0;
   for (; n < 40 && n + 1 < scap; n++)
-    secret[n] = "abcdefghijklmnopqrstuvwxyz0123456789"[rng_below(&s, 36)];
+    secret[n] = "abcdefghijklmnopqrstuvwxyz0123456789"[steerd_rand_below(&s, 36)];
   secret[n] = '\0';
   snprintf(path, cap, "/tmp/steerd-soak-secret-XXXXXX");
   int fd = mkstemp(path);
@@ -1139,7 +1064,7 @@ static int run_loop(uint64_t until_us, int abuse, int stop_when_spawned, sample 
         bot_act(a, now);
       } else if (now >= a->next_action_us) {
         bot_act(a, now);
-        a->next_action_us = now + period_us / 2u + rng_below(&a->rng, (uint32_t)period_us + 1u);
+        a->next_action_us = now + period_us / 2u + steerd_rand_below(&a->rng, (uint32_t)period_us + 1u);
       }
     }
     if (abuse && g.flooder.c && g.flooder.welcomed_seen) {

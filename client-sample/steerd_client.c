@@ -11,6 +11,7 @@
 
 #include "client.h"
 #include "interp.h"
+#include "randcmd.h"
 
 /* Exit codes. */
 #define EXIT_REPLY_ERROR 1 /* the server answered ERROR */
@@ -831,24 +832,7 @@ typedef struct bot {
 
 static uint64_t g_errors_printed;
 
-/* splitmix64: a seedable generator so a run can be repeated with --seed. */
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-static uint32_t rng_below(uint64_t *s, uint32_t n) { return (uint32_t)(rng_next(s) % n); }
-
-static float rng_range(uint64_t *s, float lo, float hi) {
-  return lo + (hi - lo) * (float)((double)(rng_next(s) >> 11) / 9007199254740992.0);
-}
-
-static vec2 bot_point(bot *b) {
-  vec2 p = {rng_range(&b->rng, b->lo.x, b->hi.x), rng_range(&b->rng, b->lo.y, b->hi.y)};
-  return p;
-}
+static vec2 bot_point(bot *b) { return steerd_rand_point(&b->rng, b->lo, b->hi); }
 
 /* Reports the bot's failure (the first few; a full server fails many alike). */
 static void bot_lost(bot *b, const char *what, int r) {
@@ -892,72 +876,11 @@ static void bot_on_reply(void *user, const proto_server_msg *m) {
   }
 }
 
-/* Another of the bot's own agents than slot self, or 0. Own agents are alive at
- * the server when the command arrives: despawns go down the same ordered channel. */
-static steer_id bot_other_agent(bot *b, uint32_t self, steer_id not_this) {
-  if (b->n_agents < 2)
-    return 0;
-  for (int tries = 0; tries < 8; tries++) {
-    uint32_t i = rng_below(&b->rng, b->n_agents);
-    if (i != self && b->agents[i] != not_this)
-      return b->agents[i];
-  }
-  return 0;
-}
-
-/* A behaviour that suits the model (world.h's table) with a target it needs. */
+/* A behaviour for the bot's agent in slot self (UINT32_MAX: a spawn). The bot's
+ * own agents are alive at the server when the command arrives: despawns go
+ * down the same ordered channel. */
 static void bot_behaviour(bot *b, uint32_t self, uint8_t model, proto_behaviour *out) {
-  static const uint8_t kinematic[] = {STEER_BEHAVIOUR_NONE, STEER_BEHAVIOUR_SEEK, STEER_BEHAVIOUR_FLEE,
-                                      STEER_BEHAVIOUR_ARRIVE, STEER_BEHAVIOUR_WANDER};
-  static const uint8_t heading[] = {STEER_BEHAVIOUR_NONE, STEER_BEHAVIOUR_SEEK, STEER_BEHAVIOUR_ARRIVE,
-                                    STEER_BEHAVIOUR_WANDER};
-  memset(out, 0, sizeof *out);
-  uint8_t kind;
-  if (model == STEER_MODEL_KINEMATIC)
-    kind = kinematic[rng_below(&b->rng, sizeof kinematic)];
-  else if (model == STEER_MODEL_HEADING)
-    kind = heading[rng_below(&b->rng, sizeof heading)];
-  else
-    kind = (uint8_t)rng_below(&b->rng, STEER_BEHAVIOUR_FOLLOW_PATH); /* dynamic: all but follow_path */
-
-  steer_id t1 = self < b->n_agents ? bot_other_agent(b, self, 0) : 0;
-  steer_id t2 = t1 != 0 ? bot_other_agent(b, self, t1) : 0;
-  int needs_agent = kind == STEER_BEHAVIOUR_VELOCITY_MATCH || kind == STEER_BEHAVIOUR_PURSUE ||
-                    kind == STEER_BEHAVIOUR_EVADE || kind == STEER_BEHAVIOUR_INTERPOSE;
-  if ((needs_agent && t1 == 0) || (kind == STEER_BEHAVIOUR_INTERPOSE && t2 == 0))
-    kind = STEER_BEHAVIOUR_ARRIVE; /* not enough agents yet */
-  out->kind = kind;
-  switch (kind) {
-  case STEER_BEHAVIOUR_SEEK:
-  case STEER_BEHAVIOUR_FLEE:
-  case STEER_BEHAVIOUR_ARRIVE:
-  case STEER_BEHAVIOUR_FACE:
-    if (t1 != 0 && rng_below(&b->rng, 3) == 0) {
-      out->target_agent = t1;
-      out->present |= PROTO_BHV_TARGET_AGENT;
-    } else {
-      out->target = bot_point(b);
-      out->present |= PROTO_BHV_TARGET;
-    }
-    break;
-  case STEER_BEHAVIOUR_ALIGN:
-    out->orientation = rng_range(&b->rng, -3.1f, 3.1f);
-    out->present |= PROTO_BHV_ORIENTATION;
-    break;
-  case STEER_BEHAVIOUR_VELOCITY_MATCH:
-  case STEER_BEHAVIOUR_PURSUE:
-  case STEER_BEHAVIOUR_EVADE:
-    out->target_agent = t1;
-    out->present |= PROTO_BHV_TARGET_AGENT;
-    break;
-  case STEER_BEHAVIOUR_INTERPOSE:
-    out->target_agent = t1;
-    out->target_agent2 = t2;
-    out->present |= PROTO_BHV_TARGET_AGENT | PROTO_BHV_TARGET_AGENT2;
-    break;
-  default:
-    break; /* none, look_where_going, wander: no target */
-  }
+  steerd_rand_behaviour(&b->rng, b->lo, b->hi, b->agents, b->n_agents, self, model, out);
 }
 
 static void bot_act(bot *b) {
@@ -968,7 +891,7 @@ static void bot_act(bot *b) {
     if (b->n_pending >= BOT_PENDING)
       return;
     cmd.type = PROTO_MSG_SPAWN;
-    cmd.spawn.model = (uint8_t)rng_below(&b->rng, STEER_MODEL_COUNT);
+    cmd.spawn.model = (uint8_t)steerd_rand_below(&b->rng, STEER_MODEL_COUNT);
     cmd.spawn.position = bot_point(b);
     bot_behaviour(b, UINT32_MAX, cmd.spawn.model, &cmd.spawn.behaviour);
     if (cmd.spawn.behaviour.present & PROTO_BHV_TARGET_AGENT) {
@@ -986,10 +909,10 @@ static void bot_act(bot *b) {
   }
   if (b->n_agents == 0)
     return;
-  uint32_t slot = rng_below(&b->rng, b->n_agents);
+  uint32_t slot = steerd_rand_below(&b->rng, b->n_agents);
   steer_id agent = b->agents[slot];
   uint8_t model = b->models[slot];
-  uint32_t pick = rng_below(&b->rng, 10);
+  uint32_t pick = steerd_rand_below(&b->rng, 10);
   if (pick < 4) {
     cmd.type = PROTO_MSG_SET_BEHAVIOUR;
     cmd.set_behaviour.agent = agent;
@@ -998,14 +921,14 @@ static void bot_act(bot *b) {
     cmd.type = PROTO_MSG_SET_PATH;
     cmd.set_path.agent = agent;
     proto_path *p = &cmd.set_path.path;
-    p->count = 2 + rng_below(&b->rng, 5);
+    p->count = 2 + steerd_rand_below(&b->rng, 5);
     for (uint32_t i = 0; i < p->count; i++)
       p->points[i] = bot_point(b);
-    p->radius = rng_range(&b->rng, 0.5f, 3.0f);
-    p->mode = (uint8_t)rng_below(&b->rng, STEER_PATH_MODE_COUNT);
+    p->radius = steerd_rand_range(&b->rng, 0.5f, 3.0f);
+    p->mode = (uint8_t)steerd_rand_below(&b->rng, STEER_PATH_MODE_COUNT);
     /* arc and lazy cornering are for the heading model only. */
     p->cornering =
-        model == STEER_MODEL_HEADING ? (uint8_t)rng_below(&b->rng, STEER_CORNER_COUNT) : STEER_CORNER_NONE;
+        model == STEER_MODEL_HEADING ? (uint8_t)steerd_rand_below(&b->rng, STEER_CORNER_COUNT) : STEER_CORNER_NONE;
   } else if (pick == 6) {
     cmd.type = PROTO_MSG_STOP;
     cmd.stop.agent = agent;
@@ -1117,7 +1040,7 @@ static int cmd_bots(const args *a) {
     b->lo = (vec2){w->world_min.x + mx, w->world_min.y + my};
     b->hi = (vec2){w->world_max.x - mx, w->world_max.y - my};
     /* Spread the bots' first actions over one period. */
-    b->next_action_us = steerd_client_now_us() + rng_below(&b->rng, (uint32_t)period_us + 1u);
+    b->next_action_us = steerd_client_now_us() + steerd_rand_below(&b->rng, (uint32_t)period_us + 1u);
   }
 
   uint64_t start = steerd_client_now_us();
@@ -1133,7 +1056,7 @@ static int cmd_bots(const args *a) {
       if (now >= b->next_action_us) {
         bot_act(b);
         /* Jitter 0.5..1.5 periods so the bots do not fire in lockstep. */
-        b->next_action_us = now + period_us / 2u + rng_below(&b->rng, (uint32_t)period_us + 1u);
+        b->next_action_us = now + period_us / 2u + steerd_rand_below(&b->rng, (uint32_t)period_us + 1u);
       }
       if (b->next_action_us < wake)
         wake = b->next_action_us;

@@ -1,0 +1,89 @@
+/* randcmd.c: see randcmd.h. */
+#include "randcmd.h"
+
+#include <string.h>
+
+uint64_t steerd_rand_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint32_t steerd_rand_below(uint64_t *s, uint32_t n) { return n ? (uint32_t)(steerd_rand_next(s) % n) : 0; }
+
+float steerd_rand_range(uint64_t *s, float lo, float hi) {
+  return lo + (hi - lo) * (float)((double)(steerd_rand_next(s) >> 11) / 9007199254740992.0);
+}
+
+vec2 steerd_rand_point(uint64_t *s, vec2 lo, vec2 hi) {
+  vec2 p = {steerd_rand_range(s, lo.x, hi.x), steerd_rand_range(s, lo.y, hi.y)};
+  return p;
+}
+
+/* Another agent than slot self (and not not_this), or 0. */
+static steer_id other_agent(uint64_t *s, const steer_id *agents, uint32_t n, uint32_t self,
+                            steer_id not_this) {
+  if (n < 2)
+    return 0;
+  for (int tries = 0; tries < 8; tries++) {
+    uint32_t i = steerd_rand_below(s, n);
+    if (i != self && agents[i] != not_this)
+      return agents[i];
+  }
+  return 0;
+}
+
+void steerd_rand_behaviour(uint64_t *s, vec2 lo, vec2 hi, const steer_id *agents, uint32_t n, uint32_t self,
+                           uint8_t model, proto_behaviour *out) {
+  static const uint8_t kinematic[] = {STEER_BEHAVIOUR_NONE, STEER_BEHAVIOUR_SEEK, STEER_BEHAVIOUR_FLEE,
+                                      STEER_BEHAVIOUR_ARRIVE, STEER_BEHAVIOUR_WANDER};
+  static const uint8_t heading[] = {STEER_BEHAVIOUR_NONE, STEER_BEHAVIOUR_SEEK, STEER_BEHAVIOUR_ARRIVE,
+                                    STEER_BEHAVIOUR_WANDER};
+  memset(out, 0, sizeof *out);
+  uint8_t kind;
+  if (model == STEER_MODEL_KINEMATIC)
+    kind = kinematic[steerd_rand_below(s, sizeof kinematic)];
+  else if (model == STEER_MODEL_HEADING)
+    kind = heading[steerd_rand_below(s, sizeof heading)];
+  else
+    kind = (uint8_t)steerd_rand_below(s, STEER_BEHAVIOUR_FOLLOW_PATH); /* dynamic: all but follow_path */
+  steer_id t1 = self < n ? other_agent(s, agents, n, self, 0) : 0;
+  steer_id t2 = t1 ? other_agent(s, agents, n, self, t1) : 0;
+  int needs_agent = kind == STEER_BEHAVIOUR_VELOCITY_MATCH || kind == STEER_BEHAVIOUR_PURSUE ||
+                    kind == STEER_BEHAVIOUR_EVADE || kind == STEER_BEHAVIOUR_INTERPOSE;
+  if ((needs_agent && !t1) || (kind == STEER_BEHAVIOUR_INTERPOSE && !t2))
+    kind = STEER_BEHAVIOUR_ARRIVE; /* not enough agents yet */
+  out->kind = kind;
+  switch (kind) {
+  case STEER_BEHAVIOUR_SEEK:
+  case STEER_BEHAVIOUR_FLEE:
+  case STEER_BEHAVIOUR_ARRIVE:
+  case STEER_BEHAVIOUR_FACE:
+    if (t1 && steerd_rand_below(s, 3) == 0) {
+      out->target_agent = t1;
+      out->present |= PROTO_BHV_TARGET_AGENT;
+    } else {
+      out->target = steerd_rand_point(s, lo, hi);
+      out->present |= PROTO_BHV_TARGET;
+    }
+    break;
+  case STEER_BEHAVIOUR_ALIGN:
+    out->orientation = steerd_rand_range(s, -3.1f, 3.1f);
+    out->present |= PROTO_BHV_ORIENTATION;
+    break;
+  case STEER_BEHAVIOUR_VELOCITY_MATCH:
+  case STEER_BEHAVIOUR_PURSUE:
+  case STEER_BEHAVIOUR_EVADE:
+    out->target_agent = t1;
+    out->present |= PROTO_BHV_TARGET_AGENT;
+    break;
+  case STEER_BEHAVIOUR_INTERPOSE:
+    out->target_agent = t1;
+    out->target_agent2 = t2;
+    out->present |= PROTO_BHV_TARGET_AGENT | PROTO_BHV_TARGET_AGENT2;
+    break;
+  default:
+    break; /* none, look_where_going, wander: no target */
+  }
+}
