@@ -42,6 +42,7 @@ typedef struct args {
   int nopts;
   int events_only;
   int interp; /* watch --interp */
+  int delta;  /* --delta, else STEERD_DELTA: ask for delta snapshots (PROTOCOL.md 7.6) */
 } args;
 
 static volatile sig_atomic_t g_stop;
@@ -53,7 +54,8 @@ static void on_sigint(int sig) {
 
 static void usage(FILE *f) {
   fputs(
-      "usage: steerd-client [--host H] [--port P] [--name N] [--token T] [--timeout MS] COMMAND [ARGS]\n"
+      "usage: steerd-client [--host H] [--port P] [--name N] [--token T] [--timeout MS] [--delta]\n"
+      "                     COMMAND [ARGS]\n"
       "\n"
       "Global options:\n"
       "  --host H       server address (127.0.0.1)\n"
@@ -62,13 +64,20 @@ static void usage(FILE *f) {
       "  --token T      HELLO token from `steerd token` (STEERD_TOKEN); needed when the server has a\n"
       "                 secret, ignored by one without\n"
       "  --timeout MS   connect and reply timeout (3000)\n"
+      "  --delta        ask for delta snapshots (STEERD_DELTA=1), on every connection (bots too): the\n"
+      "                 client rebuilds each frame from the DELTA messages, so watch prints the same\n"
+      "                 JSON as with full snapshots\n"
       "\n"
       "Commands:\n"
-      "  watch [--seconds S] [--events-only] [--interp [--rate HZ]]\n"
+      "  watch [--seconds S] [--events-only] [--interp [--rate HZ]] [--view all|X,Y,R|follow:ID,R]\n"
       "      Print snapshots and events as JSON lines until S seconds pass (0: until Ctrl-C).\n"
       "      --interp: print interpolated states (render time = server time - delay) HZ times\n"
       "      a second (30) instead of the snapshots.\n"
+      "      --view (needs --delta): send a VIEW after the WELCOME, so frames hold only the agents\n"
+      "      in view: all (the whole world), a circle of R m around X,Y, or R m around agent ID.\n"
+      "      The summary on stderr then adds the delta figures (bytes, frames rebuilt, dropped).\n"
       "      e.g. steerd-client watch --seconds 2\n"
+      "           steerd-client --delta watch --seconds 2 --view 0,0,30\n"
       "  spawn --model M --x X --y Y [--behaviour K] [--target X,Y] [--target-agent ID]\n"
       "      Spawn an agent (model kinematic|dynamic|heading); prints the new id.\n"
       "      e.g. steerd-client spawn --model dynamic --x 0 --y 0 --behaviour arrive --target 20,10\n"
@@ -128,6 +137,17 @@ static int parse_float(const char *s, float *out) {
   if (errno != 0 || *end != '\0' || !isfinite(v))
     return -1;
   *out = v;
+  return 0;
+}
+
+/* 1/true/on or 0/false/off ("" is off), as the server reads its boolean variables. */
+static int parse_bool(const char *s, int *out) {
+  if (strcmp(s, "1") == 0 || strcmp(s, "true") == 0 || strcmp(s, "on") == 0)
+    *out = 1;
+  else if (*s == '\0' || strcmp(s, "0") == 0 || strcmp(s, "false") == 0 || strcmp(s, "off") == 0)
+    *out = 0;
+  else
+    return -1;
   return 0;
 }
 
@@ -195,6 +215,11 @@ static int parse_args(int argc, char **argv, args *a) {
   a->name = "steerd-client";
   a->token = getenv("STEERD_TOKEN");
   a->timeout_ms = 3000;
+  const char *delta_env = getenv("STEERD_DELTA");
+  if (delta_env != NULL && parse_bool(delta_env, &a->delta) != 0) {
+    fprintf(stderr, "steerd-client: bad STEERD_DELTA '%s' (1 or 0)\n", delta_env);
+    return -1;
+  }
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
     if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
@@ -207,6 +232,10 @@ static int parse_args(int argc, char **argv, args *a) {
     }
     if (strcmp(s, "--events-only") == 0) {
       a->events_only = 1;
+      continue;
+    }
+    if (strcmp(s, "--delta") == 0) {
+      a->delta = 1;
       continue;
     }
     if (strncmp(s, "--", 2) == 0) {
@@ -409,6 +438,7 @@ static steerd_client *open_client(const args *a, const steerd_client_callbacks *
   cfg.name = a->name;
   cfg.token = a->token;
   cfg.connect_timeout_ms = a->timeout_ms;
+  cfg.snapshots = a->delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
   if (cb != NULL)
     cfg.callbacks = *cb;
   steerd_client *c = steerd_client_create(&cfg);
@@ -650,6 +680,90 @@ static int cmd_ping(const args *a) {
   return code;
 }
 
+/* ---- watch --------------------------------------------------------------- */
+
+/* watch --view: "all", "X,Y,R" or "follow:ID,R" (R in metres, > 0). Checked
+ * before connecting; --view needs --delta (full snapshots always hold every
+ * agent, the server ACKs a VIEW and ignores it). Returns 0 or an exit code. */
+static int parse_view(const args *a, proto_view *v, int *has_view) {
+  const char *s = opt_get(a, "view");
+  *has_view = s != NULL;
+  memset(v, 0, sizeof *v);
+  if (s == NULL)
+    return 0;
+  if (!a->delta) {
+    fprintf(stderr,
+            "steerd-client %s: --view needs --delta (or STEERD_DELTA=1): full snapshots always "
+            "hold every agent\n",
+            a->cmd);
+    return EXIT_USAGE;
+  }
+  if (strcmp(s, "all") == 0) {
+    v->kind = PROTO_VIEW_ALL;
+    return 0;
+  }
+  char tmp[128];
+  size_t n = strlen(s);
+  if (n >= sizeof tmp)
+    return bad_value(a, "--view", s);
+  memcpy(tmp, s, n + 1);
+  char *radius = strrchr(tmp, ',');
+  if (radius == NULL)
+    return bad_value(a, "--view (all, X,Y,R or follow:ID,R)", s);
+  *radius++ = '\0';
+  while (*radius == ' ')
+    radius++;
+  if (parse_float(radius, &v->radius) != 0 || !(v->radius > 0.0f))
+    return bad_value(a, "--view radius", radius);
+  if (strncmp(tmp, "follow:", 7) == 0) {
+    uint32_t id;
+    if (parse_u32(tmp + 7, &id) != 0 || id == 0)
+      return bad_value(a, "--view agent id", tmp + 7);
+    v->kind = PROTO_VIEW_FOLLOW;
+    v->follow = id;
+    return 0;
+  }
+  if (parse_xy(tmp, &v->centre) != 0)
+    return bad_value(a, "--view (all, X,Y,R or follow:ID,R)", s);
+  v->kind = PROTO_VIEW_CENTRE;
+  return 0;
+}
+
+/* Sends the VIEW and waits for its ACK (frames arriving meanwhile go to the
+ * callbacks). Returns 0 or an exit code. */
+static int send_view(steerd_client *c, const args *a, const proto_view *v) {
+  static proto_command cmd; /* large (paths): not on the stack */
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_VIEW;
+  cmd.view = *v;
+  proto_server_msg reply;
+  int r = steerd_client_command_wait(c, &cmd, a->timeout_ms, &reply);
+  return r < 0 ? report(c, "VIEW", r, &reply) : 0;
+}
+
+static void print_view(FILE *f, const proto_view *v) {
+  if (v->kind == PROTO_VIEW_CENTRE)
+    fprintf(f, "view %g m around (%g, %g)", (double)v->radius, (double)v->centre.x, (double)v->centre.y);
+  else if (v->kind == PROTO_VIEW_FOLLOW)
+    fprintf(f, "view %g m around agent %lu", (double)v->radius, (unsigned long)v->follow);
+  else
+    fputs("view all", f);
+}
+
+/* The delta figures of the summary (--delta only). */
+static void print_delta_stats(const steerd_client *c) {
+  steerd_client_stats st;
+  steerd_client_get_stats(c, &st);
+  fprintf(stderr,
+          "steerd-client: delta: %llu bytes received (%llu in %llu DELTA parts, %.0f per frame); %llu frames "
+          "rebuilt, %llu dropped without baseline, %llu bad; %llu acks sent\n",
+          (unsigned long long)st.bytes_received, (unsigned long long)st.snapshot_bytes,
+          (unsigned long long)st.snapshot_parts,
+          st.frames_complete ? (double)st.snapshot_bytes / (double)st.frames_complete : 0.0,
+          (unsigned long long)st.frames_complete, (unsigned long long)st.delta_no_base,
+          (unsigned long long)st.delta_bad, (unsigned long long)st.delta_acks_sent);
+}
+
 /* watch --interp: the snapshots go through the interpolation buffer (interp.h)
  * and the interpolated states are printed at a fixed rate. */
 static const char *const interp_mode_names[STEERD_INTERP_MODE_COUNT] = {"interpolate", "extrapolate",
@@ -670,9 +784,14 @@ static void interp_on_event(void *user, const proto_event *e) {
 }
 
 static int cmd_watch_interp(const args *a) {
-  static const char *const allowed[] = {"seconds", "rate", NULL};
+  static const char *const allowed[] = {"seconds", "rate", "view", NULL};
   if (check_opts(a, allowed, 0, 0) != 0)
     return EXIT_USAGE;
+  proto_view view;
+  int has_view;
+  int vr = parse_view(a, &view, &has_view);
+  if (vr != 0)
+    return vr;
   float seconds = 0.0f, rate = 30.0f;
   const char *ss = opt_get(a, "seconds");
   if (ss != NULL && (parse_float(ss, &seconds) != 0 || seconds < 0.0f))
@@ -688,6 +807,12 @@ static int cmd_watch_interp(const args *a) {
   steerd_client *c = open_client(a, &cb, &code);
   if (c == NULL)
     return code;
+  /* Before the buffer exists: it sees only frames of the new view (and a few
+   * sent before the server applied it). */
+  if (has_view && (code = send_view(c, a, &view)) != 0) {
+    close_client(c);
+    return code;
+  }
   const proto_welcome *w = steerd_client_welcome(c);
   steerd_interp_config icfg = steerd_interp_default_config();
   icfg.max_agents = steerd_client_default_config().max_agents;
@@ -753,6 +878,8 @@ static int cmd_watch_interp(const args *a) {
           st.age_mean_ms, st.age_max_ms, (unsigned long long)st.underruns, st.underrun_ms,
           (unsigned long long)st.samples[STEERD_INTERP_MODE_EXTRAPOLATE],
           (unsigned long long)st.samples[STEERD_INTERP_MODE_HOLD_NEWEST]);
+  if (a->delta)
+    print_delta_stats(c);
   if (code == 0)
     steerd_client_disconnect(c, 500);
   steerd_client_destroy(c);
@@ -764,13 +891,18 @@ static int cmd_watch_interp(const args *a) {
 static int cmd_watch(const args *a) {
   if (a->interp)
     return cmd_watch_interp(a);
-  static const char *const allowed[] = {"seconds", NULL};
+  static const char *const allowed[] = {"seconds", "view", NULL};
   if (check_opts(a, allowed, 0, 0) != 0)
     return EXIT_USAGE;
   float seconds = 0.0f;
   const char *ss = opt_get(a, "seconds");
   if (ss != NULL && (parse_float(ss, &seconds) != 0 || seconds < 0.0f))
     return bad_value(a, "--seconds", ss);
+  proto_view view;
+  int has_view;
+  int vr = parse_view(a, &view, &has_view);
+  if (vr != 0)
+    return vr;
   steerd_client_callbacks cb;
   memset(&cb, 0, sizeof cb);
   cb.on_event = print_event;
@@ -781,9 +913,19 @@ static int cmd_watch(const args *a) {
   if (c == NULL)
     return code;
   const proto_welcome *w = steerd_client_welcome(c);
-  fprintf(stderr, "steerd-client: client %lu, tick %lu Hz, snapshots %lu Hz, world [%g,%g]..[%g,%g]\n",
+  fprintf(stderr, "steerd-client: client %lu, tick %lu Hz, snapshots %lu Hz (%s), world [%g,%g]..[%g,%g]",
           (unsigned long)w->client_id, (unsigned long)w->tick_rate, (unsigned long)w->snapshot_rate,
-          (double)w->world_min.x, (double)w->world_min.y, (double)w->world_max.x, (double)w->world_max.y);
+          a->delta ? "delta" : "full", (double)w->world_min.x, (double)w->world_min.y, (double)w->world_max.x,
+          (double)w->world_max.y);
+  if (has_view) {
+    fputs(", ", stderr);
+    print_view(stderr, &view);
+  }
+  fputc('\n', stderr);
+  if (has_view && (code = send_view(c, a, &view)) != 0) {
+    close_client(c);
+    return code;
+  }
   uint64_t end = seconds > 0.0f ? steerd_client_now_us() + (uint64_t)((double)seconds * 1e6) : UINT64_MAX;
   while (!g_stop) {
     uint64_t now = steerd_client_now_us();
@@ -805,6 +947,8 @@ static int cmd_watch(const args *a) {
           (unsigned long long)st.frames_overflow, (unsigned long long)st.snapshot_parts,
           (unsigned long long)st.parts_dropped, (unsigned long long)st.events,
           (unsigned long long)st.bad_packets);
+  if (a->delta)
+    print_delta_stats(c);
   if (code == 0)
     steerd_client_disconnect(c, 500);
   steerd_client_destroy(c);
@@ -927,8 +1071,8 @@ static void bot_act(bot *b) {
     p->radius = steerd_rand_range(&b->rng, 0.5f, 3.0f);
     p->mode = (uint8_t)steerd_rand_below(&b->rng, STEER_PATH_MODE_COUNT);
     /* arc and lazy cornering are for the heading model only. */
-    p->cornering =
-        model == STEER_MODEL_HEADING ? (uint8_t)steerd_rand_below(&b->rng, STEER_CORNER_COUNT) : STEER_CORNER_NONE;
+    p->cornering = model == STEER_MODEL_HEADING ? (uint8_t)steerd_rand_below(&b->rng, STEER_CORNER_COUNT)
+                                                : STEER_CORNER_NONE;
   } else if (pick == 6) {
     cmd.type = PROTO_MSG_STOP;
     cmd.stop.agent = agent;
@@ -988,6 +1132,7 @@ static int cmd_bots(const args *a) {
     cfg.name = name;
     cfg.token = a->token;
     cfg.connect_timeout_ms = a->timeout_ms;
+    cfg.snapshots = a->delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
     cfg.callbacks.on_reply = bot_on_reply;
     cfg.user = b;
     b->c = steerd_client_create(&cfg);

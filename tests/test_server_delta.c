@@ -7,12 +7,18 @@
  * snapshot's own rounding). The delta client's SNAPSHOT_ACKs on channel 1 are
  * never answered. VIEW narrows what the delta client sees and widens it again;
  * following a missing agent is NO_SUCH_AGENT; a despawned agent leaves its
- * frames. */
+ * frames. The steerd-client CLI, run as a child process with --delta (and
+ * STEERD_DELTA=1), prints rebuilt frames of its --view. */
 #include <check.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "protocol.h"
@@ -220,12 +226,181 @@ START_TEST(test_delta_matches_full) {
 }
 END_TEST
 
+/* ---- steerd-client --delta ------------------------------------------------- */
+
+extern char **environ;
+
+/* build/client-sample/steerd-client, next to build/server/steerd. */
+static void client_binary(char *out, size_t cap) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", STEERD_BINARY);
+  for (int i = 0; i < 2; i++) { /* strip "/steerd", then "/server" */
+    char *slash = strrchr(dir, '/');
+    ck_assert_ptr_nonnull(slash);
+    *slash = '\0';
+  }
+  snprintf(out, cap, "%s/client-sample/steerd-client", dir);
+  ck_assert_msg(access(out, X_OK) == 0, "%s is missing: build the steerd-client target", out);
+}
+
+typedef struct cli_run {
+  int status; /* exit status, or -1: killed after the timeout */
+  char out_path[64], err_path[64];
+} cli_run;
+
+/* Runs steerd-client with argv (argv[0] is replaced) and, besides this
+ * process's environment without STEERD_DELTA and STEERD_TOKEN, the variable
+ * env (may be NULL); stdout and stderr go to temporary files. Killed after
+ * timeout_ms. */
+static void run_cli(cli_run *r, char **argv, const char *env, uint32_t timeout_ms) {
+  static char bin[1100];
+  client_binary(bin, sizeof bin);
+  argv[0] = bin;
+  snprintf(r->out_path, sizeof r->out_path, "/tmp/steerd-cli-out-XXXXXX");
+  snprintf(r->err_path, sizeof r->err_path, "/tmp/steerd-cli-err-XXXXXX");
+  int out = mkstemp(r->out_path), err = mkstemp(r->err_path);
+  ck_assert_int_ge(out, 0);
+  ck_assert_int_ge(err, 0);
+  size_t n = 0;
+  while (environ[n] != NULL)
+    n++;
+  char **envp = calloc(n + 2, sizeof *envp);
+  ck_assert_ptr_nonnull(envp);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "STEERD_DELTA=", 13) != 0 && strncmp(environ[i], "STEERD_TOKEN=", 13) != 0)
+      envp[k++] = environ[i];
+  if (env != NULL)
+    envp[k++] = (char *)env;
+  envp[k] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out, 1);
+  posix_spawn_file_actions_adddup2(&fa, err, 2);
+  pid_t pid;
+  ck_assert_int_eq(posix_spawn(&pid, bin, &fa, NULL, argv, envp), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  free(envp);
+  close(out);
+  close(err);
+  uint64_t end = steerd_proc_now_ms() + timeout_ms;
+  int st = 0;
+  pid_t w;
+  while ((w = waitpid(pid, &st, WNOHANG)) == 0 && steerd_proc_now_ms() < end)
+    steerd_proc_sleep_ms(20);
+  if (w == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    r->status = -1;
+  } else {
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+}
+
+static void cli_done(cli_run *r) {
+  unlink(r->out_path);
+  unlink(r->err_path);
+}
+
+/* 1 if a line of the file contains needle. */
+static int file_contains(const char *path, const char *needle) {
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char *line = NULL;
+  size_t cap = 0;
+  int found = 0;
+  while (!found && getline(&line, &cap, f) >= 0)
+    found = strstr(line, needle) != NULL;
+  free(line);
+  fclose(f);
+  return found;
+}
+
+/* Lines of the file that begin with prefix and have at least one agent; the
+ * largest distance of an agent from the origin in those after the first skip
+ * goes to *max_r (may be NULL). */
+static uint32_t count_lines(const char *path, const char *prefix, uint32_t skip, double *max_r) {
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char *line = NULL;
+  size_t cap = 0;
+  uint32_t n = 0;
+  while (getline(&line, &cap, f) >= 0) {
+    if (strncmp(line, prefix, strlen(prefix)) != 0 || strstr(line, "\"agents\":[{") == NULL)
+      continue;
+    if (n++ < skip || max_r == NULL)
+      continue;
+    for (const char *p = strstr(line, "\"x\":"); p != NULL; p = strstr(p, "\"x\":")) {
+      double x = strtod(p + 4, NULL);
+      const char *q = strstr(p, "\"y\":");
+      ck_assert_ptr_nonnull(q);
+      double y = strtod(q + 4, NULL);
+      double r = hypot(x, y);
+      *max_r = r > *max_r ? r : *max_r;
+      p = q;
+    }
+  }
+  free(line);
+  fclose(f);
+  return n;
+}
+
+START_TEST(test_cli_delta_watch) {
+  steerd_proc s;
+  ck_assert_int_eq(steerd_proc_start(&s, STEERD_BINARY, NULL, 5000), 0);
+  char port[16];
+  snprintf(port, sizeof port, "%u", (unsigned)s.port);
+  cli_run r;
+
+  /* Delta snapshots of a 30 m view: 20 frames a second, only agents in view
+   * (after the first few frames, which may predate the VIEW). */
+  char *watch[] = {"",      "--delta",   "--host", "127.0.0.1", "--port", port,
+                   "watch", "--seconds", "2",      "--view",    "0,0,30", NULL};
+  run_cli(&r, watch, NULL, 8000);
+  ck_assert_msg(r.status == 0, "steerd-client watch exited %d", r.status);
+  double max_r = 0;
+  uint32_t frames = count_lines(r.out_path, "{\"type\":\"snapshot\"", 5, &max_r);
+  printf("steerd-client --delta watch: %u frames with agents, farthest agent %.2f m\n", frames, max_r);
+  ck_assert_uint_ge(frames, 20);
+  ck_assert_double_gt(max_r, 0.0);
+  ck_assert_double_lt(max_r, 31.0); /* the demo has agents up to ~60 m away */
+  ck_assert(file_contains(r.err_path, "(delta)"));
+  ck_assert(file_contains(r.err_path, "frames rebuilt"));
+  cli_done(&r);
+
+  /* --view without delta snapshots: a usage error, before connecting. */
+  char *bad[] = {"", "--port", port, "watch", "--seconds", "1", "--view", "0,0,30", NULL};
+  run_cli(&r, bad, NULL, 5000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert(file_contains(r.err_path, "--view needs --delta"));
+  cli_done(&r);
+
+  /* STEERD_DELTA=1 and watch --interp: interpolated states of rebuilt frames. */
+  char *interp[] = {"",         "--host",    "127.0.0.1", "--port", port,  "watch",
+                    "--interp", "--seconds", "1",         "--view", "all", NULL};
+  run_cli(&r, interp, "STEERD_DELTA=1", 6000);
+  ck_assert_msg(r.status == 0, "steerd-client watch --interp exited %d", r.status);
+  uint32_t samples = count_lines(r.out_path, "{\"type\":\"interp\"", 0, NULL);
+  printf("STEERD_DELTA=1 steerd-client watch --interp: %u samples with agents\n", samples);
+  ck_assert_uint_ge(samples, 10);
+  ck_assert(file_contains(r.err_path, "frames rebuilt"));
+  cli_done(&r);
+
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
 static Suite *server_delta_suite(void) {
   Suite *s = suite_create("server_delta");
   TCase *tc = tcase_create("e2e");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_delta_matches_full);
   suite_add_tcase(s, tc);
+  TCase *cli = tcase_create("cli");
+  tcase_set_timeout(cli, 30);
+  tcase_add_test(cli, test_cli_delta_watch);
+  suite_add_tcase(s, cli);
   return s;
 }
 
