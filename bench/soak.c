@@ -528,8 +528,8 @@ static void bot_act(actor *a, uint64_t now) {
     p->radius = steerd_rand_range(&a->rng, 0.5f, 3.0f);
     p->mode = (uint8_t)steerd_rand_below(&a->rng, STEER_PATH_MODE_COUNT);
     /* arc and lazy cornering are for the heading model only */
-    p->cornering =
-        model == STEER_MODEL_HEADING ? (uint8_t)steerd_rand_below(&a->rng, STEER_CORNER_COUNT) : STEER_CORNER_NONE;
+    p->cornering = model == STEER_MODEL_HEADING ? (uint8_t)steerd_rand_below(&a->rng, STEER_CORNER_COUNT)
+                                                : STEER_CORNER_NONE;
   } else if (pick < 60) {
     g_cmd.type = PROTO_MSG_SET_PARAMS;
     g_cmd.set_params.agent = agent;
@@ -670,7 +670,8 @@ static size_t valid_command(garbage *p, uint8_t *buf, size_t cap) {
     g_cmd.set_path.agent = 1 + steerd_rand_below(&p->rng, 100);
     g_cmd.set_path.path.count = 2 + steerd_rand_below(&p->rng, 30);
     for (uint32_t i = 0; i < g_cmd.set_path.path.count; i++)
-      g_cmd.set_path.path.points[i] = (vec2){steerd_rand_range(&p->rng, -400, 400), steerd_rand_range(&p->rng, -400, 400)};
+      g_cmd.set_path.path.points[i] =
+          (vec2){steerd_rand_range(&p->rng, -400, 400), steerd_rand_range(&p->rng, -400, 400)};
     g_cmd.set_path.path.radius = 1.0f;
   } else if (pick == 1) {
     g_cmd.type = PROTO_MSG_SET_BEHAVIOUR;
@@ -773,9 +774,10 @@ static void garbage_send(garbage *p) {
   if (kind == G_CHANNEL1) {
     channel = PROTO_CHANNEL_SNAPSHOT;
     uint32_t pick = steerd_rand_below(&p->rng, 3);
-    if (pick == 0)
-      n = proto_encode_snapshot_ack(p->buf, sizeof p->buf, 1 + steerd_rand_below(&p->rng, 100000));
-    else if (pick == 1)
+    if (pick == 0) {
+      proto_snapshot_ack a = {.tick = 1 + steerd_rand_below(&p->rng, 100000)};
+      n = proto_encode_snapshot_ack(p->buf, sizeof p->buf, &a);
+    } else if (pick == 1)
       n = valid_command(p, p->buf, sizeof p->buf);
     else
       n = garbage_packet(p, G_RANDOM, p->buf);

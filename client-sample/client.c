@@ -405,8 +405,8 @@ static void handle_delta(steerd_client *c, const uint8_t *data, size_t len) {
     c->stats.frames_incomplete++;
   if (r != 1)
     return;
-  uint8_t ack[16];
-  size_t n = proto_encode_snapshot_ack(ack, sizeof ack, tick);
+  uint8_t ack[16 + 9 * PROTO_ACK_MAX_MERGED];
+  size_t n = proto_encode_snapshot_ack(ack, sizeof ack, steerd_delta_ack(c->delta));
   ENetPacket *p = c->peer != NULL && n > 0 ? enet_packet_create(ack, n, 0) : NULL;
   if (p != NULL && enet_peer_send(c->peer, PROTO_CHANNEL_SNAPSHOT, p) != 0)
     enet_packet_destroy(p);

@@ -9,13 +9,19 @@
 #define PART_CAP PROTO_SNAPSHOT_PART_BYTES
 
 typedef struct delta_frame {
-  uint64_t tick, time_us;
+  uint64_t tick, time_us, baseline_tick;
   uint32_t count;
-  proto_record *rec; /* max_agents, sorted by id */
+  proto_record *rec; /* cap, sorted by id; time_us == the frame's: a change of this frame */
+  uint32_t nremoved;
+  steer_id *removed; /* cap, sorted: this frame's removals */
 } delta_frame;
 
 struct steerd_delta {
   steerd_delta_config cfg;
+  /* Records a frame may hold, changes and removals one tick may carry: twice
+   * max_agents, as the agents of frames in flight that the server is about to
+   * remove are held meanwhile. */
+  uint32_t cap;
   delta_frame *buf; /* frames + 1 buffers: the ring plus the one being built */
   uint32_t *ring;   /* buffer index of the i-th newest frame, i < held */
   uint32_t held;
@@ -27,13 +33,17 @@ struct steerd_delta {
   uint32_t parts_seen;
   uint8_t *part_seen; /* bitmap, max_parts bits */
   uint32_t max_parts;
-  proto_delta_entry *changes; /* max_agents */
+  proto_delta_entry *changes; /* cap */
   uint32_t nchanges;
-  steer_id *removed; /* max_agents */
+  steer_id *removed; /* cap */
   uint32_t nremoved;
   int overflow;
   int has_done;
   uint64_t done_tick; /* newest tick finished or abandoned */
+
+  proto_record *work[2];  /* cap each: the baseline with merged frames applied */
+  proto_record *applied;  /* cap: the frame's changes applied */
+  proto_snapshot_ack ack; /* for the newest frame */
 
   proto_delta_entry *part_changes; /* PART_CAP */
   steer_id *part_removed;          /* PART_CAP */
@@ -58,7 +68,7 @@ const char *steerd_delta_strerror(int code) {
 }
 
 steerd_delta_config steerd_delta_default_config(void) {
-  steerd_delta_config c = {10000, STEERD_DELTA_DEFAULT_FRAMES};
+  steerd_delta_config c = {10000, STEERD_DELTA_DEFAULT_FRAMES, 1};
   return c;
 }
 
@@ -66,8 +76,13 @@ void steerd_delta_destroy(steerd_delta *d) {
   if (!d)
     return;
   if (d->buf)
-    for (uint32_t i = 0; i <= d->cfg.frames; i++)
+    for (uint32_t i = 0; i <= d->cfg.frames; i++) {
       free(d->buf[i].rec);
+      free(d->buf[i].removed);
+    }
+  free(d->work[0]);
+  free(d->work[1]);
+  free(d->applied);
   free(d->buf);
   free(d->ring);
   free(d->part_seen);
@@ -80,27 +95,32 @@ void steerd_delta_destroy(steerd_delta *d) {
 
 steerd_delta *steerd_delta_create(const steerd_delta_config *cfg) {
   if (!cfg || cfg->max_agents == 0 || cfg->max_agents > STEER_MAX_CAPACITY || cfg->frames == 0 ||
-      cfg->frames > 1024)
+      cfg->frames > 1024 || (cfg->merge && cfg->frames > PROTO_ACK_MAX_MERGED + 1u))
     return NULL;
   steerd_delta *d = calloc(1, sizeof *d);
   if (!d)
     return NULL;
   d->cfg = *cfg;
-  d->max_parts = cfg->max_agents * 2u + 1u; /* every part holds a change or a removal, or is the only one */
+  d->cap = cfg->max_agents * 2u;
+  d->max_parts = d->cap * 2u + 1u; /* every part holds a change or a removal, or is the only one */
   d->buf = calloc((size_t)cfg->frames + 1u, sizeof *d->buf);
   d->ring = calloc(cfg->frames, sizeof *d->ring);
   d->part_seen = calloc((d->max_parts + 7u) / 8u, 1);
-  d->changes = calloc(cfg->max_agents, sizeof *d->changes);
-  d->removed = calloc(cfg->max_agents, sizeof *d->removed);
+  d->changes = calloc(d->cap, sizeof *d->changes);
+  d->removed = calloc(d->cap, sizeof *d->removed);
   d->part_changes = calloc(PART_CAP, sizeof *d->part_changes);
   d->part_removed = calloc(PART_CAP, sizeof *d->part_removed);
+  d->work[0] = calloc(d->cap, sizeof *d->work[0]);
+  d->work[1] = calloc(d->cap, sizeof *d->work[1]);
+  d->applied = calloc(d->cap, sizeof *d->applied);
   if (!d->buf || !d->ring || !d->part_seen || !d->changes || !d->removed || !d->part_changes ||
-      !d->part_removed) {
+      !d->part_removed || !d->work[0] || !d->work[1] || !d->applied) {
     steerd_delta_destroy(d);
     return NULL;
   }
   for (uint32_t i = 0; i <= cfg->frames; i++)
-    if (!(d->buf[i].rec = calloc(cfg->max_agents, sizeof *d->buf[i].rec))) {
+    if (!(d->buf[i].rec = calloc(d->cap, sizeof *d->buf[i].rec)) ||
+        !(d->buf[i].removed = calloc(d->cap, sizeof *d->buf[i].removed))) {
       steerd_delta_destroy(d);
       return NULL;
     }
@@ -165,7 +185,54 @@ static int sort_removed(steer_id *r, uint32_t n) {
   return 1;
 }
 
-/* Baseline minus removals, with the changes applied, into the spare buffer. */
+/* dst = src without the ids of rem (sorted), with the records of up (sorted)
+ * put in. up is taken only where keep(up) holds; all when frame_time is 0.
+ * Returns the count, or UINT32_MAX past cap. */
+static uint32_t apply_ops(const proto_record *src, uint32_t ns, const steer_id *rem, uint32_t nr,
+                          const proto_record *up, uint32_t nu, uint64_t frame_time, proto_record *dst,
+                          uint32_t cap) {
+  uint32_t i = 0, j = 0, k = 0, n = 0;
+  for (;;) {
+    while (k < nu && frame_time != 0 && up[k].time_us != frame_time)
+      k++;
+    if (i >= ns && k >= nu)
+      return n;
+    if (n >= cap)
+      return UINT32_MAX;
+    if (k < nu && (i >= ns || up[k].id <= src[i].id)) {
+      if (i < ns && up[k].id == src[i].id)
+        i++;
+      dst[n++] = up[k++];
+      continue;
+    }
+    while (j < nr && rem[j] < src[i].id)
+      j++;
+    if (!(j < nr && rem[j] == src[i].id))
+      dst[n++] = src[i];
+    i++;
+  }
+}
+
+static const proto_record *find_record(const proto_record *rec, uint32_t n, steer_id id) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (rec[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && rec[lo].id == id ? &rec[lo] : NULL;
+}
+
+static int is_removed(const steer_id *rem, uint32_t n, steer_id id) {
+  return bsearch(&id, rem, n, sizeof *rem, cmp_id) != NULL;
+}
+
+/* The baseline, then (when merging) the changes and removals of every frame
+ * rebuilt since it, oldest first, then this frame's removals and changes
+ * (changes relative to the baseline's records): PROTOCOL.md 7.6. Into the
+ * spare buffer. */
 static int rebuild(steerd_delta *d) {
   const delta_frame *base = NULL;
   if (d->cur.baseline_tick != 0 && !(base = find_frame(d, d->cur.baseline_tick)))
@@ -174,36 +241,52 @@ static int rebuild(steerd_delta *d) {
     return STEERD_DELTA_EOVERFLOW;
   if (!sort_changes(d->changes, d->nchanges) || !sort_removed(d->removed, d->nremoved))
     return STEERD_DELTA_EBADFRAME;
-  delta_frame *f = &d->buf[d->spare];
-  uint32_t nb = base ? base->count : 0, i = 0, j = 0, m = 0, n = 0;
   const uint64_t t = d->cur.server_time_us;
-  while (i < nb || m < d->nchanges) {
-    const proto_record *b = i < nb ? &base->rec[i] : NULL;
-    const proto_delta_entry *e = m < d->nchanges ? &d->changes[m] : NULL;
-    if (b) {
-      while (j < d->nremoved && d->removed[j] < b->id)
-        j++;
-    }
-    int gone = b && j < d->nremoved && d->removed[j] == b->id;
-    if (n >= d->cfg.max_agents)
-      return STEERD_DELTA_EOVERFLOW;
-    if (e && (!b || e->id <= b->id)) {
-      const proto_record *from = b && e->id == b->id && !gone ? b : NULL;
-      if (proto_delta_apply(from, e, t, &f->rec[n]) != 0)
-        return STEERD_DELTA_EBADFRAME;
-      n++;
-      m++;
-      if (b && e->id == b->id)
-        i++;
+  const uint32_t cap = d->cap;
+  memset(&d->ack, 0, sizeof d->ack);
+  d->ack.tick = d->cur.tick;
+  d->ack.has_merged = (uint8_t)(d->cfg.merge != 0);
+
+  /* The baseline with the frames in flight merged. */
+  const proto_record *cur = base ? base->rec : NULL;
+  uint32_t ncur = base ? base->count : 0, w = 0;
+  for (uint32_t i = d->held; base && d->cfg.merge && i-- > 0;) {
+    const delta_frame *m = &d->buf[d->ring[i]];
+    if (m->tick <= base->tick)
       continue;
-    }
-    if (!gone)
-      f->rec[n++] = *b;
-    i++;
+    ncur = apply_ops(cur, ncur, m->removed, m->nremoved, m->rec, m->count, m->time_us, d->work[w], cap);
+    if (ncur == UINT32_MAX)
+      return STEERD_DELTA_EOVERFLOW;
+    cur = d->work[w];
+    w ^= 1u;
+    d->ack.merged_step[d->ack.merged_count++] = d->cur.tick - m->tick;
   }
+  /* merged_step was filled oldest first: steps must increase. */
+  for (uint32_t a = 0, b = d->ack.merged_count; b > a + 1; a++, b--) {
+    uint64_t x = d->ack.merged_step[a];
+    d->ack.merged_step[a] = d->ack.merged_step[b - 1];
+    d->ack.merged_step[b - 1] = x;
+  }
+
+  /* This frame's changes, each on the baseline's record (none if this frame removes it). */
+  for (uint32_t m = 0; m < d->nchanges; m++) {
+    const proto_delta_entry *e = &d->changes[m];
+    const proto_record *from = base ? find_record(base->rec, base->count, e->id) : NULL;
+    if (from && is_removed(d->removed, d->nremoved, e->id))
+      from = NULL;
+    if (proto_delta_apply(from, e, t, &d->applied[m]) != 0)
+      return STEERD_DELTA_EBADFRAME;
+  }
+  delta_frame *f = &d->buf[d->spare];
+  uint32_t n = apply_ops(cur, ncur, d->removed, d->nremoved, d->applied, d->nchanges, 0, f->rec, cap);
+  if (n == UINT32_MAX)
+    return STEERD_DELTA_EOVERFLOW;
   f->tick = d->cur.tick;
   f->time_us = t;
+  f->baseline_tick = d->cur.baseline_tick;
   f->count = n;
+  f->nremoved = d->nremoved;
+  memcpy(f->removed, d->removed, d->nremoved * sizeof *f->removed);
   /* Into the ring as the newest; the oldest (if the ring is full) becomes spare. */
   uint32_t freed = d->held == d->cfg.frames ? d->ring[d->held - 1] : d->cfg.frames + 1u;
   if (d->held < d->cfg.frames)
@@ -225,6 +308,7 @@ static int rebuild(steerd_delta *d) {
   }
   d->stats.frames_complete++;
   d->stats.frames_full += base == NULL;
+  d->stats.frames_merged += d->ack.merged_count;
   d->stats.changes += d->nchanges;
   d->stats.removed += d->nremoved;
   for (uint32_t k = 0; k < d->nchanges; k++)
@@ -276,7 +360,7 @@ int steerd_delta_receive(steerd_delta *d, const uint8_t *data, size_t len, uint6
     return STEERD_DELTA_ELATE;
   }
   d->part_seen[h.part_index / 8u] |= bit;
-  if (nc > d->cfg.max_agents - d->nchanges || nr > d->cfg.max_agents - d->nremoved) {
+  if (nc > d->cap - d->nchanges || nr > d->cap - d->nremoved) {
     d->overflow = 1;
   } else {
     memcpy(d->changes + d->nchanges, d->part_changes, nc * sizeof *d->changes);
@@ -324,3 +408,7 @@ uint32_t steerd_delta_poses(const steerd_delta *d, proto_pose *out, uint32_t cap
 }
 
 void steerd_delta_get_stats(const steerd_delta *d, steerd_delta_stats *out) { *out = d->stats; }
+
+const proto_snapshot_ack *steerd_delta_ack(const steerd_delta *d) {
+  return d && d->held > 0 ? &d->ack : NULL;
+}

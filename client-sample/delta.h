@@ -5,7 +5,7 @@
  * it rebuilt earlier, kept in a ring) and the changes and removals:
  *
  *   steerd_delta_receive()   one DELTA packet; 1 when it completed a frame:
- *                            acknowledge that tick (SNAPSHOT_ACK)
+ *                            acknowledge it with steerd_delta_ack()
  *   steerd_delta_frame()     the newest complete frame's records
  *   steerd_delta_poses()     the same as poses at the frame's time (dead reckoned)
  *
@@ -14,6 +14,12 @@
  * one. A frame whose baseline the ring no longer holds (or never held) cannot be
  * rebuilt: it is dropped and not acknowledged, and the server falls back to an
  * older acknowledged frame or to none.
+ *
+ * Merging (PROTOCOL.md 7.6): a frame is rebuilt from its baseline with the
+ * changes and removals of every frame rebuilt since that baseline applied
+ * first, so a change the server sent once counts as soon as it arrives, not
+ * only once the server learns it arrived; the acknowledgement lists those
+ * frames so that the server knows exactly what the client holds.
  *
  * Everything is sized at create; nothing allocates after that. */
 #ifndef STEERD_DELTA_H
@@ -41,8 +47,9 @@ typedef enum steerd_delta_error {
 const char *steerd_delta_strerror(int code);
 
 typedef struct steerd_delta_config {
-  uint32_t max_agents; /* agents of one frame, and changes gathered for one tick (10000) */
-  uint32_t frames;     /* complete frames kept as possible baselines (32) */
+  uint32_t max_agents; /* agents in view at most (10000); frames hold up to twice as many */
+  uint32_t frames;     /* complete frames kept as possible baselines (32; <= 32 when merging) */
+  int merge;           /* follow the merge rule and say so in acks (1); 0: the rule without merging */
 } steerd_delta_config;
 
 steerd_delta_config steerd_delta_default_config(void);
@@ -56,6 +63,7 @@ typedef struct steerd_delta_stats {
   uint64_t frames_no_base;   /* ENOBASE */
   uint64_t frames_bad;       /* EBADFRAME, EOVERFLOW */
   uint64_t frames_full;      /* complete frames that had no baseline */
+  uint64_t frames_merged;    /* frames in flight merged into later ones */
   uint64_t changes, absolute, removed;
 } steerd_delta_stats;
 
@@ -70,6 +78,10 @@ void steerd_delta_reset(steerd_delta *d);
  * frame, 0 when the tick needs more parts, or a negative steerd_delta_error
  * when the packet (or the frame it completed) was dropped. */
 int steerd_delta_receive(steerd_delta *d, const uint8_t *data, size_t len, uint64_t *tick);
+
+/* The SNAPSHOT_ACK for the newest complete frame (tick and, when merging, the
+ * frames merged into it); NULL before the first. */
+const proto_snapshot_ack *steerd_delta_ack(const steerd_delta *d);
 
 /* The newest complete frame: records sorted by id, each as last refreshed
  * (time_us is its refresh time, not the frame's). NULL before the first. */

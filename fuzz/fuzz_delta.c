@@ -71,16 +71,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(rc == 0 && n == 0 && nr == 0);
 
   /* SNAPSHOT_ACK. */
-  uint64_t tick = 99;
-  int ra = proto_decode_snapshot_ack(data, size, &tick, &err);
+  proto_snapshot_ack ack, ack2;
+  memset(&ack, 0x5a, sizeof ack);
+  int ra = proto_decode_snapshot_ack(data, size, &ack, &err);
   if (ra != 0) {
     fuzz_check_error(ra, &err);
-    FUZZ_CHECK(tick == 0);
+    FUZZ_CHECK(ack.tick == 0 && ack.merged_count == 0);
   } else {
-    FUZZ_CHECK(tick >= 1);
-    size_t len = proto_encode_snapshot_ack(enc, sizeof enc, tick);
-    uint64_t t2;
-    FUZZ_CHECK(len > 0 && len <= size && proto_decode_snapshot_ack(enc, len, &t2, NULL) == 0 && t2 == tick);
+    FUZZ_CHECK(ack.tick >= 1 && ack.merged_count <= PROTO_ACK_MAX_MERGED);
+    for (uint32_t i = 0; i < ack.merged_count; i++)
+      FUZZ_CHECK(ack.merged_step[i] >= 1 && ack.merged_step[i] < ack.tick &&
+                 (i == 0 || ack.merged_step[i] > ack.merged_step[i - 1]));
+    size_t len = proto_encode_snapshot_ack(enc, sizeof enc, &ack);
+    FUZZ_CHECK(len > 0 && len <= size && proto_decode_snapshot_ack(enc, len, &ack2, NULL) == 0 &&
+               ack2.tick == ack.tick && ack2.has_merged == ack.has_merged &&
+               ack2.merged_count == ack.merged_count &&
+               memcmp(ack2.merged_step, ack.merged_step, ack.merged_count * sizeof *ack.merged_step) == 0);
   }
   FUZZ_CHECK(proto_message_type(data, size) <= UINT32_MAX);
   return 0;

@@ -2477,34 +2477,77 @@ int proto_decode_delta(const uint8_t *data, size_t len, proto_delta_header *h, p
   return finish(&r, rc);
 }
 
-size_t proto_encode_snapshot_ack(uint8_t *buf, size_t cap, uint64_t tick) {
+static int snapshot_ack_valid(const proto_snapshot_ack *a) {
+  if (a->tick == 0 || (a->has_merged && a->merged_count > PROTO_ACK_MAX_MERGED))
+    return 0;
+  for (uint32_t i = 0; a->has_merged && i < a->merged_count; i++)
+    if (a->merged_step[i] == 0 || a->merged_step[i] >= a->tick ||
+        (i > 0 && a->merged_step[i] <= a->merged_step[i - 1]))
+      return 0;
+  return 1;
+}
+
+size_t proto_encode_snapshot_ack(uint8_t *buf, size_t cap, const proto_snapshot_ack *a) {
+  if (!snapshot_ack_valid(a))
+    return 0;
   writer w;
   msgpack_packer pk;
   writer_init(&w, &pk, buf, cap);
-  msgpack_pack_array(&pk, 2);
+  msgpack_pack_array(&pk, a->has_merged ? 3 : 2);
   msgpack_pack_uint8(&pk, PROTO_MSG_SNAPSHOT_ACK);
-  msgpack_pack_uint64(&pk, tick);
+  msgpack_pack_uint64(&pk, a->tick);
+  if (a->has_merged) {
+    msgpack_pack_array(&pk, a->merged_count);
+    for (uint32_t i = 0; i < a->merged_count; i++)
+      msgpack_pack_uint64(&pk, a->merged_step[i]);
+  }
   return writer_done(&w);
 }
 
-int proto_decode_snapshot_ack(const uint8_t *data, size_t len, uint64_t *tick, proto_error_info *err) {
+int proto_decode_snapshot_ack(const uint8_t *data, size_t len, proto_snapshot_ack *a, proto_error_info *err) {
   proto_error_info local;
   reader r;
   reader_init(&r, data, len, err ? err : &local, true);
-  *tick = 0;
-  int rc = rd_frame_expect(&r, PROTO_MSG_SNAPSHOT_ACK, 2, "not a snapshot ack");
-  uint64_t t = 0;
+  memset(a, 0, sizeof *a);
+  proto_snapshot_ack v;
+  memset(&v, 0, sizeof v);
+  uint32_t n = 0;
+  uint64_t type = 0;
+  int rc = rd_frame(&r, &n, &type);
+  if (rc == 0 && type != PROTO_MSG_SNAPSHOT_ACK) {
+    size_t old = path_push(&r, "type");
+    rc = fail(&r, PROTO_ERR_UNKNOWN_TYPE, "not a snapshot ack");
+    path_pop(&r, old);
+  }
+  if (rc == 0) {
+    r.err->type = PROTO_MSG_SNAPSHOT_ACK;
+    if (n != 2 && n != 3)
+      rc = fail(&r, PROTO_ERR_BAD_MESSAGE, "wrong number of elements");
+  }
   if (rc == 0)
-    rc = rd_elem_uint(&r, "tick", UINT64_MAX, &t);
-  if (rc == 0 && t == 0) {
+    rc = rd_elem_uint(&r, "tick", UINT64_MAX, &v.tick);
+  if (rc == 0 && v.tick == 0) {
     size_t old = path_push(&r, "tick");
     rc = bad(&r, "must be >= 1");
+    path_pop(&r, old);
+  }
+  if (rc == 0 && n == 3) {
+    size_t old = path_push(&r, "merged");
+    v.has_merged = 1;
+    rc = rd_array(&r, 0, PROTO_ACK_MAX_MERGED, &v.merged_count);
+    for (uint32_t i = 0; rc == 0 && i < v.merged_count; i++) {
+      size_t o2 = path_push_index(&r, i);
+      rc = rd_uint(&r, v.tick - 1, &v.merged_step[i]);
+      if (rc == 0 && (v.merged_step[i] == 0 || (i > 0 && v.merged_step[i] <= v.merged_step[i - 1])))
+        rc = bad(&r, "steps must be >= 1 and increase");
+      path_pop(&r, o2);
+    }
     path_pop(&r, old);
   }
   if (rc == 0)
     rc = rd_end(&r);
   if (rc == 0)
-    *tick = t;
+    *a = v;
   return finish(&r, rc);
 }
 

@@ -613,9 +613,24 @@ int proto_decode_delta(const uint8_t *data, size_t len, proto_delta_header *h, p
                        uint32_t cap, uint32_t *count, steer_id *removed, uint32_t removed_cap,
                        uint32_t *removed_count, proto_error_info *err);
 
-size_t proto_encode_snapshot_ack(uint8_t *buf, size_t cap, uint64_t tick);
-/* [11, tick] with tick >= 1, nothing else. */
-int proto_decode_snapshot_ack(const uint8_t *data, size_t len, uint64_t *tick, proto_error_info *err);
+/* Frames a SNAPSHOT_ACK can name as merged (PROTOCOL.md 6.11): the ring's other frames. */
+#define PROTO_ACK_MAX_MERGED 31
+
+/* SNAPSHOT_ACK: the client rebuilt frame `tick`; with has_merged, it follows
+ * the merge rule of PROTOCOL.md 7.6 and merged these frames into it, given as
+ * steps back from tick (tick - merged tick), strictly increasing. */
+typedef struct proto_snapshot_ack {
+  uint64_t tick; /* >= 1 */
+  uint8_t has_merged;
+  uint32_t merged_count; /* <= PROTO_ACK_MAX_MERGED */
+  uint64_t merged_step[PROTO_ACK_MAX_MERGED];
+} proto_snapshot_ack;
+
+/* [11, tick] without has_merged, else [11, tick, [steps]]. 0 when a's fields are out of range. */
+size_t proto_encode_snapshot_ack(uint8_t *buf, size_t cap, const proto_snapshot_ack *a);
+/* Strict: tick >= 1, at most PROTO_ACK_MAX_MERGED steps, each >= 1, < tick
+ * and above the previous one; nothing else. */
+int proto_decode_snapshot_ack(const uint8_t *data, size_t len, proto_snapshot_ack *a, proto_error_info *err);
 
 /* The message type of a packet (its array's first element) without decoding
  * the rest; 0 when the packet does not start that way. */

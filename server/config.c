@@ -90,6 +90,8 @@ static const option_def options[] = {
      "delta snapshots: ... or when not refreshed for this many snapshots (20)"},
     {"--snapshot-budget", "STEERD_SNAPSHOT_BUDGET", OPT_U32, OFF(snapshot_budget), 256, 1048576,
      "delta snapshots: bytes per client per snapshot, at least 256 (1200: one packet)"},
+    {"--client-rate-kbps", "STEERD_CLIENT_RATE_KBPS", OPT_U32, OFF(client_rate_kbps), 0, 1000000,
+     "delta snapshots: kbit/s of DELTA payload per client on average, 0 = no limit (120)"},
     {"--delta-pool", "STEERD_DELTA_POOL", OPT_U32, OFF(delta_pool), 0, 1u << 30,
      "delta snapshots: agent records remembered for all clients' frames, 0 = automatic (0)"},
 };
@@ -124,6 +126,7 @@ void steerd_config_default(steerd_config *c) {
   c->dr_angle_deg = 1;
   c->dr_refresh = 20;
   c->snapshot_budget = 1200;
+  c->client_rate_kbps = 120;
   c->delta_pool = 0;
 }
 

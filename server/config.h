@@ -52,12 +52,13 @@ typedef struct steerd_config {
   uint32_t max_path_points;       /* points of one path, <= 256 (STEERD_MAX_PATH_POINTS, 64) */
 
   /* Delta snapshots (PROTOCOL.md 7.6). */
-  uint32_t dr_position_cm;  /* dead-reckoning position threshold, cm (STEERD_DR_POSITION_CM, 2) */
-  uint32_t dr_angle_deg;    /* dead-reckoning angle threshold, degrees (STEERD_DR_ANGLE_DEG, 1) */
-  uint32_t dr_refresh;      /* snapshots an agent's record may age (STEERD_DR_REFRESH, 20) */
-  uint32_t snapshot_budget; /* DELTA bytes per client per snapshot (STEERD_SNAPSHOT_BUDGET, 1200) */
-  uint32_t delta_pool;      /* records of all clients' remembered frames, 0 = sized from the limits
-                               (STEERD_DELTA_POOL, 0) */
+  uint32_t dr_position_cm;   /* dead-reckoning position threshold, cm (STEERD_DR_POSITION_CM, 2) */
+  uint32_t dr_angle_deg;     /* dead-reckoning angle threshold, degrees (STEERD_DR_ANGLE_DEG, 1) */
+  uint32_t dr_refresh;       /* snapshots an agent's record may age (STEERD_DR_REFRESH, 20) */
+  uint32_t snapshot_budget;  /* DELTA bytes per client per snapshot (STEERD_SNAPSHOT_BUDGET, 1200) */
+  uint32_t client_rate_kbps; /* DELTA kbit/s per client on average, 0: none (STEERD_CLIENT_RATE_KBPS, 120) */
+  uint32_t delta_pool;       /* records of all clients' remembered frames, 0 = sized from the limits
+                                (STEERD_DELTA_POOL, 0) */
 
   /* Crash-safe world state (README "Keeping the world across restarts"). */
   char state_file[STEERD_PATH_BYTES]; /* checkpoint file, restored at start (STEERD_STATE, none) */

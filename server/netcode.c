@@ -10,31 +10,50 @@
 #define PART_PAYLOAD  (PROTO_SNAPSHOT_PART_BYTES - PROTO_DELTA_HEADER_MAX_BYTES)
 #define ID_COST_GUESS 2u /* bytes of a typical id difference, for choosing before the layout */
 #define NO_INDEX      UINT32_MAX
+#define NO_SEQ        UINT32_MAX
+#define NO_POS        UINT64_MAX
+#define REC_TOMB      1u
+/* A frame's entries, at most: an entry per agent in view and a removal per
+ * agent of the baseline or in flight; beyond that the frame goes without a
+ * baseline. In max_agents. */
+#define FRAME_CAP_FACTOR 3u
+/* Bytes a frame may always use, whatever the rate: a header and a few changes. */
+#define MIN_FRAME_BUDGET 128u
 /* In the priority, an angle error counts a tenth as much as a position error
  * of as many thresholds: under a full budget the bytes go where positions
  * drift. With the angle fields kept in encode (below), bench_netcode at 5 %
  * loss and 50 +- 10 ms: mean error -30 %, p99 -37 %. */
 #define ANGLE_WEIGHT 0.1f
 
-/* A record as a frame keeps it: proto_record plus the frame that refreshed it. */
+/* An entry of a frame: a record (an agent the client holds) or a tombstone (an
+ * agent a frame in flight removed). Each is an "op" of the frame that wrote it
+ * first (seq), copied into later frames while it is the agent's newest op. */
 typedef struct nc_rec {
   steer_id id;
   int32_t x, y, vx, vy, omega;
   int16_t theta;
-  uint16_t unused;
-  uint32_t seq;     /* client frame number of the refresh */
-  uint64_t time_us; /* the refresh's server time */
+  uint16_t flags;   /* REC_TOMB */
+  uint32_t seq;     /* client frame number of the op */
+  uint64_t time_us; /* the op's server time */
+  uint64_t orig;    /* pool position where frame seq wrote it */
+  uint64_t prev;    /* of an original: the original of the in-flight op it superseded, or NO_POS */
 } nc_rec;
 
 typedef struct nc_frame {
   uint64_t tick, time_us;
-  uint64_t first; /* pool position of its first record */
-  uint32_t count;
+  uint64_t first; /* pool position of its first entry */
+  uint32_t count; /* entries: records and tombstones */
   uint32_t seq;
+  uint32_t base_seq; /* its baseline's seq, or NO_SEQ */
+  uint32_t merged;   /* from the ack: bit i set when the client merged frame seq - 1 - i */
+  uint8_t acked, resolved;
 } nc_frame;
 
 typedef struct nc_client {
   int active;
+  int merges; /* its acks carry merge lists: it follows PROTOCOL.md 7.6's merge rule (assumed until the first
+                 ack) */
+  int format_known;
   proto_view view;
   vec2 centre; /* m: where the view is now (follow moves it) */
   nc_frame frames[STEERD_NETCODE_FRAMES];
@@ -42,6 +61,10 @@ typedef struct nc_client {
   uint64_t last_tick;
   int has_ack;
   uint64_t acked_tick;
+  uint32_t
+      min_base_seq; /* older frames are no baseline (a frame without one could not carry the ops in flight) */
+  double tokens;    /* bytes the rate allows now (rate_bytes; at most budget_bytes) */
+  uint64_t rate_time_us; /* when tokens was last topped up */
 } nc_client;
 
 typedef struct nc_order {
@@ -52,11 +75,22 @@ typedef struct nc_order {
 /* An agent that needs sending. */
 typedef struct nc_cand {
   float score;
-  uint32_t base; /* baseline index, or NO_INDEX: new to the client */
+  uint32_t base; /* baseline entry index, or NO_INDEX: the diff is absolute */
+  uint32_t opt;  /* the entry the client holds if every frame in flight arrives, or NO_INDEX */
+  int opt_prev;  /* opt is in the previous frame (an op in flight), else in the baseline */
   uint32_t size; /* estimated encoded bytes */
   proto_record now;
   proto_delta_entry e;
 } nc_cand;
+
+/* Agent slot -> entry index of one frame, valid when stamp == epoch. */
+typedef struct nc_index {
+  uint32_t *stamp, *idx;
+  uint32_t *coll; /* == epoch: two entries share the slot (find scans) */
+  uint32_t epoch;
+  uint32_t after; /* what index_frame was given */
+  int records_only;
+} nc_index;
 
 struct steerd_netcode {
   steerd_netcode_config cfg;
@@ -71,17 +105,20 @@ struct steerd_netcode {
   uint32_t snap_epoch;
 
   /* Per encode scratch. */
-  uint32_t *base_idx, *base_stamp; /* by slot */
+  nc_index base_ix, prev_ix; /* the baseline's records; the previous frame's ops in flight */
+  uint32_t *view_stamp;      /* by slot: in view this encode */
+  steer_id *view_id;
+  uint32_t *sent_stamp; /* by slot: sent in this frame */
   uint32_t enc_epoch;
-  uint8_t *base_seen; /* by baseline index */
-  uint32_t *in_view;  /* dense indices */
+  uint32_t *in_view; /* dense indices */
   steer_id *qids;
   nc_cand *cands;
   nc_order *order;        /* candidates by priority when sorted */
   proto_record *last;     /* steerd_netcode_last_frame's copy */
   proto_delta_entry *sel; /* chosen changes, by id */
   steer_id *removed;
-  nc_rec *recs; /* the new frame */
+  nc_rec *recs; /* the new frame, or a frame being resolved */
+  uint32_t recs_cap;
   uint8_t *out;
   size_t out_cap;
   uint32_t max_parts;
@@ -92,10 +129,31 @@ struct steerd_netcode {
   steerd_netcode_stats stats;
 };
 
-/* ---- records and frames ------------------------------------------------------ */
+/* ---- records, frames, indexes ---------------------------------------------------- */
 
 static nc_rec rec_from_proto(const proto_record *r, uint32_t seq) {
-  nc_rec n = {r->id, r->x, r->y, r->vx, r->vy, r->omega, r->theta, 0, seq, r->time_us};
+  nc_rec n;
+  memset(&n, 0, sizeof n);
+  n.id = r->id;
+  n.x = r->x;
+  n.y = r->y;
+  n.vx = r->vx;
+  n.vy = r->vy;
+  n.omega = r->omega;
+  n.theta = r->theta;
+  n.seq = seq;
+  n.time_us = r->time_us;
+  n.prev = NO_POS;
+  return n;
+}
+
+static nc_rec tombstone(steer_id id, uint32_t seq, uint64_t prev) {
+  nc_rec n;
+  memset(&n, 0, sizeof n);
+  n.id = id;
+  n.flags = REC_TOMB;
+  n.seq = seq;
+  n.prev = prev;
   return n;
 }
 
@@ -113,19 +171,87 @@ static proto_record rec_to_proto(const nc_rec *n) {
   return r;
 }
 
-static const nc_rec *pool_at(const steerd_netcode *nc, uint64_t pos) { return &nc->pool[pos % nc->pool_cap]; }
+static nc_rec *pool_at(const steerd_netcode *nc, uint64_t pos) { return &nc->pool[pos % nc->pool_cap]; }
+
+/* The entry at pos has not been overwritten yet. */
+static int pool_holds(const steerd_netcode *nc, uint64_t pos) {
+  return pos < nc->head && nc->head - pos <= nc->pool_cap;
+}
+
+static int frame_intact(const steerd_netcode *nc, const nc_frame *f) {
+  return f->count == 0 || pool_holds(nc, f->first);
+}
 
 /* Frame of tick among the client's last STEERD_NETCODE_FRAMES, or NULL. */
-static const nc_frame *find_frame(const nc_client *c, uint64_t tick) {
+static nc_frame *find_frame(nc_client *c, uint64_t tick) {
   uint32_t n = c->seq < STEERD_NETCODE_FRAMES ? c->seq : STEERD_NETCODE_FRAMES;
   for (uint32_t i = 1; i <= n; i++) {
-    const nc_frame *f = &c->frames[(c->seq - i) % STEERD_NETCODE_FRAMES];
+    nc_frame *f = &c->frames[(c->seq - i) % STEERD_NETCODE_FRAMES];
     if (f->tick == tick)
       return f;
     if (f->tick < tick)
       break; /* ticks only grow */
   }
   return NULL;
+}
+
+static nc_frame *frame_by_seq(nc_client *c, uint32_t seq) {
+  if (seq == NO_SEQ || seq >= c->seq || c->seq - seq > STEERD_NETCODE_FRAMES)
+    return NULL;
+  return &c->frames[seq % STEERD_NETCODE_FRAMES];
+}
+
+static int was_merged(const nc_frame *f, uint32_t seq) {
+  uint32_t i = f->seq - 1u - seq;
+  return seq < f->seq && i < 32u && ((f->merged >> i) & 1u);
+}
+
+/* Indexes frame f's entries with seq > after (records only when records_only).
+ * Two entries of one slot (an old generation's tombstone and a new agent):
+ * the record wins. */
+static int index_wants(const nc_index *ix, const nc_rec *r) {
+  return (ix->after == NO_SEQ || r->seq > ix->after) && !(ix->records_only && (r->flags & REC_TOMB));
+}
+
+/* Indexes frame f's entries with seq > after (records only when records_only);
+ * returns how many. */
+static uint32_t index_frame(steerd_netcode *nc, nc_index *ix, const nc_frame *f, uint32_t after,
+                            int records_only) {
+  if (++ix->epoch == 0) {
+    memset(ix->stamp, 0, nc->cfg.max_agents * sizeof *ix->stamp);
+    memset(ix->coll, 0, nc->cfg.max_agents * sizeof *ix->coll);
+    ix->epoch = 1;
+  }
+  ix->after = after;
+  ix->records_only = records_only;
+  uint32_t n = 0;
+  for (uint32_t i = 0; f && i < f->count; i++) {
+    const nc_rec *r = pool_at(nc, f->first + i);
+    uint32_t s = r->id & STEER_ID_INDEX_MASK;
+    if (!index_wants(ix, r) || s >= nc->cfg.max_agents)
+      continue;
+    if (ix->stamp[s] == ix->epoch)
+      ix->coll[s] = ix->epoch; /* an old generation's tombstone and a new agent */
+    ix->stamp[s] = ix->epoch;
+    ix->idx[s] = i;
+    n++;
+  }
+  return n;
+}
+
+/* Index of id's entry in f, or NO_INDEX. */
+static uint32_t index_find(const steerd_netcode *nc, const nc_index *ix, const nc_frame *f, steer_id id) {
+  uint32_t s = id & STEER_ID_INDEX_MASK;
+  if (!f || s >= nc->cfg.max_agents || ix->stamp[s] != ix->epoch)
+    return NO_INDEX;
+  if (pool_at(nc, f->first + ix->idx[s])->id == id)
+    return ix->idx[s];
+  for (uint32_t i = 0; ix->coll[s] == ix->epoch && i < f->count; i++) {
+    const nc_rec *r = pool_at(nc, f->first + i);
+    if (r->id == id && index_wants(ix, r))
+      return i;
+  }
+  return NO_INDEX;
 }
 
 /* ---- lifecycle ------------------------------------------------------------------ */
@@ -139,6 +265,7 @@ steerd_netcode_config steerd_netcode_default_config(void) {
   c.dr_angle_rad = (float)(3.14159265358979323846 / 180.0);
   c.dr_refresh = 20;
   c.budget_bytes = PROTO_SNAPSHOT_PART_BYTES;
+  c.rate_bytes = 15000; /* 120 kbit/s */
   return c;
 }
 
@@ -151,9 +278,15 @@ void steerd_netcode_destroy(steerd_netcode *nc) {
   free(nc->pool);
   free(nc->slot_dense);
   free(nc->slot_stamp);
-  free(nc->base_idx);
-  free(nc->base_stamp);
-  free(nc->base_seen);
+  free(nc->base_ix.stamp);
+  free(nc->base_ix.idx);
+  free(nc->base_ix.coll);
+  free(nc->prev_ix.coll);
+  free(nc->prev_ix.stamp);
+  free(nc->prev_ix.idx);
+  free(nc->view_stamp);
+  free(nc->view_id);
+  free(nc->sent_stamp);
   free(nc->in_view);
   free(nc->qids);
   free(nc->cands);
@@ -180,40 +313,53 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
   if (!nc)
     return NULL;
   nc->cfg = *cfg;
+  size_t n = cfg->max_agents;
+  /* A frame holds at most: a record or tombstone per agent in view, and a
+   * removal per agent of the baseline or in flight (FRAME_CAP_FACTOR x
+   * max_agents; beyond that the frame goes without a baseline). */
+  nc->recs_cap = (uint32_t)(n * FRAME_CAP_FACTOR);
   uint64_t view_max = cfg->max_agents < 512u ? cfg->max_agents : 512u;
   nc->pool_cap = cfg->pool_records ? cfg->pool_records : (uint64_t)cfg->max_clients * 16u * view_max;
-  if (nc->pool_cap < (uint64_t)cfg->max_agents * 4u)
-    nc->pool_cap = (uint64_t)cfg->max_agents * 4u; /* room for a whole-world frame and its baseline */
+  if (nc->pool_cap < (uint64_t)nc->recs_cap * 4u)
+    nc->pool_cap = (uint64_t)nc->recs_cap * 4u; /* room for a whole-world frame and its baseline */
   nc->cfg.pool_records = (uint32_t)(nc->pool_cap > UINT32_MAX ? UINT32_MAX : nc->pool_cap);
-  size_t n = cfg->max_agents;
   /* Removals and changes of one frame can never need more than this many parts. */
   nc->max_parts =
-      (uint32_t)(((uint64_t)n * (PROTO_DELTA_ENTRY_MAX_BYTES + 5u) + cfg->budget_bytes) / PART_PAYLOAD + 2u);
+      (uint32_t)(((uint64_t)nc->recs_cap * (PROTO_DELTA_ENTRY_MAX_BYTES + 5u) + cfg->budget_bytes) /
+                     PART_PAYLOAD +
+                 2u);
   nc->out_cap = (size_t)nc->max_parts * PROTO_SNAPSHOT_PART_BYTES;
   nc->clients = calloc(cfg->max_clients, sizeof *nc->clients);
   nc->pool = calloc(nc->pool_cap, sizeof *nc->pool);
   nc->slot_dense = calloc(n, sizeof *nc->slot_dense);
   nc->slot_stamp = calloc(n, sizeof *nc->slot_stamp);
-  nc->base_idx = calloc(n, sizeof *nc->base_idx);
-  nc->base_stamp = calloc(n, sizeof *nc->base_stamp);
-  nc->base_seen = calloc(n, 1);
+  nc->base_ix.stamp = calloc(n, sizeof(uint32_t));
+  nc->base_ix.idx = calloc(n, sizeof(uint32_t));
+  nc->prev_ix.stamp = calloc(n, sizeof(uint32_t));
+  nc->prev_ix.idx = calloc(n, sizeof(uint32_t));
+  nc->base_ix.coll = calloc(n, sizeof(uint32_t));
+  nc->prev_ix.coll = calloc(n, sizeof(uint32_t));
+  nc->view_stamp = calloc(n, sizeof *nc->view_stamp);
+  nc->view_id = calloc(n, sizeof *nc->view_id);
+  nc->sent_stamp = calloc(n, sizeof *nc->sent_stamp);
   nc->in_view = calloc(n, sizeof *nc->in_view);
   nc->qids = calloc(n, sizeof *nc->qids);
   nc->cands = calloc(n, sizeof *nc->cands);
   nc->order = calloc(n, sizeof *nc->order);
-  nc->last = calloc(n, sizeof *nc->last);
+  nc->last = calloc(nc->recs_cap, sizeof *nc->last);
   nc->sel = calloc(n, sizeof *nc->sel);
-  nc->removed = calloc(n, sizeof *nc->removed);
-  nc->recs = calloc(n, sizeof *nc->recs);
+  nc->removed = calloc(nc->recs_cap, sizeof *nc->removed);
+  nc->recs = calloc(nc->recs_cap, sizeof *nc->recs);
   nc->out = malloc(nc->out_cap);
   nc->part_ptr = calloc(nc->max_parts, sizeof *nc->part_ptr);
   nc->part_len = calloc(nc->max_parts, sizeof *nc->part_len);
   nc->part_nrem = calloc(nc->max_parts, sizeof *nc->part_nrem);
   nc->part_nsel = calloc(nc->max_parts, sizeof *nc->part_nsel);
-  if (!nc->clients || !nc->pool || !nc->slot_dense || !nc->slot_stamp || !nc->base_idx || !nc->base_stamp ||
-      !nc->base_seen || !nc->in_view || !nc->qids || !nc->cands || !nc->order || !nc->last || !nc->sel ||
-      !nc->removed || !nc->recs || !nc->out || !nc->part_ptr || !nc->part_len || !nc->part_nrem ||
-      !nc->part_nsel) {
+  if (!nc->clients || !nc->pool || !nc->slot_dense || !nc->slot_stamp || !nc->base_ix.stamp ||
+      !nc->base_ix.idx || !nc->prev_ix.stamp || !nc->prev_ix.idx || !nc->base_ix.coll || !nc->prev_ix.coll ||
+      !nc->view_stamp || !nc->view_id || !nc->sent_stamp || !nc->in_view || !nc->qids || !nc->cands ||
+      !nc->order || !nc->last || !nc->sel || !nc->removed || !nc->recs || !nc->out || !nc->part_ptr ||
+      !nc->part_len || !nc->part_nrem || !nc->part_nsel) {
     steerd_netcode_destroy(nc);
     return NULL;
   }
@@ -226,6 +372,8 @@ int steerd_netcode_client_start(steerd_netcode *nc, uint32_t slot) {
   nc_client *c = &nc->clients[slot];
   memset(c, 0, sizeof *c);
   c->active = 1;
+  c->merges = 1; /* until its first ack says otherwise */
+  c->tokens = nc->cfg.budget_bytes;
   c->view.kind = PROTO_VIEW_ALL;
   return STEERD_NETCODE_OK;
 }
@@ -262,19 +410,89 @@ int steerd_netcode_set_view(steerd_netcode *nc, uint32_t slot, const proto_view 
   return STEERD_NETCODE_OK;
 }
 
-void steerd_netcode_ack(steerd_netcode *nc, uint32_t slot, uint64_t tick) {
+/* The ack's merge list as frame f's mask: frames in flight between its baseline and it. */
+static uint32_t merged_mask(nc_client *c, const nc_frame *f, const proto_snapshot_ack *a) {
+  uint32_t mask = 0;
+  for (uint32_t i = 0; c->merges && a->has_merged && i < a->merged_count; i++) {
+    const nc_frame *m = a->merged_step[i] < a->tick ? find_frame(c, a->tick - a->merged_step[i]) : NULL;
+    if (m && f->base_seq != NO_SEQ && m->seq > f->base_seq && m->seq < f->seq && f->seq - 1u - m->seq < 32u)
+      mask |= 1u << (f->seq - 1u - m->seq);
+  }
+  return mask;
+}
+
+void steerd_netcode_ack(steerd_netcode *nc, uint32_t slot, const proto_snapshot_ack *a) {
   if (slot >= nc->cfg.max_clients || !nc->clients[slot].active)
     return;
   nc_client *c = &nc->clients[slot];
-  if (!find_frame(c, tick)) {
+  nc_frame *f = find_frame(c, a->tick);
+  if (!f) {
     nc->stats.acks_unknown++;
     return;
   }
   nc->stats.acks++;
-  if (!c->has_ack || tick > c->acked_tick) {
-    c->has_ack = 1;
-    c->acked_tick = tick;
+  if (!c->format_known) {
+    /* The first ack tells. Until then every frame went without a baseline and
+     * carried the ops before it, as a client that merges needs; for one that
+     * does not, they are entries it does not hold, and no frame relies on them. */
+    c->format_known = 1;
+    c->merges = a->has_merged;
   }
+  if (!f->acked) {
+    f->acked = 1;
+    f->merged = merged_mask(c, f, a);
+  }
+  if (!c->has_ack || a->tick > c->acked_tick) {
+    c->has_ack = 1;
+    c->acked_tick = a->tick;
+  }
+}
+
+/* ---- resolving: what the client holds ------------------------------------------ */
+
+/* The client's entries of frame f, given which frames in flight it merged
+ * (f->merged), into out (f->count entries): an entry that is an op of a frame
+ * the client did not merge falls back to the op it superseded, down to the
+ * baseline's record (or nothing: a tombstone). -1 when that cannot be known any
+ * more (the baseline or an op was overwritten). Uses base_ix. */
+static int resolve(steerd_netcode *nc, nc_client *c, const nc_frame *f, nc_rec *out) {
+  const nc_frame *bb = frame_by_seq(c, f->base_seq);
+  if (f->base_seq != NO_SEQ && (!bb || !bb->resolved || !frame_intact(nc, bb)))
+    return -1;
+  if (!frame_intact(nc, f))
+    return -1;
+  if (bb)
+    index_frame(nc, &nc->base_ix, bb, NO_SEQ, 1);
+  for (uint32_t i = 0; i < f->count; i++) {
+    const nc_rec *x = pool_at(nc, f->first + i);
+    if (!bb) {
+      /* Without a baseline the client holds this frame's own records only;
+       * the entries carried for later frames are not held. */
+      out[i] = x->seq == f->seq ? *x : tombstone(x->id, f->seq, NO_POS);
+      continue;
+    }
+    if (x->seq == f->seq || x->seq <= bb->seq) {
+      out[i] = *x;
+      continue;
+    }
+    steer_id id = x->id;
+    while (x && x->seq > bb->seq && x->seq < f->seq && !was_merged(f, x->seq)) {
+      if (x->prev == NO_POS) {
+        x = NULL;
+        break;
+      }
+      if (!pool_holds(nc, x->prev))
+        return -1;
+      x = pool_at(nc, x->prev);
+    }
+    if (x && x->seq > bb->seq) {
+      out[i] = *x;
+      continue;
+    }
+    uint32_t k = index_find(nc, &nc->base_ix, bb, id);
+    out[i] = k != NO_INDEX ? *pool_at(nc, bb->first + k) : tombstone(id, bb->seq, NO_POS);
+  }
+  return 0;
 }
 
 /* ---- choosing --------------------------------------------------------------------- */
@@ -402,6 +620,33 @@ static int encode_parts(steerd_netcode *nc, const proto_delta_header *h0, uint32
   return STEERD_NETCODE_OK;
 }
 
+static int in_view(const steerd_netcode *nc, steer_id id) {
+  uint32_t s = id & STEER_ID_INDEX_MASK;
+  return s < nc->cfg.max_agents && nc->view_stamp[s] == nc->enc_epoch && nc->view_id[s] == id;
+}
+
+/* In view and sent in this frame. */
+static int sent_now(const steerd_netcode *nc, steer_id id) {
+  return in_view(nc, id) && nc->sent_stamp[id & STEER_ID_INDEX_MASK] == nc->enc_epoch;
+}
+
+/* The baseline for slot's next frame, resolved; NULL: none usable. */
+static nc_frame *choose_baseline(steerd_netcode *nc, nc_client *c) {
+  nc_frame *base = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
+  if (!base || !frame_intact(nc, base) || base->seq < c->min_base_seq)
+    return NULL;
+  if (!base->resolved) {
+    if (base->count > nc->recs_cap || resolve(nc, c, base, nc->recs) != 0) {
+      nc->stats.baselines_lost++;
+      return NULL;
+    }
+    for (uint32_t i = 0; i < base->count; i++)
+      *pool_at(nc, base->first + i) = nc->recs[i];
+    base->resolved = 1;
+  }
+  return base;
+}
+
 int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t tick,
                           uint64_t time_us, steerd_netcode_out *out) {
   memset(out, 0, sizeof *out);
@@ -415,31 +660,58 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   int all;
   uint32_t nview = gather_view(nc, c, w, &all);
 
-  /* Baseline: the newest acknowledged frame whose records survive this frame's writes. */
-  const nc_frame *base = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
-  if (base && nc->head + nview - base->first > nc->pool_cap)
-    base = NULL;
-  uint32_t nbase = base ? base->count : 0;
+  /* Baseline: the newest acknowledged frame, as the client holds it. Ops in
+   * flight: for a client that merges, the previous frame's entries newer than
+   * the baseline (each agent's newest op since the baseline). */
+  nc_frame *base = choose_baseline(nc, c);
+  nc_frame *prev = c->merges ? frame_by_seq(c, c->seq - 1u) : NULL;
+  if (prev == base || (prev && !frame_intact(nc, prev)))
+    prev = NULL;
+  /* Ops in flight, each agent's newest: the previous frame's entries newer
+   * than the baseline. A frame without a baseline carries them too (those
+   * newer than the newest acknowledged frame: later baselines are no older),
+   * as a client that merges it into a later frame holds them. The new frame
+   * holds at most an entry per agent in view, per baseline record and per op
+   * in flight. */
+  uint32_t nbase = base ? index_frame(nc, &nc->base_ix, base, NO_SEQ, 1) : 0;
+  uint32_t after = base ? base->seq : NO_SEQ;
+  if (!base && prev) {
+    const nc_frame *acked = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
+    after = acked ? acked->seq : NO_SEQ;
+  }
+  uint32_t nflight = prev ? index_frame(nc, &nc->prev_ix, prev, after, 0) : 0;
+  uint64_t bound = (uint64_t)nview + nbase + nflight;
+  if (base && (bound > nc->recs_cap || nc->head + bound - base->first > nc->pool_cap)) {
+    base = NULL; /* the new frame could overwrite the baseline, or not fit: start afresh */
+    nbase = 0;
+    index_frame(nc, &nc->base_ix, NULL, NO_SEQ, 1);
+    const nc_frame *acked = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
+    after = acked ? acked->seq : NO_SEQ;
+    nflight = prev ? index_frame(nc, &nc->prev_ix, prev, after, 0) : 0;
+  }
+  if (!base && prev && (uint64_t)nview + nflight > nc->recs_cap) {
+    prev = NULL; /* cannot carry them: no frame before this one is a baseline any more */
+    c->min_base_seq = c->seq;
+  }
+  const uint32_t bseq = base ? base->seq : NO_SEQ;
   if (++nc->enc_epoch == 0) {
-    memset(nc->base_stamp, 0, nc->cfg.max_agents * sizeof *nc->base_stamp);
+    memset(nc->view_stamp, 0, nc->cfg.max_agents * sizeof *nc->view_stamp);
+    memset(nc->sent_stamp, 0, nc->cfg.max_agents * sizeof *nc->sent_stamp);
     nc->enc_epoch = 1;
   }
-  for (uint32_t i = 0; i < nbase; i++) {
-    uint32_t s = pool_at(nc, base->first + i)->id & STEER_ID_INDEX_MASK;
-    nc->base_stamp[s] = nc->enc_epoch;
-    nc->base_idx[s] = i;
-    nc->base_seen[i] = 0;
-  }
 
-  /* Every agent in view: kept as the baseline has it, or a candidate. */
+  /* Every agent in view: kept as the client holds it, or a candidate. */
   const float th_pos = nc->cfg.dr_position_m > 1e-6f ? nc->cfg.dr_position_m : 1e-6f;
   const float th_ang = nc->cfg.dr_angle_rad > 1e-7f ? nc->cfg.dr_angle_rad : 1e-7f;
   const float refresh = (float)nc->cfg.dr_refresh;
-  uint32_t nrec = 0, ncand = 0, max_age = 0;
+  uint32_t nrec = 0, ncand = 0, max_age = 0, kept_in_flight = 0;
   size_t cand_bytes = 0;
   for (uint32_t i = 0; i < nview; i++) {
     uint32_t k = all ? i : nc->in_view[i];
     steer_id id = v->id[k];
+    uint32_t s = id & STEER_ID_INDEX_MASK;
+    nc->view_stamp[s] = nc->enc_epoch;
+    nc->view_id[s] = id;
     proto_record now = proto_record_from_state(id, v->px[k], v->py[k], v->theta[k], v->vx[k], v->vy[k],
                                                v->omega[k], time_us);
     float importance = 1.0f;
@@ -448,42 +720,47 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
       float d = sqrtf(dx * dx + dy * dy) / c->view.radius;
       importance = 1.0f - 0.5f * (d < 1.0f ? d : 1.0f);
     }
-    uint32_t s = id & STEER_ID_INDEX_MASK;
-    uint32_t bi = nc->base_stamp[s] == nc->enc_epoch ? nc->base_idx[s] : NO_INDEX;
+    uint32_t bi = index_find(nc, &nc->base_ix, base, id);
+    uint32_t pi = index_find(nc, &nc->prev_ix, prev, id);
     const nc_rec *b = bi != NO_INDEX ? pool_at(nc, base->first + bi) : NULL;
-    if (b && b->id != id) {
-      b = NULL;
-      bi = NO_INDEX;
-    }
+    /* What the client holds (without a baseline: nothing, whatever is in flight). */
+    const nc_rec *o = pi != NO_INDEX && base ? pool_at(nc, prev->first + pi) : b;
     nc_cand *cd = &nc->cands[ncand];
-    if (b) {
-      nc->base_seen[bi] = 1;
-      proto_record br = rec_to_proto(b);
-      proto_record p = proto_record_predict(&br, time_us);
+    cd->base = bi;
+    cd->opt = pi != NO_INDEX ? pi : bi;
+    cd->opt_prev = pi != NO_INDEX;
+    proto_record br;
+    if (b)
+      br = rec_to_proto(b);
+    if (o && !(o->flags & REC_TOMB)) {
+      proto_record orc = rec_to_proto(o);
+      proto_record p = proto_record_predict(&orc, time_us);
       float ex = proto_dequantize_cm(p.x) - v->px[k], ey = proto_dequantize_cm(p.y) - v->py[k];
       float err_pos = sqrtf(ex * ex + ey * ey);
       float err_ang = fabsf(steer_wrap_angle(proto_dequantize_angle(p.theta) - v->theta[k]));
-      uint32_t age = c->seq - b->seq;
+      uint32_t age = c->seq - o->seq;
       if (err_pos <= nc->cfg.dr_position_m && err_ang <= nc->cfg.dr_angle_rad && age < nc->cfg.dr_refresh) {
-        nc->recs[nrec++] = *b;
+        nc->recs[nrec++] = *o;
+        kept_in_flight += o != b;
         if (age > max_age)
           max_age = age;
         continue;
       }
       cd->score = importance * ((float)age / refresh + err_pos / th_pos + ANGLE_WEIGHT * err_ang / th_ang);
+    } else {
+      cd->score = importance * NEW_STALENESS;
+    }
+    if (b) {
       /* A change goes for its position; its angle fields keep the baseline's
        * prediction when that is well within the threshold (no bytes): theta
        * within half of it, omega off by less than half of it per 100 ms. */
-      if (err_ang <= 0.5f * th_ang)
+      proto_record p = proto_record_predict(&br, time_us);
+      if (fabsf(steer_wrap_angle(proto_dequantize_angle(p.theta) - v->theta[k])) <= 0.5f * th_ang)
         now.theta = p.theta;
       if (fabsf(proto_dequantize_omega(now.omega) - proto_dequantize_omega(br.omega)) * 0.1f <= 0.5f * th_ang)
         now.omega = br.omega;
-      cd->e = proto_delta_diff(&br, &now, time_us);
-    } else {
-      cd->score = importance * NEW_STALENESS;
-      cd->e = proto_delta_diff(NULL, &now, time_us);
     }
-    cd->base = bi;
+    cd->e = proto_delta_diff(b ? &br : NULL, &now, time_us);
     cd->now = now;
     cd->size = (uint32_t)(proto_delta_entry_size(&cd->e, id) - 1u + ID_COST_GUESS); /* id - id costs 1 */
     cand_bytes += cd->size;
@@ -492,20 +769,40 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
     ncand++;
   }
 
-  /* Removals: baseline agents no longer in view (or in the world). */
+  /* Removals: agents the client may hold (the baseline's, or added in flight)
+   * that are no longer in view or in the world. */
   uint32_t nrem = 0;
-  for (uint32_t i = 0; i < nbase; i++)
-    if (!nc->base_seen[i])
-      nc->removed[nrem++] = pool_at(nc, base->first + i)->id;
+  for (uint32_t i = 0; base && i < base->count; i++) {
+    const nc_rec *r = pool_at(nc, base->first + i);
+    if (!(r->flags & REC_TOMB) && !in_view(nc, r->id))
+      nc->removed[nrem++] = r->id;
+  }
+  for (uint32_t i = 0; base && prev && i < prev->count; i++) {
+    const nc_rec *r = pool_at(nc, prev->first + i);
+    if (r->seq > bseq && !in_view(nc, r->id) && index_find(nc, &nc->base_ix, base, r->id) == NO_INDEX)
+      nc->removed[nrem++] = r->id;
+  }
   if (nrem > 1)
     qsort(nc->removed, nrem, sizeof *nc->removed, cmp_id);
   size_t rem_bytes = 0;
   for (uint32_t i = 0; i < nrem; i++)
     rem_bytes += proto_delta_removed_size(nc->removed[i], i ? nc->removed[i - 1] : 0);
 
+  /* This frame's budget: budget_bytes, or what the rate allows (a token
+   * bucket holding at most budget_bytes, so a quiet spell allows one full
+   * frame, not a burst). */
+  size_t budget = nc->cfg.budget_bytes;
+  if (nc->cfg.rate_bytes) {
+    if (c->rate_time_us != 0 && time_us > c->rate_time_us)
+      c->tokens += (double)nc->cfg.rate_bytes * (double)(time_us - c->rate_time_us) / 1e6;
+    c->rate_time_us = time_us;
+    if (c->tokens > (double)nc->cfg.budget_bytes)
+      c->tokens = (double)nc->cfg.budget_bytes;
+    budget = c->tokens < (double)MIN_FRAME_BUDGET ? MIN_FRAME_BUDGET : (size_t)c->tokens;
+  }
   /* Choose by priority within the budget (changes only; removals always go). */
-  uint32_t budget_parts = (nc->cfg.budget_bytes + PROTO_SNAPSHOT_PART_BYTES - 1) / PROTO_SNAPSHOT_PART_BYTES;
-  size_t payload_budget = nc->cfg.budget_bytes - (size_t)budget_parts * PROTO_DELTA_HEADER_MAX_BYTES;
+  uint32_t budget_parts = (uint32_t)((budget + PROTO_SNAPSHOT_PART_BYTES - 1) / PROTO_SNAPSHOT_PART_BYTES);
+  size_t payload_budget = budget - (size_t)budget_parts * PROTO_DELTA_HEADER_MAX_BYTES;
   size_t room = payload_budget > rem_bytes ? payload_budget - rem_bytes : 0;
   int sorted = 0;
   uint32_t nsel = 0;
@@ -542,7 +839,7 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
     int rc = encode_parts(nc, &h, parts, out, &total);
     if (rc != STEERD_NETCODE_OK)
       return rc;
-    if ((total <= nc->cfg.budget_bytes && parts <= max_parts) || nsel == 0)
+    if ((total <= budget && parts <= max_parts) || nsel == 0)
       break;
     if (!sorted) {
       qsort(nc->order, ncand, sizeof *nc->order, cmp_order);
@@ -551,34 +848,64 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
     /* Over the bytes: drop about the excess; over only the part count (total
      * within the budget): drop at least one, or this loop would never end. */
     size_t avg = payload / (nrem + nsel) + 1;
-    size_t excess = total > nc->cfg.budget_bytes ? total - nc->cfg.budget_bytes : 0;
+    size_t excess = total > budget ? total - budget : 0;
     size_t drop = excess / avg + 1;
     nsel = drop >= nsel ? 0 : nsel - (uint32_t)drop;
   }
 
-  /* The new frame: kept records, the chosen changes, and the baseline's record
-   * of candidates that wait. */
+  /* The new frame: kept entries, the chosen changes and the removals (new ops
+   * of this frame, each superseding the op in flight it replaces), and what
+   * the client holds of the candidates that wait. */
   uint32_t nabs = 0;
   for (uint32_t i = 0; i < ncand; i++) {
     const nc_cand *cd = &nc->cands[nc->order[i].cand];
+    const nc_rec *o = cd->opt == NO_INDEX ? NULL
+                      : cd->opt_prev      ? pool_at(nc, prev->first + cd->opt)
+                      : base              ? pool_at(nc, base->first + cd->opt)
+                                          : NULL;
     if (i < nsel) {
-      nc->recs[nrec++] = rec_from_proto(&cd->now, c->seq);
+      nc_rec r = rec_from_proto(&cd->now, c->seq);
+      nc->sent_stamp[cd->now.id & STEER_ID_INDEX_MASK] = nc->enc_epoch;
+      r.prev = cd->opt_prev ? pool_at(nc, prev->first + cd->opt)->orig : NO_POS;
+      nc->recs[nrec++] = r;
       nabs += cd->base == NO_INDEX;
-    } else if (cd->base != NO_INDEX) {
-      const nc_rec *b = pool_at(nc, base->first + cd->base);
-      nc->recs[nrec++] = *b;
-      if (c->seq - b->seq > max_age)
-        max_age = c->seq - b->seq;
+    } else if (o && base) {
+      nc->recs[nrec++] = *o;
+      if (!(o->flags & REC_TOMB) && c->seq - o->seq > max_age)
+        max_age = c->seq - o->seq;
     }
   }
-  for (uint32_t i = 0; i < nrec; i++)
-    nc->pool[(nc->head + i) % nc->pool_cap] = nc->recs[i];
+  if (!base) /* carried: every op in flight this frame did not replace */
+    for (uint32_t i = 0; prev && i < prev->count; i++) {
+      const nc_rec *r = pool_at(nc, prev->first + i);
+      if ((after == NO_SEQ || r->seq > after) && !sent_now(nc, r->id))
+        nc->recs[nrec++] = *r;
+    }
+  for (uint32_t i = 0; i < nrem; i++) {
+    uint32_t pi = index_find(nc, &nc->prev_ix, prev, nc->removed[i]);
+    nc->recs[nrec++] =
+        tombstone(nc->removed[i], c->seq, pi != NO_INDEX ? pool_at(nc, prev->first + pi)->orig : NO_POS);
+  }
+  for (uint32_t i = 0; i < nrec; i++) {
+    nc_rec *r = pool_at(nc, nc->head + i);
+    *r = nc->recs[i];
+    if (r->seq == c->seq)
+      r->orig = nc->head + i;
+  }
+  if (nc->cfg.rate_bytes) {
+    c->tokens -= (double)total; /* removals beyond the budget are a debt */
+    if (c->tokens < -(double)nc->cfg.budget_bytes)
+      c->tokens = -(double)nc->cfg.budget_bytes;
+  }
   nc_frame *f = &c->frames[c->seq % STEERD_NETCODE_FRAMES];
+  memset(f, 0, sizeof *f);
   f->tick = tick;
   f->time_us = time_us;
   f->first = nc->head;
   f->count = nrec;
   f->seq = c->seq;
+  f->base_seq = bseq;
+  f->resolved = prev == NULL; /* nothing in flight: the client holds exactly this */
   nc->head += nrec;
   c->seq++;
   c->last_tick = tick;
@@ -599,23 +926,59 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   st->candidates += ncand;
   st->deferred += ncand - nsel;
   st->in_view += nview;
+  st->kept_in_flight += kept_in_flight;
   if (max_age > st->max_age)
     st->max_age = max_age;
   return STEERD_NETCODE_OK;
+}
+
+/* Records (not tombstones) of entries e[0..n) as proto records into nc->last. */
+static const proto_record *records_out(steerd_netcode *nc, const nc_rec *e, uint32_t n, uint32_t *count) {
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (!(e[i].flags & REC_TOMB))
+      nc->last[m++] = rec_to_proto(&e[i]);
+  *count = m;
+  return nc->last;
 }
 
 const proto_record *steerd_netcode_last_frame(steerd_netcode *nc, uint32_t slot, uint32_t *count,
                                               uint64_t *tick) {
   if (slot >= nc->cfg.max_clients || !nc->clients[slot].active || nc->clients[slot].seq == 0)
     return NULL;
-  const nc_client *c = &nc->clients[slot];
+  nc_client *c = &nc->clients[slot];
   const nc_frame *f = &c->frames[(c->seq - 1) % STEERD_NETCODE_FRAMES];
-  proto_record *out = nc->last;
-  for (uint32_t i = 0; i < f->count; i++)
-    out[i] = rec_to_proto(pool_at(nc, f->first + i));
-  *count = f->count;
+  if (!frame_intact(nc, f))
+    return NULL;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < f->count; i++) {
+    const nc_rec *r = pool_at(nc, f->first + i);
+    if (f->base_seq != NO_SEQ || r->seq == f->seq) /* a frame without a baseline: its own records */
+      nc->recs[n++] = *r;
+  }
   *tick = f->tick;
-  return out;
+  return records_out(nc, nc->recs, n, count);
+}
+
+const proto_record *steerd_netcode_held_frame(steerd_netcode *nc, uint32_t slot, const proto_snapshot_ack *a,
+                                              uint32_t *count) {
+  if (slot >= nc->cfg.max_clients || !nc->clients[slot].active)
+    return NULL;
+  nc_client *c = &nc->clients[slot];
+  nc_frame *f = find_frame(c, a->tick);
+  if (!f)
+    return NULL;
+  nc_frame tmp = *f;
+  tmp.merged = merged_mask(c, f, a);
+  if (tmp.count > nc->recs_cap || !frame_intact(nc, f))
+    return NULL;
+  if (f->resolved) { /* already as the client holds it */
+    for (uint32_t i = 0; i < f->count; i++)
+      nc->recs[i] = *pool_at(nc, f->first + i);
+  } else if (resolve(nc, c, &tmp, nc->recs) != 0) {
+    return NULL;
+  }
+  return records_out(nc, nc->recs, tmp.count, count);
 }
 
 void steerd_netcode_get_stats(const steerd_netcode *nc, steerd_netcode_stats *out) { *out = nc->stats; }

@@ -1,34 +1,52 @@
 /* netcode.h: per-client delta snapshots (PROTOCOL.md 7.6), pure: no sockets, no clock.
  *
  * For each client that asked for delta snapshots, the server keeps a ring of the
- * frames it sent (ioquake3's sv_snapshot.c): a frame is the list of records
- * (proto_record) the client will hold for the agents it knows once it has the
- * frame. A new frame is encoded against the newest frame the client has
- * acknowledged that is still in the ring (the baseline), or against nothing.
+ * frames it sent (ioquake3's sv_snapshot.c). A frame is a list of entries: a
+ * record (proto_record) for each agent the client will hold once it has the
+ * frame, and a tombstone for each agent it removed or that a frame in flight
+ * removed. Every entry is an "op" of the frame that first wrote it (its seq),
+ * copied into later frames while it is the agent's newest op. A new frame is
+ * encoded against the newest frame the client has acknowledged that is still
+ * in the ring (the baseline), or against nothing.
  *
  *   steerd_netcode_begin()        once per snapshot: index the world's agents
  *   steerd_netcode_encode()       per client: choose, encode, remember the frame
- *   steerd_netcode_ack()          a SNAPSHOT_ACK arrived
+ *   steerd_netcode_ack()          a SNAPSHOT_ACK arrived (with its merge list)
  *   steerd_netcode_set_view()     a VIEW command
+ *
+ * Merging. A client that merges (its acks carry lists) rebuilds a frame from
+ * its baseline plus the ops of the frames it rebuilt since then (in flight when
+ * the server encoded it). So the server treats the previous frame's entries
+ * newer than the baseline as what the client will hold if those frames arrive,
+ * and sends a change once rather than until a frame holding it is acknowledged.
+ * When the ack of a frame arrives with the list of frames merged into it, the
+ * server can say exactly what the client holds: when that frame becomes the
+ * baseline it is "resolved" — each entry from a frame the client did not merge
+ * falls back along its chain of superseded ops (nc_rec.prev) to one it did, or
+ * to the previous baseline's record.
  *
  * Choosing: every agent in the client's view (the whole world, a circle, or a
  * circle following an agent; the world's neighbour grid answers the circle) is
- * compared with the baseline's record predicted to the frame's time
- * (proto_record_predict). Agents whose prediction is within dr_position_m and
- * dr_angle_rad of the truth and whose record is younger than dr_refresh frames
- * cost nothing: the new frame keeps the baseline's record. The others (and
- * agents new to the client) are candidates, sent by priority = importance x
- * staleness (importance falls from 1 at the view's centre to 0.5 at its edge;
- * staleness = age / dr_refresh + position error / threshold + angle error /
- * threshold / 10; agents new to the client come first, nearest first) until
- * the byte budget is used; the rest wait and their staleness keeps growing. A change carries the true state,
- * but theta keeps the baseline's prediction when within half the angle threshold, and omega the baseline's
- * when off by less than half the threshold per 100 ms (fewer bytes). Agents of the baseline that left the
- * view or the world are removed; removals always go, before any change.
+ * compared with the record the client holds (or will hold once the frames in
+ * flight arrive) predicted to the frame's time (proto_record_predict). Agents
+ * within dr_position_m and dr_angle_rad of the truth whose record is younger
+ * than dr_refresh frames cost nothing. The others (and agents new to the
+ * client) are candidates, sent by priority = importance x staleness
+ * (importance falls from 1 at the view's centre to 0.5 at its edge; staleness
+ * = age / dr_refresh + position error / threshold + angle error / threshold /
+ * 10; agents new to the client come first, nearest first) until the frame's
+ * budget is used: budget_bytes, or less when the client's average rate
+ * (rate_bytes, a token bucket holding one budget) allows less. The rest wait
+ * and their staleness keeps growing. A change is a difference from the
+ * baseline's record and carries the true state, but theta keeps the
+ * baseline's prediction when within half the angle threshold, and omega the
+ * baseline's when off by less than half the threshold per 100 ms (fewer
+ * bytes). Agents the client may hold that left the view or the world are
+ * removed; removals always go, before any change.
  *
- * Frames' records live in one circular pool shared by all clients
- * (ioquake3's snapshotEntities): a baseline whose records have been overwritten
- * is no baseline, and the client gets a frame against nothing.
+ * Frames' entries live in one circular pool shared by all clients (ioquake3's
+ * snapshotEntities): a baseline whose entries have been overwritten is no
+ * baseline, and the client gets a frame against nothing.
  *
  * Everything is sized at create; nothing allocates after that. */
 #ifndef STEERD_NETCODE_H
@@ -58,24 +76,27 @@ typedef struct steerd_netcode_config {
   float dr_angle_rad;    /* dead-reckoning angle threshold, rad (1 degree) */
   uint32_t dr_refresh;   /* an agent's record is refreshed at least every this many frames (20) */
   uint32_t budget_bytes; /* bytes of DELTA parts per client per snapshot, >= 256 (1200) */
+  uint32_t rate_bytes;   /* bytes per second per client on average, 0: no limit (15000: 120 kbit/s) */
 } steerd_netcode_config;
 
 steerd_netcode_config steerd_netcode_default_config(void);
 
 typedef struct steerd_netcode_stats {
-  uint64_t frames;       /* frames encoded */
-  uint64_t frames_full;  /* ... against no baseline */
-  uint64_t parts;        /* DELTA packets */
-  uint64_t bytes;        /* their payload bytes */
-  uint64_t changes;      /* changes sent (absolute ones included) */
-  uint64_t absolute;     /* changes for agents new to the client */
-  uint64_t removed;      /* removals sent */
-  uint64_t candidates;   /* agents that needed sending */
-  uint64_t deferred;     /* candidates left out by the budget */
-  uint64_t in_view;      /* agents in view, summed over frames */
-  uint64_t acks;         /* acknowledgements of frames still in the ring */
-  uint64_t acks_unknown; /* of frames not (or no longer) in the ring */
-  uint32_t max_age;      /* most frames any in-view agent's record went without a refresh */
+  uint64_t frames;         /* frames encoded */
+  uint64_t frames_full;    /* ... against no baseline */
+  uint64_t parts;          /* DELTA packets */
+  uint64_t bytes;          /* their payload bytes */
+  uint64_t changes;        /* changes sent (absolute ones included) */
+  uint64_t absolute;       /* changes for agents new to the client */
+  uint64_t removed;        /* removals sent */
+  uint64_t candidates;     /* agents that needed sending */
+  uint64_t deferred;       /* candidates left out by the budget */
+  uint64_t in_view;        /* agents in view, summed over frames */
+  uint64_t acks;           /* acknowledgements of frames still in the ring */
+  uint64_t acks_unknown;   /* of frames not (or no longer) in the ring */
+  uint64_t kept_in_flight; /* agents not sent because a frame in flight carries a good record */
+  uint64_t baselines_lost; /* acknowledged frames that could no longer be resolved */
+  uint32_t max_age;        /* most frames any in-view agent's record went without a refresh */
 } steerd_netcode_stats;
 
 /* The encoded parts of one frame; valid until the next encode. */
@@ -105,9 +126,11 @@ int steerd_netcode_client_active(const steerd_netcode *nc, uint32_t slot);
  * stays where it last was. */
 int steerd_netcode_set_view(steerd_netcode *nc, uint32_t slot, const proto_view *view, const steer_world *w);
 
-/* SNAPSHOT_ACK: the client holds the complete frame of this tick. Acks of
- * unknown or older frames are ignored. */
-void steerd_netcode_ack(steerd_netcode *nc, uint32_t slot, uint64_t tick);
+/* SNAPSHOT_ACK: the client holds the complete frame of a->tick, having merged
+ * the frames a lists. The first ack tells whether the client merges (its acks
+ * carry lists). Acks of unknown frames are ignored; of a frame acknowledged
+ * before, only the first counts. */
+void steerd_netcode_ack(steerd_netcode *nc, uint32_t slot, const proto_snapshot_ack *a);
 
 /* Once per snapshot, before the encodes: indexes the world's agents. The world
  * must not change until the last encode of this snapshot. */
@@ -119,9 +142,15 @@ void steerd_netcode_begin(steerd_netcode *nc, const steer_world *w);
 int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t tick,
                           uint64_t time_us, steerd_netcode_out *out);
 
-/* The records of slot's newest frame (for tests); NULL when none. */
+/* The records of slot's newest frame as the client holds it if every frame in
+ * flight arrives (for tests); NULL when none. */
 const proto_record *steerd_netcode_last_frame(steerd_netcode *nc, uint32_t slot, uint32_t *count,
                                               uint64_t *tick);
+/* The records of the frame of a->tick as a client holds it that rebuilt it
+ * merging the frames a lists (for tests; does not count as an ack); NULL when
+ * unknown or no longer known. */
+const proto_record *steerd_netcode_held_frame(steerd_netcode *nc, uint32_t slot, const proto_snapshot_ack *a,
+                                              uint32_t *count);
 
 void steerd_netcode_get_stats(const steerd_netcode *nc, steerd_netcode_stats *out);
 

@@ -691,11 +691,11 @@ static void handle_packet(steerd_server *s, client *c, const ENetPacket *p, uint
   if (c->closing)
     return;
   if (channel != PROTO_CHANNEL_RELIABLE) {
-    uint64_t tick;
-    if (proto_decode_snapshot_ack(p->data, p->dataLength, &tick, NULL) == 0) {
+    proto_snapshot_ack ack;
+    if (proto_decode_snapshot_ack(p->data, p->dataLength, &ack, NULL) == 0) {
       /* Never answered; a full-snapshot client's acks mean nothing and are dropped. */
       if (c->welcomed && c->delta)
-        steerd_netcode_ack(s->netcode, (uint32_t)(c - s->clients), tick);
+        steerd_netcode_ack(s->netcode, (uint32_t)(c - s->clients), &ack);
       return;
     }
     send_error(s, c, 0, PROTO_ERR_BAD_MESSAGE, "commands go on channel 0", NULL);
@@ -1163,6 +1163,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   nc.dr_angle_rad = (float)cfg->dr_angle_deg * (STEER_PI / 180.0f);
   nc.dr_refresh = cfg->dr_refresh;
   nc.budget_bytes = cfg->snapshot_budget;
+  nc.rate_bytes = (uint32_t)((uint64_t)cfg->client_rate_kbps * 1000u / 8u);
   s->netcode = steerd_netcode_create(&nc);
   if (!s->clients || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world ||
       !s->netcode) {

@@ -4,11 +4,13 @@
  * paths and behaviours, stops) while the server side (server/netcode.c) encodes
  * a frame per snapshot for several clients, each with its own view (whole world,
  * a circle, following an agent; changed at random). The DELTA packets go,
- * through a deterministic lossy link, to the client side (client-sample/delta.c),
- * whose acknowledgements come back through another. Every frame a client
- * rebuilds must equal, record for record, the frame the server remembers; its
- * agents must be exactly those in view; and each agent's dead-reckoned pose at
- * the frame's time must be within the thresholds of the truth. Then the byte
+ * through a deterministic lossy link that can also delay and reorder, to the
+ * client side (client-sample/delta.c), whose acknowledgements come back through
+ * another. Every frame a client rebuilds must equal, record for record, the
+ * frame the server says such a client holds (given the frames in flight it
+ * merged); on links without delay its agents must be exactly those in view,
+ * and, when every frame arrived, each agent's dead-reckoned pose at the frame's
+ * time must be within the thresholds of the truth. Then the byte
  * budget: every frame within it, and no agent in view waits for a refresh
  * longer than a bound. */
 #include <check.h>
@@ -27,7 +29,7 @@
 #define TICK_US   33333ull
 #define CAPACITY  400u
 #define HALF      60.0f /* world is +-HALF m */
-#define N_CLIENTS 4
+#define N_CLIENTS 7
 
 static uint64_t rng_state;
 static uint32_t rnd(void) {
@@ -147,7 +149,7 @@ static int same_record(const proto_record *a, const proto_record *b) {
          a->vy == b->vy && a->omega == b->omega && a->time_us == b->time_us;
 }
 
-/* Ids the view covers now, sorted. */
+/* Ids the view covers now, sorted (the centre as follow_centre last set it). */
 static uint32_t expected_view(const steer_world *w, const proto_view *v, vec2 *centre, steer_id *out) {
   steer_world_view wv = steer_world_get_view(w);
   if (v->kind == PROTO_VIEW_ALL) {
@@ -156,10 +158,6 @@ static uint32_t expected_view(const steer_world *w, const proto_view *v, vec2 *c
     qsort(out, wv.count, sizeof *out, cmp_u32);
     return wv.count;
   }
-  if (v->kind == PROTO_VIEW_FOLLOW)
-    for (uint32_t k = 0; k < wv.count; k++)
-      if (wv.id[k] == v->follow)
-        *centre = v2(wv.px[k], wv.py[k]);
   uint32_t n = steer_world_query_radius(w, *centre, v->radius, out, CAPACITY);
   qsort(out, n, sizeof *out, cmp_u32);
   return n;
@@ -168,10 +166,47 @@ static uint32_t expected_view(const steer_world *w, const proto_view *v, vec2 *c
 typedef struct sim_client {
   steerd_delta *delta;
   double part_loss, ack_loss;
+  uint32_t delay, jitter; /* in rounds (snapshots) */
   proto_view view;
   vec2 centre;
-  uint64_t frames_checked, frames_sent;
+  uint64_t frames_checked, frames_sent, frames_merging, frames_short; /* short: a frame in flight was lost */
+  uint64_t frames_unknown;                                            /* the server could no longer say */
 } sim_client;
+
+/* A packet on its way: a DELTA part to the client or an ack to the server. */
+typedef struct in_flight {
+  uint32_t client, due, is_ack;
+  size_t len;
+  uint8_t data[PROTO_SNAPSHOT_PART_BYTES];
+  proto_snapshot_ack ack;
+} in_flight;
+
+#define MAX_IN_FLIGHT 4096
+static in_flight link_q[MAX_IN_FLIGHT];
+static uint32_t link_n;
+
+static void link_put(const sim_client *c, uint32_t client, uint32_t round, const uint8_t *data, size_t len,
+                     const proto_snapshot_ack *ack) {
+  ck_assert_uint_lt(link_n, MAX_IN_FLIGHT);
+  in_flight *f = &link_q[link_n++];
+  f->client = client;
+  f->due = round + c->delay + (c->jitter ? rnd() % (2 * c->jitter + 1) : 0) - c->jitter;
+  f->is_ack = ack != NULL;
+  f->len = len;
+  if (data)
+    memcpy(f->data, data, len);
+  if (ack)
+    f->ack = *ack;
+}
+
+/* A following view's centre moves with its agent, and stays where it was once the agent is gone. */
+static void follow_centre(const steer_world *w, sim_client *c) {
+  if (c->view.kind != PROTO_VIEW_FOLLOW)
+    return;
+  steer_agent_info info;
+  if (steer_world_get(w, c->view.follow, &info) == STEER_OK)
+    c->centre = info.state.position;
+}
 
 static void random_view(steerd_netcode *nc, uint32_t slot, sim_client *c, const steer_world *w) {
   proto_view v;
@@ -200,11 +235,80 @@ static void random_view(steerd_netcode *nc, uint32_t slot, sim_client *c, const 
 
 /* ---- the random-world test -------------------------------------------------------------- */
 
-static proto_record srv[CAPACITY];
+static proto_record srv[4 * CAPACITY]; /* a frame may hold records carried for frames in flight */
 static steer_id want[CAPACITY];
+
+/* A frame client s just rebuilt: exactly what the server says such a client
+ * holds; on a link without delay, exactly the agents in view; and when it
+ * merged every frame in flight (so holds what the server assumed), within the
+ * thresholds. */
+static void check_frame(steerd_netcode *nc, const steerd_netcode_config *cfg, uint32_t s, sim_client *c,
+                        const steer_world *w, uint64_t now, double *max_pos_err, double *max_ang_err) {
+  uint32_t cn, sn;
+  uint64_t ct, ctime;
+  const proto_record *cr = steerd_delta_frame(c->delta, &cn, &ct, &ctime);
+  const proto_snapshot_ack *ack = steerd_delta_ack(c->delta);
+  ck_assert_ptr_nonnull(cr);
+  ck_assert_ptr_nonnull(ack);
+  ck_assert_uint_eq(ack->tick, ct);
+  c->frames_merging += ack->merged_count > 0;
+  const proto_record *sr = steerd_netcode_held_frame(nc, s, ack, &sn);
+  if (sr == NULL) {
+    /* Its baseline left the server's ring before the client finished it (a
+     * link this bad acknowledges rarely): never a baseline, so never a risk. */
+    c->frames_unknown++;
+    return;
+  }
+  ck_assert_msg(cn == sn, "client %u tick %llu (%u merged, baseline ?): %u records, the server says %u", s,
+                (unsigned long long)ct, ack->merged_count, cn, sn);
+  memcpy(srv, sr, sn * sizeof *srv);
+  qsort(srv, sn, sizeof *srv, cmp_rec);
+  for (uint32_t i = 0; i < cn; i++)
+    ck_assert_msg(same_record(&cr[i], &srv[i]), "client %u tick %llu (%u merged): record %u differs", s,
+                  (unsigned long long)ct, ack->merged_count, i);
+  c->frames_checked++;
+  if (c->delay != 0 || ctime != now)
+    return; /* the world has moved on since */
+  /* When the client holds what the server assumed (every frame in flight
+   * arrived; otherwise the server resends once it learns of the loss)... */
+  uint32_t on;
+  uint64_t otick;
+  const proto_record *opt = steerd_netcode_last_frame(nc, s, &on, &otick);
+  ck_assert_uint_eq(otick, ct);
+  int as_assumed = on == cn;
+  memcpy(srv, opt, on * sizeof *srv);
+  qsort(srv, on, sizeof *srv, cmp_rec);
+  for (uint32_t i = 0; as_assumed && i < cn; i++)
+    as_assumed = same_record(&cr[i], &srv[i]);
+  if (!as_assumed) {
+    c->frames_short++;
+    return;
+  }
+  /* ...it holds exactly the agents in view (the budget never cuts here)... */
+  uint32_t wn = expected_view(w, &c->view, &c->centre, want);
+  ck_assert_uint_eq(cn, wn);
+  for (uint32_t i = 0; i < cn; i++)
+    ck_assert_uint_eq(cr[i].id, want[i]);
+  /* ...and each agent's dead-reckoned pose is within the thresholds of the truth. */
+  steer_world_view wv = steer_world_get_view(w);
+  for (uint32_t k = 0; k < wv.count; k++) {
+    const proto_record *key = bsearch(&(proto_record){.id = wv.id[k]}, cr, cn, sizeof *cr, cmp_rec);
+    if (!key)
+      continue;
+    proto_record pr = proto_record_predict(key, now);
+    double ex = proto_dequantize_cm(pr.x) - wv.px[k], ey = proto_dequantize_cm(pr.y) - wv.py[k];
+    double ep = sqrt(ex * ex + ey * ey);
+    double ea = fabs(steer_wrap_angle(proto_dequantize_angle(pr.theta) - wv.theta[k]));
+    ck_assert_msg(ep <= cfg->dr_position_m + 1e-5, "position off by %g m", ep);
+    ck_assert_msg(ea <= cfg->dr_angle_rad + 1e-5, "client %u: agent %u angle off by %g rad", s, wv.id[k], ea);
+    *max_pos_err = ep > *max_pos_err ? ep : *max_pos_err;
+    *max_ang_err = ea > *max_ang_err ? ea : *max_ang_err;
+  }
+}
 
 START_TEST(test_random_world) {
   rng_state = 0x243f6a8885a308d3ull;
+  link_n = 0;
   steer_world *w = make_world();
   for (int i = 0; i < 200; i++)
     spawn_one(w);
@@ -212,22 +316,33 @@ START_TEST(test_random_world) {
   cfg.max_clients = N_CLIENTS;
   cfg.max_agents = CAPACITY;
   cfg.budget_bytes = 64 * 1024; /* never the limit here: every candidate goes */
+  cfg.rate_bytes = 0;
+  cfg.pool_records =
+      N_CLIENTS * STEERD_NETCODE_FRAMES * CAPACITY * 2; /* every frame of every ring stays known */
   steerd_netcode *nc = steerd_netcode_create(&cfg);
   ck_assert_ptr_nonnull(nc);
   sim_client cl[N_CLIENTS];
   memset(cl, 0, sizeof cl);
-  const double loss[N_CLIENTS][2] = {{0, 0}, {0.3, 0}, {0, 0.3}, {0.3, 0.3}};
+  /* part loss, ack loss, delay and jitter in snapshots; the last client does
+   * not merge (acks without a list). */
+  const double loss[N_CLIENTS][2] = {{0, 0},       {0.3, 0},   {0, 0.3},  {0.3, 0.3},
+                                     {0.05, 0.05}, {0.3, 0.3}, {0.1, 0.1}};
+  const uint32_t delay[N_CLIENTS][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {3, 1}, {2, 2}, {2, 1}};
   steerd_delta_config dc = steerd_delta_default_config();
   dc.max_agents = CAPACITY;
   for (uint32_t s = 0; s < N_CLIENTS; s++) {
+    dc.merge = s != N_CLIENTS - 1;
     cl[s].delta = steerd_delta_create(&dc);
     ck_assert_ptr_nonnull(cl[s].delta);
     cl[s].part_loss = loss[s][0];
     cl[s].ack_loss = loss[s][1];
+    cl[s].delay = delay[s][0];
+    cl[s].jitter = delay[s][1];
     ck_assert_int_eq(steerd_netcode_client_start(nc, s), 0);
     cl[s].view.kind = PROTO_VIEW_ALL;
   }
   uint64_t changes = 0, tick = 0, view_changes = 0, gone_checked = 0;
+  uint32_t round = 0;
   double max_pos_err = 0, max_ang_err = 0;
   while (changes < 10000) {
     uint32_t n = rnd() % 25;
@@ -242,6 +357,7 @@ START_TEST(test_random_world) {
     for (uint32_t i = 0; i < steps; i++)
       steer_world_step(w, DT);
     tick += steps;
+    round++;
     uint64_t now = tick * TICK_US;
     steerd_netcode_begin(nc, w);
     for (uint32_t s = 0; s < N_CLIENTS; s++) {
@@ -250,63 +366,41 @@ START_TEST(test_random_world) {
       ck_assert_int_eq(steerd_netcode_encode(nc, s, w, steer_world_tick(w), now, &out), 0);
       ck_assert_uint_ge(out.part_count, 1);
       c->frames_sent++;
-      int complete = 0;
+      follow_centre(w, c); /* as the server's view moves with the agent it follows */
       for (uint32_t p = 0; p < out.part_count; p++) {
         ck_assert_uint_le(out.part_len[p], PROTO_SNAPSHOT_PART_BYTES);
-        if (chance(c->part_loss))
-          continue;
-        uint64_t t = 0;
-        int rc = steerd_delta_receive(c->delta, out.part[p], out.part_len[p], &t);
-        ck_assert_msg(rc >= 0 || rc == STEERD_DELTA_ENOBASE, "client %u: %s", s, steerd_delta_strerror(rc));
-        if (rc == 1) {
-          ck_assert_uint_eq(t, steer_world_tick(w));
-          complete = 1;
-          if (!chance(c->ack_loss))
-            steerd_netcode_ack(nc, s, t);
-        }
+        if (!chance(c->part_loss))
+          link_put(c, s, round, out.part[p], out.part_len[p], NULL);
       }
-      if (!complete)
+    }
+    /* Deliver what is due, in random order (a jittery link reorders). */
+    for (uint32_t i = link_n; i > 1; i--) {
+      uint32_t j = rnd() % i;
+      in_flight tmp = link_q[i - 1];
+      link_q[i - 1] = link_q[j];
+      link_q[j] = tmp;
+    }
+    for (uint32_t i = 0; i < link_n;) {
+      in_flight f = link_q[i];
+      if (f.due > round) {
+        i++;
         continue;
-      /* The client's frame is the server's, record for record. */
-      uint32_t cn, sn;
-      uint64_t ct, st, ctime;
-      const proto_record *cr = steerd_delta_frame(c->delta, &cn, &ct, &ctime);
-      const proto_record *sr = steerd_netcode_last_frame(nc, s, &sn, &st);
-      ck_assert_ptr_nonnull(cr);
-      ck_assert_ptr_nonnull(sr);
-      ck_assert_uint_eq(ct, st);
-      ck_assert_uint_eq(ctime, now);
-      ck_assert_uint_eq(cn, sn);
-      memcpy(srv, sr, sn * sizeof *srv);
-      qsort(srv, sn, sizeof *srv, cmp_rec);
-      for (uint32_t i = 0; i < cn; i++)
-        ck_assert_msg(same_record(&cr[i], &srv[i]), "client %u tick %llu: record %u differs", s,
-                      (unsigned long long)ct, i);
-      /* ...holds exactly the agents in view (the budget never cuts here)... */
-      uint32_t wn = expected_view(w, &c->view, &c->centre, want);
-      ck_assert_uint_eq(cn, wn);
-      for (uint32_t i = 0; i < cn; i++)
-        ck_assert_uint_eq(cr[i].id, want[i]);
-      /* ...and each agent's dead-reckoned pose is within the thresholds of the truth. */
-      steer_world_view wv = steer_world_get_view(w);
-      for (uint32_t k = 0; k < wv.count; k++) {
-        const proto_record *key = bsearch(&(proto_record){.id = wv.id[k]}, cr, cn, sizeof *cr, cmp_rec);
-        if (!key)
-          continue;
-        proto_record pr = proto_record_predict(key, now);
-        double ex = proto_dequantize_cm(pr.x) - wv.px[k], ey = proto_dequantize_cm(pr.y) - wv.py[k];
-        double ep = sqrt(ex * ex + ey * ey);
-        double ea = fabs(steer_wrap_angle(proto_dequantize_angle(pr.theta) - wv.theta[k]));
-        ck_assert_msg(ep <= cfg.dr_position_m + 1e-5, "position off by %g m", ep);
-        ck_assert_msg(ea <= cfg.dr_angle_rad + 1e-5,
-                      "client %u: agent %u angle off by %g rad (record age %llu us, theta %d omega %d, truth "
-                      "%g omega %g)",
-                      s, wv.id[k], ea, (unsigned long long)(now - key->time_us), key->theta, key->omega,
-                      wv.theta[k], wv.omega[k]);
-        max_pos_err = ep > max_pos_err ? ep : max_pos_err;
-        max_ang_err = ea > max_ang_err ? ea : max_ang_err;
       }
-      c->frames_checked++;
+      link_q[i] = link_q[--link_n];
+      sim_client *c = &cl[f.client];
+      if (f.is_ack) {
+        steerd_netcode_ack(nc, f.client, &f.ack);
+        continue;
+      }
+      uint64_t t = 0;
+      int rc = steerd_delta_receive(c->delta, f.data, f.len, &t);
+      ck_assert_msg(rc >= 0 || rc == STEERD_DELTA_ENOBASE || rc == STEERD_DELTA_ELATE, "client %u: %s",
+                    f.client, steerd_delta_strerror(rc));
+      if (rc != 1)
+        continue;
+      check_frame(nc, &cfg, f.client, c, w, now, &max_pos_err, &max_ang_err);
+      if (!chance(c->ack_loss))
+        link_put(c, f.client, round, NULL, 0, steerd_delta_ack(c->delta));
     }
     /* A despawned agent is gone from every complete frame that follows. */
     if (nids > 0 && chance(0.05)) {
@@ -326,7 +420,7 @@ START_TEST(test_random_world) {
       for (uint32_t p = 0; p < out.part_count; p++)
         done |= steerd_delta_receive(cl[0].delta, out.part[p], out.part_len[p], NULL) == 1;
       ck_assert(done); /* client 0's link is lossless */
-      steerd_netcode_ack(nc, 0, steer_world_tick(w));
+      steerd_netcode_ack(nc, 0, steerd_delta_ack(cl[0].delta));
       uint32_t cn;
       const proto_record *cr = steerd_delta_frame(cl[0].delta, &cn, NULL, NULL);
       for (uint32_t i = 0; i < cn; i++)
@@ -339,20 +433,32 @@ START_TEST(test_random_world) {
   for (uint32_t s = 0; s < N_CLIENTS; s++) {
     steerd_delta_stats ds;
     steerd_delta_get_stats(cl[s].delta, &ds);
-    printf("client %u (loss %.0f%%, ack loss %.0f%%): %llu of %llu frames rebuilt and checked, %llu without "
-           "baseline, %llu abandoned\n",
-           s, cl[s].part_loss * 100, cl[s].ack_loss * 100, (unsigned long long)cl[s].frames_checked,
-           (unsigned long long)cl[s].frames_sent, (unsigned long long)ds.frames_no_base,
-           (unsigned long long)ds.frames_abandoned);
+    printf("client %u (loss %.0f%%, ack loss %.0f%%, delay %u+-%u): %llu of %llu frames rebuilt and checked "
+           "(%llu merging frames in flight, %llu missing one, %llu unknown), %llu without baseline, %llu "
+           "abandoned, %llu late parts\n",
+           s, cl[s].part_loss * 100, cl[s].ack_loss * 100, cl[s].delay, cl[s].jitter,
+           (unsigned long long)cl[s].frames_checked, (unsigned long long)cl[s].frames_sent,
+           (unsigned long long)cl[s].frames_merging, (unsigned long long)cl[s].frames_short,
+           (unsigned long long)cl[s].frames_unknown, (unsigned long long)ds.frames_no_base,
+           (unsigned long long)ds.frames_abandoned, (unsigned long long)ds.late_parts);
     ck_assert_uint_gt(cl[s].frames_checked, cl[s].frames_sent / 4);
+    ck_assert_uint_le(cl[s].frames_unknown, cl[s].frames_checked / 10);
+    if (cl[s].part_loss == 0 && cl[s].delay == 0)
+      ck_assert_uint_eq(cl[s].frames_short, 0);
+    if (cl[s].delay > 0 && s != N_CLIENTS - 1)
+      ck_assert_uint_gt(cl[s].frames_merging, cl[s].frames_checked / 4); /* the merge rule was exercised */
     ck_assert_uint_eq(ds.frames_bad, 0);
     steerd_delta_destroy(cl[s].delta);
   }
   printf("%llu changes, %llu view changes, %llu despawns checked, %llu ticks; max error %.4f m, %.4f rad; "
-         "%llu changes sent (%llu absolute), %llu removals, %llu full frames\n",
+         "%llu changes sent (%llu absolute), %llu removals, %llu full frames, %llu agents kept thanks to "
+         "frames in "
+         "flight, %llu baselines lost\n",
          (unsigned long long)changes, (unsigned long long)view_changes, (unsigned long long)gone_checked,
          (unsigned long long)tick, max_pos_err, max_ang_err, (unsigned long long)ns.changes,
-         (unsigned long long)ns.absolute, (unsigned long long)ns.removed, (unsigned long long)ns.frames_full);
+         (unsigned long long)ns.absolute, (unsigned long long)ns.removed, (unsigned long long)ns.frames_full,
+         (unsigned long long)ns.kept_in_flight, (unsigned long long)ns.baselines_lost);
+  ck_assert_uint_gt(ns.kept_in_flight, 0);
   ck_assert_uint_gt(view_changes, 50);
   ck_assert_uint_gt(gone_checked, 10);
   steerd_netcode_destroy(nc);
@@ -397,7 +503,7 @@ START_TEST(test_view_in_out) {
     for (uint32_t p = 0; p < out.part_count; p++)
       ck_assert_int_ge(steerd_delta_receive(d, out.part[p], out.part_len[p], &t), 0);
     ck_assert_uint_eq(t, steer_world_tick(w));
-    steerd_netcode_ack(nc, 0, t);
+    steerd_netcode_ack(nc, 0, steerd_delta_ack(d));
     absolute += step > 0 ? out.changes : 0;
     removed += out.removed;
     uint32_t n;
@@ -431,6 +537,7 @@ START_TEST(test_budget) {
   steerd_netcode_config cfg = steerd_netcode_default_config();
   cfg.max_clients = 2;
   cfg.max_agents = CAPACITY;
+  cfg.rate_bytes = 0; /* the per-snapshot budget alone (test_rate: the rate) */
   steerd_netcode *nc = steerd_netcode_create(&cfg);
   steerd_delta_config dc = steerd_delta_default_config();
   dc.max_agents = CAPACITY;
@@ -456,7 +563,7 @@ START_TEST(test_budget) {
       deferred += out.deferred;
       uint64_t t = 0;
       ck_assert_int_eq(steerd_delta_receive(d[s], out.part[0], out.part_len[0], &t), 1);
-      steerd_netcode_ack(nc, s, t);
+      steerd_netcode_ack(nc, s, steerd_delta_ack(d[s]));
       uint32_t n, sn;
       uint64_t st;
       const proto_record *cr = steerd_delta_frame(d[s], &n, NULL, NULL);
@@ -483,6 +590,65 @@ START_TEST(test_budget) {
   ck_assert_uint_le(ns.max_age, 6 * cfg.dr_refresh);
   steerd_delta_destroy(d[0]);
   steerd_delta_destroy(d[1]);
+  steerd_netcode_destroy(nc);
+  steer_world_destroy(w);
+}
+END_TEST
+
+/* ---- the rate: bytes per second on average, at most a budget per frame -------------------------- */
+
+START_TEST(test_rate) {
+  rng_state = 0x452821e638d01377ull;
+  steer_world *w = make_world();
+  for (int i = 0; i < 390; i++)
+    spawn_one(w);
+  steerd_netcode_config cfg = steerd_netcode_default_config();
+  cfg.max_clients = 1;
+  cfg.max_agents = CAPACITY;
+  cfg.rate_bytes = 8000; /* 400 bytes per snapshot at 20 per second */
+  steerd_netcode *nc = steerd_netcode_create(&cfg);
+  steerd_delta_config dc = steerd_delta_default_config();
+  dc.max_agents = CAPACITY;
+  steerd_delta *d = steerd_delta_create(&dc);
+  ck_assert_int_eq(steerd_netcode_client_start(nc, 0), 0);
+  const uint64_t snap_us = 50000; /* 20 snapshots per second */
+  uint64_t bytes = 0, big = 0, quiet_bytes = 0, busy_bytes = 0;
+  for (int frame = 1; frame <= 600; frame++) {
+    steer_world_step(w, DT);
+    steerd_netcode_begin(nc, w);
+    steerd_netcode_out out;
+    ck_assert_int_eq(steerd_netcode_encode(nc, 0, w, (uint64_t)frame, (uint64_t)frame * snap_us, &out), 0);
+    size_t total = 0;
+    for (uint32_t p = 0; p < out.part_count; p++) {
+      total += out.part_len[p];
+      ck_assert_int_ge(steerd_delta_receive(d, out.part[p], out.part_len[p], NULL), 0);
+    }
+    ck_assert_uint_le(total, cfg.budget_bytes); /* never more than a budget in one frame */
+    big += total > 2 * cfg.rate_bytes / 20;
+    bytes += total;
+    /* Never more than the rate allows since the start, plus one budget. */
+    ck_assert_uint_le(bytes,
+                      (uint64_t)cfg.rate_bytes * (uint64_t)frame * snap_us / 1000000u + cfg.budget_bytes);
+    steerd_netcode_ack(nc, 0, steerd_delta_ack(d));
+    if (frame == 400) /* from here on nothing moves: frames shrink and the bucket refills */
+      for (uint32_t i = 0; i < nids; i++)
+        steer_world_stop(w, ids[i]);
+    if (frame > 500)
+      quiet_bytes += total;
+    if (frame <= 400)
+      busy_bytes += total;
+  }
+  steerd_netcode_stats ns;
+  steerd_netcode_get_stats(nc, &ns);
+  printf(
+      "rate: %.1f bytes per frame while moving, %.1f at rest, at 8000 bytes/s (400 per frame); %llu frames "
+      "over twice that; longest wait for a refresh %u frames\n",
+      (double)busy_bytes / 400.0, (double)quiet_bytes / 100.0, (unsigned long long)big, ns.max_age);
+  /* While everything moves the rate binds (the world wants more: test_budget), and is used. */
+  ck_assert_uint_ge(busy_bytes, (uint64_t)8000 * 20 * 9 / 10);
+  ck_assert_uint_lt(quiet_bytes, 100u * 100u); /* at rest: little to say */
+  ck_assert_uint_le(ns.max_age, 12 * cfg.dr_refresh);
+  steerd_delta_destroy(d);
   steerd_netcode_destroy(nc);
   steer_world_destroy(w);
 }
@@ -550,6 +716,7 @@ static Suite *netcode_suite(void) {
   tcase_add_test(tc, test_predict_and_apply);
   tcase_add_test(tc, test_view_in_out);
   tcase_add_test(tc, test_budget);
+  tcase_add_test(tc, test_rate);
   tcase_add_test(tc, test_random_world);
   suite_add_tcase(s, tc);
   return s;

@@ -254,7 +254,14 @@ static size_t ex_ack_view(uint8_t *b, size_t cap) {
   a.command = PROTO_MSG_VIEW;
   return proto_encode_ack(b, cap, &a);
 }
-static size_t ex_snapshot_ack(uint8_t *b, size_t cap) { return proto_encode_snapshot_ack(b, cap, 1237); }
+static size_t ex_snapshot_ack(uint8_t *b, size_t cap) {
+  proto_snapshot_ack a = {.tick = 1237};
+  return proto_encode_snapshot_ack(b, cap, &a);
+}
+static size_t ex_snapshot_ack_merged(uint8_t *b, size_t cap) {
+  proto_snapshot_ack a = {.tick = 1237, .has_merged = 1, .merged_count = 2, .merged_step = {1, 3}};
+  return proto_encode_snapshot_ack(b, cap, &a);
+}
 
 /* PROTOCOL.md 7.6's example: against the frame of tick 1235 (where agent ID1 is
  * as in the snapshot example), agent ID1 turned and sped up, ID2 left the view,
@@ -306,11 +313,12 @@ static const struct example {
                 {"snapshot", ex_snapshot},
                 {"ack_view", ex_ack_view},
                 {"snapshot_ack", ex_snapshot_ack},
+                {"snapshot_ack_merged", ex_snapshot_ack_merged},
                 {"delta", ex_delta}};
 #define EXAMPLE_COUNT    (sizeof examples / sizeof examples[0])
 #define COMMAND_EXAMPLES 12 /* examples[0..11] are client commands, ... */
 #define SERVER_EXAMPLES                                                                                      \
-  (EXAMPLE_COUNT - 2) /* ... then server messages; the last two have their own decoders */
+  (EXAMPLE_COUNT - 3) /* ... then server messages; the last three have their own decoders */
 
 /* ---- Helpers ------------------------------------------------------------------ */
 
@@ -1711,15 +1719,41 @@ START_TEST(test_delta_messages) {
   len = ex_snapshot(buf, sizeof buf);
   ck_assert_int_eq(proto_decode_delta(buf, len, &h, e, 8, &n, rm, 8, &nr, &err), -PROTO_ERR_UNKNOWN_TYPE);
 
-  /* SNAPSHOT_ACK. */
-  uint64_t t;
+  /* SNAPSHOT_ACK, with and without the merge list. */
+  proto_snapshot_ack a;
   len = ex_snapshot_ack(buf, sizeof buf);
-  ck_assert_int_eq(proto_decode_snapshot_ack(buf, len, &t, &err), 0);
-  ck_assert_uint_eq(t, 1237);
+  ck_assert_int_eq(proto_decode_snapshot_ack(buf, len, &a, &err), 0);
+  ck_assert_uint_eq(a.tick, 1237);
+  ck_assert_uint_eq(a.has_merged, 0);
+  size_t mlen = ex_snapshot_ack_merged(buf + 64, sizeof buf - 64);
+  ck_assert_int_eq(proto_decode_snapshot_ack(buf + 64, mlen, &a, &err), 0);
+  ck_assert(a.tick == 1237 && a.has_merged == 1 && a.merged_count == 2);
+  ck_assert(a.merged_step[0] == 1 && a.merged_step[1] == 3);
+  static const uint8_t ack_empty[] = {0x93, 0x0b, 0x05, 0x90};
+  ck_assert_int_eq(proto_decode_snapshot_ack(ack_empty, sizeof ack_empty, &a, &err), 0);
+  ck_assert(a.tick == 5 && a.has_merged == 1 && a.merged_count == 0);
   static const uint8_t ack0[] = {0x92, 0x0b, 0x00};
-  ck_assert_int_eq(proto_decode_snapshot_ack(ack0, sizeof ack0, &t, &err), -PROTO_ERR_BAD_FIELD);
-  static const uint8_t ack3[] = {0x93, 0x0b, 0x01, 0x01};
-  ck_assert_int_eq(proto_decode_snapshot_ack(ack3, sizeof ack3, &t, &err), -PROTO_ERR_BAD_MESSAGE);
+  ck_assert_int_eq(proto_decode_snapshot_ack(ack0, sizeof ack0, &a, &err), -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "tick");
+  static const uint8_t ack_notarray[] = {0x93, 0x0b, 0x01, 0x01};
+  ck_assert_int_eq(proto_decode_snapshot_ack(ack_notarray, sizeof ack_notarray, &a, &err),
+                   -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "merged");
+  static const uint8_t ack_order[] = {0x93, 0x0b, 0x05, 0x92, 0x02, 0x01}; /* steps must increase */
+  ck_assert_int_eq(proto_decode_snapshot_ack(ack_order, sizeof ack_order, &a, &err), -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "merged[1]");
+  static const uint8_t ack_far[] = {0x93, 0x0b, 0x05, 0x91, 0x05}; /* a step back to tick 0 */
+  ck_assert_int_eq(proto_decode_snapshot_ack(ack_far, sizeof ack_far, &a, &err), -PROTO_ERR_BAD_FIELD);
+  ck_assert_str_eq(err.field, "merged[0]");
+  static const uint8_t ack4[] = {0x94, 0x0b, 0x05, 0x90, 0x00};
+  ck_assert_int_eq(proto_decode_snapshot_ack(ack4, sizeof ack4, &a, &err), -PROTO_ERR_BAD_MESSAGE);
+  ck_assert_uint_eq(a.tick, 0);
+  /* The encoder refuses what the decoder would. */
+  proto_snapshot_ack bad_ack = {.tick = 5, .has_merged = 1, .merged_count = 2, .merged_step = {2, 2}};
+  ck_assert_uint_eq(proto_encode_snapshot_ack(buf, sizeof buf, &bad_ack), 0);
+  bad_ack.merged_count = PROTO_ACK_MAX_MERGED + 1;
+  ck_assert_uint_eq(proto_encode_snapshot_ack(buf, sizeof buf, &bad_ack), 0);
+  len = ex_snapshot_ack(buf, sizeof buf);
   proto_command c;
   ck_assert_int_eq(proto_decode_command(buf, len, &c, &err), -PROTO_ERR_UNKNOWN_TYPE); /* not a command */
 

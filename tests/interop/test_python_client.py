@@ -155,12 +155,13 @@ SPEC_EXAMPLES = {
     "view": [10, 10, {"centre": [12.5, -3.25], "radius": 40}],
     "ack_view": [33, 10, 10, {}],
     "snapshot_ack": [11, 1237],
+    "snapshot_ack_merged": [11, 1237, [1, 3]],
     "delta": [37, 1237, 41233333, 1235, 0, 1,
               [4194305, 61, 3, 110, -12, 12, 652, 2, 71, 500, -750, 10430], [4194306]],
 }
 # encodings the spec says are exact and contain only ints and strings (shortest forms)
 SPEC_REENCODE = ("hello", "despawn", "stop", "query", "ping", "ack_spawn", "event", "snapshot",
-                 "error", "error_agent", "error_nil", "ack_ping")
+                 "error", "error_agent", "error_nil", "ack_ping", "snapshot_ack", "snapshot_ack_merged")
 
 
 def same_value(a, b):
