@@ -13,18 +13,28 @@
  *   cpu       K delta clients viewing everything: server CPU per client per
  *             snapshot (CPU with them minus CPU without, over K x snapshots).
  *   capacity  C delta clients, each viewing a circle that holds about 100
- *             agents: server CPU share and the snapshot rate they get.
+ *             agents, in W forked worker processes that sleep in epoll (the
+ *             server pinned to the last CPU, the workers to the others, unless
+ *             --pin 0): the server's CPU share (/proc), the frames each client
+ *             rebuilt per second (median, 5th percentile), kbit/s per client,
+ *             and UDP receive-buffer drops (server socket, client sockets).
  *
  * usage: bench_netcode [--binary PATH] [--impair PATH] [--agents N] [--seconds S]
  *                      [--loss P] [--latency MS] [--jitter MS] [--cpu-clients K]
- *                      [--clients C] [--only quality|cpu|capacity] */
+ *                      [--clients C] [--workers W] [--pin 0|1]
+ *                      [--only quality|cpu|capacity] */
+#define _GNU_SOURCE /* sched_setaffinity */
+#include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -349,9 +359,397 @@ static double run_clients(const steerd_proc *srv, uint16_t port, uint32_t n, flo
   return cpu1 - cpu0;
 }
 
+/* ---- capacity ------------------------------------------------------------------ */
+
+/* The clients run in forked worker processes, each with its own ENet hosts,
+ * sleeping in epoll until a client's socket is readable (so the client side
+ * costs only what it does and the server keeps a core of the 2); results come
+ * back through pipes. A client keeps no frames: the library rebuilds each one
+ * (and acknowledges it), the worker only counts them. */
+
+typedef struct cap_client {
+  uint16_t port; /* the client's UDP port */
+  uint8_t welcomed;
+  uint64_t frames, bytes, incomplete, no_base; /* over the window */
+} cap_client;
+
+typedef struct cap_worker {
+  pid_t pid;
+  int to, from; /* pipes: parent -> worker, worker -> parent */
+  uint32_t first, n;
+  cap_client *cl;
+} cap_worker;
+
+static int write_all(int fd, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t k = write(fd, p, len);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return -1;
+    p += k;
+    len -= (size_t)k;
+  }
+  return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len) {
+  char *p = buf;
+  while (len > 0) {
+    ssize_t k = read(fd, p, len);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return -1;
+    p += k;
+    len -= (size_t)k;
+  }
+  return 0;
+}
+
+/* Services the clients whose sockets are readable until `until` (ms); every
+ * client at least every 100 ms (ENet's pings, resends and timeouts). */
+static void cap_pump(int ep, steerd_client **cl, uint32_t n, uint64_t until) {
+  struct epoll_event evs[256];
+  uint64_t sweep = steerd_proc_now_ms() + 100;
+  for (uint64_t now = steerd_proc_now_ms(); now < until; now = steerd_proc_now_ms()) {
+    uint64_t next = sweep < until ? sweep : until;
+    int k = epoll_wait(ep, evs, 256, next > now ? (int)(next - now) : 0);
+    for (int i = 0; i < k; i++)
+      steerd_client_service(cl[evs[i].data.u32], 0);
+    if (steerd_proc_now_ms() >= sweep) {
+      for (uint32_t i = 0; i < n; i++)
+        steerd_client_service(cl[i], 0);
+      sweep = steerd_proc_now_ms() + 100;
+    }
+  }
+}
+
+/* The counters of the window: taken away at its start, added at its end. */
+static void cap_stats(steerd_client *c, cap_client *r, int end) {
+  steerd_client_stats st;
+  memset(&st, 0, sizeof st);
+  steerd_client_get_stats(c, &st);
+  if (end) {
+    r->frames += st.frames_complete, r->bytes += st.snapshot_bytes;
+    r->incomplete += st.frames_incomplete, r->no_base += st.delta_no_base;
+  } else {
+    r->frames -= st.frames_complete, r->bytes -= st.snapshot_bytes;
+    r->incomplete -= st.frames_incomplete, r->no_base -= st.delta_no_base;
+  }
+}
+
+/* A worker: n clients (seeded views), connect, ready report, then the window
+ * times from the parent, the results, and a last byte before disconnecting. */
+static void cap_worker_run(const cap_worker *w, uint16_t port, float side, float radius) {
+  steerd_client **cl = calloc(w->n, sizeof *cl);
+  cap_client *res = calloc(w->n, sizeof *res);
+  int ep = epoll_create1(0);
+  uint64_t s = 777 + w->first;
+  for (uint32_t i = 0; i < w->n; i++) {
+    cl[i] = make_client("load", 1, 512, NULL);
+    if (!cl[i] || steerd_client_connect_start(cl[i], "127.0.0.1", port) != 0)
+      continue;
+  }
+  uint64_t end = steerd_proc_now_ms() + 15000;
+  for (uint32_t ok = 0; ok < w->n && steerd_proc_now_ms() < end;) {
+    ok = 0;
+    for (uint32_t i = 0; i < w->n; i++) {
+      steerd_client_service(cl[i], 0);
+      ok += steerd_client_get_state(cl[i]) == STEERD_CLIENT_WELCOMED;
+    }
+    steerd_proc_sleep_ms(1);
+  }
+  for (uint32_t i = 0; i < w->n; i++) {
+    res[i].welcomed = steerd_client_get_state(cl[i]) == STEERD_CLIENT_WELCOMED;
+    int fd = steerd_client_fd(cl[i]);
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    if (fd >= 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+      res[i].port = ntohs(a.sin_port);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = i};
+    if (fd >= 0)
+      epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    proto_command cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = PROTO_MSG_VIEW;
+    cmd.view.kind = PROTO_VIEW_CENTRE;
+    float half = side / 2 - radius;
+    cmd.view.centre = v2((float)(rnd01(&s) * 2 - 1) * half, (float)(rnd01(&s) * 2 - 1) * half);
+    cmd.view.radius = radius;
+    if (res[i].welcomed)
+      steerd_client_send(cl[i], &cmd, NULL);
+  }
+  uint64_t times[2] = {0, 0};
+  if (write_all(w->from, res, w->n * sizeof *res) != 0)
+    _exit(1);
+  /* Keep the clients serviced while the others connect. */
+  for (;;) {
+    struct pollfd pf = {.fd = w->to, .events = POLLIN};
+    if (poll(&pf, 1, 0) > 0)
+      break;
+    cap_pump(ep, cl, w->n, steerd_proc_now_ms() + 20);
+  }
+  if (read_all(w->to, times, sizeof times) != 0)
+    _exit(1);
+  cap_pump(ep, cl, w->n, times[0]);
+  for (uint32_t i = 0; i < w->n; i++)
+    cap_stats(cl[i], &res[i], 0);
+  cap_pump(ep, cl, w->n, times[1]);
+  for (uint32_t i = 0; i < w->n; i++)
+    cap_stats(cl[i], &res[i], 1);
+  char bye;
+  if (write_all(w->from, res, w->n * sizeof *res) != 0 || read_all(w->to, &bye, 1) != 0)
+    _exit(1);
+  for (uint32_t i = 0; i < w->n; i++)
+    steerd_client_destroy(cl[i]);
+  _exit(0);
+}
+
+/* utime and stime of a process, in clock ticks. */
+static int proc_ticks(pid_t pid, unsigned long *ut, unsigned long *st) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *rest = strrchr(buf, ')');
+  return rest && sscanf(rest + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", ut, st) == 2 ? 0
+                                                                                                      : -1;
+}
+
+/* UDP receive-buffer drops (RcvbufErrors in /proc/net/snmp), system-wide. */
+static uint64_t udp_rcvbuf_errors(void) {
+  FILE *f = fopen("/proc/net/snmp", "r");
+  char head[1024], line[1024];
+  uint64_t v = 0;
+  if (!f)
+    return 0;
+  while (fgets(head, sizeof head, f) && fgets(line, sizeof line, f)) {
+    if (strncmp(head, "Udp:", 4) != 0)
+      continue;
+    char *hs, *ls, *h = strtok_r(head, " \n", &hs), *l = strtok_r(line, " \n", &ls);
+    for (; h && l; h = strtok_r(NULL, " \n", &hs), l = strtok_r(NULL, " \n", &ls))
+      if (!strcmp(h, "RcvbufErrors"))
+        v = strtoull(l, NULL, 10);
+    break;
+  }
+  fclose(f);
+  return v;
+}
+
+/* Per-socket drops of 127.0.0.1 sockets (/proc/net/udp: the last field), by port. */
+static void udp_socket_drops(uint64_t *by_port) {
+  FILE *f = fopen("/proc/net/udp", "r");
+  char line[512];
+  memset(by_port, 0, 65536 * sizeof *by_port);
+  if (!f)
+    return;
+  while (fgets(line, sizeof line, f)) {
+    unsigned addr, port;
+    if (sscanf(line, " %*u: %8x:%4x", &addr, &port) != 2 || addr != 0x0100007Fu)
+      continue;
+    size_t len = strlen(line);
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == ' '))
+      line[--len] = '\0';
+    const char *last = strrchr(line, ' ');
+    if (last)
+      by_port[port] += strtoull(last + 1, NULL, 10);
+  }
+  fclose(f);
+}
+
+static double pct(double *v, uint32_t n, double p) {
+  if (n == 0)
+    return 0;
+  qsort(v, n, sizeof *v, cmp_double);
+  uint32_t i = (uint32_t)(p * (double)(n - 1) + 0.5);
+  return v[i];
+}
+
+/* The server on the last CPU, the client workers on the others (so the server
+ * has a core of its own); 0 when the machine has a single CPU. */
+static int pin(pid_t pid, int server) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 2)
+    return 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (long c = 0; c < n; c++)
+    if (server < 0 || (c == n - 1) == (server == 1))
+      CPU_SET((int)c, &set);
+  return sched_setaffinity(pid, sizeof set, &set) == 0;
+}
+
+static double load1(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  double l = -1;
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1)
+      l = -1;
+    fclose(f);
+  }
+  return l;
+}
+
+static void capacity(const steerd_proc *srv, uint32_t clients, uint32_t workers, int pinned, float side,
+                     float radius, uint32_t seconds) {
+  long tck = sysconf(_SC_CLK_TCK);
+  /* The server alone (the bench sleeps). */
+  unsigned long iu0, is0, iu1, is1;
+  steerd_proc_sleep_ms(1000);
+  uint64_t i0 = steerd_proc_now_ms();
+  proc_ticks(srv->pid, &iu0, &is0);
+  steerd_proc_sleep_ms(seconds * 1000u);
+  proc_ticks(srv->pid, &iu1, &is1);
+  double idle =
+      (double)(iu1 + is1 - iu0 - is0) / (double)tck / ((double)(steerd_proc_now_ms() - i0) / 1000.0);
+  if (workers < 1)
+    workers = 1;
+  if (workers > clients)
+    workers = clients;
+  cap_worker *w = calloc(workers, sizeof *w);
+  pinned = pinned && pin(srv->pid, 1);
+  fflush(stdout);
+  for (uint32_t k = 0; k < workers; k++) {
+    int to[2], from[2];
+    if (pipe(to) != 0 || pipe(from) != 0) {
+      perror("bench_netcode: pipe");
+      return;
+    }
+    w[k].first = (uint32_t)((uint64_t)clients * k / workers);
+    w[k].n = (uint32_t)((uint64_t)clients * (k + 1) / workers) - w[k].first;
+    w[k].cl = calloc(w[k].n, sizeof *w[k].cl);
+    w[k].pid = fork();
+    if (w[k].pid < 0) {
+      perror("bench_netcode: fork");
+      return;
+    }
+    if (w[k].pid == 0) {
+      if (pinned)
+        pin(0, 0);
+      close(to[1]);
+      close(from[0]);
+      for (uint32_t j = 0; j < k; j++)
+        close(w[j].to), close(w[j].from);
+      w[k].to = to[0];
+      w[k].from = from[1];
+      cap_worker_run(&w[k], srv->port, side, radius);
+    }
+    close(to[0]);
+    close(from[1]);
+    w[k].to = to[1];
+    w[k].from = from[0];
+  }
+  uint32_t welcomed = 0;
+  for (uint32_t k = 0; k < workers; k++) {
+    if (read_all(w[k].from, w[k].cl, w[k].n * sizeof *w[k].cl) != 0) {
+      fprintf(stderr, "bench_netcode: worker %u failed\n", k);
+      return;
+    }
+    for (uint32_t i = 0; i < w[k].n; i++)
+      welcomed += w[k].cl[i].welcomed;
+  }
+  /* Settle 3 s (every client learns its agents), then the window. */
+  uint64_t times[2];
+  times[0] = steerd_proc_now_ms() + 3000;
+  times[1] = times[0] + (uint64_t)seconds * 1000u;
+  for (uint32_t k = 0; k < workers; k++)
+    write_all(w[k].to, times, sizeof times);
+  uint64_t *d0 = calloc(65536, sizeof *d0), *d1 = calloc(65536, sizeof *d1);
+  double load_start = load1();
+  while (steerd_proc_now_ms() < times[0])
+    steerd_proc_sleep_ms(1);
+  unsigned long u0, s0, u1, s1, wt0 = 0, wt1 = 0;
+  for (uint32_t k = 0; k < workers; k++) {
+    unsigned long a = 0, b = 0;
+    proc_ticks(w[k].pid, &a, &b);
+    wt0 += a + b;
+  }
+  proc_ticks(srv->pid, &u0, &s0);
+  uint64_t rb0 = udp_rcvbuf_errors();
+  udp_socket_drops(d0);
+  uint64_t m0 = steerd_proc_now_ms();
+  while (steerd_proc_now_ms() < times[1])
+    steerd_proc_sleep_ms(1);
+  proc_ticks(srv->pid, &u1, &s1);
+  for (uint32_t k = 0; k < workers; k++) {
+    unsigned long a = 0, b = 0;
+    proc_ticks(w[k].pid, &a, &b);
+    wt1 += a + b;
+  }
+  double secs = (double)(steerd_proc_now_ms() - m0) / 1000.0;
+  uint64_t rb1 = udp_rcvbuf_errors();
+  udp_socket_drops(d1);
+  double load_end = load1();
+  double *fps = calloc(clients, sizeof *fps), *kbps = calloc(clients, sizeof *kbps);
+  uint64_t client_drops = 0, incomplete = 0, no_base = 0;
+  uint32_t m = 0;
+  for (uint32_t k = 0; k < workers; k++) {
+    if (read_all(w[k].from, w[k].cl, w[k].n * sizeof *w[k].cl) != 0) {
+      fprintf(stderr, "bench_netcode: worker %u failed\n", k);
+      return;
+    }
+    for (uint32_t i = 0; i < w[k].n; i++) {
+      const cap_client *r = &w[k].cl[i];
+      /* Unconnected clients count as 0 frames/s. */
+      fps[m] = (double)r->frames / secs;
+      kbps[m++] = (double)r->bytes * 8 / secs / 1000;
+      client_drops += d1[r->port] - d0[r->port];
+      incomplete += r->incomplete;
+      no_base += r->no_base;
+    }
+  }
+  char bye = 0;
+  for (uint32_t k = 0; k < workers; k++) {
+    write_all(w[k].to, &bye, 1);
+    waitpid(w[k].pid, NULL, 0);
+    close(w[k].to);
+    close(w[k].from);
+    free(w[k].cl);
+  }
+  if (pinned)
+    pin(srv->pid, -1);
+  double user = (double)(u1 - u0) / (double)tck / secs, sys = (double)(s1 - s0) / (double)tck / secs;
+  double frames = 0; /* client-frames per second */
+  for (uint32_t i = 0; i < m; i++)
+    frames += fps[i];
+  double per = frames > 0 ? (user + sys - idle) / frames : 0; /* CPU s per client-frame */
+  printf("\ncapacity: %u clients (%u connected) in %u worker processes%s, each viewing a %.1f m circle (~100 "
+         "agents), %.1f s window; the clients used %.1f%% of a core; load average %.2f -> %.2f\n",
+         clients, welcomed, workers, pinned ? " (pinned: server on the last CPU, clients on the others)" : "",
+         radius, secs, (double)(wt1 - wt0) / (double)tck / secs * 100, load_start, load_end);
+  printf(
+      "| clients | server CPU %% of a core (user + sys) | idle world %% | us per client-frame | frames/s per "
+      "client: median | p5 | mean | kbit/s per client (median) | frames incomplete / no baseline | UDP "
+      "drops: server socket | client sockets | RcvbufErrors (system) |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  printf("| %u | %.1f (%.1f + %.1f) | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %llu / %llu | %llu | %llu | "
+         "%llu |\n",
+         clients, (user + sys) * 100, user * 100, sys * 100, idle * 100, per * 1e6, pct(fps, m, 0.5),
+         pct(fps, m, 0.05), m ? frames / m : 0, pct(kbps, m, 0.5), (unsigned long long)incomplete,
+         (unsigned long long)no_base, (unsigned long long)(d1[srv->port] - d0[srv->port]),
+         (unsigned long long)client_drops, (unsigned long long)(rb1 - rb0));
+  if (per > 0)
+    printf("at %.1f us per client-frame, one core would rebuild 20 frames/s for about %.0f such clients\n",
+           per * 1e6, (1.0 - idle) / (per * SNAPSHOT_RATE));
+  fflush(stdout);
+  free(fps);
+  free(kbps);
+  free(d0);
+  free(d1);
+  free(w);
+}
+
 int main(int argc, char **argv) {
   const char *binary = STEERD_BINARY, *impair = STEERD_IMPAIR, *only = "";
-  uint32_t agents = 1000, seconds = 10, latency = 0, jitter = 0, cpu_clients = 20, clients = 1000;
+  uint32_t agents = 1000, seconds = 10, latency = 0, jitter = 0, cpu_clients = 20, clients = 1000,
+           workers = 2;
+  int pinned = 1;
   double loss = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--binary"))
@@ -372,6 +770,10 @@ int main(int argc, char **argv) {
       cpu_clients = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--clients"))
       clients = (uint32_t)atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--pin"))
+      pinned = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--workers"))
+      workers = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--only"))
       only = argv[i + 1];
   }
@@ -414,19 +816,8 @@ int main(int argc, char **argv) {
         (cpu - base) / ((double)cpu_clients * seconds * SNAPSHOT_RATE) * 1e6,
         (double)frames / cpu_clients / seconds);
   }
-  if (!*only || !strcmp(only, "capacity")) {
-    uint64_t frames;
-    double base = run_clients(&srv, srv.port, 0, side, 0, seconds, &frames, 16);
-    double cpu = run_clients(&srv, srv.port, clients, side, radius_100, seconds, &frames, 512);
-    double per = (cpu - base) / ((double)clients * seconds * SNAPSHOT_RATE);
-    printf("\ncapacity: %u clients, each viewing a %.1f m circle (~100 agents): server CPU %.1f%% of a core "
-           "(idle "
-           "world %.1f%%), %.1f us per client per snapshot, %.1f frames/s per client; one core would serve "
-           "about "
-           "%.0f such clients\n",
-           clients, radius_100, cpu / seconds * 100, base / seconds * 100, per * 1e6,
-           (double)frames / clients / seconds, (1.0 - base / seconds) / (per * SNAPSHOT_RATE));
-  }
+  if (!*only || !strcmp(only, "capacity"))
+    capacity(&srv, clients, workers, pinned, side, radius_100, seconds);
   steerd_proc_stop(&srv, 3000);
   return 0;
 }

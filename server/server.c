@@ -21,6 +21,7 @@
 #define SHUTDOWN_GRACE_NS 500000000ull /* clients get this long to hear the disconnect */
 #define STATS_INTERVAL_NS 60000000000ull
 #define SPARE_PEERS       4
+#define SOCKET_BUFFER     (4 * 1024 * 1024) /* SO_RCVBUF/SO_SNDBUF asked for; the kernel caps them (rmem_max) */
 
 /* An identity that owns agents: a token's name (it outlives its connections, so
  * a client that reconnects owns its agents again), or one anonymous connection.
@@ -1043,6 +1044,12 @@ static void on_connect(steerd_server *s, ENetEvent *ev) {
   snprintf(c->addr, sizeof(c->addr), "%s:%u", host, peer->address.port);
   peer->data = c;
   enet_peer_timeout(peer, 0, s->cfg.client_timeout_ms, s->cfg.client_timeout_ms);
+  /* No ENet packet throttle (deceleration 0; the peer is told too): it drops
+   * unreliable packets, snapshots and deltas, when the round trip grows, which
+   * here means the server was busy rather than the link congested; the delta
+   * byte budget bounds what a client gets. */
+  enet_peer_throttle_configure(peer, ENET_PEER_PACKET_THROTTLE_INTERVAL,
+                               ENET_PEER_PACKET_THROTTLE_ACCELERATION, 0);
   s->stats.clients++;
   LOG_INFO("client %u connected from %s", c->id, c->addr);
 }
@@ -1244,6 +1251,13 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     steerd_server_destroy(s);
     return NULL;
   }
+  /* ENet asks for 256 KB each way. At 1 000 delta clients ~40 000 datagrams a
+   * second arrive (SNAPSHOT_ACKs, ENet acknowledgements) and none is read
+   * while a snapshot is encoded (~50 ms): 256 KB overflowed, and the lost acks
+   * became resends and stale baselines. A snapshot's burst out (a packet or
+   * two per client) fits the send buffer as well. */
+  enet_socket_set_option(s->host->socket, ENET_SOCKOPT_RCVBUF, SOCKET_BUFFER);
+  enet_socket_set_option(s->host->socket, ENET_SOCKOPT_SNDBUF, SOCKET_BUFFER);
   ENetAddress bound;
   if (enet_socket_get_address(s->host->socket, &bound) == 0)
     s->host->address.port = bound.port;
