@@ -410,6 +410,16 @@ int steerd_netcode_set_view(steerd_netcode *nc, uint32_t slot, const proto_view 
   return STEERD_NETCODE_OK;
 }
 
+int steerd_netcode_sees(const steerd_netcode *nc, uint32_t slot, vec2 pos) {
+  if (slot >= nc->cfg.max_clients || !nc->clients[slot].active)
+    return 1;
+  const nc_client *c = &nc->clients[slot];
+  if (c->view.kind == PROTO_VIEW_ALL)
+    return 1;
+  float dx = pos.x - c->centre.x, dy = pos.y - c->centre.y;
+  return dx * dx + dy * dy < c->view.radius * c->view.radius;
+}
+
 /* The ack's merge list as frame f's mask: frames in flight between its baseline and it. */
 static uint32_t merged_mask(nc_client *c, const nc_frame *f, const proto_snapshot_ack *a) {
   uint32_t mask = 0;

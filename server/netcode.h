@@ -126,6 +126,11 @@ int steerd_netcode_client_active(const steerd_netcode *nc, uint32_t slot);
  * stays where it last was. */
 int steerd_netcode_set_view(steerd_netcode *nc, uint32_t slot, const proto_view *view, const steer_world *w);
 
+/* Whether slot's view takes in a point (a VIEW of everything, or within the
+ * circle as of the last snapshot); 1 for a slot without delta snapshots. For
+ * EVENTs (PROTOCOL.md 7.4). */
+int steerd_netcode_sees(const steerd_netcode *nc, uint32_t slot, vec2 pos);
+
 /* SNAPSHOT_ACK: the client holds the complete frame of a->tick, having merged
  * the frames a lists. The first ack tells whether the client merges (its acks
  * carry lists). Acks of unknown frames are ignored; of a frame acknowledged

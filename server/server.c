@@ -111,21 +111,6 @@ static void send_reliable(steerd_server *s, client *c, size_t len) {
     send_bytes(c->peer, PROTO_CHANNEL_RELIABLE, s->out, len, ENET_PACKET_FLAG_RELIABLE);
 }
 
-/* One packet, shared by every welcomed client (ENet reference-counts it). */
-static void broadcast(steerd_server *s, uint8_t channel, const uint8_t *data, size_t len, uint32_t flags) {
-  ENetPacket *p = NULL;
-  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
-    client *c = &s->clients[i];
-    if (!c->peer || !c->welcomed)
-      continue;
-    if (!p && !(p = enet_packet_create(data, len, flags)))
-      return;
-    enet_peer_send(c->peer, channel, p);
-  }
-  if (p && p->referenceCount == 0)
-    enet_packet_destroy(p);
-}
-
 /* One SNAPSHOT part, shared by the welcomed clients that take full snapshots. */
 static uint32_t broadcast_full(steerd_server *s, const uint8_t *data, size_t len) {
   ENetPacket *p = NULL;
@@ -157,15 +142,39 @@ static void send_ack(steerd_server *s, client *c, const proto_ack *ack) {
   send_reliable(s, c, proto_encode_ack(s->out, sizeof(s->out), ack));
 }
 
-static void broadcast_event(steerd_server *s, uint8_t code, steer_id agent, uint32_t data) {
+/* An EVENT about an agent at pos owned by owner, to the clients it concerns
+ * (PROTOCOL.md 7.4): every client, except that a delta client with a VIEW
+ * circle gets it only when pos is in its view or the agent is its own. One
+ * packet, shared (ENet reference-counts it). */
+static void send_event(steerd_server *s, const proto_event *e, vec2 pos, uint32_t owner) {
+  size_t n = proto_encode_event(s->out, sizeof(s->out), e);
+  if (n == 0)
+    return;
+  ENetPacket *p = NULL;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    if (!c->peer || !c->welcomed)
+      continue;
+    if (c->delta && !(owner != 0 && c->owner && c->owner->id == owner) &&
+        !steerd_netcode_sees(s->netcode, i, pos))
+      continue;
+    if (!p && !(p = enet_packet_create(s->out, n, ENET_PACKET_FLAG_RELIABLE)))
+      return;
+    enet_peer_send(c->peer, PROTO_CHANNEL_RELIABLE, p);
+  }
+  if (p && p->referenceCount == 0)
+    enet_packet_destroy(p);
+}
+
+/* SPAWNED or DESPAWNED, from a command: the agent was at pos. */
+static void agent_event(steerd_server *s, uint8_t code, steer_id agent, uint32_t data, vec2 pos,
+                        uint32_t owner) {
   proto_event e;
   e.tick = steer_world_tick(s->world);
   e.code = code;
   e.agent = agent;
   e.data = data;
-  size_t n = proto_encode_event(s->out, sizeof(s->out), &e);
-  if (n > 0)
-    broadcast(s, PROTO_CHANNEL_RELIABLE, s->out, n, ENET_PACKET_FLAG_RELIABLE);
+  send_event(s, &e, pos, owner);
 }
 
 /* ---- owners ----------------------------------------------------------------- */
@@ -246,9 +255,12 @@ static void despawn_orphans(steerd_server *s, uint64_t now) {
     for (uint32_t k = 0; k < view.count; k++)
       if (view.owner[k] == o->id)
         s->scratch_ids[n++] = view.id[k];
-    for (uint32_t k = 0; k < n; k++)
-      if (steer_world_despawn(s->world, s->scratch_ids[k]) == STEER_OK)
-        broadcast_event(s, PROTO_EVENT_DESPAWNED, s->scratch_ids[k], 0);
+    for (uint32_t k = 0; k < n; k++) {
+      steer_agent_info info;
+      if (steer_world_get(s->world, s->scratch_ids[k], &info) == STEER_OK &&
+          steer_world_despawn(s->world, s->scratch_ids[k]) == STEER_OK)
+        agent_event(s, PROTO_EVENT_DESPAWNED, s->scratch_ids[k], 0, info.state.position, o->id);
+    }
     LOG_INFO("owner %u (%s) did not come back within %u s: despawned its %u agents", o->id, o->name,
              s->cfg.orphan_grace_s, n);
     o->agents = 0;
@@ -474,7 +486,9 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
   c->owner->agents++;
   ack->agent = id;
   send_ack(s, c, ack);
-  broadcast_event(s, PROTO_EVENT_SPAWNED, id, c->owner->id);
+  steer_agent_info info;
+  vec2 pos = steer_world_get(s->world, id, &info) == STEER_OK ? info.state.position : v2(0.0f, 0.0f);
+  agent_event(s, PROTO_EVENT_SPAWNED, id, c->owner->id, pos, c->owner->id);
 }
 
 static void cmd_set_path(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
@@ -631,7 +645,7 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
       break;
     owner_agent_gone(s, info.owner, c);
     send_ack(s, c, &ack);
-    broadcast_event(s, PROTO_EVENT_DESPAWNED, cmd->despawn.agent, 0);
+    agent_event(s, PROTO_EVENT_DESPAWNED, cmd->despawn.agent, 0, info.state.position, info.owner);
     return;
   }
   case PROTO_MSG_SET_BEHAVIOUR: {
@@ -736,9 +750,9 @@ static void run_tick(steerd_server *s) {
   const steer_event *ev = steer_world_events(s->world, &n);
   for (uint32_t i = 0; i < n; i++) {
     proto_event e = proto_event_from_steer(&ev[i]);
-    size_t len = proto_encode_event(s->out, sizeof(s->out), &e);
-    if (len > 0)
-      broadcast(s, PROTO_CHANNEL_RELIABLE, s->out, len, ENET_PACKET_FLAG_RELIABLE);
+    steer_agent_info info;
+    if (steer_world_get(s->world, ev[i].agent, &info) == STEER_OK)
+      send_event(s, &e, info.state.position, info.owner);
   }
   if (s->demo_on)
     steerd_demo_update(&s->demo, s->world, ev, n);

@@ -7,8 +7,9 @@
  * snapshot's own rounding). The delta client's SNAPSHOT_ACKs on channel 1 are
  * never answered. VIEW narrows what the delta client sees and widens it again;
  * following a missing agent is NO_SUCH_AGENT; a despawned agent leaves its
- * frames. The steerd-client CLI, run as a child process with --delta (and
- * STEERD_DELTA=1), prints rebuilt frames of its --view. */
+ * frames. EVENTs reach a delta client with a VIEW circle only for the agents
+ * in it and its own. The steerd-client CLI, run as a child process with
+ * --delta (and STEERD_DELTA=1), prints rebuilt frames of its --view. */
 #include <check.h>
 #include <fcntl.h>
 #include <math.h>
@@ -226,6 +227,120 @@ START_TEST(test_delta_matches_full) {
 }
 END_TEST
 
+/* ---- events follow the view ------------------------------------------------- */
+
+#define MAX_EVENTS 64
+
+typedef struct event_log {
+  steerd_client *client;
+  proto_event ev[MAX_EVENTS];
+  uint32_t n;
+} event_log;
+
+static void log_event(void *user, const proto_event *e) {
+  event_log *l = user;
+  if (l->n < MAX_EVENTS)
+    l->ev[l->n++] = *e;
+}
+
+static void connect_log(event_log *l, uint16_t port, int delta) {
+  memset(l, 0, sizeof *l);
+  steerd_client_config cfg = steerd_client_default_config();
+  cfg.name = delta ? "watcher" : "other";
+  cfg.snapshots = delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
+  cfg.callbacks.on_event = log_event;
+  cfg.user = l;
+  l->client = steerd_client_create(&cfg);
+  ck_assert_ptr_nonnull(l->client);
+  ck_assert_int_eq(steerd_client_connect(l->client, "127.0.0.1", port), 0);
+}
+
+static int has_event(const event_log *l, uint8_t code, steer_id agent) {
+  for (uint32_t i = 0; i < l->n; i++)
+    if (l->ev[i].code == code && l->ev[i].agent == agent)
+      return 1;
+  return 0;
+}
+
+/* An agent at (x, y) arriving at a point 2 m east; returns its id. */
+static steer_id spawn_arriving(steerd_client *c, float x, float y) {
+  proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_SPAWN;
+  cmd.spawn.model = STEER_MODEL_DYNAMIC;
+  cmd.spawn.position = v2(x, y);
+  cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+  cmd.spawn.behaviour.kind = STEER_BEHAVIOUR_ARRIVE;
+  cmd.spawn.behaviour.present = PROTO_BHV_TARGET;
+  cmd.spawn.behaviour.target = v2(x + 2.0f, y);
+  proto_server_msg reply;
+  ck_assert_int_eq(steerd_client_command_wait(c, &cmd, 2000, &reply), 0);
+  return reply.ack.agent;
+}
+
+static void despawn(steerd_client *c, steer_id id) {
+  proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_DESPAWN;
+  cmd.despawn.agent = id;
+  proto_server_msg reply;
+  ck_assert_int_eq(steerd_client_command_wait(c, &cmd, 2000, &reply), 0);
+}
+
+static void pump_logs(event_log *a, event_log *b, uint32_t ms) {
+  uint64_t end = steerd_proc_now_ms() + ms;
+  while (steerd_proc_now_ms() < end) {
+    ck_assert_int_ge(steerd_client_service(a->client, 2), 0);
+    ck_assert_int_ge(steerd_client_service(b->client, 2), 0);
+  }
+}
+
+/* A delta client with a VIEW circle hears of the agents in it and of its own
+ * only; a full-snapshot client hears of every agent. */
+START_TEST(test_events_follow_view) {
+  steerd_proc s;
+  const char *args[] = {"--no-demo", NULL};
+  ck_assert_int_eq(steerd_proc_start(&s, STEERD_BINARY, args, 5000), 0);
+  static event_log watcher, other;
+  connect_log(&watcher, s.port, 1);
+  connect_log(&other, s.port, 0);
+  proto_server_msg reply;
+  proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_VIEW;
+  cmd.view.kind = PROTO_VIEW_CENTRE;
+  cmd.view.centre = v2(50.0f, 50.0f);
+  cmd.view.radius = 10.0f;
+  ck_assert_int_eq(steerd_client_command_wait(watcher.client, &cmd, 2000, &reply), 0);
+  pump_logs(&watcher, &other, 200); /* a snapshot: the view is in place */
+
+  steer_id far = spawn_arriving(other.client, -50.0f, -50.0f);   /* another's, out of view */
+  steer_id near = spawn_arriving(other.client, 50.0f, 50.0f);    /* another's, in view */
+  steer_id mine = spawn_arriving(watcher.client, -50.0f, 50.0f); /* its own, out of view */
+  pump_logs(&watcher, &other, 4000);                             /* all three arrive */
+  despawn(other.client, near);
+  despawn(other.client, far);
+  pump_logs(&watcher, &other, 300);
+
+  const steer_id agents[3] = {far, near, mine};
+  for (int i = 0; i < 3; i++) {
+    ck_assert_msg(has_event(&other, PROTO_EVENT_SPAWNED, agents[i]), "full client: SPAWNED %u", agents[i]);
+    ck_assert_msg(has_event(&other, PROTO_EVENT_ARRIVED, agents[i]), "full client: ARRIVED %u", agents[i]);
+  }
+  ck_assert(has_event(&other, PROTO_EVENT_DESPAWNED, near) && has_event(&other, PROTO_EVENT_DESPAWNED, far));
+  ck_assert(has_event(&watcher, PROTO_EVENT_SPAWNED, near) && has_event(&watcher, PROTO_EVENT_ARRIVED, near));
+  ck_assert(has_event(&watcher, PROTO_EVENT_DESPAWNED, near));
+  ck_assert(has_event(&watcher, PROTO_EVENT_SPAWNED, mine) && has_event(&watcher, PROTO_EVENT_ARRIVED, mine));
+  ck_assert(!has_event(&watcher, PROTO_EVENT_SPAWNED, far) && !has_event(&watcher, PROTO_EVENT_ARRIVED, far));
+  ck_assert(!has_event(&watcher, PROTO_EVENT_DESPAWNED, far));
+  ck_assert_uint_eq(watcher.n, 5);
+
+  steerd_client_destroy(watcher.client);
+  steerd_client_destroy(other.client);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
 /* ---- steerd-client --delta ------------------------------------------------- */
 
 extern char **environ;
@@ -396,6 +511,7 @@ static Suite *server_delta_suite(void) {
   TCase *tc = tcase_create("e2e");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_delta_matches_full);
+  tcase_add_test(tc, test_events_follow_view);
   suite_add_tcase(s, tc);
   TCase *cli = tcase_create("cli");
   tcase_set_timeout(cli, 30);
