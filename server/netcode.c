@@ -29,14 +29,12 @@
  * agent a frame in flight removed). Each is an "op" of the frame that wrote it
  * first (seq), copied into later frames while it is the agent's newest op. */
 typedef struct nc_rec {
-  steer_id id;
-  int32_t x, y, vx, vy, omega;
-  int16_t theta;
-  uint16_t flags;   /* REC_TOMB */
-  uint32_t seq;     /* client frame number of the op */
-  uint64_t time_us; /* the op's server time */
-  uint64_t orig;    /* pool position where frame seq wrote it */
-  uint64_t prev;    /* of an original: the original of the in-flight op it superseded, or NO_POS */
+  proto_record r; /* time_us: the op's server time; all 0 in a tombstone but id */
+  uint32_t seq;   /* client frame number of the op */
+  uint16_t flags; /* REC_TOMB */
+  uint16_t unused;
+  uint64_t orig; /* pool position where frame seq wrote it */
+  uint64_t prev; /* of an original: the original of the in-flight op it superseded, or NO_POS */
 } nc_rec;
 
 typedef struct nc_frame {
@@ -66,11 +64,6 @@ typedef struct nc_client {
   double tokens;    /* bytes the rate allows now (rate_bytes; at most budget_bytes) */
   uint64_t rate_time_us; /* when tokens was last topped up */
 } nc_client;
-
-typedef struct nc_order {
-  float score;
-  uint32_t cand;
-} nc_order;
 
 /* An agent that needs sending. */
 typedef struct nc_cand {
@@ -103,6 +96,12 @@ struct steerd_netcode {
   steer_world_view view;
   uint32_t *slot_dense, *slot_stamp;
   uint32_t snap_epoch;
+  /* The agents' records at the snapshot's time, made once for all clients. */
+  proto_record *now_rec; /* by dense index */
+  uint32_t *now_stamp;   /* == now_epoch: now_rec is made */
+  uint32_t now_epoch;
+  int now_dirty; /* begin() ran since now_epoch changed */
+  uint64_t now_time_us;
 
   /* Per encode scratch. */
   nc_index base_ix, prev_ix; /* the baseline's records; the previous frame's ops in flight */
@@ -113,9 +112,10 @@ struct steerd_netcode {
   uint32_t *in_view; /* dense indices */
   steer_id *qids;
   nc_cand *cands;
-  nc_order *order;        /* candidates by priority when sorted */
-  proto_record *last;     /* steerd_netcode_last_frame's copy */
-  proto_delta_entry *sel; /* chosen changes, by id */
+  uint64_t *order;           /* candidates by priority when sorted: order_key() */
+  uint64_t *keys, *keys_tmp; /* sort_keys() scratch */
+  proto_record *last;        /* steerd_netcode_last_frame's copy */
+  proto_delta_entry *sel;    /* chosen changes, by id */
   steer_id *removed;
   nc_rec *recs; /* the new frame, or a frame being resolved */
   uint32_t recs_cap;
@@ -134,15 +134,8 @@ struct steerd_netcode {
 static nc_rec rec_from_proto(const proto_record *r, uint32_t seq) {
   nc_rec n;
   memset(&n, 0, sizeof n);
-  n.id = r->id;
-  n.x = r->x;
-  n.y = r->y;
-  n.vx = r->vx;
-  n.vy = r->vy;
-  n.omega = r->omega;
-  n.theta = r->theta;
+  n.r = *r;
   n.seq = seq;
-  n.time_us = r->time_us;
   n.prev = NO_POS;
   return n;
 }
@@ -150,25 +143,11 @@ static nc_rec rec_from_proto(const proto_record *r, uint32_t seq) {
 static nc_rec tombstone(steer_id id, uint32_t seq, uint64_t prev) {
   nc_rec n;
   memset(&n, 0, sizeof n);
-  n.id = id;
+  n.r.id = id;
   n.flags = REC_TOMB;
   n.seq = seq;
   n.prev = prev;
   return n;
-}
-
-static proto_record rec_to_proto(const nc_rec *n) {
-  proto_record r;
-  memset(&r, 0, sizeof r);
-  r.id = n->id;
-  r.x = n->x;
-  r.y = n->y;
-  r.vx = n->vx;
-  r.vy = n->vy;
-  r.omega = n->omega;
-  r.theta = n->theta;
-  r.time_us = n->time_us;
-  return r;
 }
 
 static nc_rec *pool_at(const steerd_netcode *nc, uint64_t pos) { return &nc->pool[pos % nc->pool_cap]; }
@@ -227,7 +206,7 @@ static uint32_t index_frame(steerd_netcode *nc, nc_index *ix, const nc_frame *f,
   uint32_t n = 0;
   for (uint32_t i = 0; f && i < f->count; i++) {
     const nc_rec *r = pool_at(nc, f->first + i);
-    uint32_t s = r->id & STEER_ID_INDEX_MASK;
+    uint32_t s = r->r.id & STEER_ID_INDEX_MASK;
     if (!index_wants(ix, r) || s >= nc->cfg.max_agents)
       continue;
     if (ix->stamp[s] == ix->epoch)
@@ -244,11 +223,11 @@ static uint32_t index_find(const steerd_netcode *nc, const nc_index *ix, const n
   uint32_t s = id & STEER_ID_INDEX_MASK;
   if (!f || s >= nc->cfg.max_agents || ix->stamp[s] != ix->epoch)
     return NO_INDEX;
-  if (pool_at(nc, f->first + ix->idx[s])->id == id)
+  if (pool_at(nc, f->first + ix->idx[s])->r.id == id)
     return ix->idx[s];
   for (uint32_t i = 0; ix->coll[s] == ix->epoch && i < f->count; i++) {
     const nc_rec *r = pool_at(nc, f->first + i);
-    if (r->id == id && index_wants(ix, r))
+    if (r->r.id == id && index_wants(ix, r))
       return i;
   }
   return NO_INDEX;
@@ -278,6 +257,8 @@ void steerd_netcode_destroy(steerd_netcode *nc) {
   free(nc->pool);
   free(nc->slot_dense);
   free(nc->slot_stamp);
+  free(nc->now_rec);
+  free(nc->now_stamp);
   free(nc->base_ix.stamp);
   free(nc->base_ix.idx);
   free(nc->base_ix.coll);
@@ -291,6 +272,8 @@ void steerd_netcode_destroy(steerd_netcode *nc) {
   free(nc->qids);
   free(nc->cands);
   free(nc->order);
+  free(nc->keys);
+  free(nc->keys_tmp);
   free(nc->last);
   free(nc->sel);
   free(nc->removed);
@@ -333,6 +316,8 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
   nc->pool = calloc(nc->pool_cap, sizeof *nc->pool);
   nc->slot_dense = calloc(n, sizeof *nc->slot_dense);
   nc->slot_stamp = calloc(n, sizeof *nc->slot_stamp);
+  nc->now_rec = calloc(n, sizeof *nc->now_rec);
+  nc->now_stamp = calloc(n, sizeof *nc->now_stamp);
   nc->base_ix.stamp = calloc(n, sizeof(uint32_t));
   nc->base_ix.idx = calloc(n, sizeof(uint32_t));
   nc->prev_ix.stamp = calloc(n, sizeof(uint32_t));
@@ -346,6 +331,8 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
   nc->qids = calloc(n, sizeof *nc->qids);
   nc->cands = calloc(n, sizeof *nc->cands);
   nc->order = calloc(n, sizeof *nc->order);
+  nc->keys = calloc(nc->recs_cap, sizeof *nc->keys);
+  nc->keys_tmp = calloc(nc->recs_cap, sizeof *nc->keys_tmp);
   nc->last = calloc(nc->recs_cap, sizeof *nc->last);
   nc->sel = calloc(n, sizeof *nc->sel);
   nc->removed = calloc(nc->recs_cap, sizeof *nc->removed);
@@ -355,11 +342,11 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
   nc->part_len = calloc(nc->max_parts, sizeof *nc->part_len);
   nc->part_nrem = calloc(nc->max_parts, sizeof *nc->part_nrem);
   nc->part_nsel = calloc(nc->max_parts, sizeof *nc->part_nsel);
-  if (!nc->clients || !nc->pool || !nc->slot_dense || !nc->slot_stamp || !nc->base_ix.stamp ||
-      !nc->base_ix.idx || !nc->prev_ix.stamp || !nc->prev_ix.idx || !nc->base_ix.coll || !nc->prev_ix.coll ||
-      !nc->view_stamp || !nc->view_id || !nc->sent_stamp || !nc->in_view || !nc->qids || !nc->cands ||
-      !nc->order || !nc->last || !nc->sel || !nc->removed || !nc->recs || !nc->out || !nc->part_ptr ||
-      !nc->part_len || !nc->part_nrem || !nc->part_nsel) {
+  if (!nc->clients || !nc->pool || !nc->slot_dense || !nc->slot_stamp || !nc->now_rec || !nc->now_stamp ||
+      !nc->base_ix.stamp || !nc->base_ix.idx || !nc->prev_ix.stamp || !nc->prev_ix.idx || !nc->base_ix.coll ||
+      !nc->prev_ix.coll || !nc->view_stamp || !nc->view_id || !nc->sent_stamp || !nc->in_view || !nc->qids ||
+      !nc->cands || !nc->order || !nc->keys || !nc->keys_tmp || !nc->last || !nc->sel || !nc->removed ||
+      !nc->recs || !nc->out || !nc->part_ptr || !nc->part_len || !nc->part_nrem || !nc->part_nsel) {
     steerd_netcode_destroy(nc);
     return NULL;
   }
@@ -478,14 +465,14 @@ static int resolve(steerd_netcode *nc, nc_client *c, const nc_frame *f, nc_rec *
     if (!bb) {
       /* Without a baseline the client holds this frame's own records only;
        * the entries carried for later frames are not held. */
-      out[i] = x->seq == f->seq ? *x : tombstone(x->id, f->seq, NO_POS);
+      out[i] = x->seq == f->seq ? *x : tombstone(x->r.id, f->seq, NO_POS);
       continue;
     }
     if (x->seq == f->seq || x->seq <= bb->seq) {
       out[i] = *x;
       continue;
     }
-    steer_id id = x->id;
+    steer_id id = x->r.id;
     while (x && x->seq > bb->seq && x->seq < f->seq && !was_merged(f, x->seq)) {
       if (x->prev == NO_POS) {
         x = NULL;
@@ -509,6 +496,7 @@ static int resolve(steerd_netcode *nc, nc_client *c, const nc_frame *f, nc_rec *
 
 void steerd_netcode_begin(steerd_netcode *nc, const steer_world *w) {
   nc->view = steer_world_get_view(w);
+  nc->now_dirty = 1; /* a new world state: records made again */
   if (++nc->snap_epoch == 0) {
     memset(nc->slot_stamp, 0, nc->cfg.max_agents * sizeof *nc->slot_stamp);
     nc->snap_epoch = 1;
@@ -520,6 +508,25 @@ void steerd_netcode_begin(steerd_netcode *nc, const steer_world *w) {
       nc->slot_stamp[s] = nc->snap_epoch;
     }
   }
+}
+
+/* Agent k's record at time_us; made once per snapshot for every client. */
+static proto_record record_now(steerd_netcode *nc, uint32_t k, uint64_t time_us) {
+  if (nc->now_dirty || nc->now_epoch == 0 || time_us != nc->now_time_us) {
+    if (++nc->now_epoch == 0) {
+      memset(nc->now_stamp, 0, nc->cfg.max_agents * sizeof *nc->now_stamp);
+      nc->now_epoch = 1;
+    }
+    nc->now_time_us = time_us;
+    nc->now_dirty = 0;
+  }
+  if (nc->now_stamp[k] != nc->now_epoch) {
+    const steer_world_view *v = &nc->view;
+    nc->now_rec[k] = proto_record_from_state(v->id[k], v->px[k], v->py[k], v->theta[k], v->vx[k], v->vy[k],
+                                             v->omega[k], time_us);
+    nc->now_stamp[k] = nc->now_epoch;
+  }
+  return nc->now_rec[k];
 }
 
 static uint32_t dense_of(const steerd_netcode *nc, steer_id id) {
@@ -541,7 +548,7 @@ static uint32_t gather_view(steerd_netcode *nc, nc_client *c, const steer_world 
     if (k != NO_INDEX)
       c->centre = v2(nc->view.px[k], nc->view.py[k]);
   }
-  uint32_t m = steer_world_query_radius(w, c->centre, c->view.radius, nc->qids, nc->cfg.max_agents);
+  uint32_t m = steer_world_query_within(w, c->centre, c->view.radius, nc->qids, nc->cfg.max_agents);
   uint32_t n = 0;
   for (uint32_t i = 0; i < m; i++) {
     uint32_t k = dense_of(nc, nc->qids[i]);
@@ -551,22 +558,60 @@ static uint32_t gather_view(steerd_netcode *nc, nc_client *c, const steer_world 
   return n;
 }
 
-/* Highest score first; equal scores by candidate index, so the order is deterministic. */
-static int cmp_order(const void *a, const void *b) {
-  const nc_order *x = a, *y = b;
-  if (x->score != y->score)
-    return x->score < y->score ? 1 : -1;
-  return x->cand < y->cand ? -1 : x->cand > y->cand;
+/* Sorting without allocating (qsort may), on 64-bit keys: insertion for a
+ * few, else least significant digit first, a byte at a time, skipping the
+ * bytes every key shares. tmp holds n keys. */
+static void sort_keys(uint64_t *a, uint32_t n, uint64_t *tmp) {
+  if (n <= 48) {
+    for (uint32_t i = 1; i < n; i++) {
+      uint64_t x = a[i];
+      uint32_t j = i;
+      for (; j > 0 && a[j - 1] > x; j--)
+        a[j] = a[j - 1];
+      a[j] = x;
+    }
+    return;
+  }
+  uint64_t *src = a, *dst = tmp;
+  for (uint32_t shift = 0; shift < 64; shift += 8) {
+    uint32_t count[256] = {0};
+    for (uint32_t i = 0; i < n; i++)
+      count[(src[i] >> shift) & 0xffu]++;
+    if (count[(src[0] >> shift) & 0xffu] == n)
+      continue; /* every key has this byte */
+    uint32_t sum = 0;
+    for (uint32_t d = 0; d < 256; d++) {
+      uint32_t c = count[d];
+      count[d] = sum;
+      sum += c;
+    }
+    for (uint32_t i = 0; i < n; i++)
+      dst[count[(src[i] >> shift) & 0xffu]++] = src[i];
+    uint64_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a)
+    memcpy(a, src, n * sizeof *a);
 }
 
-static int cmp_entry_id(const void *a, const void *b) {
-  steer_id x = ((const proto_delta_entry *)a)->id, y = ((const proto_delta_entry *)b)->id;
-  return x < y ? -1 : x > y;
+/* Highest score first (scores are >= 0, so their bits order as they do);
+ * equal scores by candidate index, so the order is deterministic. */
+static uint64_t order_key(float score, uint32_t cand) {
+  uint32_t bits;
+  memcpy(&bits, &score, sizeof bits);
+  return (uint64_t)(~bits) << 32 | cand;
 }
 
-static int cmp_id(const void *a, const void *b) {
-  steer_id x = *(const steer_id *)a, y = *(const steer_id *)b;
-  return x < y ? -1 : x > y;
+static uint32_t key_low(uint64_t key) { return (uint32_t)key; }
+
+/* Sorts ids ascending. */
+static void sort_ids(steerd_netcode *nc, steer_id *ids, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    nc->keys[i] = ids[i];
+  sort_keys(nc->keys, n, nc->keys_tmp);
+  for (uint32_t i = 0; i < n; i++)
+    ids[i] = (steer_id)nc->keys[i];
 }
 
 /* ---- layout and encoding ------------------------------------------------------------ */
@@ -722,8 +767,7 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
     uint32_t s = id & STEER_ID_INDEX_MASK;
     nc->view_stamp[s] = nc->enc_epoch;
     nc->view_id[s] = id;
-    proto_record now = proto_record_from_state(id, v->px[k], v->py[k], v->theta[k], v->vx[k], v->vy[k],
-                                               v->omega[k], time_us);
+    proto_record now = record_now(nc, k, time_us);
     float importance = 1.0f;
     if (!all) {
       float dx = v->px[k] - c->centre.x, dy = v->py[k] - c->centre.y;
@@ -739,12 +783,15 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
     cd->base = bi;
     cd->opt = pi != NO_INDEX ? pi : bi;
     cd->opt_prev = pi != NO_INDEX;
-    proto_record br;
-    if (b)
-      br = rec_to_proto(b);
+    const proto_record *br = b ? &b->r : NULL;
+    proto_record pb; /* b predicted to the frame's time */
+    int have_pb = 0;
     if (o && !(o->flags & REC_TOMB)) {
-      proto_record orc = rec_to_proto(o);
-      proto_record p = proto_record_predict(&orc, time_us);
+      proto_record p = proto_record_predict(&o->r, time_us);
+      if (o == b) {
+        pb = p;
+        have_pb = 1;
+      }
       float ex = proto_dequantize_cm(p.x) - v->px[k], ey = proto_dequantize_cm(p.y) - v->py[k];
       float err_pos = sqrtf(ex * ex + ey * ey);
       float err_ang = fabsf(steer_wrap_angle(proto_dequantize_angle(p.theta) - v->theta[k]));
@@ -764,18 +811,19 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
       /* A change goes for its position; its angle fields keep the baseline's
        * prediction when that is well within the threshold (no bytes): theta
        * within half of it, omega off by less than half of it per 100 ms. */
-      proto_record p = proto_record_predict(&br, time_us);
-      if (fabsf(steer_wrap_angle(proto_dequantize_angle(p.theta) - v->theta[k])) <= 0.5f * th_ang)
-        now.theta = p.theta;
-      if (fabsf(proto_dequantize_omega(now.omega) - proto_dequantize_omega(br.omega)) * 0.1f <= 0.5f * th_ang)
-        now.omega = br.omega;
+      if (!have_pb)
+        pb = proto_record_predict(br, time_us);
+      if (fabsf(steer_wrap_angle(proto_dequantize_angle(pb.theta) - v->theta[k])) <= 0.5f * th_ang)
+        now.theta = pb.theta;
+      if (fabsf(proto_dequantize_omega(now.omega) - proto_dequantize_omega(br->omega)) * 0.1f <=
+          0.5f * th_ang)
+        now.omega = br->omega;
     }
-    cd->e = proto_delta_diff(b ? &br : NULL, &now, time_us);
+    cd->e = proto_delta_diff(br, &now, time_us);
     cd->now = now;
     cd->size = (uint32_t)(proto_delta_entry_size(&cd->e, id) - 1u + ID_COST_GUESS); /* id - id costs 1 */
     cand_bytes += cd->size;
-    nc->order[ncand].score = cd->score;
-    nc->order[ncand].cand = ncand;
+    nc->order[ncand] = order_key(cd->score, ncand);
     ncand++;
   }
 
@@ -784,16 +832,15 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   uint32_t nrem = 0;
   for (uint32_t i = 0; base && i < base->count; i++) {
     const nc_rec *r = pool_at(nc, base->first + i);
-    if (!(r->flags & REC_TOMB) && !in_view(nc, r->id))
-      nc->removed[nrem++] = r->id;
+    if (!(r->flags & REC_TOMB) && !in_view(nc, r->r.id))
+      nc->removed[nrem++] = r->r.id;
   }
   for (uint32_t i = 0; base && prev && i < prev->count; i++) {
     const nc_rec *r = pool_at(nc, prev->first + i);
-    if (r->seq > bseq && !in_view(nc, r->id) && index_find(nc, &nc->base_ix, base, r->id) == NO_INDEX)
-      nc->removed[nrem++] = r->id;
+    if (r->seq > bseq && !in_view(nc, r->r.id) && index_find(nc, &nc->base_ix, base, r->r.id) == NO_INDEX)
+      nc->removed[nrem++] = r->r.id;
   }
-  if (nrem > 1)
-    qsort(nc->removed, nrem, sizeof *nc->removed, cmp_id);
+  sort_ids(nc, nc->removed, nrem);
   size_t rem_bytes = 0;
   for (uint32_t i = 0; i < nrem; i++)
     rem_bytes += proto_delta_removed_size(nc->removed[i], i ? nc->removed[i - 1] : 0);
@@ -819,11 +866,11 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   if (cand_bytes <= room) {
     nsel = ncand;
   } else {
-    qsort(nc->order, ncand, sizeof *nc->order, cmp_order);
+    sort_keys(nc->order, ncand, nc->keys_tmp);
     sorted = 1;
     size_t used = 0;
     for (uint32_t i = 0; i < ncand; i++) {
-      uint32_t j = nc->order[i].cand;
+      uint32_t j = key_low(nc->order[i]);
       if (used + nc->cands[j].size > room)
         break;
       used += nc->cands[j].size;
@@ -841,9 +888,13 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   size_t total = 0;
   uint32_t parts;
   for (;;) {
+    for (uint32_t i = 0; i < nsel; i++) { /* by id */
+      uint32_t j = key_low(nc->order[i]);
+      nc->keys[i] = (uint64_t)nc->cands[j].e.id << 32 | j;
+    }
+    sort_keys(nc->keys, nsel, nc->keys_tmp);
     for (uint32_t i = 0; i < nsel; i++)
-      nc->sel[i] = nc->cands[nc->order[i].cand].e;
-    qsort(nc->sel, nsel, sizeof *nc->sel, cmp_entry_id);
+      nc->sel[i] = nc->cands[key_low(nc->keys[i])].e;
     size_t payload;
     parts = layout(nc, nrem, nsel, &payload);
     int rc = encode_parts(nc, &h, parts, out, &total);
@@ -852,7 +903,7 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
     if ((total <= budget && parts <= max_parts) || nsel == 0)
       break;
     if (!sorted) {
-      qsort(nc->order, ncand, sizeof *nc->order, cmp_order);
+      sort_keys(nc->order, ncand, nc->keys_tmp);
       sorted = 1;
     }
     /* Over the bytes: drop about the excess; over only the part count (total
@@ -868,7 +919,7 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
    * the client holds of the candidates that wait. */
   uint32_t nabs = 0;
   for (uint32_t i = 0; i < ncand; i++) {
-    const nc_cand *cd = &nc->cands[nc->order[i].cand];
+    const nc_cand *cd = &nc->cands[key_low(nc->order[i])];
     const nc_rec *o = cd->opt == NO_INDEX ? NULL
                       : cd->opt_prev      ? pool_at(nc, prev->first + cd->opt)
                       : base              ? pool_at(nc, base->first + cd->opt)
@@ -888,7 +939,7 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   if (!base) /* carried: every op in flight this frame did not replace */
     for (uint32_t i = 0; prev && i < prev->count; i++) {
       const nc_rec *r = pool_at(nc, prev->first + i);
-      if ((after == NO_SEQ || r->seq > after) && !sent_now(nc, r->id))
+      if ((after == NO_SEQ || r->seq > after) && !sent_now(nc, r->r.id))
         nc->recs[nrec++] = *r;
     }
   for (uint32_t i = 0; i < nrem; i++) {
@@ -947,7 +998,7 @@ static const proto_record *records_out(steerd_netcode *nc, const nc_rec *e, uint
   uint32_t m = 0;
   for (uint32_t i = 0; i < n; i++)
     if (!(e[i].flags & REC_TOMB))
-      nc->last[m++] = rec_to_proto(&e[i]);
+      nc->last[m++] = e[i].r;
   *count = m;
   return nc->last;
 }

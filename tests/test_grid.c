@@ -101,6 +101,20 @@ static void check_query(const steer_grid *g, const float *px, const float *py, u
     ck_assert_uint_ge(got2, got);
     ck_assert_msg(memcmp(out, out2, got * sizeof(uint32_t)) == 0, "fast and general queries disagree");
   }
+  /* The unsorted query (no exclusion): as many, distinct, all within; every one when max allows. */
+  if (exclude == UINT32_MAX) {
+    got2 = steer_grid_within(g, p, radius, out2, max);
+    ck_assert_uint_eq(got2, want);
+    memset(seen, 0, sizeof(seen));
+    for (uint32_t i = 0; i < got2; i++) {
+      ck_assert_uint_lt(out2[i], n);
+      ck_assert_msg(!seen[out2[i]], "within: index %u returned twice", out2[i]);
+      seen[out2[i]] = 1;
+      ck_assert(dist2(px[out2[i]], py[out2[i]], p) < r2);
+    }
+    for (uint32_t i = 0; max >= m && i < m; i++)
+      ck_assert_msg(seen[all[i].idx], "within: index %u missing", all[i].idx);
+  }
 }
 
 /* A coordinate: mostly uniform over the bounds and a margin beyond them, some

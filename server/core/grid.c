@@ -149,6 +149,24 @@ static uint32_t nearest_general(const steer_grid *g, vec2 p, float radius, uint3
   return n;
 }
 
+uint32_t steer_grid_within(const steer_grid *g, vec2 p, float radius, uint32_t *out, uint32_t max) {
+  float r2 = radius * radius;
+  uint32_t c0 = grid_col(g, p.x - radius), c1 = grid_col(g, p.x + radius);
+  uint32_t r0 = grid_row(g, p.y - radius), r1 = grid_row(g, p.y + radius);
+  uint32_t n = 0;
+  for (uint32_t row = r0; row <= r1; row++) { /* every row may hold clamped points: see nearest_general */
+    const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
+    for (uint32_t k = rs[c0]; k < rs[c1 + 1]; k++) {
+      if (grid_d2(g, k, p) >= r2)
+        continue;
+      if (n == max)
+        return n;
+      out[n++] = g->items[k];
+    }
+  }
+  return n;
+}
+
 #if GRID_SIMD
 
 /* The k nearest so far, sorted by (d2, cell position): keys in k0 (ranks 0-3)

@@ -44,6 +44,11 @@ void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t 
 uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
                             float *out_d2, uint32_t max);
 
+/* Dense indices of the points strictly within radius of p, in cell order (not
+ * sorted by distance: cheaper than steer_grid_nearest when the order does not
+ * matter), at most max; returns the number written. */
+uint32_t steer_grid_within(const steer_grid *g, vec2 p, float radius, uint32_t *out, uint32_t max);
+
 /* The same query with a guess: *hint (> 0) is a squared distance expected to
  * hold max candidates, e.g. the last tick's max-th distance widened by how far
  * agents can have moved since. The query first admits only candidates within

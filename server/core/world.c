@@ -928,6 +928,16 @@ uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radiu
   return n;
 }
 
+uint32_t steer_world_query_within(const steer_world *w, vec2 centre, float radius, steer_id *out,
+                                  uint32_t max) {
+  if (w->grid_stale)
+    grid_rebuild((steer_world *)w); /* as in steer_world_query_radius */
+  uint32_t n = steer_grid_within(&w->grid, centre, radius, out, max);
+  for (uint32_t i = 0; i < n; i++)
+    out[i] = w->id[out[i]];
+  return n;
+}
+
 /* ---- hashing ------------------------------------------------------------- */
 
 /* FNV-1a style mixing over 32-bit words, finished with a 64-bit avalanche;

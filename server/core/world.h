@@ -221,6 +221,10 @@ steer_world_view steer_world_get_view(const steer_world *w);
 uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out,
                                   uint32_t max);
 
+/* The same agents in no particular order (the grid's cell order): cheaper. */
+uint32_t steer_world_query_within(const steer_world *w, vec2 centre, float radius, steer_id *out,
+                                  uint32_t max);
+
 /* 64-bit hash of the whole simulation state: agents, paths, generators, tick, and
  * what decides the ids and path handles handed out next (slot generations, the
  * free-slot ring, the free-path stack). Two worlds with equal hashes behave the
