@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "mixed_world.h"
 #include "steerd_proc.h"
 
 extern char **environ;
@@ -109,51 +110,20 @@ static int cmd_wait(steerd_client *c, proto_command *cmd, steer_id *agent) {
   return 0;
 }
 
-static double rnd01(uint64_t *s) {
-  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-  return (double)(*s >> 11) / 9007199254740992.0;
-}
-
-/* N agents in a square of side `side` m: patrol loops, wanderers, pursuers. */
+/* N agents in a square of side `side` m: the benchmark's world (tests/support/mixed_world.h). */
 static int populate(uint16_t port, uint32_t n, float side) {
   steerd_client *c = make_client("setup", 0, 16, NULL);
   if (!c || steerd_client_connect(c, "127.0.0.1", port) != 0)
     return -1;
-  uint64_t s = 12345;
-  steer_id prev = 0;
+  mixed_world m;
+  mixed_world_init(&m, side, 12345);
   for (uint32_t i = 0; i < n; i++) {
     proto_command cmd;
-    memset(&cmd, 0, sizeof cmd);
-    cmd.type = PROTO_MSG_SPAWN;
-    proto_spawn *sp = &cmd.spawn;
-    sp->model = STEER_MODEL_DYNAMIC;
-    sp->position = v2((float)(rnd01(&s) - 0.5) * side, (float)(rnd01(&s) - 0.5) * side);
-    sp->present = PROTO_SPAWN_LIMITS | PROTO_SPAWN_BEHAVIOUR;
-    sp->limits.present = PROTO_LIMIT_MAX_SPEED;
-    sp->limits.v.max_speed = (float)(1.0 + 2.0 * rnd01(&s));
-    sp->behaviour.kind = STEER_BEHAVIOUR_WANDER;
-    uint32_t kind = i % 3;
-    if (kind == 0) { /* patrol: a loop of 4 points around the spawn point */
-      sp->present |= PROTO_SPAWN_PATH;
-      proto_path *p = &sp->path;
-      p->count = 4;
-      p->radius = 1.0f;
-      p->mode = STEER_PATH_LOOP;
-      p->cornering = STEER_CORNER_NONE;
-      float r = (float)(5.0 + 10.0 * rnd01(&s));
-      for (uint32_t k = 0; k < 4; k++) {
-        float x = sp->position.x + (k == 1 || k == 2 ? r : 0.0f), y = sp->position.y + (k >= 2 ? r : 0.0f);
-        p->points[k] = v2(fminf(fmaxf(x, -side / 2), side / 2), fminf(fmaxf(y, -side / 2), side / 2));
-      }
-    } else if (kind == 2 && prev) { /* pursue the agent spawned before */
-      sp->behaviour.kind = STEER_BEHAVIOUR_PURSUE;
-      sp->behaviour.present = PROTO_BHV_TARGET_AGENT;
-      sp->behaviour.target_agent = prev;
-    }
+    mixed_world_next(&m, &cmd);
     steer_id id;
     if (cmd_wait(c, &cmd, &id) != 0)
       return -1;
-    prev = id;
+    mixed_world_spawned(&m, id);
   }
   steerd_client_disconnect(c, 1000);
   steerd_client_destroy(c);
@@ -327,7 +297,8 @@ static double run_clients(const steerd_proc *srv, uint16_t port, uint32_t n, flo
       cmd.type = PROTO_MSG_VIEW;
       cmd.view.kind = PROTO_VIEW_CENTRE;
       float half = side / 2 - view_radius;
-      cmd.view.centre = v2((float)(rnd01(&s) * 2 - 1) * half, (float)(rnd01(&s) * 2 - 1) * half);
+      cmd.view.centre =
+          v2((float)(mixed_world_rnd01(&s) * 2 - 1) * half, (float)(mixed_world_rnd01(&s) * 2 - 1) * half);
       cmd.view.radius = view_radius;
       steerd_client_send(cl[i], &cmd, NULL);
     }
@@ -476,7 +447,8 @@ static void cap_worker_run(const cap_worker *w, uint16_t port, float side, float
     cmd.type = PROTO_MSG_VIEW;
     cmd.view.kind = PROTO_VIEW_CENTRE;
     float half = side / 2 - radius;
-    cmd.view.centre = v2((float)(rnd01(&s) * 2 - 1) * half, (float)(rnd01(&s) * 2 - 1) * half);
+    cmd.view.centre =
+        v2((float)(mixed_world_rnd01(&s) * 2 - 1) * half, (float)(mixed_world_rnd01(&s) * 2 - 1) * half);
     cmd.view.radius = radius;
     if (res[i].welcomed)
       steerd_client_send(cl[i], &cmd, NULL);

@@ -20,6 +20,7 @@
 
 #include "client.h"
 #include "impair.h"
+#include "impair_runner.h"
 #include "steerd_proc.h"
 
 #define MAX_SEQ   4096
@@ -103,40 +104,14 @@ static void echo_stop(echo *e) {
   close(e->fd);
 }
 
-/* ---- the proxy in its own thread ---------------------------------------------------- */
+/* ---- the proxy in its own thread (tests/support/impair_runner.h) ------------------------ */
 
-typedef struct runner {
-  uv_loop_t loop;
-  steerd_impair *proxy;
-  uint16_t port;
-  pthread_t thread;
-  steerd_impair_stats stats; /* after runner_stop */
-} runner;
-
-static void *runner_main(void *arg) {
-  runner *r = arg;
-  uv_run(&r->loop, UV_RUN_DEFAULT);
-  return NULL;
+static void runner_start(impair_runner *r, const steerd_impair_config *cfg) {
+  int rc = impair_runner_start(r, cfg);
+  ck_assert_msg(rc == 0, "impair_runner_start: %s", steerd_impair_strerror(rc));
 }
 
-static void runner_start(runner *r, const steerd_impair_config *cfg) {
-  memset(r, 0, sizeof *r);
-  ck_assert_int_eq(uv_loop_init(&r->loop), 0);
-  int rc = steerd_impair_create(&r->loop, cfg, &r->proxy);
-  ck_assert_msg(rc == 0, "steerd_impair_create: %s", steerd_impair_strerror(rc));
-  r->port = steerd_impair_port(r->proxy);
-  ck_assert_uint_ne(r->port, 0);
-  ck_assert_int_eq(pthread_create(&r->thread, NULL, runner_main, r), 0);
-}
-
-static void runner_stop(runner *r) {
-  steerd_impair_request_stop(r->proxy);
-  pthread_join(r->thread, NULL);
-  ck_assert(steerd_impair_closed(r->proxy));
-  steerd_impair_get_stats(r->proxy, &r->stats);
-  steerd_impair_destroy(r->proxy);
-  ck_assert_int_eq(uv_loop_close(&r->loop), 0);
-}
+static void runner_stop(impair_runner *r) { ck_assert_int_eq(impair_runner_stop(r), 0); }
 
 static steerd_impair_config config_for(const echo *e) {
   steerd_impair_config c = steerd_impair_default_config();
@@ -250,7 +225,7 @@ static uint32_t distinct(const arrivals *a, uint32_t n, uint8_t *seen) {
 /* One round: a fresh proxy with cfg, count probes from one socket. */
 static void round_trip(const steerd_impair_config *cfg, uint32_t count, uint32_t per_ms, size_t size,
                        arrivals *a, steerd_impair_stats *stats) {
-  runner r;
+  impair_runner r;
   runner_start(&r, cfg);
   int fd = udp_socket();
   memset(a, 0, sizeof *a);
@@ -310,7 +285,7 @@ START_TEST(test_latency) {
   steerd_impair_config cfg = config_for(&e);
   cfg.link[STEERD_IMPAIR_UP].latency_ms = 100;
   cfg.link[STEERD_IMPAIR_DOWN].latency_ms = 100;
-  runner r;
+  impair_runner r;
   runner_start(&r, &cfg);
   int fd = udp_socket();
   static arrivals a;
@@ -454,7 +429,7 @@ START_TEST(test_clients) {
   steerd_impair_config cfg = config_for(&e);
   cfg.link[STEERD_IMPAIR_UP].latency_ms = 5;
   cfg.link[STEERD_IMPAIR_DOWN].jitter_ms = 3;
-  runner r;
+  impair_runner r;
   runner_start(&r, &cfg);
   enum { CLIENTS = 4, PER = 200 };
   int fd[CLIENTS];
@@ -498,7 +473,7 @@ START_TEST(test_table_and_idle) {
   steerd_impair_config cfg = config_for(&e);
   cfg.max_clients = 2;
   cfg.idle_timeout_ms = 1000;
-  runner r;
+  impair_runner r;
   runner_start(&r, &cfg);
   int fd[3];
   static arrivals a;
@@ -628,7 +603,7 @@ START_TEST(test_enet_through_proxy) {
     cfg.link[d].latency_ms = 50;
     cfg.link[d].jitter_ms = 10;
   }
-  runner r;
+  impair_runner r;
   runner_start(&r, &cfg);
 
   frames fr = {0, 0};

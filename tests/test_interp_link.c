@@ -35,7 +35,9 @@
 
 #include "client.h"
 #include "impair.h"
+#include "impair_runner.h"
 #include "interp.h"
+#include "mixed_world.h"
 #include "steerd_proc.h"
 
 /* The world. */
@@ -76,40 +78,14 @@
 #define MAX_EXTRAPOLATED 0.08   /* share of samples past the newest frame (extrapolated or held) */
 #define MAX_MISSING_US   250000 /* no agent missing from the buffer longer than this (local time) */
 
-/* ---- the proxy in its own thread (as in test_impair.c) ----------------------------- */
+/* ---- the proxy in its own thread (tests/support/impair_runner.h) ------------------------ */
 
-typedef struct runner {
-  uv_loop_t loop;
-  steerd_impair *proxy;
-  uint16_t port;
-  pthread_t thread;
-  steerd_impair_stats stats; /* after runner_stop */
-} runner;
-
-static void *runner_main(void *arg) {
-  runner *r = arg;
-  uv_run(&r->loop, UV_RUN_DEFAULT);
-  return NULL;
+static void runner_start(impair_runner *r, const steerd_impair_config *cfg) {
+  int rc = impair_runner_start(r, cfg);
+  ck_assert_msg(rc == 0, "impair_runner_start: %s", steerd_impair_strerror(rc));
 }
 
-static void runner_start(runner *r, const steerd_impair_config *cfg) {
-  memset(r, 0, sizeof *r);
-  ck_assert_int_eq(uv_loop_init(&r->loop), 0);
-  int rc = steerd_impair_create(&r->loop, cfg, &r->proxy);
-  ck_assert_msg(rc == 0, "steerd_impair_create: %s", steerd_impair_strerror(rc));
-  r->port = steerd_impair_port(r->proxy);
-  ck_assert_uint_ne(r->port, 0);
-  ck_assert_int_eq(pthread_create(&r->thread, NULL, runner_main, r), 0);
-}
-
-static void runner_stop(runner *r) {
-  steerd_impair_request_stop(r->proxy);
-  pthread_join(r->thread, NULL);
-  ck_assert(steerd_impair_closed(r->proxy));
-  steerd_impair_get_stats(r->proxy, &r->stats);
-  steerd_impair_destroy(r->proxy);
-  ck_assert_int_eq(uv_loop_close(&r->loop), 0);
-}
+static void runner_stop(impair_runner *r) { ck_assert_int_eq(impair_runner_stop(r), 0); }
 
 /* ---- the truth: every full snapshot ------------------------------------------------ */
 
@@ -266,48 +242,18 @@ static steerd_client *make_client(const char *name, int delta,
   return c;
 }
 
-static double rnd01(uint64_t *s) {
-  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-  return (double)(*s >> 11) / 9007199254740992.0;
-}
-
-/* AGENTS agents in a square of side `side` m: patrol loops, wanderers, pursuers. */
+/* AGENTS agents in a square of side `side` m: the benchmark's world (tests/support/mixed_world.h). */
 static void populate(steerd_client *c, float side, steer_id *ids) {
-  uint64_t s = 12345;
-  steer_id prev = 0;
+  mixed_world m;
+  mixed_world_init(&m, side, 12345);
   for (uint32_t i = 0; i < AGENTS; i++) {
     proto_command cmd;
-    memset(&cmd, 0, sizeof cmd);
-    cmd.type = PROTO_MSG_SPAWN;
-    proto_spawn *sp = &cmd.spawn;
-    sp->model = STEER_MODEL_DYNAMIC;
-    sp->position = v2((float)(rnd01(&s) - 0.5) * side, (float)(rnd01(&s) - 0.5) * side);
-    sp->present = PROTO_SPAWN_LIMITS | PROTO_SPAWN_BEHAVIOUR;
-    sp->limits.present = PROTO_LIMIT_MAX_SPEED;
-    sp->limits.v.max_speed = (float)(1.0 + 2.0 * rnd01(&s));
-    sp->behaviour.kind = STEER_BEHAVIOUR_WANDER;
-    uint32_t kind = i % 3;
-    if (kind == 0) { /* patrol: a loop of 4 points around the spawn point */
-      sp->present |= PROTO_SPAWN_PATH;
-      proto_path *p = &sp->path;
-      p->count = 4;
-      p->radius = 1.0f;
-      p->mode = STEER_PATH_LOOP;
-      p->cornering = STEER_CORNER_NONE;
-      float r = (float)(5.0 + 10.0 * rnd01(&s));
-      for (uint32_t k = 0; k < 4; k++) {
-        float x = sp->position.x + (k == 1 || k == 2 ? r : 0.0f), y = sp->position.y + (k >= 2 ? r : 0.0f);
-        p->points[k] = v2(fminf(fmaxf(x, -side / 2), side / 2), fminf(fmaxf(y, -side / 2), side / 2));
-      }
-    } else if (kind == 2) { /* pursue the agent spawned before */
-      sp->behaviour.kind = STEER_BEHAVIOUR_PURSUE;
-      sp->behaviour.present = PROTO_BHV_TARGET_AGENT;
-      sp->behaviour.target_agent = prev;
-    }
+    mixed_world_next(&m, &cmd);
     proto_server_msg reply;
     int rc = steerd_client_command_wait(c, &cmd, 5000, &reply);
     ck_assert_msg(rc == 0, "spawn %u: %s", i, steerd_client_strerror(rc));
-    ids[i] = prev = reply.ack.agent;
+    ids[i] = reply.ack.agent;
+    mixed_world_spawned(&m, ids[i]);
   }
 }
 
@@ -342,7 +288,7 @@ START_TEST(interpolation_through_lossy_latent_link) {
     pc.link[d].jitter_ms = LINK_JITTER_MS;
     pc.link[d].jitter_dist = STEERD_IMPAIR_JITTER_UNIFORM;
   }
-  runner proxy;
+  impair_runner proxy;
   runner_start(&proxy, &pc);
 
   /* The truth, directly; it also spawns the agents. */
