@@ -243,9 +243,10 @@ static int rebuild(steerd_delta *d) {
     return STEERD_DELTA_EBADFRAME;
   const uint64_t t = d->cur.server_time_us;
   const uint32_t cap = d->cap;
-  memset(&d->ack, 0, sizeof d->ack);
-  d->ack.tick = d->cur.tick;
-  d->ack.has_merged = (uint8_t)(d->cfg.merge != 0);
+  proto_snapshot_ack ack; /* d->ack once the frame is rebuilt */
+  memset(&ack, 0, sizeof ack);
+  ack.tick = d->cur.tick;
+  ack.has_merged = (uint8_t)(d->cfg.merge != 0);
 
   /* The baseline with the frames in flight merged. */
   const proto_record *cur = base ? base->rec : NULL;
@@ -259,13 +260,13 @@ static int rebuild(steerd_delta *d) {
       return STEERD_DELTA_EOVERFLOW;
     cur = d->work[w];
     w ^= 1u;
-    d->ack.merged_step[d->ack.merged_count++] = d->cur.tick - m->tick;
+    ack.merged_step[ack.merged_count++] = d->cur.tick - m->tick;
   }
   /* merged_step was filled oldest first: steps must increase. */
-  for (uint32_t a = 0, b = d->ack.merged_count; b > a + 1; a++, b--) {
-    uint64_t x = d->ack.merged_step[a];
-    d->ack.merged_step[a] = d->ack.merged_step[b - 1];
-    d->ack.merged_step[b - 1] = x;
+  for (uint32_t a = 0, b = ack.merged_count; b > a + 1; a++, b--) {
+    uint64_t x = ack.merged_step[a];
+    ack.merged_step[a] = ack.merged_step[b - 1];
+    ack.merged_step[b - 1] = x;
   }
 
   /* This frame's changes, each on the baseline's record (none if this frame removes it). */
@@ -281,6 +282,7 @@ static int rebuild(steerd_delta *d) {
   uint32_t n = apply_ops(cur, ncur, d->removed, d->nremoved, d->applied, d->nchanges, 0, f->rec, cap);
   if (n == UINT32_MAX)
     return STEERD_DELTA_EOVERFLOW;
+  d->ack = ack;
   f->tick = d->cur.tick;
   f->time_us = t;
   f->baseline_tick = d->cur.baseline_tick;
@@ -308,7 +310,7 @@ static int rebuild(steerd_delta *d) {
   }
   d->stats.frames_complete++;
   d->stats.frames_full += base == NULL;
-  d->stats.frames_merged += d->ack.merged_count;
+  d->stats.frames_merged += ack.merged_count;
   d->stats.changes += d->nchanges;
   d->stats.removed += d->nremoved;
   for (uint32_t k = 0; k < d->nchanges; k++)

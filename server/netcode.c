@@ -158,7 +158,7 @@ static int pool_holds(const steerd_netcode *nc, uint64_t pos) {
 }
 
 static int frame_intact(const steerd_netcode *nc, const nc_frame *f) {
-  return f->count == 0 || pool_holds(nc, f->first);
+  return f->count == 0 ? nc->head - f->first <= nc->pool_cap : pool_holds(nc, f->first);
 }
 
 /* Frame of tick among the client's last STEERD_NETCODE_FRAMES, or NULL. */
@@ -685,6 +685,12 @@ static int sent_now(const steerd_netcode *nc, steer_id id) {
   return in_view(nc, id) && nc->sent_stamp[id & STEER_ID_INDEX_MASK] == nc->enc_epoch;
 }
 
+/* A frame in flight (prev, indexed in prev_ix) removes id. */
+static int removal_in_flight(const steerd_netcode *nc, const nc_frame *prev, steer_id id) {
+  uint32_t pi = index_find(nc, &nc->prev_ix, prev, id);
+  return pi != NO_INDEX && (pool_at(nc, prev->first + pi)->flags & REC_TOMB);
+}
+
 /* The baseline for slot's next frame, resolved; NULL: none usable. */
 static nc_frame *choose_baseline(steerd_netcode *nc, nc_client *c) {
   nc_frame *base = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
@@ -828,16 +834,20 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   }
 
   /* Removals: agents the client may hold (the baseline's, or added in flight)
-   * that are no longer in view or in the world. */
+   * that are no longer in view or in the world, unless a frame in flight
+   * already removes them (that tombstone is carried into the new frame; if its
+   * frame is lost, the baseline resolved from the next ack still holds the
+   * agent, and the removal goes again). */
   uint32_t nrem = 0;
   for (uint32_t i = 0; base && i < base->count; i++) {
     const nc_rec *r = pool_at(nc, base->first + i);
-    if (!(r->flags & REC_TOMB) && !in_view(nc, r->r.id))
+    if (!(r->flags & REC_TOMB) && !in_view(nc, r->r.id) && !removal_in_flight(nc, prev, r->r.id))
       nc->removed[nrem++] = r->r.id;
   }
   for (uint32_t i = 0; base && prev && i < prev->count; i++) {
     const nc_rec *r = pool_at(nc, prev->first + i);
-    if (r->seq > bseq && !in_view(nc, r->r.id) && index_find(nc, &nc->base_ix, base, r->r.id) == NO_INDEX)
+    if (r->seq > bseq && !(r->flags & REC_TOMB) && !in_view(nc, r->r.id) &&
+        index_find(nc, &nc->base_ix, base, r->r.id) == NO_INDEX)
       nc->removed[nrem++] = r->r.id;
   }
   sort_ids(nc, nc->removed, nrem);
@@ -942,6 +952,11 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
       if ((after == NO_SEQ || r->seq > after) && !sent_now(nc, r->r.id))
         nc->recs[nrec++] = *r;
     }
+  for (uint32_t i = 0; base && prev && i < prev->count; i++) { /* removals in flight */
+    const nc_rec *r = pool_at(nc, prev->first + i);
+    if (r->seq > bseq && (r->flags & REC_TOMB) && !in_view(nc, r->r.id))
+      nc->recs[nrec++] = *r;
+  }
   for (uint32_t i = 0; i < nrem; i++) {
     uint32_t pi = index_find(nc, &nc->prev_ix, prev, nc->removed[i]);
     nc->recs[nrec++] =

@@ -71,7 +71,7 @@ typedef enum steerd_netcode_error {
 typedef struct steerd_netcode_config {
   uint32_t max_clients;  /* client slots (64) */
   uint32_t max_agents;   /* world capacity: agents in view at most (10000) */
-  uint32_t pool_records; /* records of all clients' frames (0: max_clients * 32 * min(max_agents, 512)) */
+  uint32_t pool_records; /* records of all clients' frames (0: max_clients * 16 * min(max_agents, 512)) */
   float dr_position_m;   /* dead-reckoning position threshold, m (0.02) */
   float dr_angle_rad;    /* dead-reckoning angle threshold, rad (1 degree) */
   uint32_t dr_refresh;   /* an agent's record is refreshed at least every this many frames (20) */

@@ -829,6 +829,14 @@ static void log_stats(steerd_server *s) {
       (unsigned long long)st->slow_ticks, st->ticks ? (double)st->step_ns_total / st->ticks / 1000.0 : 0.0,
       (unsigned long long)st->snapshots, (unsigned long long)st->commands,
       (unsigned long long)st->bad_messages);
+  steerd_netcode_stats ns;
+  steerd_netcode_get_stats(s->netcode, &ns);
+  if (ns.frames > 0) /* many frames without a baseline while clients stay: --delta-pool too small? */
+    LOG_INFO("delta stats: %llu frames (%llu without a baseline), %llu bytes, %llu changes, %llu deferred, "
+             "%llu kept thanks to frames in flight, %llu acknowledged frames no longer known",
+             (unsigned long long)ns.frames, (unsigned long long)ns.frames_full, (unsigned long long)ns.bytes,
+             (unsigned long long)ns.changes, (unsigned long long)ns.deferred,
+             (unsigned long long)ns.kept_in_flight, (unsigned long long)ns.baselines_lost);
 }
 
 static void close_handles(steerd_server *s);
