@@ -900,6 +900,14 @@ static void path_pop(reader *r, size_t old) {
   r->path[old] = '\0';
 }
 
+/* fail() with the path extended by field for the error; -1. */
+static int fail_at(reader *r, const char *field, int code, const char *reason) {
+  size_t old = path_push(r, field);
+  fail(r, code, reason);
+  path_pop(r, old);
+  return -1;
+}
+
 static int need(reader *r, size_t n) {
   if (n > r->len - r->pos)
     return fail(r, PROTO_ERR_BAD_MESSAGE, "truncated");
@@ -1322,10 +1330,7 @@ static int rd_map(reader *r, const char *const *keys, int nkeys, uint32_t requir
     int i = 0;
     while (!(missing & (1u << i)))
       i++;
-    size_t old = path_push(r, keys[i]);
-    bad(r, "missing");
-    path_pop(r, old);
-    return -1;
+    return fail_at(r, keys[i], PROTO_ERR_BAD_FIELD, "missing");
   }
   if (seen_out)
     *seen_out = seen;
@@ -1431,16 +1436,10 @@ static int rd_behaviour(reader *r, proto_behaviour *b) {
   if (rd_map(r, behaviour_keys, 10, 1u << BK_KIND, behaviour_fn, b, NULL))
     return -1;
   if ((b->present & PROTO_BHV_TARGET) && (b->present & PROTO_BHV_TARGET_AGENT)) {
-    size_t old = path_push(r, "target_agent");
-    bad(r, "conflicts with target");
-    path_pop(r, old);
-    return -1;
+    return fail_at(r, "target_agent", PROTO_ERR_BAD_FIELD, "conflicts with target");
   }
   if ((b->present & PROTO_BHV_TARGET_AGENT2) && !(b->present & PROTO_BHV_TARGET_AGENT)) {
-    size_t old = path_push(r, "target_agent2");
-    bad(r, "needs target_agent");
-    path_pop(r, old);
-    return -1;
+    return fail_at(r, "target_agent2", PROTO_ERR_BAD_FIELD, "needs target_agent");
   }
   return 0;
 }
@@ -1620,11 +1619,8 @@ static int view_check(reader *r, proto_view *v, uint32_t seen) {
   }
   if (!field)
     return 0;
-  size_t old = path_push(r, field);
-  bad(r, why);
-  path_pop(r, old);
   (void)v;
-  return -1;
+  return fail_at(r, field, PROTO_ERR_BAD_FIELD, why);
 }
 
 static void reader_init(reader *r, const uint8_t *data, size_t len, proto_error_info *err, bool strict) {
@@ -1698,10 +1694,7 @@ static int rd_body(reader *r, const char *const *keys, int nkeys, uint32_t requi
     return -1;
   uint8_t b = r->p[r->pos];
   if (!((b & 0xf0) == 0x80 || b == 0xde || b == 0xdf)) {
-    size_t old = path_push(r, "body");
-    fail(r, PROTO_ERR_BAD_MESSAGE, "body is not a map");
-    path_pop(r, old);
-    return -1;
+    return fail_at(r, "body", PROTO_ERR_BAD_MESSAGE, "body is not a map");
   }
   if (rd_map(r, keys, nkeys, required, fn, ctx, seen) == 0)
     return 0;
@@ -1724,10 +1717,7 @@ static int decode_command(reader *r, proto_command *out) {
     return -1;
   int known = type >= PROTO_MSG_HELLO && type <= PROTO_MSG_LAST_COMMAND;
   if (!known && n != 3) {
-    size_t old = path_push(r, "type");
-    fail(r, PROTO_ERR_UNKNOWN_TYPE, "unknown message type");
-    path_pop(r, old);
-    return -1;
+    return fail_at(r, "type", PROTO_ERR_UNKNOWN_TYPE, "unknown message type");
   }
   if (n != 3)
     return fail(r, PROTO_ERR_BAD_MESSAGE, "expected [type, request_id, body]");
@@ -1738,10 +1728,7 @@ static int decode_command(reader *r, proto_command *out) {
   r->err->has_request_id = 1;
   r->err->request_id = out->request_id;
   if (!known) {
-    size_t old = path_push(r, "type");
-    fail(r, PROTO_ERR_UNKNOWN_TYPE, "unknown message type");
-    path_pop(r, old);
-    return -1;
+    return fail_at(r, "type", PROTO_ERR_UNKNOWN_TYPE, "unknown message type");
   }
   r->err->type = (uint8_t)type;
   out->type = (uint8_t)type;
@@ -1944,10 +1931,7 @@ static int decode_ack(reader *r, proto_ack *a) {
   if (rd_elem_uint(r, "command_type", 255, &u))
     return -1;
   if (u < PROTO_MSG_SPAWN || u > PROTO_MSG_LAST_COMMAND) {
-    size_t old = path_push(r, "command_type");
-    bad(r, "unknown value");
-    path_pop(r, old);
-    return -1;
+    return fail_at(r, "command_type", PROTO_ERR_BAD_FIELD, "unknown value");
   }
   a->command = (uint8_t)u;
   switch (u) {
@@ -1987,6 +1971,18 @@ static int rd_elem_text(reader *r, const char *name, size_t max, char *out, bool
   return rc;
 }
 
+/* part_index, part_count of a SNAPSHOT or DELTA part: index < count. */
+static int rd_part(reader *r, uint32_t *index, uint32_t *count) {
+  uint64_t i, c;
+  if (rd_elem_uint(r, "part_index", UINT32_MAX, &i) || rd_elem_uint(r, "part_count", UINT32_MAX, &c))
+    return -1;
+  if (c == 0 || i >= c)
+    return fail_at(r, "part_index", PROTO_ERR_BAD_FIELD, "part_index must be < part_count");
+  *index = (uint32_t)i;
+  *count = (uint32_t)c;
+  return 0;
+}
+
 static int decode_snapshot_body(reader *r, proto_snapshot_header *h, proto_pose *poses, proto_pose_q *qposes,
                                 uint32_t cap, uint32_t *count) {
   uint64_t u;
@@ -1996,18 +1992,8 @@ static int decode_snapshot_body(reader *r, proto_snapshot_header *h, proto_pose 
   if (rd_elem_uint(r, "tick", UINT64_MAX, &h->tick) ||
       rd_elem_uint(r, "server_time_us", UINT64_MAX, &h->server_time_us))
     return -1;
-  if (rd_elem_uint(r, "part_index", UINT32_MAX, &u))
+  if (rd_part(r, &h->part_index, &h->part_count))
     return -1;
-  h->part_index = (uint32_t)u;
-  if (rd_elem_uint(r, "part_count", UINT32_MAX, &u))
-    return -1;
-  h->part_count = (uint32_t)u;
-  if (h->part_count == 0 || h->part_index >= h->part_count) {
-    size_t old = path_push(r, "part_index");
-    bad(r, "part_index must be < part_count");
-    path_pop(r, old);
-    return -1;
-  }
   if (rd_elem_uint(r, "agent_total", UINT32_MAX, &u))
     return -1;
   h->agent_total = (uint32_t)u;
@@ -2053,10 +2039,7 @@ static int decode_server(reader *r, proto_server_msg *out, proto_pose *poses, ui
   if (rd_frame(r, &n, &type))
     return -1;
   if (type < PROTO_MSG_WELCOME || type > PROTO_MSG_SNAPSHOT) {
-    size_t old = path_push(r, "type");
-    fail(r, PROTO_ERR_UNKNOWN_TYPE, "unknown message type");
-    path_pop(r, old);
-    return -1;
+    return fail_at(r, "type", PROTO_ERR_UNKNOWN_TYPE, "unknown message type");
   }
   r->err->type = (uint8_t)type;
   out->type = (uint8_t)type;
@@ -2120,23 +2103,20 @@ int proto_decode_server_msg(const uint8_t *data, size_t len, proto_server_msg *o
   return finish(&r, rc);
 }
 
-/* The frame of a message that must be of one type with a fixed element count:
- * UNKNOWN_TYPE (field "type") for another type, BAD_MESSAGE for another count. */
-static int rd_frame_expect(reader *r, uint8_t want, uint32_t elements, const char *what) {
-  uint32_t n;
+/* The frame of a message that must be of one type with min..max elements
+ * (their count in *n): UNKNOWN_TYPE (field "type") for another type,
+ * BAD_MESSAGE for another count. */
+static int rd_frame_expect(reader *r, uint8_t want, uint32_t min, uint32_t max, uint32_t *n,
+                           const char *what) {
   uint64_t type;
-  int rc = rd_frame(r, &n, &type);
-  if (rc == 0 && type != want) {
-    size_t old = path_push(r, "type");
-    rc = fail(r, PROTO_ERR_UNKNOWN_TYPE, what);
-    path_pop(r, old);
-  }
-  if (rc == 0) {
-    r->err->type = want;
-    if (n != elements)
-      rc = fail(r, PROTO_ERR_BAD_MESSAGE, "wrong number of elements");
-  }
-  return rc;
+  if (rd_frame(r, n, &type))
+    return -1;
+  if (type != want)
+    return fail_at(r, "type", PROTO_ERR_UNKNOWN_TYPE, what);
+  r->err->type = want;
+  if (*n < min || *n > max)
+    return fail(r, PROTO_ERR_BAD_MESSAGE, "wrong number of elements");
+  return 0;
 }
 
 int proto_decode_snapshot(const uint8_t *data, size_t len, proto_snapshot_header *h, proto_pose *poses,
@@ -2145,7 +2125,8 @@ int proto_decode_snapshot(const uint8_t *data, size_t len, proto_snapshot_header
   reader r;
   reader_init(&r, data, len, err ? err : &local, false);
   *count = 0;
-  int rc = rd_frame_expect(&r, PROTO_MSG_SNAPSHOT, 7, "not a snapshot");
+  uint32_t n;
+  int rc = rd_frame_expect(&r, PROTO_MSG_SNAPSHOT, 7, 7, &n, "not a snapshot");
   if (rc == 0)
     rc = decode_snapshot_body(&r, h, poses, qposes, (poses || qposes) ? cap : 0, count);
   if (rc == 0)
@@ -2378,31 +2359,18 @@ static int rd_id_step(reader *r, uint32_t i, steer_id *id) {
 static int decode_delta_body(reader *r, proto_delta_header *h, proto_delta_entry *entries, uint32_t cap,
                              uint32_t *count, steer_id *removed, uint32_t removed_cap,
                              uint32_t *removed_count) {
-  uint64_t u;
   uint32_t n;
   memset(h, 0, sizeof *h);
   if (rd_elem_uint(r, "tick", UINT64_MAX, &h->tick) ||
       rd_elem_uint(r, "server_time_us", UINT64_MAX, &h->server_time_us) ||
       rd_elem_uint(r, "baseline_tick", UINT64_MAX, &h->baseline_tick))
     return -1;
-  if (h->tick == 0 || h->baseline_tick >= h->tick) {
-    size_t old = path_push(r, h->tick == 0 ? "tick" : "baseline_tick");
-    bad(r, h->tick == 0 ? "must be >= 1" : "must be < tick");
-    path_pop(r, old);
+  if (h->tick == 0)
+    return fail_at(r, "tick", PROTO_ERR_BAD_FIELD, "must be >= 1");
+  if (h->baseline_tick >= h->tick)
+    return fail_at(r, "baseline_tick", PROTO_ERR_BAD_FIELD, "must be < tick");
+  if (rd_part(r, &h->part_index, &h->part_count))
     return -1;
-  }
-  if (rd_elem_uint(r, "part_index", UINT32_MAX, &u))
-    return -1;
-  h->part_index = (uint32_t)u;
-  if (rd_elem_uint(r, "part_count", UINT32_MAX, &u))
-    return -1;
-  h->part_count = (uint32_t)u;
-  if (h->part_count == 0 || h->part_index >= h->part_count) {
-    size_t old = path_push(r, "part_index");
-    bad(r, "part_index must be < part_count");
-    path_pop(r, old);
-    return -1;
-  }
   size_t old = path_push(r, "changes");
   if (rd_array(r, 0, UINT32_MAX, &n))
     return -1;
@@ -2464,7 +2432,8 @@ int proto_decode_delta(const uint8_t *data, size_t len, proto_delta_header *h, p
   reader_init(&r, data, len, err ? err : &local, false);
   *count = 0;
   *removed_count = 0;
-  int rc = rd_frame_expect(&r, PROTO_MSG_DELTA, 8, "not a delta");
+  uint32_t n;
+  int rc = rd_frame_expect(&r, PROTO_MSG_DELTA, 8, 8, &n, "not a delta");
   if (rc == 0)
     rc = decode_delta_body(&r, h, entries, entries ? cap : 0, count, removed, removed ? removed_cap : 0,
                            removed_count);
@@ -2512,24 +2481,11 @@ int proto_decode_snapshot_ack(const uint8_t *data, size_t len, proto_snapshot_ac
   proto_snapshot_ack v;
   memset(&v, 0, sizeof v);
   uint32_t n = 0;
-  uint64_t type = 0;
-  int rc = rd_frame(&r, &n, &type);
-  if (rc == 0 && type != PROTO_MSG_SNAPSHOT_ACK) {
-    size_t old = path_push(&r, "type");
-    rc = fail(&r, PROTO_ERR_UNKNOWN_TYPE, "not a snapshot ack");
-    path_pop(&r, old);
-  }
-  if (rc == 0) {
-    r.err->type = PROTO_MSG_SNAPSHOT_ACK;
-    if (n != 2 && n != 3)
-      rc = fail(&r, PROTO_ERR_BAD_MESSAGE, "wrong number of elements");
-  }
+  int rc = rd_frame_expect(&r, PROTO_MSG_SNAPSHOT_ACK, 2, 3, &n, "not a snapshot ack");
   if (rc == 0)
     rc = rd_elem_uint(&r, "tick", UINT64_MAX, &v.tick);
   if (rc == 0 && v.tick == 0) {
-    size_t old = path_push(&r, "tick");
-    rc = bad(&r, "must be >= 1");
-    path_pop(&r, old);
+    rc = fail_at(&r, "tick", PROTO_ERR_BAD_FIELD, "must be >= 1");
   }
   if (rc == 0 && n == 3) {
     size_t old = path_push(&r, "merged");
