@@ -521,15 +521,7 @@ static void bot_act(actor *a, uint64_t now) {
   } else if (pick < 50) {
     g_cmd.type = PROTO_MSG_SET_PATH;
     g_cmd.set_path.agent = agent;
-    proto_path *p = &g_cmd.set_path.path;
-    p->count = 2 + steerd_rand_below(&a->rng, 10);
-    for (uint32_t i = 0; i < p->count; i++)
-      p->points[i] = rand_point(a);
-    p->radius = steerd_rand_range(&a->rng, 0.5f, 3.0f);
-    p->mode = (uint8_t)steerd_rand_below(&a->rng, STEER_PATH_MODE_COUNT);
-    /* arc and lazy cornering are for the heading model only */
-    p->cornering = model == STEER_MODEL_HEADING ? (uint8_t)steerd_rand_below(&a->rng, STEER_CORNER_COUNT)
-                                                : STEER_CORNER_NONE;
+    steerd_rand_path(&a->rng, a->lo, a->hi, 11, model, &g_cmd.set_path.path);
   } else if (pick < 60) {
     g_cmd.type = PROTO_MSG_SET_PARAMS;
     g_cmd.set_params.agent = agent;

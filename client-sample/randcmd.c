@@ -87,3 +87,14 @@ void steerd_rand_behaviour(uint64_t *s, vec2 lo, vec2 hi, const steer_id *agents
     break; /* none, look_where_going, wander: no target */
   }
 }
+
+void steerd_rand_path(uint64_t *s, vec2 lo, vec2 hi, uint32_t max_points, uint8_t model, proto_path *out) {
+  memset(out, 0, sizeof *out);
+  out->count = 2 + steerd_rand_below(s, max_points > 2 ? max_points - 1 : 1);
+  for (uint32_t i = 0; i < out->count; i++)
+    out->points[i] = steerd_rand_point(s, lo, hi);
+  out->radius = steerd_rand_range(s, 0.5f, 3.0f);
+  out->mode = (uint8_t)steerd_rand_below(s, STEER_PATH_MODE_COUNT);
+  out->cornering =
+      model == STEER_MODEL_HEADING ? (uint8_t)steerd_rand_below(s, STEER_CORNER_COUNT) : STEER_CORNER_NONE;
+}

@@ -25,4 +25,8 @@ vec2 steerd_rand_point(uint64_t *s, vec2 lo, vec2 hi);
 void steerd_rand_behaviour(uint64_t *s, vec2 lo, vec2 hi, const steer_id *agents, uint32_t n, uint32_t self,
                            uint8_t model, proto_behaviour *out);
 
+/* A path of 2 to max_points points in [lo, hi), any mode, with cornering
+ * only for the heading model (arc and lazy are for it alone). */
+void steerd_rand_path(uint64_t *s, vec2 lo, vec2 hi, uint32_t max_points, uint8_t model, proto_path *out);
+
 #endif /* STEERD_RANDCMD_H */

@@ -1064,15 +1064,7 @@ static void bot_act(bot *b) {
   } else if (pick < 6) {
     cmd.type = PROTO_MSG_SET_PATH;
     cmd.set_path.agent = agent;
-    proto_path *p = &cmd.set_path.path;
-    p->count = 2 + steerd_rand_below(&b->rng, 5);
-    for (uint32_t i = 0; i < p->count; i++)
-      p->points[i] = bot_point(b);
-    p->radius = steerd_rand_range(&b->rng, 0.5f, 3.0f);
-    p->mode = (uint8_t)steerd_rand_below(&b->rng, STEER_PATH_MODE_COUNT);
-    /* arc and lazy cornering are for the heading model only. */
-    p->cornering = model == STEER_MODEL_HEADING ? (uint8_t)steerd_rand_below(&b->rng, STEER_CORNER_COUNT)
-                                                : STEER_CORNER_NONE;
+    steerd_rand_path(&b->rng, b->lo, b->hi, 6, model, &cmd.set_path.path);
   } else if (pick == 6) {
     cmd.type = PROTO_MSG_STOP;
     cmd.stop.agent = agent;
