@@ -691,6 +691,12 @@ static int removal_in_flight(const steerd_netcode *nc, const nc_frame *prev, ste
   return pi != NO_INDEX && (pool_at(nc, prev->first + pi)->flags & REC_TOMB);
 }
 
+/* The newest acknowledged frame's seq (no baseline is older), or NO_SEQ. */
+static uint32_t acked_seq(nc_client *c) {
+  const nc_frame *acked = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
+  return acked ? acked->seq : NO_SEQ;
+}
+
 /* The baseline for slot's next frame, resolved; NULL: none usable. */
 static nc_frame *choose_baseline(steerd_netcode *nc, nc_client *c) {
   nc_frame *base = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
@@ -735,20 +741,11 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
    * holds at most an entry per agent in view, per baseline record and per op
    * in flight. */
   uint32_t nbase = base ? index_frame(nc, &nc->base_ix, base, NO_SEQ, 1) : 0;
-  uint32_t after = base ? base->seq : NO_SEQ;
-  if (!base && prev) {
-    const nc_frame *acked = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
-    after = acked ? acked->seq : NO_SEQ;
-  }
-  uint32_t nflight = prev ? index_frame(nc, &nc->prev_ix, prev, after, 0) : 0;
+  uint32_t nflight = prev ? index_frame(nc, &nc->prev_ix, prev, base ? base->seq : acked_seq(c), 0) : 0;
   uint64_t bound = (uint64_t)nview + nbase + nflight;
   if (base && (bound > nc->recs_cap || nc->head + bound - base->first > nc->pool_cap)) {
     base = NULL; /* the new frame could overwrite the baseline, or not fit: start afresh */
-    nbase = 0;
-    index_frame(nc, &nc->base_ix, NULL, NO_SEQ, 1);
-    const nc_frame *acked = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
-    after = acked ? acked->seq : NO_SEQ;
-    nflight = prev ? index_frame(nc, &nc->prev_ix, prev, after, 0) : 0;
+    nflight = prev ? index_frame(nc, &nc->prev_ix, prev, acked_seq(c), 0) : 0;
   }
   if (!base && prev && (uint64_t)nview + nflight > nc->recs_cap) {
     prev = NULL; /* cannot carry them: no frame before this one is a baseline any more */
@@ -949,7 +946,7 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   if (!base) /* carried: every op in flight this frame did not replace */
     for (uint32_t i = 0; prev && i < prev->count; i++) {
       const nc_rec *r = pool_at(nc, prev->first + i);
-      if ((after == NO_SEQ || r->seq > after) && !sent_now(nc, r->r.id))
+      if (index_wants(&nc->prev_ix, r) && !sent_now(nc, r->r.id))
         nc->recs[nrec++] = *r;
     }
   for (uint32_t i = 0; base && prev && i < prev->count; i++) { /* removals in flight */
