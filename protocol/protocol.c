@@ -1104,8 +1104,13 @@ static int rd_skip(reader *r) {
 
 static int bad(reader *r, const char *reason) { return fail(r, PROTO_ERR_BAD_FIELD, reason); }
 
+/* The rd_* readers set their outputs on every path, failures included: fail()
+ * is not inlined everywhere, so the compiler cannot tell that it returns -1,
+ * and a caller's local would look unset on a "successful" failure (gcc -O3
+ * -Wmaybe-uninitialized). */
 static int rd_uint(reader *r, uint64_t max, uint64_t *out) {
   mp_val v;
+  *out = 0;
   if (rd_val(r, &v))
     return -1;
   if (v.kind == MP_INT)
@@ -1130,6 +1135,7 @@ static int rd_u64(reader *r, uint64_t *out) { return rd_uint(r, UINT64_MAX, out)
 
 static int rd_int(reader *r, int64_t min, int64_t max, int64_t *out) {
   mp_val v;
+  *out = 0;
   if (rd_val(r, &v))
     return -1;
   if (v.kind == MP_UINT) {
@@ -1194,6 +1200,8 @@ static int rd_bool(reader *r, uint8_t *out) {
 
 static int rd_str(reader *r, size_t max, const uint8_t **s, size_t *n) {
   mp_val v;
+  *s = NULL;
+  *n = 0;
   if (rd_val(r, &v))
     return -1;
   if (v.kind != MP_STR)
@@ -1221,6 +1229,7 @@ static int rd_enum(reader *r, const char *const *names, uint32_t count, uint8_t 
 
 static int rd_array(reader *r, uint32_t min, uint32_t max, uint32_t *count) {
   mp_val v;
+  *count = 0;
   if (rd_val(r, &v))
     return -1;
   if (v.kind != MP_ARRAY)

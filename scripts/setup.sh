@@ -10,6 +10,8 @@ if [ "${1:-}" != "--build-only" ]; then
   # Check for the tests; Debian's python3-enet and python3-msgpack are the independent
   # peers of the interop test; clang for the sanitizer and fuzzer builds.
   packages+=(check python3 python3-enet python3-msgpack clang libclang-rt-14-dev)
+  # llvm-14: llvm-ar-14 and llvm-ranlib-14 for clang's LTO archive of the movement core (.ci/run).
+  packages+=(llvm-14)
 fi
 
 missing=()

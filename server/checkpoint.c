@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *steerd_checkpoint_strerror(int code) {
@@ -194,4 +195,19 @@ int steerd_checkpoint_read(const char *path, uint8_t **data, size_t *len, char *
   free(buf);
   close(fd);
   return STEERD_CHECKPOINT_EIO;
+}
+
+void steerd_checkpoint_stats_ok(steerd_checkpoint_stats *st, uint64_t tick, size_t bytes) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  st->written++;
+  st->failing = 0;
+  st->last_ok_unix_ms = (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
+  st->last_ok_tick = tick;
+  st->last_bytes = bytes;
+}
+
+void steerd_checkpoint_stats_failed(steerd_checkpoint_stats *st) {
+  st->failed++;
+  st->failing = 1;
 }

@@ -33,4 +33,25 @@ int steerd_checkpoint_write(const char *path, const uint8_t *data, size_t len, c
  * STEERD_CHECKPOINT_ENOMEM, with *data NULL. */
 int steerd_checkpoint_read(const char *path, uint8_t **data, size_t *len, char *err, size_t errcap);
 
+/* What the checkpoints have done since start, for /metrics and /readyz
+ * (steerd_server_checkpoint_stats). Kept and read on the loop thread. */
+typedef struct steerd_checkpoint_stats {
+  uint8_t enabled;          /* a state file is configured (--state) */
+  uint8_t failing;          /* the last checkpoint failed; a good one clears it */
+  uint8_t in_flight;        /* a checkpoint is being written */
+  uint64_t written;         /* checkpoints renamed into place */
+  uint64_t failed;          /* checkpoints that failed (the previous file is kept) */
+  uint64_t last_ok_unix_ms; /* wall clock of the last good checkpoint; 0: none since start */
+  uint64_t last_ok_tick;    /* the world tick it holds */
+  uint64_t last_bytes;      /* its size in bytes */
+  uint32_t last_loop_us;    /* loop-thread time of the last checkpoint (us) */
+  uint32_t last_write_us;   /* write, fsync and rename of the last checkpoint (us) */
+} steerd_checkpoint_stats;
+
+/* Counts a checkpoint that was renamed into place (clears failing). */
+void steerd_checkpoint_stats_ok(steerd_checkpoint_stats *st, uint64_t tick, size_t bytes);
+
+/* Counts a failed checkpoint (sets failing). */
+void steerd_checkpoint_stats_failed(steerd_checkpoint_stats *st);
+
 #endif /* STEERD_CHECKPOINT_H */

@@ -89,6 +89,7 @@ struct steerd_server {
   size_t ckpt_world_cap, ckpt_file_cap;
   size_t restored_len;               /* bytes of the restored image in ckpt_file */
   steerd_persist_owner *ckpt_owners; /* owner_cap */
+  steerd_checkpoint_stats ckpt_stats;
 
   proto_command cmd;                    /* decode scratch (large: holds path points) */
   uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
@@ -873,6 +874,7 @@ static int grow(uint8_t **buf, size_t *cap, size_t need) {
  * checkpoint is logged and the server goes on: the previous file is intact. */
 static void checkpoint(steerd_server *s, const char *why) {
   uint64_t t0 = uv_hrtime();
+  s->ckpt_stats.in_flight = 1;
   steerd_persist_server st;
   memset(&st, 0, sizeof(st));
   st.next_client_id = s->next_client_id;
@@ -898,8 +900,13 @@ static void checkpoint(steerd_server *s, const char *why) {
       steerd_checkpoint_write(s->cfg.state_file, s->ckpt_file, len, err, sizeof(err)) !=
           STEERD_CHECKPOINT_OK) {
     LOG_ERROR("checkpoint (%s) failed: %s; the previous state file is kept", why, err);
+    s->ckpt_stats.in_flight = 0;
+    steerd_checkpoint_stats_failed(&s->ckpt_stats);
     return;
   }
+  s->ckpt_stats.in_flight = 0;
+  s->ckpt_stats.last_loop_us = s->ckpt_stats.last_write_us = (uint32_t)((uv_hrtime() - t0) / 1000u);
+  steerd_checkpoint_stats_ok(&s->ckpt_stats, steer_world_tick(s->world), len);
   LOG_INFO("checkpoint (%s) at tick %llu: %u agents, state hash %016llx, %zu bytes in %.1f ms", why,
            (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world),
            (unsigned long long)steer_world_hash(s->world), len, (double)(uv_hrtime() - t0) / 1e6);
@@ -1363,3 +1370,8 @@ void steerd_server_destroy(steerd_server *s) {
 uint16_t steerd_server_port(const steerd_server *s) { return s->host ? s->host->address.port : 0; }
 
 void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out) { *out = s->stats; }
+
+void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out) {
+  *out = s->ckpt_stats;
+  out->enabled = s->cfg.state_file[0] != '\0';
+}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "checkpoint.h"
 #include "config.h"
 
 typedef struct steerd_server steerd_server;
@@ -50,5 +51,8 @@ void steerd_server_destroy(steerd_server *s);
 
 uint16_t steerd_server_port(const steerd_server *s);
 void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out);
+
+/* Checkpoint counters (server/checkpoint.h); all zero without --state. */
+void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out);
 
 #endif /* STEERD_SERVER_H */

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
@@ -186,6 +187,32 @@ START_TEST(test_failed_write_keeps_old) {
 }
 END_TEST
 
+/* The counters /metrics and /readyz read: a failure sets failing, a good
+ * checkpoint clears it and stamps the wall clock. */
+START_TEST(test_stats_counters) {
+  steerd_checkpoint_stats st;
+  memset(&st, 0, sizeof(st));
+  steerd_checkpoint_stats_failed(&st);
+  ck_assert_uint_eq(st.failed, 1);
+  ck_assert_uint_eq(st.written, 0);
+  ck_assert_uint_eq(st.failing, 1);
+  ck_assert_uint_eq(st.last_ok_unix_ms, 0);
+  uint64_t before = (uint64_t)time(NULL) * 1000u;
+  steerd_checkpoint_stats_ok(&st, 42, 1234);
+  uint64_t after = ((uint64_t)time(NULL) + 1) * 1000u;
+  ck_assert_uint_eq(st.written, 1);
+  ck_assert_uint_eq(st.failed, 1);
+  ck_assert_uint_eq(st.failing, 0);
+  ck_assert_uint_eq(st.last_ok_tick, 42);
+  ck_assert_uint_eq(st.last_bytes, 1234);
+  ck_assert_uint_ge(st.last_ok_unix_ms, before);
+  ck_assert_uint_le(st.last_ok_unix_ms, after);
+  steerd_checkpoint_stats_failed(&st);
+  ck_assert_uint_eq(st.failing, 1);
+  ck_assert_uint_eq(st.last_ok_tick, 42); /* the last good one is still the last good one */
+}
+END_TEST
+
 static Suite *checkpoint_suite(void) {
   Suite *s = suite_create("checkpoint");
   TCase *tc = tcase_create("files");
@@ -193,6 +220,7 @@ static Suite *checkpoint_suite(void) {
   tcase_add_test(tc, test_round_trip);
   tcase_add_test(tc, test_missing_and_unreadable);
   tcase_add_test(tc, test_failed_write_keeps_old);
+  tcase_add_test(tc, test_stats_counters);
   suite_add_tcase(s, tc);
   return s;
 }
