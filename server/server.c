@@ -67,6 +67,7 @@ struct steerd_server {
   float dt; /* s */
 
   steerd_ticker ticks, snapshots;
+  uint64_t tick_time_us;       /* the last completed tick's time: its schedule slot on the server clock */
   steerd_netcode *netcode; /* delta snapshots, per client slot */
   uint32_t delta_clients;  /* welcomed clients taking delta snapshots */
   uint64_t start_ns, next_stats_ns;
@@ -797,7 +798,7 @@ static void send_snapshot(steerd_server *s) {
   s->part_first[parts] = view.count;
   proto_snapshot_header h;
   h.tick = steer_world_tick(s->world);
-  h.server_time_us = server_time_us(s);
+  h.server_time_us = s->tick_time_us; /* the simulation time of the tick, not the send time (§7.5) */
   h.part_count = parts;
   h.agent_total = view.count;
   for (uint32_t part = 0; part < parts; part++) {
@@ -994,6 +995,23 @@ static int restore_owners(steerd_server *s, const steerd_persist_server *head) {
   return 0;
 }
 
+/* A snapshot deadline's snapshot carries the last tick due at or before the
+ * deadline (§7.5). It goes out in the same callback that ran that tick, before
+ * any command is read, so it is exactly the state after that step (§4): when
+ * the tick just run is the last one due by the next deadline (the tick after it
+ * falls later), the snapshot goes now, early, and that deadline is consumed. */
+static int snapshot_due(steerd_server *s, uint64_t now, uint32_t ran) {
+  uint64_t deadline = steerd_ticker_deadline(&s->snapshots);
+  if (ran && now < deadline && steerd_ticker_deadline(&s->ticks) > deadline)
+    now = deadline;
+  if (steerd_ticker_due(&s->snapshots, now) == 0)
+    return 0;
+  /* A deadline with no step since the previous one cannot come while
+   * snapshot_rate <= tick_rate; if it did, commands may have changed the world
+   * since the last step, and a snapshot then would not be a tick's state. */
+  return ran != 0;
+}
+
 static void on_timer(uv_timer_t *t) {
   steerd_server *s = t->data;
   uint64_t now = uv_hrtime();
@@ -1009,9 +1027,13 @@ static void on_timer(uv_timer_t *t) {
   drop_late_hellos(s, now);
   despawn_orphans(s, now);
   uint32_t due = steerd_ticker_due(&s->ticks, now);
-  for (uint32_t i = 0; i < due; i++)
+  for (uint32_t i = 0; i < due; i++) {
+    /* After a stall the steps run in the last `due` slots consumed (the skipped ones come first). */
+    uint64_t slot = s->ticks.index - (due - 1u - i);
+    s->tick_time_us = (steerd_ticker_slot_ns(&s->ticks, slot) - s->start_ns) / 1000u;
     run_tick(s);
-  if (steerd_ticker_due(&s->snapshots, now) > 0)
+  }
+  if (snapshot_due(s, now, due))
     send_snapshot(s);
   s->stats.overruns = s->ticks.overruns;
   s->stats.ticks_skipped = s->ticks.skipped;

@@ -14,6 +14,8 @@ static uint64_t slot_time(const steerd_ticker *t, uint64_t k) {
   return t->start_ns + (k / t->rate_hz) * 1000000000ull + (k % t->rate_hz) * 1000000000ull / t->rate_hz;
 }
 
+uint64_t steerd_ticker_slot_ns(const steerd_ticker *t, uint64_t k) { return slot_time(t, k); }
+
 uint64_t steerd_ticker_deadline(const steerd_ticker *t) { return slot_time(t, t->index + 1); }
 
 uint32_t steerd_ticker_due(steerd_ticker *t, uint64_t now_ns) {

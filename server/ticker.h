@@ -20,6 +20,9 @@ typedef struct steerd_ticker {
 } steerd_ticker;
 
 void steerd_ticker_init(steerd_ticker *t, uint32_t rate_hz, uint64_t now_ns, uint32_t max_catchup);
+/* The absolute time of schedule slot k (k = 1 is one period after start):
+ * start + floor(k * 1e9 / rate) ns. */
+uint64_t steerd_ticker_slot_ns(const steerd_ticker *t, uint64_t k);
 /* The absolute time of the next tick. */
 uint64_t steerd_ticker_deadline(const steerd_ticker *t);
 /* How many ticks to run now (0..max_catchup); consumes them from the schedule. */
