@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "interp.h"
 #include "mixed_world.h"
 #include "steerd_proc.h"
 
@@ -57,10 +58,13 @@ typedef struct frame_rec {
 typedef struct history {
   frame_rec *frames;
   uint32_t n, cap, max_agents;
+  steerd_interp *it; /* also interpolated (the quality run's delta client), or NULL */
 } history;
 
 static void on_frame(void *user, const steerd_client_frame *f) {
   history *h = user;
+  if (h && h->it)
+    steerd_interp_push(h->it, steerd_client_now_us(), f->tick, f->server_time_us, f->poses, f->count, 1);
   if (!h || h->n >= h->cap)
     return;
   frame_rec *r = &h->frames[h->n++];
@@ -181,10 +185,48 @@ static int cmp_pose(const void *a, const void *b) {
 
 /* ---- quality ---------------------------------------------------------------- */
 
+/* ---- no visible pop ------------------------------------------------------------- */
+
+/* A rendered sample of an interpolated agent (60 Hz), linked to the same agent's sample in the previous render. */
+typedef struct render_rec {
+  int64_t render_us;
+  steer_id id;
+  float x, y;
+  size_t prev; /* 1 + index, 0: none */
+} render_rec;
+
+/* Agent id at server time t_us, linear between the truth frames around it. */
+static int truth_at(const history *t, steer_id id, int64_t t_us, double *x, double *y) {
+  uint32_t lo = 0, hi = t->n;
+  while (lo < hi) { /* first frame with time > t_us */
+    uint32_t mid = (lo + hi) / 2;
+    if ((int64_t)t->frames[mid].time_us <= t_us)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0 || lo >= t->n)
+    return -1;
+  const frame_rec *a = &t->frames[lo - 1], *b = &t->frames[lo];
+  proto_pose key = {.id = id};
+  const proto_pose *pa = bsearch(&key, a->poses, a->count, sizeof key, cmp_pose);
+  const proto_pose *pb = bsearch(&key, b->poses, b->count, sizeof key, cmp_pose);
+  if (!pa || !pb || b->time_us <= a->time_us || b->time_us - a->time_us > 120000)
+    return -1;
+  double u = (double)(t_us - (int64_t)a->time_us) / (double)(b->time_us - a->time_us);
+  *x = pa->x + u * (pb->x - pa->x);
+  *y = pa->y + u * (pb->y - pa->y);
+  return 0;
+}
+
 static void quality(uint16_t port, const char *impair, uint32_t agents, uint32_t seconds, double loss,
                     uint32_t latency, uint32_t jitter) {
   uint32_t frames = seconds * SNAPSHOT_RATE + 200;
   history *truth = history_new(frames, agents + 64), *est = history_new(frames, agents + 64);
+  steerd_interp_config icfg = steerd_interp_default_config();
+  icfg.max_agents = agents + 64;
+  icfg.snapshot_interval_us = 1000000u / SNAPSHOT_RATE;
+  est->it = steerd_interp_create(&icfg);
   steerd_client *tc = make_client("truth", 0, agents + 64, truth);
   steerd_client *dc = make_client("delta", 1, agents + 64, est);
   uint16_t via = port;
@@ -212,9 +254,38 @@ static void quality(uint16_t port, const char *impair, uint32_t agents, uint32_t
   steerd_client_get_stats(dc, &s0);
   uint64_t t0 = steerd_proc_now_ms();
   end = t0 + (uint64_t)seconds * 1000u;
+  /* Meanwhile a render loop at 60 Hz samples every agent the buffer holds. */
+  size_t rcap = ((size_t)seconds * 60 + 120) * (agents + 64), nr = 0;
+  render_rec *rr = malloc(rcap * sizeof *rr);
+  size_t *last = calloc((size_t)agents + 64, sizeof *last);
+  steer_id *last_id = calloc((size_t)agents + 64, sizeof *last_id);
+  uint64_t next_render = steerd_client_now_us();
   while (steerd_proc_now_ms() < end) {
     steerd_client_service(tc, 1);
     steerd_client_service(dc, 1);
+    uint64_t now = steerd_client_now_us();
+    if (now < next_render)
+      continue;
+    next_render = now - next_render > 16667 ? now + 16667 : next_render + 16667;
+    int64_t render;
+    if (steerd_interp_advance(est->it, now, &render) != 0)
+      continue;
+    uint32_t n = steerd_interp_count(est->it);
+    for (uint32_t i = 0; i < n && i < agents + 64 && nr < rcap; i++) {
+      steer_id id = steerd_interp_id_at(est->it, i);
+      steerd_interp_state st;
+      if (steerd_interp_sample(est->it, id, &st) != 0)
+        continue;
+      uint32_t slot = id % (agents + 64); /* ids of one run are dense: a slot per agent, else no link */
+      render_rec *r = &rr[nr++];
+      r->render_us = render;
+      r->id = id;
+      r->x = (float)st.x;
+      r->y = (float)st.y;
+      r->prev = last[slot] && last_id[slot] == id && rr[last[slot] - 1].render_us < render ? last[slot] : 0;
+      last[slot] = nr;
+      last_id[slot] = id;
+    }
   }
   double secs = (double)(steerd_proc_now_ms() - t0) / 1000.0;
   steerd_client_stats s1;
@@ -246,13 +317,38 @@ static void quality(uint16_t port, const char *impair, uint32_t agents, uint32_t
     }
   }
   qsort(err, ne, sizeof *err, cmp_double);
+  /* No visible pop: each frame-to-frame jump of an interpolated agent moving at
+   * least 2 cm per frame (1.2 m/s) against its true motion between the two
+   * render times (the truth, linear between its frames). */
+  for (uint32_t i = 0; i < truth->n; i++)
+    qsort(truth->frames[i].poses, truth->frames[i].count, sizeof(proto_pose), cmp_pose);
+  size_t pop_n = 0, pop_over = 0;
+  double pop_max = 0;
+  for (size_t i = 0; i < nr; i++) {
+    if (!rr[i].prev)
+      continue;
+    const render_rec *a = &rr[rr[i].prev - 1], *b = &rr[i];
+    double ax, ay, bx, by;
+    if (truth_at(truth, b->id, a->render_us, &ax, &ay) != 0 || truth_at(truth, b->id, b->render_us, &bx, &by) != 0)
+      continue;
+    double moved = hypot(bx - ax, by - ay), jump = hypot(b->x - a->x, b->y - a->y);
+    if (moved < 0.02)
+      continue;
+    pop_n++;
+    pop_over += jump > 2 * moved;
+    if (jump / moved > pop_max)
+      pop_max = jump / moved;
+  }
+  free(rr);
+  free(last);
+  free(last_id);
   double bytes = (double)(s1.snapshot_bytes - s0.snapshot_bytes);
   double nframes = (double)(s1.frames_complete - s0.frames_complete);
   double snaps = secs * SNAPSHOT_RATE;
-  printf("| %.0f %% | %u/%u ms | %.1f | %.2f | %.0f | %.2f | %.2f | %.2f | %zu |\n", loss * 100, latency,
-         jitter, bytes * 8 / secs / 1000, bytes / snaps / agents, nframes / snaps * 100,
+  printf("| %.0f %% | %u/%u ms | %.1f | %.2f | %.0f | %.2f | %.2f | %.2f | %zu | %.2f | %.3f |\n", loss * 100,
+         latency, jitter, bytes * 8 / secs / 1000, bytes / snaps / agents, nframes / snaps * 100,
          ne ? sum / (double)ne * 100 : 0, ne ? err[(size_t)((double)ne * 0.99)] * 100 : 0,
-         ne ? err[ne - 1] * 100 : 0, missing);
+         ne ? err[ne - 1] * 100 : 0, missing, pop_max, pop_n ? (double)pop_over / (double)pop_n * 100 : 0);
   fflush(stdout);
   free(err);
   steerd_client_destroy(tc);
@@ -261,6 +357,7 @@ static void quality(uint16_t port, const char *impair, uint32_t agents, uint32_t
     kill(proxy, SIGTERM);
     waitpid(proxy, NULL, 0);
   }
+  steerd_interp_destroy(est->it);
   history_free(truth);
   history_free(est);
 }
@@ -768,7 +865,8 @@ int main(int argc, char **argv) {
   if (!*only || !strcmp(only, "quality")) {
     printf(
         "| loss | latency/jitter | kbit/s | bytes/agent/snapshot | frames rebuilt %% | mean error cm | p99 "
-        "cm | max cm | unknown agent-samples |\n|---|---|---|---|---|---|---|---|---|\n");
+        "cm | max cm | unknown agent-samples | largest pop (x true motion) | pops over 2 x %% |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n");
     if (loss >= 0) {
       quality(srv.port, impair, agents, seconds, loss, latency, jitter);
     } else {

@@ -151,6 +151,7 @@ typedef struct sim_result {
 
 typedef struct packet {
   int64_t server_us, arrival_us;
+  int64_t state_us; /* no_visible_pop: the true time of the state it carries */
 } packet;
 
 static packet packets[MAX_FRAMES];
@@ -372,6 +373,135 @@ START_TEST(delay_adapts_to_jitter) {
 }
 END_TEST
 
+/* ---- no visible pop ------------------------------------------------------------ */
+
+/* A server of 30 ticks and 20 snapshots per second (PROTOCOL.md section 7.5):
+ * the snapshot of deadline j carries tick floor(1.5 j) and, as server_time_us,
+ * that tick's time floor(T * 1e6 / 30) (section 3), and leaves right after the
+ * tick ran. An NPC on a circle of radius 5 m at 3 m/s; rendered at 60 Hz after
+ * 100 +- 20 ms of latency and seeded loss. "No visible pop": the largest jump of
+ * the rendered NPC from one frame to the next is at most twice what the NPC
+ * truly moved between the two render times. stamp_deadline: the snapshots say
+ * their send deadline j * 50 000 us instead (what the server did before), with
+ * the positions of the tick: the measure must see the difference. */
+#define POP_TICK_RATE 30
+#define POP_SPEED     3.0 /* m/s */
+#define POP_RADIUS    5.0 /* m */
+
+static void pop_truth(double t, double *x, double *y, double *vx, double *vy, double *theta) {
+  double a = POP_SPEED / POP_RADIUS * t;
+  *x = POP_RADIUS * cos(a);
+  *y = POP_RADIUS * sin(a);
+  *vx = -POP_SPEED * sin(a);
+  *vy = POP_SPEED * cos(a);
+  *theta = wrap(a + PI / 2);
+}
+
+typedef struct pop_result {
+  double max_ratio;   /* largest jump / true motion over the measured frames */
+  double max_jump_cm; /* largest jump */
+  double true_cm;     /* true motion in that frame */
+  uint64_t frames;
+} pop_result;
+
+static void run_pop(double loss, uint64_t seed, int stamp_deadline, pop_result *res) {
+  memset(res, 0, sizeof *res);
+  rng_state = seed;
+  size_t np = 0;
+  for (int64_t j = 1; j < MAX_FRAMES; j++) {
+    int64_t deadline = j * SNAP_US;
+    int64_t tick = j * POP_TICK_RATE / 20;
+    int64_t tick_us = tick * 1000000 / POP_TICK_RATE;
+    double lat = 100.0 + (2 * rng_uniform() - 1) * 20.0;
+    int lost = j > 1 && rng_uniform() < loss;
+    if (lost)
+      continue;
+    packets[np].server_us = stamp_deadline ? deadline : tick_us;
+    packets[np].state_us = tick_us;
+    /* sent right after the tick ran (before: at the deadline) */
+    packets[np].arrival_us = packets[np].server_us + TRUE_OFFSET_US + (int64_t)llround(lat * 1000.0);
+    np++;
+  }
+  for (size_t i = 1; i < np; i++) /* insertion sort by arrival */
+    for (size_t k = i; k > 0 && packets[k].arrival_us < packets[k - 1].arrival_us; k--) {
+      packet t = packets[k];
+      packets[k] = packets[k - 1];
+      packets[k - 1] = t;
+    }
+
+  steerd_interp_config cfg = steerd_interp_default_config();
+  cfg.max_agents = 4;
+  steerd_interp *it = steerd_interp_create(&cfg);
+  ck_assert_ptr_nonnull(it);
+  size_t next = 0;
+  int64_t newest = -1;
+  int have_prev = 0;
+  double px = 0, py = 0, ptx = 0, pty = 0;
+  int64_t end_local = TRUE_OFFSET_US + (int64_t)SIM_SECONDS * 1000000 - 200000;
+  for (int64_t f = 0;; f++) {
+    int64_t local = TRUE_OFFSET_US + f * 1000000 / 60;
+    if (local > end_local)
+      break;
+    for (; next < np && packets[next].arrival_us <= local; next++) {
+      int64_t st = packets[next].server_us;
+      if (st <= newest)
+        continue;
+      newest = st;
+      truth t;
+      pop_truth((double)packets[next].state_us * 1e-6, &t.x, &t.y, &t.vx, &t.vy, &t.theta);
+      proto_pose p = quantize(1, t);
+      ck_assert_int_eq(
+          steerd_interp_push(it, (uint64_t)packets[next].arrival_us, (uint64_t)st / 33333, (uint64_t)st, &p, 1, 1),
+          0);
+    }
+    int64_t render;
+    int rc = steerd_interp_advance(it, (uint64_t)local, &render);
+    if (rc == STEERD_INTERP_ENODATA)
+      continue;
+    steerd_interp_state s;
+    ck_assert_int_eq(steerd_interp_sample(it, 1, &s), 0);
+    double tx, ty, tvx, tvy, tth;
+    pop_truth((double)render * 1e-6, &tx, &ty, &tvx, &tvy, &tth);
+    if (have_prev && local - TRUE_OFFSET_US >= WARMUP_US) {
+      double jump = hypot(s.x - px, s.y - py), moved = hypot(tx - ptx, ty - pty);
+      res->frames++;
+      if (moved > 0 && jump / moved > res->max_ratio) {
+        res->max_ratio = jump / moved;
+        res->max_jump_cm = jump * 100;
+        res->true_cm = moved * 100;
+      }
+    }
+    have_prev = 1;
+    px = s.x;
+    py = s.y;
+    ptx = tx;
+    pty = ty;
+  }
+  steerd_interp_destroy(it);
+}
+
+START_TEST(no_visible_pop) {
+  static const double losses[] = {0.0, 0.05};
+  for (size_t l = 0; l < 2; l++)
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+      pop_result tick_time, deadline;
+      run_pop(losses[l], seed, 0, &tick_time);
+      run_pop(losses[l], seed, 1, &deadline);
+      printf("pop %.0f %% loss, seed %llu: tick times: largest jump %.2f x the true motion (%.2f cm for %.2f "
+             "cm); deadline times: %.2f x (%.2f cm for %.2f cm)\n",
+             losses[l] * 100, (unsigned long long)seed, tick_time.max_ratio, tick_time.max_jump_cm,
+             tick_time.true_cm, deadline.max_ratio, deadline.max_jump_cm, deadline.true_cm);
+      ck_assert_uint_gt(tick_time.frames, 3000);
+      /* The promise (issue 14): at most 2x. The guard: measured 1.10-1.13 x;
+       * the deadline stamps give 1.59-1.87 x (a 3 m/s NPC rendered at 2 and
+       * 4 m/s by turns), which the promise alone would let through. */
+      ck_assert_double_le(tick_time.max_ratio, 2.0);
+      ck_assert_double_le(tick_time.max_ratio, 1.35);
+      ck_assert_double_gt(deadline.max_ratio, 1.35);
+    }
+}
+END_TEST
+
 /* ---- small cases ------------------------------------------------------------- */
 
 static proto_pose pose(steer_id id, double x, double y, double theta, double vx, double vy) {
@@ -571,6 +701,7 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, accuracy_without_loss);
   tcase_add_test(tc, accuracy_with_loss);
   tcase_add_test(tc, delay_adapts_to_jitter);
+  tcase_add_test(tc, no_visible_pop);
   tcase_add_test(tc, extrapolation_is_bounded);
   tcase_add_test(tc, theta_takes_the_shorter_arc);
   tcase_add_test(tc, hermite_uses_velocity_and_falls_back_to_linear);
