@@ -689,7 +689,7 @@ START_TEST(test_validated_fields) {
   reseal(buf, len);
   ck_assert_mem_eq(buf, orig, len);
   /* An intact state of another version. */
-  wr32(buf + 4, 2);
+  wr32(buf + 4, STEER_STATE_VERSION + 1);
   reseal(buf, len);
   int err = 0;
   ck_assert_ptr_null(steer_world_load(buf, len, &err));

@@ -34,6 +34,8 @@ const char *steer_strerror(int code) {
     return "state data corrupt or truncated";
   case STEER_EVERSION:
     return "state format version not supported";
+  case STEER_EBLOCKED:
+    return "inside the map's geometry";
   default:
     return "unknown error";
   }
@@ -61,6 +63,9 @@ steer_behaviour steer_default_behaviour(steer_behaviour_kind kind) {
   b.combine = STEER_COMBINE_BLEND;
   b.max_neighbours = 8;
   b.params = steer_default_params();
+  b.avoid_horizon = 3.0f;
+  b.wall_lookahead = 1.0f;
+  b.wall_margin = 0.25f;
   return b;
 }
 
@@ -93,7 +98,8 @@ static int check_behaviour(const steer_world *w, uint8_t model, const steer_beha
   if (b->kind >= STEER_BEHAVIOUR_COUNT || b->facing >= STEER_FACING_COUNT ||
       b->combine >= STEER_COMBINE_COUNT || b->target.kind >= STEER_TARGET_KIND_COUNT)
     return STEER_EINVAL;
-  if (!valid_params(&b->params) || !isfinite(b->separation_weight) || b->separation_weight < 0.0f)
+  if (!valid_params(&b->params) || !isfinite(b->separation_weight) || b->separation_weight < 0.0f ||
+      !valid_avoidance(b))
     return STEER_EINVAL;
   if (!(model_behaviours[model] & (1u << b->kind)))
     return STEER_EMODEL;
@@ -104,6 +110,8 @@ static int check_behaviour(const steer_world *w, uint8_t model, const steer_beha
     return STEER_ETARGET;
   if (needs_point_or_agent(b->kind) && b->target.kind == STEER_TARGET_NONE)
     return STEER_ETARGET;
+  if (world_target_blocked(w, b))
+    return STEER_EBLOCKED;
   if (b->target.kind == STEER_TARGET_AGENT) {
     if (dense_of(w, b->target.agent) == NO_DENSE || b->target.agent == self)
       return STEER_ETARGET;
@@ -157,6 +165,9 @@ steer_world *steer_world_create(const steer_world_config *cfg) {
   ALLOC(slot_dense, n);
   ALLOC(slot_gen, n);
   ALLOC(free_ring, n);
+  ALLOC(stuck_best, n);
+  ALLOC(stuck_timer, n);
+  ALLOC(stuck_flag, n);
   ALLOC(paths, w->cfg.max_paths);
   ALLOC(path_points, (size_t)w->cfg.max_paths * w->cfg.max_path_points);
   ALLOC(path_free, w->cfg.max_paths);
@@ -172,6 +183,9 @@ steer_world *steer_world_create(const steer_world_config *cfg) {
     w->path_free[i] = w->cfg.max_paths - 1 - i; /* pop order 0, 1, 2, ... */
   w->path_free_count = w->cfg.max_paths;
   if (steer_grid_init(&w->grid, cfg->min, cfg->max, cfg->cell_size, n) != STEER_OK)
+    goto fail;
+  w->map = steer_map_create(cfg->min, cfg->max, cfg->cell_size);
+  if (!w->map)
     goto fail;
   steer_rng_seed(&w->rng, cfg->seed);
   return w;
@@ -209,6 +223,10 @@ void steer_world_destroy(steer_world *w) {
   free(w->path_points);
   free(w->path_free);
   free(w->events);
+  free(w->stuck_best);
+  free(w->stuck_timer);
+  free(w->stuck_flag);
+  steer_map_destroy(w->map);
   steer_grid_free(&w->grid);
   free(w);
 }
@@ -243,6 +261,8 @@ int steer_world_path_create(steer_world *w, const vec2 *points, uint32_t count, 
                             steer_path_mode mode, steer_cornering cornering) {
   if (!path_args_valid(w, points, count, radius, mode, cornering))
     return STEER_EINVAL;
+  if (world_points_blocked(w, points, count))
+    return STEER_EBLOCKED;
   if (w->path_free_count == 0)
     return STEER_EFULL;
   uint32_t h = w->path_free[--w->path_free_count];
@@ -304,6 +324,7 @@ int steer_world_follow_path(steer_world *w, steer_id id, int path) {
   leave_path(w, d);
   w->path[d] = path;
   steer_path_cursor_init(&w->cursor[d]);
+  world_stuck_reset(w, d);
   steer_behaviour *b = &w->behaviour[d];
   b->kind = STEER_BEHAVIOUR_FOLLOW_PATH;
   b->target.kind = STEER_TARGET_NONE;
@@ -320,6 +341,8 @@ int steer_world_set_path(steer_world *w, steer_id id, const vec2 *points, uint32
     return STEER_EMODEL;
   if (!path_args_valid(w, points, count, radius, mode, cornering))
     return STEER_EINVAL;
+  if (world_points_blocked(w, points, count))
+    return STEER_EBLOCKED;
   /* Release before create: when the agent is the last user of its old path,
    * leaving it frees the entry for the new one (the handle is reused), so
    * replacing a path works in a full pool. Refused without side effects when
@@ -350,6 +373,8 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
   int rc = check_behaviour(w, desc->model, &desc->behaviour, 0);
   if (rc != STEER_OK)
     return rc;
+  if (!world_body_free(w, s->position, desc->limits.radius))
+    return STEER_EBLOCKED;
   if (w->free_count == 0)
     return STEER_EFULL;
   uint32_t slot = w->free_ring[w->free_head];
@@ -387,7 +412,8 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
   steer_path_cursor_init(&w->cursor[d]);
   memset(&w->cmd[d], 0, sizeof(w->cmd[d]));
   w->nhint[d] = 0.0f;
-  if (desc->behaviour.separation_weight > 0.0f)
+  world_stuck_reset(w, d);
+  if (needs_neighbours(&desc->behaviour))
     w->separating++;
   w->grid_stale = 1;
   if (out_id)
@@ -416,6 +442,9 @@ static void dense_move(steer_world *w, uint32_t to, uint32_t from) {
   w->cursor[to] = w->cursor[from];
   w->cmd[to] = w->cmd[from];
   w->nhint[to] = w->nhint[from];
+  w->stuck_best[to] = w->stuck_best[from];
+  w->stuck_timer[to] = w->stuck_timer[from];
+  w->stuck_flag[to] = w->stuck_flag[from];
   w->slot_dense[w->id[to] & STEER_ID_INDEX_MASK] = to;
 }
 
@@ -424,7 +453,7 @@ int steer_world_despawn(steer_world *w, steer_id id) {
   if (d == NO_DENSE)
     return STEER_ENOENT;
   leave_path(w, d);
-  if (w->behaviour[d].separation_weight > 0.0f)
+  if (needs_neighbours(&w->behaviour[d]))
     w->separating--;
   if (w->radius[d] >= w->max_radius)
     w->max_radius_stale = 1;
@@ -461,10 +490,11 @@ int steer_world_set_behaviour(steer_world *w, steer_id id, const steer_behaviour
     return rc;
   if (b->kind != STEER_BEHAVIOUR_FOLLOW_PATH)
     leave_path(w, d);
-  w->separating -= w->behaviour[d].separation_weight > 0.0f;
-  w->separating += b->separation_weight > 0.0f;
+  w->separating -= needs_neighbours(&w->behaviour[d]);
+  w->separating += needs_neighbours(b);
   w->behaviour[d] = *b;
   w->arrived[d] = 0;
+  world_stuck_reset(w, d);
   return STEER_OK;
 }
 
@@ -474,6 +504,8 @@ int steer_world_set_limits(steer_world *w, steer_id id, const steer_limits *l) {
     return STEER_ENOENT;
   if (!l || !valid_limits(l))
     return STEER_EINVAL;
+  if (l->radius > w->radius[d] && !world_body_free(w, v2(w->px[d], w->py[d]), l->radius))
+    return STEER_EBLOCKED;
   if (l->radius > w->max_radius)
     w->max_radius = l->radius;
   else if (w->radius[d] >= w->max_radius && l->radius < w->radius[d])
@@ -491,6 +523,7 @@ int steer_world_stop(steer_world *w, steer_id id) {
   w->behaviour[d].kind = STEER_BEHAVIOUR_NONE;
   w->behaviour[d].target.kind = STEER_TARGET_NONE;
   w->arrived[d] = 0;
+  world_stuck_reset(w, d);
   return STEER_OK;
 }
 
@@ -522,7 +555,7 @@ int steer_world_get(const steer_world *w, steer_id id, steer_agent_info *out) {
 
 /* ---- the tick ------------------------------------------------------------ */
 
-static void emit(steer_world *w, steer_id agent, uint8_t type, uint32_t node) {
+void world_emit(steer_world *w, steer_id agent, uint8_t type, uint32_t node) {
   if (w->event_count >= w->cfg.max_events) {
     w->events_dropped++;
     return;
@@ -575,12 +608,11 @@ static float facing_angular(const steer_world *w, uint32_t d, const steer_state 
   }
 }
 
-static steer_output separation(steer_world *w, uint32_t d, const steer_state *s, float dt) {
+/* The nearest max_neighbours of agent d (dense indices into idx), the ones
+ * separation and avoidance read. */
+static uint32_t neighbours(steer_world *w, uint32_t d, const steer_state *s, float dt, uint32_t *idx) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
-  uint32_t idx[SEPARATION_MAX_NEIGHBOURS];
-  vec2 pos[SEPARATION_MAX_NEIGHBOURS];
-  float rad[SEPARATION_MAX_NEIGHBOURS];
   uint32_t max =
       b->max_neighbours < SEPARATION_MAX_NEIGHBOURS ? b->max_neighbours : SEPARATION_MAX_NEIGHBOURS;
   /* steer_separation reaches separation_radius + own + neighbour radius; the
@@ -596,6 +628,15 @@ static steer_output separation(steer_world *w, uint32_t d, const steer_state *s,
   }
   uint32_t n = steer_grid_nearest_hint(&w->grid, s->position, query, d, idx, NULL, max, &hint);
   w->nhint[d] = hint;
+  return n;
+}
+
+static steer_output separation(const steer_world *w, uint32_t d, const steer_state *s, const uint32_t *idx,
+                               uint32_t n) {
+  const steer_behaviour *b = &w->behaviour[d];
+  const steer_limits *l = &w->limits[d];
+  vec2 pos[SEPARATION_MAX_NEIGHBOURS];
+  float rad[SEPARATION_MAX_NEIGHBOURS];
   for (uint32_t i = 0; i < n; i++) {
     pos[i] = v2(w->px[idx[i]], w->py[idx[i]]);
     rad[i] = w->radius[idx[i]];
@@ -678,8 +719,10 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
   }
   if (linear_only)
     o.angular = facing_angular(w, d, s);
+  uint32_t idx[SEPARATION_MAX_NEIGHBOURS];
+  uint32_t nn = needs_neighbours(b) ? neighbours(w, d, s, dt, idx) : 0;
   if (b->separation_weight > 0.0f) {
-    steer_output sep = separation(w, d, s, dt);
+    steer_output sep = separation(w, d, s, idx, nn);
     if (b->combine == STEER_COMBINE_PRIORITY) {
       /* Separation steers the velocity only; the orientation stays the behaviour's. */
       steer_output groups[2] = {{sep.linear, 0.0f}, o};
@@ -690,6 +733,8 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
       o = steer_blend(both, weights, 2, l);
     }
   }
+  if (b->avoid_weight > 0.0f || steer_map_count(w->map) > 0)
+    o.linear = world_avoid_dynamic(w, d, s, o.linear, idx, nn);
   return o;
 }
 
@@ -765,6 +810,8 @@ static void pass_steering(steer_world *w, float dt) {
     switch (w->model[d]) {
     case STEER_MODEL_KINEMATIC: {
       steer_kinematic_output o = kinematic_steering(w, d, &s);
+      if (steer_map_count(w->map) > 0)
+        o.velocity = world_avoid_kinematic(w, d, &s, o.velocity);
       c->a = o.velocity.x;
       c->b = o.velocity.y;
       c->c = o.rotation;
@@ -820,6 +867,8 @@ static void pass_integrate(steer_world *w, float dt) {
       s.position.y = steer_clampf(s.position.y, lo.y, hi.y);
       s.velocity.y = 0.0f;
     }
+    if (steer_map_count(w->map) > 0)
+      world_collide(w, d, v2(w->px[d], w->py[d]), &s);
     w->px[d] = s.position.x;
     w->py[d] = s.position.y;
     w->vx[d] = s.velocity.x;
@@ -837,20 +886,24 @@ static void pass_events(steer_world *w, float dt) {
       steer_path path = path_view(w, w->path[d]);
       uint32_t node = 0;
       unsigned ev = steer_path_advance(&path, &w->cursor[d], &s, &w->limits[d], &b->params, dt, &node);
-      if (ev & STEER_PATH_EVENT_WAYPOINT)
-        emit(w, w->id[d], STEER_EVENT_WAYPOINT, node);
+      if (ev & STEER_PATH_EVENT_WAYPOINT) {
+        world_emit(w, w->id[d], STEER_EVENT_WAYPOINT, node);
+        world_stuck_reset(w, d);
+      }
       if (ev & STEER_PATH_EVENT_REVERSED)
-        emit(w, w->id[d], STEER_EVENT_REVERSED, node);
+        world_emit(w, w->id[d], STEER_EVENT_REVERSED, node);
       if (ev & STEER_PATH_EVENT_FINISHED)
-        emit(w, w->id[d], STEER_EVENT_PATH_FINISHED, node);
+        world_emit(w, w->id[d], STEER_EVENT_PATH_FINISHED, node);
     } else if (b->kind == STEER_BEHAVIOUR_ARRIVE && !w->arrived[d]) {
       vec2 tp;
       if (target_point(w, &b->target, &tp) &&
           v2_len2(v2_sub(tp, v2(w->px[d], w->py[d]))) < b->params.target_radius * b->params.target_radius) {
         w->arrived[d] = 1;
-        emit(w, w->id[d], STEER_EVENT_ARRIVED, 0);
+        world_emit(w, w->id[d], STEER_EVENT_ARRIVED, 0);
       }
     }
+    if (w->behaviour[d].stuck_time > 0.0f)
+      world_stuck(w, d, dt);
   }
 }
 
@@ -965,7 +1018,13 @@ static uint64_t hash_behaviour(uint64_t h, const steer_behaviour *b) {
   h = mixf(h, b->target.orientation);
   h = mix32(h, b->target.agent);
   h = mix32(h, b->target.agent2);
-  return mixfs(h, (const float *)&b->params, sizeof(b->params) / sizeof(float));
+  h = mixfs(h, (const float *)&b->params, sizeof(b->params) / sizeof(float));
+  h = mixf(h, b->avoid_weight);
+  h = mixf(h, b->avoid_horizon);
+  h = mixf(h, b->wall_lookahead);
+  h = mixf(h, b->wall_margin);
+  h = mixf(h, b->stuck_time);
+  return mix32(h, (uint32_t)b->avoid_priority | (uint32_t)b->stuck_reaction << 8);
 }
 
 uint64_t steer_world_hash(const steer_world *w) {
@@ -993,7 +1052,12 @@ uint64_t steer_world_hash(const steer_world *w) {
     h = mix32(h, (uint32_t)(uint8_t)c->dir | (uint32_t)c->finished << 8);
     h = mixf(h, c->turn_time_left);
     h = mixf(h, c->turn_rate);
+    h = mixf(h, w->stuck_best[d]);
+    h = mixf(h, w->stuck_timer[d]);
+    h = mix32(h, w->stuck_flag[d]);
   }
+  h = mix64(h, w->stuck_count);
+  h = steer_map_hash(w->map, h);
   for (uint32_t p = 0; p < w->cfg.max_paths; p++) {
     const path_entry *e = &w->paths[p];
     if (!e->in_use)

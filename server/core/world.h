@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "map.h"
 #include "path.h"
 #include "steering.h"
 
@@ -21,7 +22,7 @@ typedef uint32_t steer_id; /* 0 is never an agent */
 #define STEER_ID_INDEX_BITS 22u
 #define STEER_ID_INDEX_MASK ((1u << STEER_ID_INDEX_BITS) - 1u)
 #define STEER_MAX_CAPACITY  (1u << STEER_ID_INDEX_BITS) /* agents per world */
-#define STEER_MAX_EVENTS    (2u * STEER_MAX_CAPACITY)   /* per step: a step emits at most 2 per agent */
+#define STEER_MAX_EVENTS    (3u * STEER_MAX_CAPACITY)   /* per step: a step emits at most 3 per agent */
 
 /* Error codes: 0 is success, negatives are errors (see steer_strerror). */
 typedef enum steer_error {
@@ -33,7 +34,9 @@ typedef enum steer_error {
   STEER_ETARGET = -5,  /* the behaviour's target is missing or not a live agent */
   STEER_ENOMEM = -6,   /* creation failed to allocate */
   STEER_ECORRUPT = -7, /* state data corrupt or truncated (steer_world_load) */
-  STEER_EVERSION = -8  /* state format version not supported (steer_world_load) */
+  STEER_EVERSION = -8, /* state format version not supported (steer_world_load) */
+  STEER_EBLOCKED = -9  /* a position, target or path point inside the map's geometry, or an
+                          obstacle that would leave an agent nowhere free to go */
 } steer_error;
 
 const char *steer_strerror(int code);
@@ -93,6 +96,14 @@ typedef struct steer_target {
   steer_id agent2; /* interpose only */
 } steer_target;
 
+/* What an agent does when it is found stuck (see steer_behaviour.stuck_time). */
+typedef enum steer_stuck_reaction {
+  STEER_STUCK_REPORT = 0, /* emit STUCK once per episode (again only after progress) */
+  STEER_STUCK_NUDGE,      /* emit STUCK and push sideways (side from the agent's generator) */
+  STEER_STUCK_GIVE_UP,    /* emit STUCK and stop (behaviour NONE) */
+  STEER_STUCK_REACTION_COUNT
+} steer_stuck_reaction;
+
 typedef struct steer_behaviour {
   uint8_t kind;    /* steer_behaviour_kind */
   uint8_t facing;  /* steer_facing, dynamic model only */
@@ -105,6 +116,21 @@ typedef struct steer_behaviour {
   float separation_weight; /* 0 turns separation (and the neighbour query) off */
   steer_target target;
   steer_params params;
+  /* Predictive avoidance of other agents (dynamic model; avoid.h): opt-in.
+   * Neighbours are the same max_neighbours nearest within separation_radius +
+   * own + largest radius as for separation (one query serves both). */
+  float avoid_weight;     /* 0 turns it off; the force is blended in with this weight (0) */
+  float avoid_horizon;    /* s, collisions further ahead are ignored (3) */
+  uint8_t avoid_priority; /* 0..255, higher takes a smaller share of each pair's avoidance (0) */
+  /* Steering around the map's geometry (dynamic and kinematic models): a feeler
+   * of lookahead seconds of the desired velocity. Bodies never enter geometry
+   * whatever this is: the integration clips every move. */
+  float wall_lookahead; /* s, 0 turns it off (1) */
+  float wall_margin;    /* m, clearance the feeler keeps (0.25) */
+  /* No progress toward the goal (target point or path node) by 0.1 m for
+   * stuck_time seconds is a STUCK event (seek, arrive, pursue, follow path). */
+  float stuck_time;       /* s, 0 turns detection off (0) */
+  uint8_t stuck_reaction; /* steer_stuck_reaction (REPORT) */
 } steer_behaviour;
 
 /* A behaviour of the given kind with default parameters and no target. */
@@ -138,6 +164,7 @@ typedef enum steer_event_type {
   STEER_EVENT_WAYPOINT,      /* node = the node reached */
   STEER_EVENT_PATH_FINISHED, /* once path: last node reached */
   STEER_EVENT_REVERSED,      /* ping-pong: node = the end node it turned at */
+  STEER_EVENT_STUCK,         /* no progress for stuck_time; node = the path node aimed at (0) */
   STEER_EVENT_TYPE_COUNT
 } steer_event_type;
 
@@ -231,6 +258,23 @@ uint32_t steer_world_query_within(const steer_world *w, vec2 centre, float radiu
  * same under the same calls. */
 uint64_t steer_world_hash(const steer_world *w);
 
+/* ---- the map (world_map.c) --------------------------------------------------
+ *
+ * The world's static geometry (map.h). Rules: a spawn position, a behaviour's
+ * target point and a path's points must not lie inside a polygon or circle
+ * (STEER_EBLOCKED), and a spawned body (or one grown by set_limits) must be
+ * free of all geometry (STEER_EBLOCKED). After every step no body is closer
+ * than its radius (minus 1 mm of float slack) to any geometry, and every
+ * centre is inside the bounds. An obstacle added on top of agents moves each
+ * of them to the nearest free point within 64 m (velocity zeroed); when one of
+ * them has none the add is refused (STEER_EBLOCKED) and nothing changes. */
+
+int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_desc *o, uint32_t *moved);
+int steer_world_remove_obstacle(steer_world *w, uint32_t id);
+const steer_map *steer_world_map(const steer_world *w);
+/* STUCK events emitted since creation (saved with the world). */
+uint64_t steer_world_stuck_count(const steer_world *w);
+
 /* ---- saving and loading (world_state.c) ----------------------------------
  *
  * A world's whole state as bytes in a fixed little-endian layout (format
@@ -240,7 +284,7 @@ uint64_t steer_world_hash(const steer_world *w);
  * and continues bit-identically: same steer_world_hash, same results under the
  * same calls, same ids and path handles handed out next. */
 
-#define STEER_STATE_VERSION 1u
+#define STEER_STATE_VERSION 2u
 
 /* Exact bytes steer_world_save writes for the world as it is now. */
 size_t steer_world_state_size(const steer_world *w);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "grid.h"
+#include "map.h"
 #include "world.h"
 
 #define GEN_MAX  ((1u << (32u - STEER_ID_INDEX_BITS)) - 1u) /* a slot retires after this */
@@ -77,7 +78,40 @@ struct steer_world {
   steer_event *events;
   uint32_t event_count;
   uint64_t events_dropped;
+
+  /* the map and stuck detection (world_map.c), saved */
+  steer_map *map;
+  float *stuck_best;   /* m, per agent: nearest it has come to its goal this episode */
+  float *stuck_timer;  /* s, per agent: time since it last made progress */
+  uint8_t *stuck_flag; /* per agent: STUCK reported in this episode */
+  uint64_t stuck_count;
 };
+
+/* Whether an agent's behaviour reads the neighbour grid. */
+static inline int needs_neighbours(const steer_behaviour *b) {
+  return b->separation_weight > 0.0f || b->avoid_weight > 0.0f;
+}
+
+/* ---- world_map.c: geometry, avoidance and stuck passes of the tick -------- */
+
+/* Linear acceleration o of dynamic agent d turned by agent and wall avoidance;
+ * idx/n are its neighbours (dense indices) when it has queried them. */
+vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s, vec2 o, const uint32_t *idx,
+                         uint32_t n);
+/* A kinematic agent's velocity turned away from walls. */
+vec2 world_avoid_kinematic(const steer_world *w, uint32_t d, const steer_state *s, vec2 vel);
+/* Clips agent d's move from p0 to s->position against the map. */
+void world_collide(const steer_world *w, uint32_t d, vec2 p0, steer_state *s);
+/* Stuck bookkeeping of agent d after it moved; may emit STUCK. */
+void world_stuck(steer_world *w, uint32_t d, float dt);
+/* Resets agent d's stuck episode (new goal). */
+void world_stuck_reset(steer_world *w, uint32_t d);
+/* STEER_EBLOCKED when a behaviour's target point is inside the geometry. */
+int world_target_blocked(const steer_world *w, const steer_behaviour *b);
+int world_points_blocked(const steer_world *w, const vec2 *points, uint32_t count);
+/* Whether a body of radius r at p is free of the map (with 1 mm slack). */
+int world_body_free(const steer_world *w, vec2 p, float r);
+void world_emit(steer_world *w, steer_id agent, uint8_t type, uint32_t node);
 
 /* ---- validation (shared with loading) ----------------------------------- */
 
@@ -112,6 +146,14 @@ static inline int valid_params(const steer_params *p) {
          p->panic_radius >= 0.0f && p->wander_offset >= 0.0f && p->wander_radius >= 0.0f &&
          p->wander_rate >= 0.0f && p->separation_radius >= 0.0f && p->turn_trigger_distance >= 0.0f &&
          p->path_recover_strength >= 0.0f;
+}
+
+/* The avoidance, wall and stuck fields of a behaviour. */
+static inline int valid_avoidance(const steer_behaviour *b) {
+  return isfinite(b->avoid_weight) && b->avoid_weight >= 0.0f && isfinite(b->avoid_horizon) &&
+         b->avoid_horizon > 0.0f && isfinite(b->wall_lookahead) && b->wall_lookahead >= 0.0f &&
+         isfinite(b->wall_margin) && b->wall_margin >= 0.0f && isfinite(b->stuck_time) &&
+         b->stuck_time >= 0.0f && b->stuck_reaction < STEER_STUCK_REACTION_COUNT;
 }
 
 /* Which behaviours each model can run (bit per steer_behaviour_kind). */

@@ -1,6 +1,6 @@
 /* world_state.c: a world's whole state as bytes, and a world made from them.
  *
- * Format version 1. Every field is written one by one, little-endian (floats as
+ * Format version 2. Every field is written one by one, little-endian (floats as
  * their IEEE-754 bits, so -0, NaN payloads and all round-trip exactly); there
  * is no padding and no struct is copied raw. Offsets in bytes:
  *
@@ -22,6 +22,10 @@
  *                 u32 handle, u32 points, f32 radius, u8 mode, u8 cornering,
  *                 u8 released, u32 users, then points x (f32 x, f32 y)
  *   free stack    u32 n, then n handles bottom first (the last is handed out next)
+ *   avoidance     count records of AVOID_RECORD bytes, in dense order (below)
+ *                 u64 STUCK events so far
+ *   map           u32 map version, u32 n obstacles, then n obstacles in map order:
+ *                 u32 id, u8 kind, u32 points, f32 radius, points x (f32 x, f32 y)
  *   trailer       u64 checksum of every byte before it
  *
  * Agent record (173 bytes): u32 id, u32 owner, u8 model, u8 arrived,
@@ -31,6 +35,11 @@
  * u8 target kind, f32 target x, y, orientation, u32 target agent, agent2,
  * f32 x 15 params in steer_params order), i32 path (-1: none), cursor (u32
  * node, i8 dir, u8 finished, f32 turn_time_left, turn_rate).
+ *
+ * Avoidance record (31 bytes, version 2): f32 avoid_weight, avoid_horizon,
+ * u8 avoid_priority, f32 wall_lookahead, wall_margin, stuck_time,
+ * u8 stuck_reaction, then the stuck state: f32 best distance, f32 timer,
+ * u8 reported.
  *
  * Checksum: an xxHash64-style hash (not compatible with XXH64), every step a
  * bijection of the running value, so a change confined to one aligned 8-byte
@@ -53,6 +62,8 @@
 #define STATE_FIXED      96u /* header, config and world scalars */
 #define STATE_TRAILER    8u
 #define AGENT_RECORD     173u
+#define AVOID_RECORD     31u
+#define OBSTACLE_FIXED   13u
 #define PATH_ENTRY_FIXED 19u
 #define PARAM_FLOATS     15u
 #define LIMIT_FLOATS     5u
@@ -190,6 +201,38 @@ static void put_agent(wbuf *b, const steer_world *w, uint32_t d) {
   put_f32(b, c->turn_rate);
 }
 
+static void put_avoid(wbuf *b, const steer_world *w, uint32_t d) {
+  const steer_behaviour *bh = &w->behaviour[d];
+  put_f32(b, bh->avoid_weight);
+  put_f32(b, bh->avoid_horizon);
+  put_u8(b, bh->avoid_priority);
+  put_f32(b, bh->wall_lookahead);
+  put_f32(b, bh->wall_margin);
+  put_f32(b, bh->stuck_time);
+  put_u8(b, bh->stuck_reaction);
+  put_f32(b, w->stuck_best[d]);
+  put_f32(b, w->stuck_timer[d]);
+  put_u8(b, w->stuck_flag[d]);
+}
+
+static void put_map(wbuf *b, const steer_map *m) {
+  put_u32(b, steer_map_version(m));
+  put_u32(b, steer_map_count(m));
+  for (uint32_t i = 0; i < steer_map_count(m); i++) {
+    uint32_t id;
+    steer_obstacle_desc o;
+    steer_map_get(m, i, &id, &o);
+    put_u32(b, id);
+    put_u8(b, o.kind);
+    put_u32(b, o.count);
+    put_f32(b, o.radius);
+    for (uint32_t k = 0; k < o.count; k++) {
+      put_f32(b, o.points[k].x);
+      put_f32(b, o.points[k].y);
+    }
+  }
+}
+
 size_t steer_world_state_size(const steer_world *w) {
   size_t n = STATE_FIXED + (size_t)w->count * AGENT_RECORD + (size_t)w->cfg.max_agents * 6u;
   n += 4u + (size_t)w->free_count * 4u;
@@ -198,6 +241,13 @@ size_t steer_world_state_size(const steer_world *w) {
     if (w->paths[h].in_use)
       n += PATH_ENTRY_FIXED + (size_t)w->paths[h].count * 8u;
   n += 4u + (size_t)w->path_free_count * 4u;
+  n += (size_t)w->count * AVOID_RECORD + 8u + 8u;
+  const steer_map *m = w->map;
+  for (uint32_t i = 0; i < steer_map_count(m); i++) {
+    steer_obstacle_desc o;
+    steer_map_get(m, i, NULL, &o);
+    n += OBSTACLE_FIXED + (size_t)o.count * 8u;
+  }
   return n + STATE_TRAILER;
 }
 
@@ -256,6 +306,10 @@ int steer_world_save(const steer_world *w, uint8_t *buf, size_t cap, size_t *len
   put_u32(&b, w->path_free_count);
   for (uint32_t i = 0; i < w->path_free_count; i++)
     put_u32(&b, w->path_free[i]);
+  for (uint32_t d = 0; d < w->count; d++)
+    put_avoid(&b, w, d);
+  put_u64(&b, w->stuck_count);
+  put_map(&b, w->map);
   if (b.overflowed || b.pos != need - STATE_TRAILER)
     return STEER_EINVAL; /* not reached: state_size counts what is written */
   put_u64(&b, state_checksum(buf, b.pos));
@@ -490,6 +544,62 @@ static int get_paths(rbuf *b, steer_world *w, uint32_t *users) {
   return 1;
 }
 
+/* The avoidance records (checked with the rest of each behaviour), the STUCK
+ * count and the map, whose obstacles are checked as steer_map_add checks them;
+ * then every agent must be free of it (with 1 mm of slack). */
+static int get_avoid_and_map(rbuf *b, steer_world *w) {
+  for (uint32_t d = 0; d < w->count; d++) {
+    steer_behaviour *bh = &w->behaviour[d];
+    bh->avoid_weight = get_f32(b);
+    bh->avoid_horizon = get_f32(b);
+    bh->avoid_priority = get_u8(b);
+    bh->wall_lookahead = get_f32(b);
+    bh->wall_margin = get_f32(b);
+    bh->stuck_time = get_f32(b);
+    bh->stuck_reaction = get_u8(b);
+    w->stuck_best[d] = get_f32(b);
+    w->stuck_timer[d] = get_f32(b);
+    w->stuck_flag[d] = get_u8(b);
+    if (b->bad || !valid_avoidance(bh) || !isfinite(w->stuck_best[d]) || !isfinite(w->stuck_timer[d]) ||
+        w->stuck_flag[d] > 1)
+      return 0;
+  }
+  w->stuck_count = get_u64(b);
+  uint32_t version = get_u32(b);
+  uint32_t n = get_u32(b);
+  if (b->bad || n > STEER_MAP_MAX_OBSTACLES)
+    return 0;
+  vec2 *pts = malloc(STEER_MAP_MAX_VERTICES * sizeof(vec2));
+  if (!pts)
+    return 0;
+  int ok = 1;
+  for (uint32_t i = 0; ok && i < n; i++) {
+    uint32_t id = get_u32(b);
+    steer_obstacle_desc o;
+    o.kind = get_u8(b);
+    o.count = get_u32(b);
+    o.radius = get_f32(b);
+    o.points = pts;
+    if (b->bad || o.count > STEER_MAP_MAX_VERTICES || (size_t)o.count * 8u > b->len - b->pos) {
+      ok = 0;
+      break;
+    }
+    for (uint32_t k = 0; k < o.count; k++) {
+      pts[k].x = get_f32(b);
+      pts[k].y = get_f32(b);
+    }
+    ok = !b->bad && steer_map_add(w->map, id, &o) == STEER_OK;
+  }
+  free(pts);
+  if (!ok)
+    return 0;
+  steer_map_set_version(w->map, version);
+  for (uint32_t d = 0; d < w->count; d++)
+    if (!steer_map_free(w->map, v2(w->px[d], w->py[d]), w->limits[d].radius, 1e-3f))
+      return 0;
+  return 1;
+}
+
 /* Checks the envelope: size, magic, checksum, then version (an intact file of
  * another version is EVERSION, a damaged one ECORRUPT), then the rest of the
  * header. */
@@ -533,7 +643,7 @@ static int load(const uint8_t *buf, size_t len, steer_world **out) {
    * what is allocated below by the input's size (every path handle takes at
    * least 4 bytes, live or free). */
   uint64_t least = (uint64_t)STATE_FIXED + (uint64_t)count * AGENT_RECORD + (uint64_t)cfg.max_agents * 6u +
-                   12u + (uint64_t)cfg.max_paths * 4u + STATE_TRAILER;
+                   12u + (uint64_t)cfg.max_paths * 4u + (uint64_t)count * AVOID_RECORD + 16u + STATE_TRAILER;
   if (least > (uint64_t)len)
     return STEER_ECORRUPT;
 
@@ -555,7 +665,7 @@ static int load(const uint8_t *buf, size_t len, steer_world **out) {
   ok = ok && get_slots(&b, w, scratch);
   if (ok)
     memset(scratch, 0, (size_t)scratch_n * sizeof(*scratch));
-  ok = ok && get_paths(&b, w, scratch) && !b.bad && b.pos == b.len;
+  ok = ok && get_paths(&b, w, scratch) && get_avoid_and_map(&b, w) && !b.bad && b.pos == b.len;
   free(scratch);
   if (!ok) {
     steer_world_destroy(w);
@@ -566,7 +676,7 @@ static int load(const uint8_t *buf, size_t len, steer_world **out) {
   for (uint32_t d = 0; d < count; d++) {
     w->radius[d] = w->limits[d].radius;
     max_radius = w->radius[d] > max_radius ? w->radius[d] : max_radius;
-    w->separating += w->behaviour[d].separation_weight > 0.0f;
+    w->separating += needs_neighbours(&w->behaviour[d]);
   }
   w->max_radius = max_radius;
   w->max_radius_stale = 0;

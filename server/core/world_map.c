@@ -1,0 +1,273 @@
+/* world_map.c: the world's map (obstacles added and removed by id, agents
+ * moved out of a new obstacle), and the parts of the tick that read it or
+ * other agents' predicted motion: agent and wall avoidance in the steering
+ * pass, the clipped move in the integration pass, stuck detection after it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "avoid.h"
+#include "map.h"
+#include "world.h"
+#include "world_internal.h"
+
+#define STUCK_PROGRESS   0.1f  /* m, getting this much nearer the goal is progress */
+#define RELOCATE_SEARCH  64.0f /* m, how far an agent is moved out of a new obstacle */
+#define AVOID_MAX        32u   /* neighbours (the separation cap) */
+#define BODY_FREE_SLACK  0.0f
+
+/* ---- rules of placement -------------------------------------------------- */
+
+int world_body_free(const steer_world *w, vec2 p, float r) {
+  return steer_map_count(w->map) == 0 || steer_map_free(w->map, p, r, BODY_FREE_SLACK);
+}
+
+int world_target_blocked(const steer_world *w, const steer_behaviour *b) {
+  if (steer_map_count(w->map) == 0 || b->target.kind != STEER_TARGET_POINT)
+    return 0;
+  if (b->kind != STEER_BEHAVIOUR_SEEK && b->kind != STEER_BEHAVIOUR_ARRIVE)
+    return 0;
+  return steer_map_inside(w->map, b->target.point);
+}
+
+int world_points_blocked(const steer_world *w, const vec2 *points, uint32_t count) {
+  if (steer_map_count(w->map) == 0)
+    return 0;
+  for (uint32_t i = 0; i < count; i++)
+    if (steer_map_inside(w->map, points[i]))
+      return 1;
+  return 0;
+}
+
+/* ---- obstacles ----------------------------------------------------------- */
+
+const steer_map *steer_world_map(const steer_world *w) { return w->map; }
+uint64_t steer_world_stuck_count(const steer_world *w) { return w->stuck_count; }
+
+static void obstacle_box(const steer_obstacle_desc *o, vec2 *lo, vec2 *hi) {
+  if (o->kind == STEER_OBSTACLE_CIRCLE) {
+    *lo = v2(o->points[0].x - o->radius, o->points[0].y - o->radius);
+    *hi = v2(o->points[0].x + o->radius, o->points[0].y + o->radius);
+    return;
+  }
+  *lo = *hi = o->points[0];
+  for (uint32_t i = 1; i < o->count; i++) {
+    lo->x = fminf(lo->x, o->points[i].x);
+    lo->y = fminf(lo->y, o->points[i].y);
+    hi->x = fmaxf(hi->x, o->points[i].x);
+    hi->y = fmaxf(hi->y, o->points[i].y);
+  }
+}
+
+int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_desc *o, uint32_t *moved) {
+  if (moved)
+    *moved = 0;
+  int rc = steer_map_add(w->map, id, o);
+  if (rc != STEER_OK)
+    return rc;
+  vec2 lo, hi;
+  obstacle_box(o, &lo, &hi);
+  /* Agents the obstacle lands on, and where each goes; nobody moves unless
+   * everyone has somewhere to go. */
+  uint32_t hits = 0, cap = 0;
+  uint32_t *which = NULL;
+  vec2 *to = NULL;
+  for (uint32_t d = 0; d < w->count; d++) {
+    float r = w->radius[d] + STEER_MAP_SKIN;
+    vec2 p = v2(w->px[d], w->py[d]);
+    if (p.x < lo.x - r || p.x > hi.x + r || p.y < lo.y - r || p.y > hi.y + r)
+      continue;
+    if (steer_map_free(w->map, p, w->radius[d], 0.0f))
+      continue;
+    if (hits == cap) {
+      cap = cap ? cap * 2 : 64;
+      uint32_t *nw = realloc(which, cap * sizeof(*which));
+      vec2 *nt = nw ? realloc(to, cap * sizeof(*to)) : NULL;
+      if (nw)
+        which = nw;
+      if (!nw || !nt) {
+        free(which);
+        free(to);
+        steer_map_remove(w->map, id);
+        return STEER_ENOMEM;
+      }
+      to = nt;
+    }
+    if (steer_map_nearest_free(w->map, p, w->radius[d], RELOCATE_SEARCH, w->cfg.min, w->cfg.max, &to[hits]) !=
+        STEER_OK) {
+      free(which);
+      free(to);
+      steer_map_remove(w->map, id);
+      return STEER_EBLOCKED;
+    }
+    which[hits++] = d;
+  }
+  for (uint32_t i = 0; i < hits; i++) {
+    uint32_t d = which[i];
+    w->px[d] = to[i].x;
+    w->py[d] = to[i].y;
+    w->vx[d] = 0.0f;
+    w->vy[d] = 0.0f;
+  }
+  if (hits)
+    w->grid_stale = 1;
+  free(which);
+  free(to);
+  if (moved)
+    *moved = hits;
+  return STEER_OK;
+}
+
+int steer_world_remove_obstacle(steer_world *w, uint32_t id) { return steer_map_remove(w->map, id); }
+
+/* ---- steering ------------------------------------------------------------ */
+
+vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s, vec2 o, const uint32_t *idx,
+                         uint32_t n) {
+  const steer_behaviour *b = &w->behaviour[d];
+  const steer_limits *l = &w->limits[d];
+  vec2 lin = o;
+  if (b->avoid_weight > 0.0f && n > 0) {
+    steer_avoid_neighbour nb[AVOID_MAX];
+    if (n > AVOID_MAX)
+      n = AVOID_MAX;
+    const steer_id self = w->id[d];
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t j = idx[i];
+      const steer_behaviour *bj = &w->behaviour[j];
+      nb[i].p = v2(w->px[j], w->py[j]);
+      nb[i].v = v2(w->vx[j], w->vy[j]);
+      nb[i].r = w->radius[j];
+      nb[i].share = steer_avoid_share(b->avoid_priority, bj->avoid_priority, bj->avoid_weight > 0.0f);
+      nb[i].tie = self < w->id[j] ? 1.0f : -1.0f;
+    }
+    vec2 f = steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, nb,
+                                (int)n);
+    lin = v2_clip(v2_add(lin, v2_scale(f, b->avoid_weight)), l->max_acceleration);
+  }
+  if (b->wall_lookahead > 0.0f && steer_map_count(w->map) > 0) {
+    /* The velocity the agent is heading for, turned; then the acceleration
+     * that reaches it (the controllers' time_to_target). */
+    float ttt = b->params.time_to_target;
+    vec2 want = v2_add(s->velocity, v2_scale(lin, ttt));
+    vec2 turned = steer_avoid_walls(w->map, s->position, l->radius, want, b->wall_lookahead, b->wall_margin);
+    if (turned.x != want.x || turned.y != want.y)
+      lin = v2_clip(v2_scale(v2_sub(turned, s->velocity), 1.0f / ttt), l->max_acceleration);
+  }
+  return lin;
+}
+
+vec2 world_avoid_kinematic(const steer_world *w, uint32_t d, const steer_state *s, vec2 vel) {
+  const steer_behaviour *b = &w->behaviour[d];
+  if (!(b->wall_lookahead > 0.0f))
+    return vel;
+  return steer_avoid_walls(w->map, s->position, w->radius[d], vel, b->wall_lookahead, b->wall_margin);
+}
+
+/* ---- integration --------------------------------------------------------- */
+
+void world_collide(const steer_world *w, uint32_t d, vec2 p0, steer_state *s) {
+  vec2 p1 = s->position, v = s->velocity;
+  if (steer_map_move(w->map, p0, &p1, w->radius[d], &v, w->cfg.min, w->cfg.max) > 0) {
+    s->position = p1;
+    s->velocity = v;
+  }
+}
+
+/* ---- stuck detection ----------------------------------------------------- */
+
+void world_stuck_reset(steer_world *w, uint32_t d) {
+  w->stuck_best[d] = -1.0f; /* no distance yet */
+  w->stuck_timer[d] = 0.0f;
+  w->stuck_flag[d] = 0;
+}
+
+/* The point agent d is trying to reach, and how near counts as there. */
+static int stuck_goal(const steer_world *w, uint32_t d, vec2 *goal, float *near, uint32_t *node) {
+  const steer_behaviour *b = &w->behaviour[d];
+  *node = 0;
+  *near = b->params.target_radius;
+  switch (b->kind) {
+  case STEER_BEHAVIOUR_FOLLOW_PATH: {
+    const steer_path_cursor *c = &w->cursor[d];
+    int32_t h = w->path[d];
+    if (h < 0 || c->finished)
+      return 0;
+    *goal = w->path_points[(size_t)h * w->cfg.max_path_points + c->node];
+    *near = w->paths[h].radius;
+    *node = c->node;
+    return 1;
+  }
+  case STEER_BEHAVIOUR_SEEK:
+  case STEER_BEHAVIOUR_ARRIVE:
+  case STEER_BEHAVIOUR_PURSUE:
+    if (w->arrived[d])
+      return 0;
+    if (b->target.kind == STEER_TARGET_POINT) {
+      *goal = b->target.point;
+      return 1;
+    }
+    if (b->target.kind == STEER_TARGET_AGENT) {
+      uint32_t slot = b->target.agent & STEER_ID_INDEX_MASK;
+      if (slot >= w->cfg.max_agents)
+        return 0;
+      uint32_t o = w->slot_dense[slot];
+      if (o == NO_DENSE || w->id[o] != b->target.agent)
+        return 0;
+      *goal = v2(w->px[o], w->py[o]);
+      return 1;
+    }
+    return 0;
+  default:
+    return 0;
+  }
+}
+
+void world_stuck(steer_world *w, uint32_t d, float dt) {
+  const steer_behaviour *b = &w->behaviour[d];
+  vec2 goal;
+  float near;
+  uint32_t node;
+  if (!stuck_goal(w, d, &goal, &near, &node)) {
+    world_stuck_reset(w, d);
+    return;
+  }
+  vec2 p = v2(w->px[d], w->py[d]);
+  float dist = v2_len(v2_sub(goal, p));
+  if (dist <= near || w->stuck_best[d] < 0.0f || dist < w->stuck_best[d] - STUCK_PROGRESS) {
+    w->stuck_best[d] = dist;
+    w->stuck_timer[d] = 0.0f;
+    w->stuck_flag[d] = 0;
+    return;
+  }
+  w->stuck_timer[d] += dt;
+  if (w->stuck_flag[d] || w->stuck_timer[d] < b->stuck_time)
+    return;
+  w->stuck_flag[d] = 1;
+  w->stuck_count++;
+  world_emit(w, w->id[d], STEER_EVENT_STUCK, node);
+  switch (b->stuck_reaction) {
+  case STEER_STUCK_NUDGE: {
+    /* Sideways at half speed, the side from the agent's own generator; a new
+     * episode starts from here. */
+    vec2 to = v2_norm(v2_sub(goal, p));
+    vec2 side = (steer_rng_next(&w->arng[d]) & 1u) ? v2(-to.y, to.x) : v2(to.y, -to.x);
+    float max_speed = w->limits[d].max_speed;
+    vec2 v = v2_clip(v2_add(v2(w->vx[d], w->vy[d]), v2_scale(side, 0.5f * max_speed)), max_speed);
+    if (w->model[d] == STEER_MODEL_HEADING) {
+      w->theta[d] = steer_orientation_of(side);
+      v = v2_scale(side, v2_len(v));
+    }
+    w->vx[d] = v.x;
+    w->vy[d] = v.y;
+    w->stuck_best[d] = dist;
+    w->stuck_timer[d] = 0.0f;
+    w->stuck_flag[d] = 0;
+    break;
+  }
+  case STEER_STUCK_GIVE_UP:
+    steer_world_stop(w, w->id[d]);
+    break;
+  default:
+    break;
+  }
+}
