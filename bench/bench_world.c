@@ -4,13 +4,18 @@
  *          1.5 m, max_speed 2 m/s, dt 0.05 s; each arrives at a random goal and
  *          draws a new one on arrival; separation from at most 8 neighbours
  *          within 15 m. The scenario the crowd libraries are measured on.
+ *   avoid: dense with predictive avoidance (time to collision, 10 neighbours
+ *          within 15 m) instead of separation, and walls on: the field's four
+ *          sides are wall polylines, so every move is swept against the map.
+ *   obstacles: avoid plus 1 000 obstacles over the field (pillars, crates,
+ *          L-shaped blocks and wall pieces); goals inside one are redrawn.
  *   mixed: a third patrolling (ping-pong paths, arc cornering, heading model), a
  *          third arriving at random goals, a third wandering; no neighbours.
  *
  * Each row: median (and min) over RUNS runs of STEPS steps after WARMUP steps.
  * --hash prints each world's state hash after its runs (to stderr), to check that
  * an optimisation left the simulation bit-identical.
- * usage: bench_world [dense|mixed|all] [--max N] [--runs R] [--steps S] [--hash] */
+ * usage: bench_world [dense|avoid|obstacles|mixed|all] [--max N] [--runs R] [--steps S] [--hash] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +65,57 @@ static steer_world *make_world(uint32_t n, float side, uint32_t max_paths) {
   return steer_world_create(&cfg);
 }
 
-static int setup_dense(scenario *s, uint32_t n) {
+static int setup_dense_kind(scenario *s, uint32_t n, int kind);
+static int setup_dense(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 0); }
+static int setup_avoid(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 1); }
+static int setup_obstacles(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 2); }
+
+/* 1 000 obstacles on a jittered grid over the field, added on top of the
+ * agents (the world moves them out). */
+static int add_obstacles(scenario *s) {
+  uint32_t per = 32;
+  float step = s->side / (float)per;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < per * per && k < 1000; i++) {
+    float cx = step * ((float)(i % per) + 0.5f), cy = step * ((float)(i / per) + 0.5f);
+    uint32_t id = 100 + k;
+    float sz = fminf(2.0f, step * 0.2f);
+    int rc;
+    switch (k % 4) {
+    case 0: {
+      vec2 c = v2(cx, cy);
+      steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, sz * 0.6f};
+      rc = steer_world_add_obstacle(s->w, id, &o, NULL);
+      break;
+    }
+    case 1: {
+      vec2 b[] = {{cx - sz, cy - sz * 0.5f}, {cx + sz, cy - sz * 0.5f}, {cx + sz, cy + sz * 0.5f}, {cx - sz, cy + sz * 0.5f}};
+      steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, b, 0.0f};
+      rc = steer_world_add_obstacle(s->w, id, &o, NULL);
+      break;
+    }
+    case 2: {
+      vec2 l[] = {{cx - sz, cy - sz}, {cx + sz, cy - sz}, {cx + sz, cy - sz * 0.4f}, {cx - sz * 0.4f, cy - sz * 0.4f},
+                  {cx - sz * 0.4f, cy + sz}, {cx - sz, cy + sz}};
+      steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 6, l, 0.0f};
+      rc = steer_world_add_obstacle(s->w, id, &o, NULL);
+      break;
+    }
+    default: {
+      vec2 wl[] = {{cx - 2.0f * sz, cy}, {cx + 2.0f * sz, cy}};
+      steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 2, wl, 0.0f};
+      rc = steer_world_add_obstacle(s->w, id, &o, NULL);
+      break;
+    }
+    }
+    if (rc != STEER_OK)
+      return -1;
+    k++;
+  }
+  return 0;
+}
+
+static int setup_dense_kind(scenario *s, uint32_t n, int kind) {
   uint32_t per_row = (uint32_t)ceil(sqrt((double)n));
   s->side = 5.0f * (float)per_row;
   s->w = make_world(n, s->side, 1);
@@ -76,14 +131,25 @@ static int setup_dense(scenario *s, uint32_t n) {
   d.behaviour.separation_weight = 1.0f;
   d.behaviour.max_neighbours = 8;
   d.behaviour.params.separation_radius = 15.0f - 2.0f * d.limits.radius; /* query radius 15 m */
+  if (kind > 0) {
+    d.behaviour.separation_weight = 0.0f;
+    d.behaviour.avoid_weight = 1.0f;
+    d.behaviour.max_neighbours = 10;
+    vec2 sides[] = {{0, 0}, {s->side, 0}, {s->side, s->side}, {0, s->side}, {0, 0}};
+    steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 5, sides, 0.0f};
+    if (steer_world_add_obstacle(s->w, 1, &o, NULL) != STEER_OK)
+      return -1;
+  }
   for (uint32_t i = 0; i < n; i++) {
-    float x = 2.5f + 5.0f * (float)(i % per_row) + steer_rng_range(&s->rng, -1.0f, 1.0f);
-    float y = 2.5f + 5.0f * (float)(i / per_row) + steer_rng_range(&s->rng, -1.0f, 1.0f);
+    float x = 2.5f + 5.0f * (float)(i % per_row) + steer_rng_range(&s->rng, -0.9f, 0.9f);
+    float y = 2.5f + 5.0f * (float)(i / per_row) + steer_rng_range(&s->rng, -0.9f, 0.9f);
     d.state.position = v2(x, y);
     d.behaviour.target.point = random_goal(s);
     if (steer_world_spawn(s->w, &d, 0, NULL) != STEER_OK)
       return -1;
   }
+  if (kind == 2 && add_obstacles(s) != 0)
+    return -1;
   return 0;
 }
 
@@ -166,8 +232,9 @@ static void step(scenario *s) {
     steer_agent_info info;
     if (steer_world_get(s->w, ev[i].agent, &info) != STEER_OK)
       continue;
-    info.behaviour.target.point = random_goal(s);
-    steer_world_set_behaviour(s->w, ev[i].agent, &info.behaviour);
+    do /* a goal inside an obstacle is refused: draw again */
+      info.behaviour.target.point = random_goal(s);
+    while (steer_world_set_behaviour(s->w, ev[i].agent, &info.behaviour) == STEER_EBLOCKED);
     s->retargets++;
   }
 }
@@ -232,7 +299,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--hash") == 0)
       print_hash = 1;
     else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: bench_world [dense|mixed|all] [--max N] [--runs R] [--steps S] [--hash]\n");
+      printf("usage: bench_world [dense|avoid|obstacles|mixed|all] [--max N] [--runs R] [--steps S] [--hash]\n");
       return 0;
     } else
       which = argv[i];
@@ -251,6 +318,14 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof(dense_n) / sizeof(dense_n[0]); i++)
       if (dense_n[i] <= max_n)
         run("dense", dense_n[i], setup_dense, runs, steps);
+  if (strcmp(which, "all") == 0 || strcmp(which, "avoid") == 0)
+    for (size_t i = 0; i < sizeof(dense_n) / sizeof(dense_n[0]); i++)
+      if (dense_n[i] <= max_n)
+        run("avoid", dense_n[i], setup_avoid, runs, steps);
+  if (strcmp(which, "all") == 0 || strcmp(which, "obstacles") == 0)
+    for (size_t i = 0; i < sizeof(dense_n) / sizeof(dense_n[0]); i++)
+      if (dense_n[i] <= max_n)
+        run("obstacles", dense_n[i], setup_obstacles, runs, steps);
   if (strcmp(which, "all") == 0 || strcmp(which, "mixed") == 0)
     for (size_t i = 0; i < sizeof(mixed_n) / sizeof(mixed_n[0]); i++)
       if (mixed_n[i] <= max_n)

@@ -26,7 +26,7 @@ vec2 steer_avoid_agents(vec2 p, vec2 v, float r, float max_acc, float horizon, c
       float d = sqrtf(d2);
       vec2 dir = d > 0.0f ? v2_scale(w, -1.0f / d) : v2(n[i].tie, 0.0f);
       float depth = R > 0.0f ? (R - d) / R : 1.0f;
-      f = v2_add(f, v2_scale(dir, max_acc * (0.5f + 0.5f * depth) * n[i].share));
+      f = v2_add(f, v2_scale(dir, max_acc * (1.0f + 3.0f * depth) * n[i].share));
       continue;
     }
     float b = v2_dot(w, vr);

@@ -14,6 +14,7 @@
 #define RELOCATE_SEARCH  64.0f /* m, how far an agent is moved out of a new obstacle */
 #define AVOID_MAX        32u   /* neighbours (the separation cap) */
 #define BODY_FREE_SLACK  0.0f
+#define AVOID_RESPONSE   0.5f  /* s, an avoidance acceleration shifts the wanted velocity by this much of it */
 
 /* ---- rules of placement -------------------------------------------------- */
 
@@ -125,7 +126,12 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
                          uint32_t n) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
-  vec2 lin = o;
+  /* Avoidance works on the velocity the behaviour is heading for (what its
+   * acceleration reaches in time_to_target), so the behaviour's controller
+   * does not undo it; then the acceleration that reaches the result. */
+  float ttt = b->params.time_to_target;
+  vec2 want = v2_add(s->velocity, v2_scale(o, ttt));
+  int changed = 0;
   if (b->avoid_weight > 0.0f && n > 0) {
     steer_avoid_neighbour nb[AVOID_MAX];
     if (n > AVOID_MAX)
@@ -142,18 +148,19 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
     }
     vec2 f = steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, nb,
                                 (int)n);
-    lin = v2_clip(v2_add(lin, v2_scale(f, b->avoid_weight)), l->max_acceleration);
+    if (f.x != 0.0f || f.y != 0.0f) {
+      want = v2_clip(v2_add(want, v2_scale(f, b->avoid_weight * AVOID_RESPONSE)), l->max_speed);
+      changed = 1;
+    }
   }
   if (b->wall_lookahead > 0.0f && steer_map_count(w->map) > 0) {
-    /* The velocity the agent is heading for, turned; then the acceleration
-     * that reaches it (the controllers' time_to_target). */
-    float ttt = b->params.time_to_target;
-    vec2 want = v2_add(s->velocity, v2_scale(lin, ttt));
     vec2 turned = steer_avoid_walls(w->map, s->position, l->radius, want, b->wall_lookahead, b->wall_margin);
-    if (turned.x != want.x || turned.y != want.y)
-      lin = v2_clip(v2_scale(v2_sub(turned, s->velocity), 1.0f / ttt), l->max_acceleration);
+    changed |= turned.x != want.x || turned.y != want.y;
+    want = turned;
   }
-  return lin;
+  if (!changed)
+    return o;
+  return v2_clip(v2_scale(v2_sub(want, s->velocity), 1.0f / ttt), l->max_acceleration);
 }
 
 vec2 world_avoid_kinematic(const steer_world *w, uint32_t d, const steer_state *s, vec2 vel) {
