@@ -3,9 +3,11 @@
 # temporary prefix, build client-sample/examples/hello_steerd.c against it with
 # `pkg-config --cflags --libs steerd-client` (shared) and against the static archive,
 # then run both against the real server on 127.0.0.1 (ephemeral port).
-#   install_example.sh BUILD_DIR SOURCE_DIR STEERD_BINARY
+#   install_example.sh BUILD_DIR SOURCE_DIR STEERD_BINARY [EXTRA_CFLAGS]
+# EXTRA_CFLAGS: the sanitizer flags when the library was built with them.
 set -euo pipefail
 build=$1 src=$2 steerd=$3
+read -r -a xflags <<<"${4:-}"
 tmp=$(mktemp -d /tmp/steerdc-install-XXXXXX)
 server_pid=""
 cleanup() {
@@ -41,9 +43,9 @@ extra=$(nm -g --defined-only "$libdir/libsteerd-client.a" | awk 'NF == 3 {print 
 soname=$(objdump -p "$libdir/libsteerd-client.so.1" | awk '$1 == "SONAME" {print $2}')
 [ "$soname" = libsteerd-client.so.1 ] || { echo "FAIL: soname '$soname'"; exit 1; }
 
-cc -std=c11 -Wall -Wextra -Werror "$src/client-sample/examples/hello_steerd.c" \
+cc -std=c11 -Wall -Wextra -Werror ${xflags[@]+"${xflags[@]}"} "$src/client-sample/examples/hello_steerd.c" \
   $(pkg-config --cflags --libs steerd-client) -lm -o "$tmp/hello_shared"
-cc -std=c11 -Wall -Wextra -Werror "$src/client-sample/examples/hello_steerd.c" \
+cc -std=c11 -Wall -Wextra -Werror ${xflags[@]+"${xflags[@]}"} "$src/client-sample/examples/hello_steerd.c" \
   $(pkg-config --cflags steerd-client) "$libdir/libsteerd-client.a" \
   $(pkg-config --libs-only-L --libs-only-l libenet) -lm -o "$tmp/hello_static"
 if ldd "$tmp/hello_static" | grep -q steerd-client; then echo "FAIL: static build links the .so"; exit 1; fi
