@@ -19,7 +19,9 @@ typedef enum opt_kind {
   OPT_WORLD,
   OPT_LEVEL,
   OPT_ROLE,
-  OPT_ORPHAN
+  OPT_ORPHAN,
+  OPT_HTTP_PORT,
+  OPT_LOG_FORMAT
 } opt_kind;
 
 typedef struct option_def {
@@ -94,6 +96,14 @@ static const option_def options[] = {
      "delta snapshots: kbit/s of DELTA payload per client on average, 0 = no limit (120)"},
     {"--delta-pool", "STEERD_DELTA_POOL", OPT_U32, OFF(delta_pool), 0, 1u << 30,
      "delta snapshots: agent records remembered for all clients' frames, 0 = automatic (0)"},
+    {"--http-bind", "STEERD_HTTP_BIND", OPT_STRING, OFF(http_bind), 0, 0,
+     "address of the HTTP port: metrics, health, live view (127.0.0.1; 0.0.0.0 in the container)"},
+    {"--http-port", "STEERD_HTTP_PORT", OPT_HTTP_PORT, OFF(http_port), 0, 0,
+     "TCP port of /metrics, /healthz, /readyz and the live view; 0 = off, auto picks a free one (7780)"},
+    {"--log-format", "STEERD_LOG_FORMAT", OPT_LOG_FORMAT, OFF(log_format), 0, 0,
+     "text, or json: one JSON object per line (text)"},
+    {"--drain-timeout", "STEERD_DRAIN_TIMEOUT_MS", OPT_U32, OFF(drain_timeout_ms), 0, 3600000,
+     "ms SIGTERM waits for clients to hear the disconnect before exiting (2000)"},
 };
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
 
@@ -128,6 +138,10 @@ void steerd_config_default(steerd_config *c) {
   c->snapshot_budget = 1200;
   c->client_rate_kbps = 120;
   c->delta_pool = 0;
+  strcpy(c->http_bind, "127.0.0.1");
+  c->http_port = 7780;
+  c->log_format = STEERD_LOG_TEXT;
+  c->drain_timeout_ms = 2000;
 }
 
 void steerd_config_usage(FILE *out) {
@@ -280,6 +294,22 @@ static int apply(steerd_config *c, const option_def *o, const char *value) {
     return 0;
   case OPT_WORLD:
     return parse_world(value, c);
+  case OPT_HTTP_PORT:
+    if (strcmp(value, "auto") == 0) {
+      *(int32_t *)(base + o->offset) = STEERD_HTTP_PORT_AUTO;
+      return 0;
+    }
+    if (parse_u64(value, &u) || u > 65535)
+      return -1;
+    *(int32_t *)(base + o->offset) = (int32_t)u;
+    return 0;
+  case OPT_LOG_FORMAT: {
+    int f = steerd_log_parse_format(value);
+    if (f < 0)
+      return -1;
+    *(int *)(base + o->offset) = f;
+    return 0;
+  }
   case OPT_LEVEL: {
     int l = steerd_log_parse_level(value);
     if (l < 0)

@@ -65,7 +65,15 @@ typedef struct steerd_config {
   int state_reset;                    /* ignore an existing state file (STEERD_STATE_RESET, 0) */
   uint32_t checkpoint_interval_s; /* s between checkpoints, 0 = only at shutdown (STEERD_CHECKPOINT_INTERVAL,
                                      10) */
+
+  /* Operations: HTTP (metrics, health, the live view), logs, drain (README "Operations"). */
+  char http_bind[64];        /* address of the HTTP port (STEERD_HTTP_BIND, 127.0.0.1) */
+  int32_t http_port;         /* TCP port, 0 = off, STEERD_HTTP_PORT_AUTO = ephemeral (STEERD_HTTP_PORT, 7780) */
+  int log_format;            /* steerd_log_format (STEERD_LOG_FORMAT, text) */
+  uint32_t drain_timeout_ms; /* SIGTERM: longest wait for clients to leave (STEERD_DRAIN_TIMEOUT_MS, 2000) */
 } steerd_config;
+
+#define STEERD_HTTP_PORT_AUTO (-1) /* --http-port auto: the kernel picks a free port */
 
 void steerd_config_default(steerd_config *c);
 

@@ -10,6 +10,7 @@
 
 #include "auth.h"
 #include "config.h"
+#include "http.h"
 #include "log.h"
 #include "protocol.h"
 #include "server.h"
@@ -17,11 +18,16 @@
 typedef struct signals {
   uv_signal_t sigint, sigterm;
   steerd_server *server;
+  steerd_http *http;
 } signals;
 
+/* The drain: /readyz fails at once, HELLOs are refused, clients hear SHUTDOWN,
+ * the final checkpoint is written, and the loop ends when the clients are gone
+ * or after --drain-timeout; then Agones hears Shutdown and the HTTP port closes. */
 static void on_signal(uv_signal_t *h, int signum) {
   signals *sig = h->data;
-  LOG_INFO("received %s", signum == SIGINT ? "SIGINT" : "SIGTERM");
+  LOG_INFO("received %s: draining", signum == SIGINT ? "SIGINT" : "SIGTERM");
+  steerd_http_draining(sig->http);
   steerd_server_shutdown(sig->server, PROTO_DISCONNECT_SHUTDOWN);
   /* The signal handles must close too, or the loop would never end. */
   uv_close((uv_handle_t *)&sig->sigint, NULL);
@@ -119,28 +125,76 @@ static int token_main(int argc, char **argv) {
   return 0;
 }
 
+/* `steerd healthcheck [--ready] [--http-port PORT]`: what the Dockerfile's
+ * HEALTHCHECK runs (no curl in the image). Exit 0 healthy, 1 not, 2 usage. */
+static int healthcheck_main(int argc, char **argv) {
+  int ready = 0;
+  unsigned long port = 7780;
+  const char *env = getenv("STEERD_HTTP_PORT");
+  const char *port_text = env && *env ? env : NULL;
+  for (int a = 1; a < argc; a++) {
+    if (strcmp(argv[a], "--ready") == 0) {
+      ready = 1;
+    } else if (strcmp(argv[a], "--http-port") == 0 && a + 1 < argc) {
+      port_text = argv[++a];
+    } else {
+      fprintf(stderr, "usage: steerd healthcheck [--ready] [--http-port PORT]\n\n"
+                      "GET /healthz (liveness) or, with --ready, /readyz of 127.0.0.1:PORT (STEERD_HTTP_PORT,\n"
+                      "7780). Exit status 0 when it answers 200, 1 otherwise.\n");
+      return strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0 ? 0 : 2;
+    }
+  }
+  if (port_text) {
+    char *end;
+    errno = 0;
+    port = strtoul(port_text, &end, 10);
+    if (errno || *end || port == 0 || port > 65535) {
+      fprintf(stderr, "steerd healthcheck: the HTTP port is '%s'; it needs one in 1..65535\n", port_text);
+      return 2;
+    }
+  }
+  return steerd_http_check((uint16_t)port, ready, 3000);
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "token") == 0)
     return token_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "healthcheck") == 0)
+    return healthcheck_main(argc - 1, argv + 1);
   steerd_config cfg;
   steerd_config_default(&cfg);
   int rc = steerd_config_parse(&cfg, argc, argv, stderr);
   if (rc != 0)
     return rc > 0 ? 0 : 2;
   steerd_log_set_level((steerd_log_level)cfg.log_level);
+  steerd_log_set_format((steerd_log_format)cfg.log_format);
   signal(SIGPIPE, SIG_IGN);
 
   uv_loop_t *loop = uv_default_loop();
   steerd_server *server = steerd_server_create(loop, &cfg);
   if (!server)
     return 1;
+  steerd_http *http = NULL;
+  const char *agones = getenv("AGONES_SDK_HTTP_PORT");
+  if (cfg.http_port != 0 || (agones && *agones)) {
+    http = steerd_http_create(loop, server, &cfg);
+    if (!http) {
+      uv_run(loop, UV_RUN_DEFAULT); /* lets libwebsockets close what it opened */
+      steerd_server_destroy(server);
+      return 1;
+    }
+  }
   if (steerd_server_start(server) != 0) {
+    steerd_http_close(http);
+    uv_run(loop, UV_RUN_DEFAULT);
+    steerd_http_destroy(http);
     steerd_server_destroy(server);
     return 1;
   }
   signals sig;
   memset(&sig, 0, sizeof(sig));
   sig.server = server;
+  sig.http = http;
   uv_signal_init(loop, &sig.sigint);
   uv_signal_init(loop, &sig.sigterm);
   sig.sigint.data = sig.sigterm.data = &sig;
@@ -149,6 +203,7 @@ int main(int argc, char **argv) {
 
   uv_run(loop, UV_RUN_DEFAULT);
   LOG_INFO("stopped");
+  steerd_http_destroy(http);
   steerd_server_destroy(server);
   uv_loop_close(loop);
   return 0;

@@ -18,7 +18,6 @@
 #include "validate.h"
 #include "world.h"
 
-#define SHUTDOWN_GRACE_NS 500000000ull /* clients get this long to hear the disconnect */
 #define STATS_INTERVAL_NS 60000000000ull
 #define SPARE_PEERS       4
 #define SOCKET_BUFFER     (4 * 1024 * 1024) /* SO_RCVBUF/SO_SNDBUF asked for; the kernel caps them (rmem_max) */
@@ -96,7 +95,12 @@ struct steerd_server {
   uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
   uint8_t out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch */
   steerd_server_stats stats;
+  steerd_server_observer observer; /* the live view */
+  uint64_t last_tick_ns;
 };
+
+const double steerd_tick_bucket_bounds[STEERD_TICK_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                                0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
 
 static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s->start_ns) / 1000u; }
 
@@ -136,6 +140,8 @@ static void send_error(steerd_server *s, client *c, uint32_t request_id, int cod
   size_t n = proto_encode_error(s->out, sizeof(s->out), request_id, code, message, field);
   send_reliable(s, c, n);
   s->stats.errors_sent++;
+  if (code > 0 && code < PROTO_ERR_COUNT)
+    s->stats.errors_by_code[code]++;
   LOG_DEBUG("client %u: error %s (%s%s%s)", c->id, proto_error_name(code), message, field ? ", field " : "",
             field ? field : "");
 }
@@ -166,6 +172,8 @@ static void send_event(steerd_server *s, const proto_event *e, vec2 pos, uint32_
   }
   if (p && p->referenceCount == 0)
     enet_packet_destroy(p);
+  if (s->observer.on_event)
+    s->observer.on_event(s->observer.arg, e, pos);
 }
 
 /* SPAWNED or DESPAWNED, from a command: the agent was at pos. */
@@ -735,7 +743,11 @@ static void handle_packet(steerd_server *s, client *c, const ENetPacket *p, uint
     count_garbage(s, c);
     return;
   }
+  /* The result by type for /metrics: answered with an ERROR or not. */
+  uint64_t errors_before = s->stats.errors_sent;
   handle_command(s, c, &s->cmd);
+  if (s->cmd.type <= PROTO_MSG_LAST_COMMAND)
+    s->stats.commands_by_type[s->cmd.type][s->stats.errors_sent != errors_before]++;
 }
 
 /* ---- the tick ------------------------------------------------------------ */
@@ -745,6 +757,9 @@ static void run_tick(steerd_server *s) {
   steer_world_step(s->world, s->dt);
   uint64_t spent = uv_hrtime() - t0;
   s->stats.step_ns_total += spent;
+  for (int b = 0; b < STEERD_TICK_BUCKETS; b++)
+    if ((double)spent <= steerd_tick_bucket_bounds[b] * 1e9)
+      s->stats.tick_seconds_bucket[b]++;
   if (spent > 1000000000ull / s->cfg.tick_rate)
     s->stats.slow_ticks++;
   s->stats.ticks++;
@@ -778,6 +793,7 @@ static void send_deltas(steerd_server *s, uint64_t tick, uint64_t time_us) {
       s->stats.snapshot_packets++;
       s->stats.snapshot_bytes += out.part_len[p];
       s->stats.delta_bytes += out.part_len[p];
+      s->stats.delta_packets++;
     }
     s->stats.delta_frames++;
   }
@@ -817,6 +833,8 @@ static void send_snapshot(steerd_server *s) {
   }
   send_deltas(s, h.tick, h.server_time_us);
   s->stats.snapshots++;
+  if (s->observer.on_snapshot)
+    s->observer.on_snapshot(s->observer.arg);
 }
 
 static void service_enet(steerd_server *s);
@@ -1024,6 +1042,7 @@ static void on_timer(uv_timer_t *t) {
     uv_timer_start(&s->timer, on_timer, 10, 0);
     return;
   }
+  s->last_tick_ns = now;
   drop_late_hellos(s, now);
   despawn_orphans(s, now);
   uint32_t due = steerd_ticker_due(&s->ticks, now);
@@ -1345,7 +1364,9 @@ void steerd_server_shutdown(steerd_server *s, uint32_t reason) {
   s->stopping = 1;
   if (s->cfg.state_file[0])
     checkpoint(s, "shutdown");
-  s->stop_deadline_ns = uv_hrtime() + SHUTDOWN_GRACE_NS;
+  /* Clients get --drain-timeout to hear the disconnect; the loop ends sooner
+   * when they have all gone. */
+  s->stop_deadline_ns = uv_hrtime() + (uint64_t)s->cfg.drain_timeout_ms * 1000000ull;
   LOG_INFO("shutting down: disconnecting %u clients (%s)", s->stats.clients, proto_disconnect_name(reason));
   for (uint32_t i = 0; i < s->cfg.max_clients; i++)
     if (s->clients[i].peer)
@@ -1362,6 +1383,8 @@ static void on_closed(uv_handle_t *h) {
 
 static void close_handles(steerd_server *s) {
   log_stats(s);
+  if (s->observer.on_stopped)
+    s->observer.on_stopped(s->observer.arg);
   uv_timer_stop(&s->timer);
   uv_poll_stop(&s->poll);
   uv_close((uv_handle_t *)&s->timer, on_closed);
@@ -1396,4 +1419,45 @@ void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out) {
 void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out) {
   *out = s->ckpt_stats;
   out->enabled = s->cfg.state_file[0] != '\0';
+}
+
+/* ---- for the HTTP side ----------------------------------------------------- */
+
+void steerd_server_get_health(const steerd_server *s, steerd_server_health *out) {
+  out->bound = s->host != NULL && s->handles_open > 0;
+  out->restored = s->world != NULL && s->start_ns != 0;
+  out->draining = s->stopping;
+  out->last_tick_ns = s->last_tick_ns ? s->last_tick_ns : s->start_ns;
+  out->tick_period_ns = 1000000000ull / s->cfg.tick_rate;
+}
+
+void steerd_server_clients_by_role(const steerd_server *s, uint32_t out[STEERD_ROLE_COUNT + 1]) {
+  memset(out, 0, sizeof(uint32_t) * (STEERD_ROLE_COUNT + 1));
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    const client *c = &s->clients[i];
+    if (!c->peer)
+      continue;
+    if (c->welcomed && c->role >= 0 && c->role < STEERD_ROLE_COUNT)
+      out[c->role]++;
+    else
+      out[STEERD_ROLE_COUNT]++;
+  }
+}
+
+const steer_world *steerd_server_world(const steerd_server *s) { return s->world; }
+const steerd_config *steerd_server_config(const steerd_server *s) { return &s->cfg; }
+uint64_t steerd_server_time_us(const steerd_server *s) { return server_time_us(s); }
+
+void steerd_server_delta_frames(const steerd_server *s, uint64_t *frames, uint64_t *without_baseline) {
+  steerd_netcode_stats ns;
+  steerd_netcode_get_stats(s->netcode, &ns);
+  *frames = ns.frames;
+  *without_baseline = ns.frames_full;
+}
+
+void steerd_server_set_observer(steerd_server *s, const steerd_server_observer *o) {
+  if (o)
+    s->observer = *o;
+  else
+    memset(&s->observer, 0, sizeof(s->observer));
 }

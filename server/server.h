@@ -11,10 +11,17 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "auth.h"
 #include "checkpoint.h"
 #include "config.h"
+#include "protocol.h"
+#include "world.h"
 
 typedef struct steerd_server steerd_server;
+
+/* Upper bounds of the tick duration histogram, seconds (metrics.c prints them). */
+#define STEERD_TICK_BUCKETS 12
+extern const double steerd_tick_bucket_bounds[STEERD_TICK_BUCKETS];
 
 typedef struct steerd_server_stats {
   uint64_t ticks;         /* world steps run */
@@ -36,6 +43,12 @@ typedef struct steerd_server_stats {
   uint64_t delta_bytes;       /* their payload bytes */
   uint64_t delta_ns_total;    /* time spent choosing and encoding them, sending included */
   uint32_t clients;           /* connected now */
+
+  /* For /metrics (metrics.c): by kind, so the totals above stay as they were. */
+  uint64_t delta_packets;                                          /* DELTA packets sent */
+  uint64_t commands_by_type[PROTO_MSG_LAST_COMMAND + 1][2];        /* [type][0 ok, 1 answered with ERROR] */
+  uint64_t errors_by_code[PROTO_ERR_COUNT];                        /* ERRORs sent, by code */
+  uint64_t tick_seconds_bucket[STEERD_TICK_BUCKETS];               /* steps that took <= bucket bound */
 } steerd_server_stats;
 
 /* Binds the ENet host and builds the world; logs "listening on ADDR:PORT".
@@ -50,6 +63,39 @@ void steerd_server_shutdown(steerd_server *s, uint32_t reason);
 void steerd_server_destroy(steerd_server *s);
 
 uint16_t steerd_server_port(const steerd_server *s);
+
+/* ---- for the HTTP side (http.c, http_view.c, metrics.c) --------------------
+ * Everything runs on the server's loop, between ticks: the world and the
+ * counters are read in place, never concurrently with a step. */
+
+/* What liveness and readiness are decided from. */
+typedef struct steerd_server_health {
+  int bound;             /* the ENet host is bound and the loop watches it */
+  int restored;          /* the world is restored (or new) and running */
+  int draining;          /* SIGTERM: no new HELLOs; the loop ends soon */
+  uint64_t last_tick_ns; /* uv_hrtime() of the last timer wake-up that ran the ticks due */
+  uint64_t tick_period_ns;
+} steerd_server_health;
+void steerd_server_get_health(const steerd_server *s, steerd_server_health *out);
+
+/* Connected clients by role; [STEERD_ROLE_COUNT] holds those not yet WELCOMEd. */
+void steerd_server_clients_by_role(const steerd_server *s, uint32_t out[STEERD_ROLE_COUNT + 1]);
+const steer_world *steerd_server_world(const steerd_server *s);
+const steerd_config *steerd_server_config(const steerd_server *s);
+uint64_t steerd_server_time_us(const steerd_server *s); /* as in snapshots */
+/* Frames the delta encoder sent without an acknowledged baseline (and all of them). */
+void steerd_server_delta_frames(const steerd_server *s, uint64_t *frames, uint64_t *without_baseline);
+
+/* Whoever else watches the world (the live view): told of every EVENT the
+ * clients get (with the agent's position) and of every snapshot the clients
+ * get, after they got it. Either may be NULL. */
+typedef struct steerd_server_observer {
+  void (*on_event)(void *arg, const proto_event *e, vec2 pos);
+  void (*on_snapshot)(void *arg);
+  void (*on_stopped)(void *arg); /* the server's handles are closed: the rest may close now */
+  void *arg;
+} steerd_server_observer;
+void steerd_server_set_observer(steerd_server *s, const steerd_server_observer *o);
 void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out);
 
 /* Checkpoint counters (server/checkpoint.h); all zero without --state. */

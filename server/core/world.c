@@ -300,6 +300,13 @@ static steer_path path_view(const steer_world *w, int32_t h) {
   return p;
 }
 
+int steer_world_path_get(const steer_world *w, int path, steer_path *out) {
+  if (!path_valid(w, path))
+    return STEER_EINVAL;
+  *out = path_view(w, path);
+  return STEER_OK;
+}
+
 /* Drops the agent's path, if any (the behaviour is left to the caller). */
 static void leave_path(steer_world *w, uint32_t d) {
   int32_t h = w->path[d];

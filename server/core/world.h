@@ -215,6 +215,9 @@ int steer_world_follow_path(steer_world *w, steer_id id, int path);
 int steer_world_set_path(steer_world *w, steer_id id, const vec2 *points, uint32_t count, float radius,
                          steer_path_mode mode, steer_cornering cornering);
 uint32_t steer_world_path_count(const steer_world *w);
+/* The points and settings of a live path (e.g. an agent's info.path), valid
+ * until the next mutation; STEER_EINVAL if the handle is not a live path. */
+int steer_world_path_get(const steer_world *w, int path, steer_path *out);
 
 void steer_world_step(steer_world *w, float dt);
 

@@ -232,7 +232,7 @@ class Server:
         self.lines = []
         self.port = None
         self.lock = threading.Lock()
-        args = [binary, "--bind", HOST, "--port", "0", "--no-demo",
+        args = [binary, "--bind", HOST, "--port", "0", "--http-port", "0", "--no-demo",
                 "--tick-rate", str(TICK_RATE), "--snapshot-rate", str(SNAPSHOT_RATE),
                 "--world", ",".join("%g" % v for v in WORLD),
                 "--client-timeout", "10000", "--log-level", "info"]

@@ -32,8 +32,7 @@ int steerd_proc_log_contains(const steerd_proc *p, const char *needle) {
   return found;
 }
 
-static uint16_t find_port(const steerd_proc *p) {
-  static const char marker[] = "listening on 127.0.0.1:";
+static uint16_t find_port(const steerd_proc *p, const char *marker) {
   FILE *f = fopen(p->log_path, "r");
   if (!f)
     return 0;
@@ -42,7 +41,7 @@ static uint16_t find_port(const steerd_proc *p) {
   while (!port && fgets(line, sizeof(line), f)) {
     const char *at = strstr(line, marker);
     if (at)
-      port = (uint16_t)atoi(at + sizeof(marker) - 1);
+      port = (uint16_t)atoi(at + strlen(marker));
   }
   fclose(f);
   return port;
@@ -54,10 +53,13 @@ int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *ext
   int fd = mkstemp(p->log_path);
   if (fd < 0)
     return -1;
-  const char *argv[40] = {binary, "--bind", "127.0.0.1", "--port", "0"};
-  int argc = 5;
-  for (int i = 0; extra && extra[i] && argc < 39; i++)
+  const char *argv[40] = {binary, "--bind", "127.0.0.1", "--port", "0", "--http-port", "0"};
+  int argc = 7, http = 0;
+  for (int i = 0; extra && extra[i] && argc < 39; i++) {
+    if (strcmp(extra[i], "--http-port") == 0 && extra[i + 1])
+      http = strcmp(extra[i + 1], "0") != 0;
     argv[argc++] = extra[i];
+  }
   argv[argc] = NULL;
   p->pid = fork();
   if (p->pid < 0) {
@@ -72,14 +74,17 @@ int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *ext
   }
   close(fd);
   uint64_t deadline = steerd_proc_now_ms() + timeout_ms;
-  while (!(p->port = find_port(p)) && steerd_proc_now_ms() < deadline) {
+  while (!(p->port = find_port(p, "listening on 127.0.0.1:")) ||
+         (http && !(p->http_port = find_port(p, "http on 127.0.0.1:")))) {
+    if (steerd_proc_now_ms() >= deadline)
+      break;
     if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
       p->pid = 0; /* exited before listening: the log says why */
       return -1;
     }
     steerd_proc_sleep_ms(10);
   }
-  if (!p->port) {
+  if (!p->port || (http && !p->http_port)) {
     kill(p->pid, SIGKILL);
     waitpid(p->pid, NULL, 0);
     return -1;

@@ -10,12 +10,15 @@
 typedef struct steerd_proc {
   pid_t pid;
   uint16_t port;
+  uint16_t http_port; /* 0 unless extra asked for one ("--http-port", "auto") */
   char log_path[64];
 } steerd_proc;
 
-/* Starts `binary --bind 127.0.0.1 --port 0 <extra...>` (extra is NULL-terminated,
- * may be NULL) and waits up to timeout_ms for its "listening on" line. Returns 0,
- * or -1 (the child is killed). */
+/* Starts `binary --bind 127.0.0.1 --port 0 --http-port 0 <extra...>` (extra is
+ * NULL-terminated, may be NULL; a later flag wins, so "--http-port", "auto"
+ * opens an ephemeral HTTP port: parallel tests never share a fixed one) and
+ * waits up to timeout_ms for its "listening on" line (and its "http on" line
+ * when HTTP is on). Returns 0, or -1 (the child is killed). */
 int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *extra, uint32_t timeout_ms);
 
 /* SIGTERM, then SIGKILL after timeout_ms; removes the log. Returns the wait

@@ -1,0 +1,489 @@
+/* http.c: see http.h. Sections: probes and metrics, the agent API, requests,
+ * lifecycle, the healthcheck client. */
+#include "http_internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "metrics.h"
+
+#ifndef STEERD_VERSION
+#define STEERD_VERSION "unknown"
+#endif
+
+#define HTTP_CHUNK_BYTES 4096
+
+/* One HTTP request's answer, written out a chunk per writable callback. */
+typedef struct http_req {
+  char *body; /* malloc'd */
+  size_t len, sent;
+} http_req;
+
+static double wall_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- probes and metrics ------------------------------------------------------ */
+
+int steerd_http_live(const steerd_http *h, char *why, size_t cap) {
+  steerd_server_health hl;
+  steerd_server_get_health(h->server, &hl);
+  uint64_t now = uv_hrtime();
+  if (hl.last_tick_ns && now > hl.last_tick_ns && now - hl.last_tick_ns > STEERD_HTTP_STALL_NS) {
+    snprintf(why, cap, "stalled: no tick for %.1f s\n", (double)(now - hl.last_tick_ns) / 1e9);
+    return 0;
+  }
+  snprintf(why, cap, "ok\n");
+  return 1;
+}
+
+int steerd_http_ready(const steerd_http *h, char *why, size_t cap) {
+  steerd_server_health hl;
+  steerd_server_get_health(h->server, &hl);
+  steerd_checkpoint_stats ck;
+  steerd_server_checkpoint_stats(h->server, &ck);
+  size_t n = 0;
+  why[0] = '\0';
+  if (!hl.bound)
+    n += (size_t)snprintf(why + n, cap - n, "not bound\n");
+  if (n < cap && !hl.restored)
+    n += (size_t)snprintf(why + n, cap - n, "world not restored\n");
+  if (n < cap && (hl.draining || h->closing))
+    n += (size_t)snprintf(why + n, cap - n, "draining\n");
+  if (n < cap && ck.failing)
+    n += (size_t)snprintf(why + n, cap - n, "the last checkpoint failed: the state is not being saved\n");
+  if (n < cap && !steerd_http_live(h, why + n, cap - n))
+    n = strlen(why);
+  if (n == 0) {
+    snprintf(why, cap, "ready\n");
+    return 1;
+  }
+  return 0;
+}
+
+static size_t render_metrics(steerd_http *h, char *buf, size_t cap) {
+  steerd_metrics_input in;
+  memset(&in, 0, sizeof in);
+  steerd_server_get_stats(h->server, &in.stats);
+  const steer_world *w = steerd_server_world(h->server);
+  in.agents = steer_world_count(w);
+  in.agents_max = steer_world_capacity(w);
+  steerd_server_clients_by_role(h->server, in.clients_by_role);
+  steerd_server_delta_frames(h->server, &in.delta_frames, &in.delta_frames_without_baseline);
+  steerd_server_checkpoint_stats(h->server, &in.checkpoints);
+  in.start_time_unix_s = h->start_unix_s;
+  in.now_unix_s = wall_seconds();
+  char why[256];
+  in.ready = steerd_http_ready(h, why, sizeof why);
+  in.views = h->views.open;
+  in.view_frames = h->views.frames;
+  in.view_frames_skipped = h->views.skipped;
+  in.view_bytes = h->views.bytes;
+  in.http_requests = h->requests;
+  in.version = STEERD_VERSION;
+  return steerd_metrics_render(buf, cap, &in);
+}
+
+/* ---- the agent API: what the view draws for the selected agent ----------------- */
+
+static json_t *vec_json(vec2 v) { return json_pack("[f,f]", (double)v.x, (double)v.y); }
+
+/* 200 with the agent as JSON, or an error status with a reason. */
+static int agent_json(steerd_http *h, struct lws *wsi, char **body, size_t *len) {
+  char arg[128];
+  const char *token = lws_get_urlarg_by_name(wsi, "token=", arg, sizeof arg);
+  if (h->views.auth_on) {
+    steerd_token t;
+    if (!token || steerd_auth_verify(&h->views.auth, token, strlen(token), (uint64_t)time(NULL), &t) !=
+                      STEERD_AUTH_OK) {
+      *body = strdup("a token is needed (steerd token --role observer)\n");
+      *len = *body ? strlen(*body) : 0;
+      return HTTP_STATUS_UNAUTHORIZED;
+    }
+  }
+  const char *id_text = lws_get_urlarg_by_name(wsi, "id=", arg, sizeof arg);
+  char *end = NULL;
+  unsigned long long id = id_text ? strtoull(id_text, &end, 10) : 0;
+  steer_agent_info info;
+  const steer_world *w = steerd_server_world(h->server);
+  if (!id_text || !*id_text || *end || id > UINT32_MAX || steer_world_get(w, (steer_id)id, &info) != STEER_OK) {
+    *body = strdup("no such agent\n");
+    *len = *body ? strlen(*body) : 0;
+    return HTTP_STATUS_NOT_FOUND;
+  }
+  json_t *o = json_object();
+  json_object_set_new(o, "id", json_integer(info.id));
+  json_object_set_new(o, "tick", json_integer((json_int_t)steer_world_tick(w)));
+  json_object_set_new(o, "model", json_string(proto_model_name(info.model)));
+  uint32_t kind = info.path >= 0 ? STEER_BEHAVIOUR_FOLLOW_PATH : info.behaviour.kind;
+  const char *bname = proto_behaviour_name(kind);
+  json_object_set_new(o, "behaviour", bname ? json_string(bname) : json_null());
+  json_object_set_new(o, "owner", json_integer(info.owner));
+  json_object_set_new(o, "arrived", json_boolean(info.arrived));
+  json_object_set_new(o, "position_m", vec_json(info.state.position));
+  json_object_set_new(o, "orientation_rad", json_real(info.state.orientation));
+  json_object_set_new(o, "velocity_m_s", vec_json(info.state.velocity));
+  json_object_set_new(o, "max_speed_m_s", json_real(info.limits.max_speed));
+  const steer_target *tg = &info.behaviour.target;
+  if (tg->kind == STEER_TARGET_POINT) {
+    json_object_set_new(o, "target_m", vec_json(tg->point));
+  } else if (tg->kind == STEER_TARGET_AGENT) {
+    steer_agent_info other;
+    json_object_set_new(o, "target_agent", json_integer(tg->agent));
+    if (steer_world_get(w, tg->agent, &other) == STEER_OK)
+      json_object_set_new(o, "target_m", vec_json(other.state.position));
+  }
+  steer_path path;
+  if (info.path >= 0 && steer_world_path_get(w, info.path, &path) == STEER_OK) {
+    json_t *pts = json_array();
+    for (uint32_t i = 0; i < path.count; i++)
+      json_array_append_new(pts, vec_json(path.points[i]));
+    json_object_set_new(o, "path_m", pts);
+    json_object_set_new(o, "path_node", json_integer(info.cursor.node));
+    json_object_set_new(o, "path_mode", json_string(proto_path_mode_name(path.mode)));
+  }
+  *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  *len = *body ? strlen(*body) : 0;
+  return *body ? HTTP_STATUS_OK : HTTP_STATUS_INTERNAL_SERVER_ERROR;
+}
+
+/* ---- requests ------------------------------------------------------------------- */
+
+static int respond(struct lws *wsi, http_req *req, unsigned status, const char *type, char *body, size_t len) {
+  uint8_t buf[LWS_PRE + 1024];
+  uint8_t *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
+  req->body = body;
+  req->len = body ? len : 0;
+  req->sent = 0;
+  if (lws_add_http_common_headers(wsi, status, type, req->len, &p, end) ||
+      lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
+                                  (const unsigned char *)"no-store", 8, &p, end) ||
+      lws_finalize_write_http_header(wsi, start, &p, end))
+    return 1;
+  lws_callback_on_writable(wsi);
+  return 0;
+}
+
+static int respond_text(struct lws *wsi, http_req *req, unsigned status, const char *text) {
+  char *body = strdup(text);
+  return respond(wsi, req, status, "text/plain; charset=utf-8", body, body ? strlen(body) : 0);
+}
+
+static int on_http(steerd_http *h, struct lws *wsi, http_req *req, const char *uri) {
+  h->requests++;
+  if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0)
+    return respond_text(wsi, req, HTTP_STATUS_METHOD_NOT_ALLOWED, "only GET\n");
+  char why[512];
+  if (strcmp(uri, "/healthz") == 0 || strcmp(uri, "/readyz") == 0) {
+    int ok = uri[1] == 'h' ? steerd_http_live(h, why, sizeof why) : steerd_http_ready(h, why, sizeof why);
+    /* Probes come every few seconds: not a line each at info. */
+    LOG_DEBUG("http %s: %s", uri, ok ? "200" : "503");
+    return respond_text(wsi, req, ok ? HTTP_STATUS_OK : HTTP_STATUS_SERVICE_UNAVAILABLE, why);
+  }
+  if (strcmp(uri, "/metrics") == 0) {
+    char *body = malloc(STEERD_METRICS_MAX_BYTES);
+    size_t len = body ? render_metrics(h, body, STEERD_METRICS_MAX_BYTES) : 0;
+    if (len == 0) {
+      free(body);
+      return respond_text(wsi, req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "metrics do not fit\n");
+    }
+    return respond(wsi, req, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
+  }
+  if (strcmp(uri, "/api/agent") == 0) {
+    char *body = NULL;
+    size_t len = 0;
+    int status = agent_json(h, wsi, &body, &len);
+    return respond(wsi, req, (unsigned)status,
+                   status == HTTP_STATUS_OK ? "application/json" : "text/plain; charset=utf-8", body, len);
+  }
+  for (size_t i = 0; i < steerd_web_asset_count; i++) {
+    const steerd_web_asset *a = &steerd_web_assets[i];
+    if (strcmp(uri, a->path) == 0) {
+      char *body = malloc(a->len);
+      if (body)
+        memcpy(body, a->data, a->len);
+      return respond(wsi, req, HTTP_STATUS_OK, a->content_type, body, body ? a->len : 0);
+    }
+  }
+  return respond_text(wsi, req, HTTP_STATUS_NOT_FOUND, "not found\n");
+}
+
+static int on_http_writable(struct lws *wsi, http_req *req) {
+  uint8_t buf[LWS_PRE + HTTP_CHUNK_BYTES];
+  size_t n = req->len - req->sent;
+  if (n > HTTP_CHUNK_BYTES)
+    n = HTTP_CHUNK_BYTES;
+  int final = req->sent + n == req->len;
+  if (n)
+    memcpy(buf + LWS_PRE, req->body + req->sent, n);
+  if (lws_write(wsi, buf + LWS_PRE, n, final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) != (int)n)
+    return 1;
+  req->sent += n;
+  if (!final) {
+    lws_callback_on_writable(wsi);
+    return 0;
+  }
+  free(req->body);
+  req->body = NULL;
+  return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
+static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
+  steerd_http *h = lws_context_user(lws_get_context(wsi));
+  http_req *req = user;
+  switch (reason) {
+  case LWS_CALLBACK_HTTP:
+    return on_http(h, wsi, req, in ? (const char *)in : "/");
+  case LWS_CALLBACK_HTTP_WRITEABLE:
+    return req && req->body ? on_http_writable(wsi, req) : 0;
+  case LWS_CALLBACK_CLOSED_HTTP:
+  case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+    if (req) {
+      free(req->body);
+      req->body = NULL;
+    }
+    break;
+  default:
+    break;
+  }
+  return lws_callback_http_dummy(wsi, reason, user, in, len);
+}
+
+static const struct lws_protocols protocols[] = {
+    {"http", http_callback, sizeof(http_req), 0, 0, NULL, 0},
+    {STEERD_HTTP_VIEW_PROTOCOL, steerd_http_view_callback, sizeof(void *), PROTO_MAX_MESSAGE_BYTES, 0, NULL,
+     0},
+    {"steerd-agones", steerd_http_agones_callback, 0, 0, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0}};
+
+/* ---- lifecycle ------------------------------------------------------------------- */
+
+static void lws_log(int level, const char *line) {
+  char text[512];
+  snprintf(text, sizeof text, "%s", line);
+  text[strcspn(text, "\r\n")] = '\0';
+  if (level & LLL_ERR)
+    LOG_ERROR("http: %s", text);
+  else
+    LOG_WARN("http: %s", text);
+}
+
+static void on_event(void *arg, const proto_event *e, vec2 pos) { steerd_http_views_event(arg, e, pos); }
+static void on_snapshot(void *arg) { steerd_http_views_snapshot(arg); }
+
+static void on_closer_closed(uv_handle_t *handle) {
+  steerd_http *h = handle->data;
+  h->closer_open = 0;
+}
+
+/* Waits for the Agones Shutdown call (at most a few tries), then lets go of
+ * libwebsockets: it closes its own handles and the loop can end. */
+static void on_closer(uv_timer_t *t) {
+  steerd_http *h = t->data;
+  if (!steerd_http_agones_done(h) && t->repeat) {
+    if (uv_timer_get_repeat(t) < 2000) {
+      uv_timer_set_repeat(t, uv_timer_get_repeat(t) + 50);
+      return;
+    }
+    LOG_WARN("agones: no answer to Shutdown; exiting anyway");
+  }
+  uv_timer_stop(t);
+  uv_close((uv_handle_t *)t, on_closer_closed);
+  steerd_http_agones_close(h);
+  if (h->ctx)
+    lws_context_destroy(h->ctx);
+}
+
+static void on_stopped(void *arg) {
+  steerd_http *h = arg;
+  steerd_http_agones_shutdown(h);
+  steerd_http_close(h);
+}
+
+steerd_http *steerd_http_create(uv_loop_t *loop, steerd_server *server, const steerd_config *cfg) {
+  steerd_http *h = calloc(1, sizeof(*h));
+  if (!h) {
+    LOG_ERROR("out of memory");
+    return NULL;
+  }
+  h->loop = loop;
+  h->server = server;
+  h->cfg = steerd_server_config(server);
+  h->start_unix_s = wall_seconds();
+  if (steerd_http_views_init(&h->views, h->cfg, steer_world_capacity(steerd_server_world(server))) != 0 ||
+      steerd_http_agones_init(h) != 0) {
+    LOG_ERROR("cannot set up the HTTP port");
+    steerd_http_destroy(h);
+    return NULL;
+  }
+  lws_set_log_level(LLL_ERR | LLL_WARN, lws_log);
+  struct lws_context_creation_info info;
+  memset(&info, 0, sizeof info);
+  void *loops[1] = {loop};
+  info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_DISABLE_IPV6 | LWS_SERVER_OPTION_VALIDATE_UTF8;
+  info.foreign_loops = loops;
+  info.protocols = protocols;
+  info.user = h;
+  info.port = cfg->http_port == 0                     ? CONTEXT_PORT_NO_LISTEN
+              : cfg->http_port == STEERD_HTTP_PORT_AUTO ? 0
+                                                        : cfg->http_port;
+  info.iface = cfg->http_bind;
+  info.vhost_name = "steerd";
+  info.timeout_secs = 10;
+  info.keepalive_timeout = 30;
+  h->ctx = lws_create_context(&info);
+  if (!h->ctx) {
+    LOG_ERROR("cannot listen for HTTP on %s:%d (in use, or not an address of this machine)", cfg->http_bind,
+              cfg->http_port == STEERD_HTTP_PORT_AUTO ? 0 : cfg->http_port);
+    steerd_http_destroy(h);
+    return NULL;
+  }
+  h->vhost = lws_get_vhost_by_name(h->ctx, "steerd");
+  if (cfg->http_port != 0) {
+    int port = h->vhost ? lws_get_vhost_listen_port(h->vhost) : -1;
+    if (port <= 0) {
+      LOG_ERROR("cannot listen for HTTP on %s", cfg->http_bind);
+      lws_context_destroy(h->ctx);
+      h->ctx = NULL;
+      return NULL; /* the context's handles close on the loop; the caller exits */
+    }
+    h->port = (uint16_t)port;
+    steerd_log_field f[] = {LOG_FIELD_STR("http_bind", cfg->http_bind), LOG_FIELD_INT("http_port", port)};
+    steerd_log_fields(STEERD_LOG_INFO, f, 2, "http on %s:%d: /metrics /healthz /readyz, the live view at /",
+                      cfg->http_bind, port);
+  }
+  uv_timer_init(loop, &h->closer);
+  h->closer.data = h;
+  h->closer_open = 1;
+  steerd_server_observer o = {on_event, on_snapshot, on_stopped, h};
+  steerd_server_set_observer(server, &o);
+  steerd_http_agones_ready(h);
+  return h;
+}
+
+uint16_t steerd_http_port(const steerd_http *h) { return h ? h->port : 0; }
+
+void steerd_http_draining(steerd_http *h) {
+  if (h)
+    h->closing = 1;
+}
+
+void steerd_http_close(steerd_http *h) {
+  if (!h || !h->closer_open || uv_is_active((uv_handle_t *)&h->closer))
+    return;
+  h->closing = 1;
+  steerd_server_set_observer(h->server, NULL);
+  uv_timer_start(&h->closer, on_closer, 0, steerd_http_agones_done(h) ? 0 : 50);
+}
+
+void steerd_http_destroy(steerd_http *h) {
+  if (!h)
+    return;
+  steerd_http_views_free(&h->views);
+  free(h);
+}
+
+/* ---- the healthcheck client ------------------------------------------------------ */
+
+typedef struct check_state {
+  int status; /* HTTP status, 0 before the answer */
+  int done;
+  char body[256];
+  size_t body_len;
+  char error[160];
+} check_state;
+
+static int check_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
+  check_state *st = lws_context_user(lws_get_context(wsi));
+  (void)user;
+  switch (reason) {
+  case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+    snprintf(st->error, sizeof st->error, "%s", in ? (const char *)in : "connection failed");
+    st->done = 1;
+    break;
+  case LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP:
+    st->status = (int)lws_http_client_http_response(wsi);
+    break;
+  case LWS_CALLBACK_RECEIVE_CLIENT_HTTP_READ: {
+    size_t room = sizeof st->body - 1 - st->body_len;
+    size_t n = len < room ? len : room;
+    memcpy(st->body + st->body_len, in, n);
+    st->body_len += n;
+    st->body[st->body_len] = '\0';
+    break;
+  }
+  case LWS_CALLBACK_RECEIVE_CLIENT_HTTP: {
+    char buf[LWS_PRE + 1024];
+    char *p = buf + LWS_PRE;
+    int n = (int)sizeof buf - LWS_PRE;
+    if (lws_http_client_read(wsi, &p, &n) < 0)
+      return -1;
+    return 0;
+  }
+  case LWS_CALLBACK_COMPLETED_CLIENT_HTTP:
+  case LWS_CALLBACK_CLOSED_CLIENT_HTTP:
+    st->done = 1;
+    break;
+  default:
+    break;
+  }
+  return lws_callback_http_dummy(wsi, reason, user, in, len);
+}
+
+int steerd_http_check(uint16_t port, int ready, uint32_t timeout_ms) {
+  static const struct lws_protocols check_protocols[] = {{"http", check_callback, 0, 0, 0, NULL, 0},
+                                                         {NULL, NULL, 0, 0, 0, NULL, 0}};
+  check_state st;
+  memset(&st, 0, sizeof st);
+  lws_set_log_level(LLL_ERR, lws_log);
+  struct lws_context_creation_info info;
+  memset(&info, 0, sizeof info);
+  info.port = CONTEXT_PORT_NO_LISTEN;
+  info.protocols = check_protocols;
+  info.user = &st;
+  info.options = LWS_SERVER_OPTION_DISABLE_IPV6;
+  struct lws_context *ctx = lws_create_context(&info);
+  if (!ctx) {
+    fprintf(stderr, "steerd healthcheck: cannot start the HTTP client\n");
+    return 1;
+  }
+  const char *path = ready ? "/readyz" : "/healthz";
+  struct lws_client_connect_info ci;
+  memset(&ci, 0, sizeof ci);
+  ci.context = ctx;
+  ci.address = "127.0.0.1";
+  ci.port = port;
+  ci.path = path;
+  ci.host = "127.0.0.1";
+  ci.origin = "127.0.0.1";
+  ci.method = "GET";
+  ci.protocol = "http";
+  struct lws *wsi = lws_client_connect_via_info(&ci);
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (wsi && !st.done) {
+    lws_service(ctx, 50);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) / 1e6;
+    if (ms > timeout_ms) {
+      snprintf(st.error, sizeof st.error, "no answer within %u ms", timeout_ms);
+      break;
+    }
+  }
+  lws_context_destroy(ctx);
+  if (st.status == HTTP_STATUS_OK)
+    return 0;
+  if (st.status)
+    fprintf(stderr, "steerd healthcheck: %s answered %d: %s", path, st.status, st.body);
+  else
+    fprintf(stderr, "steerd healthcheck: 127.0.0.1:%u%s: %s\n", port, path,
+            st.error[0] ? st.error : "connection failed");
+  return 1;
+}

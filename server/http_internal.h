@@ -1,0 +1,89 @@
+/* http_internal.h: what http.c, http_view.c and http_agones.c share. */
+#ifndef STEERD_HTTP_INTERNAL_H
+#define STEERD_HTTP_INTERNAL_H
+
+#include <libwebsockets.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "auth.h"
+#include "http.h"
+#include "protocol.h"
+#include "server.h"
+
+#define STEERD_HTTP_VIEW_PROTOCOL "steerd-view"
+#define STEERD_HTTP_MAX_VIEWS     32
+#define STEERD_HTTP_STALL_NS      5000000000ull /* /healthz fails when no tick ran for this long */
+
+/* ---- the live view (http_view.c) ---- */
+typedef struct http_view http_view;
+typedef struct steerd_http_views {
+  http_view *slots; /* STEERD_HTTP_MAX_VIEWS */
+  uint32_t open;
+  uint32_t *indices;    /* max_agents: the agents one view sees */
+  uint32_t *part_first; /* max_agents + 2: snapshot part boundaries */
+  uint8_t *scratch;     /* LWS_PRE + PROTO_MAX_MESSAGE_BYTES: one message on its way out */
+  proto_command cmd;    /* decode scratch */
+  int auth_on;
+  steerd_auth auth;
+  uint64_t frames, skipped, bytes;
+} steerd_http_views;
+
+int steerd_http_views_init(steerd_http_views *v, const steerd_config *cfg, uint32_t max_agents);
+void steerd_http_views_free(steerd_http_views *v);
+int steerd_http_view_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                              size_t len);
+void steerd_http_views_snapshot(steerd_http *h);
+void steerd_http_views_event(steerd_http *h, const proto_event *e, vec2 pos);
+
+/* ---- the Agones SDK client (http_agones.c) ---- */
+typedef struct steerd_http_agones {
+  int on;        /* AGONES_SDK_HTTP_PORT is set */
+  uint16_t port; /* the SDK sidecar's REST port on 127.0.0.1 */
+  uv_timer_t health_timer;
+  int timer_open;
+  int shutdown_sent, shutdown_done;
+  uint32_t in_flight; /* requests not finished yet */
+  uint64_t ok, failed;
+} steerd_http_agones;
+
+int steerd_http_agones_init(steerd_http *h);
+void steerd_http_agones_ready(steerd_http *h);
+/* Sends Shutdown; steerd_http_agones_done() answers 1 once it has finished. */
+void steerd_http_agones_shutdown(steerd_http *h);
+int steerd_http_agones_done(const steerd_http *h);
+void steerd_http_agones_close(steerd_http *h);
+int steerd_http_agones_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                                size_t len);
+
+struct steerd_http {
+  uv_loop_t *loop;
+  steerd_server *server;
+  const steerd_config *cfg;
+  struct lws_context *ctx;
+  struct lws_vhost *vhost;
+  uint16_t port;
+  int closing;
+  double start_unix_s;
+  uint64_t requests;
+  uv_timer_t closer; /* lws_context_destroy runs from the loop, never inside a callback */
+  int closer_open;
+  steerd_http_views views;
+  steerd_http_agones agones;
+};
+
+/* 1 when /healthz passes; why gets the reason otherwise. */
+int steerd_http_live(const steerd_http *h, char *why, size_t cap);
+int steerd_http_ready(const steerd_http *h, char *why, size_t cap);
+
+/* The compiled-in files of server/web/ (web_assets.c, generated). */
+typedef struct steerd_web_asset {
+  const char *path; /* "/", "/view.js" */
+  const char *content_type;
+  const unsigned char *data;
+  size_t len;
+} steerd_web_asset;
+extern const steerd_web_asset steerd_web_assets[];
+extern const size_t steerd_web_asset_count;
+
+#endif /* STEERD_HTTP_INTERNAL_H */

@@ -1,0 +1,459 @@
+/* http_view.c: the live view's WebSocket (subprotocol "steerd-view").
+ *
+ * A browser speaks the game protocol over it, one msgpack message per binary
+ * WebSocket message (PROTOCOL.md 15): HELLO (with an observer token when the
+ * server has a secret), then VIEW, QUERY and PING; the server answers with
+ * WELCOME, ACK and ERROR, sends the EVENTs of agents in the view, and sends a
+ * SNAPSHOT of the agents in the view each time the game clients get one, with
+ * the same encoder and the same part size. The view is read-only: commands
+ * that change the world are FORBIDDEN.
+ *
+ * Each view has a queue of messages on their way out; libwebsockets writes one
+ * per writable callback. A view whose previous snapshot is still queued skips
+ * the next (a slow browser sees fewer frames and never slows the tick); a view
+ * whose queue overflows with replies is closed. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http_internal.h"
+#include "log.h"
+
+#define VIEW_QUEUE_BYTES   (1024 * 1024) /* a 10 000-agent snapshot is ~300 KB */
+#define VIEW_MSG_HEADER    5             /* kind byte + u32 length before each queued message */
+#define VIEW_GARBAGE_LIMIT 20            /* undecodable messages before the view is closed */
+#define VIEW_ID_BASE       0x80000000u   /* WELCOME client_id of views: never an agent owner */
+
+enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1 };
+
+struct http_view {
+  struct lws *wsi; /* NULL: slot free */
+  uint32_t id;
+  int welcomed;
+  int closing; /* close once the queue is written (after an ERROR that ends the session) */
+  proto_view view;
+  uint32_t garbage;
+  uint8_t *queue; /* VIEW_QUEUE_BYTES */
+  size_t head, tail;
+  uint32_t snapshot_msgs; /* snapshot parts still queued */
+  uint8_t *rx;            /* PROTO_MAX_MESSAGE_BYTES: a message arriving in fragments */
+  size_t rx_len;
+  int rx_too_large;
+};
+
+static uint32_t next_view_id = VIEW_ID_BASE + 1;
+
+int steerd_http_views_init(steerd_http_views *v, const steerd_config *cfg, uint32_t max_agents) {
+  memset(v, 0, sizeof(*v));
+  v->slots = calloc(STEERD_HTTP_MAX_VIEWS, sizeof(*v->slots));
+  v->indices = calloc(max_agents ? max_agents : 1, sizeof(*v->indices));
+  v->part_first = calloc((size_t)max_agents + 2, sizeof(*v->part_first));
+  v->scratch = malloc(LWS_PRE + PROTO_MAX_MESSAGE_BYTES);
+  if (!v->slots || !v->indices || !v->part_first || !v->scratch)
+    return -1;
+  if (cfg->secret_len > 0) {
+    if (steerd_auth_init(&v->auth, cfg->secret, cfg->secret_len) != STEERD_AUTH_OK)
+      return -1;
+    v->auth_on = 1;
+  }
+  return 0;
+}
+
+void steerd_http_views_free(steerd_http_views *v) {
+  if (v->slots)
+    for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
+      free(v->slots[i].queue);
+      free(v->slots[i].rx);
+    }
+  free(v->slots);
+  free(v->indices);
+  free(v->part_first);
+  free(v->scratch);
+  memset(v, 0, sizeof(*v));
+}
+
+/* ---- the queue ------------------------------------------------------------------ */
+
+/* Room for a message of up to max bytes at the tail, or NULL. */
+static uint8_t *q_reserve(http_view *v, size_t max) {
+  if (v->tail + VIEW_MSG_HEADER + max > VIEW_QUEUE_BYTES && v->head > 0) {
+    memmove(v->queue, v->queue + v->head, v->tail - v->head);
+    v->tail -= v->head;
+    v->head = 0;
+  }
+  if (v->tail + VIEW_MSG_HEADER + max > VIEW_QUEUE_BYTES)
+    return NULL;
+  return v->queue + v->tail + VIEW_MSG_HEADER;
+}
+
+static void q_commit(http_view *v, size_t len, int kind) {
+  uint8_t *hdr = v->queue + v->tail;
+  uint32_t n = (uint32_t)len;
+  hdr[0] = (uint8_t)kind;
+  memcpy(hdr + 1, &n, 4);
+  v->tail += VIEW_MSG_HEADER + len;
+  if (kind == MSG_SNAPSHOT)
+    v->snapshot_msgs++;
+  lws_callback_on_writable(v->wsi);
+}
+
+/* A reply (WELCOME, ACK, ERROR, EVENT) encoded by encode into the queue; a view
+ * that cannot take it is too far behind and is closed. */
+static void q_reply(http_view *v, const uint8_t *msg, size_t len) {
+  if (len == 0)
+    return;
+  uint8_t *at = q_reserve(v, len);
+  if (!at) {
+    LOG_WARN("view %u: too far behind (%d bytes queued): closing it", v->id, VIEW_QUEUE_BYTES);
+    v->closing = 1;
+    lws_callback_on_writable(v->wsi);
+    return;
+  }
+  memcpy(at, msg, len);
+  q_commit(v, len, MSG_REPLY);
+}
+
+static void send_error(steerd_http *h, http_view *v, uint32_t request_id, int code, const char *message,
+                       const char *field) {
+  uint8_t *buf = h->views.scratch + LWS_PRE;
+  q_reply(v, buf, proto_encode_error(buf, PROTO_MAX_MESSAGE_BYTES, request_id, code, message, field));
+}
+
+static void send_ack(steerd_http *h, http_view *v, const proto_ack *ack) {
+  uint8_t *buf = h->views.scratch + LWS_PRE;
+  q_reply(v, buf, proto_encode_ack(buf, PROTO_MAX_MESSAGE_BYTES, ack));
+}
+
+/* ---- what a view sees ------------------------------------------------------------ */
+
+/* The centre and radius of the view; 0 for the whole world; -1 when the agent
+ * it follows is gone. */
+static int view_circle(const steerd_http *h, const http_view *v, vec2 *centre, float *radius) {
+  if (v->view.kind == PROTO_VIEW_ALL)
+    return 0;
+  *radius = v->view.radius;
+  if (v->view.kind == PROTO_VIEW_CENTRE) {
+    *centre = v->view.centre;
+    return 1;
+  }
+  steer_agent_info info;
+  if (steer_world_get(steerd_server_world(h->server), v->view.follow, &info) != STEER_OK)
+    return -1;
+  *centre = info.state.position;
+  return 1;
+}
+
+static int view_sees(const steerd_http *h, const http_view *v, vec2 pos) {
+  vec2 c;
+  float r;
+  int k = view_circle(h, v, &c, &r);
+  if (k <= 0)
+    return k == 0;
+  float dx = pos.x - c.x, dy = pos.y - c.y;
+  return dx * dx + dy * dy < r * r;
+}
+
+/* One SNAPSHOT of the agents in the view, in parts of at most
+ * PROTO_SNAPSHOT_PART_BYTES, straight into the view's queue. */
+static void view_snapshot(steerd_http *h, http_view *v, const steer_world_view *wv, uint64_t tick,
+                          uint64_t time_us) {
+  steerd_http_views *vs = &h->views;
+  if (v->snapshot_msgs > 0) {
+    vs->skipped++;
+    return;
+  }
+  const uint32_t *idx = NULL;
+  uint32_t n = wv->count;
+  vec2 c;
+  float r;
+  int k = view_circle(h, v, &c, &r);
+  if (k != 0) {
+    n = 0;
+    idx = vs->indices;
+    for (uint32_t i = 0; k > 0 && i < wv->count; i++) {
+      float dx = wv->px[i] - c.x, dy = wv->py[i] - c.y;
+      if (dx * dx + dy * dy < r * r)
+        vs->indices[n++] = i;
+    }
+  }
+  uint32_t parts = 0;
+  for (uint32_t first = 0; first < n || parts == 0;) {
+    uint32_t fit = proto_snapshot_fit(wv, idx, first, n - first, PROTO_SNAPSHOT_PART_BYTES);
+    vs->part_first[parts++] = first;
+    first += fit ? fit : 1;
+  }
+  vs->part_first[parts] = n;
+  proto_snapshot_header hd = {tick, time_us, 0, parts, n};
+  for (uint32_t p = 0; p < parts; p++) {
+    uint8_t *at = q_reserve(v, PROTO_SNAPSHOT_PART_BYTES);
+    if (!at) {
+      vs->skipped++;
+      return;
+    }
+    hd.part_index = p;
+    uint32_t first = vs->part_first[p];
+    size_t len = proto_encode_snapshot_view(at, PROTO_SNAPSHOT_PART_BYTES, &hd, wv, idx, first,
+                                            vs->part_first[p + 1] - first);
+    if (len == 0)
+      continue;
+    q_commit(v, len, MSG_SNAPSHOT);
+    vs->bytes += len;
+  }
+  vs->frames++;
+}
+
+void steerd_http_views_snapshot(steerd_http *h) {
+  if (h->views.open == 0)
+    return;
+  const steer_world *w = steerd_server_world(h->server);
+  steer_world_view wv = steer_world_get_view(w);
+  uint64_t tick = steer_world_tick(w), time_us = steerd_server_time_us(h->server);
+  for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
+    http_view *v = &h->views.slots[i];
+    if (v->wsi && v->welcomed && !v->closing)
+      view_snapshot(h, v, &wv, tick, time_us);
+  }
+}
+
+void steerd_http_views_event(steerd_http *h, const proto_event *e, vec2 pos) {
+  if (h->views.open == 0)
+    return;
+  uint8_t *buf = h->views.scratch + LWS_PRE;
+  size_t len = 0;
+  for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
+    http_view *v = &h->views.slots[i];
+    if (!v->wsi || !v->welcomed || v->closing || !view_sees(h, v, pos))
+      continue;
+    if (len == 0 && (len = proto_encode_event(buf, PROTO_MAX_MESSAGE_BYTES, e)) == 0)
+      return;
+    q_reply(v, buf, len);
+  }
+}
+
+/* ---- commands --------------------------------------------------------------------- */
+
+static void cmd_hello(steerd_http *h, http_view *v, const proto_command *cmd) {
+  const proto_hello *hello = &cmd->hello;
+  if (hello->version != PROTO_VERSION) {
+    send_error(h, v, cmd->request_id, PROTO_ERR_VERSION_MISMATCH, "this server speaks protocol version 1",
+               "version");
+    v->closing = 1;
+    return;
+  }
+  if (hello->has_snapshots && hello->snapshots != PROTO_SNAPSHOTS_FULL) {
+    send_error(h, v, cmd->request_id, PROTO_ERR_BAD_FIELD, "the live view sends full snapshots",
+               "snapshots");
+    return;
+  }
+  if (h->views.auth_on) {
+    steerd_token t;
+    int rc = hello->has_token ? steerd_auth_verify(&h->views.auth, hello->token, strlen(hello->token),
+                                                   (uint64_t)time(NULL), &t)
+                              : STEERD_AUTH_EMALFORMED;
+    if (rc != STEERD_AUTH_OK) {
+      const char *why = !hello->has_token ? "this server needs a token in HELLO" : steerd_auth_strerror(rc);
+      send_error(h, v, cmd->request_id,
+                 rc == STEERD_AUTH_EEXPIRED ? PROTO_ERR_TOKEN_EXPIRED : PROTO_ERR_UNAUTHORIZED, why, "token");
+      LOG_INFO("view %u: HELLO refused: %s", v->id, why);
+      v->closing = 1;
+      return;
+    }
+  }
+  const steer_world *w = steerd_server_world(h->server);
+  const steer_world_config *wc = steer_world_get_config(w);
+  proto_welcome wel;
+  memset(&wel, 0, sizeof wel);
+  wel.request_id = cmd->request_id;
+  wel.client_id = v->id;
+  wel.tick_rate = h->cfg->tick_rate;
+  wel.snapshot_rate = h->cfg->snapshot_rate;
+  wel.world_min = wc->min;
+  wel.world_max = wc->max;
+  wel.tick = steer_world_tick(w);
+  wel.server_time_us = steerd_server_time_us(h->server);
+  wel.protocol = PROTO_VERSION;
+  uint8_t *buf = h->views.scratch + LWS_PRE;
+  q_reply(v, buf, proto_encode_welcome(buf, PROTO_MAX_MESSAGE_BYTES, &wel));
+  v->welcomed = 1;
+}
+
+static void cmd_query(steerd_http *h, http_view *v, const proto_command *cmd, proto_ack *ack) {
+  const steer_world *w = steerd_server_world(h->server);
+  steer_agent_info info;
+  if (steer_world_get(w, cmd->query.agent, &info) != STEER_OK) {
+    send_error(h, v, cmd->request_id, PROTO_ERR_NO_SUCH_AGENT, steer_strerror(STEER_ENOENT), "agent");
+    return;
+  }
+  proto_agent_report *r = &ack->query;
+  r->agent = info.id;
+  r->tick = steer_world_tick(w);
+  r->model = info.model;
+  r->behaviour = info.behaviour.kind;
+  r->arrived = info.arrived;
+  r->path_node = info.path >= 0 ? (int32_t)info.cursor.node : -1;
+  r->state = info.state;
+  r->limits = info.limits;
+  r->owner = info.owner;
+  send_ack(h, v, ack);
+}
+
+static void handle_command(steerd_http *h, http_view *v, const proto_command *cmd) {
+  if (cmd->type == PROTO_MSG_HELLO) {
+    cmd_hello(h, v, cmd);
+    return;
+  }
+  if (!v->welcomed) {
+    send_error(h, v, cmd->request_id, PROTO_ERR_NOT_WELCOMED, "say HELLO first", NULL);
+    return;
+  }
+  proto_ack ack;
+  memset(&ack, 0, sizeof ack);
+  ack.request_id = cmd->request_id;
+  ack.command = cmd->type;
+  switch (cmd->type) {
+  case PROTO_MSG_VIEW:
+    if (cmd->view.kind == PROTO_VIEW_FOLLOW && !steer_world_alive(steerd_server_world(h->server), cmd->view.follow)) {
+      send_error(h, v, cmd->request_id, PROTO_ERR_NO_SUCH_AGENT, steer_strerror(STEER_ENOENT), "follow");
+      return;
+    }
+    v->view = cmd->view;
+    send_ack(h, v, &ack);
+    return;
+  case PROTO_MSG_QUERY:
+    ack.agent = cmd->query.agent;
+    cmd_query(h, v, cmd, &ack);
+    return;
+  case PROTO_MSG_PING:
+    ack.pong.client_time_us = cmd->ping.client_time_us;
+    ack.pong.server_time_us = steerd_server_time_us(h->server);
+    ack.pong.tick = steer_world_tick(steerd_server_world(h->server));
+    send_ack(h, v, &ack);
+    return;
+  default:
+    send_error(h, v, cmd->request_id, PROTO_ERR_FORBIDDEN, "the live view is read-only", NULL);
+    return;
+  }
+}
+
+static void on_message(steerd_http *h, http_view *v, const uint8_t *data, size_t len) {
+  proto_error_info err;
+  int rc = proto_decode_command(data, len, &h->views.cmd, &err);
+  if (rc == 0 && h->views.cmd.type == PROTO_MSG_SNAPSHOT_ACK)
+    return; /* a delta client's habit; full snapshots need no acks */
+  if (rc != 0) {
+    char text[PROTO_MAX_ERROR_TEXT_BYTES + 1];
+    snprintf(text, sizeof text, "%s%s%s", proto_error_text(err.code), err.reason ? ": " : "",
+             err.reason ? err.reason : "");
+    send_error(h, v, err.has_request_id ? err.request_id : 0, err.code, text, err.field[0] ? err.field : NULL);
+    if (++v->garbage >= VIEW_GARBAGE_LIMIT) {
+      LOG_WARN("view %u: %u malformed messages: closing it", v->id, v->garbage);
+      v->closing = 1;
+    }
+    return;
+  }
+  handle_command(h, v, &h->views.cmd);
+}
+
+/* Fragments of one message are joined; a message over PROTO_MAX_MESSAGE_BYTES
+ * is TOO_LARGE, as on ENet. */
+static void on_receive(steerd_http *h, http_view *v, struct lws *wsi, const uint8_t *in, size_t len) {
+  if (lws_is_first_fragment(wsi)) {
+    v->rx_len = 0;
+    v->rx_too_large = 0;
+  }
+  if (!v->rx_too_large && v->rx_len + len <= PROTO_MAX_MESSAGE_BYTES) {
+    memcpy(v->rx + v->rx_len, in, len);
+    v->rx_len += len;
+  } else {
+    v->rx_too_large = 1;
+  }
+  if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0)
+    return;
+  if (v->rx_too_large) {
+    send_error(h, v, 0, PROTO_ERR_TOO_LARGE, "message larger than 16384 bytes", NULL);
+    v->garbage++;
+    return;
+  }
+  if (!lws_frame_is_binary(wsi)) {
+    send_error(h, v, 0, PROTO_ERR_BAD_MESSAGE, "messages are binary (msgpack)", NULL);
+    v->garbage++;
+    return;
+  }
+  on_message(h, v, v->rx, v->rx_len);
+}
+
+/* One queued message out; 1 when the view should close now. */
+static int on_writable(steerd_http *h, http_view *v, struct lws *wsi) {
+  if (v->head == v->tail)
+    return v->closing;
+  const uint8_t *hdr = v->queue + v->head;
+  uint32_t len;
+  memcpy(&len, hdr + 1, 4);
+  uint8_t *buf = h->views.scratch + LWS_PRE;
+  memcpy(buf, hdr + VIEW_MSG_HEADER, len);
+  if (hdr[0] == MSG_SNAPSHOT)
+    v->snapshot_msgs--;
+  v->head += VIEW_MSG_HEADER + len;
+  if (v->head == v->tail)
+    v->head = v->tail = 0;
+  if (lws_write(wsi, buf, len, LWS_WRITE_BINARY) < (int)len)
+    return 1;
+  if (v->head != v->tail || v->closing)
+    lws_callback_on_writable(wsi);
+  return 0;
+}
+
+int steerd_http_view_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                              size_t len) {
+  steerd_http *h = lws_context_user(lws_get_context(wsi));
+  http_view **slot = user;
+  http_view *v = slot ? *slot : NULL;
+  switch (reason) {
+  case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+    /* Refused at the handshake: the server is draining or the views are full. */
+    return h->closing || h->views.open >= STEERD_HTTP_MAX_VIEWS;
+  case LWS_CALLBACK_ESTABLISHED: {
+    for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS && !v; i++)
+      if (!h->views.slots[i].wsi)
+        v = &h->views.slots[i];
+    if (!v)
+      return -1;
+    uint8_t *queue = v->queue ? v->queue : malloc(VIEW_QUEUE_BYTES);
+    uint8_t *rx = v->rx ? v->rx : malloc(PROTO_MAX_MESSAGE_BYTES);
+    memset(v, 0, sizeof(*v));
+    v->queue = queue;
+    v->rx = rx;
+    if (!queue || !rx)
+      return -1;
+    v->wsi = wsi;
+    v->id = next_view_id++;
+    v->view.kind = PROTO_VIEW_ALL;
+    *slot = v;
+    h->views.open++;
+    char addr[64];
+    lws_get_peer_simple(wsi, addr, sizeof addr);
+    LOG_INFO("view %u opened from %s", v->id, addr);
+    return 0;
+  }
+  case LWS_CALLBACK_RECEIVE:
+    if (v && !v->closing)
+      on_receive(h, v, wsi, in, len);
+    return 0;
+  case LWS_CALLBACK_SERVER_WRITEABLE:
+    if (v && on_writable(h, v, wsi)) {
+      lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, NULL, 0);
+      return -1;
+    }
+    return 0;
+  case LWS_CALLBACK_CLOSED:
+    if (v && v->wsi) {
+      LOG_INFO("view %u closed", v->id);
+      v->wsi = NULL;
+      h->views.open--;
+      *slot = NULL;
+    }
+    return 0;
+  default:
+    return 0;
+  }
+}

@@ -1,0 +1,163 @@
+/* metrics.c: see metrics.h. */
+#include "metrics.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "protocol.h"
+
+typedef struct out {
+  char *buf;
+  size_t cap, len;
+  int overflowed;
+} out;
+
+static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(out *o, const char *fmt, ...) {
+  if (o->overflowed)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= o->cap - o->len) {
+    o->overflowed = 1;
+    return;
+  }
+  o->len += (size_t)n;
+}
+
+static void family(out *o, const char *name, const char *type, const char *help) {
+  put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void counter(out *o, const char *name, const char *help, uint64_t v) {
+  family(o, name, "counter", help);
+  put(o, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void gauge(out *o, const char *name, const char *help, double v) {
+  family(o, name, "gauge", help);
+  put(o, "%s %.17g\n", name, v);
+}
+
+/* "BAD_FIELD" -> "bad_field": label values in the style of the rest. */
+static const char *lower(const char *s, char *buf, size_t cap) {
+  size_t i = 0;
+  for (; s[i] && i + 1 < cap; i++)
+    buf[i] = (char)tolower((unsigned char)s[i]);
+  buf[i] = '\0';
+  return buf;
+}
+
+static void tick_histogram(out *o, const steerd_server_stats *st) {
+  family(o, "steerd_tick_duration_seconds", "histogram", "Time one world step took.");
+  for (int b = 0; b < STEERD_TICK_BUCKETS; b++)
+    put(o, "steerd_tick_duration_seconds_bucket{le=\"%g\"} %llu\n", steerd_tick_bucket_bounds[b],
+        (unsigned long long)st->tick_seconds_bucket[b]);
+  put(o, "steerd_tick_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)st->ticks);
+  put(o, "steerd_tick_duration_seconds_sum %.9f\n", (double)st->step_ns_total / 1e9);
+  put(o, "steerd_tick_duration_seconds_count %llu\n", (unsigned long long)st->ticks);
+}
+
+static void commands(out *o, const steerd_server_stats *st) {
+  char name[32];
+  family(o, "steerd_commands_total", "counter",
+         "Commands decoded, by type and result (error: answered with an ERROR).");
+  for (uint32_t t = 1; t <= PROTO_MSG_LAST_COMMAND; t++) {
+    const char *tn = proto_msg_type_name(t);
+    if (!tn)
+      continue;
+    lower(tn, name, sizeof name);
+    put(o, "steerd_commands_total{type=\"%s\",result=\"ok\"} %llu\n", name,
+        (unsigned long long)st->commands_by_type[t][0]);
+    put(o, "steerd_commands_total{type=\"%s\",result=\"error\"} %llu\n", name,
+        (unsigned long long)st->commands_by_type[t][1]);
+  }
+  family(o, "steerd_errors_sent_total", "counter", "ERROR messages sent to clients, by wire code.");
+  for (int c = 1; c < PROTO_ERR_COUNT; c++)
+    put(o, "steerd_errors_sent_total{code=\"%s\"} %llu\n", lower(proto_error_name(c), name, sizeof name),
+        (unsigned long long)st->errors_by_code[c]);
+}
+
+static void clients(out *o, const steerd_metrics_input *in) {
+  family(o, "steerd_clients", "gauge", "Connected clients by role (pending: not WELCOMEd yet).");
+  for (int r = 0; r <= STEERD_ROLE_COUNT; r++)
+    put(o, "steerd_clients{role=\"%s\"} %u\n", r < STEERD_ROLE_COUNT ? steerd_role_name(r) : "pending",
+        in->clients_by_role[r]);
+}
+
+static void snapshots(out *o, const steerd_metrics_input *in) {
+  const steerd_server_stats *st = &in->stats;
+  counter(o, "steerd_snapshots_total", "Snapshot rounds sent (each to every client, in one or more packets).",
+          st->snapshots);
+  uint64_t full_packets = st->snapshot_packets - st->delta_packets;
+  uint64_t full_bytes = st->snapshot_bytes - st->delta_bytes;
+  family(o, "steerd_snapshot_packets_sent_total", "counter",
+         "SNAPSHOT (full) and DELTA packets sent on channel 1, per copy.");
+  put(o, "steerd_snapshot_packets_sent_total{kind=\"full\"} %llu\n", (unsigned long long)full_packets);
+  put(o, "steerd_snapshot_packets_sent_total{kind=\"delta\"} %llu\n", (unsigned long long)st->delta_packets);
+  family(o, "steerd_snapshot_sent_bytes_total", "counter",
+         "Payload bytes of SNAPSHOT (full) and DELTA packets sent, per copy.");
+  put(o, "steerd_snapshot_sent_bytes_total{kind=\"full\"} %llu\n", (unsigned long long)full_bytes);
+  put(o, "steerd_snapshot_sent_bytes_total{kind=\"delta\"} %llu\n", (unsigned long long)st->delta_bytes);
+  counter(o, "steerd_delta_frames_total", "DELTA frames encoded, one per delta client per snapshot.",
+          in->delta_frames);
+  counter(o, "steerd_delta_frames_without_baseline_total",
+          "DELTA frames sent against no acknowledged baseline (every agent absolute).",
+          in->delta_frames_without_baseline);
+}
+
+static void checkpoints(out *o, const steerd_metrics_input *in) {
+  const steerd_checkpoint_stats *ck = &in->checkpoints;
+  gauge(o, "steerd_checkpoints_enabled", "1 when a state file is configured (--state).", ck->enabled);
+  counter(o, "steerd_checkpoints_written_total", "Checkpoints written to the state file.", ck->written);
+  counter(o, "steerd_checkpoints_failed_total", "Checkpoints that could not be written.", ck->failed);
+  gauge(o, "steerd_checkpoint_failing", "1 while the last checkpoint attempt failed.", ck->failing);
+  double last = ck->last_ok_unix_ms ? (double)ck->last_ok_unix_ms / 1000.0 : in->start_time_unix_s;
+  gauge(o, "steerd_checkpoint_last_success_age_seconds",
+        "Seconds since the last good checkpoint (since the start while there has been none).",
+        ck->enabled ? in->now_unix_s - last : 0.0);
+  gauge(o, "steerd_checkpoint_last_size_bytes", "Size of the last good checkpoint.", (double)ck->last_bytes);
+  gauge(o, "steerd_checkpoint_last_duration_seconds", "Loop time the last good checkpoint took.",
+        (double)ck->last_loop_us / 1e6);
+}
+
+size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *in) {
+  out o = {buf, cap, 0, 0};
+  const steerd_server_stats *st = &in->stats;
+  family(&o, "steerd_build_info", "gauge", "Always 1; the labels name the build.");
+  put(&o, "steerd_build_info{version=\"%s\",protocol=\"%d\"} 1\n", in->version, PROTO_VERSION);
+  gauge(&o, "steerd_start_time_seconds", "When the process started, seconds since the Unix epoch.",
+        in->start_time_unix_s);
+  gauge(&o, "steerd_ready", "1 when /readyz answers 200.", in->ready);
+  tick_histogram(&o, st);
+  counter(&o, "steerd_ticks_total", "World steps run.", st->ticks);
+  counter(&o, "steerd_tick_overruns_total", "Timer wake-ups that found more than one tick due.", st->overruns);
+  counter(&o, "steerd_ticks_skipped_total", "Ticks dropped after stalls longer than --max-catchup ticks.",
+          st->ticks_skipped);
+  counter(&o, "steerd_ticks_slow_total", "World steps that took longer than a tick period.", st->slow_ticks);
+  gauge(&o, "steerd_agents", "Agents in the world.", in->agents);
+  gauge(&o, "steerd_agents_max", "Capacity of the world (--max-agents).", in->agents_max);
+  clients(&o, in);
+  commands(&o, st);
+  counter(&o, "steerd_commands_rate_limited_total", "Commands refused with RATE_LIMITED.", st->rate_limited);
+  counter(&o, "steerd_malformed_packets_total", "Packets that did not decode (answered BAD_MESSAGE etc.).",
+          st->bad_messages);
+  counter(&o, "steerd_auth_failures_total", "HELLOs refused for their token.", st->auth_failures);
+  family(&o, "steerd_peers_dropped_total", "counter", "Peers the server disconnected, by reason.");
+  put(&o, "steerd_peers_dropped_total{reason=\"abuse\"} %llu\n", (unsigned long long)st->abuse_disconnects);
+  put(&o, "steerd_peers_dropped_total{reason=\"hello_timeout\"} %llu\n", (unsigned long long)st->hello_timeouts);
+  snapshots(&o, in);
+  checkpoints(&o, in);
+  gauge(&o, "steerd_views", "Live views (WebSockets of the web page) open.", in->views);
+  counter(&o, "steerd_view_frames_total", "Snapshots sent to live views.", in->view_frames);
+  counter(&o, "steerd_view_frames_skipped_total",
+          "Snapshots not sent to a live view because its previous one was still being written.",
+          in->view_frames_skipped);
+  counter(&o, "steerd_view_sent_bytes_total", "Payload bytes sent to live views.", in->view_bytes);
+  counter(&o, "steerd_http_requests_total", "HTTP requests answered.", in->http_requests);
+  return o.overflowed ? 0 : o.len;
+}

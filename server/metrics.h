@@ -1,0 +1,34 @@
+/* metrics.h: the server's counters in the Prometheus text exposition format
+ * (version 0.0.4), for GET /metrics. Names follow Prometheus conventions: the
+ * steerd_ prefix, base units (seconds, bytes), _total on counters, no labels per
+ * client. Pure: the caller gathers the numbers, this only formats them. */
+#ifndef STEERD_METRICS_H
+#define STEERD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth.h"
+#include "server.h"
+
+typedef struct steerd_metrics_input {
+  steerd_server_stats stats;
+  uint32_t agents, agents_max;
+  uint32_t clients_by_role[STEERD_ROLE_COUNT + 1]; /* the last: not WELCOMEd yet */
+  uint64_t delta_frames, delta_frames_without_baseline;
+  steerd_checkpoint_stats checkpoints; /* server/checkpoint.h */
+  double start_time_unix_s;            /* process start, wall clock */
+  double now_unix_s;                   /* now, wall clock */
+  int ready;                           /* what /readyz answers */
+  uint32_t views;                      /* live views open */
+  uint64_t view_frames, view_frames_skipped, view_bytes; /* live view snapshots */
+  uint64_t http_requests;              /* HTTP requests answered */
+  const char *version;                 /* build version */
+} steerd_metrics_input;
+
+/* Writes the exposition into buf; returns its length, or 0 if cap is too small
+ * (STEERD_METRICS_MAX_BYTES always suffices). */
+#define STEERD_METRICS_MAX_BYTES 32768
+size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *in);
+
+#endif /* STEERD_METRICS_H */

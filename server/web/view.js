@@ -1,0 +1,330 @@
+// view.js: the live view. Speaks the game protocol (PROTOCOL.md 15) over the
+// server's WebSocket: HELLO, then a VIEW of what the canvas shows; draws each
+// SNAPSHOT; QUERY and /api/agent for the agent clicked; EVENTs of that agent.
+"use strict";
+
+(() => {
+  const MSG = { HELLO: 1, QUERY: 8, PING: 9, VIEW: 10, WELCOME: 32, ACK: 33, ERROR: 34, EVENT: 35, SNAPSHOT: 36 };
+  const EVENT_NAMES = ["arrived", "waypoint", "path_finished", "reversed", "spawned", "despawned"];
+  const canvas = document.getElementById("world");
+  const ctx = canvas.getContext("2d");
+  const statusEl = document.getElementById("status");
+  const inspector = document.getElementById("inspector");
+  const fieldsEl = document.getElementById("inspector-fields");
+  const eventsEl = document.getElementById("events");
+  const pauseBtn = document.getElementById("pause");
+
+  const params = new URLSearchParams(location.search);
+  let token = params.get("token") || sessionStorage.getItem("steerd-token") || "";
+  let ws = null, nextRequest = 1, welcome = null, paused = false;
+  let agents = new Map();        // id -> {x, y, theta, vx, vy, at}: the last complete snapshot
+  let building = null;           // the snapshot whose parts are arriving
+  let lastTick = 0, frames = 0, fps = 0, fpsAt = performance.now();
+  let selected = 0, detail = null, detailTimer = 0;
+  // Camera: world point at the canvas centre and pixels per metre.
+  const cam = { x: 0, y: 0, scale: 4 };
+
+  function send(type, body) {
+    if (ws && ws.readyState === WebSocket.OPEN) ws.send(MsgPack.encode([type, nextRequest++, body]));
+  }
+
+  function connect() {
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/";
+    ws = new WebSocket(url, "steerd-view");
+    ws.binaryType = "arraybuffer";
+    ws.onopen = () => {
+      const hello = { version: 1, name: "live-view" };
+      if (token) hello.token = token;
+      send(MSG.HELLO, hello);
+    };
+    ws.onmessage = (ev) => {
+      let msg;
+      try {
+        msg = MsgPack.decode(new Uint8Array(ev.data));
+      } catch (e) {
+        statusEl.textContent = "bad message: " + e.message;
+        return;
+      }
+      onMessage(msg);
+    };
+    ws.onclose = () => {
+      statusEl.textContent = "disconnected; retrying…";
+      welcome = null;
+      setTimeout(connect, 2000);
+    };
+  }
+
+  function onMessage(m) {
+    switch (m[0]) {
+      case MSG.WELCOME:
+        welcome = m[2];
+        fitWorld();
+        break;
+      case MSG.SNAPSHOT:
+        onSnapshot(m);
+        break;
+      case MSG.ACK:
+        if (m[2] === MSG.QUERY && m[3].agent === selected) showReport(m[3]);
+        break;
+      case MSG.EVENT:
+        if (m[3] === selected) addEvent(m[1], m[2], m[4]);
+        break;
+      case MSG.ERROR:
+        if (m[2] === 15 || m[2] === 16) askToken(m[3]);
+        else statusEl.textContent = "error " + m[2] + ": " + m[3];
+        break;
+    }
+  }
+
+  // [36, tick, server_time_us, part_index, part_count, agent_total, [id, x, y, theta, vx, vy, ...]]
+  function onSnapshot(m) {
+    const [, tick, , part, parts, , flat] = m;
+    if (tick < lastTick) return;
+    if (!building || building.tick !== tick) building = { tick, parts, seen: new Set(), agents: new Map() };
+    if (building.seen.has(part)) return;
+    building.seen.add(part);
+    const now = performance.now();
+    for (let i = 0; i + 5 < flat.length; i += 6) {
+      building.agents.set(flat[i], {
+        x: flat[i + 1] / 100, y: flat[i + 2] / 100, theta: (flat[i + 3] * Math.PI) / 32768,
+        vx: flat[i + 4] / 100, vy: flat[i + 5] / 100, at: now,
+      });
+    }
+    if (building.seen.size === building.parts) {
+      lastTick = tick;
+      frames++;
+      if (!paused) agents = building.agents;
+      building = null;
+    }
+  }
+
+  function askToken(why) {
+    statusEl.textContent = why;
+    const form = document.getElementById("token");
+    form.style.display = "block";
+    form.onsubmit = (e) => {
+      e.preventDefault();
+      token = document.getElementById("token-input").value.trim();
+      sessionStorage.setItem("steerd-token", token);
+      form.style.display = "none";
+      if (ws) ws.close();
+    };
+  }
+
+  // ---- camera and VIEW ----
+
+  function resize() {
+    canvas.width = canvas.clientWidth * devicePixelRatio;
+    canvas.height = canvas.clientHeight * devicePixelRatio;
+  }
+
+  function fitWorld() {
+    if (!welcome) return;
+    const [minx, miny] = welcome.world_min, [maxx, maxy] = welcome.world_max;
+    // The demo keeps to +-60 m; a large empty world would show only dots.
+    const w = Math.min(maxx - minx, 160), h = Math.min(maxy - miny, 160);
+    cam.x = Math.max(minx, Math.min(maxx, 0));
+    cam.y = Math.max(miny, Math.min(maxy, 0));
+    cam.scale = Math.min(canvas.width / w, canvas.height / h) * 0.95;
+    sendView();
+  }
+
+  let viewTimer = 0;
+  function sendView() {
+    clearTimeout(viewTimer);
+    viewTimer = setTimeout(() => {
+      if (!welcome) return;
+      const halfW = canvas.width / 2 / cam.scale, halfH = canvas.height / 2 / cam.scale;
+      const [minx, miny] = welcome.world_min, [maxx, maxy] = welcome.world_max;
+      const all = cam.x - halfW <= minx && cam.x + halfW >= maxx && cam.y - halfH <= miny && cam.y + halfH >= maxy;
+      send(MSG.VIEW, all ? { all: true } : { centre: [cam.x, cam.y], radius: Math.hypot(halfW, halfH) });
+    }, 100);
+  }
+
+  const toScreen = (x, y) => [canvas.width / 2 + (x - cam.x) * cam.scale, canvas.height / 2 - (y - cam.y) * cam.scale];
+  const toWorld = (sx, sy) => [cam.x + (sx - canvas.width / 2) / cam.scale, cam.y - (sy - canvas.height / 2) / cam.scale];
+
+  let drag = null;
+  canvas.addEventListener("mousedown", (e) => {
+    drag = { x: e.clientX, y: e.clientY, moved: false };
+  });
+  window.addEventListener("mousemove", (e) => {
+    if (!drag) return;
+    const dx = (e.clientX - drag.x) * devicePixelRatio, dy = (e.clientY - drag.y) * devicePixelRatio;
+    if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+    if (!drag.moved) return;
+    cam.x -= dx / cam.scale;
+    cam.y += dy / cam.scale;
+    drag.x = e.clientX;
+    drag.y = e.clientY;
+    sendView();
+  });
+  window.addEventListener("mouseup", (e) => {
+    if (drag && !drag.moved) pick(e.clientX * devicePixelRatio, e.clientY * devicePixelRatio);
+    drag = null;
+  });
+  canvas.addEventListener("wheel", (e) => {
+    e.preventDefault();
+    const [wx, wy] = toWorld(e.clientX * devicePixelRatio, e.clientY * devicePixelRatio);
+    cam.scale *= Math.exp(-e.deltaY * 0.0015);
+    cam.scale = Math.max(0.05, Math.min(200, cam.scale));
+    const [nx, ny] = toWorld(e.clientX * devicePixelRatio, e.clientY * devicePixelRatio);
+    cam.x += wx - nx;
+    cam.y += wy - ny;
+    sendView();
+  }, { passive: false });
+  pauseBtn.addEventListener("click", () => {
+    paused = !paused;
+    pauseBtn.textContent = paused ? "resume" : "pause";
+  });
+  document.getElementById("fit").addEventListener("click", fitWorld);
+
+  // ---- the inspector ----
+
+  function pick(sx, sy) {
+    let best = 0, bestD = 14 * devicePixelRatio;
+    const now = performance.now();
+    for (const [id, a] of agents) {
+      const [px, py] = toScreen(...predict(a, now));
+      const d = Math.hypot(px - sx, py - sy);
+      if (d < bestD) (best = id), (bestD = d);
+    }
+    select(best);
+  }
+
+  function select(id) {
+    selected = id;
+    detail = null;
+    eventsEl.textContent = "";
+    clearInterval(detailTimer);
+    if (!id) {
+      inspector.style.display = "none";
+      return;
+    }
+    document.getElementById("inspector-id").textContent = String(id);
+    inspector.style.display = "block";
+    const refresh = () => {
+      send(MSG.QUERY, { agent: id });
+      const q = "id=" + id + (token ? "&token=" + encodeURIComponent(token) : "");
+      fetch("/api/agent?" + q).then((r) => (r.ok ? r.json() : null)).then((d) => {
+        if (selected === id) detail = d;
+      }).catch(() => {});
+    };
+    refresh();
+    detailTimer = setInterval(refresh, 500);
+  }
+
+  function showReport(r) {
+    const f = (v) => (typeof v === "number" ? v.toFixed(2) : String(v));
+    const rows = [
+      ["behaviour", r.behaviour + (r.path_node !== null && r.path_node !== undefined ? " (node " + r.path_node + ")" : "")],
+      ["model", r.model], ["owner", r.owner === 0 ? "server" : "client " + r.owner],
+      ["position", f(r.x) + ", " + f(r.y) + " m"], ["velocity", f(r.vx) + ", " + f(r.vy) + " m/s"],
+      ["heading", f((r.orientation * 180) / Math.PI) + "°"], ["arrived", String(r.arrived)],
+      ["max speed", f(r.limits.max_speed) + " m/s"], ["tick", String(r.tick)],
+    ];
+    fieldsEl.textContent = "";
+    for (const [k, v] of rows) {
+      const tr = fieldsEl.insertRow();
+      tr.insertCell().textContent = k;
+      tr.insertCell().textContent = v;
+    }
+  }
+
+  function addEvent(tick, code, data) {
+    const li = document.createElement("li");
+    li.textContent = "tick " + tick + ": " + (EVENT_NAMES[code] || code) + (data ? " " + data : "");
+    eventsEl.prepend(li);
+    while (eventsEl.childElementCount > 50) eventsEl.lastChild.remove();
+  }
+
+  // ---- drawing ----
+
+  // Where the agent is now, carried forward from its snapshot by its velocity (at most 0.25 s).
+  function predict(a, now) {
+    const dt = paused ? 0 : Math.min((now - a.at) / 1000, 0.25);
+    return [a.x + a.vx * dt, a.y + a.vy * dt];
+  }
+
+  function draw(now) {
+    ctx.fillStyle = "#10151c";
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    if (welcome) {
+      const [x0, y0] = toScreen(welcome.world_min[0], welcome.world_max[1]);
+      const [x1, y1] = toScreen(welcome.world_max[0], welcome.world_min[1]);
+      ctx.strokeStyle = "#3b4b5e";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
+    }
+    if (detail) drawDetail(detail);
+    const r = Math.max(4, 0.6 * cam.scale);
+    for (const [id, a] of agents) {
+      const [px, py] = toScreen(...predict(a, now));
+      if (px < -r || py < -r || px > canvas.width + r || py > canvas.height + r) continue;
+      ctx.save();
+      ctx.translate(px, py);
+      ctx.rotate(-a.theta);
+      ctx.beginPath();
+      ctx.moveTo(r * 1.6, 0);
+      ctx.lineTo(-r, r);
+      ctx.lineTo(-r * 0.5, 0);
+      ctx.lineTo(-r, -r);
+      ctx.closePath();
+      ctx.fillStyle = id === selected ? "#ffcc4d" : "#4fc3f7";
+      ctx.fill();
+      ctx.restore();
+    }
+    if (now - fpsAt > 1000) {
+      fps = frames;
+      frames = 0;
+      fpsAt = now;
+    }
+    if (welcome) statusEl.textContent = "tick " + lastTick + " · " + agents.size + " agents in view · " + fps + " snapshots/s" + (paused ? " · paused" : "");
+    requestAnimationFrame(draw);
+  }
+
+  function drawDetail(d) {
+    ctx.lineWidth = 2;
+    if (d.path_m && d.path_m.length) {
+      ctx.strokeStyle = "#9ccc65";
+      ctx.beginPath();
+      d.path_m.forEach(([x, y], i) => {
+        const [px, py] = toScreen(x, y);
+        if (i === 0) ctx.moveTo(px, py);
+        else ctx.lineTo(px, py);
+      });
+      if (d.path_mode === "loop") ctx.closePath();
+      ctx.stroke();
+      d.path_m.forEach(([x, y], i) => {
+        const [px, py] = toScreen(x, y);
+        ctx.fillStyle = i === d.path_node ? "#ffcc4d" : "#9ccc65";
+        ctx.fillRect(px - 3, py - 3, 6, 6);
+      });
+    }
+    if (d.target_m) {
+      const [tx, ty] = toScreen(d.target_m[0], d.target_m[1]);
+      ctx.strokeStyle = "#ff7043";
+      ctx.beginPath();
+      ctx.arc(tx, ty, 8, 0, 2 * Math.PI);
+      ctx.moveTo(tx - 12, ty);
+      ctx.lineTo(tx + 12, ty);
+      ctx.moveTo(tx, ty - 12);
+      ctx.lineTo(tx, ty + 12);
+      ctx.stroke();
+    }
+  }
+
+  window.addEventListener("resize", () => {
+    resize();
+    sendView();
+  });
+  resize();
+  connect();
+  requestAnimationFrame(draw);
+  // For tests and the curious: what is drawn, in world and screen coordinates.
+  window.steerdView = {
+    agents: () => [...agents].map(([id, a]) => ({ id, x: a.x, y: a.y, screen: toScreen(a.x, a.y).map((v) => v / devicePixelRatio) })),
+    tick: () => lastTick,
+    camera: () => ({ ...cam }),
+  };
+})();

@@ -1,0 +1,388 @@
+/* test_http.c: the HTTP port of the real server (http.c, metrics.c): probes,
+ * /metrics checked by promtool and scraped by a real Prometheus server, the
+ * checkpoint that cannot be written, JSON logs, `steerd healthcheck`, and the
+ * drain on SIGTERM. Every server gets an ephemeral game port and an ephemeral
+ * HTTP port (--http-port auto); every Prometheus a free port of its own. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "http_get.h"
+#include "protocol.h"
+#include "steerd_proc.h"
+
+#define BODY_BYTES 65536
+
+static char body[BODY_BYTES];
+
+static void start(steerd_proc *p, const char *const *extra) {
+  const char *args[32] = {"--http-port", "auto"};
+  int n = 2;
+  for (int i = 0; extra && extra[i] && n < 31; i++)
+    args[n++] = extra[i];
+  args[n] = NULL;
+  ck_assert_msg(steerd_proc_start(p, STEERD_BINARY, args, 10000) == 0, "the server did not start within 10 s");
+  ck_assert_uint_ne(p->http_port, 0);
+}
+
+/* The value of the first sample line that starts with series (name and labels). */
+static double metric(const char *text, const char *series) {
+  size_t n = strlen(series);
+  for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+    if (strncmp(line, series, n) == 0 && line[n] == ' ')
+      return strtod(line + n + 1, NULL);
+  ck_abort_msg("no series %s in /metrics", series);
+  return 0;
+}
+
+static int run(const char *cmd) {
+  int status = system(cmd);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int log_lines(const steerd_proc *p) {
+  FILE *f = fopen(p->log_path, "r");
+  ck_assert_ptr_nonnull(f);
+  int n = 0, c;
+  while ((c = fgetc(f)) != EOF)
+    n += c == '\n';
+  fclose(f);
+  return n;
+}
+
+/* ---- probes ------------------------------------------------------------------------ */
+
+START_TEST(test_probes_and_pages) {
+  steerd_proc p;
+  start(&p, NULL);
+  ck_assert_int_eq(http_get(p.http_port, "/healthz", body, sizeof body, 5000), 200);
+  ck_assert_str_eq(body, "ok\n");
+  ck_assert_int_eq(http_get(p.http_port, "/readyz", body, sizeof body, 5000), 200);
+  ck_assert_str_eq(body, "ready\n");
+  ck_assert_int_eq(http_get(p.http_port, "/no-such-page", body, sizeof body, 5000), 404);
+  /* The live view's page and scripts come from the server itself. */
+  ck_assert_int_eq(http_get(p.http_port, "/", body, sizeof body, 5000), 200);
+  ck_assert_ptr_nonnull(strstr(body, "<canvas id=\"world\">"));
+  ck_assert_int_eq(http_get(p.http_port, "/view.js", body, sizeof body, 5000), 200);
+  ck_assert_ptr_nonnull(strstr(body, "steerd-view"));
+  ck_assert_int_eq(http_get(p.http_port, "/msgpack.js", body, sizeof body, 5000), 200);
+  ck_assert_int_eq(http_get(p.http_port, "/api/agent?id=12345", body, sizeof body, 5000), 404);
+  /* Probes are not logged at info: a line each every few seconds would drown the log. */
+  int lines = log_lines(&p);
+  for (int i = 0; i < 20; i++)
+    ck_assert_int_eq(http_get(p.http_port, i % 2 ? "/healthz" : "/readyz", NULL, 0, 5000), 200);
+  ck_assert_int_eq(log_lines(&p), lines);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
+START_TEST(test_healthcheck_command) {
+  steerd_proc p;
+  start(&p, NULL);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s healthcheck --http-port %u 2>/dev/null", STEERD_BINARY, p.http_port);
+  ck_assert_int_eq(run(cmd), 0);
+  snprintf(cmd, sizeof cmd, "%s healthcheck --ready --http-port %u 2>/dev/null", STEERD_BINARY, p.http_port);
+  ck_assert_int_eq(run(cmd), 0);
+  snprintf(cmd, sizeof cmd, "STEERD_HTTP_PORT=%u %s healthcheck --ready 2>/dev/null", p.http_port, STEERD_BINARY);
+  ck_assert_int_eq(run(cmd), 0);
+  uint16_t port = p.http_port;
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+  /* Nothing listens there now. */
+  snprintf(cmd, sizeof cmd, "%s healthcheck --http-port %u 2>/dev/null", STEERD_BINARY, port);
+  ck_assert_int_eq(run(cmd), 1);
+  snprintf(cmd, sizeof cmd, "%s healthcheck --http-port nonsense 2>/dev/null", STEERD_BINARY);
+  ck_assert_int_eq(run(cmd), 2);
+}
+END_TEST
+
+/* ---- metrics ------------------------------------------------------------------------ */
+
+START_TEST(test_metrics_promtool_and_counts) {
+  steerd_proc p;
+  start(&p, NULL);
+  /* Traffic to count: a welcomed client, a QUERY that fails, a PING that works. */
+  steerd_client_config cc = steerd_client_default_config();
+  cc.name = "metrics";
+  steerd_client *c = steerd_client_create(&cc);
+  ck_assert_int_eq(steerd_client_connect(c, "127.0.0.1", p.port), 0);
+  proto_command q;
+  memset(&q, 0, sizeof q);
+  q.type = PROTO_MSG_QUERY;
+  q.query.agent = 12345;
+  ck_assert_int_eq(steerd_client_command_wait(c, &q, 3000, NULL), STEERD_CLIENT_EREPLY);
+  ck_assert_int_eq(steerd_client_ping(c, 3000, NULL), 0);
+  steerd_proc_sleep_ms(300); /* a few ticks: all of this can take less than one */
+
+  ck_assert_int_eq(http_get(p.http_port, "/metrics", body, sizeof body, 5000), 200);
+  char path[] = "/tmp/steerd-metrics-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, body, strlen(body)), (ssize_t)strlen(body));
+  close(fd);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "promtool check metrics < %s", path);
+  ck_assert_msg(run(cmd) == 0, "promtool check metrics found problems in:\n%s", body);
+  unlink(path);
+
+  ck_assert_double_eq(metric(body, "steerd_build_info{version=\"0.1.0\",protocol=\"1\"}"), 1);
+  ck_assert_double_eq(metric(body, "steerd_clients{role=\"controller\"}"), 1);
+  ck_assert_double_eq(metric(body, "steerd_clients{role=\"observer\"}"), 0);
+  ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"hello\",result=\"ok\"}"), 1);
+  ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"query\",result=\"error\"}"), 1);
+  ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"ping\",result=\"ok\"}"), 1);
+  ck_assert_double_eq(metric(body, "steerd_errors_sent_total{code=\"no_such_agent\"}"), 1);
+  ck_assert_double_eq(metric(body, "steerd_agents"), 30); /* the demo world */
+  ck_assert_double_eq(metric(body, "steerd_ready"), 1);
+  double ticks = metric(body, "steerd_ticks_total");
+  ck_assert_double_gt(ticks, 0);
+  ck_assert_double_eq(metric(body, "steerd_tick_duration_seconds_count"), ticks);
+  ck_assert_double_eq(metric(body, "steerd_tick_duration_seconds_bucket{le=\"+Inf\"}"), ticks);
+  ck_assert_double_gt(metric(body, "steerd_snapshot_packets_sent_total{kind=\"full\"}"), 0);
+  /* Every series the issue names is there. */
+  static const char *const names[] = {
+      "steerd_tick_overruns_total ", "steerd_ticks_skipped_total ", "steerd_commands_rate_limited_total ",
+      "steerd_malformed_packets_total ", "steerd_snapshot_sent_bytes_total{kind=\"delta\"} ",
+      "steerd_delta_frames_without_baseline_total ", "steerd_checkpoints_written_total ",
+      "steerd_checkpoints_failed_total ", "steerd_checkpoint_last_success_age_seconds "};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    ck_assert_msg(strstr(body, names[i]) != NULL, "no %s in /metrics", names[i]);
+  steerd_client_destroy(c);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
+/* A free TCP port on 127.0.0.1 for Prometheus (which takes no port 0). */
+static uint16_t free_port(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+  socklen_t len = sizeof a;
+  getsockname(s, (struct sockaddr *)&a, &len);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+START_TEST(test_prometheus_scrapes) {
+  steerd_proc p;
+  start(&p, NULL);
+  char dir[] = "/tmp/steerd-prom-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char cfg_path[256], log_path[256];
+  snprintf(cfg_path, sizeof cfg_path, "%s/prometheus.yml", dir);
+  snprintf(log_path, sizeof log_path, "%s/prometheus.log", dir);
+  FILE *f = fopen(cfg_path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f,
+          "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+          "scrape_configs:\n  - job_name: steerd\n    static_configs:\n      - targets: ['127.0.0.1:%u']\n",
+          p.http_port);
+  fclose(f);
+  uint16_t prom_port = free_port();
+  char listen[64], cfg_arg[300], data_arg[300];
+  snprintf(listen, sizeof listen, "--web.listen-address=127.0.0.1:%u", prom_port);
+  snprintf(cfg_arg, sizeof cfg_arg, "--config.file=%s", cfg_path);
+  snprintf(data_arg, sizeof data_arg, "--storage.tsdb.path=%s/data", dir);
+  pid_t prom = fork();
+  ck_assert_int_ge(prom, 0);
+  if (prom == 0) {
+    FILE *out = freopen(log_path, "w", stderr);
+    (void)out;
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    execl("/usr/bin/prometheus", "prometheus", cfg_arg, data_arg, listen, (char *)NULL);
+    _exit(127);
+  }
+  /* Prometheus scrapes every second; the series comes back through its query API. */
+  int found = 0;
+  uint64_t deadline = steerd_proc_now_ms() + 90000;
+  while (!found && steerd_proc_now_ms() < deadline) {
+    steerd_proc_sleep_ms(500);
+    if (http_get(prom_port, "/api/v1/query?query=steerd_agents%7Bjob%3D%22steerd%22%7D", body, sizeof body,
+                 5000) != 200)
+      continue;
+    json_error_t err;
+    json_t *root = json_loads(body, 0, &err);
+    json_t *result = json_object_get(json_object_get(root, "data"), "result");
+    json_t *first = json_array_get(result, 0);
+    json_t *value = json_array_get(json_object_get(first, "value"), 1);
+    if (value && json_is_string(value)) {
+      ck_assert_str_eq(json_string_value(value), "30");
+      ck_assert_str_eq(json_string_value(json_object_get(json_object_get(first, "metric"), "__name__")),
+                       "steerd_agents");
+      found = 1;
+    }
+    json_decref(root);
+  }
+  kill(prom, SIGTERM);
+  waitpid(prom, NULL, 0);
+  ck_assert_msg(found, "Prometheus never returned steerd_agents (see %s)", log_path);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  ck_assert_int_eq(run(cmd), 0);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
+/* ---- state that cannot be saved ------------------------------------------------------ */
+
+static int wait_ready(uint16_t port, int want, uint32_t timeout_ms) {
+  uint64_t deadline = steerd_proc_now_ms() + timeout_ms;
+  int status;
+  while ((status = http_get(port, "/readyz", body, sizeof body, 5000)) != want &&
+         steerd_proc_now_ms() < deadline)
+    steerd_proc_sleep_ms(100);
+  return status;
+}
+
+START_TEST(test_failing_checkpoint_is_visible) {
+  char dir[] = "/tmp/steerd-ckpt-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char state[256];
+  snprintf(state, sizeof state, "%s/world.state", dir);
+  steerd_proc p;
+  const char *extra[] = {"--state", state, "--checkpoint-interval", "1", NULL};
+  start(&p, extra);
+  uint64_t deadline = steerd_proc_now_ms() + 15000;
+  while (access(state, F_OK) != 0 && steerd_proc_now_ms() < deadline)
+    steerd_proc_sleep_ms(50);
+  ck_assert_int_eq(access(state, F_OK), 0);
+  ck_assert_int_eq(wait_ready(p.http_port, 200, 5000), 200);
+  /* The volume goes away: the next checkpoints fail. */
+  ck_assert_int_eq(unlink(state), 0);
+  ck_assert_int_eq(rmdir(dir), 0);
+  ck_assert_int_eq(wait_ready(p.http_port, 503, 15000), 503);
+  ck_assert_ptr_nonnull(strstr(body, "checkpoint failed"));
+  ck_assert_int_eq(http_get(p.http_port, "/healthz", NULL, 0, 5000), 200); /* alive all the same */
+  ck_assert_int_eq(http_get(p.http_port, "/metrics", body, sizeof body, 5000), 200);
+  ck_assert_double_ge(metric(body, "steerd_checkpoints_failed_total"), 1);
+  ck_assert_double_eq(metric(body, "steerd_checkpoint_failing"), 1);
+  ck_assert_double_eq(metric(body, "steerd_ready"), 0);
+  ck_assert_double_ge(metric(body, "steerd_checkpoints_written_total"), 1);
+  /* It comes back: ready again after the next good checkpoint. */
+  ck_assert_int_eq(mkdir(dir, 0700), 0);
+  ck_assert_int_eq(wait_ready(p.http_port, 200, 15000), 200);
+  ck_assert_int_eq(http_get(p.http_port, "/metrics", body, sizeof body, 5000), 200);
+  ck_assert_double_eq(metric(body, "steerd_checkpoint_failing"), 0);
+  ck_assert_double_lt(metric(body, "steerd_checkpoint_last_success_age_seconds"), 10);
+  steerd_proc_stop(&p, 5000);
+  unlink(state);
+  rmdir(dir);
+}
+END_TEST
+
+/* ---- logs ------------------------------------------------------------------------------ */
+
+START_TEST(test_json_logs) {
+  steerd_proc p;
+  const char *extra[] = {"--log-format", "json", NULL};
+  start(&p, extra);
+  ck_assert_int_eq(http_get(p.http_port, "/healthz", NULL, 0, 5000), 200);
+  FILE *f = fopen(p.log_path, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[4096];
+  int lines = 0, http_line = 0;
+  while (fgets(line, sizeof line, f)) {
+    json_error_t err;
+    json_t *o = json_loads(line, 0, &err);
+    ck_assert_msg(o && json_is_object(o), "not a JSON object: %s (%s)", line, err.text);
+    ck_assert(json_is_string(json_object_get(o, "time")));
+    ck_assert(json_is_string(json_object_get(o, "level")));
+    ck_assert(json_is_string(json_object_get(o, "msg")));
+    json_t *port = json_object_get(o, "http_port");
+    if (port) {
+      ck_assert_int_eq(json_integer_value(port), p.http_port);
+      http_line = 1;
+    }
+    json_decref(o);
+    lines++;
+  }
+  fclose(f);
+  ck_assert_int_ge(lines, 3);
+  ck_assert(http_line);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
+/* ---- the drain ----------------------------------------------------------------------------- */
+
+START_TEST(test_drain_on_sigterm) {
+  char dir[] = "/tmp/steerd-drain-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char state[256];
+  snprintf(state, sizeof state, "%s/world.state", dir);
+  steerd_proc p;
+  const char *extra[] = {"--state", state, "--checkpoint-interval", "0", "--drain-timeout", "4000", NULL};
+  start(&p, extra);
+  steerd_client_config cc = steerd_client_default_config();
+  cc.name = "stays";
+  steerd_client *stays = steerd_client_create(&cc);
+  ck_assert_int_eq(steerd_client_connect(stays, "127.0.0.1", p.port), 0);
+  ck_assert_int_eq(access(state, F_OK), -1); /* no interval checkpoints */
+
+  uint64_t t0 = steerd_proc_now_ms();
+  kill(p.pid, SIGTERM);
+  /* The client is not serviced, so it cannot confirm the disconnect: the server
+   * drains, not ready but alive, until it does or the drain times out. */
+  ck_assert_int_eq(wait_ready(p.http_port, 503, 3000), 503);
+  ck_assert_ptr_nonnull(strstr(body, "draining"));
+  ck_assert_int_eq(http_get(p.http_port, "/healthz", NULL, 0, 3000), 200);
+  /* The final checkpoint is written at once. */
+  ck_assert_int_eq(access(state, F_OK), 0);
+  /* A new client is refused. */
+  cc.name = "late";
+  steerd_client *late = steerd_client_create(&cc);
+  ck_assert_int_eq(steerd_client_connect(late, "127.0.0.1", p.port), STEERD_CLIENT_EDISCONNECTED);
+  ck_assert_uint_eq(steerd_client_disconnect_reason(late), PROTO_DISCONNECT_SHUTDOWN);
+  steerd_client_destroy(late);
+  /* The one that stayed hears why. */
+  int rc = 0;
+  for (int i = 0; i < 100 && rc >= 0; i++)
+    rc = steerd_client_service(stays, 50);
+  ck_assert_int_eq(rc, STEERD_CLIENT_EDISCONNECTED);
+  ck_assert_uint_eq(steerd_client_disconnect_reason(stays), PROTO_DISCONNECT_SHUTDOWN);
+  steerd_client_destroy(stays);
+  /* And the process is gone within the drain timeout (and some slack for a busy machine). */
+  int status = -1;
+  while (waitpid(p.pid, &status, WNOHANG) == 0 && steerd_proc_now_ms() - t0 < 10000)
+    steerd_proc_sleep_ms(20);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the server did not exit cleanly in 10 s");
+  ck_assert(steerd_proc_log_contains(&p, "checkpoint (shutdown)"));
+  p.pid = 0;
+  steerd_proc_stop(&p, 1000);
+  unlink(state);
+  rmdir(dir);
+}
+END_TEST
+
+static Suite *http_suite(void) {
+  Suite *s = suite_create("http");
+  TCase *tc = tcase_create("http");
+  tcase_set_timeout(tc, 180);
+  tcase_add_test(tc, test_probes_and_pages);
+  tcase_add_test(tc, test_healthcheck_command);
+  tcase_add_test(tc, test_metrics_promtool_and_counts);
+  tcase_add_test(tc, test_prometheus_scrapes);
+  tcase_add_test(tc, test_failing_checkpoint_is_visible);
+  tcase_add_test(tc, test_json_logs);
+  tcase_add_test(tc, test_drain_on_sigterm);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(http_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
