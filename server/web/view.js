@@ -56,10 +56,12 @@
 
   function onMessage(m) {
     switch (m[0]) {
-      case MSG.WELCOME:
-        welcome = m[2];
+      case MSG.WELCOME: {
+        const w = m[2].world; // [min_x, min_y, max_x, max_y]
+        welcome = { ...m[2], world_min: [w[0], w[1]], world_max: [w[2], w[3]] };
         fitWorld();
         break;
+      }
       case MSG.SNAPSHOT:
         onSnapshot(m);
         break;
@@ -249,6 +251,7 @@
   function draw(now) {
     ctx.fillStyle = "#10151c";
     ctx.fillRect(0, 0, canvas.width, canvas.height);
+    drawGrid();
     if (welcome) {
       const [x0, y0] = toScreen(welcome.world_min[0], welcome.world_max[1]);
       const [x1, y1] = toScreen(welcome.world_max[0], welcome.world_min[1]);
@@ -257,7 +260,7 @@
       ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
     }
     if (detail) drawDetail(detail);
-    const r = Math.max(4, 0.6 * cam.scale);
+    const r = Math.max(6, 0.6 * cam.scale);
     for (const [id, a] of agents) {
       const [px, py] = toScreen(...predict(a, now));
       if (px < -r || py < -r || px > canvas.width + r || py > canvas.height + r) continue;
@@ -281,6 +284,26 @@
     }
     if (welcome) statusEl.textContent = "tick " + lastTick + " · " + agents.size + " agents in view · " + fps + " snapshots/s" + (paused ? " · paused" : "");
     requestAnimationFrame(draw);
+  }
+
+  // A line every 10 m (100 m when zoomed out), for a sense of scale and motion.
+  function drawGrid() {
+    const step = cam.scale > 2 ? 10 : 100;
+    const [wx0, wy1] = toWorld(0, 0), [wx1, wy0] = toWorld(canvas.width, canvas.height);
+    ctx.strokeStyle = "#1b2430";
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (let x = Math.ceil(wx0 / step) * step; x <= wx1; x += step) {
+      const [sx] = toScreen(x, 0);
+      ctx.moveTo(sx, 0);
+      ctx.lineTo(sx, canvas.height);
+    }
+    for (let y = Math.ceil(wy0 / step) * step; y <= wy1; y += step) {
+      const [, sy] = toScreen(0, y);
+      ctx.moveTo(0, sy);
+      ctx.lineTo(canvas.width, sy);
+    }
+    ctx.stroke();
   }
 
   function drawDetail(d) {

@@ -1,0 +1,210 @@
+// view.test.js: the live view in a real browser. Starts the real server (demo
+// world, ephemeral game and HTTP ports), opens http://127.0.0.1:PORT/ in
+// Debian's headless Chromium through playwright-core, and checks from the
+// screenshots' pixels that agents are drawn and move; that pan and zoom send
+// a VIEW (fewer agents arrive); that clicking an agent shows its id in the
+// inspector; that pause freezes the picture; and that a server with a secret
+// wants an observer token.
+//   node tests/browser/view.test.js path/to/steerd [screenshot.png]
+"use strict";
+
+const { spawn, execFileSync } = require("child_process");
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const zlib = require("zlib");
+const { chromium } = require("playwright-core");
+
+const STEERD = process.argv[2];
+const SHOT = process.argv[3]; // optional: where to keep a screenshot of the demo world (docs/webview.png)
+const AGENT_RGB = [0x4f, 0xc3, 0xf7]; // view.js draws agents in #4fc3f7
+const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+function check(cond, what) {
+  if (!cond) throw new Error("FAILED: " + what);
+  console.log("ok - " + what);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---- the server ----
+
+function startServer(env) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(STEERD, ["--bind", "127.0.0.1", "--port", "0", "--http-port", "auto"], {
+      env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"],
+    });
+    let log = "";
+    const timer = setTimeout(() => reject(new Error("steerd did not open its HTTP port in 10 s:\n" + log)), 10000);
+    proc.stderr.on("data", (d) => {
+      log += d;
+      const m = /http on 127\.0\.0\.1:(\d+)/.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc, port: Number(m[1]), log: () => log });
+      }
+    });
+    proc.on("exit", (code) => reject(new Error("steerd exited with " + code + ":\n" + log)));
+  });
+}
+
+function stopServer(s) {
+  return new Promise((resolve) => {
+    s.proc.removeAllListeners("exit");
+    s.proc.on("exit", resolve);
+    s.proc.kill("SIGTERM");
+  });
+}
+
+// ---- PNG pixels (8-bit RGB or RGBA, not interlaced: what Chromium writes) ----
+
+function decodePng(buf) {
+  let pos = 8, width = 0, height = 0, channels = 0;
+  const idat = [];
+  while (pos < buf.length) {
+    const len = buf.readUInt32BE(pos), type = buf.toString("ascii", pos + 4, pos + 8);
+    const data = buf.subarray(pos + 8, pos + 8 + len);
+    if (type === "IHDR") {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      if (data[8] !== 8 || data[12] !== 0) throw new Error("PNG: not 8-bit non-interlaced");
+      channels = { 2: 3, 6: 4 }[data[9]];
+      if (!channels) throw new Error("PNG: colour type " + data[9]);
+    } else if (type === "IDAT") idat.push(data);
+    pos += 12 + len;
+  }
+  const raw = zlib.inflateSync(Buffer.concat(idat));
+  const stride = width * channels, out = Buffer.alloc(width * height * 3);
+  let prev = Buffer.alloc(stride);
+  for (let y = 0; y < height; y++) {
+    const f = raw[y * (stride + 1)], line = Buffer.from(raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1)));
+    for (let i = 0; i < stride; i++) {
+      const a = i >= channels ? line[i - channels] : 0, b = prev[i], c = i >= channels ? prev[i - channels] : 0;
+      let p = 0;
+      if (f === 1) p = a;
+      else if (f === 2) p = b;
+      else if (f === 3) p = (a + b) >> 1;
+      else if (f === 4) {
+        const pa = Math.abs(b - c), pb = Math.abs(a - c), pc = Math.abs(a + b - 2 * c);
+        p = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+      }
+      line[i] = (line[i] + p) & 0xff;
+    }
+    for (let x = 0; x < width; x++)
+      for (let k = 0; k < 3; k++) out[(y * width + x) * 3 + k] = line[x * channels + k];
+    prev = line;
+  }
+  return { width, height, rgb: out };
+}
+
+// The set of pixels in the agents' colour, as indices.
+function agentPixels(png) {
+  const set = new Set();
+  for (let i = 0; i < png.width * png.height; i++) {
+    const d = Math.abs(png.rgb[i * 3] - AGENT_RGB[0]) + Math.abs(png.rgb[i * 3 + 1] - AGENT_RGB[1]) +
+      Math.abs(png.rgb[i * 3 + 2] - AGENT_RGB[2]);
+    if (d < 40) set.add(i);
+  }
+  return set;
+}
+
+const difference = (a, b) => [...a].filter((i) => !b.has(i)).length + [...b].filter((i) => !a.has(i)).length;
+
+async function waitFor(page, fn, what, timeout = 20000, arg = null) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout });
+  } catch (e) {
+    throw new Error("FAILED: " + what + " within " + timeout + " ms");
+  }
+  console.log("ok - " + what);
+}
+
+async function main() {
+  check(fs.existsSync(STEERD), "the server binary " + STEERD + " exists");
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "steerd-chromium-"));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_FLAGS,
+    viewport: { width: 1000, height: 700 }, deviceScaleFactor: 1,
+  });
+  let server = await startServer({});
+  try {
+    const page = browser.pages()[0] || (await browser.newPage());
+    page.on("pageerror", (e) => console.log("# page error: " + e.message));
+    await page.goto("http://127.0.0.1:" + server.port + "/");
+    await waitFor(page, () => window.steerdView && window.steerdView.agents().length >= 20, "the demo world's agents arrive");
+    await sleep(300);
+    const shot1 = await page.screenshot();
+    await sleep(1000);
+    const shot2 = await page.screenshot();
+    if (SHOT) fs.writeFileSync(SHOT, shot2);
+    const a = agentPixels(decodePng(shot1)), b = agentPixels(decodePng(shot2));
+    check(a.size > 300 && b.size > 300, "agents are drawn (" + a.size + " and " + b.size + " agent-coloured pixels)");
+    check(difference(a, b) > 200, "agents moved in a second (" + difference(a, b) + " pixels changed)");
+
+    // Click an agent that has no other within 30 px; its id shows in the inspector.
+    const target = await page.evaluate(() => {
+      const all = window.steerdView.agents();
+      return all.find((p) => p.screen[0] > 50 && p.screen[0] < 650 && p.screen[1] > 80 && p.screen[1] < 650 &&
+        all.every((q) => q === p || Math.hypot(q.screen[0] - p.screen[0], q.screen[1] - p.screen[1]) > 30));
+    });
+    check(target !== undefined, "an agent stands apart to be clicked");
+    const now = await page.evaluate((id) => window.steerdView.agents().find((p) => p.id === id), target.id);
+    await page.mouse.click(now.screen[0], now.screen[1]);
+    await waitFor(page, (id) => document.getElementById("inspector-id").textContent === String(id) &&
+      document.querySelectorAll("#inspector-fields tr").length > 0, "the inspector shows agent " + target.id, 10000,
+      target.id);
+    const owner = await page.evaluate(() => [...document.querySelectorAll("#inspector-fields tr")].map((r) => r.textContent).join("|"));
+    check(/behaviour/.test(owner) && /owner/.test(owner), "the inspector lists behaviour and owner (" + owner.slice(0, 80) + "…)");
+
+    // Pause: the picture stands still.
+    await page.click("#pause");
+    await sleep(300);
+    const p1 = agentPixels(decodePng(await page.screenshot()));
+    await sleep(800);
+    const p2 = agentPixels(decodePng(await page.screenshot()));
+    check(difference(p1, p2) === 0, "paused, nothing moves");
+    await page.click("#pause");
+
+    // Zoom in on an agent: the page sends a VIEW and receives only what it shows.
+    const total = await page.evaluate(() => window.steerdView.agents().length);
+    await page.mouse.move(now.screen[0], now.screen[1]);
+    for (let i = 0; i < 3; i++) {
+      await page.mouse.wheel(0, -300);
+      await sleep(50);
+    }
+    await waitFor(page, (n) => window.steerdView.agents().length > 0 && window.steerdView.agents().length < n,
+      "zoomed in, fewer agents arrive (the VIEW)", 10000, total);
+    // Pan: drag the world; the camera moves.
+    const cam1 = await page.evaluate(() => window.steerdView.camera());
+    await page.mouse.move(500, 350);
+    await page.mouse.down();
+    await page.mouse.move(300, 250, { steps: 5 });
+    await page.mouse.up();
+    const cam2 = await page.evaluate(() => window.steerdView.camera());
+    check(cam2.x > cam1.x && cam2.y < cam1.y, "dragging pans the camera");
+    console.log("# " + total + " agents in the whole world");
+    await stopServer(server);
+
+    // With a secret the view needs an observer token.
+    const secret = "browser-test-secret-0123456789";
+    server = await startServer({ STEERD_SECRET: secret });
+    const token = execFileSync(STEERD, ["token", "--name", "viewer", "--role", "observer"],
+      { env: { ...process.env, STEERD_SECRET: secret } }).toString().trim();
+    await page.goto("http://127.0.0.1:" + server.port + "/");
+    await waitFor(page, () => getComputedStyle(document.getElementById("token")).display !== "none",
+      "without a token the page asks for one", 10000);
+    check(await page.evaluate(() => window.steerdView.agents().length === 0), "and draws no agents");
+    await page.goto("http://127.0.0.1:" + server.port + "/?token=" + encodeURIComponent(token));
+    await waitFor(page, () => window.steerdView.agents().length >= 20, "with an observer token it draws the world");
+  } finally {
+    await browser.close();
+    if (server) await stopServer(server).catch(() => {});
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+main().then(() => console.log("all passed"), (e) => {
+  console.error(e.message || e);
+  process.exit(1);
+});
