@@ -1,12 +1,13 @@
 # steerd in a container: build on Debian 12, run on Debian 12 slim as a non-root user.
 #
 #   docker build -t steerd .
-#   docker run --rm -p 7777:7777/udp -e STEERD_SECRET=... steerd       (0.0.0.0 needs a secret,
+#   docker run --rm -p 7777:7777/udp -p 7780:7780 -e STEERD_SECRET=... steerd   (0.0.0.0 needs a secret,
 #   docker run --rm -e STEERD_SECRET=... steerd token --name alice       or STEERD_INSECURE=1)
 #
 # Where no registry is reachable, make a base locally and pass it in, e.g.
 #   debootstrap --variant=minbase bookworm /tmp/rootfs && tar -C /tmp/rootfs -c . | podman import - bookworm-local
-#   buildah bud --isolation=chroot --build-arg BASE=bookworm-local --build-arg RUNTIME_BASE=bookworm-local -t steerd .
+#   buildah bud --format docker --isolation=chroot --build-arg BASE=bookworm-local --build-arg RUNTIME_BASE=bookworm-local -t steerd .
+# (--format docker: the OCI image format has no HEALTHCHECK, and buildah would drop it.)
 # and where no container runtime works either (buildah run ignores ENTRYPOINT and shares the host's network):
 #   buildah run --isolation=chroot "$(buildah from steerd)" -- /usr/local/bin/steerd --port 7777
 ARG BASE=debian:bookworm
@@ -26,6 +27,7 @@ FROM ${RUNTIME_BASE}
 # apt-get clean drops apt's ~80 MB of caches where the base image does not already (a debootstrap one).
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libuv1 libenet7 libmsgpackc2 libsodium23 \
+      libwebsockets17 libwebsockets-evlib-uv libjansson4 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --uid 10001 --user-group --no-log-init --no-create-home --home-dir /nonexistent \
@@ -33,10 +35,16 @@ RUN apt-get update -qq \
  && mkdir -p /var/lib/steerd && chown steerd:steerd /var/lib/steerd
 COPY --from=build /build/server/steerd /build/server/steerd-demo /build/client-sample/steerd-client /usr/local/bin/
 USER steerd
-# The world is checkpointed into the volume and restored when the container starts again.
+# The world is checkpointed into the volume and restored when the container starts again; the
+# volume must be writable by this image's user (uid 10001), or /readyz fails and
+# steerd_checkpoints_failed_total grows. HTTP (metrics, health, the live view) on 7780/tcp.
 ENV STEERD_BIND=0.0.0.0 \
     STEERD_PORT=7777 \
+    STEERD_HTTP_BIND=0.0.0.0 \
+    STEERD_HTTP_PORT=7780 \
     STEERD_STATE=/var/lib/steerd/world.state
 VOLUME /var/lib/steerd
-EXPOSE 7777/udp
+EXPOSE 7777/udp 7780/tcp
+# Liveness, without curl: GET /healthz on 127.0.0.1:$STEERD_HTTP_PORT, exit 0 or 1.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 CMD ["/usr/local/bin/steerd", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/steerd"]
