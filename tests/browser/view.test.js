@@ -137,7 +137,6 @@ async function main() {
     const shot1 = await page.screenshot();
     await sleep(1000);
     const shot2 = await page.screenshot();
-    if (SHOT) fs.writeFileSync(SHOT, shot2);
     const a = agentPixels(decodePng(shot1)), b = agentPixels(decodePng(shot2));
     check(a.size > 300 && b.size > 300, "agents are drawn (" + a.size + " and " + b.size + " agent-coloured pixels)");
     check(difference(a, b) > 200, "agents moved in a second (" + difference(a, b) + " pixels changed)");
@@ -156,6 +155,10 @@ async function main() {
       target.id);
     const owner = await page.evaluate(() => [...document.querySelectorAll("#inspector-fields tr")].map((r) => r.textContent).join("|"));
     check(/behaviour/.test(owner) && /owner/.test(owner), "the inspector lists behaviour and owner (" + owner.slice(0, 80) + "…)");
+    if (SHOT) {
+      await sleep(1200); // the path and target from /api/agent, and a few events
+      fs.writeFileSync(SHOT, await page.screenshot());
+    }
 
     // Pause: the picture stands still.
     await page.click("#pause");
