@@ -1152,7 +1152,21 @@ static int rd_int(reader *r, int64_t min, int64_t max, int64_t *out) {
   return 0;
 }
 
+static int rd_number(reader *r, int sign, double *out);
+
 static int rd_float(reader *r, int sign, float *out) {
+  double d;
+  if (rd_number(r, sign, &d))
+    return -1;
+  float f = (float)d;
+  if (sign == NUM_POSITIVE && !(f > 0.0f))
+    return bad(r, "must be > 0");
+  *out = f;
+  return 0;
+}
+
+/* A number as sent (integer, float32 or float64), checked as rd_float does, in double. */
+static int rd_number(reader *r, int sign, double *out) {
   mp_val v;
   double d;
   if (rd_val(r, &v))
@@ -1173,18 +1187,16 @@ static int rd_float(reader *r, int sign, float *out) {
     return bad(r, "must be >= 0");
   if (sign == NUM_POSITIVE && !(d > 0.0))
     return bad(r, "must be > 0");
-  float f = (float)d;
-  if (sign == NUM_POSITIVE && !(f > 0.0f))
-    return bad(r, "must be > 0");
-  *out = f;
+  *out = d;
   return 0;
 }
 
+/* Reduced from the value as sent (a float64 keeps its digits), in double. */
 static int rd_angle(reader *r, float *out) {
-  float a;
-  if (rd_float(r, NUM_ANY, &a))
+  double a;
+  if (rd_number(r, NUM_ANY, &a))
     return -1;
-  *out = steer_wrap_angle(a);
+  *out = steer_wrap_angle_d(a);
   return 0;
 }
 

@@ -116,14 +116,28 @@ static inline vec2 steer_heading(float theta) {
 /* Orientation of a direction; callers check for the zero vector first. */
 static inline float steer_orientation_of(vec2 dir) { return steer_atan2(dir.y, dir.x); }
 
-/* Maps any finite angle to (-pi, pi] (seed 000's mapToRange). */
-static inline float steer_wrap_angle(float a) {
-  if (a > STEER_PI || a <= -STEER_PI) {
-    a = fmodf(a + STEER_PI, STEER_TWO_PI);
-    if (a <= 0.0f)
-      a += STEER_TWO_PI;
-    a -= STEER_PI;
+/* Maps any finite angle, given in double, to (-pi, pi] as the float nearest the
+ * exact reduction: the reduction runs in double against 2 pi to 53 bits, so an
+ * angle of 1e6 rad is off by about 1e-10 rad before rounding to float (a float
+ * reduction was 0.044 rad off: a + pi rounds to the float grid, 0.0625 at 1e6,
+ * and the float 2 pi is 1.7e-7 short, times 159 155 turns). */
+static inline float steer_wrap_angle_d(double a) {
+  const double pi = 3.14159265358979323846, two_pi = 6.28318530717958647692;
+  if (a > pi || a <= -pi) {
+    a = fmod(a + pi, two_pi);
+    if (a <= 0.0)
+      a += two_pi;
+    a -= pi;
   }
+  float f = (float)a;
+  /* The float nearest an angle just above -pi is -STEER_PI, which lies outside (-pi, pi]: the same heading is +pi. */
+  return f <= -STEER_PI ? STEER_PI : f;
+}
+
+/* Maps any finite angle to (-pi, pi] (seed 000's mapToRange); see steer_wrap_angle_d. */
+static inline float steer_wrap_angle(float a) {
+  if (a > STEER_PI || a <= -STEER_PI)
+    return steer_wrap_angle_d((double)a);
   return a;
 }
 
