@@ -589,7 +589,14 @@ static void cmd_query(steerd_server *s, client *c, const proto_command *cmd, pro
 /* VIEW: what this client's delta snapshots cover; full snapshots ignore it. */
 static void cmd_view(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
   if (!c->delta) {
-    send_ack(s, c, ack); /* accepted; it takes effect only with delta snapshots */
+    /* Checked like a delta client's (one answer for both), then not kept: a
+     * later switch to delta starts with the whole world (PROTOCOL.md §6.10). */
+    steer_agent_info info;
+    if (cmd->view.kind == PROTO_VIEW_FOLLOW && steer_world_get(s->world, cmd->view.follow, &info) != STEER_OK) {
+      send_error(s, c, cmd->request_id, PROTO_ERR_NO_SUCH_AGENT, steer_strerror(STEER_ENOENT), "follow");
+      return;
+    }
+    send_ack(s, c, ack);
     return;
   }
   int rc = steerd_netcode_set_view(s->netcode, (uint32_t)(c - s->clients), &cmd->view, s->world);
