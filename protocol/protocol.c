@@ -1711,8 +1711,11 @@ static int finish(reader *r, int rc) {
 /* The body map: framing errors name "body"; field errors are relative to it. */
 static int rd_body(reader *r, const char *const *keys, int nkeys, uint32_t required, field_fn fn, void *ctx,
                    uint32_t *seen) {
-  if (need(r, 1))
+  if (need(r, 1)) { /* cut right after the request_id: the body is what was being read */
+    if (r->err->field[0] == '\0')
+      memcpy(r->err->field, "body", sizeof "body");
     return -1;
+  }
   uint8_t b = r->p[r->pos];
   if (!((b & 0xf0) == 0x80 || b == 0xde || b == 0xdf)) {
     return fail_at(r, "body", PROTO_ERR_BAD_MESSAGE, "body is not a map");
