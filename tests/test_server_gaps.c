@@ -435,6 +435,55 @@ START_TEST(errors_of_a_decoded_command_come_in_order) {
 }
 END_TEST
 
+
+/* Only the decoder's errors count toward --garbage-limit: range checks and
+ * other refusals of commands that decoded never do. */
+START_TEST(only_malformed_packets_count_as_garbage) {
+  steerd_proc s;
+  const char *const strict[] = {"--garbage-limit", "3", NULL};
+  server_start(&s, strict);
+  raw r;
+  raw_connect(&r, s.port);
+  raw_hello(&r, PROTO_SNAPSHOTS_FULL);
+  proto_command far = command(PROTO_MSG_SPAWN);
+  far.spawn.model = STEER_MODEL_DYNAMIC;
+  far.spawn.position = v2(100000, 0); /* outside the world: BAD_FIELD from the range check */
+  proto_command gone = command(PROTO_MSG_STOP);
+  gone.stop.agent = 12345; /* NO_SUCH_AGENT */
+  for (int i = 0; i < 10; i++) {
+    ck_assert_int_eq(raw_error(&r, &far, "x"), PROTO_ERR_BAD_FIELD);
+    ck_assert_int_eq(raw_error(&r, &gone, "agent"), PROTO_ERR_NO_SUCH_AGENT);
+  }
+  proto_command ping = command(PROTO_MSG_PING);
+  ping.ping.client_time_us = 1;
+  ck_assert_uint_eq(raw_command(&r, &ping).type, PROTO_MSG_ACK);
+  /* The decoder's BAD_FIELD (a float agent id) counts: the 4th is over the limit of 3. */
+  static const uint8_t bad[] = {0x93, 0x07, 0x09, 0x81, 0xa5, 'a', 'g', 'e', 'n', 't', 0xcb, 0x40, 0x14, 0, 0, 0, 0, 0, 0};
+  for (int i = 0; i < 4; i++)
+    enet_peer_send(r.peer, PROTO_CHANNEL_RELIABLE, enet_packet_create(bad, sizeof bad, ENET_PACKET_FLAG_RELIABLE));
+  ENetEvent ev;
+  uint32_t reason = 0xffffffffu, field_errors = 0;
+  uint64_t end = steerd_proc_now_ms() + 3000;
+  while (reason == 0xffffffffu && steerd_proc_now_ms() < end) {
+    if (enet_host_service(r.host, &ev, 10) <= 0)
+      continue;
+    if (ev.type == ENET_EVENT_TYPE_DISCONNECT)
+      reason = ev.data;
+    else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+      proto_server_msg m;
+      if (proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0 &&
+          m.type == PROTO_MSG_ERROR && m.error.code == PROTO_ERR_BAD_FIELD && m.error.request_id == 9)
+        field_errors++;
+      enet_packet_destroy(ev.packet);
+    }
+  }
+  ck_assert_uint_eq(field_errors, 4);
+  ck_assert_uint_eq(reason, PROTO_DISCONNECT_ABUSE);
+  enet_host_destroy(r.host);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
 static Suite *gaps_suite(void) {
   Suite *s = suite_create("server_gaps");
   TCase *tc = tcase_create("gaps");
@@ -444,6 +493,7 @@ static Suite *gaps_suite(void) {
   tcase_add_test(tc, spawned_follows_the_view_circle);
   tcase_add_test(tc, delta_ids_restart_in_every_part);
   tcase_add_test(tc, errors_of_a_decoded_command_come_in_order);
+  tcase_add_test(tc, only_malformed_packets_count_as_garbage);
   suite_add_tcase(s, tc);
   return s;
 }
