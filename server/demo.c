@@ -11,7 +11,11 @@
 #define LEASH_IN       25.0f /* m from the centre: it wanders again */
 
 static vec2 random_point(steerd_demo *d) {
-  return v2(steer_rng_range(&d->rng, d->min.x, d->max.x), steer_rng_range(&d->rng, d->min.y, d->max.y));
+  /* y drawn first: what gcc did with the two draws as arguments of one call,
+   * whose order C leaves unspecified (clang drew x first: another demo world). */
+  float y = steer_rng_range(&d->rng, d->min.y, d->max.y);
+  float x = steer_rng_range(&d->rng, d->min.x, d->max.x);
+  return v2(x, y);
 }
 
 static void group_begin(steerd_demo *d, const char *name) {

@@ -35,7 +35,11 @@ static inline float steer_rng_float(steer_rng *r) {
 }
 
 /* randomBinomial (seed 003): random() - random(), in (-1, 1), most often near 0. */
-static inline float steer_rng_binomial(steer_rng *r) { return steer_rng_float(r) - steer_rng_float(r); }
+static inline float steer_rng_binomial(steer_rng *r) {
+  float a = steer_rng_float(r); /* two statements: C leaves the order within one unspecified */
+  float b = steer_rng_float(r);
+  return a - b;
+}
 
 /* Uniform in [lo, hi). */
 static inline float steer_rng_range(steer_rng *r, float lo, float hi) {

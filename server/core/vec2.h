@@ -6,6 +6,7 @@
 #ifndef STEER_VEC2_H
 #define STEER_VEC2_H
 
+#include <float.h>
 #include <math.h>
 
 #define STEER_PI     3.14159265358979323846f
@@ -38,8 +39,14 @@ static inline vec2 v2_norm(vec2 a) {
 /* a with its length clipped to max_len (max_len >= 0). */
 static inline vec2 v2_clip(vec2 a, float max_len) {
   float l2 = v2_len2(a);
-  if (l2 > max_len * max_len && l2 > 0.0f)
+  if (l2 > max_len * max_len && l2 > 0.0f) {
+    if (!(l2 <= FLT_MAX)) { /* the square overflowed (|a| > 1.8e19): scale down first, or a becomes 0 */
+      float m = fabsf(a.x) > fabsf(a.y) ? fabsf(a.x) : fabsf(a.y);
+      a = v2_scale(a, 1.0f / m);
+      l2 = v2_len2(a);
+    }
     return v2_scale(a, max_len / sqrtf(l2));
+  }
   return a;
 }
 

@@ -98,7 +98,7 @@ static int check_behaviour(const steer_world *w, uint8_t model, const steer_beha
   if (b->kind >= STEER_BEHAVIOUR_COUNT || b->facing >= STEER_FACING_COUNT ||
       b->combine >= STEER_COMBINE_COUNT || b->target.kind >= STEER_TARGET_KIND_COUNT)
     return STEER_EINVAL;
-  if (!valid_params(&b->params) || !isfinite(b->separation_weight) || b->separation_weight < 0.0f ||
+  if (!valid_params(&b->params) || !in_range(b->separation_weight, 0.0f, STEER_MAX_FACTOR) ||
       !valid_avoidance(b))
     return STEER_EINVAL;
   if (!(model_behaviours[model] & (1u << b->kind)))
@@ -409,7 +409,9 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
   w->wander[d] = 0.0f;
   /* Each agent gets its own generator, seeded from the world's: wander stays
    * reproducible whatever order agents are stepped in. */
-  steer_rng_seed(&w->arng[d], ((uint64_t)steer_rng_next(&w->rng) << 32) | steer_rng_next(&w->rng));
+  uint64_t seed_hi = steer_rng_next(&w->rng); /* two statements: C leaves the order within one unspecified */
+  uint64_t seed_lo = steer_rng_next(&w->rng);
+  steer_rng_seed(&w->arng[d], (seed_hi << 32) | seed_lo);
   w->limits[d] = desc->limits;
   w->radius[d] = desc->limits.radius;
   if (desc->limits.radius > w->max_radius)
@@ -920,7 +922,7 @@ static void grid_rebuild(steer_world *w) {
 }
 
 void steer_world_step(steer_world *w, float dt) {
-  if (!(dt > 0.0f) || !isfinite(dt))
+  if (!(dt > 0.0f) || !(dt <= STEER_MAX_DT))
     return;
   w->tick++;
   w->event_count = 0;

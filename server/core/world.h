@@ -175,6 +175,34 @@ typedef struct steer_event {
   uint32_t node;
 } steer_event;
 
+/* What the world accepts (steer_world_create, _spawn, _set_limits,
+ * _set_behaviour, _step); anything else is STEER_EINVAL, never a NaN or a
+ * silent zero later. Wide enough for any game, narrow enough that no squared
+ * length, prediction or division in a step leaves float range:
+ *   world bounds and spawn positions     |x|, |y| <= STEER_MAX_COORD
+ *   max_speed, max_acceleration,
+ *   max_rotation, max_angular_acceleration in [STEER_MIN_RATE, STEER_MAX_RATE]
+ *   radius                               in [0, STEER_MAX_DISTANCE]
+ *   spawn velocity and rotation          finite (clipped to the limits)
+ *   time_to_target, kinematic_time_to_target,
+ *   align_time_to_target                 in [STEER_MIN_TIME, STEER_MAX_TIME]
+ *   max_prediction                       in [0, STEER_MAX_TIME]
+ *   target_radius <= slow_radius, panic_radius, wander_offset, wander_radius,
+ *   separation_radius, turn_trigger_distance in [0, STEER_MAX_DISTANCE]
+ *   align_target_radius <= align_slow_radius in [0, pi]
+ *   wander_rate, path_recover_strength,
+ *   separation_weight                    in [0, STEER_MAX_FACTOR]
+ *   step dt                              in (0, STEER_MAX_DT]
+ * The server's own ranges (PROTOCOL.md 5.5) lie well inside these. */
+#define STEER_MAX_COORD    1e6f
+#define STEER_MIN_RATE     1e-3f
+#define STEER_MAX_RATE     1e4f
+#define STEER_MIN_TIME     1e-3f
+#define STEER_MAX_TIME     1e3f
+#define STEER_MAX_DISTANCE 1e6f
+#define STEER_MAX_FACTOR   1e4f
+#define STEER_MAX_DT       1.0f
+
 typedef struct steer_world_config {
   uint32_t max_agents;      /* capacity, <= STEER_MAX_CAPACITY (10000) */
   uint32_t max_paths;       /* path pool size (max_agents) */

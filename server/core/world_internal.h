@@ -116,10 +116,12 @@ void world_emit(steer_world *w, steer_id agent, uint8_t type, uint32_t node);
 /* ---- validation (shared with loading) ----------------------------------- */
 
 /* What steer_world_create accepts (max_paths 0 means max_agents). */
+static inline int coord_ok(float v) { return isfinite(v) && v >= -STEER_MAX_COORD && v <= STEER_MAX_COORD; }
+
 static inline int world_config_valid(const steer_world_config *cfg) {
   return cfg && cfg->max_agents > 0 && cfg->max_agents <= STEER_MAX_CAPACITY && cfg->max_path_points > 0 &&
-         cfg->max_path_points <= STEER_PATH_MAX_POINTS && isfinite(cfg->min.x) && isfinite(cfg->min.y) &&
-         isfinite(cfg->max.x) && isfinite(cfg->max.y) && cfg->max.x > cfg->min.x && cfg->max.y > cfg->min.y &&
+         cfg->max_path_points <= STEER_PATH_MAX_POINTS && coord_ok(cfg->min.x) && coord_ok(cfg->min.y) &&
+         coord_ok(cfg->max.x) && coord_ok(cfg->max.y) && cfg->max.x > cfg->min.x && cfg->max.y > cfg->min.y &&
          cfg->cell_size > 0.0f && isfinite(cfg->cell_size) && cfg->max_events <= STEER_MAX_EVENTS;
 }
 
@@ -130,22 +132,32 @@ static inline int finite_all(const float *f, size_t n) {
   return 1;
 }
 
+/* lo <= v <= hi, and not NaN (every comparison with NaN is false). */
+static inline int in_range(float v, float lo, float hi) { return v >= lo && v <= hi; }
+
+/* The ranges of world.h: finite and sane, so that no step produces a NaN. */
 static inline int valid_limits(const steer_limits *l) {
-  return isfinite(l->max_speed) && l->max_speed > 0.0f && isfinite(l->max_acceleration) &&
-         l->max_acceleration > 0.0f && isfinite(l->max_rotation) && l->max_rotation > 0.0f &&
-         isfinite(l->max_angular_acceleration) && l->max_angular_acceleration > 0.0f && isfinite(l->radius) &&
-         l->radius >= 0.0f;
+  return in_range(l->max_speed, STEER_MIN_RATE, STEER_MAX_RATE) &&
+         in_range(l->max_acceleration, STEER_MIN_RATE, STEER_MAX_RATE) &&
+         in_range(l->max_rotation, STEER_MIN_RATE, STEER_MAX_RATE) &&
+         in_range(l->max_angular_acceleration, STEER_MIN_RATE, STEER_MAX_RATE) &&
+         in_range(l->radius, 0.0f, STEER_MAX_DISTANCE);
 }
 
 static inline int valid_params(const steer_params *p) {
-  if (!finite_all((const float *)p, sizeof(*p) / sizeof(float)))
-    return 0;
-  return p->time_to_target > 0.0f && p->kinematic_time_to_target > 0.0f && p->align_time_to_target > 0.0f &&
-         p->target_radius >= 0.0f && p->slow_radius >= p->target_radius && p->align_target_radius >= 0.0f &&
-         p->align_slow_radius >= p->align_target_radius && p->max_prediction >= 0.0f &&
-         p->panic_radius >= 0.0f && p->wander_offset >= 0.0f && p->wander_radius >= 0.0f &&
-         p->wander_rate >= 0.0f && p->separation_radius >= 0.0f && p->turn_trigger_distance >= 0.0f &&
-         p->path_recover_strength >= 0.0f;
+  return in_range(p->time_to_target, STEER_MIN_TIME, STEER_MAX_TIME) &&
+         in_range(p->kinematic_time_to_target, STEER_MIN_TIME, STEER_MAX_TIME) &&
+         in_range(p->align_time_to_target, STEER_MIN_TIME, STEER_MAX_TIME) &&
+         in_range(p->target_radius, 0.0f, STEER_MAX_DISTANCE) &&
+         in_range(p->slow_radius, p->target_radius, STEER_MAX_DISTANCE) &&
+         in_range(p->align_target_radius, 0.0f, STEER_PI) &&
+         in_range(p->align_slow_radius, p->align_target_radius, STEER_PI) &&
+         in_range(p->max_prediction, 0.0f, STEER_MAX_TIME) && in_range(p->panic_radius, 0.0f, STEER_MAX_DISTANCE) &&
+         in_range(p->wander_offset, 0.0f, STEER_MAX_DISTANCE) &&
+         in_range(p->wander_radius, 0.0f, STEER_MAX_DISTANCE) && in_range(p->wander_rate, 0.0f, STEER_MAX_FACTOR) &&
+         in_range(p->separation_radius, 0.0f, STEER_MAX_DISTANCE) &&
+         in_range(p->turn_trigger_distance, 0.0f, STEER_MAX_DISTANCE) &&
+         in_range(p->path_recover_strength, 0.0f, STEER_MAX_FACTOR);
 }
 
 /* The avoidance, wall and stuck fields of a behaviour. */
