@@ -1,7 +1,10 @@
-/* checkpoint.c: atomic replace (temp file, fsync, rename, fsync directory) and
- * whole-file read. */
+/* checkpoint.c: atomic replace (temp file, fsync, rename, fsync directory),
+ * whole-file read, start-up checks of the path, and the checkpointer that
+ * writes on a libuv worker thread. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -11,6 +14,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "log.h"
 
 const char *steerd_checkpoint_strerror(int code) {
   switch (code) {
@@ -24,6 +29,8 @@ const char *steerd_checkpoint_strerror(int code) {
     return "i/o error";
   case STEERD_CHECKPOINT_ENOMEM:
     return "out of memory";
+  case STEERD_CHECKPOINT_EBUSY:
+    return "a checkpoint is being written";
   default:
     return "unknown error";
   }
@@ -53,6 +60,18 @@ static int write_all(int fd, const uint8_t *data, size_t len) {
     len -= (size_t)n;
   }
   return 0;
+}
+
+static const char *file_kind(mode_t m) {
+  if (S_ISDIR(m))
+    return "a directory";
+  if (S_ISFIFO(m))
+    return "a FIFO";
+  if (S_ISSOCK(m))
+    return "a socket";
+  if (S_ISCHR(m) || S_ISBLK(m))
+    return "a device";
+  return "not a regular file";
 }
 
 /* The directory part of path ("." when there is none; "/" for "/name"). */
@@ -145,7 +164,8 @@ int steerd_checkpoint_read(const char *path, uint8_t **data, size_t *len, char *
     set_err(err, errcap, "checkpoint read: invalid arguments");
     return STEERD_CHECKPOINT_EINVAL;
   }
-  int fd = open(path, O_RDONLY);
+  /* O_NONBLOCK: a FIFO at the path must not hang the start (it is refused below). */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int e = errno;
     set_err(err, errcap, "open %s: %s", path, strerror(e));
@@ -158,7 +178,8 @@ int steerd_checkpoint_read(const char *path, uint8_t **data, size_t *len, char *
     return STEERD_CHECKPOINT_EIO;
   }
   if (!S_ISREG(st.st_mode) || st.st_size < 0 || (uintmax_t)st.st_size > (uintmax_t)(SIZE_MAX - 1)) {
-    set_err(err, errcap, "read %s: not a regular file of a readable size", path);
+    set_err(err, errcap, "read %s: %s", path,
+            S_ISREG(st.st_mode) ? "too large to read" : "not a regular file");
     close(fd);
     return STEERD_CHECKPOINT_EIO;
   }
@@ -210,4 +231,303 @@ void steerd_checkpoint_stats_ok(steerd_checkpoint_stats *st, uint64_t tick, size
 void steerd_checkpoint_stats_failed(steerd_checkpoint_stats *st) {
   st->failed++;
   st->failing = 1;
+}
+
+/* ---- start-up checks ------------------------------------------------------ */
+
+static const char tmp_suffix[] = ".tmp.XXXXXX";
+
+/* Removes <base>.tmp.XXXXXX entries of dir (what mkstemp makes for base). */
+static unsigned remove_stale(const char *dir, const char *base) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  size_t blen = strlen(base), slen = sizeof(tmp_suffix) - 1;
+  unsigned removed = 0;
+  int dfd = dirfd(d);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    const char *n = e->d_name;
+    if (strlen(n) != blen + slen || memcmp(n, base, blen) != 0 || memcmp(n + blen, tmp_suffix, 5) != 0)
+      continue;
+    struct stat st;
+    if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && unlinkat(dfd, n, 0) == 0)
+      removed++;
+  }
+  closedir(d);
+  return removed;
+}
+
+int steerd_checkpoint_prepare(const char *path, char *resolved, size_t cap, unsigned *stale_removed,
+                              char *err, size_t errcap) {
+  set_err(err, errcap, "ok");
+  if (stale_removed)
+    *stale_removed = 0;
+  if (!path || !*path || !resolved || cap == 0) {
+    set_err(err, errcap, "state file: invalid arguments");
+    return STEERD_CHECKPOINT_EINVAL;
+  }
+  if (strlen(path) >= cap) {
+    set_err(err, errcap, "state file %s: path too long", path);
+    return STEERD_CHECKPOINT_EINVAL;
+  }
+  snprintf(resolved, cap, "%s", path);
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    char target[4096];
+    ssize_t n = readlink(path, target, sizeof(target) - 1);
+    target[n > 0 ? n : 0] = '\0';
+    char *real = realpath(path, NULL);
+    if (!real) {
+      set_err(err, errcap, "state file %s is a symbolic link to %s, which %s", path, target,
+              errno == ENOENT ? "does not exist" : strerror(errno));
+      return STEERD_CHECKPOINT_EIO;
+    }
+    int fits = strlen(real) < cap;
+    if (fits)
+      snprintf(resolved, cap, "%s", real);
+    free(real);
+    if (!fits) {
+      set_err(err, errcap, "state file %s: the link's target path is too long", path);
+      return STEERD_CHECKPOINT_EIO;
+    }
+  }
+  if (stat(resolved, &st) == 0) {
+    if (!S_ISREG(st.st_mode)) {
+      set_err(err, errcap, "state file %s is %s, not a regular file", resolved, file_kind(st.st_mode));
+      return STEERD_CHECKPOINT_EIO;
+    }
+  } else if (errno != ENOENT) {
+    set_err(err, errcap, "state file %s: %s", resolved, strerror(errno));
+    return STEERD_CHECKPOINT_EIO;
+  }
+  char *dir = dir_of(resolved);
+  if (!dir) {
+    set_err(err, errcap, "state file %s: out of memory", resolved);
+    return STEERD_CHECKPOINT_ENOMEM;
+  }
+  int rc = STEERD_CHECKPOINT_EIO;
+  if (stat(dir, &st) != 0) {
+    set_err(err, errcap, "the directory of the state file, %s: %s", dir, strerror(errno));
+    goto out;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    set_err(err, errcap, "the directory of the state file, %s, is not a directory", dir);
+    goto out;
+  }
+  const char *slash = strrchr(resolved, '/');
+  unsigned removed = remove_stale(dir, slash ? slash + 1 : resolved);
+  if (stale_removed)
+    *stale_removed = removed;
+  /* The first checkpoint must be able to create its temporary file. */
+  size_t plen = strlen(resolved);
+  char *probe = malloc(plen + sizeof(tmp_suffix));
+  if (!probe) {
+    set_err(err, errcap, "state file %s: out of memory", resolved);
+    rc = STEERD_CHECKPOINT_ENOMEM;
+    goto out;
+  }
+  memcpy(probe, resolved, plen);
+  memcpy(probe + plen, tmp_suffix, sizeof(tmp_suffix));
+  int fd = mkstemp(probe);
+  if (fd < 0) {
+    set_err(err, errcap, "cannot create files in %s (for checkpoints of %s): %s", dir, resolved,
+            strerror(errno));
+  } else {
+    close(fd);
+    unlink(probe);
+    rc = STEERD_CHECKPOINT_OK;
+  }
+  free(probe);
+out:
+  free(dir);
+  return rc;
+}
+
+/* ---- the checkpointer ------------------------------------------------------ */
+
+struct steerd_checkpointer {
+  uv_loop_t *loop;
+  char *path;
+  uint8_t *buf;
+  size_t cap;
+  steerd_checkpoint_stats stats;
+
+  /* The job in flight. The loop sets it up before queueing and reads the
+   * result only after the worker has cleared running under the lock. */
+  uv_work_t work;
+  uv_mutex_t lock;
+  uv_cond_t done;
+  int queued;  /* loop: queued, its after-callback not yet run */
+  int running; /* under lock: the worker has not finished */
+  int pending; /* loop: a finished job not yet logged and counted */
+  size_t len;
+  steerd_checkpoint_seal_fn seal;
+  const char *why;
+  char detail[192];
+  uint64_t tick, loop_ns, write_ns;
+  int rc;
+  char err[320];
+};
+
+steerd_checkpointer *steerd_checkpointer_create(uv_loop_t *loop, const char *path) {
+  steerd_checkpointer *c = calloc(1, sizeof(*c));
+  if (!c)
+    return NULL;
+  c->path = strdup(path);
+  if (!c->path || uv_mutex_init(&c->lock) != 0) {
+    free(c->path);
+    free(c);
+    return NULL;
+  }
+  if (uv_cond_init(&c->done) != 0) {
+    uv_mutex_destroy(&c->lock);
+    free(c->path);
+    free(c);
+    return NULL;
+  }
+  c->loop = loop;
+  c->stats.enabled = 1;
+  c->work.data = c;
+  return c;
+}
+
+/* queued: the work request is still libuv's; pending: the buffer is the worker's. */
+int steerd_checkpointer_busy(const steerd_checkpointer *c) { return c->queued || c->pending; }
+
+uint8_t *steerd_checkpointer_buffer(steerd_checkpointer *c, size_t len) {
+  if (c->pending) /* a write in flight (pending clears only after the worker is done) */
+    return NULL;
+  if (len > c->cap) {
+    uint8_t *p = realloc(c->buf, len);
+    if (!p)
+      return NULL;
+    c->buf = p;
+    c->cap = len;
+  }
+  return c->buf;
+}
+
+/* The write itself: on the worker, or on the loop for write_now. */
+static void run_job(steerd_checkpointer *c) {
+  uint64_t t0 = uv_hrtime();
+  if (c->seal)
+    c->seal(c->buf, c->len);
+  c->rc = steerd_checkpoint_write(c->path, c->buf, c->len, c->err, sizeof(c->err));
+  c->write_ns = uv_hrtime() - t0;
+}
+
+/* Logs and counts a finished job (loop thread). */
+static void finish_job(steerd_checkpointer *c) {
+  if (!c->pending)
+    return;
+  c->pending = 0;
+  c->stats.in_flight = 0;
+  c->stats.last_loop_us = (uint32_t)(c->loop_ns / 1000u);
+  c->stats.last_write_us = (uint32_t)(c->write_ns / 1000u);
+  if (c->rc != STEERD_CHECKPOINT_OK) {
+    steerd_checkpoint_stats_failed(&c->stats);
+    LOG_ERROR("checkpoint (%s) failed: %s; the previous state file is kept (%llu failed so far)", c->why,
+              c->err, (unsigned long long)c->stats.failed);
+    return;
+  }
+  steerd_checkpoint_stats_ok(&c->stats, c->tick, c->len);
+  LOG_INFO("checkpoint (%s) %s, %zu bytes: %.1f ms on the loop, %.1f ms writing", c->why, c->detail, c->len,
+           (double)c->loop_ns / 1e6, (double)c->write_ns / 1e6);
+}
+
+static void on_work(uv_work_t *w) {
+  steerd_checkpointer *c = w->data;
+  run_job(c);
+  uv_mutex_lock(&c->lock);
+  c->running = 0;
+  uv_cond_signal(&c->done);
+  uv_mutex_unlock(&c->lock);
+}
+
+static void on_work_done(uv_work_t *w, int status) {
+  steerd_checkpointer *c = w->data;
+  (void)status; /* never cancelled */
+  c->queued = 0;
+  finish_job(c);
+}
+
+void steerd_checkpointer_wait(steerd_checkpointer *c) {
+  if (!c)
+    return;
+  uv_mutex_lock(&c->lock);
+  while (c->running)
+    uv_cond_wait(&c->done, &c->lock);
+  uv_mutex_unlock(&c->lock);
+  finish_job(c);
+}
+
+static void set_job(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal, const char *why,
+                    const char *detail, uint64_t tick, uint64_t loop_ns) {
+  c->len = len;
+  c->seal = seal;
+  c->why = why;
+  snprintf(c->detail, sizeof(c->detail), "%s", detail ? detail : "");
+  c->tick = tick;
+  c->loop_ns = loop_ns;
+  c->rc = STEERD_CHECKPOINT_EIO;
+  snprintf(c->err, sizeof(c->err), "not written");
+  c->pending = 1;
+  c->stats.in_flight = 1;
+}
+
+int steerd_checkpointer_submit(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal,
+                               const char *why, const char *detail, uint64_t tick, uint64_t loop_ns) {
+  if (steerd_checkpointer_busy(c))
+    return STEERD_CHECKPOINT_EBUSY;
+  if (len > c->cap)
+    return STEERD_CHECKPOINT_EINVAL;
+  set_job(c, len, seal, why, detail, tick, loop_ns);
+  c->running = 1; /* no worker runs now: no lock needed */
+  c->queued = 1;
+  int rc = uv_queue_work(c->loop, &c->work, on_work, on_work_done);
+  if (rc != 0) {
+    c->queued = c->running = 0;
+    snprintf(c->err, sizeof(c->err), "cannot queue the write: %s", uv_strerror(rc));
+    finish_job(c);
+    return STEERD_CHECKPOINT_EIO;
+  }
+  return STEERD_CHECKPOINT_OK;
+}
+
+int steerd_checkpointer_write_now(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal,
+                                  const char *why, const char *detail, uint64_t tick, uint64_t loop_ns) {
+  steerd_checkpointer_wait(c);
+  if (c->pending || len > c->cap)
+    return STEERD_CHECKPOINT_EINVAL;
+  set_job(c, len, seal, why, detail, tick, loop_ns);
+  run_job(c);
+  int rc = c->rc;
+  finish_job(c);
+  return rc;
+}
+
+void steerd_checkpointer_failed(steerd_checkpointer *c, const char *why, const char *reason) {
+  steerd_checkpoint_stats_failed(&c->stats);
+  LOG_ERROR("checkpoint (%s) failed: %s; the previous state file is kept (%llu failed so far)", why, reason,
+            (unsigned long long)c->stats.failed);
+}
+
+void steerd_checkpointer_stats(const steerd_checkpointer *c, steerd_checkpoint_stats *out) {
+  *out = c->stats;
+}
+
+void steerd_checkpointer_destroy(steerd_checkpointer *c) {
+  if (!c)
+    return;
+  steerd_checkpointer_wait(c);
+  /* The after-callback must run before the memory goes (normally it has:
+   * the loop ends only when no work is queued). */
+  while (c->queued)
+    uv_run(c->loop, UV_RUN_ONCE);
+  uv_cond_destroy(&c->done);
+  uv_mutex_destroy(&c->lock);
+  free(c->buf);
+  free(c->path);
+  free(c);
 }

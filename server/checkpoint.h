@@ -4,20 +4,24 @@
  * in full and fsynced, renamed over the target, and then the directory is
  * fsynced: after a crash the target holds either the old bytes or the new ones,
  * never a mix, and no temporary file is left behind by a failed write. The
- * bytes are opaque here (steer_world_save makes them). Prints nothing: errors
- * are return codes plus a message in the caller's buffer. */
+ * bytes are opaque here (steer_world_save makes them). The file functions
+ * print nothing: errors are return codes plus a message in the caller's
+ * buffer. The checkpointer (below) writes on a libuv worker thread and logs
+ * each result. */
 #ifndef STEERD_CHECKPOINT_H
 #define STEERD_CHECKPOINT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <uv.h>
 
 typedef enum steerd_checkpoint_error {
   STEERD_CHECKPOINT_OK = 0,
   STEERD_CHECKPOINT_EINVAL = -1, /* NULL or empty arguments */
   STEERD_CHECKPOINT_ENOENT = -2, /* read: the file does not exist */
   STEERD_CHECKPOINT_EIO = -3,    /* a system call failed, or not a regular file (see err) */
-  STEERD_CHECKPOINT_ENOMEM = -4  /* no memory (read: for the contents) */
+  STEERD_CHECKPOINT_ENOMEM = -4, /* no memory (read: for the contents) */
+  STEERD_CHECKPOINT_EBUSY = -5   /* a checkpoint is being written */
 } steerd_checkpoint_error;
 
 const char *steerd_checkpoint_strerror(int code);
@@ -26,6 +30,17 @@ const char *steerd_checkpoint_strerror(int code);
  * failure the old file, if any, is untouched. err (errcap bytes, may be NULL)
  * gets a one-line reason naming the call and the file. */
 int steerd_checkpoint_write(const char *path, const uint8_t *data, size_t len, char *err, size_t errcap);
+
+/* Start-up checks of a state file path, so that a path that could never be
+ * checkpointed stops the server at start instead of failing in silence later:
+ * the path is a regular file or nothing; a symbolic link is followed (resolved
+ * gets the target's path, which then is what is read and replaced) unless it
+ * dangles; the directory exists and a file can be created in it. Temporary
+ * files of interrupted writes (<path>.tmp.XXXXXX) are removed; *stale_removed
+ * (may be NULL) counts them. resolved (cap bytes) gets the path to use.
+ * Returns 0 or STEERD_CHECKPOINT_EIO / EINVAL with a reason in err. */
+int steerd_checkpoint_prepare(const char *path, char *resolved, size_t cap, unsigned *stale_removed,
+                              char *err, size_t errcap);
 
 /* Reads the whole of path into a malloc'd buffer (*data, *len; the caller
  * frees it; an empty file gives a non-NULL buffer and len 0). A missing file
@@ -47,6 +62,48 @@ typedef struct steerd_checkpoint_stats {
   uint32_t last_loop_us;    /* loop-thread time of the last checkpoint (us) */
   uint32_t last_write_us;   /* write, fsync and rename of the last checkpoint (us) */
 } steerd_checkpoint_stats;
+
+/* A state file's writer: one checkpoint at a time, written (the optional
+ * seal, then steerd_checkpoint_write) on a libuv worker thread so that the
+ * loop only pays for making the image. Results are logged and counted on the
+ * loop thread. */
+typedef struct steerd_checkpointer steerd_checkpointer;
+
+/* Runs on the worker before the write, e.g. to checksum the image. */
+typedef void (*steerd_checkpoint_seal_fn)(uint8_t *image, size_t len);
+
+/* path: what steerd_checkpoint_prepare resolved. NULL if out of memory. */
+steerd_checkpointer *steerd_checkpointer_create(uv_loop_t *loop, const char *path);
+
+/* Waits for a write in flight (and its result). Accepts NULL. */
+void steerd_checkpointer_destroy(steerd_checkpointer *c);
+
+/* 1 while a write is in flight (its buffer is then not to be touched). */
+int steerd_checkpointer_busy(const steerd_checkpointer *c);
+
+/* Blocks until a write in flight is done, then logs and counts it. */
+void steerd_checkpointer_wait(steerd_checkpointer *c);
+
+/* The buffer for the next image, at least len bytes (grown as needed); NULL
+ * while a write is in flight or when out of memory. */
+uint8_t *steerd_checkpointer_buffer(steerd_checkpointer *c, size_t len);
+
+/* Writes the first len bytes of the buffer on a worker thread. why names the
+ * trigger ("interval", "shutdown", "SIGHUP"; a string that lives on), detail
+ * ends the log line ("at tick T: N agents, ..."), tick is the image's tick and
+ * loop_ns the time spent making it. 0, or STEERD_CHECKPOINT_EBUSY. */
+int steerd_checkpointer_submit(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal,
+                               const char *why, const char *detail, uint64_t tick, uint64_t loop_ns);
+
+/* The same on the calling thread, after any write in flight: the result. */
+int steerd_checkpointer_write_now(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal,
+                                  const char *why, const char *detail, uint64_t tick, uint64_t loop_ns);
+
+/* Logs and counts a checkpoint whose image could not be made. */
+void steerd_checkpointer_failed(steerd_checkpointer *c, const char *why, const char *reason);
+
+/* The counters so far (enabled is set). */
+void steerd_checkpointer_stats(const steerd_checkpointer *c, steerd_checkpoint_stats *out);
 
 /* Counts a checkpoint that was renamed into place (clears failing). */
 void steerd_checkpoint_stats_ok(steerd_checkpoint_stats *st, uint64_t tick, size_t bytes);

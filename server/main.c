@@ -16,10 +16,19 @@
 #include "server.h"
 
 typedef struct signals {
-  uv_signal_t sigint, sigterm;
+  uv_signal_t sigint, sigterm, sighup;
   steerd_server *server;
   steerd_http *http;
 } signals;
+
+/* SIGHUP: a checkpoint now, and the server goes on (a closed terminal or an
+ * operator's `kill -HUP` must not cost the world). */
+static void on_sighup(uv_signal_t *h, int signum) {
+  signals *sig = h->data;
+  (void)signum;
+  LOG_INFO("received SIGHUP: checkpoint now, the server keeps running");
+  steerd_server_checkpoint(sig->server, "SIGHUP");
+}
 
 /* The drain: /readyz fails at once, HELLOs are refused, clients hear SHUTDOWN,
  * the final checkpoint is written, and the loop ends when the clients are gone
@@ -32,6 +41,7 @@ static void on_signal(uv_signal_t *h, int signum) {
   /* The signal handles must close too, or the loop would never end. */
   uv_close((uv_handle_t *)&sig->sigint, NULL);
   uv_close((uv_handle_t *)&sig->sigterm, NULL);
+  uv_close((uv_handle_t *)&sig->sighup, NULL);
 }
 
 #define TOKEN_DEFAULT_TTL 3600u
@@ -169,6 +179,9 @@ int main(int argc, char **argv) {
   steerd_log_set_level((steerd_log_level)cfg.log_level);
   steerd_log_set_format((steerd_log_format)cfg.log_format);
   signal(SIGPIPE, SIG_IGN);
+  /* Past a file size limit (ulimit -f) a write fails with EFBIG, which the
+   * checkpoint reports, instead of SIGXFSZ killing the server. */
+  signal(SIGXFSZ, SIG_IGN);
 
   uv_loop_t *loop = uv_default_loop();
   steerd_server *server = steerd_server_create(loop, &cfg);
@@ -200,11 +213,28 @@ int main(int argc, char **argv) {
   sig.sigint.data = sig.sigterm.data = &sig;
   uv_signal_start(&sig.sigint, on_signal, SIGINT);
   uv_signal_start(&sig.sigterm, on_signal, SIGTERM);
+  uv_signal_init(loop, &sig.sighup);
+  sig.sighup.data = &sig;
+  uv_signal_start(&sig.sighup, on_sighup, SIGHUP);
 
   uv_run(loop, UV_RUN_DEFAULT);
-  LOG_INFO("stopped");
+  /* The shutdown checkpoint was the last one: if it failed, whatever changed
+   * since the last good one is lost, and the exit status says so. */
+  steerd_checkpoint_stats ckpt;
+  steerd_server_checkpoint_stats(server, &ckpt);
+  int status = 0;
+  if (ckpt.enabled && ckpt.failing) {
+    if (ckpt.written)
+      LOG_ERROR("stopped, but the last checkpoint failed: the state file holds tick %llu (exit status 1)",
+                (unsigned long long)ckpt.last_ok_tick);
+    else
+      LOG_ERROR("stopped, but the last checkpoint failed and none succeeded since the start (exit status 1)");
+    status = 1;
+  } else {
+    LOG_INFO("stopped");
+  }
   steerd_http_destroy(http);
   steerd_server_destroy(server);
   uv_loop_close(loop);
-  return 0;
+  return status;
 }

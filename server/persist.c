@@ -5,7 +5,11 @@
 
 #include "world.h"
 
-#define HEADER_BYTES 24u
+#define HEADER_BYTES  24u
+#define TRAILER_BYTES 8u
+#define VERSION_1     1u
+
+_Static_assert(HEADER_BYTES == STEERD_PERSIST_WORLD_AT, "the world follows the header");
 
 typedef struct wr {
   uint8_t *p, *end;
@@ -70,6 +74,26 @@ static uint64_t fnv1a(const uint8_t *p, size_t n) {
   return h;
 }
 
+static uint64_t le64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* FNV-1a taking 8 bytes a step: each step is a bijection of the running value
+ * and of the word, so a change confined to one word always shows. 8 times
+ * fewer multiplications than bytewise FNV-1a (18 MB in a few ms). */
+static uint64_t file_checksum(const uint8_t *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)n;
+  size_t i = 0;
+  for (; n - i >= 8; i += 8)
+    h = (h ^ le64(p + i)) * 0x100000001b3ull;
+  for (; i < n; i++)
+    h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
 static size_t name_len(const steerd_persist_owner *o) {
   size_t n = strnlen(o->name, STEERD_PERSIST_NAME_BYTES);
   return n;
@@ -86,18 +110,27 @@ static size_t server_bytes(const steerd_persist_server *st) {
 }
 
 size_t steerd_persist_size(size_t world_len, const steerd_persist_server *st) {
-  return HEADER_BYTES + world_len + server_bytes(st) + 8;
+  return HEADER_BYTES + world_len + server_bytes(st) + 8 + TRAILER_BYTES;
+}
+
+void steerd_persist_seal(uint8_t *buf, size_t len) {
+  uint64_t h = file_checksum(buf, len - TRAILER_BYTES);
+  for (int i = 0; i < 8; i++)
+    buf[len - TRAILER_BYTES + (size_t)i] = (uint8_t)(h >> (8 * i));
 }
 
 size_t steerd_persist_encode(uint8_t *buf, size_t cap, const uint8_t *world, size_t world_len,
-                             const steerd_persist_server *st) {
+                             const steerd_persist_server *st, int seal) {
   wr w = {buf, buf + cap, 1};
   size_t sb = server_bytes(st);
   put(&w, "SDCK", 4);
   put_u32(&w, STEERD_PERSIST_VERSION);
   put_u64(&w, world_len);
   put_u64(&w, sb);
-  put(&w, world, world_len);
+  if (world == w.p && (size_t)(w.end - w.p) >= world_len) /* already in place */
+    w.p += world_len;
+  else
+    put(&w, world, world_len);
   uint8_t *server_start = w.p;
   put_u32(&w, st->next_client_id);
   put_u32(&w, st->owner_count);
@@ -126,19 +159,33 @@ size_t steerd_persist_encode(uint8_t *buf, size_t cap, const uint8_t *world, siz
   if (!w.ok || (size_t)(w.p - server_start) != sb)
     return 0;
   put_u64(&w, fnv1a(server_start, sb));
-  return w.ok ? (size_t)(w.p - buf) : 0;
+  put_u64(&w, 0); /* the file checksum */
+  if (!w.ok)
+    return 0;
+  size_t len = (size_t)(w.p - buf);
+  if (seal)
+    steerd_persist_seal(buf, len);
+  return len;
 }
 
 int steerd_persist_decode(const uint8_t *buf, size_t len, const uint8_t **world, size_t *world_len,
                           steerd_persist_server *st) {
-  rd r = {buf, buf + len, 1};
-  const uint8_t *magic = take(&r, 4);
-  if (!magic || memcmp(magic, "SDCK", 4) != 0)
+  if (!buf || len < HEADER_BYTES || memcmp(buf, "SDCK", 4) != 0)
     return STEER_ECORRUPT;
-  if (get_u32(&r) != STEERD_PERSIST_VERSION)
-    return r.ok ? STEER_EVERSION : STEER_ECORRUPT;
+  /* The checksum first: only an intact file's version word is believed. */
+  size_t trailer = TRAILER_BYTES;
+  if (len < HEADER_BYTES + 8 + TRAILER_BYTES ||
+      file_checksum(buf, len - TRAILER_BYTES) != le64(buf + len - TRAILER_BYTES)) {
+    if ((uint32_t)le64(buf + 4) != VERSION_1) /* the u32 version word */
+      return STEER_ECORRUPT;
+    trailer = 0; /* version 1 had no file checksum; its parts have their own */
+  }
+  rd r = {buf + 4, buf + len - trailer, 1};
+  uint32_t version = get_u32(&r);
+  if (trailer && version != STEERD_PERSIST_VERSION)
+    return STEER_EVERSION;
   uint64_t wl = get_u64(&r), sl = get_u64(&r);
-  if (!r.ok || wl > len || sl > len || HEADER_BYTES + wl + sl + 8 != len)
+  if (!r.ok || wl > len || sl > len || HEADER_BYTES + wl + sl + 8 + trailer != len)
     return STEER_ECORRUPT;
   *world = take(&r, (size_t)wl);
   *world_len = (size_t)wl;

@@ -2,10 +2,18 @@
  * agents (so a client that comes back after a restart owns them again) and the
  * demo's own state (so the demo goes on as if nothing happened).
  *
- * File layout (all little-endian):
- *   "SDCK", u32 version (1), u64 world bytes W, u64 server bytes S,
+ * File layout, version 2 (all little-endian):
+ *   "SDCK", u32 version (2), u64 world bytes W, u64 server bytes S,
  *   W bytes of steer_world_save() (checksummed by the core),
- *   S bytes of server state, u64 FNV-1a of the S bytes.
+ *   S bytes of server state, u64 FNV-1a of the S bytes,
+ *   u64 file checksum: FNV-1a over the 8-byte words (then the tail bytes) of
+ *   everything before it, the length mixed in.
+ * The file checksum is checked before any field is trusted, the version
+ * included: a damaged file is STEER_ECORRUPT, and only an intact file of
+ * another version is STEER_EVERSION (later versions keep the magic, the
+ * version word and the trailing checksum). Version 1 is version 2 without the
+ * file checksum; it is still read (then the version word is only trusted as
+ * 1, any other value with a bad file checksum is corruption).
  * Server state: u32 next_client_id, u32 owners, per owner {u32 id, u8 named,
  * u8 name length, name bytes, u32 agents}, u8 demo on, and if on {u64 rng,
  * u32 tagger, runner, swaps, cooldown, retargets, u32 wanderers, 8 x u32}.
@@ -18,7 +26,8 @@
 
 #include "demo.h"
 
-#define STEERD_PERSIST_VERSION    1u
+#define STEERD_PERSIST_VERSION    2u
+#define STEERD_PERSIST_WORLD_AT   24u /* offset of the world bytes in the file */
 #define STEERD_PERSIST_NAME_BYTES 64
 
 typedef struct steerd_persist_owner {
@@ -41,9 +50,15 @@ typedef struct steerd_persist_server {
 /* Bytes steerd_persist_encode will write. */
 size_t steerd_persist_size(size_t world_len, const steerd_persist_server *st);
 
-/* Writes the file image into buf (cap bytes); returns the length or 0 if short. */
+/* Writes the file image into buf (cap bytes); returns the length or 0 if short.
+ * world may already sit at buf + STEERD_PERSIST_WORLD_AT (steer_world_save
+ * straight into the file buffer): it is then not copied. With seal 0 the file
+ * checksum is left for steerd_persist_seal (it can run on another thread). */
 size_t steerd_persist_encode(uint8_t *buf, size_t cap, const uint8_t *world, size_t world_len,
-                             const steerd_persist_server *st);
+                             const steerd_persist_server *st, int seal);
+
+/* Writes the file checksum into the last 8 bytes of an image of len bytes. */
+void steerd_persist_seal(uint8_t *buf, size_t len);
 
 /* Splits a file image: *world points into buf. Returns 0, or STEER_ECORRUPT /
  * STEER_EVERSION (the world bytes are checked by steer_world_load, not here). */

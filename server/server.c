@@ -84,12 +84,12 @@ struct steerd_server {
   uint32_t orphans_pending; /* records waiting for their grace to end */
   steer_id *scratch_ids;    /* max_agents: agents to despawn */
 
-  uint64_t next_checkpoint_ns;     /* 0: checkpoints off (no --state) */
-  uint8_t *ckpt_world, *ckpt_file; /* checkpoint buffers, grown as the world grows */
-  size_t ckpt_world_cap, ckpt_file_cap;
-  size_t restored_len;               /* bytes of the restored image in ckpt_file */
+  uint64_t next_checkpoint_ns; /* 0: checkpoints off (no --state) */
+  const char *ckpt_requested;  /* a checkpoint asked for (SIGHUP), made when none is in flight */
+  steerd_checkpointer *ckpt;   /* writes the state file on a worker thread; NULL without --state */
+  uint8_t *restored;           /* the state file's image, until the owners are restored */
+  size_t restored_len;
   steerd_persist_owner *ckpt_owners; /* owner_cap */
-  steerd_checkpoint_stats ckpt_stats;
 
   proto_command cmd;                    /* decode scratch (large: holds path points) */
   uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
@@ -885,22 +885,20 @@ static void drop_late_hellos(steerd_server *s, uint64_t now) {
 
 /* ---- checkpoints ------------------------------------------------------------ */
 
-static int grow(uint8_t **buf, size_t *cap, size_t need) {
-  if (need <= *cap)
+/* The world and who owns what, written atomically to the state file. The loop
+ * makes the image (the world saved straight into the checkpointer's buffer,
+ * then the owners); the checksum, write, fsync and rename run on a worker
+ * thread (now: on this thread, after any write in flight, e.g. at shutdown). A
+ * failed checkpoint is logged and counted and the previous file is intact.
+ * STEERD_CHECKPOINT_EBUSY: one is still being written (try again later). */
+static int checkpoint(steerd_server *s, const char *why, int now) {
+  if (!s->ckpt)
     return 0;
-  uint8_t *p = realloc(*buf, need);
-  if (!p)
-    return -1;
-  *buf = p;
-  *cap = need;
-  return 0;
-}
-
-/* The world and who owns what, written atomically to the state file. A failed
- * checkpoint is logged and the server goes on: the previous file is intact. */
-static void checkpoint(steerd_server *s, const char *why) {
+  if (now)
+    steerd_checkpointer_wait(s->ckpt);
+  else if (steerd_checkpointer_busy(s->ckpt))
+    return STEERD_CHECKPOINT_EBUSY;
   uint64_t t0 = uv_hrtime();
-  s->ckpt_stats.in_flight = 1;
   steerd_persist_server st;
   memset(&st, 0, sizeof(st));
   st.next_client_id = s->next_client_id;
@@ -918,24 +916,23 @@ static void checkpoint(steerd_server *s, const char *why) {
   st.demo_on = s->demo_on;
   st.demo = s->demo;
   size_t world_len = steer_world_state_size(s->world), len = 0;
-  char err[256] = "out of memory";
-  if (grow(&s->ckpt_world, &s->ckpt_world_cap, world_len) != 0 ||
-      steer_world_save(s->world, s->ckpt_world, s->ckpt_world_cap, &world_len) != STEER_OK ||
-      grow(&s->ckpt_file, &s->ckpt_file_cap, steerd_persist_size(world_len, &st)) != 0 ||
-      (len = steerd_persist_encode(s->ckpt_file, s->ckpt_file_cap, s->ckpt_world, world_len, &st)) == 0 ||
-      steerd_checkpoint_write(s->cfg.state_file, s->ckpt_file, len, err, sizeof(err)) !=
-          STEERD_CHECKPOINT_OK) {
-    LOG_ERROR("checkpoint (%s) failed: %s; the previous state file is kept", why, err);
-    s->ckpt_stats.in_flight = 0;
-    steerd_checkpoint_stats_failed(&s->ckpt_stats);
-    return;
+  size_t cap = steerd_persist_size(world_len, &st);
+  uint8_t *buf = steerd_checkpointer_buffer(s->ckpt, cap);
+  uint8_t *world = buf ? buf + STEERD_PERSIST_WORLD_AT : NULL;
+  if (!buf || steer_world_save(s->world, world, cap - STEERD_PERSIST_WORLD_AT, &world_len) != STEER_OK ||
+      (len = steerd_persist_encode(buf, cap, world, world_len, &st, 0)) == 0) {
+    steerd_checkpointer_failed(s->ckpt, why, "out of memory for the image");
+    return STEERD_CHECKPOINT_ENOMEM;
   }
-  s->ckpt_stats.in_flight = 0;
-  s->ckpt_stats.last_loop_us = s->ckpt_stats.last_write_us = (uint32_t)((uv_hrtime() - t0) / 1000u);
-  steerd_checkpoint_stats_ok(&s->ckpt_stats, steer_world_tick(s->world), len);
-  LOG_INFO("checkpoint (%s) at tick %llu: %u agents, state hash %016llx, %zu bytes in %.1f ms", why,
+  char detail[160];
+  snprintf(detail, sizeof(detail), "at tick %llu: %u agents, state hash %016llx",
            (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world),
-           (unsigned long long)steer_world_hash(s->world), len, (double)(uv_hrtime() - t0) / 1e6);
+           (unsigned long long)steer_world_hash(s->world));
+  uint64_t loop_ns = uv_hrtime() - t0;
+  uint64_t tick = steer_world_tick(s->world);
+  if (now)
+    return steerd_checkpointer_write_now(s->ckpt, len, steerd_persist_seal, why, detail, tick, loop_ns);
+  return steerd_checkpointer_submit(s->ckpt, len, steerd_persist_seal, why, detail, tick, loop_ns);
 }
 
 /* The world of the state file, or NULL with *fresh set when there is none to
@@ -972,9 +969,9 @@ static steer_world *restore(steerd_server *s, steerd_persist_server *st, int *fr
   rc = steerd_persist_decode(data, len, &world_bytes, &world_len, st);
   if (rc == STEER_OK)
     w = steer_world_load(world_bytes, world_len, &rc);
-  /* The image stays for restore_owners, then serves as the checkpoint buffer. */
-  s->ckpt_file = data;
-  s->ckpt_file_cap = s->restored_len = len;
+  /* The image stays for restore_owners. */
+  s->restored = data;
+  s->restored_len = len;
   if (!w) {
     LOG_ERROR("the state file %s cannot be restored: %s. Refusing to start with an empty world; "
               "fix or move the file, or start with --state-reset to discard it",
@@ -993,7 +990,7 @@ static int restore_owners(steerd_server *s, const steerd_persist_server *head) {
   size_t world_len;
   const uint8_t *world_bytes;
   /* The second pass over the same image: now there is room for the owners. */
-  if (steerd_persist_decode(s->ckpt_file, s->restored_len, &world_bytes, &world_len, &st) != STEER_OK ||
+  if (steerd_persist_decode(s->restored, s->restored_len, &world_bytes, &world_len, &st) != STEER_OK ||
       st.owner_count != head->owner_count || st.owner_count > s->owner_cap) {
     LOG_ERROR("the state file %s lists more owners than the world can hold", s->cfg.state_file);
     return -1;
@@ -1070,10 +1067,12 @@ static void on_timer(uv_timer_t *t) {
       log_stats(s);
     s->next_stats_ns = now + STATS_INTERVAL_NS;
   }
-  if (s->next_checkpoint_ns && now >= s->next_checkpoint_ns) {
-    checkpoint(s, "interval");
+  if (s->ckpt_requested && checkpoint(s, s->ckpt_requested, 0) != STEERD_CHECKPOINT_EBUSY)
+    s->ckpt_requested = NULL;
+  /* One in flight still: the interval's checkpoint follows as soon as it is done. */
+  if (s->next_checkpoint_ns && now >= s->next_checkpoint_ns &&
+      checkpoint(s, "interval", 0) != STEERD_CHECKPOINT_EBUSY)
     s->next_checkpoint_ns = now + (uint64_t)s->cfg.checkpoint_interval_s * 1000000000ull;
-  }
   /* Sleep until the sooner deadline, rounded up to libuv's millisecond timer;
    * deadlines are absolute, so the rounding never accumulates. */
   now = uv_hrtime();
@@ -1204,6 +1203,28 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   memset(&st, 0, sizeof(st));
   int fresh = 1;
   if (cfg->state_file[0]) {
+    /* A path that could never be checkpointed stops the server now. */
+    char err[512];
+    unsigned stale = 0;
+    if (steerd_checkpoint_prepare(cfg->state_file, s->cfg.state_file, sizeof(s->cfg.state_file), &stale, err,
+                                  sizeof(err)) != STEERD_CHECKPOINT_OK) {
+      LOG_ERROR("refusing to start: %s (--state)", err);
+      steerd_server_destroy(s);
+      return NULL;
+    }
+    if (stale)
+      LOG_WARN("removed %u temporary file%s of interrupted checkpoints next to %s", stale,
+               stale == 1 ? "" : "s", s->cfg.state_file);
+    if (strcmp(cfg->state_file, s->cfg.state_file) != 0)
+      LOG_INFO("the state file %s is a link to %s: checkpoints replace %s", cfg->state_file,
+               s->cfg.state_file, s->cfg.state_file);
+    cfg = &s->cfg;
+    s->ckpt = steerd_checkpointer_create(loop, cfg->state_file);
+    if (!s->ckpt) {
+      LOG_ERROR("out of memory");
+      steerd_server_destroy(s);
+      return NULL;
+    }
     s->world = restore(s, &st, &fresh);
     if (!s->world && !fresh) {
       steerd_server_destroy(s);
@@ -1260,6 +1281,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     steerd_server_destroy(s);
     return NULL;
   }
+  free(s->restored);
+  s->restored = NULL;
   if (fresh && cfg->demo) {
     int rc = steerd_demo_create(&s->demo, s->world, cfg->seed);
     if (rc != STEER_OK) {
@@ -1369,8 +1392,7 @@ void steerd_server_shutdown(steerd_server *s, uint32_t reason) {
   if (s->stopping)
     return;
   s->stopping = 1;
-  if (s->cfg.state_file[0])
-    checkpoint(s, "shutdown");
+  checkpoint(s, "shutdown", 1);
   /* Clients get --drain-timeout to hear the disconnect; the loop ends sooner
    * when they have all gone. */
   s->stop_deadline_ns = uv_hrtime() + (uint64_t)s->cfg.drain_timeout_ms * 1000000ull;
@@ -1411,8 +1433,8 @@ void steerd_server_destroy(steerd_server *s) {
   free(s->part_first);
   free(s->owners);
   free(s->scratch_ids);
-  free(s->ckpt_world);
-  free(s->ckpt_file);
+  steerd_checkpointer_destroy(s->ckpt);
+  free(s->restored);
   free(s->ckpt_owners);
   sodium_memzero(s->cfg.secret, sizeof(s->cfg.secret));
   sodium_memzero(&s->auth, sizeof(s->auth));
@@ -1424,8 +1446,24 @@ uint16_t steerd_server_port(const steerd_server *s) { return s->host ? s->host->
 void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out) { *out = s->stats; }
 
 void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out) {
-  *out = s->ckpt_stats;
-  out->enabled = s->cfg.state_file[0] != '\0';
+  if (s->ckpt)
+    steerd_checkpointer_stats(s->ckpt, out);
+  else
+    memset(out, 0, sizeof(*out));
+}
+
+void steerd_server_checkpoint(steerd_server *s, const char *why) {
+  if (!s->ckpt) {
+    LOG_WARN("%s: no checkpoint, the server has no state file (--state)", why);
+    return;
+  }
+  if (s->stopping)
+    return; /* the shutdown checkpoint is being made */
+  s->ckpt_requested = why;
+  if (checkpoint(s, why, 0) == STEERD_CHECKPOINT_EBUSY)
+    LOG_INFO("%s: a checkpoint is being written; another follows when it is done", why);
+  else
+    s->ckpt_requested = NULL;
 }
 
 /* ---- for the HTTP side ----------------------------------------------------- */

@@ -101,4 +101,8 @@ void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out);
 /* Checkpoint counters (server/checkpoint.h); all zero without --state. */
 void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out);
 
+/* A checkpoint now, written on a worker thread (SIGHUP); why names it in the
+ * log. With one in flight, the next follows when it is done. */
+void steerd_server_checkpoint(steerd_server *s, const char *why);
+
 #endif /* STEERD_SERVER_H */
