@@ -9,7 +9,12 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 seconds="${1:-60}"
 build=build-fuzz
-targets=(fuzz_command fuzz_server_msg fuzz_snapshot fuzz_delta)
+# Every fuzz/fuzz_*.c is a target; fuzz/<target>.dict, if present, replaces steerd.dict.
+targets=()
+for src in fuzz/fuzz_*.c; do
+  t=$(basename "$src" .c)
+  targets+=("$t")
+done
 
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTEERD_FUZZ=ON \
   -DSTEERD_LTO=OFF >/dev/null
@@ -22,7 +27,9 @@ for t in "${targets[@]}"; do
   rm -rf "$build/corpus/$t" "$build/artifacts/$t"
   mkdir -p "$build/corpus/$t" "$build/artifacts/$t" "$build/logs"
   cp fuzz/corpus/"$t"/* "$build/corpus/$t/"
-  "$build/fuzz/$t" "$build/corpus/$t" -dict=fuzz/steerd.dict -max_len=16384 -timeout=10 \
+  dict=fuzz/steerd.dict
+  if [ -f "fuzz/$t.dict" ]; then dict="fuzz/$t.dict"; fi
+  "$build/fuzz/$t" "$build/corpus/$t" -dict="$dict" -max_len=16384 -timeout=10 \
     -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$build/artifacts/$t/" \
     >"$build/logs/$t.log" 2>&1 &
   pids+=($!)

@@ -1,0 +1,151 @@
+/* fuzz_state.c: libFuzzer target for the state-file loader: the server's
+ * restore path, steerd_persist_decode then steer_world_load (server/persist.h,
+ * server/core/world.h).
+ *
+ * Each input is a state file. It is decoded as it is, and then again with its
+ * checksums repaired (the core's trailer of the world bytes, the FNV-1a of the
+ * server bytes, the file checksum) so that mutations reach the parsers
+ * instead of stopping at a checksum. A file that loads must save back byte for
+ * byte: the world's bytes from steer_world_save, the whole file from
+ * steerd_persist_encode (a version 1 file: all but its version word and the
+ * file checksum it lacks); the loaded world must take a step; a decode with
+ * room for the owners must agree with the counting one. Errors are only
+ * STEER_ECORRUPT and STEER_EVERSION, and a file whose checksum was broken is
+ * never "version not supported". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "persist.h"
+#include "world.h"
+
+/* The core's checksum is file-local to world_state.c: the target compiles it
+ * here instead of linking it, to repair world trailers. */
+#include "world_state.c"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ_CHECK(cond)                                                                                     \
+  do {                                                                                                       \
+    if (!(cond)) {                                                                                           \
+      fprintf(stderr, "fuzz check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
+      abort();                                                                                               \
+    }                                                                                                        \
+  } while (0)
+
+#define HEADER  STEERD_PERSIST_WORLD_AT
+#define TRAILER 8u
+
+static uint64_t rd64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+static void wr64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* FNV-1a 64 of the server bytes (persist.h), written independently. */
+static uint64_t fnv1a(const uint8_t *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* Repairs what it can find of a version 2 layout; returns 1 if it did. */
+static int repair(uint8_t *buf, size_t len) {
+  if (len < HEADER + 8 + TRAILER || memcmp(buf, "SDCK", 4) != 0)
+    return 0;
+  uint64_t wl = rd64(buf + 8), sl = rd64(buf + 16);
+  if (wl > len || sl > len || HEADER + wl + sl + 8 + TRAILER != len)
+    return 0;
+  uint8_t *world = buf + HEADER, *server = world + wl;
+  if (wl >= STATE_TRAILER)
+    wr64(world + wl - STATE_TRAILER, state_checksum(world, (size_t)wl - STATE_TRAILER));
+  wr64(server + sl, fnv1a(server, (size_t)sl));
+  steerd_persist_seal(buf, len);
+  return 1;
+}
+
+/* Loads the image; if it loads, checks the round trip. Returns the error. */
+static int load_and_check(const uint8_t *buf, size_t len) {
+  const uint8_t *world_bytes = NULL;
+  size_t world_len = 0;
+  steerd_persist_server head;
+  memset(&head, 0, sizeof(head));
+  int rc = steerd_persist_decode(buf, len, &world_bytes, &world_len, &head);
+  FUZZ_CHECK(rc == STEER_OK || rc == STEER_ECORRUPT || rc == STEER_EVERSION);
+  if (rc != STEER_OK)
+    return rc;
+  FUZZ_CHECK(world_bytes >= buf && world_len <= len && (size_t)(world_bytes - buf) + world_len <= len);
+  FUZZ_CHECK(head.next_client_id != 0 && head.demo_on <= 1);
+  /* The second pass, with room for the owners: the same answer. */
+  steerd_persist_server st;
+  memset(&st, 0, sizeof(st));
+  st.owner_cap = head.owner_count;
+  st.owners = calloc(head.owner_count ? head.owner_count : 1, sizeof(*st.owners));
+  FUZZ_CHECK(st.owners != NULL);
+  const uint8_t *wb2;
+  size_t wl2;
+  FUZZ_CHECK(steerd_persist_decode(buf, len, &wb2, &wl2, &st) == STEER_OK);
+  FUZZ_CHECK(wb2 == world_bytes && wl2 == world_len && st.owner_count == head.owner_count);
+  FUZZ_CHECK(st.next_client_id == head.next_client_id && st.demo_on == head.demo_on);
+  FUZZ_CHECK(memcmp(&st.demo, &head.demo, sizeof(st.demo)) == 0);
+  for (uint32_t i = 0; i < st.owner_count; i++)
+    FUZZ_CHECK(st.owners[i].id != 0 && st.owners[i].named <= 1 &&
+               memchr(st.owners[i].name, 0, sizeof(st.owners[i].name)) != NULL);
+
+  int err = 0;
+  steer_world *w = steer_world_load(world_bytes, world_len, &err);
+  if (!w) {
+    FUZZ_CHECK(err == STEER_ECORRUPT || err == STEER_EVERSION || err == STEER_ENOMEM);
+    free(st.owners);
+    return err;
+  }
+  /* The world saves back byte for byte, and so does the file. */
+  size_t n = steer_world_state_size(w);
+  FUZZ_CHECK(n == world_len);
+  size_t cap = steerd_persist_size(n, &st);
+  uint8_t *out = malloc(cap);
+  FUZZ_CHECK(out != NULL);
+  size_t saved = 0;
+  FUZZ_CHECK(steer_world_save(w, out + HEADER, cap - HEADER, &saved) == STEER_OK && saved == n);
+  FUZZ_CHECK(memcmp(out + HEADER, world_bytes, n) == 0);
+  size_t flen = steerd_persist_encode(out, cap, out + HEADER, n, &st, 1);
+  FUZZ_CHECK(flen == cap);
+  int v1 = (uint32_t)rd64(buf + 4) == 1u; /* the version word */
+  if (!v1) {
+    FUZZ_CHECK(flen == len && memcmp(out, buf, len) == 0);
+  } else {
+    FUZZ_CHECK(flen == len + TRAILER);
+    FUZZ_CHECK(memcmp(out, buf, 4) == 0 && memcmp(out + 8, buf + 8, len - 8) == 0);
+  }
+  /* And it runs. */
+  uint64_t tick = steer_world_tick(w);
+  steer_world_step(w, 1.0f / 30.0f);
+  FUZZ_CHECK(steer_world_tick(w) == tick + 1);
+  free(out);
+  steer_world_destroy(w);
+  free(st.owners);
+  return STEER_OK;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  load_and_check(data, size);
+  uint8_t *buf = malloc(size ? size : 1);
+  FUZZ_CHECK(buf != NULL);
+  memcpy(buf, data, size);
+  if (repair(buf, size)) {
+    load_and_check(buf, size);
+    /* A broken file checksum is corruption, whatever the version word says. */
+    buf[size - 1] ^= 0x5a;
+    int rc = load_and_check(buf, size);
+    FUZZ_CHECK(rc != STEER_EVERSION);
+  }
+  free(buf);
+  return 0;
+}
