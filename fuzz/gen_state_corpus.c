@@ -3,6 +3,7 @@
  *   seed_empty       a world without agents, no owners
  *   seed_mixed       agents of every model and behaviour, paths (shared and
  *                    owned), despawned slots (free ring, free path stack),
+ *                    obstacles of each kind,
  *                    named and anonymous owners, some steps taken
  *   seed_demo        the demo world with the demo's state on
  *   seed_v1          seed_mixed as a version 1 file (no file checksum)
@@ -100,6 +101,20 @@ static int mixed(const char *dir) {
   int gone = steer_world_path_create(w, pts, 2, 1.0f, STEER_PATH_ONCE, STEER_CORNER_NONE);
   if (gone >= 0)
     steer_world_path_release(w, gone);
+  /* A map: a wall, a circle, a square (seeds for the map part of the world bytes). */
+  const vec2 wall[2] = {{-40.0f, 30.0f}, {-20.0f, 30.0f}};
+  const vec2 square[4] = {{30.0f, 30.0f}, {40.0f, 30.0f}, {40.0f, 40.0f}, {30.0f, 40.0f}};
+  const vec2 centre[1] = {{-35.0f, -35.0f}};
+  steer_obstacle_desc obs[3] = {{STEER_OBSTACLE_WALL, 2, wall, 0.0f},
+                                {STEER_OBSTACLE_CIRCLE, 1, centre, 3.0f},
+                                {STEER_OBSTACLE_POLYGON, 4, square, 0.0f}};
+  for (uint32_t i = 0; i < 3; i++) {
+    int rc = steer_world_add_obstacle(w, 10 + i, &obs[i], NULL);
+    if (rc != STEER_OK) {
+      fprintf(stderr, "gen_state_corpus: obstacle %u: %s\n", i, steer_strerror(rc));
+      return -1;
+    }
+  }
   steer_world_despawn(w, ids[8]);
   steer_world_despawn(w, ids[9]);
   for (int i = 0; i < 20; i++)

@@ -50,6 +50,7 @@
  * Not saved, rebuilt on load: the neighbour grid, the per-agent query hints
  * (the grid query's result never depends on them), the steering scratch, the
  * largest radius, the separating count and the last step's events. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -580,7 +581,11 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
     o.count = get_u32(b);
     o.radius = get_f32(b);
     o.points = pts;
-    if (b->bad || o.count > STEER_MAP_MAX_VERTICES || (size_t)o.count * 8u > b->len - b->pos) {
+    /* Only a circle has a radius: the map keeps 0 for the others, and a file
+     * that loads must save back byte for byte (fuzz/fuzz_state.c). */
+    int stray_radius = o.kind != STEER_OBSTACLE_CIRCLE && (o.radius != 0.0f || signbit(o.radius));
+    if (b->bad || stray_radius || o.count > STEER_MAP_MAX_VERTICES ||
+        (size_t)o.count * 8u > b->len - b->pos) {
       ok = 0;
       break;
     }
