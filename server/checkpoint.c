@@ -365,7 +365,7 @@ struct steerd_checkpointer {
   steerd_checkpoint_seal_fn seal;
   const char *why;
   char detail[192];
-  uint64_t tick, loop_ns, write_ns;
+  uint64_t tick, loop_ns, loop_cpu_ns, write_ns;
   int rc;
   char err[320];
 };
@@ -424,6 +424,7 @@ static void finish_job(steerd_checkpointer *c) {
   c->pending = 0;
   c->stats.in_flight = 0;
   c->stats.last_loop_us = (uint32_t)(c->loop_ns / 1000u);
+  c->stats.last_loop_cpu_us = (uint32_t)(c->loop_cpu_ns / 1000u);
   c->stats.last_write_us = (uint32_t)(c->write_ns / 1000u);
   if (c->rc != STEERD_CHECKPOINT_OK) {
     steerd_checkpoint_stats_failed(&c->stats);
@@ -432,8 +433,9 @@ static void finish_job(steerd_checkpointer *c) {
     return;
   }
   steerd_checkpoint_stats_ok(&c->stats, c->tick, c->len);
-  LOG_INFO("checkpoint (%s) %s, %zu bytes: %.1f ms on the loop, %.1f ms writing", c->why, c->detail, c->len,
-           (double)c->loop_ns / 1e6, (double)c->write_ns / 1e6);
+  LOG_INFO("checkpoint (%s) %s, %zu bytes: %.1f ms on the loop (%.1f ms CPU), %.1f ms writing", c->why,
+           c->detail, c->len, (double)c->loop_ns / 1e6, (double)c->loop_cpu_ns / 1e6,
+           (double)c->write_ns / 1e6);
 }
 
 static void on_work(uv_work_t *w) {
@@ -463,13 +465,14 @@ void steerd_checkpointer_wait(steerd_checkpointer *c) {
 }
 
 static void set_job(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal, const char *why,
-                    const char *detail, uint64_t tick, uint64_t loop_ns) {
+                    const char *detail, uint64_t tick, uint64_t loop_ns, uint64_t loop_cpu_ns) {
   c->len = len;
   c->seal = seal;
   c->why = why;
   snprintf(c->detail, sizeof(c->detail), "%s", detail ? detail : "");
   c->tick = tick;
   c->loop_ns = loop_ns;
+  c->loop_cpu_ns = loop_cpu_ns;
   c->rc = STEERD_CHECKPOINT_EIO;
   snprintf(c->err, sizeof(c->err), "not written");
   c->pending = 1;
@@ -477,12 +480,13 @@ static void set_job(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_f
 }
 
 int steerd_checkpointer_submit(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal,
-                               const char *why, const char *detail, uint64_t tick, uint64_t loop_ns) {
+                               const char *why, const char *detail, uint64_t tick, uint64_t loop_ns,
+                               uint64_t loop_cpu_ns) {
   if (steerd_checkpointer_busy(c))
     return STEERD_CHECKPOINT_EBUSY;
   if (len > c->cap)
     return STEERD_CHECKPOINT_EINVAL;
-  set_job(c, len, seal, why, detail, tick, loop_ns);
+  set_job(c, len, seal, why, detail, tick, loop_ns, loop_cpu_ns);
   c->running = 1; /* no worker runs now: no lock needed */
   c->queued = 1;
   int rc = uv_queue_work(c->loop, &c->work, on_work, on_work_done);
@@ -496,11 +500,12 @@ int steerd_checkpointer_submit(steerd_checkpointer *c, size_t len, steerd_checkp
 }
 
 int steerd_checkpointer_write_now(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal,
-                                  const char *why, const char *detail, uint64_t tick, uint64_t loop_ns) {
+                                  const char *why, const char *detail, uint64_t tick, uint64_t loop_ns,
+                                  uint64_t loop_cpu_ns) {
   steerd_checkpointer_wait(c);
   if (c->pending || len > c->cap)
     return STEERD_CHECKPOINT_EINVAL;
-  set_job(c, len, seal, why, detail, tick, loop_ns);
+  set_job(c, len, seal, why, detail, tick, loop_ns, loop_cpu_ns);
   run_job(c);
   int rc = c->rc;
   finish_job(c);

@@ -51,16 +51,17 @@ int steerd_checkpoint_read(const char *path, uint8_t **data, size_t *len, char *
 /* What the checkpoints have done since start, for /metrics and /readyz
  * (steerd_server_checkpoint_stats). Kept and read on the loop thread. */
 typedef struct steerd_checkpoint_stats {
-  uint8_t enabled;          /* a state file is configured (--state) */
-  uint8_t failing;          /* the last checkpoint failed; a good one clears it */
-  uint8_t in_flight;        /* a checkpoint is being written */
-  uint64_t written;         /* checkpoints renamed into place */
-  uint64_t failed;          /* checkpoints that failed (the previous file is kept) */
-  uint64_t last_ok_unix_ms; /* wall clock of the last good checkpoint; 0: none since start */
-  uint64_t last_ok_tick;    /* the world tick it holds */
-  uint64_t last_bytes;      /* its size in bytes */
-  uint32_t last_loop_us;    /* loop-thread time of the last checkpoint (us) */
-  uint32_t last_write_us;   /* write, fsync and rename of the last checkpoint (us) */
+  uint8_t enabled;           /* a state file is configured (--state) */
+  uint8_t failing;           /* the last checkpoint failed; a good one clears it */
+  uint8_t in_flight;         /* a checkpoint is being written */
+  uint64_t written;          /* checkpoints renamed into place */
+  uint64_t failed;           /* checkpoints that failed (the previous file is kept) */
+  uint64_t last_ok_unix_ms;  /* wall clock of the last good checkpoint; 0: none since start */
+  uint64_t last_ok_tick;     /* the world tick it holds */
+  uint64_t last_bytes;       /* its size in bytes */
+  uint32_t last_loop_us;     /* loop-thread time of the last checkpoint (us) */
+  uint32_t last_loop_cpu_us; /* of which the loop thread was on a CPU (us) */
+  uint32_t last_write_us;    /* write, fsync and rename of the last checkpoint (us) */
 } steerd_checkpoint_stats;
 
 /* A state file's writer: one checkpoint at a time, written (the optional
@@ -91,13 +92,17 @@ uint8_t *steerd_checkpointer_buffer(steerd_checkpointer *c, size_t len);
 /* Writes the first len bytes of the buffer on a worker thread. why names the
  * trigger ("interval", "shutdown", "SIGHUP"; a string that lives on), detail
  * ends the log line ("at tick T: N agents, ..."), tick is the image's tick and
- * loop_ns the time spent making it. 0, or STEERD_CHECKPOINT_EBUSY. */
+ * loop_ns the time spent making it (loop_cpu_ns: the loop thread's CPU time
+ * of it, which contention for the cores does not inflate). 0, or
+ * STEERD_CHECKPOINT_EBUSY. */
 int steerd_checkpointer_submit(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal,
-                               const char *why, const char *detail, uint64_t tick, uint64_t loop_ns);
+                               const char *why, const char *detail, uint64_t tick, uint64_t loop_ns,
+                               uint64_t loop_cpu_ns);
 
 /* The same on the calling thread, after any write in flight: the result. */
 int steerd_checkpointer_write_now(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal,
-                                  const char *why, const char *detail, uint64_t tick, uint64_t loop_ns);
+                                  const char *why, const char *detail, uint64_t tick, uint64_t loop_ns,
+                                  uint64_t loop_cpu_ns);
 
 /* Logs and counts a checkpoint whose image could not be made. */
 void steerd_checkpointer_failed(steerd_checkpointer *c, const char *why, const char *reason);

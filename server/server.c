@@ -66,7 +66,7 @@ struct steerd_server {
   float dt; /* s */
 
   steerd_ticker ticks, snapshots;
-  uint64_t tick_time_us;       /* the last completed tick's time: its schedule slot on the server clock */
+  uint64_t tick_time_us;   /* the last completed tick's time: its schedule slot on the server clock */
   steerd_netcode *netcode; /* delta snapshots, per client slot */
   uint32_t delta_clients;  /* welcomed clients taking delta snapshots */
   uint64_t start_ns, next_stats_ns;
@@ -885,6 +885,14 @@ static void drop_late_hellos(steerd_server *s, uint64_t now) {
 
 /* ---- checkpoints ------------------------------------------------------------ */
 
+/* CPU time of the calling thread (ns). */
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* The world and who owns what, written atomically to the state file. The loop
  * makes the image (the world saved straight into the checkpointer's buffer,
  * then the owners); the checksum, write, fsync and rename run on a worker
@@ -898,7 +906,7 @@ static int checkpoint(steerd_server *s, const char *why, int now) {
     steerd_checkpointer_wait(s->ckpt);
   else if (steerd_checkpointer_busy(s->ckpt))
     return STEERD_CHECKPOINT_EBUSY;
-  uint64_t t0 = uv_hrtime();
+  uint64_t t0 = uv_hrtime(), cpu0 = thread_cpu_ns();
   steerd_persist_server st;
   memset(&st, 0, sizeof(st));
   st.next_client_id = s->next_client_id;
@@ -928,11 +936,12 @@ static int checkpoint(steerd_server *s, const char *why, int now) {
   snprintf(detail, sizeof(detail), "at tick %llu: %u agents, state hash %016llx",
            (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world),
            (unsigned long long)steer_world_hash(s->world));
-  uint64_t loop_ns = uv_hrtime() - t0;
+  uint64_t loop_ns = uv_hrtime() - t0, cpu_ns = thread_cpu_ns() - cpu0;
   uint64_t tick = steer_world_tick(s->world);
   if (now)
-    return steerd_checkpointer_write_now(s->ckpt, len, steerd_persist_seal, why, detail, tick, loop_ns);
-  return steerd_checkpointer_submit(s->ckpt, len, steerd_persist_seal, why, detail, tick, loop_ns);
+    return steerd_checkpointer_write_now(s->ckpt, len, steerd_persist_seal, why, detail, tick, loop_ns,
+                                         cpu_ns);
+  return steerd_checkpointer_submit(s->ckpt, len, steerd_persist_seal, why, detail, tick, loop_ns, cpu_ns);
 }
 
 /* The world of the state file, or NULL with *fresh set when there is none to
