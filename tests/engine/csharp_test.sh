@@ -17,4 +17,10 @@ mcs -nologo -warnaserror -target:library -r:"$tmp/UnityEngine.dll" -out:"$tmp/St
 echo "Unity sample compiled against the UnityEngine stubs"
 mcs -nologo -warnaserror -r:System.dll -out:"$tmp/SteerdClientTest.exe" "$cs/SteerdClient.cs" \
   "$src/tests/csharp/SteerdClientTest.cs"
+# A sanitizer build's library wants the ASan runtime loaded first (STEERDC_MONO_PRELOAD, set
+# by CMake); Mono handles SIGSEGV itself and its own allocations are not ours to leak-check.
+if [ -n "${STEERDC_MONO_PRELOAD:-}" ]; then
+  export LD_PRELOAD=$STEERDC_MONO_PRELOAD
+  export ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1:verify_asan_link_order=0
+fi
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} mono --debug "$tmp/SteerdClientTest.exe" "$steerd" "$impair"
