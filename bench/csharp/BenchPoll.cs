@@ -12,7 +12,7 @@ static class BenchPoll
 {
     static int StartServer(string steerd, out Process p)
     {
-        var si = new ProcessStartInfo(steerd, "--bind 127.0.0.1 --port 0 --no-demo --rate-limit 100000 " +
+        var si = new ProcessStartInfo(steerd, "--bind 127.0.0.1 --port 0 --http-port 0 --no-demo --rate-limit 100000 " +
                                               "--rate-burst 100000 --max-agents-per-client 100000")
         {
             UseShellExecute = false, RedirectStandardError = true, RedirectStandardOutput = true,

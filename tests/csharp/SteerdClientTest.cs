@@ -324,7 +324,7 @@ static class SteerdClientTest
 
     static void Interpolation(string steerd, string impair)
     {
-        using (var server = new Child(steerd, "--bind 127.0.0.1 --port 0 --no-demo --rate-limit 100000 --rate-burst 100000 --client-timeout 10000"))
+        using (var server = new Child(steerd, "--bind 127.0.0.1 --port 0 --http-port 0 --no-demo --rate-limit 100000 --rate-burst 100000 --client-timeout 10000"))
         {
             int port = server.WaitPort();
             using (var proxy = new Child(impair, "--listen 0 --upstream " + port +
@@ -423,7 +423,7 @@ static class SteerdClientTest
         Expect(threw, "a zero config is refused");
         try
         {
-            using (var server = new Child(args[0], "--bind 127.0.0.1 --port 0 --no-demo"))
+            using (var server = new Child(args[0], "--bind 127.0.0.1 --port 0 --http-port 0 --no-demo"))
             {
                 int port = server.WaitPort();
                 Commands(port, SteerdSnapshots.Full);

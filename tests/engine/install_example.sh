@@ -50,7 +50,7 @@ cc -std=c11 -Wall -Wextra -Werror ${xflags[@]+"${xflags[@]}"} "$src/client-sampl
   $(pkg-config --libs-only-L --libs-only-l libenet) -lm -o "$tmp/hello_static"
 if ldd "$tmp/hello_static" | grep -q steerd-client; then echo "FAIL: static build links the .so"; exit 1; fi
 
-"$steerd" --bind 127.0.0.1 --port 0 --no-demo >"$tmp/server.log" 2>&1 &
+"$steerd" --bind 127.0.0.1 --port 0 --http-port 0 --no-demo >"$tmp/server.log" 2>&1 &
 server_pid=$!
 port=""
 for _ in $(seq 100); do
