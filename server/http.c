@@ -2,11 +2,16 @@
  * lifecycle, the healthcheck client. */
 #include "http_internal.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "metrics.h"
@@ -275,6 +280,27 @@ static void lws_log(int level, const char *line) {
     LOG_WARN("http: %s", text);
 }
 
+/* Whether bind:port can be listened on, tried before libwebsockets is: its
+ * context, failing to bind on a foreign loop, leaves libuv handles behind that
+ * crash the loop. 0, or -errno. */
+static int try_bind(const char *bind_ip, int port) {
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  if (inet_pton(AF_INET, bind_ip, &a.sin_addr) != 1)
+    return -EINVAL;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return -errno;
+  int one = 1, rc = 0;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0)
+    rc = -errno;
+  close(fd);
+  return rc;
+}
+
 static void on_event(void *arg, const proto_event *e, vec2 pos) { steerd_http_views_event(arg, e, pos); }
 static void on_snapshot(void *arg) { steerd_http_views_snapshot(arg); }
 
@@ -323,6 +349,16 @@ steerd_http *steerd_http_create(uv_loop_t *loop, steerd_server *server, const st
     steerd_http_destroy(h);
     return NULL;
   }
+  if (cfg->http_port != 0) {
+    int rc = try_bind(cfg->http_bind, cfg->http_port == STEERD_HTTP_PORT_AUTO ? 0 : cfg->http_port);
+    if (rc != 0) {
+      LOG_ERROR("cannot listen for HTTP on %s:%d: %s (--http-bind takes an IPv4 address of this machine; "
+                "--http-port 0 turns HTTP off, auto picks a free port)",
+                cfg->http_bind, cfg->http_port == STEERD_HTTP_PORT_AUTO ? 0 : cfg->http_port, strerror(-rc));
+      steerd_http_destroy(h);
+      return NULL;
+    }
+  }
   lws_set_log_level(LLL_ERR | LLL_WARN, lws_log);
   struct lws_context_creation_info info;
   memset(&info, 0, sizeof info);
@@ -337,6 +373,7 @@ steerd_http *steerd_http_create(uv_loop_t *loop, steerd_server *server, const st
   info.iface = cfg->http_bind;
   info.vhost_name = "steerd";
   info.timeout_secs = 10;
+  info.pcontext = &h->ctx; /* NULLed by libwebsockets once the context is wholly destroyed */
   info.keepalive_timeout = 30;
   h->ctx = lws_create_context(&info);
   if (!h->ctx) {
@@ -350,9 +387,8 @@ steerd_http *steerd_http_create(uv_loop_t *loop, steerd_server *server, const st
     int port = h->vhost ? lws_get_vhost_listen_port(h->vhost) : -1;
     if (port <= 0) {
       LOG_ERROR("cannot listen for HTTP on %s", cfg->http_bind);
-      lws_context_destroy(h->ctx);
-      h->ctx = NULL;
-      return NULL; /* the context's handles close on the loop; the caller exits */
+      steerd_http_destroy(h);
+      return NULL;
     }
     h->port = (uint16_t)port;
     steerd_log_field f[] = {LOG_FIELD_STR("http_bind", cfg->http_bind), LOG_FIELD_INT("http_port", port)};
@@ -386,6 +422,12 @@ void steerd_http_close(steerd_http *h) {
 void steerd_http_destroy(steerd_http *h) {
   if (!h)
     return;
+  /* With a foreign loop the context's last stage waits for another call once
+   * its handles have closed (and, should any be left, a turn of the loop). */
+  for (int i = 0; h->ctx && i < 3; i++) {
+    lws_context_destroy(h->ctx);
+    uv_run(h->loop, UV_RUN_DEFAULT);
+  }
   steerd_http_views_free(&h->views);
   free(h);
 }

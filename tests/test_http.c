@@ -106,6 +106,24 @@ START_TEST(test_healthcheck_command) {
 }
 END_TEST
 
+START_TEST(test_port_in_use_refuses_to_start) {
+  steerd_proc p;
+  start(&p, NULL);
+  char cmd[512], out[8192];
+  snprintf(cmd, sizeof cmd, "%s --bind 127.0.0.1 --port 0 --http-port %u 2>&1", STEERD_BINARY, p.http_port);
+  FILE *f = popen(cmd, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(out, 1, sizeof out - 1, f);
+  out[n] = '\0';
+  int status = pclose(f);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s", out);
+  ck_assert_ptr_nonnull(strstr(out, "cannot listen for HTTP on 127.0.0.1"));
+  ck_assert_ptr_nonnull(strstr(out, "Address already in use"));
+  ck_assert_int_eq(http_get(p.http_port, "/healthz", NULL, 0, 5000), 200); /* the first one is unharmed */
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
 /* ---- metrics ------------------------------------------------------------------------ */
 
 START_TEST(test_metrics_promtool_and_counts) {
@@ -370,6 +388,7 @@ static Suite *http_suite(void) {
   tcase_set_timeout(tc, 180);
   tcase_add_test(tc, test_probes_and_pages);
   tcase_add_test(tc, test_healthcheck_command);
+  tcase_add_test(tc, test_port_in_use_refuses_to_start);
   tcase_add_test(tc, test_metrics_promtool_and_counts);
   tcase_add_test(tc, test_prometheus_scrapes);
   tcase_add_test(tc, test_failing_checkpoint_is_visible);
