@@ -12,7 +12,10 @@
  * (/proc: everything the process did: ENet, snapshots, views, HTTP), and what
  * the views received. Medians over the trials.
  *
- * usage: bench_http [--agents N] [--seconds S] [--trials T] [--views V] */
+ * --agents 0 runs the demo world instead; --radius R has each view send a VIEW
+ * of the R m circle at the origin after its HELLO (the default: the whole world).
+ *
+ * usage: bench_http [--agents N] [--seconds S] [--trials T] [--views V] [--radius R] */
 #include <libwebsockets.h>
 #include <math.h>
 #include <pthread.h>
@@ -33,6 +36,7 @@
 typedef struct views {
   uint16_t port;
   int count;
+  double radius; /* 0: the whole world */
   volatile int stop;
   volatile uint64_t bytes, messages;
   int open;
@@ -41,22 +45,37 @@ typedef struct views {
 
 static int view_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
   views *v = lws_context_user(lws_get_context(wsi));
-  (void)user;
   switch (reason) {
   case LWS_CALLBACK_CLIENT_ESTABLISHED:
     v->open++;
     lws_callback_on_writable(wsi);
     return 0;
   case LWS_CALLBACK_CLIENT_WRITEABLE: {
+    /* HELLO, then (with a radius) a VIEW: one per writable callback. */
+    int *sent = user;
     uint8_t buf[LWS_PRE + 256];
     proto_command cmd;
     memset(&cmd, 0, sizeof cmd);
-    cmd.type = PROTO_MSG_HELLO;
-    cmd.request_id = 1;
-    cmd.hello.version = PROTO_VERSION;
-    strcpy(cmd.hello.name, "bench-view");
+    if (*sent == 0) {
+      cmd.type = PROTO_MSG_HELLO;
+      cmd.request_id = 1;
+      cmd.hello.version = PROTO_VERSION;
+      strcpy(cmd.hello.name, "bench-view");
+    } else if (*sent == 1 && v->radius > 0) {
+      cmd.type = PROTO_MSG_VIEW;
+      cmd.request_id = 2;
+      cmd.view.kind = PROTO_VIEW_CENTRE;
+      cmd.view.centre = v2(0.0f, 0.0f);
+      cmd.view.radius = (float)v->radius;
+    } else {
+      return 0;
+    }
     size_t n = proto_encode_command(buf + LWS_PRE, 256, &cmd);
-    return lws_write(wsi, buf + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n ? -1 : 0;
+    if (lws_write(wsi, buf + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n)
+      return -1;
+    if (++*sent == 1)
+      lws_callback_on_writable(wsi);
+    return 0;
   }
   case LWS_CALLBACK_CLIENT_RECEIVE:
     v->bytes += len;
@@ -76,7 +95,7 @@ static int view_callback(struct lws *wsi, enum lws_callback_reasons reason, void
 
 static void *views_main(void *arg) {
   views *v = arg;
-  static const struct lws_protocols protocols[] = {{"steerd-view", view_callback, 0, 65536, 0, NULL, 0},
+  static const struct lws_protocols protocols[] = {{"steerd-view", view_callback, sizeof(int), 65536, 0, NULL, 0},
                                                    {NULL, NULL, 0, 0, 0, NULL, 0}};
   struct lws_context_creation_info info;
   memset(&info, 0, sizeof info);
@@ -121,12 +140,27 @@ typedef struct sample {
   double ticks, step_s, cpu_s;
 } sample;
 
+/* CPU time of the process in seconds, to the nanosecond (/proc/PID/schedstat;
+ * /proc/PID/stat counts 10 ms ticks, too coarse for a few hundred ticks). */
+static double cpu_seconds(const steerd_proc *srv) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/schedstat", (int)srv->pid);
+  FILE *f = fopen(path, "r");
+  unsigned long long ns = 0;
+  if (!f)
+    return NAN;
+  if (fscanf(f, "%llu", &ns) != 1)
+    ns = 0;
+  fclose(f);
+  return (double)ns / 1e9;
+}
+
 static int read_sample(const steerd_proc *srv, sample *s) {
   if (http_get(srv->http_port, "/metrics", body, sizeof body, 5000) != 200)
     return -1;
   s->ticks = metric("steerd_ticks_total");
   s->step_s = metric("steerd_tick_duration_seconds_sum");
-  s->cpu_s = steerd_proc_cpu_seconds(srv);
+  s->cpu_s = cpu_seconds(srv);
   return 0;
 }
 
@@ -176,6 +210,7 @@ static int window(const steerd_proc *srv, steerd_client *c, uint32_t seconds, in
 int main(int argc, char **argv) {
   uint32_t agents = 2000, seconds = 10, trials = 3;
   int nviews = 10;
+  double radius = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--agents"))
       agents = (uint32_t)atoi(argv[i + 1]);
@@ -185,6 +220,8 @@ int main(int argc, char **argv) {
       trials = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--views"))
       nviews = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--radius"))
+      radius = atof(argv[i + 1]);
   }
   if (nviews < 1 || nviews > MAX_VIEWS || trials < 1 || trials > 20 || seconds < 1) {
     fprintf(stderr, "usage: bench_http [--agents N] [--seconds S] [--trials T] [--views 1..64]\n");
@@ -193,8 +230,9 @@ int main(int argc, char **argv) {
   lws_set_log_level(LLL_ERR, NULL);
   char maxa[16];
   snprintf(maxa, sizeof maxa, "%u", agents + 16);
-  const char *args[] = {"--no-demo",   "--rate-limit", "1000000", "--rate-burst", "1000000",
-                        "--max-agents", maxa,          "--http-port", "auto",     NULL};
+  const char *args[] = {agents ? "--no-demo" : "--demo", "--rate-limit", "1000000", "--rate-burst",
+                        "1000000", "--max-agents", agents ? maxa : "10000", "--max-agents-per-client",
+                        maxa, "--http-port", "auto", NULL};
   steerd_proc srv;
   if (steerd_proc_start(&srv, STEERD_BINARY, args, 5000) != 0) {
     fprintf(stderr, "bench_http: the server did not start\n");
@@ -215,20 +253,26 @@ int main(int argc, char **argv) {
     proto_command cmd;
     mixed_world_next(&m, &cmd);
     proto_server_msg reply;
-    if (steerd_client_command_wait(c, &cmd, 5000, &reply) != 0) {
-      fprintf(stderr, "bench_http: spawn failed\n");
+    int rc = steerd_client_command_wait(c, &cmd, 5000, &reply);
+    if (rc != 0) {
+      fprintf(stderr, "bench_http: spawn %u failed: %s\n", i, steerd_client_strerror(rc));
       return 1;
     }
     mixed_world_spawned(&m, reply.ack.agent);
   }
-  printf("%u agents (patrol, wander, pursue) in a %.0f m square, 30 ticks/s, 20 snapshots/s, one ENet client "
-         "taking full snapshots; %u windows of %u s each way\n\n",
-         agents, side, trials, seconds);
+  if (agents)
+    printf("%u agents (patrol, wander, pursue) in a %.0f m square", agents, side);
+  else
+    printf("the demo world");
+  printf(", 30 ticks/s, 20 snapshots/s, one ENet client taking full snapshots; views of %s; %u windows of %u "
+         "s each way\n\n",
+         radius > 0 ? "a circle" : "the whole world", trials, seconds);
   double q_step[20], q_cpu[20], v_step[20], v_cpu[20], v_kbps[20], v_msgs[20];
   views v;
   memset(&v, 0, sizeof v);
   v.port = srv.http_port;
   v.count = nviews;
+  v.radius = radius;
   for (uint32_t t = 0; t < trials; t++) {
     result q, r;
     if (window(&srv, c, seconds, 0, NULL, &q) != 0)

@@ -104,6 +104,8 @@ static const option_def options[] = {
      "text, or json: one JSON object per line (text)"},
     {"--drain-timeout", "STEERD_DRAIN_TIMEOUT_MS", OPT_U32, OFF(drain_timeout_ms), 0, 3600000,
      "ms SIGTERM waits for clients to hear the disconnect before exiting (2000)"},
+    {"--view-rate", "STEERD_VIEW_RATE", OPT_U32, OFF(view_rate), 1, 1000,
+     "snapshots per second a live view gets, at most the snapshot rate (10)"},
 };
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
 
@@ -142,6 +144,7 @@ void steerd_config_default(steerd_config *c) {
   c->http_port = 7780;
   c->log_format = STEERD_LOG_TEXT;
   c->drain_timeout_ms = 2000;
+  c->view_rate = 10;
 }
 
 void steerd_config_usage(FILE *out) {

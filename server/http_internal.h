@@ -23,9 +23,15 @@ typedef struct steerd_http_views {
   uint32_t *indices;    /* max_agents: the agents one view sees */
   uint32_t *part_first; /* max_agents + 2: snapshot part boundaries */
   uint8_t *scratch;     /* LWS_PRE + PROTO_MAX_MESSAGE_BYTES: one message on its way out */
+  uint8_t *frame;       /* frame_cap: one snapshot's parts, encoded once for every view that sees them */
+  size_t frame_cap;
+  uint32_t *part_len;   /* max_agents + 2: their lengths */
+  uint32_t frame_parts; /* parts of the frame in `frame` */
+  uint64_t frame_tick;  /* the whole-world frame of this tick is in `frame` (UINT64_MAX: none) */
   proto_command cmd;    /* decode scratch */
   int auth_on;
   steerd_auth auth;
+  uint64_t next_frame_us; /* server time of the views' next snapshot (--view-rate) */
   uint64_t frames, skipped, bytes;
 } steerd_http_views;
 

@@ -8,6 +8,10 @@
  * the same encoder and the same part size. The view is read-only: commands
  * that change the world are FORBIDDEN.
  *
+ * A snapshot's parts are up to 16384 bytes here (the ENet ones 1200: no MTU
+ * over TCP), and the whole-world frame is encoded once per snapshot for every
+ * view that shows the whole world.
+ *
  * Each view has a queue of messages on their way out; libwebsockets writes one
  * per writable callback. A view whose previous snapshot is still queued skips
  * the next (a slow browser sees fewer frames and never slows the tick); a view
@@ -20,9 +24,12 @@
 #include "log.h"
 
 #define VIEW_QUEUE_BYTES   (1024 * 1024) /* a 10 000-agent snapshot is ~300 KB */
-#define VIEW_MSG_HEADER    5             /* kind byte + u32 length before each queued message */
+/* Before each queued message: its kind byte and u32 length, in the LWS_PRE
+ * bytes libwebsockets may write its framing into, so it is sent in place. */
+#define VIEW_MSG_HEADER LWS_PRE
 #define VIEW_GARBAGE_LIMIT 20            /* undecodable messages before the view is closed */
 #define VIEW_ID_BASE       0x80000000u   /* WELCOME client_id of views: never an agent owner */
+#define VIEW_PART_BYTES    PROTO_MAX_MESSAGE_BYTES
 
 enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1 };
 
@@ -32,6 +39,7 @@ struct http_view {
   int welcomed;
   int closing; /* close once the queue is written (after an ERROR that ends the session) */
   proto_view view;
+  steer_id inspected; /* the agent of the last QUERY: its EVENTs come to the view */
   uint32_t garbage;
   uint8_t *queue; /* VIEW_QUEUE_BYTES */
   size_t head, tail;
@@ -49,7 +57,13 @@ int steerd_http_views_init(steerd_http_views *v, const steerd_config *cfg, uint3
   v->indices = calloc(max_agents ? max_agents : 1, sizeof(*v->indices));
   v->part_first = calloc((size_t)max_agents + 2, sizeof(*v->part_first));
   v->scratch = malloc(LWS_PRE + PROTO_MAX_MESSAGE_BYTES);
-  if (!v->slots || !v->indices || !v->part_first || !v->scratch)
+  v->part_len = calloc((size_t)max_agents + 2, sizeof(*v->part_len));
+  /* Every agent at its largest, and a header per part (a part holds >= 500 agents). */
+  v->frame_cap = (size_t)max_agents * PROTO_SNAPSHOT_AGENT_MAX_BYTES +
+                 ((size_t)max_agents / 500 + 2) * PROTO_SNAPSHOT_HEADER_MAX_BYTES;
+  v->frame = malloc(v->frame_cap);
+  v->frame_tick = UINT64_MAX;
+  if (!v->slots || !v->indices || !v->part_first || !v->scratch || !v->part_len || !v->frame)
     return -1;
   if (cfg->secret_len > 0) {
     if (steerd_auth_init(&v->auth, cfg->secret, cfg->secret_len) != STEERD_AUTH_OK)
@@ -69,6 +83,8 @@ void steerd_http_views_free(steerd_http_views *v) {
   free(v->indices);
   free(v->part_first);
   free(v->scratch);
+  free(v->part_len);
+  free(v->frame);
   memset(v, 0, sizeof(*v));
 }
 
@@ -143,18 +159,55 @@ static int view_circle(const steerd_http *h, const http_view *v, vec2 *centre, f
   return 1;
 }
 
-static int view_sees(const steerd_http *h, const http_view *v, vec2 pos) {
-  vec2 c;
-  float r;
-  int k = view_circle(h, v, &c, &r);
-  if (k <= 0)
-    return k == 0;
-  float dx = pos.x - c.x, dy = pos.y - c.y;
-  return dx * dx + dy * dy < r * r;
+/* The SNAPSHOT of the agents idx[0..n) (all of the view when idx is NULL), in
+ * parts of at most VIEW_PART_BYTES, into vs->frame. */
+static void encode_frame(steerd_http_views *vs, const steer_world_view *wv, const uint32_t *idx, uint32_t n,
+                         uint64_t tick, uint64_t time_us) {
+  uint32_t parts = 0;
+  for (uint32_t first = 0; first < n || parts == 0;) {
+    uint32_t fit = proto_snapshot_fit(wv, idx, first, n - first, VIEW_PART_BYTES);
+    vs->part_first[parts++] = first;
+    first += fit ? fit : 1;
+  }
+  vs->part_first[parts] = n;
+  proto_snapshot_header hd = {tick, time_us, 0, parts, n};
+  size_t at = 0;
+  vs->frame_parts = 0;
+  for (uint32_t p = 0; p < parts; p++) {
+    hd.part_index = p;
+    uint32_t first = vs->part_first[p];
+    size_t cap = vs->frame_cap - at < VIEW_PART_BYTES ? vs->frame_cap - at : VIEW_PART_BYTES;
+    size_t len = proto_encode_snapshot_view(vs->frame + at, cap, &hd, wv, idx, first,
+                                            vs->part_first[p + 1] - first);
+    if (len == 0)
+      break; /* cannot happen with frame_cap's bound; the view then gets a short frame */
+    vs->part_len[vs->frame_parts++] = (uint32_t)len;
+    at += len;
+  }
 }
 
-/* One SNAPSHOT of the agents in the view, in parts of at most
- * PROTO_SNAPSHOT_PART_BYTES, straight into the view's queue. */
+/* The frame in vs->frame into the view's queue, unless its previous one is still there. */
+static void queue_frame(steerd_http_views *vs, http_view *v) {
+  if (v->snapshot_msgs > 0) {
+    vs->skipped++;
+    return;
+  }
+  size_t at = 0;
+  for (uint32_t p = 0; p < vs->frame_parts; p++) {
+    uint8_t *dst = q_reserve(v, vs->part_len[p]);
+    if (!dst) {
+      vs->skipped++;
+      return;
+    }
+    memcpy(dst, vs->frame + at, vs->part_len[p]);
+    q_commit(v, vs->part_len[p], MSG_SNAPSHOT);
+    vs->bytes += vs->part_len[p];
+    at += vs->part_len[p];
+  }
+  vs->frames++;
+}
+
+/* A view of a circle: its own frame of the agents strictly within it. */
 static void view_snapshot(steerd_http *h, http_view *v, const steer_world_view *wv, uint64_t tick,
                           uint64_t time_us) {
   steerd_http_views *vs = &h->views;
@@ -162,67 +215,62 @@ static void view_snapshot(steerd_http *h, http_view *v, const steer_world_view *
     vs->skipped++;
     return;
   }
-  const uint32_t *idx = NULL;
-  uint32_t n = wv->count;
   vec2 c;
   float r;
   int k = view_circle(h, v, &c, &r);
-  if (k != 0) {
-    n = 0;
-    idx = vs->indices;
-    for (uint32_t i = 0; k > 0 && i < wv->count; i++) {
-      float dx = wv->px[i] - c.x, dy = wv->py[i] - c.y;
-      if (dx * dx + dy * dy < r * r)
-        vs->indices[n++] = i;
-    }
+  uint32_t n = 0;
+  for (uint32_t i = 0; k > 0 && i < wv->count; i++) {
+    float dx = wv->px[i] - c.x, dy = wv->py[i] - c.y;
+    if (dx * dx + dy * dy < r * r)
+      vs->indices[n++] = i;
   }
-  uint32_t parts = 0;
-  for (uint32_t first = 0; first < n || parts == 0;) {
-    uint32_t fit = proto_snapshot_fit(wv, idx, first, n - first, PROTO_SNAPSHOT_PART_BYTES);
-    vs->part_first[parts++] = first;
-    first += fit ? fit : 1;
-  }
-  vs->part_first[parts] = n;
-  proto_snapshot_header hd = {tick, time_us, 0, parts, n};
-  for (uint32_t p = 0; p < parts; p++) {
-    uint8_t *at = q_reserve(v, PROTO_SNAPSHOT_PART_BYTES);
-    if (!at) {
-      vs->skipped++;
-      return;
-    }
-    hd.part_index = p;
-    uint32_t first = vs->part_first[p];
-    size_t len = proto_encode_snapshot_view(at, PROTO_SNAPSHOT_PART_BYTES, &hd, wv, idx, first,
-                                            vs->part_first[p + 1] - first);
-    if (len == 0)
-      continue;
-    q_commit(v, len, MSG_SNAPSHOT);
-    vs->bytes += len;
-  }
-  vs->frames++;
+  vs->frame_tick = UINT64_MAX;
+  encode_frame(vs, wv, vs->indices, n, tick, time_us);
+  queue_frame(vs, v);
 }
 
 void steerd_http_views_snapshot(steerd_http *h) {
-  if (h->views.open == 0)
+  steerd_http_views *vs = &h->views;
+  if (vs->open == 0)
     return;
   const steer_world *w = steerd_server_world(h->server);
-  steer_world_view wv = steer_world_get_view(w);
   uint64_t tick = steer_world_tick(w), time_us = steerd_server_time_us(h->server);
+  /* At --view-rate: a browser draws between snapshots by their velocities. The
+   * half period of slack keeps a rate equal to the snapshot rate exact. */
+  uint64_t period_us = 1000000u / h->cfg->view_rate;
+  if (time_us + period_us / 2 < vs->next_frame_us)
+    return;
+  vs->next_frame_us = vs->next_frame_us + period_us > time_us ? vs->next_frame_us + period_us : time_us + period_us;
+  steer_world_view wv = steer_world_get_view(w);
+  /* The whole-world views first, sharing one encoding; then each circle. */
   for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
-    http_view *v = &h->views.slots[i];
-    if (v->wsi && v->welcomed && !v->closing)
+    http_view *v = &vs->slots[i];
+    if (!v->wsi || !v->welcomed || v->closing || v->view.kind != PROTO_VIEW_ALL)
+      continue;
+    if (vs->frame_tick != tick && v->snapshot_msgs == 0) {
+      encode_frame(vs, &wv, NULL, wv.count, tick, time_us);
+      vs->frame_tick = tick;
+    }
+    queue_frame(vs, v);
+  }
+  for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
+    http_view *v = &vs->slots[i];
+    if (v->wsi && v->welcomed && !v->closing && v->view.kind != PROTO_VIEW_ALL)
       view_snapshot(h, v, &wv, tick, time_us);
   }
 }
 
+/* Only the inspected agent's: a whole-world view of a busy world would
+ * otherwise take a WebSocket message per event of every agent. */
 void steerd_http_views_event(steerd_http *h, const proto_event *e, vec2 pos) {
+  (void)pos;
   if (h->views.open == 0)
     return;
   uint8_t *buf = h->views.scratch + LWS_PRE;
   size_t len = 0;
   for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
     http_view *v = &h->views.slots[i];
-    if (!v->wsi || !v->welcomed || v->closing || !view_sees(h, v, pos))
+    if (!v->wsi || !v->welcomed || v->closing || v->inspected != e->agent)
       continue;
     if (len == 0 && (len = proto_encode_event(buf, PROTO_MAX_MESSAGE_BYTES, e)) == 0)
       return;
@@ -321,6 +369,7 @@ static void handle_command(steerd_http *h, http_view *v, const proto_command *cm
     return;
   case PROTO_MSG_QUERY:
     ack.agent = cmd->query.agent;
+    v->inspected = cmd->query.agent;
     cmd_query(h, v, cmd, &ack);
     return;
   case PROTO_MSG_PING:
@@ -383,14 +432,12 @@ static void on_receive(steerd_http *h, http_view *v, struct lws *wsi, const uint
 }
 
 /* One queued message out; 1 when the view should close now. */
-static int on_writable(steerd_http *h, http_view *v, struct lws *wsi) {
+static int on_writable(http_view *v, struct lws *wsi) {
   if (v->head == v->tail)
     return v->closing;
-  const uint8_t *hdr = v->queue + v->head;
+  uint8_t *hdr = v->queue + v->head, *buf = hdr + VIEW_MSG_HEADER;
   uint32_t len;
   memcpy(&len, hdr + 1, 4);
-  uint8_t *buf = h->views.scratch + LWS_PRE;
-  memcpy(buf, hdr + VIEW_MSG_HEADER, len);
   if (hdr[0] == MSG_SNAPSHOT)
     v->snapshot_msgs--;
   v->head += VIEW_MSG_HEADER + len;
@@ -440,7 +487,7 @@ int steerd_http_view_callback(struct lws *wsi, enum lws_callback_reasons reason,
       on_receive(h, v, wsi, in, len);
     return 0;
   case LWS_CALLBACK_SERVER_WRITEABLE:
-    if (v && on_writable(h, v, wsi)) {
+    if (v && on_writable(v, wsi)) {
       lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, NULL, 0);
       return -1;
     }
