@@ -99,18 +99,63 @@ static size_t render_metrics(steerd_http *h, char *buf, size_t cap) {
 
 static json_t *vec_json(vec2 v) { return json_pack("[f,f]", (double)v.x, (double)v.y); }
 
+/* With a secret, the API wants a token of any role in ?token=. */
+static int token_ok(steerd_http *h, struct lws *wsi) {
+  if (!h->views.auth_on)
+    return 1;
+  char arg[STEERD_AUTH_MAX_TOKEN_BYTES + 8];
+  const char *token = lws_get_urlarg_by_name(wsi, "token=", arg, sizeof arg);
+  steerd_token t;
+  return token &&
+         steerd_auth_verify(&h->views.auth, token, strlen(token), (uint64_t)time(NULL), &t) == STEERD_AUTH_OK;
+}
+
+/* The map (obstacles) as JSON: what the view draws under the agents. */
+static int map_json(steerd_http *h, struct lws *wsi, char **body, size_t *len) {
+  if (!token_ok(h, wsi)) {
+    *body = strdup("a token is needed (steerd token --role observer)\n");
+    *len = *body ? strlen(*body) : 0;
+    return HTTP_STATUS_UNAUTHORIZED;
+  }
+  const steer_world *w = steerd_server_world(h->server);
+  const steer_world_config *wc = steer_world_get_config(w);
+  const steer_map *m = steer_world_map(w);
+  static const char *const kinds[STEER_OBSTACLE_KIND_COUNT] = {"circle", "polygon", "wall"};
+  json_t *o = json_object(), *list = json_array();
+  json_object_set_new(o, "version", json_integer(m ? steer_map_version(m) : 0));
+  json_object_set_new(o, "bounds_m", json_pack("[f,f,f,f]", (double)wc->min.x, (double)wc->min.y,
+                                                (double)wc->max.x, (double)wc->max.y));
+  uint32_t n = m ? steer_map_count(m) : 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t id;
+    steer_obstacle_desc d;
+    if (steer_map_get(m, i, &id, &d) != STEER_OK || d.kind >= STEER_OBSTACLE_KIND_COUNT)
+      continue;
+    json_t *ob = json_object();
+    json_object_set_new(ob, "id", json_integer(id));
+    json_object_set_new(ob, "kind", json_string(kinds[d.kind]));
+    json_t *pts = json_array();
+    for (uint32_t k = 0; k < d.count; k++)
+      json_array_append_new(pts, vec_json(d.points[k]));
+    json_object_set_new(ob, "points_m", pts);
+    if (d.kind == STEER_OBSTACLE_CIRCLE)
+      json_object_set_new(ob, "radius_m", json_real(d.radius));
+    json_array_append_new(list, ob);
+  }
+  json_object_set_new(o, "obstacles", list);
+  *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  *len = *body ? strlen(*body) : 0;
+  return *body ? HTTP_STATUS_OK : HTTP_STATUS_INTERNAL_SERVER_ERROR;
+}
+
 /* 200 with the agent as JSON, or an error status with a reason. */
 static int agent_json(steerd_http *h, struct lws *wsi, char **body, size_t *len) {
   char arg[128];
-  const char *token = lws_get_urlarg_by_name(wsi, "token=", arg, sizeof arg);
-  if (h->views.auth_on) {
-    steerd_token t;
-    if (!token || steerd_auth_verify(&h->views.auth, token, strlen(token), (uint64_t)time(NULL), &t) !=
-                      STEERD_AUTH_OK) {
-      *body = strdup("a token is needed (steerd token --role observer)\n");
-      *len = *body ? strlen(*body) : 0;
-      return HTTP_STATUS_UNAUTHORIZED;
-    }
+  if (!token_ok(h, wsi)) {
+    *body = strdup("a token is needed (steerd token --role observer)\n");
+    *len = *body ? strlen(*body) : 0;
+    return HTTP_STATUS_UNAUTHORIZED;
   }
   const char *id_text = lws_get_urlarg_by_name(wsi, "id=", arg, sizeof arg);
   char *end = NULL;
@@ -201,10 +246,10 @@ static int on_http(steerd_http *h, struct lws *wsi, http_req *req, const char *u
     }
     return respond(wsi, req, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
   }
-  if (strcmp(uri, "/api/agent") == 0) {
+  if (strcmp(uri, "/api/agent") == 0 || strcmp(uri, "/api/map") == 0) {
     char *body = NULL;
     size_t len = 0;
-    int status = agent_json(h, wsi, &body, &len);
+    int status = uri[5] == 'a' ? agent_json(h, wsi, &body, &len) : map_json(h, wsi, &body, &len);
     return respond(wsi, req, (unsigned)status,
                    status == HTTP_STATUS_OK ? "application/json" : "text/plain; charset=utf-8", body, len);
   }

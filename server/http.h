@@ -10,6 +10,7 @@
  *   GET /          the live view (server/web/, compiled in), and its WebSocket
  *                  (subprotocol "steerd-view", http_view.c)
  *   GET /api/agent?id=N   one agent's path and target as JSON, for the view
+ *   GET /api/map   the map's obstacles as JSON, for the view
  * and, when AGONES_SDK_HTTP_PORT is set, calls the Agones SDK (http_agones.c). */
 #ifndef STEERD_HTTP_H
 #define STEERD_HTTP_H

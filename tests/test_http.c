@@ -18,6 +18,8 @@
 
 #include "client.h"
 #include "http_get.h"
+#include "persist.h"
+#include "world.h"
 #include "protocol.h"
 #include "steerd_proc.h"
 
@@ -298,6 +300,75 @@ START_TEST(test_failing_checkpoint_is_visible) {
 }
 END_TEST
 
+/* ---- the map ------------------------------------------------------------------------- */
+
+/* A state file whose world has a circle, a square and a wall. */
+static void write_map_state(const char *path) {
+  steer_world_config wc = steer_default_world_config();
+  wc.max_agents = 64;
+  wc.min = v2(-100.0f, -100.0f);
+  wc.max = v2(100.0f, 100.0f);
+  steer_world *w = steer_world_create(&wc);
+  ck_assert_ptr_nonnull(w);
+  vec2 centre[1] = {v2(10.0f, 10.0f)};
+  vec2 square[4] = {v2(-20.0f, -20.0f), v2(-10.0f, -20.0f), v2(-10.0f, -10.0f), v2(-20.0f, -10.0f)};
+  vec2 wall[2] = {v2(30.0f, 0.0f), v2(30.0f, 20.0f)};
+  steer_obstacle_desc circle = {STEER_OBSTACLE_CIRCLE, 1, centre, 3.0f};
+  steer_obstacle_desc poly = {STEER_OBSTACLE_POLYGON, 4, square, 0.0f};
+  steer_obstacle_desc line = {STEER_OBSTACLE_WALL, 2, wall, 0.0f};
+  uint32_t moved;
+  ck_assert_int_eq(steer_world_add_obstacle(w, 1, &circle, &moved), STEER_OK);
+  ck_assert_int_eq(steer_world_add_obstacle(w, 2, &poly, &moved), STEER_OK);
+  ck_assert_int_eq(steer_world_add_obstacle(w, 3, &line, &moved), STEER_OK);
+  steerd_persist_server st;
+  memset(&st, 0, sizeof st);
+  st.next_client_id = 1;
+  size_t world_len = steer_world_state_size(w), cap = steerd_persist_size(world_len, &st);
+  uint8_t *buf = malloc(cap);
+  ck_assert_ptr_nonnull(buf);
+  ck_assert_int_eq(steer_world_save(w, buf + STEERD_PERSIST_WORLD_AT, cap - STEERD_PERSIST_WORLD_AT, &world_len),
+                   STEER_OK);
+  size_t len = steerd_persist_encode(buf, cap, buf + STEERD_PERSIST_WORLD_AT, world_len, &st, 1);
+  ck_assert_uint_gt(len, 0);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
+  fclose(f);
+  free(buf);
+  steer_world_destroy(w);
+}
+
+START_TEST(test_map_api) {
+  char dir[] = "/tmp/steerd-map-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char state[256];
+  snprintf(state, sizeof state, "%s/world.state", dir);
+  write_map_state(state);
+  steerd_proc p;
+  const char *extra[] = {"--state", state, "--checkpoint-interval", "0", NULL};
+  start(&p, extra);
+  ck_assert_int_eq(http_get(p.http_port, "/api/map", body, sizeof body, 5000), 200);
+  json_error_t err;
+  json_t *m = json_loads(body, 0, &err);
+  ck_assert_msg(m != NULL, "%s", body);
+  json_t *obs = json_object_get(m, "obstacles");
+  ck_assert_uint_eq(json_array_size(obs), 3);
+  json_t *c = json_array_get(obs, 0);
+  ck_assert_str_eq(json_string_value(json_object_get(c, "kind")), "circle");
+  ck_assert_double_eq_tol(json_real_value(json_object_get(c, "radius_m")), 3.0, 1e-6);
+  ck_assert_double_eq_tol(json_real_value(json_array_get(json_array_get(json_object_get(c, "points_m"), 0), 0)),
+                          10.0, 1e-6);
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(obs, 1), "kind")), "polygon");
+  ck_assert_uint_eq(json_array_size(json_object_get(json_array_get(obs, 1), "points_m")), 4);
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(obs, 2), "kind")), "wall");
+  ck_assert_double_eq_tol(json_real_value(json_array_get(json_object_get(m, "bounds_m"), 2)), 100.0, 1e-6);
+  json_decref(m);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+  unlink(state);
+  rmdir(dir);
+}
+END_TEST
+
 /* ---- logs ------------------------------------------------------------------------------ */
 
 START_TEST(test_json_logs) {
@@ -393,6 +464,7 @@ static Suite *http_suite(void) {
   tcase_add_test(tc, test_prometheus_scrapes);
   tcase_add_test(tc, test_failing_checkpoint_is_visible);
   tcase_add_test(tc, test_json_logs);
+  tcase_add_test(tc, test_map_api);
   tcase_add_test(tc, test_drain_on_sigterm);
   suite_add_tcase(s, tc);
   return s;

@@ -21,6 +21,7 @@
   let building = null;           // the snapshot whose parts are arriving
   let lastTick = 0, frames = 0, fps = 0, fpsAt = performance.now();
   let selected = 0, detail = null, detailTimer = 0;
+  let map = null, mapTimer = 0;   // the obstacles (/api/map), refreshed every 5 s
   // Camera: world point at the canvas centre and pixels per metre.
   const cam = { x: 0, y: 0, scale: 4 };
 
@@ -60,6 +61,9 @@
         const w = m[2].world; // [min_x, min_y, max_x, max_y]
         welcome = { ...m[2], world_min: [w[0], w[1]], world_max: [w[2], w[3]] };
         fitWorld();
+        loadMap();
+        clearInterval(mapTimer);
+        mapTimer = setInterval(loadMap, 5000);
         break;
       }
       case MSG.SNAPSHOT:
@@ -111,6 +115,11 @@
       form.style.display = "none";
       if (ws) ws.close();
     };
+  }
+
+  function loadMap() {
+    fetch("/api/map" + (token ? "?token=" + encodeURIComponent(token) : "")).then((r) => (r.ok ? r.json() : null))
+      .then((m) => { if (m) map = m; }).catch(() => {});
   }
 
   // ---- camera and VIEW ----
@@ -259,6 +268,7 @@
       ctx.lineWidth = 2;
       ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
     }
+    if (map) drawMap(map);
     if (detail) drawDetail(detail);
     const r = Math.max(6, 0.6 * cam.scale);
     for (const [id, a] of agents) {
@@ -306,6 +316,29 @@
     ctx.stroke();
   }
 
+  // Polygons filled, circles filled, walls as lines.
+  function drawMap(m) {
+    ctx.fillStyle = "#2b3645";
+    ctx.strokeStyle = "#56657a";
+    ctx.lineWidth = 2;
+    for (const o of m.obstacles) {
+      ctx.beginPath();
+      if (o.kind === "circle") {
+        const [cx, cy] = toScreen(o.points_m[0][0], o.points_m[0][1]);
+        ctx.arc(cx, cy, o.radius_m * cam.scale, 0, 2 * Math.PI);
+      } else {
+        o.points_m.forEach(([x, y], i) => {
+          const [px, py] = toScreen(x, y);
+          if (i === 0) ctx.moveTo(px, py);
+          else ctx.lineTo(px, py);
+        });
+        if (o.kind === "polygon") ctx.closePath();
+      }
+      if (o.kind !== "wall") ctx.fill();
+      ctx.stroke();
+    }
+  }
+
   function drawDetail(d) {
     ctx.lineWidth = 2;
     if (d.path_m && d.path_m.length) {
@@ -349,5 +382,6 @@
     agents: () => [...agents].map(([id, a]) => ({ id, x: a.x, y: a.y, screen: toScreen(a.x, a.y).map((v) => v / devicePixelRatio) })),
     tick: () => lastTick,
     camera: () => ({ ...cam }),
+    obstacles: () => (map ? map.obstacles.length : 0),
   };
 })();
