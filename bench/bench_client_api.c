@@ -56,9 +56,11 @@ static int populate(steerdc_client *c, uint32_t agents) {
       if (rc != 0) {
         steerdc_stats st;
         steerdc_get_stats(c, &st);
-        fprintf(stderr, "bench_client_api: spawn %u (request %u): %s %s; sent %llu acks %llu errors %llu, state %u\n", i,
-                last, steerdc_strerror(rc), rc == STEERDC_EREPLY ? r.message : "", (unsigned long long)st.commands_sent,
-                (unsigned long long)st.acks, (unsigned long long)st.errors, steerdc_get_state(c));
+        fprintf(stderr,
+                "bench_client_api: spawn %u (request %u): %s %s; sent %llu acks %llu errors %llu, state %u\n",
+                i, last, steerdc_strerror(rc), rc == STEERDC_EREPLY ? r.message : "",
+                (unsigned long long)st.commands_sent, (unsigned long long)st.acks,
+                (unsigned long long)st.errors, steerdc_get_state(c));
         return -1;
       }
     }
@@ -118,8 +120,9 @@ int main(int argc, char **argv) {
   if (agents == 0 || frames == 0)
     return 2;
   steerd_proc p;
-  const char *extra[] = {"--no-demo", "--rate-limit", "100000", "--rate-burst", "100000", "--max-agents-per-client",
-                         "100000", NULL};
+  const char *extra[] = {
+      "--no-demo", "--rate-limit", "100000", "--rate-burst", "100000", "--max-agents-per-client", "100000",
+      NULL};
   if (steerd_proc_start(&p, STEERD_BINARY, extra, 10000) != 0) {
     fprintf(stderr, "bench_client_api: the server did not start\n");
     return 1;
@@ -136,9 +139,10 @@ int main(int argc, char **argv) {
   }
   steerdc_disconnect(spawner, 1000); /* the agents stay: the server owns them on */
   steerdc_destroy(spawner);
-  printf("libsteerd-client polling API, %u wandering agents, %u frames back to back after 2 s warm-up\n", agents,
-         frames);
-  printf("| caller   | mode  | agents | frames | poll mean us | median us | p99 us | ns/agent (median) | update mean us |\n");
+  printf("libsteerd-client polling API, %u wandering agents, %u frames back to back after 2 s warm-up\n",
+         agents, frames);
+  printf("| caller   | mode  | agents | frames | poll mean us | median us | p99 us | ns/agent (median) | "
+         "update mean us |\n");
   printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
   run(p.port, agents, frames, STEERDC_SNAPSHOTS_FULL);
   run(p.port, agents, frames, STEERDC_SNAPSHOTS_DELTA);

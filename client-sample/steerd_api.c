@@ -24,19 +24,25 @@
 /* The public numbers are the wire's: keep them in step with the internal ones. */
 #define SAME(a, b) ((int)(a) == (int)(b))
 /* The internal client's errors pass through unchanged. */
-_Static_assert(SAME(STEERDC_EINVAL, STEERD_CLIENT_EINVAL) && SAME(STEERDC_ETIMEDOUT, STEERD_CLIENT_ETIMEDOUT) &&
-                   SAME(STEERDC_EDISCONNECTED, STEERD_CLIENT_EDISCONNECTED) && SAME(STEERDC_EREPLY, STEERD_CLIENT_EREPLY) &&
-                   SAME(STEERDC_EPROTOCOL, STEERD_CLIENT_EPROTOCOL) && SAME(STEERDC_EBUSY, STEERD_CLIENT_EBUSY),
+_Static_assert(SAME(STEERDC_EINVAL, STEERD_CLIENT_EINVAL) &&
+                   SAME(STEERDC_ETIMEDOUT, STEERD_CLIENT_ETIMEDOUT) &&
+                   SAME(STEERDC_EDISCONNECTED, STEERD_CLIENT_EDISCONNECTED) &&
+                   SAME(STEERDC_EREPLY, STEERD_CLIENT_EREPLY) &&
+                   SAME(STEERDC_EPROTOCOL, STEERD_CLIENT_EPROTOCOL) &&
+                   SAME(STEERDC_EBUSY, STEERD_CLIENT_EBUSY),
                "steerdc_error mirrors steerd_client_error");
 /* Values the core adds later pass through as numbers (the fields are uint32_t). */
 _Static_assert(SAME(STEERDC_MODEL_HEADING, STEER_MODEL_HEADING), "models");
 _Static_assert(SAME(STEERDC_BEHAVIOUR_FOLLOW_PATH, STEER_BEHAVIOUR_FOLLOW_PATH), "behaviours");
-_Static_assert(SAME(STEERDC_FACING_TARGET, STEER_FACING_TARGET) && SAME(STEERDC_COMBINE_PRIORITY, STEER_COMBINE_PRIORITY),
+_Static_assert(SAME(STEERDC_FACING_TARGET, STEER_FACING_TARGET) &&
+                   SAME(STEERDC_COMBINE_PRIORITY, STEER_COMBINE_PRIORITY),
                "facing, combine");
-_Static_assert(SAME(STEERDC_PATH_PINGPONG, STEER_PATH_PINGPONG) && SAME(STEERDC_CORNER_LAZY, STEER_CORNER_LAZY),
+_Static_assert(SAME(STEERDC_PATH_PINGPONG, STEER_PATH_PINGPONG) &&
+                   SAME(STEERDC_CORNER_LAZY, STEER_CORNER_LAZY),
                "path modes, cornering");
 _Static_assert(SAME(STEERDC_EVENT_DESPAWNED, PROTO_EVENT_DESPAWNED), "events");
-_Static_assert(SAME(STEERDC_CMD_SPAWN, PROTO_MSG_SPAWN) && SAME(STEERDC_CMD_VIEW, PROTO_MSG_VIEW), "commands");
+_Static_assert(SAME(STEERDC_CMD_SPAWN, PROTO_MSG_SPAWN) && SAME(STEERDC_CMD_VIEW, PROTO_MSG_VIEW),
+               "commands");
 _Static_assert(SAME(STEERDC_SNAPSHOTS_DELTA, PROTO_SNAPSHOTS_DELTA), "snapshot modes");
 _Static_assert(SAME(STEERDC_VIEW_FOLLOW, PROTO_VIEW_FOLLOW), "views");
 _Static_assert(SAME(STEERDC_PARAM_COUNT, PROTO_PARAM_COUNT), "params");
@@ -51,9 +57,9 @@ _Static_assert(sizeof(((steerdc_reply *)0)->field) == PROTO_MAX_FIELD_BYTES + 1,
 
 struct steerdc_client {
   steerdc_config cfg;
-  steerd_client *cl;  /* from connect_start */
-  steerd_interp *it;  /* from the first frame after the WELCOME */
-  int interp_failed;  /* creating it failed: ENOMEM from the polls */
+  steerd_client *cl; /* from connect_start */
+  steerd_interp *it; /* from the first frame after the WELCOME */
+  int interp_failed; /* creating it failed: ENOMEM from the polls */
   uint64_t last_now_us;
   int has_render;
   int64_t render_us;
@@ -311,9 +317,9 @@ steerdc_client *steerdc_create(const steerdc_config *cfg) {
     steerdc_config_init(&def);
     cfg = &def;
   }
-  if (cfg->max_agents == 0 || cfg->max_agents > STEER_MAX_CAPACITY || cfg->snapshots >= PROTO_SNAPSHOTS_COUNT ||
-      cfg->event_queue == 0 || cfg->reply_queue == 0 || cfg->samples_per_agent < 2 ||
-      cfg->min_delay_us > cfg->max_delay_us || cfg->connect_timeout_ms == 0)
+  if (cfg->max_agents == 0 || cfg->max_agents > STEER_MAX_CAPACITY ||
+      cfg->snapshots >= PROTO_SNAPSHOTS_COUNT || cfg->event_queue == 0 || cfg->reply_queue == 0 ||
+      cfg->samples_per_agent < 2 || cfg->min_delay_us > cfg->max_delay_us || cfg->connect_timeout_ms == 0)
     return NULL;
   steerdc_client *c = calloc(1, sizeof *c);
   if (c == NULL)
@@ -619,8 +625,8 @@ int steerdc_spawn(steerdc_client *c, const steerdc_spawn_desc *s, uint32_t *requ
   return r < 0 ? r : cmd_send(c, request_id);
 }
 
-int steerdc_spawn_with_path(steerdc_client *c, const steerdc_spawn_desc *s, const float *path_xy, uint32_t point_count,
-                            const steerdc_path_options *opts, uint32_t *request_id) {
+int steerdc_spawn_with_path(steerdc_client *c, const steerdc_spawn_desc *s, const float *path_xy,
+                            uint32_t point_count, const steerdc_path_options *opts, uint32_t *request_id) {
   if (c == NULL || s == NULL)
     return STEERDC_EINVAL;
   int r = spawn_fill(c, s);
@@ -654,7 +660,8 @@ int steerdc_query(steerdc_client *c, uint32_t agent, uint32_t *request_id) {
   return agent_cmd(c, PROTO_MSG_QUERY, agent, request_id);
 }
 
-int steerdc_set_behaviour(steerdc_client *c, uint32_t agent, const steerdc_behaviour *b, uint32_t *request_id) {
+int steerdc_set_behaviour(steerdc_client *c, uint32_t agent, const steerdc_behaviour *b,
+                          uint32_t *request_id) {
   if (c == NULL || b == NULL)
     return STEERDC_EINVAL;
   proto_command *cmd = cmd_start(c, PROTO_MSG_SET_BEHAVIOUR);
@@ -664,7 +671,8 @@ int steerdc_set_behaviour(steerdc_client *c, uint32_t agent, const steerdc_behav
   return cmd_send(c, request_id);
 }
 
-int steerdc_set_target(steerdc_client *c, uint32_t agent, uint32_t kind, float x, float y, uint32_t *request_id) {
+int steerdc_set_target(steerdc_client *c, uint32_t agent, uint32_t kind, float x, float y,
+                       uint32_t *request_id) {
   steerdc_behaviour b;
   steerdc_behaviour_init(&b, kind);
   b.present = STEERDC_BHV_TARGET;

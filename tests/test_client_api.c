@@ -75,7 +75,8 @@ static steerdc_reply reply_of(steerdc_client *c, int send_rc, const uint32_t *id
 
 static steerdc_reply ack_of(steerdc_client *c, int send_rc, const uint32_t *idp) {
   steerdc_reply r = reply_of(c, send_rc, idp);
-  ck_assert_msg(r.status == 0, "ERROR %s: %s (%s)", steerdc_wire_error_name(r.error_code), r.message, r.field);
+  ck_assert_msg(r.status == 0, "ERROR %s: %s (%s)", steerdc_wire_error_name(r.error_code), r.message,
+                r.field);
   return r;
 }
 
@@ -342,8 +343,9 @@ START_TEST(test_commands) {
   steerdc_get_stats(c, &stats);
   ck_assert_uint_ge(stats.pings, 2); /* the automatic ones and this */
   uint64_t est = steerdc_server_time_us(c);
-  ck_assert_msg(llabs((long long)est - (long long)r.server_time_us) < 1000000, "estimated server time %llu vs %llu",
-                (unsigned long long)est, (unsigned long long)r.server_time_us);
+  ck_assert_msg(llabs((long long)est - (long long)r.server_time_us) < 1000000,
+                "estimated server time %llu vs %llu", (unsigned long long)est,
+                (unsigned long long)r.server_time_us);
   ck_assert_uint_gt(stats.frames_complete, 50);
   ck_assert_uint_gt(stats.samples_total, 100);
   if (mode == STEERDC_SNAPSHOTS_DELTA)

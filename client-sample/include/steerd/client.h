@@ -211,12 +211,12 @@ typedef struct steerdc_event {
 /* The ACK or ERROR of a command. */
 typedef struct steerdc_reply {
   uint32_t request_id;
-  uint32_t command;    /* STEERDC_CMD_*; 0 for an ERROR (the server does not say) */
-  int32_t status;      /* 0: ACK; STEERDC_EREPLY: ERROR, see error_code */
-  uint32_t error_code; /* the server's code (steerdc_wire_error_name), 0 for an ACK */
-  uint32_t agent;      /* ACK: the agent (a SPAWN's new id); 0 for PING and VIEW */
-  uint32_t owner;      /* QUERY: owner client id, 0 = server */
-  uint64_t tick;       /* QUERY, PING: the server's last completed tick */
+  uint32_t command;        /* STEERDC_CMD_*; 0 for an ERROR (the server does not say) */
+  int32_t status;          /* 0: ACK; STEERDC_EREPLY: ERROR, see error_code */
+  uint32_t error_code;     /* the server's code (steerdc_wire_error_name), 0 for an ACK */
+  uint32_t agent;          /* ACK: the agent (a SPAWN's new id); 0 for PING and VIEW */
+  uint32_t owner;          /* QUERY: owner client id, 0 = server */
+  uint64_t tick;           /* QUERY, PING: the server's last completed tick */
   uint64_t server_time_us; /* PING: the server clock when it replied */
   uint64_t rtt_us;         /* PING: round trip measured here */
   /* QUERY: the agent's state after `tick`. */
@@ -268,7 +268,7 @@ enum {
 };
 
 typedef struct steerdc_params {
-  uint32_t present;                  /* bit i: send value[i] */
+  uint32_t present;                 /* bit i: send value[i] */
   float value[STEERDC_PARAM_COUNT]; /* units in PROTOCOL.md 5.2 */
 } steerdc_params;
 
@@ -285,8 +285,8 @@ enum {
 };
 
 typedef struct steerdc_behaviour {
-  uint32_t kind;    /* STEERDC_BEHAVIOUR_* (not FOLLOW_PATH) */
-  uint32_t present; /* STEERDC_BHV_* bits */
+  uint32_t kind;            /* STEERDC_BEHAVIOUR_* (not FOLLOW_PATH) */
+  uint32_t present;         /* STEERDC_BHV_* bits */
   float target_x, target_y; /* m */
   float orientation;        /* rad */
   uint32_t target_agent, target_agent2;
@@ -317,9 +317,9 @@ enum {
 };
 
 typedef struct steerdc_spawn_desc {
-  uint32_t model;   /* STEERDC_MODEL_* */
-  uint32_t present; /* STEERDC_SPAWN_* bits */
-  float x, y;       /* m, inside the world */
+  uint32_t model;    /* STEERDC_MODEL_* */
+  uint32_t present;  /* STEERDC_SPAWN_* bits */
+  float x, y;        /* m, inside the world */
   float orientation; /* rad */
   float vx, vy;      /* m/s */
   steerdc_limits limits;
@@ -361,11 +361,11 @@ typedef struct steerdc_stats {
   uint64_t frames_complete;   /* snapshots complete (full) or rebuilt (delta) */
   uint64_t frames_incomplete; /* lost: a part missing, no baseline, did not apply */
   uint64_t delta_acks_sent;
-  uint64_t pings;           /* PING round trips measured */
+  uint64_t pings; /* PING round trips measured */
   uint64_t rtt_last_us, rtt_min_us;
-  int64_t clock_offset_us;  /* server clock - local clock, from the lowest-RTT PING; 0 before */
-  uint64_t interp_frames;   /* snapshots in the interpolation buffer */
-  uint64_t underruns;       /* times the render time passed the newest snapshot */
+  int64_t clock_offset_us;       /* server clock - local clock, from the lowest-RTT PING; 0 before */
+  uint64_t interp_frames;        /* snapshots in the interpolation buffer */
+  uint64_t underruns;            /* times the render time passed the newest snapshot */
   uint64_t samples_extrapolated; /* states extrapolated or held past the newest snapshot */
   uint64_t samples_total;        /* states returned */
   float delay_ms, jitter_ms;     /* the buffer's render delay and jitter now */
@@ -423,8 +423,9 @@ STEERDC_API int steerdc_set_behaviour(steerdc_client *c, uint32_t agent, const s
 STEERDC_API int steerdc_set_target(steerdc_client *c, uint32_t agent, uint32_t kind, float x, float y,
                                    uint32_t *request_id);
 /* point_count (1..256) x, y pairs in path_xy; opts NULL: radius 1 m, once, no cornering. */
-STEERDC_API int steerdc_set_path(steerdc_client *c, uint32_t agent, const float *path_xy, uint32_t point_count,
-                                 const steerdc_path_options *opts, uint32_t *request_id);
+STEERDC_API int steerdc_set_path(steerdc_client *c, uint32_t agent, const float *path_xy,
+                                 uint32_t point_count, const steerdc_path_options *opts,
+                                 uint32_t *request_id);
 /* Either may be NULL (or have present 0): not sent. */
 STEERDC_API int steerdc_set_params(steerdc_client *c, uint32_t agent, const steerdc_limits *limits,
                                    const steerdc_params *params, uint32_t *request_id);
@@ -441,8 +442,8 @@ STEERDC_API int steerdc_set_view(steerdc_client *c, const steerdc_view *v, uint3
  * time into out (any order; stable while the set of agents is). Returns the
  * number written, or ENODATA before the first snapshot. info may be NULL. Call
  * once per rendered frame. */
-STEERDC_API int steerdc_poll_states(steerdc_client *c, uint64_t now_us, steerdc_agent_state *out, uint32_t cap,
-                                    steerdc_render_info *info);
+STEERDC_API int steerdc_poll_states(steerdc_client *c, uint64_t now_us, steerdc_agent_state *out,
+                                    uint32_t cap, steerdc_render_info *info);
 /* One agent at the render time of the last poll_states: 0, or ENOENT / ENODATA. */
 STEERDC_API int steerdc_get_agent(steerdc_client *c, uint32_t agent, steerdc_agent_state *out);
 
