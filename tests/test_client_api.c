@@ -17,6 +17,7 @@
  *   polling     non-blocking connect and replies collected by polling, in order */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,33 @@ START_TEST(test_errors) {
   name[sizeof name - 1] = '\0';
   ck_assert_int_eq(steerdc_connect_start(c, "127.0.0.1", 7777, name, NULL), STEERDC_EINVAL);
   steerdc_destroy(c);
+}
+END_TEST
+
+/* The layout of every public struct is part of the ABI, and the C# binding
+ * (tests/csharp/SteerdClientTest.cs checks the same numbers with Marshal.SizeOf)
+ * mirrors it field by field: a change here is a change there, and a new
+ * STEERDC_VERSION_MAJOR. */
+START_TEST(test_abi_layout) {
+  ck_assert_uint_eq(sizeof(steerdc_config), 40);
+  ck_assert_uint_eq(sizeof(steerdc_agent_state), 32);
+  ck_assert_uint_eq(sizeof(steerdc_render_info), 32);
+  ck_assert_uint_eq(sizeof(steerdc_event), 24);
+  ck_assert_uint_eq(sizeof(steerdc_reply), 432);
+  ck_assert_uint_eq(offsetof(steerdc_reply, x), 64);
+  ck_assert_uint_eq(offsetof(steerdc_reply, message), 112);
+  ck_assert_uint_eq(offsetof(steerdc_reply, field), 368);
+  ck_assert_uint_eq(sizeof(steerdc_limits), 24);
+  ck_assert_uint_eq(sizeof(steerdc_params), 64);
+  ck_assert_uint_eq(sizeof(steerdc_behaviour), 108);
+  ck_assert_uint_eq(offsetof(steerdc_behaviour, params), 44);
+  ck_assert_uint_eq(sizeof(steerdc_path_options), 76);
+  ck_assert_uint_eq(sizeof(steerdc_spawn_desc), 160);
+  ck_assert_uint_eq(offsetof(steerdc_spawn_desc, behaviour), 52);
+  ck_assert_uint_eq(sizeof(steerdc_view), 20);
+  ck_assert_uint_eq(sizeof(steerdc_welcome), 48);
+  ck_assert_uint_eq(sizeof(steerdc_stats), 184);
+  ck_assert_uint_eq(offsetof(steerdc_stats, delay_ms), 176);
 }
 END_TEST
 
@@ -472,6 +500,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("api");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_abi_layout);
   tcase_add_test(tc, test_token);
   tcase_add_loop_test(tc, test_commands, STEERDC_SNAPSHOTS_FULL, STEERDC_SNAPSHOTS_DELTA + 1);
   tcase_add_test(tc, test_polling);

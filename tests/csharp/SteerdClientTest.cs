@@ -17,6 +17,7 @@
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
+using System.Runtime.InteropServices;
 using System.Text.RegularExpressions;
 using System.Threading;
 using Steerd;
@@ -406,6 +407,41 @@ static class SteerdClientTest
         }
     }
 
+    static void Size<T>(int expected)
+    {
+        int got = Marshal.SizeOf(typeof(T));
+        Expect(got == expected, "sizeof " + typeof(T).Name + " " + got + ", C says " + expected);
+    }
+
+    static void Offset<T>(string field, int expected)
+    {
+        int got = (int)Marshal.OffsetOf(typeof(T), field);
+        Expect(got == expected, "offset of " + typeof(T).Name + "." + field + " " + got + ", C says " + expected);
+    }
+
+    static void CheckLayout()
+    {
+        Size<SteerdConfig>(40);
+        Size<SteerdAgentState>(32);
+        Size<SteerdRenderInfo>(32);
+        Size<SteerdEvent>(24);
+        Size<SteerdReply>(432);
+        Offset<SteerdReply>("X", 64);
+        Offset<SteerdReply>("MessageBytes", 112);
+        Offset<SteerdReply>("FieldBytes", 368);
+        Size<SteerdLimits>(24);
+        Size<SteerdParams>(64);
+        Size<SteerdBehaviour>(108);
+        Offset<SteerdBehaviour>("Params", 44);
+        Size<SteerdPathOptions>(76);
+        Size<SteerdSpawnDesc>(160);
+        Offset<SteerdSpawnDesc>("Behaviour", 52);
+        Size<SteerdView>(20);
+        Size<SteerdWelcome>(48);
+        Size<SteerdStats>(184);
+        Offset<SteerdStats>("DelayMs", 176);
+    }
+
     static int Main(string[] args)
     {
         if (args.Length < 2)
@@ -417,6 +453,8 @@ static class SteerdClientTest
                           (SteerdClient.LibraryVersion >> 8) & 0xff, SteerdClient.LibraryVersion & 0xff);
         Expect(SteerdClient.ErrorName((int)SteerdError.NoData) == "ENODATA", "error names");
         Expect(SteerdClient.ErrorText((int)SteerdError.TimedOut) == "timed out", "error texts");
+        // The structs mirror the C header byte for byte (tests/test_client_api.c: test_abi_layout).
+        CheckLayout();
         bool threw = false;
         try { new SteerdClient(new SteerdConfig()).Dispose(); }
         catch (SteerdException) { threw = true; }
