@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "interp.h"
@@ -52,58 +53,121 @@ static void on_sigint(int sig) {
   g_stop = 1;
 }
 
+/* Help: the global part, then one section per command (also `COMMAND --help`). */
+static const char usage_head[] =
+    "usage: steerd-client [--host H] [--port P] [--name N] [--token T] [--timeout MS] [--delta]\n"
+    "                     COMMAND [ARGS]\n"
+    "\n"
+    "Global options (before the command):\n"
+    "  --host H       server address (STEERD_HOST, else 127.0.0.1)\n"
+    "  --port P       server UDP port (STEERD_PORT, else 7777)\n"
+    "  --name N       HELLO name (steerd-client); a token's name replaces it on the server\n"
+    "  --token T      HELLO token from `steerd token` (STEERD_TOKEN); needed when the server has a\n"
+    "                 secret, ignored by one without\n"
+    "  --timeout MS   connect and reply timeout (3000)\n"
+    "  --delta        ask for delta snapshots (STEERD_DELTA=1), on every connection (bots too): the\n"
+    "                 client rebuilds each frame from the DELTA messages, so watch prints the same\n"
+    "                 JSON as with full snapshots\n"
+    "\n"
+    "Commands (steerd-client COMMAND --help shows one):\n";
+
+typedef struct cmd_help {
+  const char *name;
+  const char *const opts[8]; /* the command's options, without "--" */
+  const char *text;
+} cmd_help;
+
+static const cmd_help commands[] = {
+    {"watch",
+     {"seconds", "view", "rate", "interp", "events-only", NULL},
+     "  watch [--seconds S] [--events-only] [--interp [--rate HZ]] [--view all|X,Y,R|follow:ID,R]\n"
+     "      Print snapshots and events as JSON lines until S seconds pass (0: until Ctrl-C).\n"
+     "      --interp: print interpolated states (render time = server time - delay) HZ times\n"
+     "      a second (30) instead of the snapshots.\n"
+     "      --view (needs --delta): send a VIEW after the WELCOME, so frames hold only the agents\n"
+     "      in view: all (the whole world), a circle of R m around X,Y, or R m around agent ID.\n"
+     "      The summary on stderr then adds the delta figures (bytes, frames rebuilt, dropped).\n"
+     "      e.g. steerd-client watch --seconds 2\n"
+     "           steerd-client --delta watch --seconds 2 --view 0,0,30\n"},
+    {"spawn",
+     {"model", "x", "y", "behaviour", "target", "target-agent", NULL},
+     "  spawn --model M --x X --y Y [--behaviour K] [--target X,Y] [--target-agent ID]\n"
+     "      Spawn an agent (model kinematic|dynamic|heading); prints the new id.\n"
+     "      e.g. steerd-client spawn --model dynamic --x 0 --y 0 --behaviour arrive --target 20,10\n"},
+    {"target",
+     {"behaviour", "target", "target-agent", "target-agent2", "orientation", NULL},
+     "  target ID --behaviour K [--target X,Y | --target-agent ID [--target-agent2 ID]] [--orientation R]\n"
+     "      Set an agent's behaviour (none seek flee arrive align velocity_match face\n"
+     "      look_where_going pursue evade interpose wander).\n"
+     "      e.g. steerd-client target 4194305 --behaviour pursue --target-agent 4194306\n"},
+    {"path",
+     {"points", "radius", "mode", "cornering", NULL},
+     "  path ID --points \"x,y;x,y;...\" [--radius R] [--mode once|loop|pingpong]\n"
+     "       [--cornering none|arc|lazy]\n"
+     "      Make an agent follow a path (radius 1 m, mode once, cornering none).\n"
+     "      e.g. steerd-client path 4194305 --points \"0,0;20,0;20,20\" --mode loop\n"},
+    {"despawn", {NULL}, "  despawn ID     e.g. steerd-client despawn 4194305\n"},
+    {"stop", {NULL}, "  stop ID        Behaviour none: come to rest.  e.g. steerd-client stop 4194305\n"},
+    {"query", {NULL}, "  query ID       Print the agent as JSON.  e.g. steerd-client query 4194305\n"},
+    {"ping",
+     {"count", NULL},
+     "  ping [--count N]\n"
+     "      N PINGs (4), RTT of each and the median.  e.g. steerd-client ping --count 10\n"},
+    {"shell",
+     {NULL},
+     "  shell\n"
+     "      Commands from stdin, one a line, over one connection: only an agent's owner may\n"
+     "      command it, and every other invocation is a new client. On a terminal it prompts\n"
+     "      (steerd> ); `help` lists the commands, `help COMMAND` shows one, `quit` (or `exit`,\n"
+     "      or end of input) leaves.\n"
+     "      e.g. printf 'spawn --model dynamic --x 0 --y 0\\nping\\n' | steerd-client shell\n"},
+    {"bots",
+     {"seconds", "seed", "rate", NULL},
+     "  bots N [--seconds S] [--seed K] [--rate HZ]\n"
+     "      N connections issuing random valid commands at HZ (4) per bot for S seconds\n"
+     "      (10), then a summary per bot.  e.g. steerd-client bots 20 --seconds 30 --seed 7\n"},
+};
+#define COMMAND_COUNT (sizeof commands / sizeof commands[0])
+
+static const char usage_tail[] =
+    "\n"
+    "Exit status: 0 ok, 1 the server replied ERROR, 2 usage, 3 connection failed or lost.\n";
+
+static const cmd_help *find_command(const char *name) {
+  for (size_t i = 0; name != NULL && i < COMMAND_COUNT; i++)
+    if (strcmp(commands[i].name, name) == 0)
+      return &commands[i];
+  return NULL;
+}
+
 static void usage(FILE *f) {
-  fputs(
-      "usage: steerd-client [--host H] [--port P] [--name N] [--token T] [--timeout MS] [--delta]\n"
-      "                     COMMAND [ARGS]\n"
-      "\n"
-      "Global options:\n"
-      "  --host H       server address (127.0.0.1)\n"
-      "  --port P       server UDP port (7777)\n"
-      "  --name N       HELLO name (steerd-client); a token's name replaces it on the server\n"
-      "  --token T      HELLO token from `steerd token` (STEERD_TOKEN); needed when the server has a\n"
-      "                 secret, ignored by one without\n"
-      "  --timeout MS   connect and reply timeout (3000)\n"
-      "  --delta        ask for delta snapshots (STEERD_DELTA=1), on every connection (bots too): the\n"
-      "                 client rebuilds each frame from the DELTA messages, so watch prints the same\n"
-      "                 JSON as with full snapshots\n"
-      "\n"
-      "Commands:\n"
-      "  watch [--seconds S] [--events-only] [--interp [--rate HZ]] [--view all|X,Y,R|follow:ID,R]\n"
-      "      Print snapshots and events as JSON lines until S seconds pass (0: until Ctrl-C).\n"
-      "      --interp: print interpolated states (render time = server time - delay) HZ times\n"
-      "      a second (30) instead of the snapshots.\n"
-      "      --view (needs --delta): send a VIEW after the WELCOME, so frames hold only the agents\n"
-      "      in view: all (the whole world), a circle of R m around X,Y, or R m around agent ID.\n"
-      "      The summary on stderr then adds the delta figures (bytes, frames rebuilt, dropped).\n"
-      "      e.g. steerd-client watch --seconds 2\n"
-      "           steerd-client --delta watch --seconds 2 --view 0,0,30\n"
-      "  spawn --model M --x X --y Y [--behaviour K] [--target X,Y] [--target-agent ID]\n"
-      "      Spawn an agent (model kinematic|dynamic|heading); prints the new id.\n"
-      "      e.g. steerd-client spawn --model dynamic --x 0 --y 0 --behaviour arrive --target 20,10\n"
-      "  target ID --behaviour K [--target X,Y | --target-agent ID [--target-agent2 ID]] [--orientation R]\n"
-      "      Set an agent's behaviour (none seek flee arrive align velocity_match face\n"
-      "      look_where_going pursue evade interpose wander).\n"
-      "      e.g. steerd-client target 4194305 --behaviour pursue --target-agent 4194306\n"
-      "  path ID --points \"x,y;x,y;...\" [--radius R] [--mode once|loop|pingpong]\n"
-      "       [--cornering none|arc|lazy]\n"
-      "      Make an agent follow a path (radius 1 m, mode once, cornering none).\n"
-      "      e.g. steerd-client path 4194305 --points \"0,0;20,0;20,20\" --mode loop\n"
-      "  despawn ID     e.g. steerd-client despawn 4194305\n"
-      "  stop ID        Behaviour none: come to rest.  e.g. steerd-client stop 4194305\n"
-      "  query ID       Print the agent as JSON.  e.g. steerd-client query 4194305\n"
-      "  ping [--count N]\n"
-      "      N PINGs (4), RTT of each and the median.  e.g. steerd-client ping --count 10\n"
-      "  shell\n"
-      "      Commands from stdin, one a line, over one connection: only an agent's owner may\n"
-      "      command it, and every other invocation is a new client.\n"
-      "      e.g. printf 'spawn --model dynamic --x 0 --y 0\\nping\\n' | steerd-client shell\n"
-      "  bots N [--seconds S] [--seed K] [--rate HZ]\n"
-      "      N connections issuing random valid commands at HZ (4) per bot for S seconds\n"
-      "      (10), then a summary per bot.  e.g. steerd-client bots 20 --seconds 30 --seed 7\n"
-      "\n"
-      "Exit status: 0 ok, 1 the server replied ERROR, 2 usage, 3 connection failed or lost.\n",
-      f);
+  fputs(usage_head, f);
+  for (size_t i = 0; i < COMMAND_COUNT; i++)
+    fputs(commands[i].text, f);
+  fputs(usage_tail, f);
+}
+
+/* One command's help: its section, and where the global options are. */
+static void usage_command(FILE *f, const cmd_help *h) {
+  fprintf(f, "usage: steerd-client [GLOBAL OPTIONS] %s ... (steerd-client --help lists the global options)\n\n",
+          h->name);
+  fputs(h->text, f);
+}
+
+/* "--a, --b, --c", or "none". */
+static const char *option_list(const cmd_help *h, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < 8 && h->opts[i] != NULL; i++)
+    n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s--%s", i ? ", " : "", h->opts[i]);
+  return buf[0] ? buf : "none";
+}
+
+static int command_knows(const cmd_help *h, const char *key) {
+  for (int i = 0; h != NULL && i < 8 && h->opts[i] != NULL; i++)
+    if (strcmp(h->opts[i], key) == 0)
+      return 1;
+  return 0;
 }
 
 /* ---- Argument parsing ------------------------------------------------------ */
@@ -208,11 +272,25 @@ static int find_name(const char *(*name_of)(uint32_t), uint32_t count, const cha
   return -1;
 }
 
+static const char global_options[] = "--host, --port, --name, --token, --timeout, --delta";
+
 static int parse_args(int argc, char **argv, args *a) {
   memset(a, 0, sizeof *a);
   a->host = "127.0.0.1";
   a->port = 7777;
   a->name = "steerd-client";
+  /* The server's variables too: the same values reach both. */
+  const char *host_env = getenv("STEERD_HOST"), *port_env = getenv("STEERD_PORT");
+  if (host_env != NULL && *host_env != '\0')
+    a->host = host_env;
+  if (port_env != NULL && *port_env != '\0') {
+    uint64_t p;
+    if (parse_u64(port_env, 65535, &p) != 0 || p == 0) {
+      fprintf(stderr, "steerd-client: bad STEERD_PORT '%s': allowed is a port from 1 to 65535\n", port_env);
+      return -1;
+    }
+    a->port = (uint16_t)p;
+  }
   a->token = getenv("STEERD_TOKEN");
   a->timeout_ms = 3000;
   const char *delta_env = getenv("STEERD_DELTA");
@@ -223,7 +301,11 @@ static int parse_args(int argc, char **argv, args *a) {
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
     if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-      usage(stdout);
+      const cmd_help *h = find_command(a->cmd);
+      if (h != NULL)
+        usage_command(stdout, h);
+      else
+        usage(stdout);
       exit(0);
     }
     if (strcmp(s, "--interp") == 0) {
@@ -239,18 +321,34 @@ static int parse_args(int argc, char **argv, args *a) {
       continue;
     }
     if (strncmp(s, "--", 2) == 0) {
+      const char *k = s + 2;
+      int global = strcmp(k, "host") == 0 || strcmp(k, "port") == 0 || strcmp(k, "name") == 0 ||
+                   strcmp(k, "token") == 0 || strcmp(k, "timeout") == 0;
+      const cmd_help *h = find_command(a->cmd);
+      if (!global && a->cmd == NULL) {
+        fprintf(stderr,
+                "steerd-client: unknown option %s (global options: %s; a command's options go after "
+                "the command)\n",
+                s, global_options);
+        return -1;
+      }
+      if (!global && h != NULL && !command_knows(h, k)) {
+        char list[160];
+        fprintf(stderr, "steerd-client %s: unknown option %s (its options: %s; see steerd-client %s --help)\n",
+                a->cmd, s, option_list(h, list, sizeof list), a->cmd);
+        return -1;
+      }
       if (i + 1 >= argc) {
         fprintf(stderr, "steerd-client: %s needs a value\n", s);
         return -1;
       }
       const char *v = argv[++i];
-      const char *k = s + 2;
       if (strcmp(k, "host") == 0) {
         a->host = v;
       } else if (strcmp(k, "port") == 0) {
         uint64_t p;
         if (parse_u64(v, 65535, &p) != 0 || p == 0) {
-          fprintf(stderr, "steerd-client: bad --port %s\n", v);
+          fprintf(stderr, "steerd-client: bad --port '%s': allowed is a port from 1 to 65535\n", v);
           return -1;
         }
         a->port = (uint16_t)p;
@@ -260,7 +358,7 @@ static int parse_args(int argc, char **argv, args *a) {
         a->token = v;
       } else if (strcmp(k, "timeout") == 0) {
         if (parse_u32(v, &a->timeout_ms) != 0) {
-          fprintf(stderr, "steerd-client: bad --timeout %s\n", v);
+          fprintf(stderr, "steerd-client: bad --timeout '%s': allowed is milliseconds, 0 to 4294967295\n", v);
           return -1;
         }
       } else {
@@ -272,8 +370,20 @@ static int parse_args(int argc, char **argv, args *a) {
       }
       continue;
     }
+    if (s[0] == '-' && s[1] != '\0' && !(s[1] >= '0' && s[1] <= '9') && s[1] != '.') {
+      fprintf(stderr, "steerd-client%s%s: unknown option %s (options take two dashes, e.g. --seconds)\n",
+              a->cmd ? " " : "", a->cmd ? a->cmd : "", s);
+      return -1;
+    }
     if (a->cmd == NULL) {
       a->cmd = s;
+      if (find_command(s) == NULL && strcmp(s, "help") != 0) {
+        fprintf(stderr, "steerd-client: unknown command '%s' (commands:", s);
+        for (size_t c = 0; c < COMMAND_COUNT; c++)
+          fprintf(stderr, " %s", commands[c].name);
+        fprintf(stderr, "; see --help)\n");
+        return -1;
+      }
     } else {
       if (a->npos >= 4) {
         fprintf(stderr, "steerd-client: too many arguments\n");
@@ -323,8 +433,66 @@ static int check_opts(const args *a, const char *const *allowed, int npos_min, i
   return 0;
 }
 
+/* The names of a proto_*_name table, "a, b or c"; skip: an index left out (-1: none). */
+static const char *name_list(const char *(*name_of)(uint32_t), uint32_t count, int skip, char *buf, size_t cap) {
+  size_t n = 0;
+  uint32_t shown = 0, total = 0;
+  for (uint32_t i = 0; i < count; i++)
+    total += name_of(i) != NULL && (int)i != skip;
+  buf[0] = '\0';
+  for (uint32_t i = 0; i < count; i++) {
+    const char *nm = name_of(i);
+    if (nm == NULL || (int)i == skip)
+      continue;
+    shown++;
+    const char *sep = shown == 1 ? "" : shown == total ? " or " : ", ";
+    n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", sep, nm);
+  }
+  return buf;
+}
+
+/* What a value may be, by the name the commands use for it. */
+static const char *allowed_for(const char *what, char *buf, size_t cap) {
+  if (strcmp(what, "--model") == 0)
+    return name_list(proto_model_name, STEER_MODEL_COUNT, -1, buf, cap);
+  if (strcmp(what, "--behaviour") == 0)
+    return name_list(proto_behaviour_name, STEER_BEHAVIOUR_COUNT, STEER_BEHAVIOUR_FOLLOW_PATH, buf, cap);
+  if (strcmp(what, "--mode") == 0)
+    return name_list(proto_path_mode_name, STEER_PATH_MODE_COUNT, -1, buf, cap);
+  if (strcmp(what, "--cornering") == 0)
+    return name_list(proto_cornering_name, STEER_CORNER_COUNT, -1, buf, cap);
+  if (strcmp(what, "--x") == 0 || strcmp(what, "--y") == 0 || strcmp(what, "--orientation") == 0)
+    return "a finite number";
+  if (strcmp(what, "--target") == 0)
+    return "X,Y (two numbers, metres)";
+  if (strcmp(what, "--points") == 0)
+    return "\"x,y;x,y;...\", 1 to 256 points";
+  if (strcmp(what, "--radius") == 0 || strcmp(what, "--view radius") == 0)
+    return "a number > 0 (metres)";
+  if (strcmp(what, "--seconds") == 0)
+    return "a number of seconds >= 0";
+  if (strcmp(what, "--rate") == 0)
+    return "a number from 1 to 1000 (per second)";
+  if (strcmp(what, "--count") == 0)
+    return "a whole number from 1 to 100000";
+  if (strcmp(what, "--seed") == 0)
+    return "a whole number >= 0";
+  if (strstr(what, "--view") != NULL)
+    return "all, X,Y,R or follow:ID,R";
+  if (strstr(what, "agent") != NULL || strstr(what, "ID") != NULL)
+    return "an agent id, a whole number from 1 to 4294967295";
+  return NULL;
+}
+
 static int bad_value(const args *a, const char *what, const char *v) {
-  fprintf(stderr, "steerd-client %s: bad %s '%s'\n", a->cmd, what, v != NULL ? v : "");
+  char buf[200];
+  const char *allowed = allowed_for(what, buf, sizeof buf);
+  if (v == NULL)
+    fprintf(stderr, "steerd-client %s: %s is required%s%s%s\n", a->cmd, what, allowed ? " (" : "",
+            allowed ? allowed : "", allowed ? ")" : "");
+  else
+    fprintf(stderr, "steerd-client %s: bad %s '%s'%s%s\n", a->cmd, what, v, allowed ? ": allowed is " : "",
+            allowed ? allowed : "");
   return EXIT_USAGE;
 }
 
@@ -453,6 +621,12 @@ static steerd_client *open_client(const args *a, const steerd_client_callbacks *
     char what[300];
     snprintf(what, sizeof what, "connect %s:%u", a->host, (unsigned)a->port);
     *exit_code = report(c, what, r, NULL);
+    if (r == STEERD_CLIENT_ETIMEDOUT)
+      fprintf(stderr,
+              "steerd-client: no answer from %s:%u (UDP) within %u ms: is steerd running there? Compare "
+              "--host/--port (STEERD_HOST/STEERD_PORT) with the server's 'listening on' log line; a firewall "
+              "dropping UDP looks the same\n",
+              a->host, (unsigned)a->port, (unsigned)a->timeout_ms);
     steerd_client_destroy(c);
     return NULL;
   }
@@ -1320,15 +1494,42 @@ static int cmd_shell(const args *a) {
   g_session = open_client(a, NULL, &code);
   if (g_session == NULL)
     return code;
-  fprintf(stderr, "steerd-client: connected as client %lu; commands from stdin\n",
-          (unsigned long)steerd_client_welcome(g_session)->client_id);
+  int tty = isatty(STDIN_FILENO);
+  fprintf(stderr, "steerd-client: connected as client %lu; commands from stdin%s\n",
+          (unsigned long)steerd_client_welcome(g_session)->client_id,
+          tty ? " (help lists them, quit leaves)" : "");
   char line[4096];
-  while (!g_stop && fgets(line, sizeof line, stdin) != NULL) {
+  for (;;) {
+    if (tty) {
+      fputs("steerd> ", stderr);
+      fflush(stderr);
+    }
+    if (g_stop || fgets(line, sizeof line, stdin) == NULL)
+      break;
     char *words[64];
     words[0] = "steerd-client";
     int n = split_line(line, words + 1, 63);
     if (n == 0)
       continue;
+    if (strcmp(words[1], "quit") == 0 || strcmp(words[1], "exit") == 0)
+      break;
+    if (strcmp(words[1], "help") == 0) {
+      const cmd_help *h = n > 1 ? find_command(words[2]) : NULL;
+      if (h != NULL) {
+        fputs(h->text, stdout);
+      } else {
+        if (n > 1)
+          printf("no command '%s'; ", words[2]);
+        printf("commands (watch, bots and shell are not available here):\n");
+        for (size_t i = 0; i < COMMAND_COUNT; i++)
+          if (strcmp(commands[i].name, "watch") != 0 && strcmp(commands[i].name, "bots") != 0 &&
+              strcmp(commands[i].name, "shell") != 0)
+            fputs(commands[i].text, stdout);
+        printf("  help [COMMAND]   this text, or one command's\n  quit, exit       leave\n");
+      }
+      fflush(stdout);
+      continue;
+    }
     args sub;
     if (n < 0 || parse_args(n + 1, words, &sub) != 0) {
       fprintf(stderr, "steerd-client shell: cannot parse the line\n");
@@ -1392,6 +1593,14 @@ static int dispatch(const args *ap) {
     return cmd_ping(&a);
   if (strcmp(a.cmd, "bots") == 0)
     return cmd_bots(&a);
+  if (strcmp(a.cmd, "help") == 0) {
+    const cmd_help *h = a.npos > 0 ? find_command(a.pos[0]) : NULL;
+    if (h != NULL)
+      usage_command(stdout, h);
+    else
+      usage(stdout);
+    return 0;
+  }
   fprintf(stderr, "steerd-client: unknown command '%s' (see --help)\n", a.cmd);
   return EXIT_USAGE;
 }

@@ -1,8 +1,12 @@
 /* config.c: see config.h. One table drives flags, environment and --help. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,10 +167,70 @@ void steerd_config_usage(FILE *out) {
                "loopback address (127.0.0.0/8) unless --insecure is given.\n");
 }
 
-int steerd_address_is_loopback(const char *ip) {
+static int ipv4_is_loopback(const char *ip) {
   unsigned a, b, c, d;
   char tail;
   return sscanf(ip, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 127 && b < 256 && c < 256 && d < 256;
+}
+
+static int is_ipv6_loopback(const char *ip) {
+  struct in6_addr a;
+  char tmp[64];
+  size_t n = strlen(ip);
+  if (n >= sizeof tmp)
+    return 0;
+  if (n >= 2 && ip[0] == '[' && ip[n - 1] == ']') { /* [::1] */
+    memcpy(tmp, ip + 1, n - 2);
+    tmp[n - 2] = '\0';
+  } else {
+    memcpy(tmp, ip, n + 1);
+  }
+  if (inet_pton(AF_INET6, tmp, &a) != 1)
+    return 0;
+  if (IN6_IS_ADDR_LOOPBACK(&a))
+    return 1;
+  return IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127;
+}
+
+int steerd_address_is_loopback(const char *ip) {
+  return ipv4_is_loopback(ip) || strcmp(ip, "localhost") == 0 || is_ipv6_loopback(ip);
+}
+
+int steerd_bind_resolve(const char *bind, char *out, size_t cap, char *why, size_t why_cap) {
+  struct in_addr v4;
+  if (inet_pton(AF_INET, bind, &v4) == 1) {
+    snprintf(out, cap, "%s", bind);
+    return 0;
+  }
+  if (is_ipv6_loopback(bind)) {
+    snprintf(out, cap, "127.0.0.1");
+    return 0;
+  }
+  if (strchr(bind, ':')) {
+    snprintf(why, why_cap,
+             "'%s' is an IPv6 address: this server speaks IPv4 only (ENet 1.3); use 0.0.0.0 for every "
+             "interface or 127.0.0.1 for this machine",
+             bind);
+    return -1;
+  }
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  int rc = getaddrinfo(bind, NULL, &hints, &res);
+  if (rc != 0 || !res) {
+    snprintf(why, why_cap, "'%s' is neither an IPv4 address nor a name that resolves to one (%s)", bind,
+             rc ? gai_strerror(rc) : "no address");
+    return -1;
+  }
+  const struct sockaddr_in *sa = (const struct sockaddr_in *)res->ai_addr;
+  const char *ok = inet_ntop(AF_INET, &sa->sin_addr, out, (socklen_t)cap);
+  freeaddrinfo(res);
+  if (!ok) {
+    snprintf(why, why_cap, "cannot print the address of '%s'", bind);
+    return -1;
+  }
+  return 0;
 }
 
 int steerd_secret_load(const char *file, char *out, size_t cap, size_t *len, FILE *err) {
@@ -324,11 +388,50 @@ static int apply(steerd_config *c, const option_def *o, const char *value) {
   return -1;
 }
 
+/* What an option accepts, for the message about a bad value. */
+static const char *allowed_text(const option_def *o, char *buf, size_t cap) {
+  switch (o->kind) {
+  case OPT_U32:
+    snprintf(buf, cap, "an integer from %u to %u", o->min, o->max);
+    return buf;
+  case OPT_U64:
+    return "a whole number >= 0";
+  case OPT_PORT:
+    return "a port from 0 to 65535";
+  case OPT_HTTP_PORT:
+    return "a port from 0 to 65535, or auto";
+  case OPT_BOOL:
+    return "1, true, on, 0, false or off";
+  case OPT_ROLE:
+    return "observer, controller or admin";
+  case OPT_ORPHAN:
+    return "keep or despawn";
+  case OPT_WORLD:
+    return "minx,miny,maxx,maxy in metres, with maxx > minx and maxy > miny";
+  case OPT_LEVEL:
+    return "debug, info, warn or error";
+  case OPT_LOG_FORMAT:
+    return "text or json";
+  case OPT_FILE:
+    snprintf(buf, cap, "a path of fewer than %d bytes", STEERD_PATH_BYTES);
+    return buf;
+  default:
+    snprintf(buf, cap, "a non-empty text of fewer than %zu bytes", sizeof(((steerd_config *)0)->bind));
+    return buf;
+  }
+}
+
+static void bad_value(FILE *err, const option_def *o, const char *name, const char *value) {
+  char buf[96];
+  fprintf(err, "steerd: bad value '%s' for %s: allowed is %s (%s)\n", value, name, allowed_text(o, buf, sizeof buf),
+          o->help);
+}
+
 int steerd_config_parse(steerd_config *c, int argc, char **argv, FILE *err) {
   for (size_t i = 0; i < OPTION_COUNT; i++) {
     const char *v = getenv(options[i].env);
     if (v && apply(c, &options[i], v) != 0) {
-      fprintf(err, "steerd: bad value '%s' for %s (%s)\n", v, options[i].env, options[i].help);
+      bad_value(err, &options[i], options[i].env, v);
       return -1;
     }
   }
@@ -367,7 +470,7 @@ int steerd_config_parse(steerd_config *c, int argc, char **argv, FILE *err) {
       value = argv[++a];
     }
     if (apply(c, o, value) != 0) {
-      fprintf(err, "steerd: bad value '%s' for %s (%s)\n", value, o->flag, o->help);
+      bad_value(err, o, o->flag, value);
       return -1;
     }
   }

@@ -89,7 +89,15 @@ void steerd_config_usage(FILE *out);
  * error to err (unreadable file, shorter than 16 or longer than 1024 bytes). */
 int steerd_secret_load(const char *file, char *out, size_t cap, size_t *len, FILE *err);
 
-/* 1 if the dotted IPv4 address is in 127.0.0.0/8. */
+/* 1 if the address names this machine only: a dotted IPv4 address in
+ * 127.0.0.0/8, "localhost", "::1" (or "[::1]"), or an IPv4-mapped ::ffff:127.x.y.z. */
 int steerd_address_is_loopback(const char *ip);
+
+/* The IPv4 address to bind for --bind: an IPv4 address as given; a name
+ * (localhost) as it resolves; the IPv6 loopback ::1 as 127.0.0.1 (ENet 1.3
+ * speaks IPv4 only, and the IPv4 loopback is as private). Returns 0 with the
+ * dotted address in out, or -1 with the reason in why (other IPv6 addresses,
+ * names that do not resolve). */
+int steerd_bind_resolve(const char *bind, char *out, size_t cap, char *why, size_t why_cap);
 
 #endif /* STEERD_CONFIG_H */

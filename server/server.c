@@ -50,6 +50,8 @@ typedef struct client {
   uint32_t garbage_count;     /* malformed packets in it */
   double tokens;              /* rate limit bucket, commands */
   uint64_t bucket_ns;         /* last refill */
+  uint32_t last_rx_ms;        /* ENet's time of the peer's last datagram, copied every tick (ENet clears
+                                 it before reporting a disconnect): a timeout follows a long silence */
 } client;
 
 struct steerd_server {
@@ -63,7 +65,10 @@ struct steerd_server {
   steer_world *world;
   steerd_demo demo;
   int demo_on;
-  float dt; /* s */
+  int demo_resumed;  /* the demo came from the state file (its group list is not kept there) */
+  int no_state_file; /* --state names no file yet: a new world */
+  char bind_ip[64];  /* the IPv4 address bound (steerd_bind_resolve of --bind) */
+  float dt;          /* s */
 
   steerd_ticker ticks, snapshots;
   uint64_t tick_time_us;   /* the last completed tick's time: its schedule slot on the server clock */
@@ -955,8 +960,7 @@ static steer_world *restore(steerd_server *s, steerd_persist_server *st, int *fr
   char err[256];
   int rc = steerd_checkpoint_read(cfg->state_file, &data, &len, err, sizeof(err));
   if (rc == STEERD_CHECKPOINT_ENOENT) {
-    LOG_INFO("no state file %s yet: a new world, first checkpoint in %u s", cfg->state_file,
-             cfg->checkpoint_interval_s);
+    s->no_state_file = 1; /* logged once the server is sure to start */
     *fresh = 1;
     return NULL;
   }
@@ -1022,6 +1026,7 @@ static int restore_owners(steerd_server *s, const steerd_persist_server *head) {
     s->demo = st.demo;
     steerd_demo_resume(&s->demo);
     s->demo_on = 1;
+    s->demo_resumed = 1;
   }
   return 0;
 }
@@ -1058,6 +1063,9 @@ static void on_timer(uv_timer_t *t) {
   s->last_tick_ns = now;
   drop_late_hellos(s, now);
   despawn_orphans(s, now);
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+    if (s->clients[i].peer)
+      s->clients[i].last_rx_ms = s->clients[i].peer->lastReceiveTime;
   uint32_t due = steerd_ticker_due(&s->ticks, now);
   for (uint32_t i = 0; i < due; i++) {
     /* After a stall the steps run in the last `due` slots consumed (the skipped ones come first). */
@@ -1143,10 +1151,17 @@ static void on_disconnect(steerd_server *s, ENetEvent *ev) {
   client *c = client_of(ev->peer);
   if (!c)
     return; /* refused before it became a client */
-  /* ENet reports a timeout as a disconnect carrying no data. */
-  LOG_INFO("client %u (%s) %s after %llu commands, %llu bad messages, %llu rate limited", c->id, c->addr,
-           ev->data ? "disconnected" : "disconnected or timed out", (unsigned long long)c->commands,
-           (unsigned long long)c->bad_messages, (unsigned long long)c->rate_limited);
+  /* ENet reports a timeout and a goodbye with data 0 alike; a timeout comes
+   * after --client-timeout of silence, a goodbye right after its datagram. */
+  char how[64];
+  uint32_t silent = c->last_rx_ms ? enet_time_get() - c->last_rx_ms : 0;
+  if (ev->data == 0 && c->last_rx_ms && silent >= s->cfg.client_timeout_ms / 4u * 3u)
+    snprintf(how, sizeof how, "timed out (silent for %u ms)", silent);
+  else
+    snprintf(how, sizeof how, "disconnected (reason %u)", ev->data);
+  LOG_INFO("client %u (%s) %s after %llu commands, %llu bad messages, %llu rate limited", c->id, c->addr, how,
+           (unsigned long long)c->commands, (unsigned long long)c->bad_messages,
+           (unsigned long long)c->rate_limited);
   owner_detach(s, c);
   if (c->delta) {
     steerd_netcode_client_stop(s->netcode, (uint32_t)(c - s->clients));
@@ -1311,6 +1326,16 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
                (unsigned long long)steer_world_hash(s->world), s->demo_on ? ", demo resumed" : "");
   }
 
+  /* The address to bind: --bind as given, a name as it resolves, ::1 as 127.0.0.1. */
+  char why[192];
+  if (steerd_bind_resolve(cfg->bind, s->bind_ip, sizeof s->bind_ip, why, sizeof why) != 0) {
+    LOG_ERROR("bad bind address: %s", why);
+    steerd_server_destroy(s);
+    return NULL;
+  }
+  if (strcmp(s->bind_ip, cfg->bind) != 0)
+    LOG_INFO("--bind %s: binding %s", cfg->bind, s->bind_ip);
+
   /* Who may connect: with a secret, holders of its tokens; without one,
    * anyone who can reach the address, so only loopback unless told. */
   if (cfg->secret_len > 0) {
@@ -1321,7 +1346,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     }
     s->auth_on = 1;
     LOG_INFO("authentication on: every HELLO needs a token signed with the secret (steerd token --help)");
-  } else if (steerd_address_is_loopback(cfg->bind)) {
+  } else if (steerd_address_is_loopback(s->bind_ip)) {
     LOG_WARN("no secret configured (STEERD_SECRET, --secret-file): anonymous clients are allowed, as %s, "
              "because the server is bound to the loopback address %s only",
              steerd_role_name(cfg->anonymous_role), cfg->bind);
@@ -1346,8 +1371,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     return NULL;
   }
   ENetAddress addr;
-  if (enet_address_set_host_ip(&addr, cfg->bind) != 0) {
-    LOG_ERROR("bad bind address '%s' (want an IPv4 address such as 127.0.0.1 or 0.0.0.0)", cfg->bind);
+  if (enet_address_set_host_ip(&addr, s->bind_ip) != 0) {
+    LOG_ERROR("bad bind address '%s' (want an IPv4 address such as 127.0.0.1 or 0.0.0.0)", s->bind_ip);
     steerd_server_destroy(s);
     return NULL;
   }
@@ -1356,7 +1381,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
    * full" instead of waiting for a connect that never comes. */
   s->host = enet_host_create(&addr, cfg->max_clients + SPARE_PEERS, PROTO_CHANNEL_COUNT, 0, 0);
   if (!s->host) {
-    LOG_ERROR("cannot bind %s:%u (in use, or not an address of this machine)", cfg->bind, cfg->port);
+    LOG_ERROR("cannot bind %s:%u (in use, or not an address of this machine)", s->bind_ip, cfg->port);
     steerd_server_destroy(s);
     return NULL;
   }
@@ -1371,10 +1396,16 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   if (enet_socket_get_address(s->host->socket, &bound) == 0)
     s->host->address.port = bound.port;
   LOG_INFO("listening on %s:%u (udp), tick %u Hz, snapshots %u Hz, %u clients, %u agents max, demo %s",
-           cfg->bind, s->host->address.port, cfg->tick_rate, cfg->snapshot_rate, cfg->max_clients,
+           s->bind_ip, s->host->address.port, cfg->tick_rate, cfg->snapshot_rate, cfg->max_clients,
            cfg->max_agents, s->demo_on ? "on" : "off");
-  if (s->demo_on)
-    LOG_INFO("demo world: %u agents in %u groups", steer_world_count(s->world), s->demo.group_count);
+  if (s->no_state_file)
+    LOG_INFO("no state file %s yet: a new world, first checkpoint in %u s", cfg->state_file,
+             cfg->checkpoint_interval_s);
+  if (s->demo_on && !s->demo_resumed)
+    LOG_INFO("demo world: %u agents in %u groups", s->demo.id_count, s->demo.group_count);
+  else if (s->demo_on)
+    LOG_INFO("demo world resumed from the state file: %u agents in the world (its groups are not kept there)",
+             steer_world_count(s->world));
   return s;
 }
 

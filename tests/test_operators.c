@@ -1,0 +1,404 @@
+/* test_operators.c: what an operator sees (issue 14, "Operators' surprises").
+ *
+ *   - every loopback address is loopback for --bind (localhost, ::1);
+ *   - a bad option value says what is allowed;
+ *   - "no state file" is logged only by a server that goes on to start;
+ *   - a restored demo world is not logged as "0 groups";
+ *   - a client leaving says whether it disconnected or timed out;
+ *   - steerd-client honours STEERD_HOST/STEERD_PORT, names unknown flags, has
+ *     per-command --help, says what a bad value may be, hints on a timeout,
+ *     and its shell prompts (on a terminal), helps and quits.
+ *
+ * The real binaries as child processes on 127.0.0.1. */
+#define _GNU_SOURCE /* posix_openpt, ptsname */
+#include <check.h>
+#include <enet/enet.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "config.h"
+#include "protocol.h"
+#include "steerd_proc.h"
+
+extern char **environ;
+
+/* ---- running a binary ---------------------------------------------------------------- */
+
+typedef struct run_result {
+  int status; /* exit status, or -1: killed after the timeout */
+  char out[8192], err[8192];
+} run_result;
+
+static void slurp(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+  buf[n] = '\0';
+  if (f)
+    fclose(f);
+  unlink(path);
+}
+
+/* The binary next to build/server/steerd: "server/steerd" or "client-sample/steerd-client". */
+static void binary(const char *rel, char *out, size_t cap) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", STEERD_BINARY);
+  for (int i = 0; i < 2; i++) {
+    char *slash = strrchr(dir, '/');
+    ck_assert_ptr_nonnull(slash);
+    *slash = '\0';
+  }
+  snprintf(out, cap, "%s/%s", dir, rel);
+  ck_assert_msg(access(out, X_OK) == 0, "%s is missing", out);
+}
+
+/* Runs rel with argv (argv[0] replaced), this environment without STEERD_*
+ * plus env (NULL-terminated, may be NULL), stdin from the text input (NULL:
+ * /dev/null); killed after timeout_ms. */
+static void run(run_result *r, const char *rel, char **argv, const char *const *env, const char *input,
+                uint32_t timeout_ms) {
+  static char bin[1100];
+  binary(rel, bin, sizeof bin);
+  argv[0] = bin;
+  char out_path[] = "/tmp/steerd-op-out-XXXXXX", err_path[] = "/tmp/steerd-op-err-XXXXXX",
+       in_path[] = "/tmp/steerd-op-in-XXXXXX";
+  int out = mkstemp(out_path), err = mkstemp(err_path), in = mkstemp(in_path);
+  ck_assert(out >= 0 && err >= 0 && in >= 0);
+  if (input)
+    ck_assert_int_eq(write(in, input, strlen(input)), (ssize_t)strlen(input));
+  close(in);
+  size_t n = 0;
+  while (environ[n] != NULL)
+    n++;
+  char **envp = calloc(n + 16, sizeof *envp);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "STEERD_", 7) != 0)
+      envp[k++] = environ[i];
+  for (size_t i = 0; env && env[i] && k < n + 15; i++)
+    envp[k++] = (char *)env[i];
+  envp[k] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, in_path, O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out, 1);
+  posix_spawn_file_actions_adddup2(&fa, err, 2);
+  pid_t pid;
+  ck_assert_int_eq(posix_spawn(&pid, bin, &fa, NULL, argv, envp), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  free(envp);
+  close(out);
+  close(err);
+  uint64_t end = steerd_proc_now_ms() + timeout_ms;
+  int st = 0;
+  pid_t w;
+  while ((w = waitpid(pid, &st, WNOHANG)) == 0 && steerd_proc_now_ms() < end)
+    steerd_proc_sleep_ms(20);
+  if (w == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    r->status = -1;
+  } else {
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  slurp(out_path, r->out, sizeof r->out);
+  slurp(err_path, r->err, sizeof r->err);
+  unlink(in_path);
+}
+
+static void server_start(steerd_proc *s, const char *const *extra) {
+  ck_assert_msg(steerd_proc_start(s, STEERD_BINARY, extra, 5000) == 0, "the server did not start");
+}
+
+/* ---- --bind ------------------------------------------------------------------------------ */
+
+START_TEST(every_loopback_address_is_loopback) {
+  static const char *const loop[] = {"127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "::ffff:127.0.0.1"};
+  static const char *const not_loop[] = {"0.0.0.0", "10.0.0.1", "128.0.0.1", "::", "fe80::1", "localhost.evil"};
+  for (size_t i = 0; i < sizeof loop / sizeof loop[0]; i++)
+    ck_assert_msg(steerd_address_is_loopback(loop[i]), "%s", loop[i]);
+  for (size_t i = 0; i < sizeof not_loop / sizeof not_loop[0]; i++)
+    ck_assert_msg(!steerd_address_is_loopback(not_loop[i]), "%s", not_loop[i]);
+  char ip[64], why[200];
+  ck_assert_int_eq(steerd_bind_resolve("localhost", ip, sizeof ip, why, sizeof why), 0);
+  ck_assert(steerd_address_is_loopback(ip));
+  ck_assert_int_eq(steerd_bind_resolve("::1", ip, sizeof ip, why, sizeof why), 0);
+  ck_assert_str_eq(ip, "127.0.0.1");
+  ck_assert_int_eq(steerd_bind_resolve("0.0.0.0", ip, sizeof ip, why, sizeof why), 0);
+  ck_assert_str_eq(ip, "0.0.0.0");
+  ck_assert_int_eq(steerd_bind_resolve("fe80::1", ip, sizeof ip, why, sizeof why), -1);
+  ck_assert_ptr_nonnull(strstr(why, "IPv4 only"));
+
+  /* The server, without a secret, starts on both and takes a client. */
+  static const char *const names[] = {"localhost", "::1"};
+  for (int i = 0; i < 2; i++) {
+    const char *const extra[] = {"--no-demo", "--bind", names[i], NULL};
+    steerd_proc s;
+    server_start(&s, extra);
+    ck_assert(steerd_proc_log_contains(&s, "anonymous clients are allowed"));
+    steerd_client_config cfg = steerd_client_default_config();
+    steerd_client *c = steerd_client_create(&cfg);
+    ck_assert_int_eq(steerd_client_connect(c, "127.0.0.1", s.port), 0);
+    steerd_client_destroy(c);
+    ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+  }
+}
+END_TEST
+
+/* ---- bad values ------------------------------------------------------------------------------ */
+
+START_TEST(a_bad_value_says_what_is_allowed) {
+  static const struct {
+    const char *flag, *value, *expect;
+  } cases[] = {
+      {"--tick-rate", "0", "allowed is an integer from 1 to"},
+      {"--orphan-policy", "sometimes", "allowed is keep or despawn"},
+      {"--anonymous-role", "boss", "allowed is observer, controller or admin"},
+      {"--port", "70000", "allowed is a port from 0 to 65535"},
+      {"--world", "1,1,0,0", "maxx > minx"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    steerd_config c;
+    steerd_config_default(&c);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *err = open_memstream(&buf, &len);
+    char *argv[] = {"steerd", (char *)cases[i].flag, (char *)cases[i].value, NULL};
+    ck_assert_int_ne(steerd_config_parse(&c, 3, argv, err), 0);
+    fclose(err);
+    ck_assert_msg(strstr(buf, cases[i].expect) != NULL, "%s %s: %s", cases[i].flag, cases[i].value, buf);
+    ck_assert_ptr_nonnull(strstr(buf, cases[i].value));
+    free(buf);
+  }
+}
+END_TEST
+
+/* ---- state file and restore ---------------------------------------------------------------- */
+
+START_TEST(no_state_file_line_only_when_the_server_starts) {
+  char state[] = "/tmp/steerd-op-state-XXXXXX";
+  int fd = mkstemp(state);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  unlink(state); /* a path with no file yet */
+  /* Refused (0.0.0.0 without a secret): the refusal, and no word of a new world. */
+  run_result r;
+  char *refuse[] = {"", "--bind", "0.0.0.0", "--port", "0", "--state", state, NULL};
+  run(&r, "server/steerd", refuse, NULL, NULL, 5000);
+  ck_assert_int_ne(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.err, "refusing to start"));
+  ck_assert_msg(strstr(r.err, "no state file") == NULL, "%s", r.err);
+
+  /* Started, with the demo: the line is there; after a restart the restored
+   * demo is not "0 groups". */
+  const char *const extra[] = {"--state", state, NULL};
+  steerd_proc s;
+  server_start(&s, extra);
+  ck_assert(steerd_proc_log_contains(&s, "no state file"));
+  ck_assert(steerd_proc_log_contains(&s, "demo world: "));
+  ck_assert_int_eq(steerd_proc_stop(&s, 5000), 0); /* writes the shutdown checkpoint */
+  server_start(&s, extra);
+  ck_assert(steerd_proc_log_contains(&s, "restored"));
+  ck_assert(!steerd_proc_log_contains(&s, "in 0 groups"));
+  ck_assert(steerd_proc_log_contains(&s, "demo world resumed"));
+  ck_assert(!steerd_proc_log_contains(&s, "no state file"));
+  ck_assert_int_ne(steerd_proc_stop(&s, 5000), -1);
+  unlink(state);
+}
+END_TEST
+
+/* ---- disconnected or timed out --------------------------------------------------------------- */
+
+START_TEST(a_disconnect_and_a_timeout_are_told_apart) {
+  const char *const extra[] = {"--no-demo", "--client-timeout", "1000", NULL};
+  steerd_proc s;
+  server_start(&s, extra);
+  /* One says goodbye. */
+  steerd_client_config cfg = steerd_client_default_config();
+  steerd_client *c = steerd_client_create(&cfg);
+  ck_assert_int_eq(steerd_client_connect(c, "127.0.0.1", s.port), 0);
+  steerd_client_disconnect(c, 1000);
+  steerd_client_destroy(c);
+  /* One falls silent (its host is destroyed without a word). */
+  ck_assert_int_eq(enet_initialize(), 0);
+  ENetHost *h = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
+  ENetAddress addr;
+  enet_address_set_host_ip(&addr, "127.0.0.1");
+  addr.port = s.port;
+  ENetPeer *p = enet_host_connect(h, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
+  ck_assert_ptr_nonnull(p);
+  ENetEvent ev;
+  int connected = 0;
+  uint64_t end = steerd_proc_now_ms() + 3000;
+  while (!connected && steerd_proc_now_ms() < end)
+    connected = enet_host_service(h, &ev, 10) > 0 && ev.type == ENET_EVENT_TYPE_CONNECT;
+  ck_assert(connected);
+  end = steerd_proc_now_ms() + 300; /* acknowledge the connection, then fall silent */
+  while (steerd_proc_now_ms() < end)
+    enet_host_service(h, &ev, 10);
+  enet_host_destroy(h);
+  enet_deinitialize();
+  end = steerd_proc_now_ms() + 8000;
+  while (!steerd_proc_log_contains(&s, "timed out (silent for") && steerd_proc_now_ms() < end)
+    steerd_proc_sleep_ms(100);
+  ck_assert(steerd_proc_log_contains(&s, "client 1 (127.0.0.1"));
+  ck_assert(steerd_proc_log_contains(&s, "disconnected (reason 0)"));
+  ck_assert(steerd_proc_log_contains(&s, "timed out (silent for"));
+  ck_assert(!steerd_proc_log_contains(&s, "disconnected or timed out"));
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+/* ---- steerd-client ----------------------------------------------------------------------------- */
+
+#define CLI "client-sample/steerd-client"
+
+START_TEST(client_cli_names_what_is_wrong) {
+  run_result r;
+  /* An unknown flag, before or after the command: named, in one line. */
+  char *a1[] = {"", "--verbose", "watch", NULL};
+  run(&r, CLI, a1, NULL, NULL, 5000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "unknown option --verbose"));
+  ck_assert_ptr_null(strstr(r.err, "usage:"));
+  char *a2[] = {"", "watch", "--frobnicate", NULL};
+  run(&r, CLI, a2, NULL, NULL, 5000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "unknown option --frobnicate"));
+  ck_assert_ptr_nonnull(strstr(r.err, "--seconds"));
+  /* A command's --help is that command's. */
+  char *a3[] = {"", "spawn", "--help", NULL};
+  run(&r, CLI, a3, NULL, NULL, 5000);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "spawn --model M"));
+  ck_assert_ptr_null(strstr(r.out, "bots N"));
+  char *a4[] = {"", "--help", NULL};
+  run(&r, CLI, a4, NULL, NULL, 5000);
+  ck_assert_ptr_nonnull(strstr(r.out, "bots N"));
+  /* Bad or missing values say what is allowed. */
+  char *a5[] = {"", "spawn", "--model", "car", "--x", "0", "--y", "0", NULL};
+  run(&r, CLI, a5, NULL, NULL, 5000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "kinematic, dynamic or heading"));
+  char *a6[] = {"", "spawn", "--x", "0", "--y", "0", NULL};
+  run(&r, CLI, a6, NULL, NULL, 5000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "--model is required"));
+  /* Nobody there: the timeout comes with a hint, naming STEERD_PORT's port. */
+  const char *const env[] = {"STEERD_PORT=9", NULL};
+  char *a7[] = {"", "--timeout", "300", "ping", "--count", "1", NULL};
+  run(&r, CLI, a7, env, NULL, 5000);
+  ck_assert_int_eq(r.status, 3);
+  ck_assert_ptr_nonnull(strstr(r.err, "127.0.0.1:9"));
+  ck_assert_ptr_nonnull(strstr(r.err, "is steerd running there?"));
+}
+END_TEST
+
+START_TEST(client_cli_environment_and_shell) {
+  steerd_proc s;
+  const char *const extra[] = {"--no-demo", NULL};
+  server_start(&s, extra);
+  char port[32];
+  snprintf(port, sizeof port, "STEERD_PORT=%u", (unsigned)s.port);
+  const char *const env[] = {port, "STEERD_HOST=127.0.0.1", NULL};
+  run_result r;
+  char *ping[] = {"", "ping", "--count", "1", NULL};
+  run(&r, CLI, ping, env, NULL, 8000);
+  ck_assert_msg(r.status == 0, "ping via STEERD_PORT: %s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "median"));
+  /* The shell: help, a command, quit (what follows quit is not run). */
+  char *shell[] = {"", "shell", NULL};
+  run(&r, CLI, shell, env, "help\nhelp spawn\nping --count 1\nquit\nping --count 1\n", 8000);
+  ck_assert_msg(r.status == 0, "shell: %s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "quit, exit"));
+  ck_assert_ptr_nonnull(strstr(r.out, "spawn --model M"));
+  const char *first = strstr(r.out, "over 1 pings");
+  ck_assert_ptr_nonnull(first);
+  ck_assert_ptr_null(strstr(first + 1, "over 1 pings")); /* one ping: the second came after quit */
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+/* On a terminal the shell prompts. */
+START_TEST(client_shell_prompts_on_a_terminal) {
+  steerd_proc s;
+  const char *const extra[] = {"--no-demo", NULL};
+  server_start(&s, extra);
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  ck_assert_int_ge(master, 0);
+  ck_assert_int_eq(grantpt(master), 0);
+  ck_assert_int_eq(unlockpt(master), 0);
+  const char *slave_name = ptsname(master);
+  ck_assert_ptr_nonnull(slave_name);
+  static char bin[1100];
+  binary(CLI, bin, sizeof bin);
+  char port[16];
+  snprintf(port, sizeof port, "%u", (unsigned)s.port);
+  char *argv[] = {bin, "--port", port, "shell", NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, slave_name, O_RDWR, 0);
+  posix_spawn_file_actions_adddup2(&fa, 0, 1);
+  posix_spawn_file_actions_adddup2(&fa, 0, 2);
+  pid_t pid;
+  ck_assert_int_eq(posix_spawn(&pid, bin, &fa, NULL, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  char seen[4096];
+  size_t n = 0;
+  int sent_quit = 0;
+  uint64_t end = steerd_proc_now_ms() + 8000;
+  int st = 0;
+  pid_t w = 0;
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  while (steerd_proc_now_ms() < end && (w = waitpid(pid, &st, WNOHANG)) == 0) {
+    ssize_t k = read(master, seen + n, sizeof seen - 1 - n);
+    if (k > 0)
+      n += (size_t)k;
+    seen[n] = '\0';
+    if (!sent_quit && strstr(seen, "steerd> ")) {
+      ck_assert_int_eq(write(master, "quit\n", 5), 5);
+      sent_quit = 1;
+    }
+    steerd_proc_sleep_ms(10);
+  }
+  if (w == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+  }
+  close(master);
+  ck_assert_msg(sent_quit, "no prompt: %s", seen);
+  ck_assert_msg(w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the shell did not quit: %s", seen);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+static Suite *operators_suite(void) {
+  Suite *s = suite_create("operators");
+  TCase *tc = tcase_create("operators");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, every_loopback_address_is_loopback);
+  tcase_add_test(tc, a_bad_value_says_what_is_allowed);
+  tcase_add_test(tc, no_state_file_line_only_when_the_server_starts);
+  tcase_add_test(tc, a_disconnect_and_a_timeout_are_told_apart);
+  tcase_add_test(tc, client_cli_names_what_is_wrong);
+  tcase_add_test(tc, client_cli_environment_and_shell);
+  tcase_add_test(tc, client_shell_prompts_on_a_terminal);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  unsetenv("STEERD_SECRET");
+  unsetenv("STEERD_SECRET_FILE");
+  SRunner *sr = srunner_create(operators_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
