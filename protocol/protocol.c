@@ -640,6 +640,13 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
   case PROTO_MSG_SET_PATH:
   case PROTO_MSG_SET_PARAMS:
   case PROTO_MSG_STOP:
+    if (a->command == PROTO_MSG_SET_PARAMS && a->target_lost) {
+      msgpack_pack_map(&pk, 2);
+      pack_ku(&pk, "agent", a->agent);
+      pack_key(&pk, "target_lost");
+      msgpack_pack_true(&pk);
+      break;
+    }
     msgpack_pack_map(&pk, 1);
     pack_ku(&pk, "agent", a->agent);
     break;
@@ -1942,6 +1949,16 @@ static int rd_elem_uint(reader *r, const char *name, uint64_t max, uint64_t *out
   return rc;
 }
 
+/* SET_PARAMS ACK: {agent, target_lost (optional, true)}. */
+static const char *const set_params_ack_keys[] = {"agent", "target_lost"};
+
+static int set_params_ack_fn(reader *r, int key, void *ctx) {
+  proto_ack *a = ctx;
+  if (key == 0)
+    return rd_u32(r, &a->agent);
+  return rd_bool(r, &a->target_lost);
+}
+
 static int decode_ack(reader *r, proto_ack *a) {
   static const char *const agent_keys[] = {"agent"};
   static const char *const pong_keys[] = {"client_time_us", "server_time_us", "tick"};
@@ -1968,6 +1985,8 @@ static int decode_ack(reader *r, proto_ack *a) {
     return rd_body(r, pong_keys, 3, 7u, pong_fn, &a->pong, NULL);
   case PROTO_MSG_VIEW:
     return rd_body(r, NULL, 0, 0u, agent_fn, NULL, NULL);
+  case PROTO_MSG_SET_PARAMS:
+    return rd_body(r, set_params_ack_keys, 2, 1u, set_params_ack_fn, a, NULL);
   default:
     return rd_body(r, agent_keys, 1, 1u, agent_fn, &a->agent, NULL);
   }

@@ -349,6 +349,7 @@ typedef struct proto_ack {
   steer_id agent;           /* every command but PING and VIEW (their bodies have no agent) */
   proto_agent_report query; /* QUERY only (query.agent == agent) */
   proto_pong pong;          /* PING only */
+  uint8_t target_lost;      /* SET_PARAMS only: applied, but the behaviour's target agent is gone */
 } proto_ack;
 
 typedef struct proto_error_msg {

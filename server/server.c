@@ -556,18 +556,21 @@ static void cmd_set_params(steerd_server *s, client *c, const proto_command *cmd
     send_check_error(s, c, cmd->request_id, &chk);
     return;
   }
-  /* Both or neither: limits first, undone if the params are refused. */
+  /* Both or neither: limits first, undone if the params are refused. Only the
+   * params change, so a target agent that is gone does not refuse them: the
+   * ACK says so instead (target_lost, PROTOCOL.md 6.6). */
   rc = steer_world_set_limits(s->world, sp->agent, &limits);
   if (rc != STEER_OK) {
     send_world_error(s, c, cmd->request_id, rc, "limits");
     return;
   }
-  rc = steer_world_set_behaviour(s->world, sp->agent, &b);
+  rc = steer_world_set_params(s->world, sp->agent, &b.params);
   if (rc != STEER_OK) {
     steer_world_set_limits(s->world, sp->agent, &info.limits);
     send_world_error(s, c, cmd->request_id, rc, "params");
     return;
   }
+  ack->target_lost = (uint8_t)steer_world_target_lost(s->world, sp->agent);
   send_ack(s, c, ack);
 }
 

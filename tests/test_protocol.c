@@ -211,6 +211,11 @@ static size_t ex_ack_ping(uint8_t *b, size_t cap) {
   proto_ack a = ex_ack(PROTO_MSG_PING, 9);
   return proto_encode_ack(b, cap, &a);
 }
+static size_t ex_ack_set_params_target_lost(uint8_t *b, size_t cap) {
+  proto_ack a = ex_ack(PROTO_MSG_SET_PARAMS, 6);
+  a.target_lost = 1;
+  return proto_encode_ack(b, cap, &a);
+}
 static size_t ex_error(uint8_t *b, size_t cap) {
   return proto_encode_error(b, cap, 6, PROTO_ERR_BAD_FIELD, "must be > 0", "params.time_to_target");
 }
@@ -306,6 +311,7 @@ static const struct example {
                 {"ack_spawn", ex_ack_spawn},
                 {"ack_query", ex_ack_query},
                 {"ack_ping", ex_ack_ping},
+                {"ack_set_params_target_lost", ex_ack_set_params_target_lost},
                 {"error", ex_error},
                 {"error_agent", ex_error_agent},
                 {"error_nil", ex_error_nil},

@@ -484,6 +484,51 @@ START_TEST(only_malformed_packets_count_as_garbage) {
 }
 END_TEST
 
+
+/* SET_PARAMS on an agent whose target agent was despawned: applied (the limits
+ * and params were valid), and the ACK says target_lost (was BAD_TARGET). */
+START_TEST(set_params_with_a_lost_target_is_applied) {
+  steerd_proc s;
+  server_start(&s, NULL);
+  raw r;
+  raw_connect(&r, s.port);
+  raw_hello(&r, PROTO_SNAPSHOTS_FULL);
+  steer_id hunter = raw_spawn(&r, 0, 0), prey = raw_spawn(&r, 10, 0);
+  proto_command sb = command(PROTO_MSG_SET_BEHAVIOUR);
+  sb.set_behaviour.agent = hunter;
+  sb.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_PURSUE;
+  sb.set_behaviour.behaviour.present = PROTO_BHV_TARGET_AGENT;
+  sb.set_behaviour.behaviour.target_agent = prey;
+  ck_assert_uint_eq(raw_command(&r, &sb).type, PROTO_MSG_ACK);
+  proto_command sp = command(PROTO_MSG_SET_PARAMS);
+  sp.set_params.agent = hunter;
+  sp.set_params.limits.present = PROTO_LIMIT_MAX_SPEED;
+  sp.set_params.limits.v.max_speed = 5.0f;
+  proto_server_msg m = raw_command(&r, &sp);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_eq(m.ack.target_lost, 0); /* its target is alive */
+  proto_command d = command(PROTO_MSG_DESPAWN);
+  d.despawn.agent = prey;
+  ck_assert_uint_eq(raw_command(&r, &d).type, PROTO_MSG_ACK);
+  sp.set_params.limits.v.max_speed = 7.0f;
+  sp.set_params.params.present = PROTO_PARAM_TIME_TO_TARGET;
+  sp.set_params.params.v.time_to_target = 0.25f;
+  m = raw_command(&r, &sp);
+  ck_assert_msg(m.type == PROTO_MSG_ACK, "SET_PARAMS answered %u (%s)", m.type,
+                m.type == PROTO_MSG_ERROR ? proto_error_name((int)m.error.code) : "-");
+  ck_assert_uint_eq(m.ack.agent, hunter);
+  ck_assert_uint_eq(m.ack.target_lost, 1);
+  proto_command q = command(PROTO_MSG_QUERY);
+  q.query.agent = hunter;
+  m = raw_command(&r, &q);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_float_eq(m.ack.query.limits.max_speed, 7.0f);
+  ck_assert_uint_eq(m.ack.query.behaviour, STEER_BEHAVIOUR_PURSUE); /* kept, resting */
+  raw_close(&r);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
 static Suite *gaps_suite(void) {
   Suite *s = suite_create("server_gaps");
   TCase *tc = tcase_create("gaps");
@@ -494,6 +539,7 @@ static Suite *gaps_suite(void) {
   tcase_add_test(tc, delta_ids_restart_in_every_part);
   tcase_add_test(tc, errors_of_a_decoded_command_come_in_order);
   tcase_add_test(tc, only_malformed_packets_count_as_garbage);
+  tcase_add_test(tc, set_params_with_a_lost_target_is_applied);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -507,6 +507,27 @@ int steer_world_set_behaviour(steer_world *w, steer_id id, const steer_behaviour
   return STEER_OK;
 }
 
+int steer_world_set_params(steer_world *w, steer_id id, const steer_params *p) {
+  uint32_t d = dense_of(w, id);
+  if (d == NO_DENSE)
+    return STEER_ENOENT;
+  if (!p || !valid_params(p))
+    return STEER_EINVAL;
+  w->behaviour[d].params = *p;
+  w->arrived[d] = 0;
+  world_stuck_reset(w, d);
+  return STEER_OK;
+}
+
+int steer_world_target_lost(const steer_world *w, steer_id id) {
+  uint32_t d = dense_of(w, id);
+  if (d == NO_DENSE || w->behaviour[d].target.kind != STEER_TARGET_AGENT)
+    return 0;
+  const steer_behaviour *b = &w->behaviour[d];
+  return dense_of(w, b->target.agent) == NO_DENSE ||
+         (b->kind == STEER_BEHAVIOUR_INTERPOSE && dense_of(w, b->target.agent2) == NO_DENSE);
+}
+
 int steer_world_set_limits(steer_world *w, steer_id id, const steer_limits *l) {
   uint32_t d = dense_of(w, id);
   if (d == NO_DENSE)

@@ -225,6 +225,13 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
 int steer_world_despawn(steer_world *w, steer_id id);
 int steer_world_set_behaviour(steer_world *w, steer_id id, const steer_behaviour *b);
 int steer_world_set_limits(steer_world *w, steer_id id, const steer_limits *l);
+/* Only the behaviour's parameters; everything else stays, its target
+ * included, even a target agent that is gone (the agent then keeps resting as
+ * its behaviour says, until given a new behaviour). Re-arms ARRIVED. */
+int steer_world_set_params(steer_world *w, steer_id id, const steer_params *p);
+/* 1 if the agent's behaviour targets an agent (or, for interpose, two) of
+ * which one is no longer alive; 0 otherwise or if there is no such agent. */
+int steer_world_target_lost(const steer_world *w, steer_id id);
 /* Behaviour NONE: come to rest. */
 int steer_world_stop(steer_world *w, steer_id id);
 int steer_world_get(const steer_world *w, steer_id id, steer_agent_info *out);
