@@ -145,6 +145,7 @@ SPEC_EXAMPLES = {
                                         "radius": 0.5}, "owner": 3}],
     "ack_ping": [33, 9, 9, {"client_time_us": 1700000000000000, "server_time_us": 41166666,
                             "tick": 1235}],
+    "ack_set_params_target_lost": [33, 6, 6, {"agent": 4194305, "target_lost": True}],
     "error": [34, 6, 3, "must be > 0", "params.time_to_target"],
     "error_agent": [34, 3, 6, "no such agent", "agent"],
     "error_nil": [34, 2, 5, "send HELLO first", None],
@@ -161,7 +162,8 @@ SPEC_EXAMPLES = {
 }
 # encodings the spec says are exact and contain only ints and strings (shortest forms)
 SPEC_REENCODE = ("hello", "despawn", "stop", "query", "ping", "ack_spawn", "event", "snapshot",
-                 "error", "error_agent", "error_nil", "ack_ping", "snapshot_ack", "snapshot_ack_merged")
+                 "error", "error_agent", "error_nil", "ack_ping", "ack_set_params_target_lost", "snapshot_ack",
+                 "snapshot_ack_merged")
 
 
 def same_value(a, b):
