@@ -141,8 +141,10 @@ static int setup_dense_kind(scenario *s, uint32_t n, int kind) {
       return -1;
   }
   for (uint32_t i = 0; i < n; i++) {
-    float x = 2.5f + 5.0f * (float)(i % per_row) + steer_rng_range(&s->rng, -0.9f, 0.9f);
-    float y = 2.5f + 5.0f * (float)(i / per_row) + steer_rng_range(&s->rng, -0.9f, 0.9f);
+    /* With walls the jitter keeps bodies 1.6 m or more from the sides. */
+    float j = kind > 0 ? 0.9f : 1.0f;
+    float x = 2.5f + 5.0f * (float)(i % per_row) + steer_rng_range(&s->rng, -j, j);
+    float y = 2.5f + 5.0f * (float)(i / per_row) + steer_rng_range(&s->rng, -j, j);
     d.state.position = v2(x, y);
     d.behaviour.target.point = random_goal(s);
     if (steer_world_spawn(s->w, &d, 0, NULL) != STEER_OK)

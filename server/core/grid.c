@@ -6,8 +6,8 @@
  * query for up to STEER_GRID_FAST_K neighbours therefore runs without
  * data-dependent branches: a distance pass over a run of candidates writes every
  * candidate and advances the output only for those that pass (compaction), then
- * each survivor goes into a sorted top-8 held in four SSE registers by masks and
- * blends. Rows are visited from the query's row outward, the admission
+ * each survivor goes into a sorted top-k (k <= 16) held in up to eight SSE
+ * registers by masks and blends. Rows are visited from the query's row outward, the admission
  * threshold shrinks to the k-th distance found so far, each row is clipped to
  * the chord of the threshold circle and rows beyond it are skipped, so most
  * candidates never get near the sort. Order among equal distances is by
@@ -169,42 +169,48 @@ uint32_t steer_grid_within(const steer_grid *g, vec2 p, float radius, uint32_t *
 
 #if GRID_SIMD
 
-/* The k nearest so far, sorted by (d2, cell position): keys in k0 (ranks 0-3)
- * and k1 (ranks 4-7), cell positions in i0, i1. Empty ranks hold the radius
- * squared, which every admitted candidate is below. */
-typedef struct top8 {
-  __m128 k0, k1;
-  __m128i i0, i1;
-} top8;
+/* The k nearest so far, sorted by (d2, cell position): keys in k[v] (ranks
+ * 4v..4v+3), cell positions in i[v]; nv registers (2 for up to 8 ranks, 4 for
+ * up to 16). Empty ranks hold the radius squared, which every admitted
+ * candidate is below. */
+#define GRID_TOP_V 4
+typedef struct topk {
+  __m128 k[GRID_TOP_V];
+  __m128i i[GRID_TOP_V];
+} topk;
 
-/* Inserts (d2, pos) in sorted place, dropping rank 7. mask m_j says rank j's
- * entry sorts after the newcomer; the masks are monotone (0..0 1..1), so rank j
- * becomes its predecessor where m_(j-1), the newcomer where m_j alone, and stays
- * where neither. */
-static inline void top8_insert(top8 *t, float d2, uint32_t pos) {
+#define GRID_INLINE static inline __attribute__((always_inline))
+
+/* Inserts (d2, pos) in sorted place, dropping the last rank. mask m_j says
+ * rank j's entry sorts after the newcomer; the masks are monotone (0..0 1..1),
+ * so rank j becomes its predecessor where m_(j-1), the newcomer where m_j
+ * alone, and stays where neither. Each register takes the rank carried out of
+ * the one before it. */
+GRID_INLINE void topk_insert(topk *t, const int nv, float d2, uint32_t pos) {
   __m128 x = _mm_set1_ps(d2);
-  __m128i xi = _mm_set1_epi32((int)pos);
-  __m128i m0 =
-      _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k0, x)),
-                   _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k0, x)), _mm_cmpgt_epi32(t->i0, xi)));
-  __m128i m1 =
-      _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k1, x)),
-                   _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k1, x)), _mm_cmpgt_epi32(t->i1, xi)));
-  /* The same masks and entries moved up one rank. */
-  __m128i sm0 = _mm_slli_si128(m0, 4);
-  __m128i sm1 = _mm_or_si128(_mm_slli_si128(m1, 4), _mm_srli_si128(m0, 12));
-  __m128i k0 = _mm_castps_si128(t->k0), k1 = _mm_castps_si128(t->k1), xk = _mm_castps_si128(x);
-  __m128i sk0 = _mm_slli_si128(k0, 4), sk1 = _mm_or_si128(_mm_slli_si128(k1, 4), _mm_srli_si128(k0, 12));
-  __m128i si0 = _mm_slli_si128(t->i0, 4),
-          si1 = _mm_or_si128(_mm_slli_si128(t->i1, 4), _mm_srli_si128(t->i0, 12));
-  k0 = _mm_or_si128(_mm_and_si128(m0, xk), _mm_andnot_si128(m0, k0));
-  k1 = _mm_or_si128(_mm_and_si128(m1, xk), _mm_andnot_si128(m1, k1));
-  __m128i i0 = _mm_or_si128(_mm_and_si128(m0, xi), _mm_andnot_si128(m0, t->i0));
-  __m128i i1 = _mm_or_si128(_mm_and_si128(m1, xi), _mm_andnot_si128(m1, t->i1));
-  t->k0 = _mm_castsi128_ps(_mm_or_si128(_mm_and_si128(sm0, sk0), _mm_andnot_si128(sm0, k0)));
-  t->k1 = _mm_castsi128_ps(_mm_or_si128(_mm_and_si128(sm1, sk1), _mm_andnot_si128(sm1, k1)));
-  t->i0 = _mm_or_si128(_mm_and_si128(sm0, si0), _mm_andnot_si128(sm0, i0));
-  t->i1 = _mm_or_si128(_mm_and_si128(sm1, si1), _mm_andnot_si128(sm1, i1));
+  __m128i xi = _mm_set1_epi32((int)pos), xk = _mm_castps_si128(x);
+  __m128i cm = _mm_setzero_si128(), ck = _mm_setzero_si128(), ci = _mm_setzero_si128();
+  for (int v = 0; v < nv; v++) {
+    __m128i m = _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k[v], x)),
+                             _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k[v], x)), _mm_cmpgt_epi32(t->i[v], xi)));
+    __m128i k = _mm_castps_si128(t->k[v]), i = t->i[v];
+    /* The same masks and entries moved up one rank. */
+    __m128i sm = _mm_or_si128(_mm_slli_si128(m, 4), cm);
+    __m128i sk = _mm_or_si128(_mm_slli_si128(k, 4), ck);
+    __m128i si = _mm_or_si128(_mm_slli_si128(i, 4), ci);
+    cm = _mm_srli_si128(m, 12);
+    ck = _mm_srli_si128(k, 12);
+    ci = _mm_srli_si128(i, 12);
+    k = _mm_or_si128(_mm_and_si128(m, xk), _mm_andnot_si128(m, k));
+    i = _mm_or_si128(_mm_and_si128(m, xi), _mm_andnot_si128(m, i));
+    t->k[v] = _mm_castsi128_ps(_mm_or_si128(_mm_and_si128(sm, sk), _mm_andnot_si128(sm, k)));
+    t->i[v] = _mm_or_si128(_mm_and_si128(sm, si), _mm_andnot_si128(sm, i));
+  }
+}
+
+GRID_INLINE void topk_keys(const topk *t, const int nv, float *keys) {
+  for (int v = 0; v < nv; v++)
+    _mm_storeu_ps(keys + 4 * v, t->k[v]);
 }
 
 /* The largest float below f (f > 0): d2 < f is d2 <= below(f), and the
@@ -226,12 +232,12 @@ typedef struct fast_query {
   float thr;    /* admit d2 <= thr: below r2, then the k-th distance so far */
   float margin; /* m, slack for rounding in the row and chord bounds */
   uint32_t excl, k;
-  top8 top;
+  topk top;
 } fast_query;
 
 /* Scans one row, clipped to the chord of the threshold circle; returns 0 when
  * the whole row lies beyond it (so do all rows further out). */
-static int fast_row(fast_query *q, uint32_t row) {
+GRID_INLINE int fast_row(fast_query *q, uint32_t row, const int nv) {
   const steer_grid *g = q->g;
   /* Distance from p to the row's band; the edge rows reach to infinity, since
    * points outside the bounds are clamped into them. */
@@ -251,7 +257,7 @@ static int fast_row(fast_query *q, uint32_t row) {
   const float px = q->p.x, py = q->p.y;
   float cd[GRID_RUN];
   uint32_t ck[GRID_RUN];
-  float keys[8];
+  float keys[4 * GRID_TOP_V];
   while (a < end) {
     uint32_t b = end - a > GRID_RUN ? a + GRID_RUN : end, m = 0;
     const float thr = q->thr;
@@ -264,9 +270,8 @@ static int fast_row(fast_query *q, uint32_t row) {
       m += (uint32_t)(d2 <= thr) & (uint32_t)(k != excl);
     }
     for (uint32_t i = 0; i < m; i++)
-      top8_insert(&q->top, cd[i], ck[i]);
-    _mm_storeu_ps(keys, q->top.k0);
-    _mm_storeu_ps(keys + 4, q->top.k1);
+      topk_insert(&q->top, nv, cd[i], ck[i]);
+    topk_keys(&q->top, nv, keys);
     if (keys[q->k - 1] < q->thr)
       q->thr = keys[q->k - 1];
     a = b;
@@ -275,24 +280,40 @@ static int fast_row(fast_query *q, uint32_t row) {
 }
 
 /* Scans rows from the query's row outward, admitting d2 <= q->thr. */
-static void fast_scan(fast_query *q, float radius) {
+GRID_INLINE void fast_scan_nv(fast_query *q, float radius, const int nv) {
   const steer_grid *g = q->g;
   uint32_t r0 = grid_row(g, q->p.y - radius), r1 = grid_row(g, q->p.y + radius);
   uint32_t centre = grid_row(g, q->p.y);
-  fast_row(q, centre);
+  fast_row(q, centre, nv);
   int up = 1, down = 1;
   for (uint32_t t = 1; up || down; t++) {
     if (up)
-      up = centre + t <= r1 && fast_row(q, centre + t);
+      up = centre + t <= r1 && fast_row(q, centre + t, nv);
     if (down)
-      down = centre >= r0 + t && fast_row(q, centre - t);
+      down = centre >= r0 + t && fast_row(q, centre - t, nv);
   }
+}
+
+/* One copy per register count, so each inner loop is unrolled for it. */
+static void fast_scan2(fast_query *q, float radius) { fast_scan_nv(q, radius, 2); }
+static void fast_scan3(fast_query *q, float radius) { fast_scan_nv(q, radius, 3); }
+static void fast_scan4(fast_query *q, float radius) { fast_scan_nv(q, radius, 4); }
+
+static void fast_scan(fast_query *q, float radius, int nv) {
+  if (nv <= 2)
+    fast_scan2(q, radius);
+  else if (nv == 3)
+    fast_scan3(q, radius);
+  else
+    fast_scan4(q, radius);
 }
 
 static void fast_reset(fast_query *q, float r2, float thr) {
   q->thr = thr;
-  q->top.k0 = q->top.k1 = _mm_set1_ps(r2);
-  q->top.i0 = q->top.i1 = _mm_set1_epi32(INT32_MAX);
+  for (int v = 0; v < GRID_TOP_V; v++) {
+    q->top.k[v] = _mm_set1_ps(r2);
+    q->top.i[v] = _mm_set1_epi32(INT32_MAX);
+  }
 }
 
 static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t excl, uint32_t *out,
@@ -300,6 +321,7 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
   float r2 = radius * radius;
   if (!(r2 > 0.0f))
     return 0; /* the radius squared underflows: nothing is strictly within */
+  const int nv = max <= 8 ? 2 : (int)(max + 3) / 4;
   fast_query q;
   q.g = g;
   q.p = p;
@@ -310,27 +332,25 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
   q.excl = excl;
   q.k = max;
   float full = float_below(r2);
-  float keys[8];
+  float keys[4 * GRID_TOP_V];
   /* A guessed bound first: when it holds k candidates, everything outside it is
    * farther than all of them (ties at the bound are admitted), so these are the
    * k nearest; otherwise the scan starts over with the whole radius. */
   int done = 0;
   if (hint && *hint > 0.0f && *hint < full) {
     fast_reset(&q, r2, *hint);
-    fast_scan(&q, radius);
-    _mm_storeu_ps(keys, q.top.k0);
-    _mm_storeu_ps(keys + 4, q.top.k1);
+    fast_scan(&q, radius, nv);
+    topk_keys(&q.top, nv, keys);
     done = keys[max - 1] < r2;
   }
   if (!done) {
     fast_reset(&q, r2, full);
-    fast_scan(&q, radius);
-    _mm_storeu_ps(keys, q.top.k0);
-    _mm_storeu_ps(keys + 4, q.top.k1);
+    fast_scan(&q, radius, nv);
+    topk_keys(&q.top, nv, keys);
   }
-  uint32_t pos[8];
-  _mm_storeu_si128((__m128i *)(void *)pos, q.top.i0);
-  _mm_storeu_si128((__m128i *)(void *)(pos + 4), q.top.i1);
+  uint32_t pos[4 * GRID_TOP_V];
+  for (int v = 0; v < nv; v++)
+    _mm_storeu_si128((__m128i *)(void *)(pos + 4 * v), q.top.i[v]);
   uint32_t n = 0;
   while (n < max && keys[n] < r2) {
     out[n] = g->items[pos[n]];

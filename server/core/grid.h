@@ -24,7 +24,7 @@ typedef struct steer_grid {
 } steer_grid;
 
 #define STEER_GRID_MAX_CELLS (1u << 22)
-#define STEER_GRID_FAST_K    8u
+#define STEER_GRID_FAST_K    16u
 
 /* Sizes the grid for the bounds; the cell grows when the bounds would need more
  * than STEER_GRID_MAX_CELLS cells. Returns 0 or STEER_ENOMEM / STEER_EINVAL. */
