@@ -15,7 +15,9 @@
  * Each row: median (and min) over RUNS runs of STEPS steps after WARMUP steps.
  * --hash prints each world's state hash after its runs (to stderr), to check that
  * an optimisation left the simulation bit-identical.
- * usage: bench_world [dense|avoid|obstacles|mixed|all] [--max N] [--runs R] [--steps S] [--hash] */
+ * --period P sets the avoid and obstacles agents' neighbour_period (1..16, 1).
+ * usage: bench_world [dense|avoid|obstacles|mixed|all] [--max N] [--runs R] [--steps S] [--period P]
+ *        [--hash] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +71,7 @@ static int setup_dense_kind(scenario *s, uint32_t n, int kind);
 static int setup_dense(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 0); }
 static int setup_avoid(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 1); }
 static int setup_obstacles(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 2); }
+static int neighbour_period = 1; /* --period: neighbour_period of the avoid and obstacles agents */
 
 /* 1 000 obstacles on a jittered grid over the field, added on top of the
  * agents (the world moves them out). */
@@ -135,6 +138,7 @@ static int setup_dense_kind(scenario *s, uint32_t n, int kind) {
     d.behaviour.separation_weight = 0.0f;
     d.behaviour.avoid_weight = 1.0f;
     d.behaviour.max_neighbours = 10;
+    d.behaviour.neighbour_period = (uint8_t)neighbour_period;
     vec2 sides[] = {{0, 0}, {s->side, 0}, {s->side, s->side}, {0, s->side}, {0, 0}};
     steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 5, sides, 0.0f};
     if (steer_world_add_obstacle(s->w, 1, &o, NULL) != STEER_OK)
@@ -298,10 +302,13 @@ int main(int argc, char **argv) {
       runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
       steps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--period") == 0 && i + 1 < argc)
+      neighbour_period = atoi(argv[++i]);
     else if (strcmp(argv[i], "--hash") == 0)
       print_hash = 1;
     else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: bench_world [dense|avoid|obstacles|mixed|all] [--max N] [--runs R] [--steps S] [--hash]\n");
+      printf("usage: bench_world [dense|avoid|obstacles|mixed|all] [--max N] [--runs R] [--steps S] [--period P] "
+             "[--hash]\n");
       return 0;
     } else
       which = argv[i];

@@ -47,7 +47,12 @@ int steer_grid_init(steer_grid *g, vec2 min, vec2 max, float cell, uint32_t capa
   g->item_pos = malloc(capacity * sizeof(uint32_t));
   g->sx = malloc(capacity * sizeof(float));
   g->sy = malloc(capacity * sizeof(float));
-  if (!g->cell_start || !g->items || !g->item_pos || !g->sx || !g->sy) {
+  g->svx = malloc(capacity * sizeof(float));
+  g->svy = malloc(capacity * sizeof(float));
+  g->sr = malloc(capacity * sizeof(float));
+  g->skey = malloc(capacity * sizeof(uint16_t));
+  if (!g->cell_start || !g->items || !g->item_pos || !g->sx || !g->sy || !g->svx || !g->svy || !g->sr ||
+      !g->skey) {
     steer_grid_free(g);
     return STEER_ENOMEM;
   }
@@ -60,6 +65,10 @@ void steer_grid_free(steer_grid *g) {
   free(g->item_pos);
   free(g->sx);
   free(g->sy);
+  free(g->svx);
+  free(g->svy);
+  free(g->sr);
+  free(g->skey);
   memset(g, 0, sizeof(*g));
 }
 
@@ -79,6 +88,11 @@ static inline uint32_t grid_row(const steer_grid *g, float y) {
 }
 
 void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t count) {
+  steer_grid_build_payload(g, px, py, NULL, NULL, NULL, NULL, count);
+}
+
+void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, const float *vx, const float *vy,
+                              const float *r, const uint16_t *key, uint32_t count) {
   uint32_t cells = g->cols * g->rows;
   uint32_t *start = g->cell_start;
   memset(start, 0, (cells + 1) * sizeof(uint32_t));
@@ -98,6 +112,15 @@ void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t 
     g->sx[slot] = px[i];
     g->sy[slot] = py[i];
   }
+  if (vx) {
+    for (uint32_t i = 0; i < count; i++) {
+      uint32_t slot = g->item_pos[i];
+      g->svx[slot] = vx[i];
+      g->svy[slot] = vy[i];
+      g->sr[slot] = r[i];
+      g->skey[slot] = key[i];
+    }
+  }
   memmove(start + 1, start, cells * sizeof(uint32_t));
   start[0] = 0;
   g->count = count;
@@ -115,7 +138,7 @@ static inline float grid_d2(const steer_grid *g, uint32_t k, vec2 p) {
  * positions until the end; without out_d2 the distances are recomputed (the
  * same operations give the same floats), so there is no buffer to cap max. */
 static uint32_t nearest_general(const steer_grid *g, vec2 p, float radius, uint32_t excl, uint32_t *out,
-                                float *out_d2, uint32_t max) {
+                                float *out_d2, uint32_t max, int want_pos) {
   float r2 = radius * radius;
   uint32_t c0 = grid_col(g, p.x - radius), c1 = grid_col(g, p.x + radius);
   uint32_t r0 = grid_row(g, p.y - radius), r1 = grid_row(g, p.y + radius);
@@ -144,8 +167,9 @@ static uint32_t nearest_general(const steer_grid *g, vec2 p, float radius, uint3
         worst = out_d2 ? out_d2[max - 1] : grid_d2(g, out[max - 1], p);
     }
   }
-  for (uint32_t i = 0; i < n; i++)
-    out[i] = g->items[out[i]];
+  if (!want_pos)
+    for (uint32_t i = 0; i < n; i++)
+      out[i] = g->items[out[i]];
   return n;
 }
 
@@ -317,7 +341,7 @@ static void fast_reset(fast_query *q, float r2, float thr) {
 }
 
 static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t excl, uint32_t *out,
-                             float *out_d2, uint32_t max, float *hint) {
+                             float *out_d2, uint32_t max, float *hint, int want_pos) {
   float r2 = radius * radius;
   if (!(r2 > 0.0f))
     return 0; /* the radius squared underflows: nothing is strictly within */
@@ -353,7 +377,7 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
     _mm_storeu_si128((__m128i *)(void *)(pos + 4 * v), q.top.i[v]);
   uint32_t n = 0;
   while (n < max && keys[n] < r2) {
-    out[n] = g->items[pos[n]];
+    out[n] = want_pos ? pos[n] : g->items[pos[n]];
     if (out_d2)
       out_d2[n] = keys[n];
     n++;
@@ -365,8 +389,8 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
 
 #endif /* GRID_SIMD */
 
-uint32_t steer_grid_nearest_hint(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
-                                 float *out_d2, uint32_t max, float *hint) {
+static uint32_t nearest_any(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
+                            float *out_d2, uint32_t max, float *hint, int want_pos) {
   if (max == 0 || !(radius > 0.0f) || g->count == 0) {
     if (hint)
       *hint = 0.0f;
@@ -376,11 +400,21 @@ uint32_t steer_grid_nearest_hint(const steer_grid *g, vec2 p, float radius, uint
   uint32_t excl = exclude < g->count ? g->item_pos[exclude] : UINT32_MAX;
 #if GRID_SIMD
   if (max <= STEER_GRID_FAST_K)
-    return nearest_fast(g, p, radius, excl, out, out_d2, max, hint);
+    return nearest_fast(g, p, radius, excl, out, out_d2, max, hint, want_pos);
 #endif
   if (hint)
     *hint = 0.0f;
-  return nearest_general(g, p, radius, excl, out, out_d2, max);
+  return nearest_general(g, p, radius, excl, out, out_d2, max, want_pos);
+}
+
+uint32_t steer_grid_nearest_hint(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
+                                 float *out_d2, uint32_t max, float *hint) {
+  return nearest_any(g, p, radius, exclude, out, out_d2, max, hint, 0);
+}
+
+uint32_t steer_grid_nearest_pos(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out_pos,
+                                uint32_t max, float *hint) {
+  return nearest_any(g, p, radius, exclude, out_pos, NULL, max, hint, 1);
 }
 
 uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,

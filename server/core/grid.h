@@ -21,6 +21,11 @@ typedef struct steer_grid {
   uint32_t *items;      /* dense indices, in cell order */
   uint32_t *item_pos;   /* per dense index: its position in cell order (its cell during the build) */
   float *sx, *sy;       /* positions in cell order */
+  /* What neighbour steering reads, in cell order too (steer_grid_build_payload),
+   * so a query's results are read from the memory it has just scanned. */
+  float *svx, *svy;  /* m/s, velocities */
+  float *sr;         /* m, body radii */
+  uint16_t *skey;    /* caller's per-agent tag */
 } steer_grid;
 
 #define STEER_GRID_MAX_CELLS (1u << 22)
@@ -32,6 +37,9 @@ int steer_grid_init(steer_grid *g, vec2 min, vec2 max, float cell, uint32_t capa
 void steer_grid_free(steer_grid *g);
 
 void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t count);
+/* The same, also copying velocities, radii and a tag per agent into cell order. */
+void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, const float *vx, const float *vy,
+                              const float *r, const uint16_t *key, uint32_t count);
 
 /* Up to max nearest agents strictly within radius of p, nearest first, excluding
  * dense index `exclude` (UINT32_MAX for none). Equal squared distances are
@@ -58,5 +66,10 @@ uint32_t steer_grid_within(const steer_grid *g, vec2 p, float radius, uint32_t *
  * when fewer than max were found. hint may be NULL. */
 uint32_t steer_grid_nearest_hint(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
                                  float *out_d2, uint32_t max, float *hint);
+
+/* steer_grid_nearest_hint giving positions in cell order (index sx, sy, the
+ * payload, items) instead of dense indices. */
+uint32_t steer_grid_nearest_pos(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out_pos,
+                                uint32_t max, float *hint);
 
 #endif /* STEER_GRID_H */

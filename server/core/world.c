@@ -64,6 +64,7 @@ steer_behaviour steer_default_behaviour(steer_behaviour_kind kind) {
   b.max_neighbours = 8;
   b.params = steer_default_params();
   b.avoid_horizon = 3.0f;
+  b.neighbour_period = 1;
   b.wall_lookahead = 1.0f;
   b.wall_margin = 0.25f;
   return b;
@@ -168,6 +169,10 @@ steer_world *steer_world_create(const steer_world_config *cfg) {
   ALLOC(stuck_best, n);
   ALLOC(stuck_timer, n);
   ALLOC(stuck_flag, n);
+  ALLOC(akey, n);
+  ALLOC(nlist_n, n);
+  ALLOC(nlist_stamp, n);
+  w->nepoch = 1;
   ALLOC(paths, w->cfg.max_paths);
   ALLOC(path_points, (size_t)w->cfg.max_paths * w->cfg.max_path_points);
   ALLOC(path_free, w->cfg.max_paths);
@@ -226,6 +231,10 @@ void steer_world_destroy(steer_world *w) {
   free(w->stuck_best);
   free(w->stuck_timer);
   free(w->stuck_flag);
+  free(w->akey);
+  free(w->nlist);
+  free(w->nlist_n);
+  free(w->nlist_stamp);
   steer_map_destroy(w->map);
   steer_grid_free(&w->grid);
   free(w);
@@ -384,6 +393,8 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
     return STEER_EBLOCKED;
   if (w->free_count == 0)
     return STEER_EFULL;
+  if (world_nlist_need(w, &desc->behaviour) != STEER_OK)
+    return STEER_ENOMEM;
   uint32_t slot = w->free_ring[w->free_head];
   w->free_head = (w->free_head + 1) % w->cfg.max_agents;
   w->free_count--;
@@ -422,6 +433,8 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
   memset(&w->cmd[d], 0, sizeof(w->cmd[d]));
   w->nhint[d] = 0.0f;
   world_stuck_reset(w, d);
+  w->akey[d] = avoid_key(&desc->behaviour);
+  w->nlist_stamp[d] = 0; /* no kept set */
   if (needs_neighbours(&desc->behaviour))
     w->separating++;
   w->grid_stale = 1;
@@ -454,6 +467,12 @@ static void dense_move(steer_world *w, uint32_t to, uint32_t from) {
   w->stuck_best[to] = w->stuck_best[from];
   w->stuck_timer[to] = w->stuck_timer[from];
   w->stuck_flag[to] = w->stuck_flag[from];
+  w->akey[to] = w->akey[from];
+  w->nlist_n[to] = w->nlist_n[from];
+  w->nlist_stamp[to] = w->nlist_stamp[from];
+  if (w->nlist)
+    memcpy(w->nlist + (size_t)to * WORLD_NLIST, w->nlist + (size_t)from * WORLD_NLIST,
+           WORLD_NLIST * sizeof(uint32_t));
   w->slot_dense[w->id[to] & STEER_ID_INDEX_MASK] = to;
 }
 
@@ -468,6 +487,10 @@ int steer_world_despawn(steer_world *w, steer_id id) {
     w->max_radius_stale = 1;
   uint32_t slot = id & STEER_ID_INDEX_MASK;
   uint32_t last = --w->count;
+  if (++w->nepoch == 0) { /* dense indices move: every kept neighbour set is dropped */
+    w->nepoch = 1;
+    memset(w->nlist_stamp, 0, (size_t)w->cfg.max_agents * sizeof(*w->nlist_stamp));
+  }
   if (d != last)
     dense_move(w, d, last);
   w->slot_dense[slot] = NO_DENSE;
@@ -497,6 +520,8 @@ int steer_world_set_behaviour(steer_world *w, steer_id id, const steer_behaviour
   int rc = check_behaviour(w, w->model[d], b, id);
   if (rc != STEER_OK)
     return rc;
+  if (world_nlist_need(w, b) != STEER_OK)
+    return STEER_ENOMEM;
   if (b->kind != STEER_BEHAVIOUR_FOLLOW_PATH)
     leave_path(w, d);
   w->separating -= needs_neighbours(&w->behaviour[d]);
@@ -504,6 +529,10 @@ int steer_world_set_behaviour(steer_world *w, steer_id id, const steer_behaviour
   w->behaviour[d] = *b;
   w->arrived[d] = 0;
   world_stuck_reset(w, d);
+  if (w->akey[d] != avoid_key(b)) {
+    w->akey[d] = avoid_key(b);
+    w->grid_stale = 1; /* the grid holds a copy */
+  }
   return STEER_OK;
 }
 
@@ -541,6 +570,8 @@ int steer_world_set_limits(steer_world *w, steer_id id, const steer_limits *l) {
   else if (w->radius[d] >= w->max_radius && l->radius < w->radius[d])
     w->max_radius_stale = 1;
   w->limits[d] = *l;
+  if (w->radius[d] != l->radius)
+    w->grid_stale = 1; /* the grid holds a copy */
   w->radius[d] = l->radius;
   return STEER_OK;
 }
@@ -638,9 +669,10 @@ static float facing_angular(const steer_world *w, uint32_t d, const steer_state 
   }
 }
 
-/* The nearest max_neighbours of agent d (dense indices into idx), the ones
+/* The nearest max_neighbours of agent d (positions in the grid's cell order,
+ * where their positions, velocities and radii are copied), the ones
  * separation and avoidance read. */
-static uint32_t neighbours(steer_world *w, uint32_t d, const steer_state *s, float dt, uint32_t *idx) {
+static uint32_t neighbours(steer_world *w, uint32_t d, const steer_state *s, float dt, uint32_t *pos) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
   uint32_t max =
@@ -656,20 +688,41 @@ static uint32_t neighbours(steer_world *w, uint32_t d, const steer_state *s, flo
     float reach = sqrtf(hint) + 2.0f * l->max_speed * dt;
     hint = reach * reach;
   }
-  uint32_t n = steer_grid_nearest_hint(&w->grid, s->position, query, d, idx, NULL, max, &hint);
+  uint32_t n = steer_grid_nearest_pos(&w->grid, s->position, query, d, pos, max, &hint);
   w->nhint[d] = hint;
+  if (b->neighbour_period > 1) {
+    uint32_t *keep = w->nlist + (size_t)d * WORLD_NLIST;
+    for (uint32_t i = 0; i < n; i++)
+      keep[i] = w->grid.items[pos[i]];
+    w->nlist_n[d] = (uint8_t)n;
+    w->nlist_stamp[d] = w->nepoch;
+  }
   return n;
 }
 
-static steer_output separation(const steer_world *w, uint32_t d, const steer_state *s, const uint32_t *idx,
+/* The neighbours: queried, or the kept set between the agent's query ticks. */
+static uint32_t neighbours_kept(steer_world *w, uint32_t d, const steer_state *s, float dt, uint32_t *pos) {
+  const steer_behaviour *b = &w->behaviour[d];
+  uint32_t period = b->neighbour_period;
+  if (period <= 1 || w->nlist_stamp[d] != w->nepoch ||
+      (w->tick + (w->id[d] & STEER_ID_INDEX_MASK)) % period == 0)
+    return neighbours(w, d, s, dt, pos);
+  const uint32_t *keep = w->nlist + (size_t)d * WORLD_NLIST;
+  uint32_t n = w->nlist_n[d];
+  for (uint32_t i = 0; i < n; i++)
+    pos[i] = w->grid.item_pos[keep[i]];
+  return n;
+}
+
+static steer_output separation(const steer_world *w, uint32_t d, const steer_state *s, const uint32_t *at,
                                uint32_t n) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
   vec2 pos[SEPARATION_MAX_NEIGHBOURS];
   float rad[SEPARATION_MAX_NEIGHBOURS];
   for (uint32_t i = 0; i < n; i++) {
-    pos[i] = v2(w->px[idx[i]], w->py[idx[i]]);
-    rad[i] = w->radius[idx[i]];
+    pos[i] = v2(w->grid.sx[at[i]], w->grid.sy[at[i]]);
+    rad[i] = w->grid.sr[at[i]];
   }
   return steer_separation(s, l, &b->params, pos, rad, (int)n);
 }
@@ -750,7 +803,7 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
   if (linear_only)
     o.angular = facing_angular(w, d, s);
   uint32_t idx[SEPARATION_MAX_NEIGHBOURS];
-  uint32_t nn = needs_neighbours(b) ? neighbours(w, d, s, dt, idx) : 0;
+  uint32_t nn = needs_neighbours(b) ? neighbours_kept(w, d, s, dt, idx) : 0;
   if (b->separation_weight > 0.0f) {
     steer_output sep = separation(w, d, s, idx, nn);
     if (b->combine == STEER_COMBINE_PRIORITY) {
@@ -938,7 +991,7 @@ static void pass_events(steer_world *w, float dt) {
 }
 
 static void grid_rebuild(steer_world *w) {
-  steer_grid_build(&w->grid, w->px, w->py, w->count);
+  steer_grid_build_payload(&w->grid, w->px, w->py, w->vx, w->vy, w->radius, w->akey, w->count);
   w->grid_stale = 0;
 }
 
@@ -961,13 +1014,13 @@ void steer_world_step(steer_world *w, float dt) {
     grid_rebuild(w);
   pass_steering(w, dt);
   pass_integrate(w, dt);
+  pass_events(w, dt); /* may change velocities (a stuck agent's nudge) */
   /* Rebuilt on the new positions for the next step; with nobody separating it is
    * left for steer_world_query_radius to build if it is asked. */
   if (w->separating > 0)
     grid_rebuild(w);
   else
     w->grid_stale = 1;
-  pass_events(w, dt);
 }
 
 /* ---- read access --------------------------------------------------------- */
@@ -1054,7 +1107,8 @@ static uint64_t hash_behaviour(uint64_t h, const steer_behaviour *b) {
   h = mixf(h, b->wall_lookahead);
   h = mixf(h, b->wall_margin);
   h = mixf(h, b->stuck_time);
-  return mix32(h, (uint32_t)b->avoid_priority | (uint32_t)b->stuck_reaction << 8);
+  return mix32(h, (uint32_t)b->avoid_priority | (uint32_t)b->stuck_reaction << 8 |
+                     (uint32_t)b->neighbour_period << 16);
 }
 
 uint64_t steer_world_hash(const steer_world *w) {
@@ -1085,6 +1139,13 @@ uint64_t steer_world_hash(const steer_world *w) {
     h = mixf(h, w->stuck_best[d]);
     h = mixf(h, w->stuck_timer[d]);
     h = mix32(h, w->stuck_flag[d]);
+    if (w->nlist && w->nlist_stamp[d] == w->nepoch) {
+      h = mix32(h, w->nlist_n[d]);
+      for (uint32_t i = 0; i < w->nlist_n[d]; i++)
+        h = mix32(h, w->nlist[(size_t)d * WORLD_NLIST + i]);
+    } else {
+      h = mix32(h, 0xFFu);
+    }
   }
   h = mix64(h, w->stuck_count);
   h = steer_map_hash(w->map, h);

@@ -122,6 +122,11 @@ typedef struct steer_behaviour {
   float avoid_weight;     /* 0 turns it off; the force is blended in with this weight (0) */
   float avoid_horizon;    /* s, collisions further ahead are ignored (3) */
   uint8_t avoid_priority; /* 0..255, higher takes a smaller share of each pair's avoidance (0) */
+  /* Ticks between neighbour queries, 1..16 (1). Above 1 the agent keeps the
+   * set of its nearest max_neighbours for that many ticks (each agent on its
+   * own phase, from its slot) and reads their fresh positions and velocities
+   * every tick; the set is dropped when any agent despawns. */
+  uint8_t neighbour_period;
   /* Steering around the map's geometry (dynamic and kinematic models): a feeler
    * of lookahead seconds of the desired velocity. Bodies never enter geometry
    * whatever this is: the integration clips every move. */

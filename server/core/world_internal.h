@@ -84,8 +84,19 @@ struct steer_world {
   float *stuck_best;   /* m, per agent: nearest it has come to its goal this episode */
   float *stuck_timer;  /* s, per agent: time since it last made progress */
   uint8_t *stuck_flag; /* per agent: STUCK reported in this episode */
+  uint16_t *akey;      /* per agent, a cache: 0 no avoidance, else 1 + avoid_priority (the grid's tag) */
+  /* Kept neighbour sets (neighbour_period > 1), saved: per agent up to
+   * WORLD_NLIST dense indices, valid while nlist_stamp[d] == nepoch. */
+  uint32_t *nlist;      /* allocated when first needed */
+  uint8_t *nlist_n;
+  uint32_t *nlist_stamp;
+  uint32_t nepoch;
   uint64_t stuck_count;
 };
+
+static inline uint16_t avoid_key(const steer_behaviour *b) {
+  return b->avoid_weight > 0.0f ? (uint16_t)(1u + b->avoid_priority) : 0u;
+}
 
 /* Whether an agent's behaviour reads the neighbour grid. */
 static inline int needs_neighbours(const steer_behaviour *b) {
@@ -95,8 +106,9 @@ static inline int needs_neighbours(const steer_behaviour *b) {
 /* ---- world_map.c: geometry, avoidance and stuck passes of the tick -------- */
 
 /* Linear acceleration o of dynamic agent d turned by agent and wall avoidance;
- * idx/n are its neighbours (dense indices) when it has queried them. */
-vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s, vec2 o, const uint32_t *idx,
+ * pos/n are its neighbours (positions in the grid's cell order) when it has
+ * queried them. */
+vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s, vec2 o, const uint32_t *pos,
                          uint32_t n);
 /* A kinematic agent's velocity turned away from walls. */
 vec2 world_avoid_kinematic(const steer_world *w, uint32_t d, const steer_state *s, vec2 vel);
@@ -112,6 +124,8 @@ int world_points_blocked(const steer_world *w, const vec2 *points, uint32_t coun
 /* Whether a body of radius r at p is free of the map (with 1 mm slack). */
 int world_body_free(const steer_world *w, vec2 p, float r);
 void world_emit(steer_world *w, steer_id agent, uint8_t type, uint32_t node);
+/* Allocates the kept neighbour sets if b needs them (0 or STEER_ENOMEM). */
+int world_nlist_need(steer_world *w, const steer_behaviour *b);
 
 /* ---- validation (shared with loading) ----------------------------------- */
 
@@ -160,9 +174,11 @@ static inline int valid_params(const steer_params *p) {
          in_range(p->path_recover_strength, 0.0f, STEER_MAX_FACTOR);
 }
 
+#define WORLD_NLIST 32u /* = the separation cap */
+
 /* The avoidance, wall and stuck fields of a behaviour. */
 static inline int valid_avoidance(const steer_behaviour *b) {
-  return isfinite(b->avoid_weight) && b->avoid_weight >= 0.0f && isfinite(b->avoid_horizon) &&
+  return b->neighbour_period >= 1 && b->neighbour_period <= 16 && isfinite(b->avoid_weight) && b->avoid_weight >= 0.0f && isfinite(b->avoid_horizon) &&
          b->avoid_horizon > 0.0f && isfinite(b->wall_lookahead) && b->wall_lookahead >= 0.0f &&
          isfinite(b->wall_margin) && b->wall_margin >= 0.0f && isfinite(b->stuck_time) &&
          b->stuck_time >= 0.0f && b->stuck_reaction < STEER_STUCK_REACTION_COUNT;

@@ -122,7 +122,7 @@ int steer_world_remove_obstacle(steer_world *w, uint32_t id) { return steer_map_
 
 /* ---- steering ------------------------------------------------------------ */
 
-vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s, vec2 o, const uint32_t *idx,
+vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s, vec2 o, const uint32_t *pos,
                          uint32_t n) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
@@ -136,15 +136,18 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
     steer_avoid_neighbour nb[AVOID_MAX];
     if (n > AVOID_MAX)
       n = AVOID_MAX;
-    const steer_id self = w->id[d];
+    const steer_grid *g = &w->grid;
+    const uint16_t own = w->akey[d];
     for (uint32_t i = 0; i < n; i++) {
-      uint32_t j = idx[i];
-      const steer_behaviour *bj = &w->behaviour[j];
-      nb[i].p = v2(w->px[j], w->py[j]);
-      nb[i].v = v2(w->vx[j], w->vy[j]);
-      nb[i].r = w->radius[j];
-      nb[i].share = steer_avoid_share(b->avoid_priority, bj->avoid_priority, bj->avoid_weight > 0.0f);
-      nb[i].tie = self < w->id[j] ? 1.0f : -1.0f;
+      uint32_t k = pos[i];
+      nb[i].p = v2(g->sx[k], g->sy[k]);
+      nb[i].v = v2(g->svx[k], g->svy[k]);
+      nb[i].r = g->sr[k];
+      uint16_t key = g->skey[k];
+      nb[i].share = key == own ? 1.0f : steer_avoid_share(b->avoid_priority, key ? (uint8_t)(key - 1u) : 0u, key != 0);
+      nb[i].tie = 1.0f;
+      if (nb[i].p.x == s->position.x && nb[i].p.y == s->position.y)
+        nb[i].tie = w->id[d] < w->id[g->items[k]] ? 1.0f : -1.0f; /* coincident: by id */
     }
     vec2 f = steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, nb,
                                 (int)n);
@@ -277,4 +280,13 @@ void world_stuck(steer_world *w, uint32_t d, float dt) {
   default:
     break;
   }
+}
+
+/* ---- kept neighbour sets ------------------------------------------------- */
+
+int world_nlist_need(steer_world *w, const steer_behaviour *b) {
+  if (w->nlist || b->neighbour_period <= 1 || !needs_neighbours(b))
+    return STEER_OK;
+  w->nlist = malloc((size_t)w->cfg.max_agents * WORLD_NLIST * sizeof(uint32_t));
+  return w->nlist ? STEER_OK : STEER_ENOMEM;
 }

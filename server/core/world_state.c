@@ -36,10 +36,11 @@
  * f32 x 15 params in steer_params order), i32 path (-1: none), cursor (u32
  * node, i8 dir, u8 finished, f32 turn_time_left, turn_rate).
  *
- * Avoidance record (31 bytes, version 2): f32 avoid_weight, avoid_horizon,
- * u8 avoid_priority, f32 wall_lookahead, wall_margin, stuck_time,
- * u8 stuck_reaction, then the stuck state: f32 best distance, f32 timer,
- * u8 reported.
+ * Avoidance record (32 bytes plus the kept set, version 2): f32 avoid_weight,
+ * avoid_horizon, u8 avoid_priority, u8 neighbour_period, f32 wall_lookahead,
+ * wall_margin, stuck_time, u8 stuck_reaction, then the stuck state: f32 best
+ * distance, f32 timer, u8 reported; then the kept neighbour set: u8 n (255:
+ * none), n x u32 dense indices.
  *
  * Checksum: an xxHash64-style hash (not compatible with XXH64), every step a
  * bijection of the running value, so a change confined to one aligned 8-byte
@@ -63,7 +64,7 @@
 #define STATE_FIXED      96u /* header, config and world scalars */
 #define STATE_TRAILER    8u
 #define AGENT_RECORD     173u
-#define AVOID_RECORD     31u
+#define AVOID_RECORD     33u /* with an empty kept set */
 #define OBSTACLE_FIXED   13u
 #define PATH_ENTRY_FIXED 19u
 #define PARAM_FLOATS     15u
@@ -207,6 +208,7 @@ static void put_avoid(wbuf *b, const steer_world *w, uint32_t d) {
   put_f32(b, bh->avoid_weight);
   put_f32(b, bh->avoid_horizon);
   put_u8(b, bh->avoid_priority);
+  put_u8(b, bh->neighbour_period);
   put_f32(b, bh->wall_lookahead);
   put_f32(b, bh->wall_margin);
   put_f32(b, bh->stuck_time);
@@ -214,6 +216,13 @@ static void put_avoid(wbuf *b, const steer_world *w, uint32_t d) {
   put_f32(b, w->stuck_best[d]);
   put_f32(b, w->stuck_timer[d]);
   put_u8(b, w->stuck_flag[d]);
+  if (w->nlist && w->nlist_stamp[d] == w->nepoch) {
+    put_u8(b, w->nlist_n[d]);
+    for (uint32_t i = 0; i < w->nlist_n[d]; i++)
+      put_u32(b, w->nlist[(size_t)d * WORLD_NLIST + i]);
+  } else {
+    put_u8(b, 0xFF);
+  }
 }
 
 static void put_map(wbuf *b, const steer_map *m) {
@@ -243,6 +252,9 @@ size_t steer_world_state_size(const steer_world *w) {
       n += PATH_ENTRY_FIXED + (size_t)w->paths[h].count * 8u;
   n += 4u + (size_t)w->path_free_count * 4u;
   n += (size_t)w->count * AVOID_RECORD + 8u + 8u;
+  for (uint32_t d = 0; w->nlist && d < w->count; d++)
+    if (w->nlist_stamp[d] == w->nepoch)
+      n += (size_t)w->nlist_n[d] * 4u;
   const steer_map *m = w->map;
   for (uint32_t i = 0; i < steer_map_count(m); i++) {
     steer_obstacle_desc o;
@@ -554,6 +566,7 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
     bh->avoid_weight = get_f32(b);
     bh->avoid_horizon = get_f32(b);
     bh->avoid_priority = get_u8(b);
+    bh->neighbour_period = get_u8(b);
     bh->wall_lookahead = get_f32(b);
     bh->wall_margin = get_f32(b);
     bh->stuck_time = get_f32(b);
@@ -564,7 +577,25 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
     if (b->bad || !valid_avoidance(bh) || !isfinite(w->stuck_best[d]) || !isfinite(w->stuck_timer[d]) ||
         w->stuck_flag[d] > 1)
       return 0;
+    uint8_t kept = get_u8(b);
+    w->nlist_stamp[d] = 0;
+    if (kept == 0xFF)
+      continue;
+    if (kept > WORLD_NLIST || (!w->nlist && !(w->nlist = malloc((size_t)w->cfg.max_agents * WORLD_NLIST *
+                                                                    sizeof(uint32_t)))))
+      return 0;
+    for (uint32_t i = 0; i < kept; i++) {
+      uint32_t j = get_u32(b);
+      if (b->bad || j >= w->count || j == d)
+        return 0;
+      w->nlist[(size_t)d * WORLD_NLIST + i] = j;
+    }
+    w->nlist_n[d] = kept;
+    w->nlist_stamp[d] = w->nepoch;
   }
+  for (uint32_t d = 0; d < w->count; d++)
+    if (world_nlist_need(w, &w->behaviour[d]) != STEER_OK)
+      return 0;
   w->stuck_count = get_u64(b);
   uint32_t version = get_u32(b);
   uint32_t n = get_u32(b);
@@ -682,6 +713,7 @@ static int load(const uint8_t *buf, size_t len, steer_world **out) {
     w->radius[d] = w->limits[d].radius;
     max_radius = w->radius[d] > max_radius ? w->radius[d] : max_radius;
     w->separating += needs_neighbours(&w->behaviour[d]);
+    w->akey[d] = avoid_key(&w->behaviour[d]);
   }
   w->max_radius = max_radius;
   w->max_radius_stale = 0;
