@@ -2,7 +2,15 @@
  * map (see avoid.h for the model and why). */
 #include "avoid.h"
 
-#define AVOID_SIDE 0.5f /* weight of the pass-on-the-right term when head on */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define AVOID_SIMD 1
+#else
+#define AVOID_SIMD 0
+#endif
+
+#define AVOID_SIDE      0.5f /* weight of the pass-on-the-right term when head on */
+#define AVOID_MAX_BATCH 32   /* neighbours per call (the world's cap) */
 
 float steer_avoid_share(uint8_t own, uint8_t other, int other_avoids) {
   if (!other_avoids)
@@ -10,44 +18,143 @@ float steer_avoid_share(uint8_t own, uint8_t other, int other_avoids) {
   return 2.0f * ((float)other + 1.0f) / ((float)own + (float)other + 2.0f);
 }
 
+/* The push of one neighbour that is not touching us (c >= 0), or zero. The
+ * SSE path below performs exactly these operations in this order on four
+ * neighbours at once, so both give the same bits. */
+static vec2 ttc_push(vec2 w, vec2 vr, float c, float max_acc, float horizon, float share) {
+  float b = w.x * vr.x + w.y * vr.y;
+  float a = vr.x * vr.x + vr.y * vr.y;
+  float disc = b * b - a * c;
+  if (!(b > 0.0f) || !(disc > 0.0f))
+    return v2(0.0f, 0.0f); /* not closing, or passing clear */
+  float tau = c / (b + sqrtf(disc));
+  if (!(tau < horizon))
+    return v2(0.0f, 0.0f);
+  float dx = vr.x * tau - w.x, dy = vr.y * tau - w.y; /* our position minus theirs at tau */
+  float dl = sqrtf(dx * dx + dy * dy);
+  float ia = 1.0f / sqrtf(a);
+  float ux = vr.x * ia, uy = vr.y * ia;
+  if (!(dl > 0.0f)) { /* touching exactly at tau: push along -w */
+    dx = -w.x;
+    dy = -w.y;
+    dl = sqrtf(dx * dx + dy * dy);
+  }
+  dx = dx / dl;
+  dy = dy / dl;
+  /* Head on, the push opposes the motion: add a part toward the right of the
+   * relative velocity, so both agents of the pair pass on their right. */
+  float h = -(dx * ux + dy * uy);
+  h = h > 0.0f ? h * AVOID_SIDE : 0.0f;
+  dx = dx + uy * h;
+  dy = dy - ux * h;
+  float l = sqrtf(dx * dx + dy * dy);
+  float mag = max_acc * (horizon - tau) / (horizon * (1.0f + tau)) * share / l;
+  return v2(dx * mag, dy * mag);
+}
+
+/* Touching already: push straight apart, harder the deeper. */
+static vec2 contact_push(vec2 w, float R, float d2, float max_acc, float share, float tie) {
+  float d = sqrtf(d2);
+  vec2 dir = d > 0.0f ? v2_scale(w, -1.0f / d) : v2(tie, 0.0f);
+  float depth = R > 0.0f ? (R - d) / R : 1.0f;
+  return v2_scale(dir, max_acc * (1.0f + 3.0f * depth) * share);
+}
+
 vec2 steer_avoid_agents(vec2 p, vec2 v, float r, float max_acc, float horizon, const steer_avoid_neighbour *n,
                         int count) {
   vec2 f = v2(0.0f, 0.0f);
   if (!(horizon > 0.0f))
     return f;
-  for (int i = 0; i < count; i++) {
-    vec2 w = v2_sub(n[i].p, p);
-    vec2 vr = v2_sub(v, n[i].v);
-    float R = r + n[i].r;
-    float d2 = v2_len2(w);
-    float c = d2 - R * R;
-    if (c < 0.0f) {
-      /* Already touching: push straight apart, harder the deeper. */
-      float d = sqrtf(d2);
-      vec2 dir = d > 0.0f ? v2_scale(w, -1.0f / d) : v2(n[i].tie, 0.0f);
-      float depth = R > 0.0f ? (R - d) / R : 1.0f;
-      f = v2_add(f, v2_scale(dir, max_acc * (1.0f + 3.0f * depth) * n[i].share));
+  float fx[AVOID_MAX_BATCH], fy[AVOID_MAX_BATCH];
+  if (count > AVOID_MAX_BATCH)
+    count = AVOID_MAX_BATCH;
+  int i = 0;
+#if AVOID_SIMD
+  const __m128 zero = _mm_setzero_ps(), one = _mm_set1_ps(1.0f), side = _mm_set1_ps(AVOID_SIDE);
+  const __m128 hz = _mm_set1_ps(horizon), acc = _mm_set1_ps(max_acc);
+  for (; i + 4 <= count; i += 4) {
+    float t[7][4];
+    for (int k = 0; k < 4; k++) {
+      const steer_avoid_neighbour *q = &n[i + k];
+      t[0][k] = q->p.x - p.x;
+      t[1][k] = q->p.y - p.y;
+      t[2][k] = v.x - q->v.x;
+      t[3][k] = v.y - q->v.y;
+      t[4][k] = r + q->r;
+      t[5][k] = q->share;
+    }
+    __m128 wx = _mm_loadu_ps(t[0]), wy = _mm_loadu_ps(t[1]), vx = _mm_loadu_ps(t[2]), vy = _mm_loadu_ps(t[3]);
+    __m128 R = _mm_loadu_ps(t[4]), sh = _mm_loadu_ps(t[5]);
+    __m128 d2 = _mm_add_ps(_mm_mul_ps(wx, wx), _mm_mul_ps(wy, wy));
+    __m128 c = _mm_sub_ps(d2, _mm_mul_ps(R, R));
+    __m128 b = _mm_add_ps(_mm_mul_ps(wx, vx), _mm_mul_ps(wy, vy));
+    __m128 a = _mm_add_ps(_mm_mul_ps(vx, vx), _mm_mul_ps(vy, vy));
+    __m128 disc = _mm_sub_ps(_mm_mul_ps(b, b), _mm_mul_ps(a, c));
+    __m128 live = _mm_and_ps(_mm_cmpgt_ps(b, zero), _mm_cmpgt_ps(disc, zero));
+    int touching = _mm_movemask_ps(_mm_cmplt_ps(c, zero));
+    if (touching || _mm_movemask_ps(_mm_cmpunord_ps(c, b))) {
+      for (int k = i; k < i + 4; k++) { /* the scalar path for these four */
+        vec2 w = v2_sub(n[k].p, p), vr = v2_sub(v, n[k].v);
+        float R1 = r + n[k].r, dd = v2_len2(w), cc = dd - R1 * R1;
+        vec2 q = cc < 0.0f ? contact_push(w, R1, dd, max_acc, n[k].share, n[k].tie)
+                           : ttc_push(w, vr, cc, max_acc, horizon, n[k].share);
+        fx[k] = q.x;
+        fy[k] = q.y;
+      }
       continue;
     }
-    float b = v2_dot(w, vr);
-    if (b <= 0.0f)
-      continue; /* not closing */
-    float a = v2_len2(vr);
-    float disc = b * b - a * c;
-    if (disc <= 0.0f)
-      continue; /* passes clear */
-    float tau = c / (b + sqrtf(disc));
-    if (tau >= horizon)
+    if (_mm_movemask_ps(live) == 0) {
+      _mm_storeu_ps(fx + i, zero);
+      _mm_storeu_ps(fy + i, zero);
       continue;
-    vec2 dir = v2_add(v2_scale(w, -1.0f), v2_scale(vr, tau)); /* our position minus theirs at tau */
-    float dl = v2_len(dir);
-    dir = dl > 0.0f ? v2_scale(dir, 1.0f / dl) : v2_norm(v2_scale(w, -1.0f));
-    vec2 u = v2_scale(vr, 1.0f / sqrtf(a));
-    float head_on = -v2_dot(dir, u);
-    if (head_on > 0.0f)
-      dir = v2_norm(v2_add(dir, v2_scale(v2(u.y, -u.x), AVOID_SIDE * head_on)));
-    float mag = max_acc * (horizon - tau) / (horizon * (1.0f + tau));
-    f = v2_add(f, v2_scale(dir, mag * n[i].share));
+    }
+    /* Dead lanes compute on safe values and are masked out at the end. */
+    __m128 sdisc = _mm_and_ps(live, disc), sb = _mm_or_ps(_mm_and_ps(live, b), _mm_andnot_ps(live, one));
+    __m128 sa = _mm_or_ps(_mm_and_ps(live, a), _mm_andnot_ps(live, one));
+    __m128 tau = _mm_div_ps(c, _mm_add_ps(sb, _mm_sqrt_ps(sdisc)));
+    live = _mm_and_ps(live, _mm_cmplt_ps(tau, hz));
+    __m128 dx = _mm_sub_ps(_mm_mul_ps(vx, tau), wx), dy = _mm_sub_ps(_mm_mul_ps(vy, tau), wy);
+    __m128 dl = _mm_sqrt_ps(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)));
+    __m128 ia = _mm_div_ps(one, _mm_sqrt_ps(sa));
+    __m128 ux = _mm_mul_ps(vx, ia), uy = _mm_mul_ps(vy, ia);
+    if (_mm_movemask_ps(_mm_and_ps(live, _mm_cmpgt_ps(dl, zero))) != _mm_movemask_ps(live)) {
+      for (int k = i; k < i + 4; k++) { /* a degenerate direction: the scalar path */
+        vec2 w = v2_sub(n[k].p, p), vr = v2_sub(v, n[k].v);
+        float R1 = r + n[k].r, dd = v2_len2(w);
+        vec2 q = ttc_push(w, vr, dd - R1 * R1, max_acc, horizon, n[k].share);
+        fx[k] = q.x;
+        fy[k] = q.y;
+      }
+      continue;
+    }
+    __m128 sdl = _mm_or_ps(_mm_and_ps(live, dl), _mm_andnot_ps(live, one));
+    dx = _mm_div_ps(dx, sdl);
+    dy = _mm_div_ps(dy, sdl);
+    __m128 h = _mm_sub_ps(zero, _mm_add_ps(_mm_mul_ps(dx, ux), _mm_mul_ps(dy, uy)));
+    h = _mm_and_ps(_mm_cmpgt_ps(h, zero), _mm_mul_ps(h, side));
+    dx = _mm_add_ps(dx, _mm_mul_ps(uy, h));
+    dy = _mm_sub_ps(dy, _mm_mul_ps(ux, h));
+    __m128 l = _mm_sqrt_ps(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)));
+    l = _mm_or_ps(_mm_and_ps(live, l), _mm_andnot_ps(live, one));
+    __m128 mag = _mm_div_ps(_mm_mul_ps(acc, _mm_sub_ps(hz, tau)), _mm_mul_ps(hz, _mm_add_ps(one, tau)));
+    mag = _mm_div_ps(_mm_mul_ps(mag, sh), l);
+    mag = _mm_and_ps(live, mag);
+    _mm_storeu_ps(fx + i, _mm_and_ps(live, _mm_mul_ps(dx, mag)));
+    _mm_storeu_ps(fy + i, _mm_and_ps(live, _mm_mul_ps(dy, mag)));
+  }
+#endif
+  for (; i < count; i++) {
+    vec2 w = v2_sub(n[i].p, p), vr = v2_sub(v, n[i].v);
+    float R = r + n[i].r, d2 = v2_len2(w), c = d2 - R * R;
+    vec2 q = c < 0.0f ? contact_push(w, R, d2, max_acc, n[i].share, n[i].tie)
+                      : ttc_push(w, vr, c, max_acc, horizon, n[i].share);
+    fx[i] = q.x;
+    fy[i] = q.y;
+  }
+  /* Summed in neighbour order whichever path computed the pushes. */
+  for (int k = 0; k < count; k++) {
+    f.x += fx[k];
+    f.y += fy[k];
   }
   return v2_clip(f, max_acc);
 }
