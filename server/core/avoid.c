@@ -10,7 +10,6 @@
 #endif
 
 #define AVOID_SIDE      0.5f /* weight of the pass-on-the-right term when head on */
-#define AVOID_MAX_BATCH 32   /* neighbours per call (the world's cap) */
 
 float steer_avoid_share(uint8_t own, uint8_t other, int other_avoids) {
   if (!other_avoids)
@@ -60,44 +59,50 @@ static vec2 contact_push(vec2 w, float R, float d2, float max_acc, float share, 
   return v2_scale(dir, max_acc * (1.0f + 3.0f * depth) * share);
 }
 
-vec2 steer_avoid_agents(vec2 p, vec2 v, float r, float max_acc, float horizon, const steer_avoid_neighbour *n,
-                        int count) {
+/* The push of neighbour k, whichever case applies. */
+static vec2 push_of(vec2 p, vec2 v, float r, float max_acc, float horizon, const steer_avoid_set *n, int k) {
+  vec2 w = v2(n->px[k] - p.x, n->py[k] - p.y), vr = v2(v.x - n->vx[k], v.y - n->vy[k]);
+  float R = r + n->r[k], d2 = w.x * w.x + w.y * w.y, c = d2 - R * R;
+  return c < 0.0f ? contact_push(w, R, d2, max_acc, n->share[k], n->tie[k])
+                  : ttc_push(w, vr, c, max_acc, horizon, n->share[k]);
+}
+
+vec2 steer_avoid_agents(vec2 p, vec2 v, float r, float max_acc, float horizon, steer_avoid_set *n) {
   vec2 f = v2(0.0f, 0.0f);
-  if (!(horizon > 0.0f))
+  int count = n->count < STEER_AVOID_MAX ? n->count : STEER_AVOID_MAX;
+  if (!(horizon > 0.0f) || count <= 0)
     return f;
-  float fx[AVOID_MAX_BATCH], fy[AVOID_MAX_BATCH];
-  if (count > AVOID_MAX_BATCH)
-    count = AVOID_MAX_BATCH;
+  float fx[STEER_AVOID_MAX + 4], fy[STEER_AVOID_MAX + 4];
   int i = 0;
 #if AVOID_SIMD
+  /* Pad to a multiple of 4 with neighbours that never push: far away and
+   * moving with us (not closing). */
+  for (int k = count; k & 3; k++) {
+    n->px[k] = p.x + 1e6f;
+    n->py[k] = p.y;
+    n->vx[k] = v.x;
+    n->vy[k] = v.y;
+    n->r[k] = 0.0f;
+    n->share[k] = 0.0f;
+    n->tie[k] = 1.0f;
+  }
   const __m128 zero = _mm_setzero_ps(), one = _mm_set1_ps(1.0f), side = _mm_set1_ps(AVOID_SIDE);
   const __m128 hz = _mm_set1_ps(horizon), acc = _mm_set1_ps(max_acc);
-  for (; i + 4 <= count; i += 4) {
-    float t[7][4];
-    for (int k = 0; k < 4; k++) {
-      const steer_avoid_neighbour *q = &n[i + k];
-      t[0][k] = q->p.x - p.x;
-      t[1][k] = q->p.y - p.y;
-      t[2][k] = v.x - q->v.x;
-      t[3][k] = v.y - q->v.y;
-      t[4][k] = r + q->r;
-      t[5][k] = q->share;
-    }
-    __m128 wx = _mm_loadu_ps(t[0]), wy = _mm_loadu_ps(t[1]), vx = _mm_loadu_ps(t[2]), vy = _mm_loadu_ps(t[3]);
-    __m128 R = _mm_loadu_ps(t[4]), sh = _mm_loadu_ps(t[5]);
+  const __m128 px = _mm_set1_ps(p.x), py = _mm_set1_ps(p.y), ovx = _mm_set1_ps(v.x), ovy = _mm_set1_ps(v.y);
+  const __m128 own = _mm_set1_ps(r);
+  for (; i < count; i += 4) {
+    __m128 wx = _mm_sub_ps(_mm_loadu_ps(n->px + i), px), wy = _mm_sub_ps(_mm_loadu_ps(n->py + i), py);
+    __m128 vx = _mm_sub_ps(ovx, _mm_loadu_ps(n->vx + i)), vy = _mm_sub_ps(ovy, _mm_loadu_ps(n->vy + i));
+    __m128 R = _mm_add_ps(own, _mm_loadu_ps(n->r + i)), sh = _mm_loadu_ps(n->share + i);
     __m128 d2 = _mm_add_ps(_mm_mul_ps(wx, wx), _mm_mul_ps(wy, wy));
     __m128 c = _mm_sub_ps(d2, _mm_mul_ps(R, R));
     __m128 b = _mm_add_ps(_mm_mul_ps(wx, vx), _mm_mul_ps(wy, vy));
     __m128 a = _mm_add_ps(_mm_mul_ps(vx, vx), _mm_mul_ps(vy, vy));
     __m128 disc = _mm_sub_ps(_mm_mul_ps(b, b), _mm_mul_ps(a, c));
     __m128 live = _mm_and_ps(_mm_cmpgt_ps(b, zero), _mm_cmpgt_ps(disc, zero));
-    int touching = _mm_movemask_ps(_mm_cmplt_ps(c, zero));
-    if (touching || _mm_movemask_ps(_mm_cmpunord_ps(c, b))) {
-      for (int k = i; k < i + 4; k++) { /* the scalar path for these four */
-        vec2 w = v2_sub(n[k].p, p), vr = v2_sub(v, n[k].v);
-        float R1 = r + n[k].r, dd = v2_len2(w), cc = dd - R1 * R1;
-        vec2 q = cc < 0.0f ? contact_push(w, R1, dd, max_acc, n[k].share, n[k].tie)
-                           : ttc_push(w, vr, cc, max_acc, horizon, n[k].share);
+    if (_mm_movemask_ps(_mm_cmplt_ps(c, zero)) || _mm_movemask_ps(_mm_cmpunord_ps(c, b))) {
+      for (int k = i; k < i + 4; k++) { /* touching (or not finite): the scalar path for these four */
+        vec2 q = push_of(p, v, r, max_acc, horizon, n, k);
         fx[k] = q.x;
         fy[k] = q.y;
       }
@@ -119,9 +124,7 @@ vec2 steer_avoid_agents(vec2 p, vec2 v, float r, float max_acc, float horizon, c
     __m128 ux = _mm_mul_ps(vx, ia), uy = _mm_mul_ps(vy, ia);
     if (_mm_movemask_ps(_mm_and_ps(live, _mm_cmpgt_ps(dl, zero))) != _mm_movemask_ps(live)) {
       for (int k = i; k < i + 4; k++) { /* a degenerate direction: the scalar path */
-        vec2 w = v2_sub(n[k].p, p), vr = v2_sub(v, n[k].v);
-        float R1 = r + n[k].r, dd = v2_len2(w);
-        vec2 q = ttc_push(w, vr, dd - R1 * R1, max_acc, horizon, n[k].share);
+        vec2 q = push_of(p, v, r, max_acc, horizon, n, k);
         fx[k] = q.x;
         fy[k] = q.y;
       }
@@ -139,23 +142,23 @@ vec2 steer_avoid_agents(vec2 p, vec2 v, float r, float max_acc, float horizon, c
     __m128 mag = _mm_div_ps(_mm_mul_ps(acc, _mm_sub_ps(hz, tau)), _mm_mul_ps(hz, _mm_add_ps(one, tau)));
     mag = _mm_div_ps(_mm_mul_ps(mag, sh), l);
     mag = _mm_and_ps(live, mag);
-    _mm_storeu_ps(fx + i, _mm_and_ps(live, _mm_mul_ps(dx, mag)));
+    _mm_storeu_ps(fx + i, _mm_and_ps(live, _mm_mul_ps(dx, mag))); /* dead lanes may hold inf * 0 */
     _mm_storeu_ps(fy + i, _mm_and_ps(live, _mm_mul_ps(dy, mag)));
   }
-#endif
+#else
   for (; i < count; i++) {
-    vec2 w = v2_sub(n[i].p, p), vr = v2_sub(v, n[i].v);
-    float R = r + n[i].r, d2 = v2_len2(w), c = d2 - R * R;
-    vec2 q = c < 0.0f ? contact_push(w, R, d2, max_acc, n[i].share, n[i].tie)
-                      : ttc_push(w, vr, c, max_acc, horizon, n[i].share);
+    vec2 q = push_of(p, v, r, max_acc, horizon, n, i);
     fx[i] = q.x;
     fy[i] = q.y;
   }
+#endif
   /* Summed in neighbour order whichever path computed the pushes. */
   for (int k = 0; k < count; k++) {
     f.x += fx[k];
     f.y += fy[k];
   }
+  if (!isfinite(f.x) || !isfinite(f.y))
+    return v2(0.0f, 0.0f); /* a neighbour's state was not finite: no push rather than a NaN */
   return v2_clip(f, max_acc);
 }
 

@@ -33,18 +33,25 @@
 #include "map.h"
 #include "vec2.h"
 
-typedef struct steer_avoid_neighbour {
-  vec2 p, v;   /* m, m/s */
-  float r;     /* m, body radius */
-  float share; /* this agent's part of the pair's avoidance, 0..2 (1: equal) */
-  float tie;   /* +1 or -1: the side to push to when the two bodies coincide */
-} steer_avoid_neighbour;
+#define STEER_AVOID_MAX 32 /* neighbours per call */
+
+/* Neighbours as arrays per field (the layout the SSE path loads). Room for
+ * STEER_AVOID_MAX + 3 entries: the caller may leave the arrays unpadded, the
+ * function pads a copy of count up to a multiple of 4 itself. */
+typedef struct steer_avoid_set {
+  float px[STEER_AVOID_MAX + 4], py[STEER_AVOID_MAX + 4]; /* m */
+  float vx[STEER_AVOID_MAX + 4], vy[STEER_AVOID_MAX + 4]; /* m/s */
+  float r[STEER_AVOID_MAX + 4];     /* m, body radius */
+  float share[STEER_AVOID_MAX + 4]; /* this agent's part of the pair's avoidance, 0..2 (1: equal) */
+  float tie[STEER_AVOID_MAX + 4];   /* +1 or -1: the side to push to when the two bodies coincide */
+  int count;
+} steer_avoid_set;
 
 /* Acceleration (clipped to max_acc) that steers a body at p with velocity v and
- * radius r away from the predicted collisions within horizon seconds. Overlapping
- * bodies (tau = 0) push apart at max_acc * share. */
-vec2 steer_avoid_agents(vec2 p, vec2 v, float r, float max_acc, float horizon, const steer_avoid_neighbour *n,
-                        int count);
+ * radius r away from the predicted collisions within horizon seconds.
+ * Touching bodies push apart at max_acc * share * (1 + 3 depth / R). Pads the
+ * set (entries count.. up to a multiple of 4). */
+vec2 steer_avoid_agents(vec2 p, vec2 v, float r, float max_acc, float horizon, steer_avoid_set *n);
 
 /* How much of a pair's avoidance an agent of priority own takes against one of
  * priority other (0..2, 1 when equal); other_avoids 0: all of it (2). */

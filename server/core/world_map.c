@@ -12,7 +12,6 @@
 
 #define STUCK_PROGRESS   0.1f  /* m, getting this much nearer the goal is progress */
 #define RELOCATE_SEARCH  64.0f /* m, how far an agent is moved out of a new obstacle */
-#define AVOID_MAX        32u   /* neighbours (the separation cap) */
 #define BODY_FREE_SLACK  0.0f
 #define AVOID_RESPONSE   0.5f  /* s, an avoidance acceleration shifts the wanted velocity by this much of it */
 
@@ -133,24 +132,26 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
   vec2 want = v2_add(s->velocity, v2_scale(o, ttt));
   int changed = 0;
   if (b->avoid_weight > 0.0f && n > 0) {
-    steer_avoid_neighbour nb[AVOID_MAX];
-    if (n > AVOID_MAX)
-      n = AVOID_MAX;
+    steer_avoid_set nb;
+    if (n > STEER_AVOID_MAX)
+      n = STEER_AVOID_MAX;
     const steer_grid *g = &w->grid;
     const uint16_t own = w->akey[d];
     for (uint32_t i = 0; i < n; i++) {
       uint32_t k = pos[i];
-      nb[i].p = v2(g->sx[k], g->sy[k]);
-      nb[i].v = v2(g->svx[k], g->svy[k]);
-      nb[i].r = g->sr[k];
+      nb.px[i] = g->sx[k];
+      nb.py[i] = g->sy[k];
+      nb.vx[i] = g->svx[k];
+      nb.vy[i] = g->svy[k];
+      nb.r[i] = g->sr[k];
       uint16_t key = g->skey[k];
-      nb[i].share = key == own ? 1.0f : steer_avoid_share(b->avoid_priority, key ? (uint8_t)(key - 1u) : 0u, key != 0);
-      nb[i].tie = 1.0f;
-      if (nb[i].p.x == s->position.x && nb[i].p.y == s->position.y)
-        nb[i].tie = w->id[d] < w->id[g->items[k]] ? 1.0f : -1.0f; /* coincident: by id */
+      nb.share[i] = key == own ? 1.0f : steer_avoid_share(b->avoid_priority, key ? (uint8_t)(key - 1u) : 0u, key != 0);
+      nb.tie[i] = 1.0f;
+      if (nb.px[i] == s->position.x && nb.py[i] == s->position.y)
+        nb.tie[i] = w->id[d] < w->id[g->items[k]] ? 1.0f : -1.0f; /* coincident: by id */
     }
-    vec2 f = steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, nb,
-                                (int)n);
+    nb.count = (int)n;
+    vec2 f = steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, &nb);
     if (f.x != 0.0f || f.y != 0.0f) {
       want = v2_clip(v2_add(want, v2_scale(f, b->avoid_weight * AVOID_RESPONSE)), l->max_speed);
       changed = 1;
