@@ -62,6 +62,8 @@ struct steer_map {
   uint32_t npoly, poly_cap;
 
   map_index prims, areas;
+  uint64_t *occ; /* a bit per cell with primitives, rows of occ_words words: most queries stop here */
+  uint32_t occ_words;
 };
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -173,6 +175,7 @@ void steer_map_destroy(steer_map *m) {
   free(m->poly_r0);
   index_free(&m->prims);
   index_free(&m->areas);
+  free(m->occ);
   free(m);
 }
 
@@ -380,6 +383,32 @@ static int rebuild(steer_map *m) {
   if (index_build(m, &m->prims, m->nseg + m->ncirc, prim_id, prim_box, m->prim_c0, m->prim_r0) ||
       index_build(m, &m->areas, m->npoly, poly_id, poly_box, m->poly_c0, m->poly_r0))
     return -1;
+  if (!m->occ) {
+    m->occ_words = (m->cols + 63u) / 64u;
+    m->occ = calloc((size_t)m->occ_words * m->rows, sizeof(uint64_t));
+    if (!m->occ)
+      return -1;
+  }
+  memset(m->occ, 0, (size_t)m->occ_words * m->rows * sizeof(uint64_t));
+  for (uint32_t r = 0; r < m->rows; r++)
+    for (uint32_t c = 0; c < m->cols; c++)
+      if (m->prims.start[r * m->cols + c + 1] > m->prims.start[r * m->cols + c])
+        m->occ[(size_t)r * m->occ_words + c / 64u] |= 1ull << (c % 64u);
+  return 0;
+}
+
+/* Whether any cell of row r in columns a..b holds a primitive. */
+static int row_occupied(const steer_map *m, uint32_t r, uint32_t a, uint32_t b) {
+  const uint64_t *row = m->occ + (size_t)r * m->occ_words;
+  for (uint32_t wd = a / 64u; wd <= b / 64u; wd++) {
+    uint64_t bits = row[wd];
+    if (wd == a / 64u)
+      bits &= ~0ull << (a % 64u);
+    if (wd == b / 64u && b % 64u != 63u)
+      bits &= (1ull << (b % 64u + 1u)) - 1u;
+    if (bits)
+      return 1;
+  }
   return 0;
 }
 
@@ -467,6 +496,8 @@ static int gather(const steer_map *m, vec2 lo, vec2 hi, uint32_t *out, uint32_t 
   uint32_t a = col_of(m, lo.x), b = col_of(m, hi.x), c = row_of(m, lo.y), d = row_of(m, hi.y);
   uint32_t n = 0;
   for (uint32_t r = c; r <= d; r++) {
+    if (!row_occupied(m, r, a, b))
+      continue;
     for (uint32_t k = a; k <= b; k++) {
       uint32_t cell = r * m->cols + k;
       for (uint32_t i = m->prims.start[cell]; i < m->prims.start[cell + 1]; i++) {
