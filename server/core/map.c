@@ -63,6 +63,7 @@ struct steer_map {
 
   map_index prims, areas;
   uint64_t *occ; /* a bit per cell with primitives, rows of occ_words words: most queries stop here */
+  uint8_t *near; /* per cell: 1 when it or one of its 8 neighbours holds a primitive */
   uint32_t occ_words;
 };
 
@@ -176,6 +177,7 @@ void steer_map_destroy(steer_map *m) {
   index_free(&m->prims);
   index_free(&m->areas);
   free(m->occ);
+  free(m->near);
   free(m);
 }
 
@@ -386,15 +388,32 @@ static int rebuild(steer_map *m) {
   if (!m->occ) {
     m->occ_words = (m->cols + 63u) / 64u;
     m->occ = calloc((size_t)m->occ_words * m->rows, sizeof(uint64_t));
-    if (!m->occ)
+    m->near = calloc((size_t)m->cols * m->rows, 1);
+    if (!m->occ || !m->near)
       return -1;
   }
   memset(m->occ, 0, (size_t)m->occ_words * m->rows * sizeof(uint64_t));
+  memset(m->near, 0, (size_t)m->cols * m->rows);
   for (uint32_t r = 0; r < m->rows; r++)
     for (uint32_t c = 0; c < m->cols; c++)
-      if (m->prims.start[r * m->cols + c + 1] > m->prims.start[r * m->cols + c])
+      if (m->prims.start[r * m->cols + c + 1] > m->prims.start[r * m->cols + c]) {
         m->occ[(size_t)r * m->occ_words + c / 64u] |= 1ull << (c % 64u);
+        for (uint32_t y = r > 0 ? r - 1 : 0; y <= r + 1 && y < m->rows; y++)
+          for (uint32_t x = c > 0 ? c - 1 : 0; x <= c + 1 && x < m->cols; x++)
+            m->near[(size_t)y * m->cols + x] = 1;
+      }
   return 0;
+}
+
+/* Whether the box [lo, hi] may hold geometry: a box no wider than a cell
+ * around its centre lies in the centre cell's 3 x 3 block, which near
+ * summarises in one byte. */
+static inline int box_may_hit(const steer_map *m, vec2 lo, vec2 hi) {
+  if (m->nobs == 0)
+    return 0;
+  if (hi.x - lo.x > 2.0f * m->cell || hi.y - lo.y > 2.0f * m->cell)
+    return 1;
+  return m->near[(size_t)row_of(m, 0.5f * (lo.y + hi.y)) * m->cols + col_of(m, 0.5f * (lo.x + hi.x))];
 }
 
 /* Whether any cell of row r in columns a..b holds a primitive. */
@@ -491,7 +510,7 @@ int32_t steer_map_find(const steer_map *m, uint32_t id) {
 
 /* Primitives whose boxes touch [lo, hi], each once; -1 when more than cap. */
 static int gather(const steer_map *m, vec2 lo, vec2 hi, uint32_t *out, uint32_t cap) {
-  if (m->nobs == 0 || m->nseg + m->ncirc == 0)
+  if (m->nobs == 0 || m->nseg + m->ncirc == 0 || !box_may_hit(m, lo, hi))
     return 0;
   uint32_t a = col_of(m, lo.x), b = col_of(m, hi.x), c = row_of(m, lo.y), d = row_of(m, hi.y);
   uint32_t n = 0;
