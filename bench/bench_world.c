@@ -74,6 +74,7 @@ static int setup_dense(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 
 static int setup_avoid(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 1); }
 static int setup_obstacles(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 2); }
 static int neighbour_period = 1; /* --period: neighbour_period of the avoid and obstacles agents */
+static int avoid_neighbours = 10; /* --neighbours: their max_neighbours */
 
 /* 1 000 obstacles on a jittered grid over the field, added on top of the
  * agents (the world moves them out). */
@@ -139,7 +140,7 @@ static int setup_dense_kind(scenario *s, uint32_t n, int kind) {
   if (kind > 0) {
     d.behaviour.separation_weight = 0.0f;
     d.behaviour.avoid_weight = 1.0f;
-    d.behaviour.max_neighbours = 10;
+    d.behaviour.max_neighbours = (uint8_t)avoid_neighbours;
     d.behaviour.neighbour_period = (uint8_t)neighbour_period;
     vec2 sides[] = {{0, 0}, {s->side, 0}, {s->side, s->side}, {0, s->side}, {0, 0}};
     steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 5, sides, 0.0f};
@@ -304,6 +305,8 @@ int main(int argc, char **argv) {
       runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
       steps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--neighbours") == 0 && i + 1 < argc)
+      avoid_neighbours = atoi(argv[++i]);
     else if (strcmp(argv[i], "--period") == 0 && i + 1 < argc)
       neighbour_period = atoi(argv[++i]);
     else if (strcmp(argv[i], "--cpu") == 0)

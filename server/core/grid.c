@@ -112,15 +112,16 @@ void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, c
     g->sx[slot] = px[i];
     g->sy[slot] = py[i];
   }
-  if (vx) {
+  if (r)
+    for (uint32_t i = 0; i < count; i++)
+      g->sr[g->item_pos[i]] = r[i];
+  if (vx)
     for (uint32_t i = 0; i < count; i++) {
       uint32_t slot = g->item_pos[i];
       g->svx[slot] = vx[i];
       g->svy[slot] = vy[i];
-      g->sr[slot] = r[i];
       g->skey[slot] = key[i];
     }
-  }
   memmove(start + 1, start, cells * sizeof(uint32_t));
   start[0] = 0;
   g->count = count;

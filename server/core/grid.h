@@ -37,7 +37,8 @@ int steer_grid_init(steer_grid *g, vec2 min, vec2 max, float cell, uint32_t capa
 void steer_grid_free(steer_grid *g);
 
 void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t count);
-/* The same, also copying velocities, radii and a tag per agent into cell order. */
+/* The same, also copying radii (r may be NULL) and velocities and a tag per
+ * agent (vx NULL: neither) into cell order. */
 void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, const float *vx, const float *vy,
                               const float *r, const uint16_t *key, uint32_t count);
 

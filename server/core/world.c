@@ -434,6 +434,8 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
   w->nhint[d] = 0.0f;
   world_stuck_reset(w, d);
   w->akey[d] = avoid_key(&desc->behaviour);
+  w->avoiding += w->akey[d] != 0;
+  w->stuck_watch += desc->behaviour.stuck_time > 0.0f;
   w->nlist_stamp[d] = 0; /* no kept set */
   if (needs_neighbours(&desc->behaviour))
     w->separating++;
@@ -483,6 +485,8 @@ int steer_world_despawn(steer_world *w, steer_id id) {
   leave_path(w, d);
   if (needs_neighbours(&w->behaviour[d]))
     w->separating--;
+  w->avoiding -= w->akey[d] != 0;
+  w->stuck_watch -= w->behaviour[d].stuck_time > 0.0f;
   if (w->radius[d] >= w->max_radius)
     w->max_radius_stale = 1;
   uint32_t slot = id & STEER_ID_INDEX_MASK;
@@ -526,10 +530,13 @@ int steer_world_set_behaviour(steer_world *w, steer_id id, const steer_behaviour
     leave_path(w, d);
   w->separating -= needs_neighbours(&w->behaviour[d]);
   w->separating += needs_neighbours(b);
+  w->stuck_watch -= w->behaviour[d].stuck_time > 0.0f;
+  w->stuck_watch += b->stuck_time > 0.0f;
   w->behaviour[d] = *b;
   w->arrived[d] = 0;
   world_stuck_reset(w, d);
   if (w->akey[d] != avoid_key(b)) {
+    w->avoiding += (avoid_key(b) != 0) - (w->akey[d] != 0);
     w->akey[d] = avoid_key(b);
     w->grid_stale = 1; /* the grid holds a copy */
   }
@@ -816,7 +823,7 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
       o = steer_blend(both, weights, 2, l);
     }
   }
-  if (b->avoid_weight > 0.0f || steer_map_count(w->map) > 0)
+  if (w->akey[d] || w->map_live) /* the compact tag, not the behaviour's far end */
     o.linear = world_avoid_dynamic(w, d, s, o.linear, idx, nn);
   return o;
 }
@@ -893,7 +900,7 @@ static void pass_steering(steer_world *w, float dt) {
     switch (w->model[d]) {
     case STEER_MODEL_KINEMATIC: {
       steer_kinematic_output o = kinematic_steering(w, d, &s);
-      if (steer_map_count(w->map) > 0)
+      if (w->map_live)
         o.velocity = world_avoid_kinematic(w, d, &s, o.velocity);
       c->a = o.velocity.x;
       c->b = o.velocity.y;
@@ -950,7 +957,7 @@ static void pass_integrate(steer_world *w, float dt) {
       s.position.y = steer_clampf(s.position.y, lo.y, hi.y);
       s.velocity.y = 0.0f;
     }
-    if (steer_map_count(w->map) > 0)
+    if (w->map_live)
       world_collide(w, d, v2(w->px[d], w->py[d]), &s);
     w->px[d] = s.position.x;
     w->py[d] = s.position.y;
@@ -985,13 +992,16 @@ static void pass_events(steer_world *w, float dt) {
         world_emit(w, w->id[d], STEER_EVENT_ARRIVED, 0);
       }
     }
-    if (w->behaviour[d].stuck_time > 0.0f)
+    if (w->stuck_watch && w->behaviour[d].stuck_time > 0.0f)
       world_stuck(w, d, dt);
   }
 }
 
 static void grid_rebuild(steer_world *w) {
-  steer_grid_build_payload(&w->grid, w->px, w->py, w->vx, w->vy, w->radius, w->akey, w->count);
+  /* Separation reads the radii copied in cell order; avoidance also the
+   * velocities and tags. */
+  steer_grid_build_payload(&w->grid, w->px, w->py, w->avoiding ? w->vx : NULL, w->vy, w->radius, w->akey,
+                           w->count);
   w->grid_stale = 0;
 }
 

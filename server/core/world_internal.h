@@ -85,6 +85,9 @@ struct steer_world {
   float *stuck_timer;  /* s, per agent: time since it last made progress */
   uint8_t *stuck_flag; /* per agent: STUCK reported in this episode */
   uint16_t *akey;      /* per agent, a cache: 0 no avoidance, else 1 + avoid_priority (the grid's tag) */
+  uint32_t avoiding;   /* agents with avoid_weight > 0: the grid copies velocities for them */
+  uint8_t map_live;    /* the map holds geometry (a cache of steer_map_count > 0) */
+  uint32_t stuck_watch; /* agents with stuck_time > 0 (the tick reads no behaviour when 0) */
   /* Kept neighbour sets (neighbour_period > 1), saved: per agent up to
    * WORLD_NLIST dense indices, valid while nlist_stamp[d] == nepoch. */
   uint32_t *nlist;      /* allocated when first needed */

@@ -18,11 +18,11 @@
 /* ---- rules of placement -------------------------------------------------- */
 
 int world_body_free(const steer_world *w, vec2 p, float r) {
-  return steer_map_count(w->map) == 0 || steer_map_free(w->map, p, r, BODY_FREE_SLACK);
+  return !w->map_live || steer_map_free(w->map, p, r, BODY_FREE_SLACK);
 }
 
 int world_target_blocked(const steer_world *w, const steer_behaviour *b) {
-  if (steer_map_count(w->map) == 0 || b->target.kind != STEER_TARGET_POINT)
+  if (!w->map_live || b->target.kind != STEER_TARGET_POINT)
     return 0;
   if (b->kind != STEER_BEHAVIOUR_SEEK && b->kind != STEER_BEHAVIOUR_ARRIVE)
     return 0;
@@ -30,7 +30,7 @@ int world_target_blocked(const steer_world *w, const steer_behaviour *b) {
 }
 
 int world_points_blocked(const steer_world *w, const vec2 *points, uint32_t count) {
-  if (steer_map_count(w->map) == 0)
+  if (!w->map_live)
     return 0;
   for (uint32_t i = 0; i < count; i++)
     if (steer_map_inside(w->map, points[i]))
@@ -64,6 +64,7 @@ int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_d
   int rc = steer_map_add(w->map, id, o);
   if (rc != STEER_OK)
     return rc;
+  w->map_live = 1;
   vec2 lo, hi;
   obstacle_box(o, &lo, &hi);
   /* Agents the obstacle lands on, and where each goes; nobody moves unless
@@ -88,6 +89,7 @@ int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_d
         free(which);
         free(to);
         steer_map_remove(w->map, id);
+        w->map_live = steer_map_count(w->map) > 0;
         return STEER_ENOMEM;
       }
       to = nt;
@@ -97,6 +99,7 @@ int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_d
       free(which);
       free(to);
       steer_map_remove(w->map, id);
+      w->map_live = steer_map_count(w->map) > 0;
       return STEER_EBLOCKED;
     }
     which[hits++] = d;
@@ -117,7 +120,11 @@ int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_d
   return STEER_OK;
 }
 
-int steer_world_remove_obstacle(steer_world *w, uint32_t id) { return steer_map_remove(w->map, id); }
+int steer_world_remove_obstacle(steer_world *w, uint32_t id) {
+  int rc = steer_map_remove(w->map, id);
+  w->map_live = steer_map_count(w->map) > 0;
+  return rc;
+}
 
 /* ---- steering ------------------------------------------------------------ */
 
@@ -157,7 +164,7 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
       changed = 1;
     }
   }
-  if (b->wall_lookahead > 0.0f && steer_map_count(w->map) > 0) {
+  if (b->wall_lookahead > 0.0f && w->map_live) {
     vec2 turned = steer_avoid_walls(w->map, s->position, l->radius, want, b->wall_lookahead, b->wall_margin);
     changed |= turned.x != want.x || turned.y != want.y;
     want = turned;

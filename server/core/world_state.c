@@ -630,6 +630,7 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
   if (!ok)
     return 0;
   steer_map_set_version(w->map, version);
+  w->map_live = steer_map_count(w->map) > 0;
   for (uint32_t d = 0; d < w->count; d++)
     if (!steer_map_free(w->map, v2(w->px[d], w->py[d]), w->limits[d].radius, 1e-3f))
       return 0;
@@ -714,6 +715,8 @@ static int load(const uint8_t *buf, size_t len, steer_world **out) {
     max_radius = w->radius[d] > max_radius ? w->radius[d] : max_radius;
     w->separating += needs_neighbours(&w->behaviour[d]);
     w->akey[d] = avoid_key(&w->behaviour[d]);
+    w->avoiding += w->akey[d] != 0;
+    w->stuck_watch += w->behaviour[d].stuck_time > 0.0f;
   }
   w->max_radius = max_radius;
   w->max_radius_stale = 0;
