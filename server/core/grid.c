@@ -262,7 +262,7 @@ typedef struct fast_query {
 
 /* Scans one row, clipped to the chord of the threshold circle; returns 0 when
  * the whole row lies beyond it (so do all rows further out). */
-GRID_INLINE int fast_row(fast_query *q, uint32_t row, const int nv) {
+GRID_INLINE int fast_row_nv(fast_query *q, uint32_t row, const int nv) {
   const steer_grid *g = q->g;
   /* Distance from p to the row's band; the edge rows reach to infinity, since
    * points outside the bounds are clamped into them. */
@@ -304,6 +304,15 @@ GRID_INLINE int fast_row(fast_query *q, uint32_t row, const int nv) {
   return 1;
 }
 
+/* One copy per register count, so each inner loop is unrolled for it. */
+static int fast_row2(fast_query *q, uint32_t row) { return fast_row_nv(q, row, 2); }
+static int fast_row3(fast_query *q, uint32_t row) { return fast_row_nv(q, row, 3); }
+static int fast_row4(fast_query *q, uint32_t row) { return fast_row_nv(q, row, 4); }
+
+static inline int fast_row(fast_query *q, uint32_t row, const int nv) {
+  return nv <= 2 ? fast_row2(q, row) : nv == 3 ? fast_row3(q, row) : fast_row4(q, row);
+}
+
 /* Scans rows from the query's row outward, admitting d2 <= q->thr. */
 GRID_INLINE void fast_scan_nv(fast_query *q, float radius, const int nv) {
   const steer_grid *g = q->g;
@@ -319,7 +328,6 @@ GRID_INLINE void fast_scan_nv(fast_query *q, float radius, const int nv) {
   }
 }
 
-/* One copy per register count, so each inner loop is unrolled for it. */
 static void fast_scan2(fast_query *q, float radius) { fast_scan_nv(q, radius, 2); }
 static void fast_scan3(fast_query *q, float radius) { fast_scan_nv(q, radius, 3); }
 static void fast_scan4(fast_query *q, float radius) { fast_scan_nv(q, radius, 4); }
