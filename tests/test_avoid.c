@@ -163,19 +163,23 @@ END_TEST
 
 #define SWAP_N 100
 
+/* Neighbour sets queried every tick, or kept for 4 or 8 ticks (_i = 0, 1, 2). */
 START_TEST(test_circle_swap) {
+  static const uint8_t periods[] = {1, 4, 8};
   steer_world *w = make_world(SWAP_N, 80.0f, 3);
   for (uint32_t i = 0; i < SWAP_N; i++) {
     float a = STEER_TWO_PI * (float)i / SWAP_N;
     vec2 p = v2(50.0f * cosf(a), 50.0f * sinf(a));
     steer_agent_desc d = walker(p, v2_scale(p, -1.0f));
+    d.behaviour.neighbour_period = periods[_i];
     ck_assert_int_eq(steer_world_spawn(w, &d, 0, NULL), STEER_OK);
   }
   float gap;
   uint32_t stuck;
   uint32_t ticks = run_until_arrived(w, SWAP_N, 4000, 0.4f, &gap, &stuck);
   float straight = 100.0f / 1.5f / DT; /* 1333 ticks */
-  fprintf(stderr, "circle swap: %u ticks (straight line %.0f), smallest gap %.3f m, %u STUCK\n", ticks,
+  fprintf(stderr, "circle swap (neighbour_period %u): %u ticks (straight line %.0f), smallest gap %.3f m, %u STUCK\n",
+          (unsigned)periods[_i], ticks,
           (double)straight, (double)gap, stuck);
   ck_assert_msg(ticks <= (uint32_t)(2.5f * straight), "circle swap took %u ticks (straight line %.0f)", ticks,
                 (double)straight);
@@ -199,6 +203,7 @@ static void build_rooms(steer_world *w) {
   ck_assert_int_eq(steer_world_add_obstacle(w, 3, &o, NULL), STEER_OK);
 }
 
+/* _i = 0, 1: neighbour sets queried every tick, or kept for 4 ticks. */
 START_TEST(test_doorway_swap) {
   steer_world *w = make_world(100, 30.0f, 4);
   build_rooms(w);
@@ -210,6 +215,7 @@ START_TEST(test_doorway_swap) {
     steer_agent_desc d = walker(at, goal);
     d.behaviour.stuck_time = 20.0f; /* report only */
     d.behaviour.avoid_horizon = 1.0f; /* a dense flow: a long horizon makes a crowd freeze */
+    d.behaviour.neighbour_period = _i ? 4 : 1;
     steer_id id;
     ck_assert_int_eq(steer_world_spawn(w, &d, 0, &id), STEER_OK);
     /* Through the door: a two-point path, the door then the goal. */
@@ -231,7 +237,7 @@ START_TEST(test_doorway_swap) {
       worst = fmaxf(worst, over);
     }
   }
-  fprintf(stderr, "doorway: %u of 100 through after %u ticks, worst wall overlap %.4f m, %u STUCK\n", finished,
+  fprintf(stderr, "doorway (neighbour_period %d): %u of 100 through after %u ticks, worst wall overlap %.4f m, %u STUCK\n", _i ? 4 : 1, finished,
           t - 1, (double)worst, stuck);
   ck_assert_msg(finished == 100, "%u of 100 through the door after %u ticks (%u STUCK)", finished, t, stuck);
   ck_assert_msg(t <= 4000, "doorway swap took %u ticks", t); /* 200 s, both ways through 3 m */
@@ -347,6 +353,7 @@ static steer_world *busy_world(void) {
     d.behaviour.avoid_priority = (uint8_t)(i % 3 * 100);
     d.behaviour.stuck_time = 3.0f;
     d.behaviour.stuck_reaction = (uint8_t)(i % 3);
+    d.behaviour.neighbour_period = (uint8_t)(i % 2 ? 4 : 1); /* kept sets are saved too */
     ck_assert_int_eq(steer_world_spawn(w, &d, 0, NULL), STEER_OK);
   }
   return w;
@@ -368,6 +375,12 @@ START_TEST(test_determinism_and_restore) {
   for (int t = 0; t < 300; t++) {
     steer_world_step(a, DT);
     steer_world_step(c, DT);
+    if (t == 150) { /* the same despawn on both: kept neighbour sets are dropped */
+      steer_world_view v = steer_world_get_view(a);
+      steer_id gone = v.id[7];
+      ck_assert_int_eq(steer_world_despawn(a, gone), STEER_OK);
+      ck_assert_int_eq(steer_world_despawn(c, gone), STEER_OK);
+    }
     if (t == 100) { /* the same admin change on both */
       vec2 at = v2(10, 10);
       steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &at, 2.0f};
@@ -425,8 +438,8 @@ static Suite *avoid_suite(void) {
   suite_add_tcase(s, p);
   TCase *c = tcase_create("crowds");
   tcase_set_timeout(c, 600);
-  tcase_add_test(c, test_circle_swap);
-  tcase_add_test(c, test_doorway_swap);
+  tcase_add_loop_test(c, test_circle_swap, 0, 3);
+  tcase_add_loop_test(c, test_doorway_swap, 0, 2);
   suite_add_tcase(s, c);
   TCase *g = tcase_create("geometry");
   tcase_add_test(g, test_pillar_seek_round);
