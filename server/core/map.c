@@ -69,6 +69,10 @@ struct steer_map {
 
 /* ---- helpers ---------------------------------------------------------------- */
 
+/* libm's fminf/fmaxf are calls (NaN rules); the map's values are finite. */
+static inline float minf(float a, float b) { return a < b ? a : b; }
+static inline float maxf(float a, float b) { return a > b ? a : b; }
+
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
   if (need <= *cap)
     return 0;
@@ -96,7 +100,7 @@ static float dist_point_seg(vec2 p, vec2 a, vec2 b) { return v2_len(v2_sub(p, cl
 static float orient(vec2 a, vec2 b, vec2 c) { return v2_cross(v2_sub(b, a), v2_sub(c, a)); }
 
 static int on_box(vec2 a, vec2 b, vec2 p) {
-  return p.x >= fminf(a.x, b.x) && p.x <= fmaxf(a.x, b.x) && p.y >= fminf(a.y, b.y) && p.y <= fmaxf(a.y, b.y);
+  return p.x >= minf(a.x, b.x) && p.x <= maxf(a.x, b.x) && p.y >= minf(a.y, b.y) && p.y <= maxf(a.y, b.y);
 }
 
 /* Whether segments ab and cd share a point (touching counts). */
@@ -112,9 +116,9 @@ static float dist_seg_seg(vec2 p, vec2 q, vec2 a, vec2 b) {
   if (segs_meet(p, q, a, b))
     return 0.0f;
   float d = dist_point_seg(p, a, b);
-  d = fminf(d, dist_point_seg(q, a, b));
-  d = fminf(d, dist_point_seg(a, p, q));
-  return fminf(d, dist_point_seg(b, p, q));
+  d = minf(d, dist_point_seg(q, a, b));
+  d = minf(d, dist_point_seg(a, p, q));
+  return minf(d, dist_point_seg(b, p, q));
 }
 
 static uint32_t col_of(const steer_map *m, float x) {
@@ -265,8 +269,8 @@ static void prim_box(const steer_map *m, uint32_t prim, vec2 *lo, vec2 *hi) {
     *hi = v2(c->c.x + c->r, c->c.y + c->r);
   } else {
     const map_seg *s = &m->segs[prim];
-    *lo = v2(fminf(s->a.x, s->b.x), fminf(s->a.y, s->b.y));
-    *hi = v2(fmaxf(s->a.x, s->b.x), fmaxf(s->a.y, s->b.y));
+    *lo = v2(minf(s->a.x, s->b.x), minf(s->a.y, s->b.y));
+    *hi = v2(maxf(s->a.x, s->b.x), maxf(s->a.y, s->b.y));
   }
 }
 
@@ -275,10 +279,10 @@ static void poly_box(const steer_map *m, uint32_t poly, vec2 *lo, vec2 *hi) {
   const vec2 *p = m->pts + o->first;
   *lo = *hi = p[0];
   for (uint32_t i = 1; i < o->count; i++) {
-    lo->x = fminf(lo->x, p[i].x);
-    lo->y = fminf(lo->y, p[i].y);
-    hi->x = fmaxf(hi->x, p[i].x);
-    hi->y = fmaxf(hi->y, p[i].y);
+    lo->x = minf(lo->x, p[i].x);
+    lo->y = minf(lo->y, p[i].y);
+    hi->x = maxf(hi->x, p[i].x);
+    hi->y = maxf(hi->y, p[i].y);
   }
 }
 
@@ -605,7 +609,7 @@ float steer_map_distance(const steer_map *m, vec2 p, float reach) {
   if (n < 0)
     return 0.0f;
   for (int i = 0; i < n; i++)
-    best = fminf(best, prim_dist(m, cand[i], p, NULL));
+    best = minf(best, prim_dist(m, cand[i], p, NULL));
   return best;
 }
 
@@ -770,7 +774,16 @@ static int cast_list(const steer_map *m, const uint32_t *cand, int nc, vec2 p, v
                      vec2 *n) {
   float best = INFINITY;
   vec2 bn = v2(0.0f, 0.0f);
+  /* The swept box, widened by the contact distance: primitives whose boxes
+   * miss it cannot be met. */
+  float reach = R + 2.0f * MAP_CONTACT_EPS;
+  vec2 q = v2_add(p, d);
+  vec2 lo = v2(minf(p.x, q.x) - reach, minf(p.y, q.y) - reach), hi = v2(maxf(p.x, q.x) + reach, maxf(p.y, q.y) + reach);
   for (int i = 0; i < nc; i++) {
+    vec2 blo, bhi;
+    prim_box(m, cand[i], &blo, &bhi);
+    if (blo.x > hi.x || bhi.x < lo.x || blo.y > hi.y || bhi.y < lo.y)
+      continue;
     vec2 nn;
     float ti = cast_prim(m, cand[i], p, d, R, &nn);
     if (ti < best) {
@@ -791,8 +804,8 @@ int steer_map_cast(const steer_map *m, vec2 p, vec2 d, float r, float *t, vec2 *
   uint32_t cand[MAP_MAX_CAND];
   float reach = r + STEER_MAP_SKIN + MAP_CONTACT_EPS;
   vec2 q = v2_add(p, d);
-  int nc = gather(m, v2(fminf(p.x, q.x) - reach, fminf(p.y, q.y) - reach),
-                  v2(fmaxf(p.x, q.x) + reach, fmaxf(p.y, q.y) + reach), cand, MAP_MAX_CAND);
+  int nc = gather(m, v2(minf(p.x, q.x) - reach, minf(p.y, q.y) - reach),
+                  v2(maxf(p.x, q.x) + reach, maxf(p.y, q.y) + reach), cand, MAP_MAX_CAND);
   if (nc < 0) {
     *t = 0.0f;
     *n = v2_scale(v2_norm(d), -1.0f);
@@ -804,8 +817,14 @@ int steer_map_cast(const steer_map *m, vec2 p, vec2 d, float r, float *t, vec2 *
 /* Whether the disc r swept from a to b keeps r - slack from every candidate. */
 static int leg_ok(const steer_map *m, const uint32_t *cand, int nc, vec2 a, vec2 b, float r) {
   float need = r - MAP_LEG_SLACK;
+  float reach = r + MAP_CONTACT_EPS;
+  vec2 lo = v2(minf(a.x, b.x) - reach, minf(a.y, b.y) - reach), hi = v2(maxf(a.x, b.x) + reach, maxf(a.y, b.y) + reach);
   for (int i = 0; i < nc; i++) {
     uint32_t id = cand[i];
+    vec2 blo, bhi;
+    prim_box(m, id, &blo, &bhi);
+    if (blo.x > hi.x || bhi.x < lo.x || blo.y > hi.y || bhi.y < lo.y)
+      continue; /* farther than r from the leg's box */
     float d;
     if (id & MAP_CIRCLE_BIT) {
       const map_circle *c = &m->circs[id & ~MAP_CIRCLE_BIT];
