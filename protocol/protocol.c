@@ -45,7 +45,7 @@ static const char *const error_texts[PROTO_ERR_COUNT] = {
 
 static const char *const disconnect_names[PROTO_DISCONNECT_COUNT] = {
     "none",   "server shutting down", "protocol abuse", "timeout", "version mismatch", "server full",
-    "kicked", "authentication failed"};
+    "kicked", "authentication failed", "too slow"};
 
 static const char *const model_names[STEER_MODEL_COUNT] = {"kinematic", "dynamic", "heading"};
 

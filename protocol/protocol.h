@@ -120,6 +120,7 @@ typedef enum proto_disconnect_reason {
   PROTO_DISCONNECT_FULL = 5,
   PROTO_DISCONNECT_KICKED = 6,
   PROTO_DISCONNECT_AUTH_FAILED = 7, /* HELLO token refused */
+  PROTO_DISCONNECT_TOO_SLOW = 8,    /* more replies and events queued than the client read */
   PROTO_DISCONNECT_COUNT
 } proto_disconnect_reason;
 

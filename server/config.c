@@ -71,7 +71,11 @@ static const option_def options[] = {
     {"--orphan-grace", "STEERD_ORPHAN_GRACE", OPT_U32, OFF(orphan_grace_s), 0, 86400,
      "seconds a despawn-policy client has to come back for its agents (30)"},
     {"--hello-timeout", "STEERD_HELLO_TIMEOUT_MS", OPT_U32, OFF(hello_timeout_ms), 100, 600000,
-     "ms a connected peer has to be WELCOMEd before it is dropped (5000)"},
+     "ms a connected peer has to be WELCOMEd before it is dropped (2000)"},
+    {"--max-pending", "STEERD_MAX_PENDING", OPT_U32, OFF(max_pending), 1, 1024,
+     "connections not yet WELCOMEd at once, beside --max-clients; the oldest idle one makes room (16)"},
+    {"--client-queue-kb", "STEERD_CLIENT_QUEUE_KB", OPT_U32, OFF(client_queue_kb), 16, 1048576,
+     "KB of replies and events queued to a peer that does not read them before it is dropped (256)"},
     {"--garbage-limit", "STEERD_GARBAGE_LIMIT", OPT_U32, OFF(garbage_limit), 1, 1000000,
      "malformed packets a peer may send per 10 s before it is dropped (20)"},
     {"--rate-limit", "STEERD_RATE_LIMIT", OPT_U32, OFF(rate_limit), 1, 1000000,
@@ -131,7 +135,9 @@ void steerd_config_default(steerd_config *c) {
   c->anonymous_role = STEERD_ROLE_CONTROLLER;
   c->orphan_policy = STEERD_ORPHAN_KEEP;
   c->orphan_grace_s = 30;
-  c->hello_timeout_ms = 5000;
+  c->hello_timeout_ms = 2000;
+  c->max_pending = 16;
+  c->client_queue_kb = 256;
   c->checkpoint_interval_s = 10;
   c->garbage_limit = 20;
   c->rate_limit = 50;

@@ -9,6 +9,7 @@
 
 #include "auth.h"
 #include "demo.h"
+#include "guard.h"
 #include "log.h"
 #include "netcode.h"
 #include "protocol.h"
@@ -21,6 +22,23 @@
 #define STATS_INTERVAL_NS 60000000000ull
 #define SPARE_PEERS       4
 #define SOCKET_BUFFER     (4 * 1024 * 1024) /* SO_RCVBUF/SO_SNDBUF asked for; the kernel caps them (rmem_max) */
+#define MAX_ENET_PEERS    4095              /* ENET_PROTOCOL_MAXIMUM_PEER_ID */
+
+/* Work per wake-up (issue 15): one pass of ENet events stops after this many
+ * events, or once a tick is due, so a flood of packets cannot keep the loop
+ * from its timer. What is left stays in the socket (and ENet's queues) for the
+ * next pass, after the tick has run. */
+#define SERVICE_MAX_EVENTS 2048
+/* A pending (not yet WELCOMEd) peer younger than this is evicted to make room
+ * only when no older one can be: its HELLO may be on its way. */
+#define PENDING_MIN_AGE_NS 100000000ull
+/* A half-open ENet handshake (CONNECT, no acknowledgement) is reset after this
+ * (ENet itself would keep it up to 30 s); a real one takes a round trip. */
+#define HANDSHAKE_TIMEOUT_NS 2000000000ull
+/* Refusals and drops of peers are logged at most LOG_BURST lines per window
+ * (PROTOCOL.md 4, Abuse): a flood costs a few lines and a count. */
+#define LOG_WINDOW_NS 10000000000ull
+#define LOG_BURST     20
 
 /* An identity that owns agents: a token's name (it outlives its connections, so
  * a client that reconnects owns its agents again), or one anonymous connection.
@@ -52,6 +70,10 @@ typedef struct client {
   uint64_t bucket_ns;         /* last refill */
   uint32_t last_rx_ms;        /* ENet's time of the peer's last datagram, copied every tick (ENet clears
                                  it before reporting a disconnect): a timeout follows a long silence */
+  /* Issue 15: bounded replies (client_queue(), send_error()). */
+  size_t queued;              /* reliable bytes queued to the peer: an upper bound, exact after a measure */
+  int overflowed;             /* over --client-queue-kb: nothing more is queued; it is dropped soon */
+  uint32_t errors_unwelcomed; /* ERRORs sent before WELCOME: only the first goes out */
 } client;
 
 struct steerd_server {
@@ -78,7 +100,12 @@ struct steerd_server {
   int stopping;
   uint64_t stop_deadline_ns;
 
-  client *clients;
+  client *clients;         /* max_clients WELCOMEd slots (the netcode's slot = index) */
+  client *pending;         /* max_pending slots of connections not yet WELCOMEd */
+  uint64_t *handshake_ns;  /* per ENet peer: when its half-open handshake was first seen */
+  size_t queue_cap;        /* bytes: client_queue_kb */
+  uint64_t queue_overflows_reaped; /* stats.queue_overflows when reap_overflowed() last looked */
+  steerd_loglimit peer_log; /* refusals and drops of peers */
   uint32_t next_client_id;
 
   int auth_on; /* a secret is configured: every HELLO needs a token */
@@ -109,6 +136,21 @@ const double steerd_tick_bucket_bounds[STEERD_TICK_BUCKETS] = {0.0001, 0.00025, 
 
 static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s->start_ns) / 1000u; }
 
+/* A line about one peer's refusal or drop, through the server's log limiter
+ * (at most LOG_BURST per LOG_WINDOW_NS; the next line allowed says how many
+ * were suppressed). fmt must take at least one argument. */
+#define PEER_LOG(s, level, fmt, ...)                                                                        \
+  do {                                                                                                       \
+    uint64_t sup_ = 0;                                                                                       \
+    if (steerd_loglimit_allow(&(s)->peer_log, uv_hrtime(), &sup_)) {                                         \
+      if (sup_)                                                                                              \
+        steerd_log(level, fmt " (%llu similar lines suppressed before this one)", __VA_ARGS__,             \
+                   (unsigned long long)sup_);                                                                \
+      else                                                                                                   \
+        steerd_log(level, fmt, __VA_ARGS__);                                                                 \
+    }                                                                                                        \
+  } while (0)
+
 /* ---- sending ------------------------------------------------------------- */
 
 static void send_bytes(ENetPeer *peer, uint8_t channel, const uint8_t *data, size_t len, uint32_t flags) {
@@ -117,9 +159,44 @@ static void send_bytes(ENetPeer *peer, uint8_t channel, const uint8_t *data, siz
     enet_packet_destroy(p);
 }
 
+/* Queues a packet to c, bounding what a peer may have queued (issue 15). A
+ * peer that sends commands and does not read its socket would otherwise make
+ * the server keep every reply, and ENet walks a peer's whole outgoing queue on
+ * every send pass, so the cost grows with the square of the backlog: 25-50 MB
+ * and ticks stalled for seconds at 977dc2c. As with Redis's client output
+ * buffer limits, the reliable bytes queued and not yet acknowledged are capped
+ * (--client-queue-kb); past the cap nothing more is queued to the peer and
+ * reap_overflowed() drops it with reason 8 at the next safe point (not here:
+ * callers go on using c). c->queued is an upper bound (the last measure plus
+ * what was queued since), so ENet's queues are walked only when the bound
+ * passes the cap by an eighth: one walk per cap/8 bytes queued at most.
+ * Unreliable packets (snapshots) leave at the next flush and are not counted. */
+static int client_queue(steerd_server *s, client *c, uint8_t channel, ENetPacket *p) {
+  if (c->overflowed) {
+    s->stats.queue_dropped++;
+    return -1;
+  }
+  if (enet_peer_send(c->peer, channel, p) != 0)
+    return -1;
+  if (!(p->flags & ENET_PACKET_FLAG_RELIABLE))
+    return 0;
+  c->queued += p->dataLength + STEERD_GUARD_COMMAND_OVERHEAD;
+  if (c->queued > s->queue_cap + s->queue_cap / 8) {
+    c->queued = steerd_guard_peer_queued(c->peer);
+    if (c->queued > s->queue_cap) {
+      c->overflowed = 1;
+      s->stats.queue_overflows++;
+    }
+  }
+  return 0;
+}
+
 static void send_reliable(steerd_server *s, client *c, size_t len) {
-  if (len > 0)
-    send_bytes(c->peer, PROTO_CHANNEL_RELIABLE, s->out, len, ENET_PACKET_FLAG_RELIABLE);
+  if (len == 0)
+    return;
+  ENetPacket *p = enet_packet_create(s->out, len, ENET_PACKET_FLAG_RELIABLE);
+  if (p && client_queue(s, c, PROTO_CHANNEL_RELIABLE, p) != 0)
+    enet_packet_destroy(p);
 }
 
 /* One SNAPSHOT part, shared by the welcomed clients that take full snapshots. */
@@ -140,8 +217,16 @@ static uint32_t broadcast_full(steerd_server *s, const uint8_t *data, size_t len
   return sent;
 }
 
+/* Before WELCOME a peer gets one ERROR (issue 15): a peer that never says
+ * HELLO cannot make the server answer each of its packets. HELLO's own
+ * refusals (version, token) always go out: each ends the connection. */
 static void send_error(steerd_server *s, client *c, uint32_t request_id, int code, const char *message,
                        const char *field) {
+  if (!c->welcomed && c->errors_unwelcomed++ > 0 && code != PROTO_ERR_VERSION_MISMATCH &&
+      code != PROTO_ERR_UNAUTHORIZED && code != PROTO_ERR_TOKEN_EXPIRED) {
+    s->stats.errors_suppressed++;
+    return;
+  }
   size_t n = proto_encode_error(s->out, sizeof(s->out), request_id, code, message, field);
   send_reliable(s, c, n);
   s->stats.errors_sent++;
@@ -173,7 +258,7 @@ static void send_event(steerd_server *s, const proto_event *e, vec2 pos, uint32_
       continue;
     if (!p && !(p = enet_packet_create(s->out, n, ENET_PACKET_FLAG_RELIABLE)))
       return;
-    enet_peer_send(c->peer, PROTO_CHANNEL_RELIABLE, p);
+    client_queue(s, c, PROTO_CHANNEL_RELIABLE, p);
   }
   if (p && p->referenceCount == 0)
     enet_packet_destroy(p);
@@ -283,6 +368,106 @@ static void despawn_orphans(steerd_server *s, uint64_t now) {
   }
 }
 
+/* ---- admission (issue 15) ---------------------------------------------------- */
+
+/* Connections live in two pools: max_pending slots until WELCOME, then one of
+ * max_clients slots. Peers that never authenticate can hold only the small
+ * pending pool, never the slots of clients that did, and not even that one
+ * for long: the hello timeout is short, and a new connection evicts the
+ * oldest idle pending one when the pool is full (SYN-flood style: the newest
+ * handshakes are the ones worth keeping, as a real client says HELLO at once). */
+
+static int is_pending(const steerd_server *s, const client *c) {
+  return c >= s->pending && c < s->pending + s->cfg.max_pending;
+}
+
+/* Frees c's slot: its identity, its netcode slot, its peer link. */
+static void client_release(steerd_server *s, client *c) {
+  owner_detach(s, c);
+  if (c->delta) {
+    steerd_netcode_client_stop(s->netcode, (uint32_t)(c - s->clients));
+    s->delta_clients--;
+  }
+  if (is_pending(s, c))
+    s->stats.pending--;
+  c->peer->data = NULL;
+  c->peer = NULL;
+  s->stats.clients--;
+}
+
+/* Drops c at once (ENet tells the peer the reason without waiting for its
+ * acknowledgement, and frees everything queued to it): for peers that do not
+ * read what they are sent, or that only hold a slot. */
+static void client_kill(steerd_server *s, client *c, uint32_t reason, const char *why) {
+  PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): dropped (%s): %s", c->id, c->addr, proto_disconnect_name(reason),
+           why);
+  enet_peer_disconnect_now(c->peer, reason);
+  client_release(s, c);
+}
+
+/* Drops the peers whose send queue overflowed (client_queue()). Called where
+ * no caller holds a client pointer. */
+static void reap_overflowed(steerd_server *s) {
+  if (s->stats.queue_overflows == s->queue_overflows_reaped)
+    return;
+  s->queue_overflows_reaped = s->stats.queue_overflows;
+  char why[96];
+  snprintf(why, sizeof(why), "more than %u KB of replies and events queued and not read", s->cfg.client_queue_kb);
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+    if (s->clients[i].peer && s->clients[i].overflowed)
+      client_kill(s, &s->clients[i], PROTO_DISCONNECT_TOO_SLOW, why);
+  for (uint32_t i = 0; i < s->cfg.max_pending; i++)
+    if (s->pending[i].peer && s->pending[i].overflowed)
+      client_kill(s, &s->pending[i], PROTO_DISCONNECT_TOO_SLOW, why);
+}
+
+/* A pending slot for a new connection: a free one, else the slot of a pending
+ * peer that goes to make room. Never one with packets not yet read (its HELLO
+ * is in: a client that says HELLO at once, as ours do in the datagram that
+ * completes the handshake, is never evicted); among the others, the closing
+ * ones first, then the oldest, preferring those older than
+ * PENDING_MIN_AGE_NS (whose HELLO would have come by now on most links).
+ * NULL only when every pending peer has a packet waiting. */
+static client *pending_slot(steerd_server *s, uint64_t now) {
+  client *victim = NULL;
+  int victim_rank = 0;
+  for (uint32_t i = 0; i < s->cfg.max_pending; i++) {
+    client *c = &s->pending[i];
+    if (!c->peer)
+      return c;
+    if (!enet_list_empty(&c->peer->dispatchedCommands) || (c->peer->flags & ENET_PEER_FLAG_NEEDS_DISPATCH))
+      continue;
+    int rank = c->closing ? 3 : now - c->connected_ns >= PENDING_MIN_AGE_NS ? 2 : 1;
+    if (!victim || rank > victim_rank || (rank == victim_rank && c->connected_ns < victim->connected_ns)) {
+      victim = c;
+      victim_rank = rank;
+    }
+  }
+  if (!victim)
+    return NULL;
+  s->stats.pending_evicted++;
+  client_kill(s, victim, PROTO_DISCONNECT_TIMEOUT, "no HELLO yet and a new connection needs the slot");
+  return victim;
+}
+
+/* Moves a pending client that has just authenticated into a client slot;
+ * returns its new place, or NULL when every slot is taken. */
+static client *admit(steerd_server *s, client *c) {
+  if (!is_pending(s, c))
+    return c;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *w = &s->clients[i];
+    if (w->peer)
+      continue;
+    *w = *c;
+    w->peer->data = w;
+    memset(c, 0, sizeof(*c));
+    s->stats.pending--;
+    return w;
+  }
+  return NULL;
+}
+
 /* ---- commands ------------------------------------------------------------ */
 
 /* A world error as a wire error; `field` names what the command got wrong. */
@@ -302,9 +487,9 @@ static void drop_client(steerd_server *s, client *c, uint32_t reason, const char
   if (c->closing)
     return;
   c->closing = 1;
-  LOG_WARN("client %u (%s): disconnecting (%s): %s", c->id, c->addr, proto_disconnect_name(reason), why);
+  PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): disconnecting (%s): %s", c->id, c->addr,
+           proto_disconnect_name(reason), why);
   enet_peer_disconnect_later(c->peer, reason);
-  (void)s;
 }
 
 /* A malformed packet: counted per 10 s window; over the limit the peer goes. */
@@ -413,6 +598,16 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
   if (authenticate(s, c, cmd, &role, &named, name) != 0)
     return;
   if (!c->welcomed) {
+    client *w = admit(s, c);
+    if (!w) {
+      s->stats.refused_full++;
+      c->closing = 1;
+      PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): refused at HELLO: server full (%u clients)", c->id, c->addr,
+               s->cfg.max_clients);
+      enet_peer_disconnect(c->peer, PROTO_DISCONNECT_FULL);
+      return;
+    }
+    c = w;
     owner_rec *o = named ? owner_by_name(s, name) : NULL;
     if (o && o->orphaned_ns) {
       o->orphaned_ns = 0;
@@ -625,6 +820,9 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
   if (!take_token(s, c)) {
     c->rate_limited++;
     s->stats.rate_limited++;
+    /* Every refusal is answered (PROTOCOL.md 4: one reply per command, which
+     * clients wait for): what a flooder makes the server queue is bounded by
+     * client_queue(), the work by the per-wake-up budget of service_enet(). */
     send_error(s, c, cmd->request_id, PROTO_ERR_RATE_LIMITED, "too many commands: this one was not applied",
                NULL);
     return;
@@ -634,7 +832,10 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
     return;
   }
   if (!c->welcomed) {
+    /* Answered once (send_error), and malformed: a peer that keeps sending
+     * commands without HELLO goes after --garbage-limit of them. */
     send_error(s, c, cmd->request_id, PROTO_ERR_NOT_WELCOMED, "send HELLO first", NULL);
+    count_garbage(s, c);
     return;
   }
   if (c->role == STEERD_ROLE_OBSERVER && cmd->type != PROTO_MSG_QUERY && cmd->type != PROTO_MSG_PING &&
@@ -728,7 +929,7 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
 }
 
 static void handle_packet(steerd_server *s, client *c, const ENetPacket *p, uint8_t channel) {
-  if (c->closing)
+  if (c->closing || c->overflowed)
     return;
   if (channel != PROTO_CHANNEL_RELIABLE) {
     proto_snapshot_ack ack;
@@ -739,6 +940,13 @@ static void handle_packet(steerd_server *s, client *c, const ENetPacket *p, uint
       return;
     }
     send_error(s, c, 0, PROTO_ERR_BAD_MESSAGE, "commands go on channel 0", NULL);
+    count_garbage(s, c);
+    return;
+  }
+  if (!(p->flags & ENET_PACKET_FLAG_RELIABLE)) {
+    /* Commands are reliable (PROTOCOL.md 1): an unreliable one could be lost
+     * with its reply, and costs the sender no acknowledgement. */
+    send_error(s, c, 0, PROTO_ERR_BAD_MESSAGE, "commands must be sent reliably on channel 0", NULL);
     count_garbage(s, c);
     return;
   }
@@ -852,7 +1060,7 @@ static void send_snapshot(steerd_server *s) {
     s->observer.on_snapshot(s->observer.arg);
 }
 
-static void service_enet(steerd_server *s);
+static int service_enet(steerd_server *s);
 
 static void log_stats(steerd_server *s) {
   steerd_server_stats *st = &s->stats;
@@ -864,6 +1072,15 @@ static void log_stats(steerd_server *s) {
       (unsigned long long)st->slow_ticks, st->ticks ? (double)st->step_ns_total / st->ticks / 1000.0 : 0.0,
       (unsigned long long)st->snapshots, (unsigned long long)st->commands,
       (unsigned long long)st->bad_messages);
+  if (st->queue_overflows || st->errors_suppressed || st->pending_evicted || st->handshakes_reset ||
+      st->refused_full || st->service_cut || s->peer_log.total_suppressed)
+    LOG_INFO("abuse stats: %llu peers dropped for a full send queue, %llu errors not sent, %llu pending "
+             "connections evicted, %llu half-open handshakes reset, %llu connections refused (full), %llu "
+             "service passes cut short, %llu log lines suppressed",
+             (unsigned long long)st->queue_overflows, (unsigned long long)st->errors_suppressed,
+             (unsigned long long)st->pending_evicted, (unsigned long long)st->handshakes_reset,
+             (unsigned long long)st->refused_full, (unsigned long long)st->service_cut,
+             (unsigned long long)s->peer_log.total_suppressed);
   steerd_netcode_stats ns;
   steerd_netcode_get_stats(s->netcode, &ns);
   if (ns.frames > 0) /* many frames without a baseline while clients stay: --delta-pool too small? */
@@ -879,15 +1096,20 @@ static void close_handles(steerd_server *s);
 /* Peers that have not been WELCOMEd within the hello timeout go. */
 static void drop_late_hellos(steerd_server *s, uint64_t now) {
   uint64_t limit = (uint64_t)s->cfg.hello_timeout_ms * 1000000ull;
-  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
-    client *c = &s->clients[i];
-    if (c->peer && !c->welcomed && !c->closing && now - c->connected_ns > limit) {
+  for (uint32_t i = 0; i < s->cfg.max_pending; i++) {
+    client *c = &s->pending[i];
+    /* A closing one (refused HELLO, abuse) gets as long again to hear why. */
+    if (c->peer && now - c->connected_ns > (c->closing ? 2 * limit : limit)) {
       s->stats.hello_timeouts++;
-      c->closing = 1;
-      LOG_WARN("client %u (%s): no WELCOME within %u ms: disconnecting (timeout)", c->id, c->addr,
-               s->cfg.hello_timeout_ms);
-      enet_peer_disconnect(c->peer, PROTO_DISCONNECT_TIMEOUT);
+      client_kill(s, c, PROTO_DISCONNECT_TIMEOUT, "no WELCOME within the hello timeout");
     }
+  }
+  uint64_t handshake = limit < HANDSHAKE_TIMEOUT_NS ? limit : HANDSHAKE_TIMEOUT_NS;
+  uint32_t reset = steerd_guard_reap_handshakes(s->host, s->handshake_ns, now, handshake, s->cfg.max_pending);
+  if (reset) {
+    s->stats.handshakes_reset += reset;
+    PEER_LOG(s, STEERD_LOG_WARN, "reset %u half-open ENet handshakes (too old, or more than %u at once)", reset,
+             s->cfg.max_pending);
   }
 }
 
@@ -1080,7 +1302,8 @@ static void on_timer(uv_timer_t *t) {
     send_snapshot(s);
   s->stats.overruns = s->ticks.overruns;
   s->stats.ticks_skipped = s->ticks.skipped;
-  service_enet(s); /* timeouts and resends, then everything queued goes out */
+  reap_overflowed(s);
+  int more = service_enet(s); /* timeouts and resends, then everything queued goes out */
   enet_host_flush(s->host);
   if (now >= s->next_stats_ns) {
     if (s->next_stats_ns)
@@ -1100,6 +1323,8 @@ static void on_timer(uv_timer_t *t) {
   uint64_t wait_snap = steerd_ticker_wait_ns(&s->snapshots, now);
   if (wait_snap < wait)
     wait = wait_snap;
+  if (more)
+    wait = 0; /* events left over: come back right after the loop has polled */
   uv_timer_start(&s->timer, on_timer, (wait + 999999u) / 1000000u, 0);
 }
 
@@ -1117,17 +1342,19 @@ static void on_connect(steerd_server *s, ENetEvent *ev) {
     return;
   }
   if (ev->data != PROTO_VERSION || peer->channelCount < PROTO_CHANNEL_COUNT) {
-    LOG_WARN("refused %s:%u: protocol %u with %u channels (want %d with %d)", host, peer->address.port,
-             ev->data, (unsigned)peer->channelCount, PROTO_VERSION, PROTO_CHANNEL_COUNT);
+    PEER_LOG(s, STEERD_LOG_WARN, "refused %s:%u: protocol %u with %u channels (want %d with %d)", host,
+             peer->address.port, ev->data, (unsigned)peer->channelCount, PROTO_VERSION, PROTO_CHANNEL_COUNT);
     enet_peer_disconnect(peer, PROTO_DISCONNECT_VERSION);
     return;
   }
-  client *c = NULL;
-  for (uint32_t i = 0; i < s->cfg.max_clients && !c; i++)
-    if (!s->clients[i].peer)
-      c = &s->clients[i];
+  uint32_t free_slots = 0;
+  for (uint32_t i = 0; i < s->cfg.max_clients && !free_slots; i++)
+    free_slots += s->clients[i].peer == NULL;
+  client *c = free_slots ? pending_slot(s, uv_hrtime()) : NULL;
   if (!c) {
-    LOG_WARN("refused %s:%u: server full (%u clients)", host, peer->address.port, s->cfg.max_clients);
+    s->stats.refused_full++;
+    PEER_LOG(s, STEERD_LOG_WARN, "refused %s:%u: server full (%u clients, %u connections waiting for HELLO)", host,
+             peer->address.port, s->cfg.max_clients, s->cfg.max_pending);
     enet_peer_disconnect(peer, PROTO_DISCONNECT_FULL);
     return;
   }
@@ -1147,7 +1374,8 @@ static void on_connect(steerd_server *s, ENetEvent *ev) {
   enet_peer_throttle_configure(peer, ENET_PEER_PACKET_THROTTLE_INTERVAL,
                                ENET_PEER_PACKET_THROTTLE_ACCELERATION, 0);
   s->stats.clients++;
-  LOG_INFO("client %u connected from %s", c->id, c->addr);
+  s->stats.pending++;
+  LOG_DEBUG("client %u connected from %s", c->id, c->addr); /* INFO at WELCOME: "says hello" */
 }
 
 static void on_disconnect(steerd_server *s, ENetEvent *ev) {
@@ -1155,29 +1383,31 @@ static void on_disconnect(steerd_server *s, ENetEvent *ev) {
   if (!c)
     return; /* refused before it became a client */
   /* ENet reports a timeout and a goodbye with data 0 alike; a timeout comes
-   * after --client-timeout of silence, a goodbye right after its datagram. */
+   * after --client-timeout of silence, a goodbye right after its datagram.
+   * Peers that never said HELLO go through the log limiter (issue 15). */
   char how[64];
   uint32_t silent = c->last_rx_ms ? enet_time_get() - c->last_rx_ms : 0;
   if (ev->data == 0 && c->last_rx_ms && silent >= s->cfg.client_timeout_ms / 4u * 3u)
     snprintf(how, sizeof how, "timed out (silent for %u ms)", silent);
   else
     snprintf(how, sizeof how, "disconnected (reason %u)", ev->data);
-  LOG_INFO("client %u (%s) %s after %llu commands, %llu bad messages, %llu rate limited", c->id, c->addr, how,
-           (unsigned long long)c->commands, (unsigned long long)c->bad_messages,
-           (unsigned long long)c->rate_limited);
-  owner_detach(s, c);
-  if (c->delta) {
-    steerd_netcode_client_stop(s->netcode, (uint32_t)(c - s->clients));
-    s->delta_clients--;
-  }
-  ev->peer->data = NULL;
-  c->peer = NULL;
-  s->stats.clients--;
+  if (c->welcomed)
+    LOG_INFO("client %u (%s) %s after %llu commands, %llu bad messages, %llu rate limited", c->id, c->addr,
+             how, (unsigned long long)c->commands, (unsigned long long)c->bad_messages,
+             (unsigned long long)c->rate_limited);
+  else
+    PEER_LOG(s, STEERD_LOG_INFO, "client %u (%s) %s without WELCOME after %llu packets", c->id, c->addr, how,
+             (unsigned long long)(c->commands + c->bad_messages));
+  client_release(s, c);
 }
 
-static void service_enet(steerd_server *s) {
+/* Handles what ENet has received, at most SERVICE_MAX_EVENTS events and no
+ * longer than until a tick is due (issue 15: a flood used to keep this loop
+ * going for seconds while no tick ran). Returns 1 when it stopped early. */
+static int service_enet(steerd_server *s) {
   ENetEvent ev;
   int rc;
+  uint32_t n = 0;
   while ((rc = enet_host_service(s->host, &ev, 0)) > 0) {
     switch (ev.type) {
     case ENET_EVENT_TYPE_CONNECT:
@@ -1191,14 +1421,21 @@ static void service_enet(steerd_server *s) {
       if (c && !s->stopping)
         handle_packet(s, c, ev.packet, ev.channelID);
       enet_packet_destroy(ev.packet);
+      reap_overflowed(s);
       break;
     }
     default:
       break;
     }
+    if (++n >= SERVICE_MAX_EVENTS ||
+        (n % 64 == 0 && !s->stopping && steerd_ticker_wait_ns(&s->ticks, uv_hrtime()) == 0)) {
+      s->stats.service_cut++;
+      return 1;
+    }
   }
   if (rc < 0)
     LOG_WARN("enet_host_service failed");
+  return 0;
 }
 
 static void on_readable(uv_poll_t *p, int status, int events) {
@@ -1279,6 +1516,9 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     s->world = steer_world_create(&wc);
   }
   s->clients = calloc(cfg->max_clients, sizeof(*s->clients));
+  s->pending = calloc(cfg->max_pending, sizeof(*s->pending));
+  s->queue_cap = (size_t)cfg->client_queue_kb * 1024u;
+  steerd_loglimit_init(&s->peer_log, LOG_WINDOW_NS, LOG_BURST);
   s->part_first = calloc((size_t)cfg->max_agents + 2, sizeof(*s->part_first));
   s->owner_cap = cfg->max_clients + cfg->max_agents;
   s->owners = calloc(s->owner_cap, sizeof(*s->owners));
@@ -1297,7 +1537,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   nc.budget_bytes = cfg->snapshot_budget;
   nc.rate_bytes = (uint32_t)((uint64_t)cfg->client_rate_kbps * 1000u / 8u);
   s->netcode = steerd_netcode_create(&nc);
-  if (!s->clients || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world ||
+  if (!s->clients || !s->pending || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world ||
       !s->netcode) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
               cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
@@ -1380,9 +1620,15 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     return NULL;
   }
   addr.port = cfg->port;
-  /* A few peers beyond max_clients, so a client over the limit hears "server
-   * full" instead of waiting for a connect that never comes. */
-  s->host = enet_host_create(&addr, cfg->max_clients + SPARE_PEERS, PROTO_CHANNEL_COUNT, 0, 0);
+  /* ENet peers for the client slots, the pending ones, and a few beyond, so a
+   * client over the limit hears "server full" instead of waiting for a connect
+   * that never comes. Half-open handshakes use these peers too: they are reset
+   * after HANDSHAKE_TIMEOUT_NS and beyond max_pending (drop_late_hellos). */
+  size_t peers = (size_t)cfg->max_clients + cfg->max_pending + SPARE_PEERS;
+  if (peers > MAX_ENET_PEERS)
+    peers = MAX_ENET_PEERS;
+  s->handshake_ns = calloc(peers, sizeof(*s->handshake_ns));
+  s->host = s->handshake_ns ? enet_host_create(&addr, peers, PROTO_CHANNEL_COUNT, 0, 0) : NULL;
   if (!s->host) {
     LOG_ERROR("cannot bind %s:%u (in use, or not an address of this machine)", s->bind_ip, cfg->port);
     steerd_server_destroy(s);
@@ -1443,6 +1689,9 @@ void steerd_server_shutdown(steerd_server *s, uint32_t reason) {
   for (uint32_t i = 0; i < s->cfg.max_clients; i++)
     if (s->clients[i].peer)
       enet_peer_disconnect(s->clients[i].peer, reason);
+  for (uint32_t i = 0; i < s->cfg.max_pending; i++)
+    if (s->pending[i].peer)
+      enet_peer_disconnect(s->pending[i].peer, reason);
   enet_host_flush(s->host);
   if (s->handles_open)
     uv_timer_start(&s->timer, on_timer, 10, 0);
@@ -1473,6 +1722,8 @@ void steerd_server_destroy(steerd_server *s) {
   steer_world_destroy(s->world);
   steerd_netcode_destroy(s->netcode);
   free(s->clients);
+  free(s->pending);
+  free(s->handshake_ns);
   free(s->part_first);
   free(s->owners);
   free(s->scratch_ids);

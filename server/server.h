@@ -42,7 +42,16 @@ typedef struct steerd_server_stats {
   uint64_t delta_frames;      /* DELTA frames encoded (one per delta client per snapshot) */
   uint64_t delta_bytes;       /* their payload bytes */
   uint64_t delta_ns_total;    /* time spent choosing and encoding them, sending included */
-  uint32_t clients;           /* connected now */
+  /* Abuse (issue 15). */
+  uint64_t queue_overflows;   /* peers dropped (reason 8) for more than --client-queue-kb queued */
+  uint64_t queue_dropped;     /* packets not queued to such a peer before it went */
+  uint64_t errors_suppressed; /* ERRORs not sent: all but the first before WELCOME */
+  uint64_t pending_evicted;   /* pending connections dropped to make room for a new one */
+  uint64_t handshakes_reset;  /* half-open ENet handshakes reset */
+  uint64_t refused_full;      /* connections refused: no client or pending slot */
+  uint64_t service_cut;       /* ENet passes stopped by the per-wake-up budget */
+  uint32_t clients;           /* connected now, pending included */
+  uint32_t pending;           /* connected, not yet WELCOMEd */
 
   /* For /metrics (metrics.c): by kind, so the totals above stay as they were. */
   uint64_t delta_packets;                                          /* DELTA packets sent */

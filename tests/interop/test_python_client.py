@@ -937,13 +937,13 @@ def scenario(server, port, clients):
     check(is_error(rep, BAD_FIELD, "behaviour.target[1]"),
           "bad array element in a nested map -> ERROR 3 field 'behaviour.target[1]' (§7.3)",
           describe(rep))
-    # §1: an unreliable packet on channel 0 is applied like a reliable one (clients MUST NOT
-    # rely on it; on loopback it is not lost)
-    rid = 4343
-    c.send_raw(msgpack.packb([PING, rid, {"client_time_us": 77}]), channel=0, flags=0)
-    rep = c.take_reply(rid)
-    check(is_ack(rep, PING) and rep[3].get("client_time_us") == 77,
-          "an unreliable PING on channel 0 is answered like a reliable one (§1)", describe(rep))
+    # §1: commands must be reliable; an unreliable packet on channel 0 is not applied: ERROR 1
+    # BAD_MESSAGE, request_id 0, field nil (on loopback it is not lost)
+    c.send_raw(msgpack.packb([PING, 4343, {"client_time_us": 77}]), channel=0, flags=0)
+    rep = c.take_reply(0)
+    check(is_error(rep, BAD_MESSAGE, None) and rep[1] == 0,
+          "an unreliable PING on channel 0 -> ERROR 1 BAD_MESSAGE, request_id 0, field nil (§1)",
+          describe(rep))
     # a packet on channel 1 (§1)
     c.send_raw(msgpack.packb([PING, 7, {"client_time_us": 1}]), channel=1)
     rep = c.take_reply(0)

@@ -1,0 +1,516 @@
+/* abuse.c: the attacks of issue 15, replayed against the real steerd on
+ * 127.0.0.1, with a well-behaved observer measuring what they do to others.
+ *
+ *   build/bench/abuse ATTACK [options]      ATTACK: flood, halfopen, nohello, burst, bigworld
+ *
+ * The tool starts the server (--binary, the build's steerd by default, so the
+ * same tool measures an older binary too), lets the observer (client library,
+ * delta snapshots of the whole world) settle, runs the attack for --seconds
+ * and prints one table row:
+ *   observer frames/s min / median over the attack's whole seconds,
+ *   ticks skipped (the server's own counter, from its stats line at SIGTERM),
+ *   server VmRSS before / max / after (after: 2 s past the attack),
+ *   fresh clients that connected (WELCOME) / tried, one try every second,
+ *   well-behaved clients still connected at the end (burst, bigworld).
+ *
+ * Attacks (raw ENet unless said):
+ *   flood     --peers N peers connect, say HELLO (--no-hello: not), then send
+ *             PINGs at --rate per second each on channel 0 without ever
+ *             reading their socket (unreliable packets, which need no
+ *             acknowledgement: --reliable sends them reliably and reads once
+ *             a second); each reconnects every --reconnect seconds.
+ *   halfopen  --peers N ENet CONNECTs that are never completed, renewed every
+ *             --reconnect seconds.
+ *   nohello   --peers N peers connect and never say HELLO; each reconnects as
+ *             soon as the server drops it.
+ *   burst     --clients N whole-world clients (--full: full snapshots, else
+ *             delta) connected, then one client spawns --agents agents in one
+ *             burst (the server runs with limits that allow it).
+ *   bigworld  --agents N agents spawned first (not measured), then --clients N
+ *             full-snapshot clients of the whole world connect while the
+ *             observer watches.
+ */
+#define _GNU_SOURCE
+#include <enet/enet.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "protocol.h"
+#include "steerd_proc.h"
+
+#define MAX_PEERS   256
+#define MAX_CLIENTS 256
+#define MAX_SECONDS 600
+
+typedef struct opts {
+  const char *attack;
+  const char *binary;
+  int peers, clients, seconds, rate, reconnect, agents;
+  int hello, reliable, full;
+  const char *label;
+} opts;
+
+static opts o;
+
+/* ---- the server ---------------------------------------------------------- */
+
+static steerd_proc srv;
+
+static double rss_mb(void) {
+  char path[64], line[256];
+  snprintf(path, sizeof(path), "/proc/%d/status", (int)srv.pid);
+  FILE *f = fopen(path, "r");
+  double mb = -1.0;
+  if (!f)
+    return mb;
+  while (fgets(line, sizeof(line), f))
+    if (strncmp(line, "VmRSS:", 6) == 0)
+      mb = atof(line + 6) / 1024.0;
+  fclose(f);
+  return mb;
+}
+
+/* SIGTERM, wait, and the skipped ticks from the stats line of the log. */
+static long stop_server(void) {
+  kill(srv.pid, SIGTERM);
+  for (int i = 0; i < 200; i++) {
+    int st;
+    if (waitpid(srv.pid, &st, WNOHANG) == srv.pid)
+      break;
+    if (i == 199) {
+      kill(srv.pid, SIGKILL);
+      waitpid(srv.pid, &st, 0);
+    }
+    steerd_proc_sleep_ms(50);
+  }
+  long skipped = -1;
+  FILE *f = fopen(srv.log_path, "r");
+  char line[2048];
+  while (f && fgets(line, sizeof(line), f)) {
+    char *p = strstr(line, " stats: ");
+    char *q = p ? strstr(p, " skipped") : NULL;
+    if (!q)
+      continue;
+    while (q > p && q[-1] >= '0' && q[-1] <= '9')
+      q--;
+    skipped = atol(q);
+  }
+  if (f)
+    fclose(f);
+  unlink(srv.log_path);
+  return skipped;
+}
+
+/* ---- well-behaved clients ----------------------------------------------------- */
+
+typedef struct watcher {
+  steerd_client *c;
+  uint64_t frames;
+  int gone;
+  uint32_t reason;
+} watcher;
+
+static void on_frame(void *user, const steerd_client_frame *f) {
+  (void)f;
+  ((watcher *)user)->frames++;
+}
+
+static void on_gone(void *user, uint32_t reason) {
+  watcher *w = user;
+  w->gone = 1;
+  w->reason = reason;
+}
+
+static int watcher_start(watcher *w, const char *name, int delta, uint32_t max_agents) {
+  memset(w, 0, sizeof(*w));
+  steerd_client_config cfg = steerd_client_default_config();
+  cfg.name = name;
+  cfg.snapshots = delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
+  cfg.max_agents = max_agents;
+  cfg.connect_timeout_ms = 5000;
+  cfg.callbacks.on_snapshot_frame = on_frame;
+  cfg.callbacks.on_disconnect = on_gone;
+  cfg.user = w;
+  w->c = steerd_client_create(&cfg);
+  return w->c ? steerd_client_connect_start(w->c, "127.0.0.1", srv.port) : -1;
+}
+
+static void watcher_service(watcher *w) {
+  if (w->c && !w->gone && steerd_client_service(w->c, 0) < 0)
+    w->gone = 1;
+}
+
+/* ---- raw ENet attackers --------------------------------------------------- */
+
+typedef struct attacker {
+  ENetHost *host;
+  ENetPeer *peer;
+  int connected;
+  uint64_t since_ms; /* connect time */
+  uint32_t next_id;
+} attacker;
+
+static attacker att[MAX_PEERS];
+static uint64_t sent_total, connects_total;
+
+static void send_cmd(attacker *a, proto_command *cmd, int reliable) {
+  uint8_t buf[2048];
+  cmd->request_id = ++a->next_id;
+  size_t n = proto_encode_command(buf, sizeof(buf), cmd);
+  ENetPacket *p = enet_packet_create(buf, n, reliable ? ENET_PACKET_FLAG_RELIABLE : ENET_PACKET_FLAG_UNSEQUENCED);
+  if (p && enet_peer_send(a->peer, 0, p) != 0)
+    enet_packet_destroy(p);
+  sent_total++;
+}
+
+static void attacker_close(attacker *a) {
+  if (a->host)
+    enet_host_destroy(a->host);
+  memset(a, 0, sizeof(*a));
+}
+
+static int attacker_open(attacker *a) {
+  attacker_close(a);
+  a->host = enet_host_create(NULL, 1, 2, 0, 0);
+  if (!a->host)
+    return -1;
+  ENetAddress addr;
+  enet_address_set_host_ip(&addr, "127.0.0.1");
+  addr.port = srv.port;
+  a->peer = enet_host_connect(a->host, &addr, 2, PROTO_VERSION);
+  a->since_ms = steerd_proc_now_ms();
+  enet_host_flush(a->host);
+  connects_total++;
+  return a->peer ? 0 : -1;
+}
+
+/* Services the host (reads its socket); returns 1 once connected, -1 when dropped. */
+static int attacker_pump(attacker *a) {
+  ENetEvent ev;
+  int r = 0;
+  while (a->host && enet_host_service(a->host, &ev, 0) > 0) {
+    if (ev.type == ENET_EVENT_TYPE_CONNECT) {
+      a->connected = 1;
+      r = 1;
+    } else if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+      a->connected = 0;
+      return -1;
+    } else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+      enet_packet_destroy(ev.packet);
+    }
+  }
+  return r;
+}
+
+static void attacker_hello(attacker *a) {
+  proto_command cmd;
+  memset(&cmd, 0, sizeof(cmd));
+  cmd.type = PROTO_MSG_HELLO;
+  cmd.hello.version = PROTO_VERSION;
+  snprintf(cmd.hello.name, sizeof(cmd.hello.name), "attacker");
+  send_cmd(a, &cmd, 1);
+  enet_host_flush(a->host);
+}
+
+/* Connects, waits for ENet's CONNECT (up to 2 s, servicing), says HELLO if asked. */
+static int attacker_connect(attacker *a, int hello) {
+  if (attacker_open(a) != 0)
+    return -1;
+  uint64_t end = steerd_proc_now_ms() + 2000;
+  while (steerd_proc_now_ms() < end) {
+    int r = attacker_pump(a);
+    if (r == 1)
+      break;
+    if (r < 0)
+      return -1;
+    steerd_proc_sleep_ms(1);
+  }
+  if (!a->connected)
+    return -1;
+  if (hello)
+    attacker_hello(a);
+  return 0;
+}
+
+/* ---- measurement ------------------------------------------------------------ */
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct probe {
+  watcher w;
+  int active;
+  uint64_t started_ms;
+} probe;
+
+static void usage(void) {
+  fprintf(stderr, "usage: abuse flood|halfopen|nohello|burst|bigworld [--binary PATH] [--seconds S] [--peers N]\n"
+                  "       [--rate R] [--reconnect S] [--no-hello] [--reliable] [--clients N] [--agents N]\n"
+                  "       [--full] [--label TEXT]\n");
+  exit(2);
+}
+
+static void parse(int argc, char **argv) {
+  o.binary = STEERD_BINARY;
+  o.peers = 1;
+  o.clients = 0;
+  o.seconds = 20;
+  o.rate = 20000;
+  o.reconnect = 7;
+  o.agents = 10000;
+  o.hello = 1;
+  o.label = "";
+  if (argc < 2)
+    usage();
+  o.attack = argv[1];
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--binary") && v)
+      o.binary = v, i++;
+    else if (!strcmp(a, "--seconds") && v)
+      o.seconds = atoi(v), i++;
+    else if (!strcmp(a, "--peers") && v)
+      o.peers = atoi(v), i++;
+    else if (!strcmp(a, "--rate") && v)
+      o.rate = atoi(v), i++;
+    else if (!strcmp(a, "--reconnect") && v)
+      o.reconnect = atoi(v), i++;
+    else if (!strcmp(a, "--clients") && v)
+      o.clients = atoi(v), i++;
+    else if (!strcmp(a, "--agents") && v)
+      o.agents = atoi(v), i++;
+    else if (!strcmp(a, "--label") && v)
+      o.label = v, i++;
+    else if (!strcmp(a, "--no-hello"))
+      o.hello = 0;
+    else if (!strcmp(a, "--reliable"))
+      o.reliable = 1;
+    else if (!strcmp(a, "--full"))
+      o.full = 1;
+    else
+      usage();
+  }
+  if (o.peers < 0 || o.peers > MAX_PEERS || o.clients < 0 || o.clients > MAX_CLIENTS || o.seconds < 1 ||
+      o.seconds > MAX_SECONDS || o.rate < 1)
+    usage();
+}
+
+/* Spawns n wandering agents through one client (the server allows the burst). */
+static int spawn_agents(steerd_client *c, int n, int wait_acks) {
+  proto_command cmd;
+  memset(&cmd, 0, sizeof(cmd));
+  cmd.type = PROTO_MSG_SPAWN;
+  cmd.spawn.model = STEER_MODEL_KINEMATIC;
+  cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+  cmd.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
+  int side = 1;
+  while (side * side < n)
+    side++;
+  for (int i = 0; i < n; i++) {
+    cmd.spawn.position.x = -450.0f + 900.0f * (float)(i % side) / (float)side;
+    cmd.spawn.position.y = -450.0f + 900.0f * (float)(i / side) / (float)side;
+    if (steerd_client_send(c, &cmd, NULL) != 0)
+      return -1;
+    if (wait_acks && i % 500 == 499)
+      steerd_client_service(c, 20);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  parse(argc, argv);
+  signal(SIGPIPE, SIG_IGN);
+  int burst = !strcmp(o.attack, "burst"), big = !strcmp(o.attack, "bigworld");
+  char max_agents[32], max_clients[32];
+  snprintf(max_agents, sizeof(max_agents), "%d", o.agents + 1000);
+  snprintf(max_clients, sizeof(max_clients), "%d", o.clients + 32);
+  const char *args_plain[] = {"--no-demo", "--max-agents", "2000", NULL};
+  const char *args_big[] = {"--no-demo",         "--max-agents",           max_agents, "--max-clients",
+                            max_clients,         "--rate-limit",           "1000000",  "--rate-burst",
+                            "1000000",           "--max-agents-per-client", max_agents, NULL};
+  if (steerd_proc_start(&srv, o.binary, burst || big ? args_big : args_plain, 10000) != 0) {
+    fprintf(stderr, "abuse: the server did not start\n");
+    return 1;
+  }
+  if (enet_initialize() != 0)
+    return 1;
+
+  watcher obs, *cl = calloc(MAX_CLIENTS, sizeof(watcher));
+  watcher_start(&obs, "observer", 1, (uint32_t)o.agents + 1000);
+  watcher spawner;
+  memset(&spawner, 0, sizeof(spawner));
+  if (burst || big)
+    watcher_start(&spawner, "spawner", 1, 16);
+  uint64_t t0 = steerd_proc_now_ms();
+  while (steerd_proc_now_ms() - t0 < 3000) {
+    watcher_service(&obs);
+    watcher_service(&spawner);
+    steerd_proc_sleep_ms(2);
+  }
+  if (steerd_client_get_state(obs.c) != STEERD_CLIENT_WELCOMED) {
+    fprintf(stderr, "abuse: the observer did not connect\n");
+    stop_server();
+    return 1;
+  }
+  if (big) { /* the world first, not measured */
+    spawn_agents(spawner.c, o.agents, 1);
+    uint64_t e = steerd_proc_now_ms() + 60000;
+    steerd_client_stats st;
+    do {
+      watcher_service(&spawner);
+      watcher_service(&obs);
+      steerd_client_get_stats(spawner.c, &st);
+    } while (st.acks + st.errors < (uint64_t)o.agents && steerd_proc_now_ms() < e);
+  }
+  if (burst || big) {
+    for (int i = 0; i < o.clients; i++)
+      watcher_start(&cl[i], "client", !(o.full || big), (uint32_t)o.agents + 1000);
+    uint64_t e = steerd_proc_now_ms() + 5000;
+    while (steerd_proc_now_ms() < e) {
+      for (int i = 0; i < o.clients; i++)
+        watcher_service(&cl[i]);
+      watcher_service(&obs);
+      watcher_service(&spawner);
+      steerd_proc_sleep_ms(1);
+    }
+  }
+  double rss_before = rss_mb(), rss_max = rss_before;
+  int clients_up = 0;
+  for (int i = 0; i < o.clients; i++)
+    clients_up += steerd_client_get_state(cl[i].c) == STEERD_CLIENT_WELCOMED;
+
+  /* The attack. */
+  uint64_t per_second[MAX_SECONDS];
+  memset(per_second, 0, sizeof(per_second));
+  probe pr;
+  memset(&pr, 0, sizeof(pr));
+  int probes = 0, probes_ok = 0;
+  int flood = !strcmp(o.attack, "flood"), half = !strcmp(o.attack, "halfopen"),
+      nohello = !strcmp(o.attack, "nohello");
+  if (!flood && !half && !nohello && !burst && !big)
+    usage();
+  uint64_t start = steerd_proc_now_ms(), last_frames = obs.frames, last_read = start;
+  int second = 0;
+  double owed = 0.0;
+  uint64_t last_send = start;
+  if (burst)
+    spawn_agents(spawner.c, o.agents, 0);
+  while (second < o.seconds) {
+    uint64_t now = steerd_proc_now_ms();
+    if (flood || half || nohello) {
+      for (int i = 0; i < o.peers; i++) {
+        attacker *a = &att[i];
+        int renew = !a->host || (o.reconnect > 0 && now - a->since_ms >= (uint64_t)o.reconnect * 1000u);
+        if (nohello && a->host && attacker_pump(a) < 0)
+          renew = 1;
+        if (renew) {
+          if (half)
+            attacker_open(a); /* CONNECT, never serviced: never completed */
+          else
+            attacker_connect(a, flood && o.hello);
+        }
+      }
+    }
+    if (flood) {
+      owed += (double)(now - last_send) * o.rate / 1000.0;
+      last_send = now;
+      if (owed > o.rate / 10.0)
+        owed = o.rate / 10.0;
+      proto_command cmd;
+      memset(&cmd, 0, sizeof(cmd));
+      cmd.type = PROTO_MSG_PING;
+      for (; owed >= 1.0; owed -= 1.0)
+        for (int i = 0; i < o.peers; i++)
+          if (att[i].connected)
+            send_cmd(&att[i], &cmd, o.reliable);
+      for (int i = 0; i < o.peers; i++)
+        if (att[i].host)
+          enet_host_flush(att[i].host);
+      if (o.reliable && now - last_read >= 1000) { /* reads once a second */
+        for (int i = 0; i < o.peers; i++)
+          attacker_pump(&att[i]);
+        last_read = now;
+      }
+    }
+    watcher_service(&obs);
+    watcher_service(&spawner);
+    for (int i = 0; i < o.clients; i++)
+      watcher_service(&cl[i]);
+    /* One fresh client a second: does it get in? */
+    if (!pr.active && now - start >= (uint64_t)probes * 1000u) {
+      watcher_start(&pr.w, "probe", 1, 16);
+      pr.active = 1;
+      pr.started_ms = now;
+      probes++;
+    } else if (pr.active) {
+      watcher_service(&pr.w);
+      steerd_client_state st = steerd_client_get_state(pr.w.c);
+      if (st == STEERD_CLIENT_WELCOMED || pr.w.gone || now - pr.started_ms > 5000) {
+        probes_ok += st == STEERD_CLIENT_WELCOMED;
+        steerd_client_destroy(pr.w.c);
+        pr.active = 0;
+      }
+    }
+    double r = rss_mb();
+    if (r > rss_max)
+      rss_max = r;
+    if (now - start >= (uint64_t)(second + 1) * 1000u) {
+      per_second[second++] = obs.frames - last_frames;
+      last_frames = obs.frames;
+    }
+    usleep(flood ? 200 : 1000);
+  }
+  for (int i = 0; i < o.peers; i++)
+    attacker_close(&att[i]);
+  if (pr.active) { /* the last try counts only if it got in */
+    if (steerd_client_get_state(pr.w.c) == STEERD_CLIENT_WELCOMED)
+      probes_ok++;
+    else
+      probes--;
+    steerd_client_destroy(pr.w.c);
+  }
+  int still = 0;
+  for (int i = 0; i < o.clients; i++) {
+    still += !cl[i].gone && steerd_client_get_state(cl[i].c) == STEERD_CLIENT_WELCOMED;
+  }
+  uint64_t e = steerd_proc_now_ms() + 2000;
+  while (steerd_proc_now_ms() < e) {
+    watcher_service(&obs);
+    for (int i = 0; i < o.clients; i++)
+      watcher_service(&cl[i]);
+    steerd_proc_sleep_ms(2);
+  }
+  double rss_after = rss_mb();
+  int obs_up = !obs.gone && steerd_client_get_state(obs.c) == STEERD_CLIENT_WELCOMED;
+  long skipped = stop_server();
+  qsort(per_second, (size_t)o.seconds, sizeof(per_second[0]), cmp_u64);
+  steerd_client_welcome(obs.c);
+  printf("| attack | server | observer frames/s min / median | ticks skipped | RSS MB before / max / after | "
+         "fresh client connected | clients connected after |\n");
+  printf("|---|---|---|---:|---|---|---|\n");
+  char clients_txt[64] = "observer only";
+  if (o.clients)
+    snprintf(clients_txt, sizeof(clients_txt), "%d of %d", still, clients_up);
+  printf("| %s %s | %s | %llu / %llu | %ld | %.1f / %.1f / %.1f | %d of %d | %s%s |\n", o.attack, o.label,
+         o.binary, (unsigned long long)per_second[0], (unsigned long long)per_second[o.seconds / 2], skipped,
+         rss_before, rss_max, rss_after, probes_ok, probes, clients_txt, obs_up ? "" : " (observer dropped)");
+  printf("(attack packets sent %llu, connects %llu)\n", (unsigned long long)sent_total,
+         (unsigned long long)connects_total);
+  for (int i = 0; i < o.clients; i++)
+    steerd_client_destroy(cl[i].c);
+  steerd_client_destroy(obs.c);
+  steerd_client_destroy(spawner.c);
+  free(cl);
+  enet_deinitialize();
+  return 0;
+}

@@ -1,0 +1,436 @@
+/* test_abuse.c: the attacks of issue 15 against the real server on 127.0.0.1
+ * (raw ENet attackers, the client library for the well-behaved), each shown
+ * contained. Bounds are generous: the machine is a noisy 2-core box. */
+#define _DEFAULT_SOURCE
+#include <check.h>
+#include <enet/enet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "protocol.h"
+#include "steerd_proc.h"
+
+static uint64_t now_ms(void) { return steerd_proc_now_ms(); }
+
+static void server_start(steerd_proc *s, const char *const *extra) {
+  const char *args[40] = {"--no-demo", "--client-timeout", "3000"};
+  int n = 3;
+  for (int i = 0; extra && extra[i] && n < 39; i++)
+    args[n++] = extra[i];
+  args[n] = NULL;
+  ck_assert_msg(steerd_proc_start(s, STEERD_BINARY, args, 5000) == 0, "the server did not start");
+}
+
+static double server_rss_mb(const steerd_proc *s) {
+  char path[64], line[256];
+  snprintf(path, sizeof(path), "/proc/%d/status", (int)s->pid);
+  FILE *f = fopen(path, "r");
+  double mb = -1.0;
+  while (f && fgets(line, sizeof(line), f))
+    if (strncmp(line, "VmRSS:", 6) == 0)
+      mb = atof(line + 6) / 1024.0;
+  if (f)
+    fclose(f);
+  return mb;
+}
+
+static long log_lines(const steerd_proc *s) {
+  FILE *f = fopen(s->log_path, "r");
+  long n = 0;
+  int ch;
+  while (f && (ch = fgetc(f)) != EOF)
+    n += ch == '\n';
+  if (f)
+    fclose(f);
+  return n;
+}
+
+/* ---- a well-behaved observer ---------------------------------------------------- */
+
+typedef struct watcher {
+  steerd_client *c;
+  uint64_t frames;
+  uint64_t events;
+  int gone;
+  uint32_t reason;
+} watcher;
+
+static void on_frame(void *user, const steerd_client_frame *f) {
+  (void)f;
+  ((watcher *)user)->frames++;
+}
+
+static void on_event(void *user, const proto_event *e) {
+  (void)e;
+  ((watcher *)user)->events++;
+}
+
+static void on_gone(void *user, uint32_t reason) {
+  watcher *w = user;
+  w->gone = 1;
+  w->reason = reason;
+}
+
+static steerd_client *make_client(watcher *w, const char *name, int delta, uint32_t timeout_ms) {
+  memset(w, 0, sizeof(*w));
+  steerd_client_config cfg = steerd_client_default_config();
+  cfg.name = name;
+  cfg.snapshots = delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
+  cfg.max_agents = 20000;
+  cfg.connect_timeout_ms = timeout_ms;
+  cfg.callbacks.on_snapshot_frame = on_frame;
+  cfg.callbacks.on_event = on_event;
+  cfg.callbacks.on_disconnect = on_gone;
+  cfg.user = w;
+  w->c = steerd_client_create(&cfg);
+  ck_assert_ptr_nonnull(w->c);
+  return w->c;
+}
+
+static void watcher_connect(watcher *w, const steerd_proc *s, const char *name) {
+  make_client(w, name, 1, 5000);
+  int rc = steerd_client_connect(w->c, "127.0.0.1", s->port);
+  ck_assert_msg(rc == 0, "%s: connect: %s", name, steerd_client_strerror(rc));
+}
+
+/* ---- raw ENet peers ------------------------------------------------------------- */
+
+typedef struct raw {
+  ENetHost *host;
+  ENetPeer *peer;
+  int connected;
+  uint32_t reason; /* of the disconnect */
+  int gone;
+  uint32_t errors[PROTO_ERR_COUNT + 1];
+  uint32_t acks, welcomes;
+  uint32_t next_id;
+  uint64_t opened; /* ms */
+} raw;
+
+static void raw_open(raw *r, uint16_t port) {
+  memset(r, 0, sizeof(*r));
+  r->opened = now_ms();
+  r->host = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
+  ck_assert_ptr_nonnull(r->host);
+  ENetAddress addr;
+  enet_address_set_host_ip(&addr, "127.0.0.1");
+  addr.port = port;
+  r->peer = enet_host_connect(r->host, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
+  ck_assert_ptr_nonnull(r->peer);
+  enet_host_flush(r->host);
+}
+
+static void raw_close(raw *r) {
+  if (r->host)
+    enet_host_destroy(r->host);
+  r->host = NULL;
+}
+
+/* Reads the socket: counts replies, notes connect and disconnect. */
+static void raw_pump(raw *r, uint32_t wait_ms) {
+  ENetEvent ev;
+  while (r->host && enet_host_service(r->host, &ev, wait_ms) > 0) {
+    wait_ms = 0;
+    if (ev.type == ENET_EVENT_TYPE_CONNECT) {
+      r->connected = 1;
+    } else if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+      r->gone = 1;
+      r->connected = 0;
+      r->reason = ev.data;
+    } else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+      proto_server_msg m;
+      if (proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0) {
+        if (m.type == PROTO_MSG_ERROR)
+          r->errors[m.error.code < PROTO_ERR_COUNT ? m.error.code : PROTO_ERR_COUNT]++;
+        else if (m.type == PROTO_MSG_ACK)
+          r->acks++;
+        else if (m.type == PROTO_MSG_WELCOME)
+          r->welcomes++;
+      }
+      enet_packet_destroy(ev.packet);
+    }
+  }
+}
+
+static void raw_connect(raw *r, uint16_t port) {
+  raw_open(r, port);
+  uint64_t end = now_ms() + 3000;
+  while (!r->connected && now_ms() < end)
+    raw_pump(r, 5);
+  ck_assert_msg(r->connected, "raw peer could not connect");
+}
+
+static void raw_send(raw *r, proto_command *cmd, uint32_t flags) {
+  uint8_t buf[1024];
+  cmd->request_id = ++r->next_id;
+  size_t n = proto_encode_command(buf, sizeof(buf), cmd);
+  ck_assert_uint_gt(n, 0);
+  ENetPacket *p = enet_packet_create(buf, n, flags);
+  if (enet_peer_send(r->peer, PROTO_CHANNEL_RELIABLE, p) != 0)
+    enet_packet_destroy(p);
+}
+
+static proto_command command(uint8_t type) {
+  proto_command c;
+  memset(&c, 0, sizeof(c));
+  c.type = type;
+  return c;
+}
+
+static void raw_hello(raw *r) {
+  proto_command c = command(PROTO_MSG_HELLO);
+  c.hello.version = PROTO_VERSION;
+  strcpy(c.hello.name, "raw");
+  raw_send(r, &c, ENET_PACKET_FLAG_RELIABLE);
+  uint64_t end = now_ms() + 3000;
+  while (!r->welcomes && now_ms() < end)
+    raw_pump(r, 5);
+  ck_assert_msg(r->welcomes == 1, "raw peer got no WELCOME");
+}
+
+/* ---- item 1: one peer must not freeze the tick ----------------------------------- */
+
+/* A welcomed peer sends unreliable PINGs on channel 0 as fast as it can and
+ * never reads its socket (no acknowledgements needed either way): at 977dc2c
+ * every one got a reliable reply, queued without bound (RSS +25-50 MB, ticks
+ * stalled for seconds). Now such commands are refused as malformed, and the
+ * peer is dropped for abuse; the observer keeps its snapshot rate. */
+START_TEST(unreliable_flood_is_dropped_and_the_observer_keeps_its_rate) {
+  steerd_proc s;
+  server_start(&s, NULL);
+  watcher obs;
+  watcher_connect(&obs, &s, "observer");
+  double rss0 = server_rss_mb(&s);
+  raw f;
+  raw_connect(&f, s.port);
+  raw_hello(&f);
+  uint64_t frames0 = obs.frames, t0 = now_ms();
+  proto_command ping = command(PROTO_MSG_PING);
+  double rss_max = rss0;
+  while (now_ms() - t0 < 4000) {
+    for (int i = 0; i < 40; i++)
+      raw_send(&f, &ping, ENET_PACKET_FLAG_UNSEQUENCED);
+    enet_host_flush(f.host); /* sends, never reads */
+    steerd_client_service(obs.c, 1);
+    double r = server_rss_mb(&s);
+    rss_max = r > rss_max ? r : rss_max;
+  }
+  uint64_t got = obs.frames - frames0;
+  /* 20 snapshots/s for 4 s: at least half, whatever the machine is doing. */
+  ck_assert_msg(got >= 40, "observer got %llu frames in 4 s", (unsigned long long)got);
+  ck_assert_int_eq(obs.gone, 0);
+  ck_assert_msg(rss_max - rss0 < 20.0, "server RSS grew from %.1f to %.1f MB", rss0, rss_max);
+  raw_pump(&f, 0);
+  ck_assert_msg(steerd_proc_log_contains(&s, "(protocol abuse)"), "the flooder was not dropped for abuse");
+  raw_close(&f);
+  ck_assert_int_eq(steerd_client_ping(obs.c, 3000, NULL), 0);
+  steerd_client_destroy(obs.c);
+  ck_assert_int_eq(steerd_proc_stop(&s, 5000), 0);
+}
+END_TEST
+
+/* A welcomed client that stops reading while events pile up for it is
+ * dropped with reason 8 once its queue passes --client-queue-kb; others are
+ * unaffected. (Without the cap its queue grew until ENet's timeout.) */
+START_TEST(a_peer_that_does_not_read_is_dropped_at_the_queue_cap) {
+  steerd_proc s;
+  const char *const args[] = {"--client-queue-kb", "64",    "--rate-limit", "100000", "--rate-burst",
+                              "100000",            "--max-agents-per-client", "5000", NULL};
+  server_start(&s, args);
+  watcher obs, spawner;
+  watcher_connect(&obs, &s, "observer");
+  watcher_connect(&spawner, &s, "spawner");
+  raw deaf;
+  raw_connect(&deaf, s.port);
+  raw_hello(&deaf);
+  /* 1 500 SPAWNED events (~110 bytes each in ENet's queue) are far over 64 KB
+   * for the deaf peer (and every one goes to every client). */
+  proto_command sp = command(PROTO_MSG_SPAWN);
+  sp.spawn.model = STEER_MODEL_KINEMATIC;
+  for (int i = 0; i < 1500; i++) {
+    sp.spawn.position.x = (float)(i % 40) * 2.0f - 40.0f;
+    sp.spawn.position.y = (float)(i / 40) * 2.0f - 40.0f;
+    ck_assert_int_eq(steerd_client_send(spawner.c, &sp, NULL), 0);
+    if (i % 10 == 9) {
+      steerd_client_service(spawner.c, 1);
+      steerd_client_service(obs.c, 0);
+    }
+  }
+  uint64_t end = now_ms() + 2500;
+  while (now_ms() < end) {
+    steerd_client_service(spawner.c, 1);
+    steerd_client_service(obs.c, 1);
+  }
+  ck_assert_msg(steerd_proc_log_contains(&s, "dropped (too slow)"), "the deaf peer was not dropped");
+  /* It hears why when it finally reads (the notice is unreliable: loopback keeps it). */
+  end = now_ms() + 2000;
+  while (!deaf.gone && now_ms() < end)
+    raw_pump(&deaf, 5);
+  ck_assert_int_eq(deaf.gone, 1);
+  ck_assert_uint_eq(deaf.reason, PROTO_DISCONNECT_TOO_SLOW);
+  raw_close(&deaf);
+  ck_assert_int_eq(obs.gone, 0);
+  ck_assert_int_eq(spawner.gone, 0);
+  ck_assert_uint_ge(obs.events, 1500);
+  ck_assert_int_eq(steerd_client_ping(obs.c, 3000, NULL), 0);
+  steerd_client_destroy(obs.c);
+  steerd_client_destroy(spawner.c);
+  ck_assert_int_eq(steerd_proc_stop(&s, 5000), 0);
+}
+END_TEST
+
+/* Before HELLO a peer gets one ERROR; the commands it sends without HELLO
+ * count as malformed, so it is dropped after --garbage-limit of them. An
+ * unreliable command on channel 0 is refused (BAD_MESSAGE), not applied. */
+START_TEST(before_hello_one_error_then_abuse) {
+  steerd_proc s;
+  server_start(&s, NULL);
+  raw r;
+  raw_connect(&r, s.port);
+  proto_command ping = command(PROTO_MSG_PING);
+  for (int i = 0; i < 10; i++)
+    raw_send(&r, &ping, ENET_PACKET_FLAG_RELIABLE);
+  uint64_t end = now_ms() + 1000;
+  while (now_ms() < end)
+    raw_pump(&r, 5);
+  ck_assert_uint_eq(r.errors[PROTO_ERR_NOT_WELCOMED], 1);
+  ck_assert_uint_eq(r.acks, 0);
+  ck_assert_int_eq(r.gone, 0);
+  for (int i = 0; i < 15; i++)
+    raw_send(&r, &ping, ENET_PACKET_FLAG_RELIABLE);
+  end = now_ms() + 2000;
+  while (!r.gone && now_ms() < end)
+    raw_pump(&r, 5);
+  ck_assert_int_eq(r.gone, 1);
+  ck_assert_uint_eq(r.reason, PROTO_DISCONNECT_ABUSE);
+  ck_assert_uint_eq(r.errors[PROTO_ERR_NOT_WELCOMED], 1); /* still the one */
+  raw_close(&r);
+
+  raw w;
+  raw_connect(&w, s.port);
+  raw_hello(&w);
+  raw_send(&w, &ping, 0); /* unreliable */
+  raw_send(&w, &ping, ENET_PACKET_FLAG_RELIABLE);
+  end = now_ms() + 2000;
+  while (w.acks < 1 && now_ms() < end)
+    raw_pump(&w, 5);
+  ck_assert_uint_eq(w.errors[PROTO_ERR_BAD_MESSAGE], 1);
+  ck_assert_uint_eq(w.acks, 1); /* the reliable one only */
+  raw_close(&w);
+  ck_assert_int_eq(steerd_proc_stop(&s, 5000), 0);
+}
+END_TEST
+
+/* ---- item 2: connection slots ----------------------------------------------------- */
+
+#define ATTACKERS 80
+
+/* 80 peers connect and never say HELLO, reconnecting whenever dropped; a
+ * legitimate client must still get in (at 977dc2c: 0 of 21 did), and the log
+ * must not grow with every refusal. */
+START_TEST(peers_that_never_hello_do_not_lock_out_a_client) {
+  steerd_proc s;
+  server_start(&s, NULL);
+  static raw att[ATTACKERS];
+  for (int i = 0; i < ATTACKERS; i++)
+    raw_open(&att[i], s.port);
+  int tries = 0, ok = 0;
+  watcher probe;
+  int probing = 0;
+  uint64_t probe_t0 = 0, t0 = now_ms();
+  while (now_ms() - t0 < 9000 || probing) {
+    for (int i = 0; i < ATTACKERS; i++) {
+      raw_pump(&att[i], 0);
+      if (att[i].gone || (!att[i].connected && now_ms() - att[i].opened > 2000)) {
+        raw_close(&att[i]);
+        raw_open(&att[i], s.port);
+      }
+    }
+    uint64_t now = now_ms();
+    if (!probing && now - t0 >= 1000 && now - t0 < 9000 && tries < 6) {
+      make_client(&probe, "legit", 1, 3000);
+      ck_assert_int_eq(steerd_client_connect_start(probe.c, "127.0.0.1", s.port), 0);
+      probing = 1;
+      probe_t0 = now;
+      tries++;
+    } else if (probing) {
+      int rc = steerd_client_service(probe.c, 1);
+      steerd_client_state st = steerd_client_get_state(probe.c);
+      if (st == STEERD_CLIENT_WELCOMED || rc < 0 || now - probe_t0 > 4000) {
+        ok += st == STEERD_CLIENT_WELCOMED;
+        steerd_client_destroy(probe.c);
+        probing = 0;
+      }
+    }
+    usleep(500);
+  }
+  for (int i = 0; i < ATTACKERS; i++)
+    raw_close(&att[i]);
+  ck_assert_msg(ok >= tries - 1 && ok >= 3, "a legitimate client got in %d times of %d", ok, tries);
+  long lines = log_lines(&s);
+  ck_assert_msg(lines < 400, "the log has %ld lines after the attack", lines);
+  ck_assert_int_eq(steerd_proc_stop(&s, 5000), 0);
+}
+END_TEST
+
+/* 80 ENet CONNECTs that are never completed (the server's peers wait in the
+ * handshake), renewed every 2 s: a legitimate client still connects. */
+START_TEST(half_open_handshakes_do_not_lock_out_a_client) {
+  steerd_proc s;
+  server_start(&s, NULL);
+  static raw att[ATTACKERS];
+  for (int i = 0; i < ATTACKERS; i++)
+    raw_open(&att[i], s.port); /* CONNECT sent, never serviced again */
+  uint64_t renewed = now_ms();
+  int tries = 0, ok = 0;
+  uint64_t t0 = now_ms();
+  while (now_ms() - t0 < 8000) {
+    if (now_ms() - renewed >= 2000) {
+      for (int i = 0; i < ATTACKERS; i++) {
+        raw_close(&att[i]);
+        raw_open(&att[i], s.port);
+      }
+      renewed = now_ms();
+    }
+    watcher probe;
+    make_client(&probe, "legit", 1, 4000);
+    tries++;
+    int rc = steerd_client_connect(probe.c, "127.0.0.1", s.port);
+    ok += rc == 0;
+    steerd_client_destroy(probe.c);
+    steerd_proc_sleep_ms(300);
+  }
+  for (int i = 0; i < ATTACKERS; i++)
+    raw_close(&att[i]);
+  ck_assert_msg(ok >= tries - 1 && ok >= 2, "a legitimate client got in %d times of %d", ok, tries);
+  ck_assert_int_eq(steerd_proc_stop(&s, 5000), 0);
+}
+END_TEST
+
+static Suite *abuse_suite(void) {
+  Suite *s = suite_create("abuse");
+  TCase *tc = tcase_create("attacks");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, unreliable_flood_is_dropped_and_the_observer_keeps_its_rate);
+  tcase_add_test(tc, a_peer_that_does_not_read_is_dropped_at_the_queue_cap);
+  tcase_add_test(tc, before_hello_one_error_then_abuse);
+  tcase_add_test(tc, peers_that_never_hello_do_not_lock_out_a_client);
+  tcase_add_test(tc, half_open_handshakes_do_not_lock_out_a_client);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  unsetenv("STEERD_SECRET");
+  unsetenv("STEERD_SECRET_FILE");
+  enet_initialize();
+  SRunner *sr = srunner_create(abuse_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  enet_deinitialize();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
