@@ -219,7 +219,9 @@ static uint32_t broadcast_full(steerd_server *s, const uint8_t *data, size_t len
 
 /* Before WELCOME a peer gets one ERROR (issue 15): a peer that never says
  * HELLO cannot make the server answer each of its packets. HELLO's own
- * refusals (version, token) always go out: each ends the connection. */
+ * refusals (version, token) always go out: each ends the connection; so does
+ * the answer to a malformed HELLO (handle_packet), and all of those count
+ * toward --garbage-limit. */
 static void send_error(steerd_server *s, client *c, uint32_t request_id, int code, const char *message,
                        const char *field) {
   if (!c->welcomed && c->errors_unwelcomed++ > 0 && code != PROTO_ERR_VERSION_MISMATCH &&
@@ -961,6 +963,8 @@ static void handle_packet(steerd_server *s, client *c, const ENetPacket *p, uint
     char text[PROTO_MAX_ERROR_TEXT_BYTES + 1];
     snprintf(text, sizeof(text), "%s%s%s", proto_error_text(err.code), err.reason ? ": " : "",
              err.reason ? err.reason : "");
+    if (err.type == PROTO_MSG_HELLO)
+      c->errors_unwelcomed = 0; /* a HELLO gets its answer, even before WELCOME (send_error) */
     send_error(s, c, err.has_request_id ? err.request_id : 0, err.code, text,
                err.field[0] ? err.field : NULL);
     count_garbage(s, c);
