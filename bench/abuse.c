@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,6 +78,8 @@ static double rss_mb(void) {
   return mb;
 }
 
+static long log_bytes;
+
 /* SIGTERM, wait, and the skipped ticks from the stats line of the log. */
 static long stop_server(void) {
   kill(srv.pid, SIGTERM);
@@ -104,6 +107,8 @@ static long stop_server(void) {
   }
   if (f)
     fclose(f);
+  struct stat stt;
+  log_bytes = stat(srv.log_path, &stt) == 0 ? (long)stt.st_size : -1;
   unlink(srv.log_path);
   return skipped;
 }
@@ -496,14 +501,15 @@ int main(int argc, char **argv) {
   qsort(per_second, (size_t)o.seconds, sizeof(per_second[0]), cmp_u64);
   steerd_client_welcome(obs.c);
   printf("| attack | server | observer frames/s min / median | ticks skipped | RSS MB before / max / after | "
-         "fresh client connected | clients connected after |\n");
-  printf("|---|---|---|---:|---|---|---|\n");
+         "fresh client connected | clients connected after | server log |\n");
+  printf("|---|---|---|---:|---|---|---|---:|\n");
   char clients_txt[64] = "observer only";
   if (o.clients)
     snprintf(clients_txt, sizeof(clients_txt), "%d of %d", still, clients_up);
-  printf("| %s %s | %s | %llu / %llu | %ld | %.1f / %.1f / %.1f | %d of %d | %s%s |\n", o.attack, o.label,
-         o.binary, (unsigned long long)per_second[0], (unsigned long long)per_second[o.seconds / 2], skipped,
-         rss_before, rss_max, rss_after, probes_ok, probes, clients_txt, obs_up ? "" : " (observer dropped)");
+  printf("| %s %s | %s | %llu / %llu | %ld | %.1f / %.1f / %.1f | %d of %d | %s%s | %.1f KB |\n", o.attack,
+         o.label, o.binary, (unsigned long long)per_second[0], (unsigned long long)per_second[o.seconds / 2],
+         skipped, rss_before, rss_max, rss_after, probes_ok, probes, clients_txt, obs_up ? "" : " (observer dropped)",
+         (double)log_bytes / 1024.0);
   printf("(attack packets sent %llu, connects %llu)\n", (unsigned long long)sent_total,
          (unsigned long long)connects_total);
   for (int i = 0; i < o.clients; i++)
