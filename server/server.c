@@ -1785,6 +1785,7 @@ void steerd_server_clients_by_role(const steerd_server *s, uint32_t out[STEERD_R
     else
       out[STEERD_ROLE_COUNT]++;
   }
+  out[STEERD_ROLE_COUNT] += s->stats.pending; /* the pending pool (issue 15) */
 }
 
 const steer_world *steerd_server_world(const steerd_server *s) { return s->world; }
