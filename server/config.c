@@ -71,7 +71,7 @@ static const option_def options[] = {
     {"--orphan-grace", "STEERD_ORPHAN_GRACE", OPT_U32, OFF(orphan_grace_s), 0, 86400,
      "seconds a despawn-policy client has to come back for its agents (30)"},
     {"--hello-timeout", "STEERD_HELLO_TIMEOUT_MS", OPT_U32, OFF(hello_timeout_ms), 100, 600000,
-     "ms a connected peer has to be WELCOMEd before it is dropped (2000)"},
+     "ms a connected peer has to be WELCOMEd before it is dropped (3000)"},
     {"--max-pending", "STEERD_MAX_PENDING", OPT_U32, OFF(max_pending), 1, 1024,
      "connections not yet WELCOMEd at once, beside --max-clients; the oldest idle one makes room (16)"},
     {"--client-queue-kb", "STEERD_CLIENT_QUEUE_KB", OPT_U32, OFF(client_queue_kb), 16, 1048576,
@@ -135,7 +135,7 @@ void steerd_config_default(steerd_config *c) {
   c->anonymous_role = STEERD_ROLE_CONTROLLER;
   c->orphan_policy = STEERD_ORPHAN_KEEP;
   c->orphan_grace_s = 30;
-  c->hello_timeout_ms = 2000;
+  c->hello_timeout_ms = 3000;
   c->max_pending = 16;
   c->client_queue_kb = 256;
   c->checkpoint_interval_s = 10;

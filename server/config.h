@@ -44,7 +44,7 @@ typedef struct steerd_config {
   int orphan_policy;       /* steerd_orphan_policy (STEERD_ORPHAN_POLICY, keep) */
   uint32_t orphan_grace_s; /* s before a gone client's agents are despawned (STEERD_ORPHAN_GRACE, 30) */
   uint32_t
-      hello_timeout_ms;   /* a peer without WELCOME is dropped after this (STEERD_HELLO_TIMEOUT_MS, 2000) */
+      hello_timeout_ms;   /* a peer without WELCOME is dropped after this (STEERD_HELLO_TIMEOUT_MS, 3000) */
   uint32_t max_pending;   /* connections not yet WELCOMEd, beside max_clients (STEERD_MAX_PENDING, 16) */
   uint32_t client_queue_kb; /* reliable KB queued to one peer before it is dropped (STEERD_CLIENT_QUEUE_KB, 256) */
   uint32_t garbage_limit; /* malformed packets per 10 s before ABUSE (STEERD_GARBAGE_LIMIT, 20) */

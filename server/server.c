@@ -1102,10 +1102,16 @@ static void drop_late_hellos(steerd_server *s, uint64_t now) {
   uint64_t limit = (uint64_t)s->cfg.hello_timeout_ms * 1000000ull;
   for (uint32_t i = 0; i < s->cfg.max_pending; i++) {
     client *c = &s->pending[i];
-    /* A closing one (refused HELLO, abuse) gets as long again to hear why. */
-    if (c->peer && now - c->connected_ns > (c->closing ? 2 * limit : limit)) {
+    if (!c->peer || now - c->connected_ns <= limit)
+      continue;
+    if (!c->closing) { /* told reliably, as ENet's disconnect is acknowledged */
       s->stats.hello_timeouts++;
-      client_kill(s, c, PROTO_DISCONNECT_TIMEOUT, "no WELCOME within the hello timeout");
+      c->closing = 1;
+      PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): no WELCOME within %u ms: disconnecting (timeout)", c->id,
+               c->addr, s->cfg.hello_timeout_ms);
+      enet_peer_disconnect(c->peer, PROTO_DISCONNECT_TIMEOUT);
+    } else if (now - c->connected_ns > 2 * limit) { /* it does not even acknowledge: the slot is freed now */
+      client_kill(s, c, PROTO_DISCONNECT_TIMEOUT, "no WELCOME, and no answer to the disconnect");
     }
   }
   uint64_t handshake = limit < HANDSHAKE_TIMEOUT_NS ? limit : HANDSHAKE_TIMEOUT_NS;
