@@ -1301,6 +1301,9 @@ static void on_timer(uv_timer_t *t) {
   for (uint32_t i = 0; i < s->cfg.max_clients; i++)
     if (s->clients[i].peer)
       s->clients[i].last_rx_ms = s->clients[i].peer->lastReceiveTime;
+  for (uint32_t i = 0; i < s->cfg.max_pending; i++)
+    if (s->pending[i].peer)
+      s->pending[i].last_rx_ms = s->pending[i].peer->lastReceiveTime;
   uint32_t due = steerd_ticker_due(&s->ticks, now);
   for (uint32_t i = 0; i < due; i++) {
     /* After a stall the steps run in the last `due` slots consumed (the skipped ones come first). */
