@@ -230,6 +230,13 @@ START_TEST(no_nan_for_any_accepted_input) {
         b.combine = (uint8_t)(uni() * STEER_COMBINE_COUNT);
         b.separation_weight = uni() < 0.5 ? 0.0f : pick(0.0f, STEER_MAX_FACTOR);
         b.max_neighbours = (uint8_t)(uni() * 16);
+        if (uni() < 0.5) { /* avoidance, walls and stuck detection anywhere in their ranges */
+          b.avoid_weight = pick(0.0f, STEER_MAX_FACTOR);
+          b.avoid_horizon = pick(STEER_MIN_TIME, STEER_MAX_TIME);
+          b.wall_lookahead = pick(0.0f, STEER_MAX_TIME);
+          b.wall_margin = pick(0.0f, STEER_MAX_DISTANCE);
+          b.stuck_time = pick(0.0f, STEER_MAX_TIME);
+        }
         if (uni() < 0.5 && n > 2) {
           b.target.kind = STEER_TARGET_AGENT;
           b.target.agent = ids[(uint32_t)(uni() * n)];

@@ -181,10 +181,11 @@ static inline int valid_params(const steer_params *p) {
 
 /* The avoidance, wall and stuck fields of a behaviour. */
 static inline int valid_avoidance(const steer_behaviour *b) {
-  return b->neighbour_period >= 1 && b->neighbour_period <= 16 && isfinite(b->avoid_weight) && b->avoid_weight >= 0.0f && isfinite(b->avoid_horizon) &&
-         b->avoid_horizon > 0.0f && isfinite(b->wall_lookahead) && b->wall_lookahead >= 0.0f &&
-         isfinite(b->wall_margin) && b->wall_margin >= 0.0f && isfinite(b->stuck_time) &&
-         b->stuck_time >= 0.0f && b->stuck_reaction < STEER_STUCK_REACTION_COUNT;
+  /* The ranges of world.h: beyond them a step could produce a NaN (issue 14). */
+  return b->neighbour_period >= 1 && b->neighbour_period <= 16 && in_range(b->avoid_weight, 0.0f, STEER_MAX_FACTOR) &&
+         in_range(b->avoid_horizon, STEER_MIN_TIME, STEER_MAX_TIME) &&
+         in_range(b->wall_lookahead, 0.0f, STEER_MAX_TIME) && in_range(b->wall_margin, 0.0f, STEER_MAX_DISTANCE) &&
+         in_range(b->stuck_time, 0.0f, STEER_MAX_TIME) && b->stuck_reaction < STEER_STUCK_REACTION_COUNT;
 }
 
 /* Which behaviours each model can run (bit per steer_behaviour_kind). */
