@@ -505,6 +505,7 @@ void steerdc_get_stats(const steerdc_client *c, steerdc_stats *out) {
     steerd_interp_stats is;
     steerd_interp_get_stats(c->it, &is);
     out->underruns = is.underruns;
+    out->frames_missed = is.frames_missed;
     out->delay_ms = (float)is.delay_ms;
     out->jitter_ms = (float)is.jitter_ms;
   }

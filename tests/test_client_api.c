@@ -204,8 +204,8 @@ START_TEST(test_abi_layout) {
   ck_assert_uint_eq(offsetof(steerdc_spawn_desc, behaviour), 52);
   ck_assert_uint_eq(sizeof(steerdc_view), 20);
   ck_assert_uint_eq(sizeof(steerdc_welcome), 48);
-  ck_assert_uint_eq(sizeof(steerdc_stats), 184);
-  ck_assert_uint_eq(offsetof(steerdc_stats, delay_ms), 176);
+  ck_assert_uint_eq(sizeof(steerdc_stats), 192);
+  ck_assert_uint_eq(offsetof(steerdc_stats, delay_ms), 184);
 }
 END_TEST
 

@@ -272,7 +272,7 @@ namespace Steerd
         public ulong EventsDropped, RepliesDropped, SnapshotParts, SnapshotBytes, FramesComplete, FramesIncomplete;
         public ulong DeltaAcksSent, Pings, RttLastUs, RttMinUs;
         public long ClockOffsetUs;
-        public ulong InterpFrames, Underruns, SamplesExtrapolated, SamplesTotal;
+        public ulong InterpFrames, Underruns, SamplesExtrapolated, SamplesTotal, FramesMissed;
         public float DelayMs, JitterMs;
     }
 

@@ -397,9 +397,9 @@ static class SteerdClientTest
                     SteerdStats vs = viewer.Stats;
                     Console.WriteLine("interp through the proxy (5 % loss, 100 +- 20 ms one way), {0} agents, {1} samples over {2} s:",
                                       Agents, errors.Count, MeasureUs / 1000000);
-                    Console.WriteLine("  mean {0:F2} cm, p99 {1:F2} cm, max {2:F2} cm, {3:F2} % extrapolated or held, delay {4:F0} ms, frames {5} (+{6} lost), underruns {7}",
+                    Console.WriteLine("  mean {0:F2} cm, p99 {1:F2} cm, max {2:F2} cm, {3:F2} % extrapolated or held, delay {4:F0} ms, frames {5} ({6} missed), underruns {7}",
                                       mean * 100, p99 * 100, max * 100, samples > 0 ? 100.0 * extrapolated / samples : 0,
-                                      vs.DelayMs, vs.FramesComplete, vs.FramesIncomplete, vs.Underruns);
+                                      vs.DelayMs, vs.FramesComplete, vs.FramesMissed, vs.Underruns);
                     Expect(mean <= PromiseMeanM, "interp: mean " + mean + " m > " + PromiseMeanM);
                     Expect(p99 <= PromiseP99M, "interp: p99 " + p99 + " m > " + PromiseP99M);
                 }
@@ -438,8 +438,8 @@ static class SteerdClientTest
         Offset<SteerdSpawnDesc>("Behaviour", 52);
         Size<SteerdView>(20);
         Size<SteerdWelcome>(48);
-        Size<SteerdStats>(184);
-        Offset<SteerdStats>("DelayMs", 176);
+        Size<SteerdStats>(192);
+        Offset<SteerdStats>("DelayMs", 184);
     }
 
     static int Main(string[] args)

@@ -359,7 +359,9 @@ typedef struct steerdc_stats {
   uint64_t replies_dropped; /* the reply queue was full */
   uint64_t snapshot_parts, snapshot_bytes;
   uint64_t frames_complete;   /* snapshots complete (full) or rebuilt (delta) */
-  uint64_t frames_incomplete; /* lost: a part missing, no baseline, did not apply */
+  uint64_t frames_incomplete; /* dropped: a full frame's part missing, a delta without its baseline or
+                                 that did not apply (delta frames left unfinished by a lost part are
+                                 not counted here: see frames_missed) */
   uint64_t delta_acks_sent;
   uint64_t pings; /* PING round trips measured */
   uint64_t rtt_last_us, rtt_min_us;
@@ -368,6 +370,7 @@ typedef struct steerdc_stats {
   uint64_t underruns;            /* times the render time passed the newest snapshot */
   uint64_t samples_extrapolated; /* states extrapolated or held past the newest snapshot */
   uint64_t samples_total;        /* states returned */
+  uint64_t frames_missed;        /* snapshots the server's schedule implies that never reached the buffer */
   float delay_ms, jitter_ms;     /* the buffer's render delay and jitter now */
 } steerdc_stats;
 
