@@ -27,7 +27,7 @@ static steer_world *make_world(float half, uint64_t seed) {
   c.max_agents = 64;
   c.min = v2(-half, -half);
   c.max = v2(half, half);
-  c.cell_size = 8.0f;
+  c.cell_size = half / 16.0f > 8.0f ? half / 16.0f : 8.0f; /* a grid of at most 32 x 32 cells */
   c.seed = seed;
   steer_world *w = steer_world_create(&c);
   ck_assert_ptr_nonnull(w);
@@ -195,14 +195,14 @@ static int state_ok(const steer_state *s, float half) {
          fabsf(s->position.y) <= half && s->orientation > -3.1415927f && s->orientation <= 3.1415927f;
 }
 
-/* 30 worlds of 24 agents, every model and behaviour, limits, params, targets,
+/* 60 worlds of 24 agents, every model and behaviour, limits, params, targets,
  * spawn states and steps drawn anywhere in the accepted ranges (and some
  * refused ones, which must change nothing); 200 steps each, changing
  * behaviours and limits on the way. Every state stays finite and in the world. */
 START_TEST(no_nan_for_any_accepted_input) {
   rs = 0x9e3779b97f4a7c15ull;
   uint64_t accepted = 0, refused = 0, steps = 0;
-  for (int world = 0; world < 30; world++) {
+  for (int world = 0; world < 60; world++) {
     float half = world % 3 == 0 ? STEER_MAX_COORD : world % 3 == 1 ? 50.0f : 1.0f;
     steer_world *w = make_world(half, (uint64_t)world + 1);
     steer_id ids[24];
