@@ -16,14 +16,18 @@
  * --hash prints each world's state hash after its runs (to stderr), to check that
  * an optimisation left the simulation bit-identical.
  * --period P sets the avoid and obstacles agents' neighbour_period (1..16, 1).
- * usage: bench_world [dense|avoid|obstacles|mixed|all] [--max N] [--runs R] [--steps S] [--period P]
- *        [--hash] */
+ * --threads T splits the steering pass over T threads (pool.h; 1, the default,
+ * is the one-thread path); the hashes must not change with T. Use wall time
+ * with T > 1 (--cpu adds up every thread's time). --min N skips sizes below N.
+ * usage: bench_world [dense|avoid|obstacles|mixed|all] [--min N] [--max N] [--runs R] [--steps S] [--period P]
+ *        [--threads T] [--cpu] [--hash] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "pool.h"
 #include "world.h"
 
 #define DT       0.05f
@@ -31,6 +35,7 @@
 #define MAX_RUNS 32
 
 static int print_hash;
+static steer_pool *pool; /* --threads */
 
 static int use_cpu_clock; /* --cpu: this process's CPU time, not wall time (a shared machine) */
 
@@ -273,6 +278,7 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
     steer_world_destroy(s.w);
     exit(1);
   }
+  steer_world_set_pool(s.w, pool);
   for (int i = 0; i < WARMUP; i++)
     step(&s);
   double per_step[MAX_RUNS];
@@ -296,11 +302,15 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
 
 int main(int argc, char **argv) {
   const char *which = "all";
-  uint32_t max_n = 1000000;
+  uint32_t min_n = 0, max_n = 1000000, threads = 1;
   int runs = 5, steps = 50;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--max") == 0 && i + 1 < argc)
       max_n = (uint32_t)strtoul(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--min") == 0 && i + 1 < argc)
+      min_n = (uint32_t)strtoul(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      threads = (uint32_t)strtoul(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
       runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
@@ -314,8 +324,8 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--hash") == 0)
       print_hash = 1;
     else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: bench_world [dense|avoid|obstacles|mixed|all] [--max N] [--runs R] [--steps S] [--period P] "
-             "[--hash]\n");
+      printf("usage: bench_world [dense|avoid|obstacles|mixed|all] [--min N] [--max N] [--runs R] [--steps S] "
+             "[--neighbours K] [--period P] [--threads T] [--cpu] [--hash]\n");
       return 0;
     } else
       which = argv[i];
@@ -324,27 +334,33 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_world: runs must be 1..%d and steps >= 1\n", MAX_RUNS);
     return 2;
   }
-  printf("movement core, one thread, dt %.2f s; median (min) over %d runs of %d steps after %d warm-up\n\n",
-         DT, runs, steps, WARMUP);
+  pool = steer_pool_create(threads);
+  if (!pool) {
+    fprintf(stderr, "bench_world: no pool of %u threads (1..%u)\n", threads, STEER_POOL_MAX_THREADS);
+    return 2;
+  }
+  printf("movement core, %u thread%s, dt %.2f s; median (min) over %d runs of %d steps after %d warm-up\n\n",
+         threads, threads == 1 ? "" : "s", DT, runs, steps, WARMUP);
   printf("| scenario | agents | ns/agent-step (median) | ns/agent-step (min) | ms/step | retargets |\n");
   printf("|---|---:|---:|---:|---:|---:|\n");
   static const uint32_t dense_n[] = {1000, 10000, 100000};
   static const uint32_t mixed_n[] = {1000, 10000, 100000, 1000000};
   if (strcmp(which, "all") == 0 || strcmp(which, "dense") == 0)
     for (size_t i = 0; i < sizeof(dense_n) / sizeof(dense_n[0]); i++)
-      if (dense_n[i] <= max_n)
+      if (dense_n[i] >= min_n && dense_n[i] <= max_n)
         run("dense", dense_n[i], setup_dense, runs, steps);
   if (strcmp(which, "all") == 0 || strcmp(which, "avoid") == 0)
     for (size_t i = 0; i < sizeof(dense_n) / sizeof(dense_n[0]); i++)
-      if (dense_n[i] <= max_n)
+      if (dense_n[i] >= min_n && dense_n[i] <= max_n)
         run("avoid", dense_n[i], setup_avoid, runs, steps);
   if (strcmp(which, "all") == 0 || strcmp(which, "obstacles") == 0)
     for (size_t i = 0; i < sizeof(dense_n) / sizeof(dense_n[0]); i++)
-      if (dense_n[i] <= max_n)
+      if (dense_n[i] >= min_n && dense_n[i] <= max_n)
         run("obstacles", dense_n[i], setup_obstacles, runs, steps);
   if (strcmp(which, "all") == 0 || strcmp(which, "mixed") == 0)
     for (size_t i = 0; i < sizeof(mixed_n) / sizeof(mixed_n[0]); i++)
-      if (mixed_n[i] <= max_n)
+      if (mixed_n[i] >= min_n && mixed_n[i] <= max_n)
         run("mixed", mixed_n[i], setup_mixed, runs, steps);
+  steer_pool_destroy(pool);
   return 0;
 }

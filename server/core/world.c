@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "grid.h"
+#include "pool.h"
 #include "world_internal.h"
 
 #define SEPARATION_MAX_NEIGHBOURS 32u
@@ -893,8 +894,11 @@ static steer_heading_output heading_steering(steer_world *w, uint32_t d, const s
   return o;
 }
 
-static void pass_steering(steer_world *w, float dt) {
-  for (uint32_t d = 0; d < w->count; d++) {
+/* Steers agents [begin, end): each reads last tick's state of anyone and writes
+ * only its own command, query hint, wander angle, generator and path cursor, so
+ * ranges can run on different threads. */
+static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end) {
+  for (uint32_t d = begin; d < end; d++) {
     steer_state s = state_of(w, d);
     command3 *c = &w->cmd[d];
     switch (w->model[d]) {
@@ -924,6 +928,31 @@ static void pass_steering(steer_world *w, float dt) {
     }
   }
 }
+
+typedef struct steer_job {
+  steer_world *w;
+  float dt;
+} steer_job;
+
+static void steer_chunk(void *ctx, uint32_t begin, uint32_t end) {
+  const steer_job *j = ctx;
+  steer_range(j->w, j->dt, begin, end);
+}
+
+/* Agents per chunk handed to a thread: big enough that taking one costs
+ * nothing next to steering it, small enough to even out the threads. */
+#define STEER_CHUNK 256u
+
+static void pass_steering(steer_world *w, float dt) {
+  if (steer_pool_threads(w->pool) > 1 && w->count > STEER_CHUNK) {
+    steer_job j = {w, dt};
+    steer_pool_run(w->pool, w->count, STEER_CHUNK, steer_chunk, &j);
+  } else {
+    steer_range(w, dt, 0, w->count);
+  }
+}
+
+void steer_world_set_pool(steer_world *w, struct steer_pool *pool) { w->pool = pool; }
 
 static void pass_integrate(steer_world *w, float dt) {
   const vec2 lo = w->cfg.min, hi = w->cfg.max;

@@ -265,6 +265,14 @@ int steer_world_path_get(const steer_world *w, int path, steer_path *out);
 
 void steer_world_step(steer_world *w, float dt);
 
+/* Threads for the steering pass (pool.h): the pool is borrowed, not owned, and
+ * must outlive its use by the world (or be replaced first; NULL: one thread).
+ * The steering of an agent reads last tick's state and writes only its own
+ * fields, so the step gives bit-identical results with any number of threads.
+ * The other passes (integration, events, the grid) stay on the caller. */
+struct steer_pool;
+void steer_world_set_pool(steer_world *w, struct steer_pool *pool);
+
 /* Events of the last step; valid until the next step. */
 const steer_event *steer_world_events(const steer_world *w, uint32_t *count);
 uint64_t steer_world_events_dropped(const steer_world *w);

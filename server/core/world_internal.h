@@ -79,6 +79,8 @@ struct steer_world {
   uint32_t event_count;
   uint64_t events_dropped;
 
+  struct steer_pool *pool; /* borrowed (steer_world_set_pool): splits the steering pass; NULL: one thread */
+
   /* the map and stuck detection (world_map.c), saved */
   steer_map *map;
   float *stuck_best;   /* m, per agent: nearest it has come to its goal this episode */

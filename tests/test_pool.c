@@ -1,0 +1,319 @@
+/* test_pool.c: the worker pool, and the world's step split over it.
+ *
+ * The pool must run every index of a range exactly once, on more than one
+ * thread. The world must come out bit-identical (steer_world_hash after every
+ * tick) with 1, 2, 4 threads and as many as there are cores, on a scenario that
+ * exercises every branch of the steering pass the threads share: separation,
+ * predictive avoidance against neighbours, walls and obstacles of the map,
+ * pursuit of other agents, wander (per-agent generators), paths, and the
+ * kinematic and heading models, with spawns and despawns reshuffling the dense
+ * list between ticks. */
+#include <check.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pool.h"
+#include "rng.h"
+#include "world.h"
+
+/* ---- the pool ------------------------------------------------------------ */
+
+#define RANGE_MAX 5000u
+
+typedef struct cover {
+  atomic_uint hits[RANGE_MAX];
+  atomic_uint calls;
+  uint32_t chunk;
+  int bad_chunk;
+} cover;
+
+static void cover_fn(void *ctx, uint32_t begin, uint32_t end) {
+  cover *c = ctx;
+  if (end <= begin || end - begin > c->chunk || begin % c->chunk != 0)
+    c->bad_chunk = 1;
+  for (uint32_t i = begin; i < end; i++)
+    atomic_fetch_add(&c->hits[i], 1);
+  atomic_fetch_add(&c->calls, 1);
+}
+
+START_TEST(test_pool_covers_range) {
+  static const uint32_t threads[] = {1, 2, 3, 8};
+  static const uint32_t counts[] = {0, 1, 7, 64, 65, 1000, RANGE_MAX};
+  static const uint32_t chunks[] = {0, 1, 16, 64, 5000};
+  static cover c;
+  for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+    steer_pool *p = steer_pool_create(threads[t]);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(steer_pool_threads(p), threads[t]);
+    for (int round = 0; round < 3; round++) /* the same pool runs again and again */
+      for (size_t n = 0; n < sizeof(counts) / sizeof(counts[0]); n++)
+        for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++) {
+          memset(&c, 0, sizeof(c));
+          uint32_t chunk = chunks[k] ? chunks[k] : 1;
+          /* A single call covers a range of at most one chunk (or any range with one thread). */
+          c.chunk = (counts[n] <= chunk || threads[t] == 1) ? (counts[n] ? counts[n] : 1) : chunk;
+          steer_pool_run(p, counts[n], chunks[k], cover_fn, &c);
+          for (uint32_t i = 0; i < counts[n]; i++)
+            ck_assert_msg(atomic_load(&c.hits[i]) == 1, "threads %u count %u chunk %u: index %u ran %u times",
+                          threads[t], counts[n], chunks[k], i, atomic_load(&c.hits[i]));
+          ck_assert_int_eq(c.bad_chunk, 0);
+          uint32_t want = counts[n] == 0 ? 0 : (counts[n] + c.chunk - 1) / c.chunk;
+          ck_assert_uint_eq(atomic_load(&c.calls), want);
+        }
+    steer_pool_destroy(p);
+  }
+  steer_pool_destroy(NULL);
+  ck_assert_uint_eq(steer_pool_threads(NULL), 1);
+}
+END_TEST
+
+START_TEST(test_pool_limits) {
+  ck_assert_ptr_null(steer_pool_create(0));
+  ck_assert_ptr_null(steer_pool_create(STEER_POOL_MAX_THREADS + 1));
+  ck_assert_uint_ge(steer_pool_cores(), 1);
+  ck_assert_uint_le(steer_pool_cores(), STEER_POOL_MAX_THREADS);
+}
+END_TEST
+
+/* Two chunks of one index; each waits until both have started. With a single
+ * thread taking chunks the first would wait for ever (here: 60 s, then fail),
+ * so passing shows a worker took the other chunk. */
+typedef struct meet {
+  atomic_uint started;
+  atomic_int timed_out;
+} meet;
+
+static void meet_fn(void *ctx, uint32_t begin, uint32_t end) {
+  (void)begin;
+  (void)end;
+  meet *m = ctx;
+  atomic_fetch_add(&m->started, 1);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (atomic_load(&m->started) < 2) {
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (t.tv_sec - t0.tv_sec > 60) {
+      atomic_store(&m->timed_out, 1);
+      return;
+    }
+    struct timespec nap = {0, 100000};
+    nanosleep(&nap, NULL);
+  }
+}
+
+START_TEST(test_pool_uses_workers) {
+  steer_pool *p = steer_pool_create(2);
+  ck_assert_ptr_nonnull(p);
+  for (int round = 0; round < 5; round++) {
+    meet m;
+    atomic_init(&m.started, 0);
+    atomic_init(&m.timed_out, 0);
+    steer_pool_run(p, 2, 1, meet_fn, &m);
+    ck_assert_uint_eq(atomic_load(&m.started), 2);
+    ck_assert_int_eq(atomic_load(&m.timed_out), 0);
+  }
+  steer_pool_destroy(p);
+}
+END_TEST
+
+/* ---- the world over the pool --------------------------------------------- */
+
+#define AGENTS 3000u
+#define SIDE   260.0f
+#define TICKS  60
+#define DT     0.05f
+
+static steer_world *make_world(void) {
+  steer_world_config cfg = steer_default_world_config();
+  cfg.max_agents = AGENTS + 64;
+  cfg.max_paths = 8;
+  cfg.max_path_points = 8;
+  cfg.max_events = 4 * AGENTS;
+  cfg.min = v2(0.0f, 0.0f);
+  cfg.max = v2(SIDE, SIDE);
+  cfg.cell_size = 8.0f;
+  cfg.seed = 5;
+  steer_world *w = steer_world_create(&cfg);
+  ck_assert_ptr_nonnull(w);
+  vec2 sides[] = {{1, 1}, {SIDE - 1, 1}, {SIDE - 1, SIDE - 1}, {1, SIDE - 1}, {1, 1}};
+  steer_obstacle_desc walls = {STEER_OBSTACLE_WALL, 5, sides, 0.0f};
+  ck_assert_int_eq(steer_world_add_obstacle(w, 1, &walls, NULL), STEER_OK);
+  vec2 route[] = {{30, 30}, {200, 40}, {220, 200}, {40, 220}};
+  int path = steer_world_path_create(w, route, 4, 2.0f, STEER_PATH_LOOP, STEER_CORNER_ARC);
+  ck_assert_int_ge(path, 0);
+  steer_rng rng;
+  steer_rng_seed(&rng, 99);
+  steer_id first = 0;
+  for (uint32_t i = 0; i < AGENTS; i++) {
+    steer_agent_desc d = steer_default_agent_desc();
+    d.limits.radius = 0.6f;
+    d.limits.max_speed = 2.5f;
+    d.state.position = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
+    d.state.velocity = v2(steer_rng_range(&rng, -1.0f, 1.0f), steer_rng_range(&rng, -1.0f, 1.0f));
+    vec2 goal = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
+    int follow = 0;
+    switch (i % 6) {
+    case 0: /* arrive with predictive avoidance */
+      d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
+      d.behaviour.target.kind = STEER_TARGET_POINT;
+      d.behaviour.target.point = goal;
+      d.behaviour.avoid_weight = 1.0f;
+      d.behaviour.max_neighbours = 10;
+      break;
+    case 1: /* seek with separation and avoidance */
+      d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_SEEK);
+      d.behaviour.target.kind = STEER_TARGET_POINT;
+      d.behaviour.target.point = goal;
+      d.behaviour.separation_weight = 1.0f;
+      d.behaviour.avoid_weight = 0.5f;
+      d.behaviour.max_neighbours = 8;
+      break;
+    case 2: /* pursue an earlier agent, with avoidance */
+      d.behaviour = steer_default_behaviour(i > 0 ? STEER_BEHAVIOUR_PURSUE : STEER_BEHAVIOUR_WANDER);
+      d.behaviour.target.kind = STEER_TARGET_AGENT;
+      d.behaviour.target.agent = first;
+      d.behaviour.avoid_weight = 1.0f;
+      d.behaviour.max_neighbours = 6;
+      break;
+    case 3: /* wander: a generator per agent */
+      d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
+      d.behaviour.separation_weight = 0.5f;
+      d.behaviour.max_neighbours = 4;
+      break;
+    case 4: /* kinematic wander against the walls */
+      d.model = STEER_MODEL_KINEMATIC;
+      d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
+      break;
+    default: /* heading model on a shared path */
+      d.model = STEER_MODEL_HEADING;
+      d.limits.max_rotation = 4.0f;
+      follow = 1;
+      break;
+    }
+    steer_id id;
+    ck_assert_int_eq(steer_world_spawn(w, &d, i % 7, &id), STEER_OK);
+    if (i == 0)
+      first = id;
+    if (follow)
+      ck_assert_int_eq(steer_world_follow_path(w, id, path), STEER_OK);
+  }
+  /* Obstacles last, on top of the agents: the world moves them out. */
+  for (uint32_t k = 0; k < 40; k++) {
+    float cx = 20.0f + 30.0f * (float)(k % 8), cy = 30.0f + 45.0f * (float)(k / 8);
+    if (k % 2 == 0) {
+      vec2 c = v2(cx, cy);
+      steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, 2.0f};
+      ck_assert_int_eq(steer_world_add_obstacle(w, 10 + k, &o, NULL), STEER_OK);
+    } else {
+      vec2 b[] = {{cx - 3, cy - 1}, {cx + 3, cy - 1}, {cx + 3, cy + 1}, {cx - 3, cy + 1}};
+      steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, b, 0.0f};
+      ck_assert_int_eq(steer_world_add_obstacle(w, 10 + k, &o, NULL), STEER_OK);
+    }
+  }
+  return w;
+}
+
+/* The same host calls on every world: despawn a few and spawn a few, so the
+ * dense list is reordered and the grid rebuilt between ticks. */
+static void churn(steer_world *w, int tick) {
+  steer_world_view v = steer_world_get_view(w);
+  if (tick % 10 != 5 || v.count < 100)
+    return;
+  steer_id gone[3] = {v.id[(uint32_t)tick % v.count], v.id[v.count / 2], v.id[v.count - 1]};
+  for (int k = 0; k < 3; k++)
+    steer_world_despawn(w, gone[k]);
+  for (int k = 0; k < 3; k++) {
+    steer_agent_desc d = steer_default_agent_desc();
+    d.state.position = v2(10.0f + 7.0f * (float)k + (float)tick, 100.0f);
+    d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
+    d.behaviour.avoid_weight = 1.0f;
+    d.behaviour.max_neighbours = 8;
+    ck_assert_int_eq(steer_world_spawn(w, &d, 0, NULL), STEER_OK);
+  }
+}
+
+START_TEST(test_step_same_hash_any_threads) {
+  uint32_t counts[] = {1, 2, 4, steer_pool_cores()};
+  enum { N = sizeof(counts) / sizeof(counts[0]) };
+  steer_pool *pools[N];
+  steer_world *worlds[N];
+  for (int i = 0; i < N; i++) {
+    pools[i] = steer_pool_create(counts[i]);
+    ck_assert_ptr_nonnull(pools[i]);
+    worlds[i] = make_world();
+    steer_world_set_pool(worlds[i], pools[i]);
+  }
+  uint64_t h0 = steer_world_hash(worlds[0]);
+  for (int i = 1; i < N; i++)
+    ck_assert_uint_eq(steer_world_hash(worlds[i]), h0);
+  steer_world_view v0 = steer_world_get_view(worlds[0]);
+  float x0 = v0.px[0], y0 = v0.py[0];
+  for (int t = 0; t < TICKS; t++) {
+    for (int i = 0; i < N; i++) {
+      churn(worlds[i], t);
+      steer_world_step(worlds[i], DT);
+    }
+    uint64_t h = steer_world_hash(worlds[0]);
+    uint32_t ne0;
+    steer_world_events(worlds[0], &ne0);
+    for (int i = 1; i < N; i++) {
+      ck_assert_msg(steer_world_hash(worlds[i]) == h, "tick %d: %u threads differ from one", t + 1, counts[i]);
+      uint32_t ne;
+      steer_world_events(worlds[i], &ne);
+      ck_assert_uint_eq(ne, ne0);
+    }
+  }
+  /* The scenario did move (the hash is not equal for want of a step). */
+  steer_world_view v = steer_world_get_view(worlds[0]);
+  ck_assert(v.px[0] != x0 || v.py[0] != y0 || steer_world_hash(worlds[0]) != h0);
+  ck_assert_uint_eq(steer_world_tick(worlds[0]), TICKS);
+  for (int i = 0; i < N; i++) {
+    steer_world_destroy(worlds[i]);
+    steer_pool_destroy(pools[i]);
+  }
+}
+END_TEST
+
+/* A pool set and then taken away: the world goes back to one thread, same results. */
+START_TEST(test_pool_swapped_mid_run) {
+  steer_pool *p = steer_pool_create(2);
+  ck_assert_ptr_nonnull(p);
+  steer_world *a = make_world(), *b = make_world();
+  for (int t = 0; t < 20; t++) {
+    steer_world_set_pool(b, t % 2 ? p : NULL);
+    steer_world_step(a, DT);
+    steer_world_step(b, DT);
+    ck_assert_uint_eq(steer_world_hash(a), steer_world_hash(b));
+  }
+  steer_world_destroy(a);
+  steer_world_destroy(b);
+  steer_pool_destroy(p);
+}
+END_TEST
+
+static Suite *pool_suite(void) {
+  Suite *s = suite_create("pool");
+  TCase *tc = tcase_create("pool");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_pool_covers_range);
+  tcase_add_test(tc, test_pool_limits);
+  tcase_add_test(tc, test_pool_uses_workers);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("world");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_step_same_hash_any_threads);
+  tcase_add_test(tc, test_pool_swapped_mid_run);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(pool_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
