@@ -114,6 +114,8 @@ static const option_def options[] = {
      "ms SIGTERM waits for clients to hear the disconnect before exiting (2000)"},
     {"--view-rate", "STEERD_VIEW_RATE", OPT_U32, OFF(view_rate), 1, 1000,
      "snapshots per second a live view gets, at most the snapshot rate (10)"},
+    {"--threads", "STEERD_THREADS", OPT_U32, OFF(threads), 0, 256,
+     "threads of the tick's steering pass; 0 = one per core, 1 = the loop thread only (0)"},
 };
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
 

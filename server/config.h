@@ -74,6 +74,9 @@ typedef struct steerd_config {
   int log_format;            /* steerd_log_format (STEERD_LOG_FORMAT, text) */
   uint32_t drain_timeout_ms; /* SIGTERM: longest wait for clients to leave (STEERD_DRAIN_TIMEOUT_MS, 2000) */
   uint32_t view_rate;        /* Hz: snapshots a live view gets, at most the snapshot rate (STEERD_VIEW_RATE, 10) */
+
+  /* Threads (README "Threads"). */
+  uint32_t threads; /* threads of the steering pass, 0 = one per core (STEERD_THREADS, 0) */
 } steerd_config;
 
 #define STEERD_HTTP_PORT_AUTO (-1) /* --http-port auto: the kernel picks a free port */

@@ -18,6 +18,7 @@
 #include "persist.h"
 #include "validate.h"
 #include "world.h"
+#include "pool.h"
 
 #define STATS_INTERVAL_NS 60000000000ull
 #define SPARE_PEERS       4
@@ -85,6 +86,7 @@ struct steerd_server {
   int handles_open;
 
   steer_world *world;
+  steer_pool *pool; /* --threads: the steering pass's workers (NULL: the loop thread only) */
   steerd_demo demo;
   int demo_on;
   int demo_resumed;  /* the demo came from the state file (its group list is not kept there) */
@@ -1464,6 +1466,22 @@ static void on_readable(uv_poll_t *p, int status, int events) {
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
+/* The steering pass's worker threads (--threads; 0: one per core). One thread
+ * needs no pool: the step runs on the loop thread as it always has. */
+static int start_threads(steerd_server *s) {
+  uint32_t n = s->cfg.threads ? s->cfg.threads : steer_pool_cores();
+  if (n > 1) {
+    s->pool = steer_pool_create(n);
+    if (!s->pool) {
+      LOG_ERROR("cannot start %u threads for the steering pass", n);
+      return -1;
+    }
+    steer_world_set_pool(s->world, s->pool);
+  }
+  LOG_INFO("steering pass on %u thread%s", n, n == 1 ? "" : "s");
+  return 0;
+}
+
 steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   steerd_server *s = calloc(1, sizeof(*s));
   if (!s) {
@@ -1554,6 +1572,10 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
       !s->netcode) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
               cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
+    steerd_server_destroy(s);
+    return NULL;
+  }
+  if (start_threads(s) != 0) {
     steerd_server_destroy(s);
     return NULL;
   }
@@ -1733,6 +1755,7 @@ void steerd_server_destroy(steerd_server *s) {
     enet_deinitialize();
   }
   steer_world_destroy(s->world);
+  steer_pool_destroy(s->pool); /* after the world that borrowed it */
   steerd_netcode_destroy(s->netcode);
   free(s->clients);
   free(s->pending);

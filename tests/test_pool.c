@@ -7,8 +7,11 @@
  * predictive avoidance against neighbours, walls and obstacles of the map,
  * pursuit of other agents, wander (per-agent generators), paths, and the
  * kinematic and heading models, with spawns and despawns reshuffling the dense
- * list between ticks. */
+ * list between ticks. And the server takes --threads / STEERD_THREADS (0, the
+ * default, is one per core) and refuses a count it cannot run. */
 #include <check.h>
+#include <stdio.h>
+#include <sys/wait.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 
 #include "pool.h"
 #include "rng.h"
+#include "steerd_proc.h"
 #include "world.h"
 
 /* ---- the pool ------------------------------------------------------------ */
@@ -294,6 +298,50 @@ START_TEST(test_pool_swapped_mid_run) {
 }
 END_TEST
 
+/* ---- the server's flag ---------------------------------------------------- */
+
+static void expect_threads_line(const char *const *extra, const char *env, const char *line) {
+  if (env)
+    setenv("STEERD_THREADS", env, 1);
+  else
+    unsetenv("STEERD_THREADS");
+  steerd_proc p;
+  int rc = steerd_proc_start(&p, STEERD_BINARY, extra, 20000);
+  unsetenv("STEERD_THREADS");
+  ck_assert_int_eq(rc, 0);
+  ck_assert_msg(steerd_proc_log_contains(&p, line), "no '%s' in the log", line);
+  /* The loop keeps ticking the demo with the pool (its CPU time grows). */
+  steerd_proc_sleep_ms(300);
+  ck_assert_int_eq(steerd_proc_stop(&p, 10000), 0);
+}
+
+START_TEST(test_server_threads_flag) {
+  static const char *const two[] = {"--threads", "2", NULL};
+  expect_threads_line(two, NULL, "steering pass on 2 threads");
+  expect_threads_line(NULL, "1", "steering pass on 1 thread");
+  expect_threads_line(NULL, "3", "steering pass on 3 threads");
+  static const char *const one[] = {"--threads", "1", NULL};
+  expect_threads_line(one, "3", "steering pass on 1 thread"); /* the flag wins */
+  char line[64];
+  uint32_t cores = steer_pool_cores();
+  snprintf(line, sizeof line, "steering pass on %u thread%s", cores, cores == 1 ? "" : "s");
+  expect_threads_line(NULL, NULL, line);
+}
+END_TEST
+
+START_TEST(test_server_threads_refused) {
+  char cmd[512], out[4096];
+  snprintf(cmd, sizeof cmd, "%s --bind 127.0.0.1 --port 0 --http-port 0 --threads 257 2>&1", STEERD_BINARY);
+  FILE *f = popen(cmd, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(out, 1, sizeof out - 1, f);
+  out[n] = '\0';
+  int status = pclose(f);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 2, "%s", out);
+  ck_assert_ptr_nonnull(strstr(out, "bad value '257' for --threads"));
+}
+END_TEST
+
 static Suite *pool_suite(void) {
   Suite *s = suite_create("pool");
   TCase *tc = tcase_create("pool");
@@ -306,6 +354,11 @@ static Suite *pool_suite(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_step_same_hash_any_threads);
   tcase_add_test(tc, test_pool_swapped_mid_run);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("server");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_server_threads_flag);
+  tcase_add_test(tc, test_server_threads_refused);
   suite_add_tcase(s, tc);
   return s;
 }
