@@ -5,7 +5,7 @@
  * tick) with 1, 2, 4 threads and as many as there are cores, on a scenario that
  * exercises every branch of the steering pass the threads share: separation,
  * predictive avoidance against neighbours, walls and obstacles of the map,
- * pursuit of other agents, wander (per-agent generators), paths, and the
+ * kept neighbour sets, pursuit of other agents, wander (per-agent generators), paths, and the
  * kinematic and heading models, with spawns and despawns reshuffling the dense
  * list between ticks. And the server takes --threads / STEERD_THREADS (0, the
  * default, is one per core) and refuses a count it cannot run. */
@@ -166,6 +166,7 @@ static steer_world *make_world(void) {
       d.behaviour.target.point = goal;
       d.behaviour.avoid_weight = 1.0f;
       d.behaviour.max_neighbours = 10;
+      d.behaviour.neighbour_period = (uint8_t)(1 + i % 4); /* kept neighbour sets between queries */
       break;
     case 1: /* seek with separation and avoidance */
       d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_SEEK);

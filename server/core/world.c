@@ -895,8 +895,8 @@ static steer_heading_output heading_steering(steer_world *w, uint32_t d, const s
 }
 
 /* Steers agents [begin, end): each reads last tick's state of anyone and writes
- * only its own command, query hint, wander angle, generator and path cursor, so
- * ranges can run on different threads. */
+ * only its own command, query hint, kept neighbour set, wander angle, generator
+ * and path cursor, so ranges can run on different threads. */
 static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end) {
   for (uint32_t d = begin; d < end; d++) {
     steer_state s = state_of(w, d);
