@@ -70,6 +70,7 @@ struct steerd_client {
   /* Scratch. */
   proto_pose *part_poses; /* CLIENT_MAX_PART_POSES */
   proto_server_msg msg;
+  proto_event events[PROTO_EVENTS_MAX]; /* of one EVENTS message */
   proto_command cmd;
   uint8_t buf[PROTO_MAX_MESSAGE_BYTES];
 };
@@ -428,11 +429,38 @@ static void handle_delta(steerd_client *c, const uint8_t *data, size_t len) {
   }
 }
 
+static void deliver_event(steerd_client *c, const proto_event *e) {
+  c->stats.events++;
+  if (c->cfg.callbacks.on_event != NULL) {
+    c->in_dispatch = 1;
+    c->cfg.callbacks.on_event(c->cfg.user, e);
+    c->in_dispatch = 0;
+  }
+}
+
+/* EVENTS: each event as if it came alone; `lost` events the server dropped
+ * (we were behind) are counted: the snapshots tell what they would have. */
+static void handle_events(steerd_client *c, const uint8_t *data, size_t len) {
+  uint32_t lost, n;
+  if (len > PROTO_MAX_MESSAGE_BYTES ||
+      proto_decode_events(data, len, &lost, c->events, PROTO_EVENTS_MAX, &n, NULL) != 0) {
+    c->stats.bad_packets++;
+    return;
+  }
+  c->stats.events_lost += lost;
+  for (uint32_t i = 0; i < n && c->state != STEERD_CLIENT_DISCONNECTED; i++)
+    deliver_event(c, &c->events[i]);
+}
+
 static void handle_packet(steerd_client *c, const uint8_t *data, size_t len) {
   c->stats.packets_received++;
   c->stats.bytes_received += len;
   if (proto_message_type(data, len) == PROTO_MSG_DELTA) {
     handle_delta(c, data, len);
+    return;
+  }
+  if (proto_message_type(data, len) == PROTO_MSG_EVENTS) {
+    handle_events(c, data, len);
     return;
   }
   proto_server_msg *m = &c->msg;
@@ -460,12 +488,7 @@ static void handle_packet(steerd_client *c, const uint8_t *data, size_t len) {
     handle_reply(c, m);
     return;
   case PROTO_MSG_EVENT:
-    c->stats.events++;
-    if (c->cfg.callbacks.on_event != NULL) {
-      c->in_dispatch = 1;
-      c->cfg.callbacks.on_event(c->cfg.user, &m->event);
-      c->in_dispatch = 0;
-    }
+    deliver_event(c, &m->event);
     return;
   case PROTO_MSG_SNAPSHOT:
     c->stats.snapshot_bytes += len;

@@ -111,6 +111,7 @@ typedef struct steerd_client_stats {
   uint64_t delta_acks_sent; /* SNAPSHOT_ACKs sent (one per rebuilt frame) */
   uint64_t delta_no_base;   /* DELTA frames dropped: baseline not held */
   uint64_t delta_bad;       /* DELTA frames dropped: they did not apply */
+  uint64_t events_lost;     /* events the server dropped because we were behind (EVENTS "lost") */
 } steerd_client_stats;
 
 typedef enum steerd_client_state {

@@ -143,10 +143,10 @@ const char *proto_msg_type_name(uint32_t type) {
   static const char *const client[] = {"HELLO",    "SPAWN",      "DESPAWN",     "SET_BEHAVIOUR",
                                        "SET_PATH", "SET_PARAMS", "STOP",        "QUERY",
                                        "PING",     "VIEW",       "SNAPSHOT_ACK"};
-  static const char *const server[] = {"WELCOME", "ACK", "ERROR", "EVENT", "SNAPSHOT", "DELTA"};
+  static const char *const server[] = {"WELCOME", "ACK", "ERROR", "EVENT", "SNAPSHOT", "DELTA", "EVENTS"};
   if (type >= PROTO_MSG_HELLO && type <= PROTO_MSG_SNAPSHOT_ACK)
     return client[type - PROTO_MSG_HELLO];
-  if (type >= PROTO_MSG_WELCOME && type <= PROTO_MSG_DELTA)
+  if (type >= PROTO_MSG_WELCOME && type <= PROTO_MSG_EVENTS)
     return server[type - PROTO_MSG_WELCOME];
   return NULL;
 }
@@ -2559,4 +2559,83 @@ uint32_t proto_message_type(const uint8_t *data, size_t len) {
       v.u > UINT32_MAX)
     return 0;
   return (uint32_t)v.u;
+}
+
+/* ---- EVENTS (PROTOCOL.md 7.4) ------------------------------------------------------- */
+
+size_t proto_encode_events(uint8_t *buf, size_t cap, uint32_t lost, const proto_event *events, uint32_t count) {
+  writer w;
+  msgpack_packer pk;
+  if (count > PROTO_EVENTS_MAX || (count > 0 && !events))
+    return 0;
+  for (uint32_t i = 0; i < count; i++)
+    if (events[i].code >= PROTO_EVENT_COUNT)
+      return 0;
+  writer_init(&w, &pk, buf, cap);
+  msgpack_pack_array(&pk, 3);
+  msgpack_pack_uint8(&pk, PROTO_MSG_EVENTS);
+  msgpack_pack_uint32(&pk, lost);
+  msgpack_pack_array(&pk, (size_t)count * 4u);
+  for (uint32_t i = 0; i < count && !w.overflowed; i++) {
+    msgpack_pack_uint64(&pk, events[i].tick);
+    msgpack_pack_uint8(&pk, events[i].code);
+    msgpack_pack_uint32(&pk, events[i].agent);
+    msgpack_pack_uint32(&pk, events[i].data);
+  }
+  return writer_done(&w);
+}
+
+int proto_decode_events(const uint8_t *data, size_t len, uint32_t *lost, proto_event *events, uint32_t cap,
+                        uint32_t *count, proto_error_info *err) {
+  proto_error_info local;
+  reader r;
+  reader_init(&r, data, len, err ? err : &local, false);
+  *count = 0;
+  *lost = 0;
+  uint32_t n;
+  uint64_t u;
+  int rc = rd_frame_expect(&r, PROTO_MSG_EVENTS, 3, 3, &n, "not EVENTS");
+  if (rc == 0)
+    rc = rd_elem_uint(&r, "lost", UINT32_MAX, &u);
+  if (rc == 0) {
+    *lost = (uint32_t)u;
+    size_t old = path_push(&r, "events");
+    rc = rd_array(&r, 0, PROTO_EVENTS_MAX * 4u, &n);
+    if (rc == 0 && n % 4u != 0)
+      rc = bad(&r, "length not a multiple of 4");
+    if (rc == 0 && n == 0 && *lost == 0)
+      rc = bad(&r, "no events and none lost");
+    if (rc == 0 && n / 4u > cap)
+      rc = fail(&r, PROTO_ERR_TOO_LARGE, "more events than the caller's capacity");
+    static const uint64_t hi[4] = {UINT64_MAX, PROTO_EVENT_COUNT - 1, UINT32_MAX, UINT32_MAX};
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+      size_t o2 = path_push_index(&r, i);
+      rc = rd_uint(&r, hi[i % 4u], &u);
+      path_pop(&r, o2);
+      if (rc)
+        break;
+      proto_event *e = &events[i / 4u];
+      switch (i % 4u) {
+      case 0:
+        e->tick = u;
+        break;
+      case 1:
+        e->code = (uint8_t)u;
+        break;
+      case 2:
+        e->agent = (steer_id)u;
+        break;
+      default:
+        e->data = (uint32_t)u;
+        break;
+      }
+    }
+    if (rc == 0)
+      path_pop(&r, old);
+  }
+  if (rc == 0)
+    rc = rd_end(&r);
+  if (rc == 0)
+    *count = n / 4u;
+  return finish(&r, rc);
 }

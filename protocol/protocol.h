@@ -82,7 +82,8 @@ typedef enum proto_msg_type {
   PROTO_MSG_ERROR = 34,
   PROTO_MSG_EVENT = 35,
   PROTO_MSG_SNAPSHOT = 36,
-  PROTO_MSG_DELTA = 37 /* channel 1, to clients that said HELLO snapshots "delta" */
+  PROTO_MSG_DELTA = 37, /* channel 1, to clients that said HELLO snapshots "delta" */
+  PROTO_MSG_EVENTS = 38 /* channel 0: several EVENTs of one client's wake-up, and how many were lost */
 } proto_msg_type;
 
 #define PROTO_MSG_LAST_COMMAND PROTO_MSG_VIEW /* commands are 1..this, [type, request_id, body] */
@@ -633,6 +634,22 @@ size_t proto_encode_snapshot_ack(uint8_t *buf, size_t cap, const proto_snapshot_
 /* Strict: tick >= 1, at most PROTO_ACK_MAX_MERGED steps, each >= 1, < tick
  * and above the previous one; nothing else. */
 int proto_decode_snapshot_ack(const uint8_t *data, size_t len, proto_snapshot_ack *a, proto_error_info *err);
+
+/* ---- EVENTS (38), PROTOCOL.md 7.4 ----------------------------------------------------------
+ *
+ *     [38 EVENTS, lost, [tick, event_code, agent_id, data, tick, ...]]
+ *
+ * Several events for one client in one message, 4 integers each, in the order
+ * they happened; lost: events for this client the server dropped since its
+ * previous EVENT or EVENTS (the client was behind), 0 normally. */
+#define PROTO_EVENTS_MAX 512 /* events in one EVENTS message: at most 21 bytes each, under 16384 */
+
+/* 0 when an event's code is out of range, count > PROTO_EVENTS_MAX or buf is too small. */
+size_t proto_encode_events(uint8_t *buf, size_t cap, uint32_t lost, const proto_event *events, uint32_t count);
+/* Strict: 1..PROTO_EVENTS_MAX events (0 only with lost > 0), codes in range.
+ * TOO_LARGE when there are more than cap. */
+int proto_decode_events(const uint8_t *data, size_t len, uint32_t *lost, proto_event *events, uint32_t cap,
+                        uint32_t *count, proto_error_info *err);
 
 /* The message type of a packet (its array's first element) without decoding
  * the rest; 0 when the packet does not start that way. */

@@ -39,6 +39,13 @@
 /* Refusals and drops of peers are logged at most LOG_BURST lines per window
  * (PROTOCOL.md 4, Abuse): a flood costs a few lines and a count. */
 #define LOG_WINDOW_NS 10000000000ull
+/* Events per client per message (issue 15): a client's events wait in its
+ * slot and go as one EVENTS message per wake-up (or sooner when CLIENT_EVENTS
+ * are waiting, or before a reply to it, so the order of replies and events
+ * stays as it was). A client with more than event_backlog bytes queued is
+ * behind: its events are dropped and counted (EVENTS "lost"), and it learns
+ * the current state from the snapshots, not from a backlog. */
+#define CLIENT_EVENTS 256
 #define LOG_BURST     20
 
 /* An identity that owns agents: a token's name (it outlives its connections, so
@@ -75,6 +82,8 @@ typedef struct client {
   size_t queued;              /* reliable bytes queued to the peer: an upper bound, exact after a measure */
   int overflowed;             /* over --client-queue-kb: nothing more is queued; it is dropped soon */
   uint32_t errors_unwelcomed; /* ERRORs sent before WELCOME: only the first goes out */
+  uint32_t ev_count;          /* events waiting in its slot of s->events (flush_events()) */
+  uint32_t ev_lost;           /* events dropped since its last EVENT/EVENTS: it was behind */
 } client;
 
 struct steerd_server {
@@ -128,6 +137,9 @@ struct steerd_server {
   proto_command cmd;                    /* decode scratch (large: holds path points) */
   uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
   uint8_t out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch */
+  uint8_t ev_out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch of EVENTS (flushed while out holds a reply) */
+  proto_event *events;                  /* max_clients x CLIENT_EVENTS: events waiting per client slot */
+  size_t event_backlog;                 /* bytes: a client with more queued is behind (queue_cap / 4) */
   steerd_server_stats stats;
   steerd_server_observer observer; /* the live view */
   uint64_t last_tick_ns;
@@ -193,9 +205,12 @@ static int client_queue(steerd_server *s, client *c, uint8_t channel, ENetPacket
   return 0;
 }
 
+static void flush_client_events(steerd_server *s, client *c);
+
 static void send_reliable(steerd_server *s, client *c, size_t len) {
   if (len == 0)
     return;
+  flush_client_events(s, c); /* events it is owed go before the reply, as they happened */
   ENetPacket *p = enet_packet_create(s->out, len, ENET_PACKET_FLAG_RELIABLE);
   if (p && client_queue(s, c, PROTO_CHANNEL_RELIABLE, p) != 0)
     enet_packet_destroy(p);
@@ -244,28 +259,74 @@ static void send_ack(steerd_server *s, client *c, const proto_ack *ack) {
   send_reliable(s, c, proto_encode_ack(s->out, sizeof(s->out), ack));
 }
 
-/* An EVENT about an agent at pos owned by owner, to the clients it concerns
- * (PROTOCOL.md 7.4): every client, except that a delta client with a VIEW
- * circle gets it only when pos is in its view or the agent is its own. One
- * packet, shared (ENet reference-counts it). */
-static void send_event(steerd_server *s, const proto_event *e, vec2 pos, uint32_t owner) {
-  size_t n = proto_encode_event(s->out, sizeof(s->out), e);
+/* 1 when c has more queued than event_backlog (measured when the bound says
+ * it may): it is behind, and its events are dropped, not queued. */
+static int client_behind(steerd_server *s, client *c) {
+  if (c->queued <= s->event_backlog)
+    return 0;
+  c->queued = steerd_guard_peer_queued(c->peer);
+  return c->queued > s->event_backlog;
+}
+
+/* Sends c's waiting events as one message: EVENT when there is one and none
+ * was lost (what clients always got), else EVENTS with the count lost. */
+static void flush_client_events(steerd_server *s, client *c) {
+  if (c->ev_count == 0 && c->ev_lost == 0)
+    return;
+  if (!c->peer || c->closing || c->overflowed) {
+    c->ev_count = c->ev_lost = 0;
+    return;
+  }
+  if (client_behind(s, c)) {
+    c->ev_lost += c->ev_count;
+    s->stats.events_lost += c->ev_count;
+    c->ev_count = 0;
+    return; /* the count goes with the next message it is not behind for */
+  }
+  const proto_event *ev = &s->events[(size_t)(c - s->clients) * CLIENT_EVENTS];
+  size_t n = c->ev_count == 1 && c->ev_lost == 0
+                 ? proto_encode_event(s->ev_out, sizeof(s->ev_out), ev)
+                 : proto_encode_events(s->ev_out, sizeof(s->ev_out), c->ev_lost, ev, c->ev_count);
+  c->ev_count = c->ev_lost = 0;
   if (n == 0)
     return;
-  ENetPacket *p = NULL;
+  ENetPacket *p = enet_packet_create(s->ev_out, n, ENET_PACKET_FLAG_RELIABLE);
+  if (p && client_queue(s, c, PROTO_CHANNEL_RELIABLE, p) != 0)
+    enet_packet_destroy(p);
+  s->stats.event_messages++;
+}
+
+/* Every client's waiting events: once per wake-up, after the ticks and after
+ * each pass over what ENet received. */
+static void flush_events(steerd_server *s) {
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+    if (s->clients[i].ev_count || s->clients[i].ev_lost)
+      flush_client_events(s, &s->clients[i]);
+}
+
+/* An event about an agent at pos owned by owner, for the clients it concerns
+ * (PROTOCOL.md 7.4): every client, except that a delta client with a VIEW
+ * circle gets it only when pos is in its view or the agent is its own. It
+ * waits in each client's slot (flush_events()). */
+static void send_event(steerd_server *s, const proto_event *e, vec2 pos, uint32_t owner) {
+  if (e->code >= PROTO_EVENT_COUNT)
+    return;
   for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
     client *c = &s->clients[i];
-    if (!c->peer || !c->welcomed)
+    if (!c->peer || !c->welcomed || c->closing || c->overflowed)
       continue;
     if (c->delta && !(owner != 0 && c->owner && c->owner->id == owner) &&
         !steerd_netcode_sees(s->netcode, i, pos))
       continue;
-    if (!p && !(p = enet_packet_create(s->out, n, ENET_PACKET_FLAG_RELIABLE)))
-      return;
-    client_queue(s, c, PROTO_CHANNEL_RELIABLE, p);
+    if (c->ev_count == CLIENT_EVENTS)
+      flush_client_events(s, c);
+    if (c->ev_count == CLIENT_EVENTS || (c->ev_count == 0 && c->ev_lost > 0 && client_behind(s, c))) {
+      c->ev_lost++; /* still behind: counted, not kept */
+      s->stats.events_lost++;
+      continue;
+    }
+    s->events[(size_t)i * CLIENT_EVENTS + c->ev_count++] = *e;
   }
-  if (p && p->referenceCount == 0)
-    enet_packet_destroy(p);
   if (s->observer.on_event)
     s->observer.on_event(s->observer.arg, e, pos);
 }
@@ -1079,14 +1140,14 @@ static void log_stats(steerd_server *s) {
       (unsigned long long)st->snapshots, (unsigned long long)st->commands,
       (unsigned long long)st->bad_messages);
   if (st->queue_overflows || st->errors_suppressed || st->pending_evicted || st->handshakes_reset ||
-      st->refused_full || st->service_cut || s->peer_log.total_suppressed)
+      st->refused_full || st->service_cut || s->peer_log.total_suppressed || st->events_lost)
     LOG_INFO("abuse stats: %llu peers dropped for a full send queue, %llu errors not sent, %llu pending "
              "connections evicted, %llu half-open handshakes reset, %llu connections refused (full), %llu "
-             "service passes cut short, %llu log lines suppressed",
+             "service passes cut short, %llu log lines suppressed, %llu events dropped for clients behind",
              (unsigned long long)st->queue_overflows, (unsigned long long)st->errors_suppressed,
              (unsigned long long)st->pending_evicted, (unsigned long long)st->handshakes_reset,
              (unsigned long long)st->refused_full, (unsigned long long)st->service_cut,
-             (unsigned long long)s->peer_log.total_suppressed);
+             (unsigned long long)s->peer_log.total_suppressed, (unsigned long long)st->events_lost);
   steerd_netcode_stats ns;
   steerd_netcode_get_stats(s->netcode, &ns);
   if (ns.frames > 0) /* many frames without a baseline while clients stay: --delta-pool too small? */
@@ -1317,8 +1378,11 @@ static void on_timer(uv_timer_t *t) {
     send_snapshot(s);
   s->stats.overruns = s->ticks.overruns;
   s->stats.ticks_skipped = s->ticks.skipped;
+  flush_events(s);
   reap_overflowed(s);
   int more = service_enet(s); /* timeouts and resends, then everything queued goes out */
+  flush_events(s);
+  reap_overflowed(s);
   enet_host_flush(s->host);
   if (now >= s->next_stats_ns) {
     if (s->next_stats_ns)
@@ -1461,6 +1525,8 @@ static void on_readable(uv_poll_t *p, int status, int events) {
     return;
   }
   service_enet(s);
+  flush_events(s); /* SPAWNED and DESPAWNED of the commands just handled */
+  reap_overflowed(s);
   enet_host_flush(s->host);
 }
 
@@ -1549,6 +1615,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->clients = calloc(cfg->max_clients, sizeof(*s->clients));
   s->pending = calloc(cfg->max_pending, sizeof(*s->pending));
   s->queue_cap = (size_t)cfg->client_queue_kb * 1024u;
+  s->event_backlog = s->queue_cap / 4u;
+  s->events = calloc((size_t)cfg->max_clients * CLIENT_EVENTS, sizeof(*s->events));
   steerd_loglimit_init(&s->peer_log, LOG_WINDOW_NS, LOG_BURST);
   s->part_first = calloc((size_t)cfg->max_agents + 2, sizeof(*s->part_first));
   s->owner_cap = cfg->max_clients + cfg->max_agents;
@@ -1568,7 +1636,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   nc.budget_bytes = cfg->snapshot_budget;
   nc.rate_bytes = (uint32_t)((uint64_t)cfg->client_rate_kbps * 1000u / 8u);
   s->netcode = steerd_netcode_create(&nc);
-  if (!s->clients || !s->pending || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world ||
+  if (!s->clients || !s->pending || !s->events || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world ||
       !s->netcode) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
               cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
@@ -1759,6 +1827,7 @@ void steerd_server_destroy(steerd_server *s) {
   steerd_netcode_destroy(s->netcode);
   free(s->clients);
   free(s->pending);
+  free(s->events);
   free(s->handshake_ns);
   free(s->part_first);
   free(s->owners);

@@ -50,6 +50,8 @@ typedef struct steerd_server_stats {
   uint64_t handshakes_reset;  /* half-open ENet handshakes reset */
   uint64_t refused_full;      /* connections refused: no client or pending slot */
   uint64_t service_cut;       /* ENet passes stopped by the per-wake-up budget */
+  uint64_t event_messages;    /* EVENT and EVENTS messages sent (one per client per wake-up at most, mostly) */
+  uint64_t events_lost;       /* events dropped for clients that were behind (EVENTS "lost") */
   uint32_t clients;           /* connected now, pending included */
   uint32_t pending;           /* connected, not yet WELCOMEd */
 

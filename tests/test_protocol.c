@@ -227,6 +227,12 @@ static size_t ex_error_agent(uint8_t *b, size_t cap) {
 static size_t ex_error_nil(uint8_t *b, size_t cap) {
   return proto_encode_error(b, cap, 2, PROTO_ERR_NOT_WELCOMED, "send HELLO first", NULL);
 }
+/* PROTOCOL.md 7.4: two events of one wake-up, none lost. */
+static size_t ex_events(uint8_t *b, size_t cap) {
+  proto_event e[2] = {{1240, PROTO_EVENT_WAYPOINT, 4194305, 2}, {1240, PROTO_EVENT_ARRIVED, 4194306, 0}};
+  return proto_encode_events(b, cap, 0, e, 2);
+}
+
 static size_t ex_event(uint8_t *b, size_t cap) {
   proto_event e = {1240, PROTO_EVENT_WAYPOINT, ID1, 2};
   return proto_encode_event(b, cap, &e);
@@ -320,11 +326,12 @@ static const struct example {
                 {"ack_view", ex_ack_view},
                 {"snapshot_ack", ex_snapshot_ack},
                 {"snapshot_ack_merged", ex_snapshot_ack_merged},
-                {"delta", ex_delta}};
+                {"delta", ex_delta},
+                {"events", ex_events}};
 #define EXAMPLE_COUNT    (sizeof examples / sizeof examples[0])
 #define COMMAND_EXAMPLES 12 /* examples[0..11] are client commands, ... */
 #define SERVER_EXAMPLES                                                                                      \
-  (EXAMPLE_COUNT - 3) /* ... then server messages; the last three have their own decoders */
+  (EXAMPLE_COUNT - 4) /* ... then server messages; the last four have their own decoders */
 
 /* ---- Helpers ------------------------------------------------------------------ */
 

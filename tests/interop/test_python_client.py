@@ -40,6 +40,7 @@ SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
 # message types (§2, §6, §7)
 HELLO, SPAWN, DESPAWN, SET_BEHAVIOUR, SET_PATH, SET_PARAMS, STOP, QUERY, PING = range(1, 10)
 WELCOME, ACK, ERROR, EVENT, SNAPSHOT = 32, 33, 34, 35, 36
+EVENTS = 38
 # error codes (§8)
 BAD_MESSAGE, UNKNOWN_TYPE, BAD_FIELD, VERSION_MISMATCH, NOT_WELCOMED, NO_SUCH_AGENT = 1, 2, 3, 4, 5, 6
 RATE_LIMITED, NOT_OWNER = 11, 12
@@ -293,6 +294,7 @@ class Client:
         self.disconnect_data = None
         self.replies = []          # WELCOME / ACK / ERROR, in arrival order
         self.events = []           # (tick, code, agent, data)
+        self.events_lost = 0       # EVENTS "lost" counts (§7.4)
         self.violations = []       # shape errors in what the server sent
         self.rid = 0
         self.snap_parts = {}       # tick -> {part_index: [entries]}
@@ -349,21 +351,25 @@ class Client:
         if t == SNAPSHOT:
             self.violations.append("SNAPSHOT on channel %d" % channel)
             return
-        want = {WELCOME: 3, ACK: 4, ERROR: 5, EVENT: 5}.get(t)
+        want = {WELCOME: 3, ACK: 4, ERROR: 5, EVENT: 5, EVENTS: 3}.get(t)
         if want is None:
             self.violations.append("unknown server message type %d" % t)
             return
         if len(msg) != want:
             self.violations.append("type %d with %d elements, want %d" % (t, len(msg), want))
             return
-        if t == EVENT:
-            _, tick, code, agent, d = msg
-            if not (is_uint(tick, 64) and is_uint(code) and is_uint(agent) and is_uint(d)):
-                self.violations.append("EVENT with non-integer elements: %r" % (msg,))
-            if self.events and tick < self.events[-1][0]:
-                self.violations.append("EVENT ticks go backwards: %d after %d"
-                                       % (tick, self.events[-1][0]))
-            self.events.append((tick, code, agent, d))
+        if t == EVENTS:
+            # §7.4: [38, lost, [tick, code, agent, data, ...]], each event as if sent alone
+            _, lost, flat = msg
+            if not is_uint(lost) or not isinstance(flat, list) or len(flat) % 4 != 0 \
+                    or (not flat and lost == 0):
+                self.violations.append("EVENTS malformed: %r" % (msg,))
+                return
+            self.events_lost += lost
+            for i in range(0, len(flat), 4):
+                self._on_steerd_event([EVENT] + flat[i:i + 4])
+        elif t == EVENT:
+            self._on_steerd_event(msg)
         else:
             if not is_uint(msg[1]):
                 self.violations.append("reply request_id not uint32: %r" % (msg,))
@@ -373,6 +379,15 @@ class Client:
             if t == ERROR and msg[4] == "":
                 self.violations.append("ERROR field \"\" (§7.3: a path or nil): %r" % (msg,))
             self.replies.append(msg)
+
+    def _on_steerd_event(self, msg):
+        _, tick, code, agent, d = msg
+        if not (is_uint(tick, 64) and is_uint(code) and is_uint(agent) and is_uint(d)):
+            self.violations.append("EVENT with non-integer elements: %r" % (msg,))
+        if self.events and tick < self.events[-1][0]:
+            self.violations.append("EVENT ticks go backwards: %d after %d"
+                                   % (tick, self.events[-1][0]))
+        self.events.append((tick, code, agent, d))
 
     def _on_snapshot(self, msg):
         if len(msg) != 7:
