@@ -1598,6 +1598,45 @@ START_TEST(test_protocol_md_examples) {
 }
 END_TEST
 
+/* EVENTS (PROTOCOL.md 7.4): the example decodes back; cut short it never
+ * does; an empty batch is valid only with lost > 0. */
+START_TEST(test_events_round_trip) {
+  uint8_t b[PROTO_MAX_MESSAGE_BYTES];
+  proto_event got[PROTO_EVENTS_MAX];
+  uint32_t lost, n;
+  size_t len = ex_events(b, sizeof b);
+  ck_assert_uint_gt(len, 0);
+  ck_assert_int_eq(proto_decode_events(b, len, &lost, got, PROTO_EVENTS_MAX, &n, NULL), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_uint_eq(lost, 0);
+  ck_assert_uint_eq(got[0].tick, 1240);
+  ck_assert_uint_eq(got[0].code, PROTO_EVENT_WAYPOINT);
+  ck_assert_uint_eq(got[0].agent, 4194305);
+  ck_assert_uint_eq(got[0].data, 2);
+  ck_assert_uint_eq(got[1].code, PROTO_EVENT_ARRIVED);
+  ck_assert_uint_eq(got[1].agent, 4194306);
+  for (size_t cut = 0; cut < len; cut++)
+    ck_assert_int_ne(proto_decode_events(b, cut, &lost, got, PROTO_EVENTS_MAX, &n, NULL), 0);
+  ck_assert_int_eq(proto_decode_events(b, len, &lost, got, 1, &n, NULL), -PROTO_ERR_TOO_LARGE);
+  len = proto_encode_events(b, sizeof b, 7, NULL, 0);
+  ck_assert_int_eq(proto_decode_events(b, len, &lost, got, PROTO_EVENTS_MAX, &n, NULL), 0);
+  ck_assert_uint_eq(lost, 7);
+  ck_assert_uint_eq(n, 0);
+  len = proto_encode_events(b, sizeof b, 0, NULL, 0);
+  ck_assert_int_ne(proto_decode_events(b, len, &lost, got, PROTO_EVENTS_MAX, &n, NULL), 0);
+  proto_event bad = {1, PROTO_EVENT_COUNT, 1, 0};
+  ck_assert_uint_eq(proto_encode_events(b, sizeof b, 0, &bad, 1), 0);
+  static proto_event many[PROTO_EVENTS_MAX];
+  for (uint32_t i = 0; i < PROTO_EVENTS_MAX; i++)
+    many[i] = (proto_event){UINT64_MAX, PROTO_EVENT_DESPAWNED, UINT32_MAX, UINT32_MAX};
+  len = proto_encode_events(b, sizeof b, UINT32_MAX, many, PROTO_EVENTS_MAX);
+  ck_assert_uint_gt(len, 0);
+  ck_assert_uint_le(len, PROTO_MAX_MESSAGE_BYTES);
+  ck_assert_int_eq(proto_decode_events(b, len, &lost, got, PROTO_EVENTS_MAX, &n, NULL), 0);
+  ck_assert_uint_eq(n, PROTO_EVENTS_MAX);
+}
+END_TEST
+
 static void print_examples(void) {
   for (size_t k = 0; k < EXAMPLE_COUNT; k++) {
     size_t n = examples[k].fn(buf, sizeof buf);
@@ -1841,6 +1880,7 @@ static Suite *protocol_suite(void) {
   tcase_add_test(tc, test_bad_framing);
   tcase_add_test(tc, test_request_id_echo);
   tcase_add_test(tc, test_truncated);
+  tcase_add_test(tc, test_events_round_trip);
   tcase_add_test(tc, test_bad_fields);
   tcase_add_test(tc, test_huge_sizes);
   tcase_add_test(tc, test_bad_server_msgs);
