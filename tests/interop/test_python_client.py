@@ -151,6 +151,7 @@ SPEC_EXAMPLES = {
     "error_agent": [34, 3, 6, "no such agent", "agent"],
     "error_nil": [34, 2, 5, "send HELLO first", None],
     "event": [35, 1240, 1, 4194305, 2],
+    "events": [38, 0, [1240, 1, 4194305, 2, 1240, 0, 4194306, 0]],
     "snapshot": [36, 1235, 41166666, 0, 1, 2, [4194305, 1250, -325, 7823, 150, 50,
                                                4194306, -10000, 4200, -31291, 0, 0]],
     "hello_delta": [1, 1, {"version": 1, "name": "godot-client", "snapshots": "delta"}],
