@@ -954,9 +954,12 @@ static void pass_steering(steer_world *w, float dt) {
 
 void steer_world_set_pool(steer_world *w, struct steer_pool *pool) { w->pool = pool; }
 
-static void pass_integrate(steer_world *w, float dt) {
+/* Integrates agents [begin, end): each reads its own command and state and the
+ * map, and writes only its own state, so ranges can run on different threads
+ * (after the steering pass: it reads everyone's state of the last tick). */
+static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t end) {
   const vec2 lo = w->cfg.min, hi = w->cfg.max;
-  for (uint32_t d = 0; d < w->count; d++) {
+  for (uint32_t d = begin; d < end; d++) {
     steer_state s = state_of(w, d);
     const command3 *c = &w->cmd[d];
     const steer_limits *l = &w->limits[d];
@@ -994,6 +997,24 @@ static void pass_integrate(steer_world *w, float dt) {
     w->vy[d] = s.velocity.y;
     w->theta[d] = s.orientation;
     w->omega[d] = s.rotation;
+  }
+}
+
+static void integrate_chunk(void *ctx, uint32_t begin, uint32_t end) {
+  const steer_job *j = ctx;
+  integrate_range(j->w, j->dt, begin, end);
+}
+
+/* Integration is a few ns per agent without a map: waking the workers pays
+ * only for bigger worlds and chunks. */
+#define INTEGRATE_CHUNK 2048u
+
+static void pass_integrate(steer_world *w, float dt) {
+  if (steer_pool_threads(w->pool) > 1 && w->count > INTEGRATE_CHUNK) {
+    steer_job j = {w, dt};
+    steer_pool_run(w->pool, w->count, INTEGRATE_CHUNK, integrate_chunk, &j);
+  } else {
+    integrate_range(w, dt, 0, w->count);
   }
 }
 

@@ -268,8 +268,9 @@ void steer_world_step(steer_world *w, float dt);
 /* Threads for the steering pass (pool.h): the pool is borrowed, not owned, and
  * must outlive its use by the world (or be replaced first; NULL: one thread).
  * The steering of an agent reads last tick's state and writes only its own
- * fields, so the step gives bit-identical results with any number of threads.
- * The other passes (integration, events, the grid) stay on the caller. */
+ * fields, and so does its integration (worlds over 2 048 agents), so the step
+ * gives bit-identical results with any number of threads. Events and the grid
+ * rebuild stay on the caller. */
 struct steer_pool;
 void steer_world_set_pool(steer_world *w, struct steer_pool *pool);
 
