@@ -1163,6 +1163,7 @@ static int rd_number(reader *r, int sign, double *out);
 
 static int rd_float(reader *r, int sign, float *out) {
   double d;
+  *out = 0.0f;
   if (rd_number(r, sign, &d))
     return -1;
   float f = (float)d;
@@ -1176,6 +1177,7 @@ static int rd_float(reader *r, int sign, float *out) {
 static int rd_number(reader *r, int sign, double *out) {
   mp_val v;
   double d;
+  *out = 0.0;
   if (rd_val(r, &v))
     return -1;
   if (v.kind == MP_UINT)

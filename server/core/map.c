@@ -784,7 +784,7 @@ static int cast_list(const steer_map *m, const uint32_t *cand, int nc, vec2 p, v
     prim_box(m, cand[i], &blo, &bhi);
     if (blo.x > hi.x || bhi.x < lo.x || blo.y > hi.y || bhi.y < lo.y)
       continue;
-    vec2 nn;
+    vec2 nn = v2(0.0f, 0.0f); /* set by cast_prim whenever it returns a hit (gcc -O3 cannot tell) */
     float ti = cast_prim(m, cand[i], p, d, R, &nn);
     if (ti < best) {
       best = ti;
