@@ -365,7 +365,9 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
   q.excl = excl;
   q.k = max;
   float full = float_below(r2);
-  float keys[4 * GRID_TOP_V];
+  /* topk_keys fills keys[0, 4 nv), which covers max; zeroed so gcc -O3 can see
+   * that keys[max - 1] is set (64 bytes, once per query). */
+  float keys[4 * GRID_TOP_V] = {0};
   /* A guessed bound first: when it holds k candidates, everything outside it is
    * farther than all of them (ties at the bound are admitted), so these are the
    * k nearest; otherwise the scan starts over with the whole radius. */
