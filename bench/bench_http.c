@@ -43,7 +43,8 @@ typedef struct views {
   pthread_t thread;
 } views;
 
-static int view_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
+static int view_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                         size_t len) {
   views *v = lws_context_user(lws_get_context(wsi));
   switch (reason) {
   case LWS_CALLBACK_CLIENT_ESTABLISHED:
@@ -95,8 +96,8 @@ static int view_callback(struct lws *wsi, enum lws_callback_reasons reason, void
 
 static void *views_main(void *arg) {
   views *v = arg;
-  static const struct lws_protocols protocols[] = {{"steerd-view", view_callback, sizeof(int), 65536, 0, NULL, 0},
-                                                   {NULL, NULL, 0, 0, 0, NULL, 0}};
+  static const struct lws_protocols protocols[] = {
+      {"steerd-view", view_callback, sizeof(int), 65536, 0, NULL, 0}, {NULL, NULL, 0, 0, 0, NULL, 0}};
   struct lws_context_creation_info info;
   memset(&info, 0, sizeof info);
   info.port = CONTEXT_PORT_NO_LISTEN;
@@ -165,10 +166,10 @@ static int read_sample(const steerd_proc *srv, sample *s) {
 }
 
 typedef struct result {
-  double step_us;    /* mean world step */
-  double cpu_us;     /* server CPU per tick */
-  double view_kbps;  /* received by all views */
-  double view_msgs;  /* messages per second, all views */
+  double step_us;   /* mean world step */
+  double cpu_us;    /* server CPU per tick */
+  double view_kbps; /* received by all views */
+  double view_msgs; /* messages per second, all views */
 } result;
 
 static int cmp_double(const void *a, const void *b) {
@@ -230,9 +231,18 @@ int main(int argc, char **argv) {
   lws_set_log_level(LLL_ERR, NULL);
   char maxa[16];
   snprintf(maxa, sizeof maxa, "%u", agents + 16);
-  const char *args[] = {agents ? "--no-demo" : "--demo", "--rate-limit", "1000000", "--rate-burst",
-                        "1000000", "--max-agents", agents ? maxa : "10000", "--max-agents-per-client",
-                        maxa, "--http-port", "auto", NULL};
+  const char *args[] = {agents ? "--no-demo" : "--demo",
+                        "--rate-limit",
+                        "1000000",
+                        "--rate-burst",
+                        "1000000",
+                        "--max-agents",
+                        agents ? maxa : "10000",
+                        "--max-agents-per-client",
+                        maxa,
+                        "--http-port",
+                        "auto",
+                        NULL};
   steerd_proc srv;
   if (steerd_proc_start(&srv, STEERD_BINARY, args, 5000) != 0) {
     fprintf(stderr, "bench_http: the server did not start\n");
@@ -292,8 +302,8 @@ int main(int argc, char **argv) {
     pthread_join(v.thread, NULL);
     q_step[t] = q.step_us, q_cpu[t] = q.cpu_us;
     v_step[t] = r.step_us, v_cpu[t] = r.cpu_us, v_kbps[t] = r.view_kbps, v_msgs[t] = r.view_msgs;
-    fprintf(stderr, "trial %u: quiet step %.1f us cpu %.1f us/tick; views step %.1f us cpu %.1f us/tick\n", t + 1,
-            q.step_us, q.cpu_us, r.step_us, r.cpu_us);
+    fprintf(stderr, "trial %u: quiet step %.1f us cpu %.1f us/tick; views step %.1f us cpu %.1f us/tick\n",
+            t + 1, q.step_us, q.cpu_us, r.step_us, r.cpu_us);
   }
   double qs = median(q_step, (int)trials), qc = median(q_cpu, (int)trials);
   double vs = median(v_step, (int)trials), vc = median(v_cpu, (int)trials);

@@ -69,11 +69,11 @@ typedef struct steerd_config {
                                      10) */
 
   /* Operations: HTTP (metrics, health, the live view), logs, drain (README "Operations"). */
-  char http_bind[64];        /* address of the HTTP port (STEERD_HTTP_BIND, 127.0.0.1) */
-  int32_t http_port;         /* TCP port, 0 = off, STEERD_HTTP_PORT_AUTO = ephemeral (STEERD_HTTP_PORT, 7780) */
-  int log_format;            /* steerd_log_format (STEERD_LOG_FORMAT, text) */
+  char http_bind[64]; /* address of the HTTP port (STEERD_HTTP_BIND, 127.0.0.1) */
+  int32_t http_port;  /* TCP port, 0 = off, STEERD_HTTP_PORT_AUTO = ephemeral (STEERD_HTTP_PORT, 7780) */
+  int log_format;     /* steerd_log_format (STEERD_LOG_FORMAT, text) */
   uint32_t drain_timeout_ms; /* SIGTERM: longest wait for clients to leave (STEERD_DRAIN_TIMEOUT_MS, 2000) */
-  uint32_t view_rate;        /* Hz: snapshots a live view gets, at most the snapshot rate (STEERD_VIEW_RATE, 10) */
+  uint32_t view_rate; /* Hz: snapshots a live view gets, at most the snapshot rate (STEERD_VIEW_RATE, 10) */
 
   /* Threads (README "Threads"). */
   uint32_t threads; /* threads of the steering pass, 0 = one per core (STEERD_THREADS, 0) */

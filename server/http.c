@@ -123,8 +123,9 @@ static int map_json(steerd_http *h, struct lws *wsi, char **body, size_t *len) {
   static const char *const kinds[STEER_OBSTACLE_KIND_COUNT] = {"circle", "polygon", "wall"};
   json_t *o = json_object(), *list = json_array();
   json_object_set_new(o, "version", json_integer(m ? steer_map_version(m) : 0));
-  json_object_set_new(o, "bounds_m", json_pack("[f,f,f,f]", (double)wc->min.x, (double)wc->min.y,
-                                                (double)wc->max.x, (double)wc->max.y));
+  json_object_set_new(
+      o, "bounds_m",
+      json_pack("[f,f,f,f]", (double)wc->min.x, (double)wc->min.y, (double)wc->max.x, (double)wc->max.y));
   uint32_t n = m ? steer_map_count(m) : 0;
   for (uint32_t i = 0; i < n; i++) {
     uint32_t id;
@@ -162,7 +163,8 @@ static int agent_json(steerd_http *h, struct lws *wsi, char **body, size_t *len)
   unsigned long long id = id_text ? strtoull(id_text, &end, 10) : 0;
   steer_agent_info info;
   const steer_world *w = steerd_server_world(h->server);
-  if (!id_text || !*id_text || *end || id > UINT32_MAX || steer_world_get(w, (steer_id)id, &info) != STEER_OK) {
+  if (!id_text || !*id_text || *end || id > UINT32_MAX ||
+      steer_world_get(w, (steer_id)id, &info) != STEER_OK) {
     *body = strdup("no such agent\n");
     *len = *body ? strlen(*body) : 0;
     return HTTP_STATUS_NOT_FOUND;
@@ -206,15 +208,16 @@ static int agent_json(steerd_http *h, struct lws *wsi, char **body, size_t *len)
 
 /* ---- requests ------------------------------------------------------------------- */
 
-static int respond(struct lws *wsi, http_req *req, unsigned status, const char *type, char *body, size_t len) {
+static int respond(struct lws *wsi, http_req *req, unsigned status, const char *type, char *body,
+                   size_t len) {
   uint8_t buf[LWS_PRE + 1024];
   uint8_t *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
   req->body = body;
   req->len = body ? len : 0;
   req->sent = 0;
   if (lws_add_http_common_headers(wsi, status, type, req->len, &p, end) ||
-      lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
-                                  (const unsigned char *)"no-store", 8, &p, end) ||
+      lws_add_http_header_by_name(
+          wsi, (const unsigned char *)"cache-control:", (const unsigned char *)"no-store", 8, &p, end) ||
       lws_finalize_write_http_header(wsi, start, &p, end))
     return 1;
   lws_callback_on_writable(wsi);
@@ -285,7 +288,8 @@ static int on_http_writable(struct lws *wsi, http_req *req) {
   return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
-static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
+static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                         size_t len) {
   steerd_http *h = lws_context_user(lws_get_context(wsi));
   http_req *req = user;
   switch (reason) {
@@ -412,7 +416,7 @@ steerd_http *steerd_http_create(uv_loop_t *loop, steerd_server *server, const st
   info.foreign_loops = loops;
   info.protocols = protocols;
   info.user = h;
-  info.port = cfg->http_port == 0                     ? CONTEXT_PORT_NO_LISTEN
+  info.port = cfg->http_port == 0                       ? CONTEXT_PORT_NO_LISTEN
               : cfg->http_port == STEERD_HTTP_PORT_AUTO ? 0
                                                         : cfg->http_port;
   info.iface = cfg->http_bind;
@@ -487,7 +491,8 @@ typedef struct check_state {
   char error[160];
 } check_state;
 
-static int check_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
+static int check_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                          size_t len) {
   check_state *st = lws_context_user(lws_get_context(wsi));
   (void)user;
   switch (reason) {

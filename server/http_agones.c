@@ -150,8 +150,8 @@ int steerd_http_agones_callback(struct lws *wsi, enum lws_callback_reasons reaso
     return 0;
   case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
     unsigned char **p = in, *end = (*p) + len;
-    if (lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE, (const unsigned char *)"application/json",
-                                     16, p, end) ||
+    if (lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE,
+                                     (const unsigned char *)"application/json", 16, p, end) ||
         lws_add_http_header_content_length(wsi, 2, p, end))
       return -1;
     lws_client_http_body_pending(wsi, 1);

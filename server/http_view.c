@@ -23,12 +23,12 @@
 #include "http_internal.h"
 #include "log.h"
 
-#define VIEW_QUEUE_BYTES   (1024 * 1024) /* a 10 000-agent snapshot is ~300 KB */
+#define VIEW_QUEUE_BYTES (1024 * 1024) /* a 10 000-agent snapshot is ~300 KB */
 /* Before each queued message: its kind byte and u32 length, in the LWS_PRE
  * bytes libwebsockets may write its framing into, so it is sent in place. */
-#define VIEW_MSG_HEADER LWS_PRE
-#define VIEW_GARBAGE_LIMIT 20            /* undecodable messages before the view is closed */
-#define VIEW_ID_BASE       0x80000000u   /* WELCOME client_id of views: never an agent owner */
+#define VIEW_MSG_HEADER    LWS_PRE
+#define VIEW_GARBAGE_LIMIT 20          /* undecodable messages before the view is closed */
+#define VIEW_ID_BASE       0x80000000u /* WELCOME client_id of views: never an agent owner */
 #define VIEW_PART_BYTES    PROTO_MAX_MESSAGE_BYTES
 
 enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1 };
@@ -177,8 +177,8 @@ static void encode_frame(steerd_http_views *vs, const steer_world_view *wv, cons
     hd.part_index = p;
     uint32_t first = vs->part_first[p];
     size_t cap = vs->frame_cap - at < VIEW_PART_BYTES ? vs->frame_cap - at : VIEW_PART_BYTES;
-    size_t len = proto_encode_snapshot_view(vs->frame + at, cap, &hd, wv, idx, first,
-                                            vs->part_first[p + 1] - first);
+    size_t len =
+        proto_encode_snapshot_view(vs->frame + at, cap, &hd, wv, idx, first, vs->part_first[p + 1] - first);
     if (len == 0)
       break; /* cannot happen with frame_cap's bound; the view then gets a short frame */
     vs->part_len[vs->frame_parts++] = (uint32_t)len;
@@ -240,7 +240,8 @@ void steerd_http_views_snapshot(steerd_http *h) {
   uint64_t period_us = 1000000u / h->cfg->view_rate;
   if (time_us + period_us / 2 < vs->next_frame_us)
     return;
-  vs->next_frame_us = vs->next_frame_us + period_us > time_us ? vs->next_frame_us + period_us : time_us + period_us;
+  vs->next_frame_us =
+      vs->next_frame_us + period_us > time_us ? vs->next_frame_us + period_us : time_us + period_us;
   steer_world_view wv = steer_world_get_view(w);
   /* The whole-world views first, sharing one encoding; then each circle. */
   for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
@@ -289,8 +290,7 @@ static void cmd_hello(steerd_http *h, http_view *v, const proto_command *cmd) {
     return;
   }
   if (hello->has_snapshots && hello->snapshots != PROTO_SNAPSHOTS_FULL) {
-    send_error(h, v, cmd->request_id, PROTO_ERR_BAD_FIELD, "the live view sends full snapshots",
-               "snapshots");
+    send_error(h, v, cmd->request_id, PROTO_ERR_BAD_FIELD, "the live view sends full snapshots", "snapshots");
     return;
   }
   if (h->views.auth_on) {
@@ -360,7 +360,8 @@ static void handle_command(steerd_http *h, http_view *v, const proto_command *cm
   ack.command = cmd->type;
   switch (cmd->type) {
   case PROTO_MSG_VIEW:
-    if (cmd->view.kind == PROTO_VIEW_FOLLOW && !steer_world_alive(steerd_server_world(h->server), cmd->view.follow)) {
+    if (cmd->view.kind == PROTO_VIEW_FOLLOW &&
+        !steer_world_alive(steerd_server_world(h->server), cmd->view.follow)) {
       send_error(h, v, cmd->request_id, PROTO_ERR_NO_SUCH_AGENT, steer_strerror(STEER_ENOENT), "follow");
       return;
     }
@@ -393,7 +394,8 @@ static void on_message(steerd_http *h, http_view *v, const uint8_t *data, size_t
     char text[PROTO_MAX_ERROR_TEXT_BYTES + 1];
     snprintf(text, sizeof text, "%s%s%s", proto_error_text(err.code), err.reason ? ": " : "",
              err.reason ? err.reason : "");
-    send_error(h, v, err.has_request_id ? err.request_id : 0, err.code, text, err.field[0] ? err.field : NULL);
+    send_error(h, v, err.has_request_id ? err.request_id : 0, err.code, text,
+               err.field[0] ? err.field : NULL);
     if (++v->garbage >= VIEW_GARBAGE_LIMIT) {
       LOG_WARN("view %u: %u malformed messages: closing it", v->id, v->garbage);
       v->closing = 1;

@@ -32,7 +32,11 @@ int steerd_log_parse_format(const char *name);
 void steerd_log(steerd_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A structured field of a log line; keys name their unit (duration_ms, port). */
-typedef enum steerd_log_kind { STEERD_LOG_FIELD_INT, STEERD_LOG_FIELD_REAL, STEERD_LOG_FIELD_STR } steerd_log_kind;
+typedef enum steerd_log_kind {
+  STEERD_LOG_FIELD_INT,
+  STEERD_LOG_FIELD_REAL,
+  STEERD_LOG_FIELD_STR
+} steerd_log_kind;
 typedef struct steerd_log_field {
   const char *key;
   steerd_log_kind kind;

@@ -148,9 +148,10 @@ static int healthcheck_main(int argc, char **argv) {
     } else if (strcmp(argv[a], "--http-port") == 0 && a + 1 < argc) {
       port_text = argv[++a];
     } else {
-      fprintf(stderr, "usage: steerd healthcheck [--ready] [--http-port PORT]\n\n"
-                      "GET /healthz (liveness) or, with --ready, /readyz of 127.0.0.1:PORT (STEERD_HTTP_PORT,\n"
-                      "7780). Exit status 0 when it answers 200, 1 otherwise.\n");
+      fprintf(stderr,
+              "usage: steerd healthcheck [--ready] [--http-port PORT]\n\n"
+              "GET /healthz (liveness) or, with --ready, /readyz of 127.0.0.1:PORT (STEERD_HTTP_PORT,\n"
+              "7780). Exit status 0 when it answers 200, 1 otherwise.\n");
       return strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0 ? 0 : 2;
     }
   }

@@ -135,7 +135,8 @@ size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *
   gauge(&o, "steerd_ready", "1 when /readyz answers 200.", in->ready);
   tick_histogram(&o, st);
   counter(&o, "steerd_ticks_total", "World steps run.", st->ticks);
-  counter(&o, "steerd_tick_overruns_total", "Timer wake-ups that found more than one tick due.", st->overruns);
+  counter(&o, "steerd_tick_overruns_total", "Timer wake-ups that found more than one tick due.",
+          st->overruns);
   counter(&o, "steerd_ticks_skipped_total", "Ticks dropped after stalls longer than --max-catchup ticks.",
           st->ticks_skipped);
   counter(&o, "steerd_ticks_slow_total", "World steps that took longer than a tick period.", st->slow_ticks);
@@ -149,7 +150,8 @@ size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *
   counter(&o, "steerd_auth_failures_total", "HELLOs refused for their token.", st->auth_failures);
   family(&o, "steerd_peers_dropped_total", "counter", "Peers the server disconnected, by reason.");
   put(&o, "steerd_peers_dropped_total{reason=\"abuse\"} %llu\n", (unsigned long long)st->abuse_disconnects);
-  put(&o, "steerd_peers_dropped_total{reason=\"hello_timeout\"} %llu\n", (unsigned long long)st->hello_timeouts);
+  put(&o, "steerd_peers_dropped_total{reason=\"hello_timeout\"} %llu\n",
+      (unsigned long long)st->hello_timeouts);
   snapshots(&o, in);
   checkpoints(&o, in);
   gauge(&o, "steerd_views", "Live views (WebSockets of the web page) open.", in->views);

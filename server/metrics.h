@@ -16,14 +16,14 @@ typedef struct steerd_metrics_input {
   uint32_t agents, agents_max;
   uint32_t clients_by_role[STEERD_ROLE_COUNT + 1]; /* the last: not WELCOMEd yet */
   uint64_t delta_frames, delta_frames_without_baseline;
-  steerd_checkpoint_stats checkpoints; /* server/checkpoint.h */
-  double start_time_unix_s;            /* process start, wall clock */
-  double now_unix_s;                   /* now, wall clock */
-  int ready;                           /* what /readyz answers */
-  uint32_t views;                      /* live views open */
+  steerd_checkpoint_stats checkpoints;                   /* server/checkpoint.h */
+  double start_time_unix_s;                              /* process start, wall clock */
+  double now_unix_s;                                     /* now, wall clock */
+  int ready;                                             /* what /readyz answers */
+  uint32_t views;                                        /* live views open */
   uint64_t view_frames, view_frames_skipped, view_bytes; /* live view snapshots */
-  uint64_t http_requests;              /* HTTP requests answered */
-  const char *version;                 /* build version */
+  uint64_t http_requests;                                /* HTTP requests answered */
+  const char *version;                                   /* build version */
 } steerd_metrics_input;
 
 /* Writes the exposition into buf; returns its length, or 0 if cap is too small

@@ -56,10 +56,10 @@ typedef struct steerd_server_stats {
   uint32_t pending;           /* connected, not yet WELCOMEd */
 
   /* For /metrics (metrics.c): by kind, so the totals above stay as they were. */
-  uint64_t delta_packets;                                          /* DELTA packets sent */
-  uint64_t commands_by_type[PROTO_MSG_LAST_COMMAND + 1][2];        /* [type][0 ok, 1 answered with ERROR] */
-  uint64_t errors_by_code[PROTO_ERR_COUNT];                        /* ERRORs sent, by code */
-  uint64_t tick_seconds_bucket[STEERD_TICK_BUCKETS];               /* steps that took <= bucket bound */
+  uint64_t delta_packets;                                   /* DELTA packets sent */
+  uint64_t commands_by_type[PROTO_MSG_LAST_COMMAND + 1][2]; /* [type][0 ok, 1 answered with ERROR] */
+  uint64_t errors_by_code[PROTO_ERR_COUNT];                 /* ERRORs sent, by code */
+  uint64_t tick_seconds_bucket[STEERD_TICK_BUCKETS];        /* steps that took <= bucket bound */
 } steerd_server_stats;
 
 /* Binds the ENet host and builds the world; logs "listening on ADDR:PORT".

@@ -33,7 +33,8 @@ static void start(steerd_proc *p, const char *const *extra) {
   for (int i = 0; extra && extra[i] && n < 31; i++)
     args[n++] = extra[i];
   args[n] = NULL;
-  ck_assert_msg(steerd_proc_start(p, STEERD_BINARY, args, 10000) == 0, "the server did not start within 10 s");
+  ck_assert_msg(steerd_proc_start(p, STEERD_BINARY, args, 10000) == 0,
+                "the server did not start within 10 s");
   ck_assert_uint_ne(p->http_port, 0);
 }
 
@@ -96,7 +97,8 @@ START_TEST(test_healthcheck_command) {
   ck_assert_int_eq(run(cmd), 0);
   snprintf(cmd, sizeof cmd, "%s healthcheck --ready --http-port %u 2>/dev/null", STEERD_BINARY, p.http_port);
   ck_assert_int_eq(run(cmd), 0);
-  snprintf(cmd, sizeof cmd, "STEERD_HTTP_PORT=%u %s healthcheck --ready 2>/dev/null", p.http_port, STEERD_BINARY);
+  snprintf(cmd, sizeof cmd, "STEERD_HTTP_PORT=%u %s healthcheck --ready 2>/dev/null", p.http_port,
+           STEERD_BINARY);
   ck_assert_int_eq(run(cmd), 0);
   uint16_t port = p.http_port;
   ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
@@ -170,11 +172,15 @@ START_TEST(test_metrics_promtool_and_counts) {
   ck_assert_double_eq(metric(body, "steerd_tick_duration_seconds_bucket{le=\"+Inf\"}"), ticks);
   ck_assert_double_gt(metric(body, "steerd_snapshot_packets_sent_total{kind=\"full\"}"), 0);
   /* Every series the issue names is there. */
-  static const char *const names[] = {
-      "steerd_tick_overruns_total ", "steerd_ticks_skipped_total ", "steerd_commands_rate_limited_total ",
-      "steerd_malformed_packets_total ", "steerd_snapshot_sent_bytes_total{kind=\"delta\"} ",
-      "steerd_delta_frames_without_baseline_total ", "steerd_checkpoints_written_total ",
-      "steerd_checkpoints_failed_total ", "steerd_checkpoint_last_success_age_seconds "};
+  static const char *const names[] = {"steerd_tick_overruns_total ",
+                                      "steerd_ticks_skipped_total ",
+                                      "steerd_commands_rate_limited_total ",
+                                      "steerd_malformed_packets_total ",
+                                      "steerd_snapshot_sent_bytes_total{kind=\"delta\"} ",
+                                      "steerd_delta_frames_without_baseline_total ",
+                                      "steerd_checkpoints_written_total ",
+                                      "steerd_checkpoints_failed_total ",
+                                      "steerd_checkpoint_last_success_age_seconds "};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     ck_assert_msg(strstr(body, names[i]) != NULL, "no %s in /metrics", names[i]);
   steerd_client_destroy(c);
@@ -326,8 +332,9 @@ static void write_map_state(const char *path) {
   size_t world_len = steer_world_state_size(w), cap = steerd_persist_size(world_len, &st);
   uint8_t *buf = malloc(cap);
   ck_assert_ptr_nonnull(buf);
-  ck_assert_int_eq(steer_world_save(w, buf + STEERD_PERSIST_WORLD_AT, cap - STEERD_PERSIST_WORLD_AT, &world_len),
-                   STEER_OK);
+  ck_assert_int_eq(
+      steer_world_save(w, buf + STEERD_PERSIST_WORLD_AT, cap - STEERD_PERSIST_WORLD_AT, &world_len),
+      STEER_OK);
   size_t len = steerd_persist_encode(buf, cap, buf + STEERD_PERSIST_WORLD_AT, world_len, &st, 1);
   ck_assert_uint_gt(len, 0);
   FILE *f = fopen(path, "wb");
@@ -356,8 +363,8 @@ START_TEST(test_map_api) {
   json_t *c = json_array_get(obs, 0);
   ck_assert_str_eq(json_string_value(json_object_get(c, "kind")), "circle");
   ck_assert_double_eq_tol(json_real_value(json_object_get(c, "radius_m")), 3.0, 1e-6);
-  ck_assert_double_eq_tol(json_real_value(json_array_get(json_array_get(json_object_get(c, "points_m"), 0), 0)),
-                          10.0, 1e-6);
+  ck_assert_double_eq_tol(
+      json_real_value(json_array_get(json_array_get(json_object_get(c, "points_m"), 0), 0)), 10.0, 1e-6);
   ck_assert_str_eq(json_string_value(json_object_get(json_array_get(obs, 1), "kind")), "polygon");
   ck_assert_uint_eq(json_array_size(json_object_get(json_array_get(obs, 1), "points_m")), 4);
   ck_assert_str_eq(json_string_value(json_object_get(json_array_get(obs, 2), "kind")), "wall");

@@ -181,8 +181,8 @@ END_TEST
 
 START_TEST(test_bad_port_refused) {
   char cmd[512];
-  snprintf(cmd, sizeof cmd,
-           "AGONES_SDK_HTTP_PORT=seventy %s --bind 127.0.0.1 --port 0 --http-port 0 2>&1", STEERD_BINARY);
+  snprintf(cmd, sizeof cmd, "AGONES_SDK_HTTP_PORT=seventy %s --bind 127.0.0.1 --port 0 --http-port 0 2>&1",
+           STEERD_BINARY);
   FILE *f = popen(cmd, "r");
   ck_assert_ptr_nonnull(f);
   char out[8192];
