@@ -1,0 +1,347 @@
+/* test_http_view.c: the live view's WebSocket (http_view.c, PROTOCOL.md 15)
+ * against the real server, with a WebSocket client made of libwebsockets in
+ * this process: the session (HELLO first, WELCOME), VIEW filtering the
+ * snapshots, QUERY, the inspected agent's EVENTs, read-only (FORBIDDEN),
+ * malformed input (text, garbage, too large) answered with the exact error
+ * codes and the server unharmed, and tokens when a secret is set. */
+#include <check.h>
+#include <libwebsockets.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_get.h"
+#include "protocol.h"
+#include "steerd_proc.h"
+
+/* ---- a blocking WebSocket client --------------------------------------------------- */
+
+#define WS_MAX_MSGS 4096
+
+typedef struct ws_msg {
+  uint8_t *data;
+  size_t len;
+} ws_msg;
+
+typedef struct ws_client {
+  struct lws_context *ctx;
+  struct lws *wsi;
+  int established, closed, failed;
+  ws_msg inbox[WS_MAX_MSGS];
+  uint32_t head, tail;
+  uint8_t rx[1 << 17];
+  size_t rx_len;
+  uint8_t out[LWS_PRE + 65536];
+  size_t out_len;
+  int out_binary, out_pending;
+} ws_client;
+
+static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
+  ws_client *c = lws_context_user(lws_get_context(wsi));
+  (void)user;
+  switch (reason) {
+  case LWS_CALLBACK_CLIENT_ESTABLISHED:
+    c->established = 1;
+    break;
+  case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+    c->failed = 1;
+    break;
+  case LWS_CALLBACK_CLIENT_CLOSED:
+    c->closed = 1;
+    break;
+  case LWS_CALLBACK_CLIENT_RECEIVE:
+    if (c->rx_len + len <= sizeof c->rx) {
+      memcpy(c->rx + c->rx_len, in, len);
+      c->rx_len += len;
+    }
+    if (lws_is_final_fragment(wsi) && c->tail - c->head < WS_MAX_MSGS) {
+      ws_msg *m = &c->inbox[c->tail++ % WS_MAX_MSGS];
+      m->data = malloc(c->rx_len);
+      memcpy(m->data, c->rx, c->rx_len);
+      m->len = c->rx_len;
+      c->rx_len = 0;
+    }
+    break;
+  case LWS_CALLBACK_CLIENT_WRITEABLE:
+    if (c->out_pending) {
+      c->out_pending = 0;
+      lws_write(wsi, c->out + LWS_PRE, c->out_len, c->out_binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
+    }
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
+static ws_client *ws_open(uint16_t port) {
+  static const struct lws_protocols protocols[] = {{"steerd-view", ws_callback, 0, 1 << 17, 0, NULL, 0},
+                                                   {NULL, NULL, 0, 0, 0, NULL, 0}};
+  ws_client *c = calloc(1, sizeof *c);
+  lws_set_log_level(LLL_ERR, NULL);
+  struct lws_context_creation_info info;
+  memset(&info, 0, sizeof info);
+  info.port = CONTEXT_PORT_NO_LISTEN;
+  info.protocols = protocols;
+  info.user = c;
+  info.options = LWS_SERVER_OPTION_DISABLE_IPV6;
+  c->ctx = lws_create_context(&info);
+  ck_assert_ptr_nonnull(c->ctx);
+  struct lws_client_connect_info ci;
+  memset(&ci, 0, sizeof ci);
+  ci.context = c->ctx;
+  ci.address = "127.0.0.1";
+  ci.port = port;
+  ci.path = "/";
+  ci.host = "127.0.0.1";
+  ci.origin = "127.0.0.1";
+  ci.protocol = "steerd-view";
+  c->wsi = lws_client_connect_via_info(&ci);
+  uint64_t deadline = steerd_proc_now_ms() + 5000;
+  while (!c->established && !c->failed && steerd_proc_now_ms() < deadline)
+    lws_service(c->ctx, 20);
+  ck_assert_msg(c->established, "the WebSocket did not open");
+  return c;
+}
+
+static void ws_close(ws_client *c) {
+  lws_context_destroy(c->ctx);
+  while (c->head != c->tail)
+    free(c->inbox[c->head++ % WS_MAX_MSGS].data);
+  free(c);
+}
+
+static void ws_send_raw(ws_client *c, const void *data, size_t len, int binary) {
+  memcpy(c->out + LWS_PRE, data, len);
+  c->out_len = len;
+  c->out_binary = binary;
+  c->out_pending = 1;
+  lws_callback_on_writable(c->wsi);
+  uint64_t deadline = steerd_proc_now_ms() + 3000;
+  while (c->out_pending && steerd_proc_now_ms() < deadline)
+    lws_service(c->ctx, 10);
+  ck_assert(!c->out_pending);
+}
+
+static void ws_send(ws_client *c, const proto_command *cmd) {
+  uint8_t buf[4096];
+  size_t n = proto_encode_command(buf, sizeof buf, cmd);
+  ck_assert_uint_gt(n, 0);
+  ws_send_raw(c, buf, n, 1);
+}
+
+/* The next message of one of the types wanted (others are dropped), decoded
+ * into *m (poses into poses); 0 when none came within timeout_ms. */
+static proto_pose poses[10000];
+static int ws_next(ws_client *c, proto_server_msg *m, uint32_t type_mask, uint32_t timeout_ms) {
+  uint64_t deadline = steerd_proc_now_ms() + timeout_ms;
+  for (;;) {
+    while (c->head != c->tail) {
+      ws_msg *msg = &c->inbox[c->head++ % WS_MAX_MSGS];
+      proto_error_info err;
+      int rc = proto_decode_server_msg(msg->data, msg->len, m, poses, 10000, &err);
+      free(msg->data);
+      ck_assert_msg(rc == 0, "the server sent an undecodable message (%s)", proto_error_name(err.code));
+      if (type_mask & (1u << (m->type - 32)))
+        return 1;
+    }
+    if (c->closed || steerd_proc_now_ms() >= deadline)
+      return 0;
+    lws_service(c->ctx, 20);
+  }
+}
+
+#define WANT(t) (1u << ((t)-32))
+
+static proto_command hello(const char *token) {
+  proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_HELLO;
+  cmd.request_id = 1;
+  cmd.hello.version = PROTO_VERSION;
+  strcpy(cmd.hello.name, "test-view");
+  if (token) {
+    cmd.hello.has_token = 1;
+    snprintf(cmd.hello.token, sizeof cmd.hello.token, "%s", token);
+  }
+  return cmd;
+}
+
+static void start(steerd_proc *p, const char *const *extra) {
+  const char *args[16] = {"--http-port", "auto"};
+  int n = 2;
+  for (int i = 0; extra && extra[i]; i++)
+    args[n++] = extra[i];
+  args[n] = NULL;
+  ck_assert_int_eq(steerd_proc_start(p, STEERD_BINARY, args, 10000), 0);
+}
+
+/* ---- tests ----------------------------------------------------------------------------- */
+
+START_TEST(test_session_view_query) {
+  steerd_proc p;
+  start(&p, NULL);
+  ws_client *c = ws_open(p.http_port);
+  proto_server_msg m;
+  /* Before HELLO: NOT_WELCOMED, request id echoed. */
+  proto_command q;
+  memset(&q, 0, sizeof q);
+  q.type = PROTO_MSG_QUERY;
+  q.request_id = 7;
+  q.query.agent = 1;
+  ws_send(c, &q);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ERROR), 3000));
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_NOT_WELCOMED);
+  ck_assert_uint_eq(m.error.request_id, 7);
+  /* HELLO: WELCOME with a view id, never an agent owner's. */
+  proto_command h = hello(NULL);
+  ws_send(c, &h);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  ck_assert_uint_ge(m.welcome.client_id, 0x80000000u);
+  ck_assert_uint_eq(m.welcome.protocol, PROTO_VERSION);
+  /* Whole-world snapshots: the demo's 30 agents. */
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
+  ck_assert_uint_eq(m.snapshot.header.agent_total, 30);
+  steer_id some = poses[0].id;
+  vec2 at = v2(poses[0].x, poses[0].y);
+  /* A VIEW of a 5 m circle where one agent was: fewer agents, all strictly within it (the
+   * filter and the encoding read the same positions; 2 cm of slack for the quantization). */
+  proto_command v;
+  memset(&v, 0, sizeof v);
+  v.type = PROTO_MSG_VIEW;
+  v.request_id = 8;
+  v.view.kind = PROTO_VIEW_CENTRE;
+  v.view.centre = at;
+  v.view.radius = 5.0f;
+  ws_send(c, &v);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ACK), 3000));
+  ck_assert_uint_eq(m.ack.request_id, 8);
+  ck_assert_uint_eq(m.ack.command, PROTO_MSG_VIEW);
+  int filtered = 0;
+  for (int i = 0; i < 10 && !filtered; i++) {
+    ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
+    if (m.snapshot.header.agent_total < 30) {
+      filtered = 1;
+      for (uint32_t k = 0; k < m.snapshot.count; k++)
+        ck_assert_float_lt(hypotf(poses[k].x - at.x, poses[k].y - at.y), 5.0f + 0.02f);
+    }
+  }
+  ck_assert(filtered);
+  /* QUERY: the agent's report; its EVENTs follow from now on. */
+  q.request_id = 9;
+  q.query.agent = some;
+  ws_send(c, &q);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ACK), 3000));
+  ck_assert_uint_eq(m.ack.command, PROTO_MSG_QUERY);
+  ck_assert_uint_eq(m.ack.query.agent, some);
+  q.request_id = 10;
+  q.query.agent = 12345;
+  ws_send(c, &q);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ERROR), 3000));
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_NO_SUCH_AGENT);
+  ck_assert_uint_eq(m.error.request_id, 10);
+  ws_close(c);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
+START_TEST(test_read_only_and_malformed) {
+  steerd_proc p;
+  start(&p, NULL);
+  ws_client *c = ws_open(p.http_port);
+  proto_server_msg m;
+  proto_command h = hello(NULL);
+  ws_send(c, &h);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  /* Commands that change the world: FORBIDDEN. */
+  proto_command s;
+  memset(&s, 0, sizeof s);
+  s.type = PROTO_MSG_STOP;
+  s.request_id = 21;
+  s.stop.agent = 1;
+  ws_send(c, &s);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ERROR), 3000));
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_FORBIDDEN);
+  ck_assert_uint_eq(m.error.request_id, 21);
+  /* Not msgpack: BAD_MESSAGE. A text message: BAD_MESSAGE. Too large: TOO_LARGE. */
+  static const uint8_t junk[] = {0xc1, 0xff, 0x00};
+  ws_send_raw(c, junk, sizeof junk, 1);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ERROR), 3000));
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_MESSAGE);
+  ws_send_raw(c, "[1,2,3]", 7, 0);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ERROR), 3000));
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_MESSAGE);
+  static uint8_t big[20000];
+  memset(big, 0x90, sizeof big);
+  ws_send_raw(c, big, sizeof big, 1);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ERROR), 3000));
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_TOO_LARGE);
+  /* Still served, and so is everything else. */
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
+  ck_assert_int_eq(http_get(p.http_port, "/healthz", NULL, 0, 3000), 200);
+  /* 20 malformed messages: the view is closed; the server runs on. */
+  for (int i = 0; i < 20 && !c->closed; i++)
+    ws_send_raw(c, junk, sizeof junk, 1);
+  uint64_t deadline = steerd_proc_now_ms() + 5000;
+  while (!c->closed && steerd_proc_now_ms() < deadline)
+    lws_service(c->ctx, 20);
+  ck_assert(c->closed);
+  ws_close(c);
+  ck_assert_int_eq(http_get(p.http_port, "/readyz", NULL, 0, 3000), 200);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
+START_TEST(test_token_required_with_a_secret) {
+  setenv("STEERD_SECRET", "view-test-secret-0123456789abcdef", 1);
+  steerd_proc p;
+  start(&p, NULL);
+  char cmd[512], token[1100] = "";
+  snprintf(cmd, sizeof cmd, "%s token --name viewer --role observer", STEERD_BINARY);
+  FILE *f = popen(cmd, "r");
+  ck_assert_ptr_nonnull(fgets(token, sizeof token, f));
+  pclose(f);
+  unsetenv("STEERD_SECRET");
+  token[strcspn(token, "\n")] = '\0';
+  proto_server_msg m;
+  /* No token: UNAUTHORIZED, then the server closes the WebSocket. */
+  ws_client *c = ws_open(p.http_port);
+  proto_command h = hello(NULL);
+  ws_send(c, &h);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ERROR), 3000));
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_UNAUTHORIZED);
+  ck_assert_str_eq(m.error.field, "token");
+  ck_assert(!ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
+  ck_assert(c->closed);
+  ws_close(c);
+  /* The API wants it too. */
+  ck_assert_int_eq(http_get(p.http_port, "/api/map", NULL, 0, 3000), 401);
+  char path[1300];
+  snprintf(path, sizeof path, "/api/map?token=%s", token);
+  ck_assert_int_eq(http_get(p.http_port, path, NULL, 0, 3000), 200);
+  /* With it: WELCOME and snapshots. */
+  c = ws_open(p.http_port);
+  h = hello(token);
+  ws_send(c, &h);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
+  ws_close(c);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("http_view");
+  TCase *tc = tcase_create("view");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_session_view_query);
+  tcase_add_test(tc, test_read_only_and_malformed);
+  tcase_add_test(tc, test_token_required_with_a_secret);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
