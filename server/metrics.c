@@ -8,6 +8,9 @@
 
 #include "protocol.h"
 
+const double steerd_tick_bucket_bounds[STEERD_TICK_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                               0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+
 typedef struct out {
   char *buf;
   size_t cap, len;

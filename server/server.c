@@ -145,9 +145,6 @@ struct steerd_server {
   uint64_t last_tick_ns;
 };
 
-const double steerd_tick_bucket_bounds[STEERD_TICK_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                                               0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
-
 static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s->start_ns) / 1000u; }
 
 /* A line about one peer's refusal or drop, through the server's log limiter

@@ -19,7 +19,7 @@
 
 typedef struct steerd_server steerd_server;
 
-/* Upper bounds of the tick duration histogram, seconds (metrics.c prints them). */
+/* Upper bounds of the tick duration histogram, seconds (defined in metrics.c, which prints them). */
 #define STEERD_TICK_BUCKETS 12
 extern const double steerd_tick_bucket_bounds[STEERD_TICK_BUCKETS];
 

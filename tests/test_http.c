@@ -18,6 +18,7 @@
 
 #include "client.h"
 #include "http_get.h"
+#include "metrics.h"
 #include "persist.h"
 #include "world.h"
 #include "protocol.h"
@@ -185,6 +186,39 @@ START_TEST(test_metrics_promtool_and_counts) {
     ck_assert_msg(strstr(body, names[i]) != NULL, "no %s in /metrics", names[i]);
   steerd_client_destroy(c);
   ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
+/* metrics.c alone: cumulative buckets, counts by type and code, and a buffer too small gives 0. */
+START_TEST(test_metrics_render) {
+  steerd_metrics_input in;
+  memset(&in, 0, sizeof in);
+  in.version = "9.9.9";
+  in.stats.ticks = 10;
+  in.stats.step_ns_total = 2500000; /* 2.5 ms */
+  for (int b = 0; b < STEERD_TICK_BUCKETS; b++)
+    in.stats.tick_seconds_bucket[b] = steerd_tick_bucket_bounds[b] >= 0.0005 ? 10 : 4;
+  in.stats.commands_by_type[PROTO_MSG_SPAWN][1] = 3;
+  in.stats.errors_by_code[PROTO_ERR_WORLD_FULL] = 3;
+  in.stats.snapshot_packets = 50;
+  in.stats.delta_packets = 20;
+  in.clients_by_role[STEERD_ROLE_ADMIN] = 2;
+  static char out[STEERD_METRICS_MAX_BYTES];
+  size_t n = steerd_metrics_render(out, sizeof out, &in);
+  ck_assert_uint_gt(n, 1000);
+  ck_assert_uint_eq(strlen(out), n);
+  ck_assert_double_eq(metric(out, "steerd_tick_duration_seconds_bucket{le=\"0.00025\"}"), 4);
+  ck_assert_double_eq(metric(out, "steerd_tick_duration_seconds_bucket{le=\"0.0005\"}"), 10);
+  ck_assert_double_eq(metric(out, "steerd_tick_duration_seconds_bucket{le=\"+Inf\"}"), 10);
+  ck_assert_double_eq_tol(metric(out, "steerd_tick_duration_seconds_sum"), 0.0025, 1e-12);
+  ck_assert_double_eq(metric(out, "steerd_commands_total{type=\"spawn\",result=\"error\"}"), 3);
+  ck_assert_double_eq(metric(out, "steerd_errors_sent_total{code=\"world_full\"}"), 3);
+  ck_assert_double_eq(metric(out, "steerd_snapshot_packets_sent_total{kind=\"full\"}"), 30);
+  ck_assert_double_eq(metric(out, "steerd_snapshot_packets_sent_total{kind=\"delta\"}"), 20);
+  ck_assert_double_eq(metric(out, "steerd_clients{role=\"admin\"}"), 2);
+  ck_assert_double_eq(metric(out, "steerd_build_info{version=\"9.9.9\",protocol=\"1\"}"), 1);
+  ck_assert_uint_eq(steerd_metrics_render(out, n, &in), 0); /* one byte short for the NUL */
+  ck_assert_uint_eq(steerd_metrics_render(out, 100, &in), 0);
 }
 END_TEST
 
@@ -467,6 +501,7 @@ static Suite *http_suite(void) {
   tcase_add_test(tc, test_probes_and_pages);
   tcase_add_test(tc, test_healthcheck_command);
   tcase_add_test(tc, test_port_in_use_refuses_to_start);
+  tcase_add_test(tc, test_metrics_render);
   tcase_add_test(tc, test_metrics_promtool_and_counts);
   tcase_add_test(tc, test_prometheus_scrapes);
   tcase_add_test(tc, test_failing_checkpoint_is_visible);
