@@ -155,6 +155,19 @@ size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *
   put(&o, "steerd_peers_dropped_total{reason=\"abuse\"} %llu\n", (unsigned long long)st->abuse_disconnects);
   put(&o, "steerd_peers_dropped_total{reason=\"hello_timeout\"} %llu\n",
       (unsigned long long)st->hello_timeouts);
+  put(&o, "steerd_peers_dropped_total{reason=\"queue_overflow\"} %llu\n",
+      (unsigned long long)st->queue_overflows);
+  put(&o, "steerd_peers_dropped_total{reason=\"pending_evicted\"} %llu\n",
+      (unsigned long long)st->pending_evicted);
+  counter(&o, "steerd_connections_refused_total", "Connections refused: no client or pending slot free.",
+          st->refused_full);
+  counter(&o, "steerd_handshakes_reset_total", "Half-open ENet handshakes reset.", st->handshakes_reset);
+  counter(&o, "steerd_errors_suppressed_total", "ERRORs not sent: all but the first before WELCOME.",
+          st->errors_suppressed);
+  counter(&o, "steerd_queue_dropped_packets_total",
+          "Packets not queued to a peer over its queue limit before it was dropped.", st->queue_dropped);
+  counter(&o, "steerd_enet_service_cuts_total", "ENet service passes stopped by the per-wake-up budget.",
+          st->service_cut);
   snapshots(&o, in);
   checkpoints(&o, in);
   gauge(&o, "steerd_views", "Live views (WebSockets of the web page) open.", in->views);

@@ -181,7 +181,9 @@ START_TEST(test_metrics_promtool_and_counts) {
                                       "steerd_delta_frames_without_baseline_total ",
                                       "steerd_checkpoints_written_total ",
                                       "steerd_checkpoints_failed_total ",
-                                      "steerd_checkpoint_last_success_age_seconds "};
+                                      "steerd_checkpoint_last_success_age_seconds ",
+                                      "steerd_connections_refused_total ",
+                                      "steerd_peers_dropped_total{reason=\"queue_overflow\"} "};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     ck_assert_msg(strstr(body, names[i]) != NULL, "no %s in /metrics", names[i]);
   steerd_client_destroy(c);
