@@ -86,6 +86,8 @@ static const option_def options[] = {
      4194304, "agents one client identity may own; QUOTA_EXCEEDED beyond (1000)"},
     {"--state", "STEERD_STATE", OPT_FILE, OFF(state_file), 0, 0,
      "checkpoint file: restored at start if present, written every interval and at shutdown (none)"},
+    {"--map", "STEERD_MAP", OPT_FILE, OFF(map_file), 0, 0,
+     "JSON map (walls, obstacles) for a new world; a restored world keeps its own (none)"},
     {"--state-reset", "STEERD_STATE_RESET", OPT_BOOL, OFF(state_reset), 0, 0,
      "start a new world even if the state file exists (it is overwritten at the next checkpoint)"},
     {"--checkpoint-interval", "STEERD_CHECKPOINT_INTERVAL", OPT_U32, OFF(checkpoint_interval_s), 0, 86400,

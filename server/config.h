@@ -64,6 +64,7 @@ typedef struct steerd_config {
 
   /* Crash-safe world state (README "Keeping the world across restarts"). */
   char state_file[STEERD_PATH_BYTES]; /* checkpoint file, restored at start (STEERD_STATE, none) */
+  char map_file[STEERD_PATH_BYTES];   /* JSON map loaded into a new world (STEERD_MAP, none) */
   int state_reset;                    /* ignore an existing state file (STEERD_STATE_RESET, 0) */
   uint32_t checkpoint_interval_s; /* s between checkpoints, 0 = only at shutdown (STEERD_CHECKPOINT_INTERVAL,
                                      10) */

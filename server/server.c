@@ -11,6 +11,7 @@
 #include "demo.h"
 #include "guard.h"
 #include "log.h"
+#include "map_file.h"
 #include "netcode.h"
 #include "protocol.h"
 #include "ticker.h"
@@ -1659,6 +1660,19 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
       return NULL;
     }
     s->demo_on = 1;
+  }
+  if (fresh && cfg->map_file[0]) {
+    char why[512];
+    if (steerd_map_file_load(cfg->map_file, s->world, why, sizeof why) != 0) {
+      LOG_ERROR("%s", why);
+      steerd_server_destroy(s);
+      return NULL;
+    }
+    LOG_INFO("map %s: %u obstacles, %u segments", cfg->map_file, steer_map_count(steer_world_map(s->world)),
+             steer_map_segment_count(steer_world_map(s->world)));
+  } else if (cfg->map_file[0]) {
+    LOG_INFO("map %s not loaded: the restored world keeps its own map (%u obstacles)", cfg->map_file,
+             steer_map_count(steer_world_map(s->world)));
   }
   if (cfg->state_file[0]) {
     s->next_checkpoint_ns =
