@@ -1,0 +1,103 @@
+/* nav.h: path planning on the map: a visibility graph over the corners of the
+ * geometry inflated by an agent's radius, A* over it, and a string-pulled
+ * route of corners.
+ *
+ * Why a visibility graph and not a navmesh:
+ * - Path quality: in the plane, the shortest route around polygons inflated
+ *   by r runs from corner to corner of the inflated shapes; A* over the
+ *   graph of mutually visible corners finds it (round inflated corners are
+ *   circumscribed by a piece per 45 degrees of turn, costing at most 8 % of r
+ *   per corner, a few cm), where a
+ *   navmesh needs a funnel pass and still follows the triangulation's corridor.
+ * - Radii: the graph is built for one radius (nodes pushed out by r, edges
+ *   checked with a swept disc of r through the map's own cast), so a gap
+ *   narrower than 2 r never gets an edge. Agents of different radii use one
+ *   graph per radius class (steer_nav_cache rounds r up to a class, so a plan
+ *   is valid, never narrower, for every radius of the class).
+ * - Robustness: there is no triangulation to break on touching or overlapping
+ *   obstacles, walls of thickness 0 or concave rooms; every edge is proved by
+ *   the same swept-disc query that the integration uses, so a planned segment
+ *   is one the body can actually travel.
+ * - Cost: nodes are O(corners) (convex corners only, one per 45 degrees of
+ *   turn; 8 per circle; 4 per wall end); edges are O(n^2) in the worst case (open rooms) but pruned to pairs
+ *   tangent at both ends, typically a few tens per node. Memory is
+ *   nodes * 28 B + edges * 16 B (both directions stored) plus A* scratch of
+ *   nodes * 24 B and a heap of 8 B per directed edge; the build is O(n^2) cheap tangent tests plus one swept cast
+ *   per surviving pair (figures in BENCHMARKS.md, "Path planning").
+ *
+ * The start and the goal are not in the graph: the start connects to every
+ * corner it sees (one cast per tangent corner), the goal is tried from every
+ * expanded corner (one cast each), so a plan touches only what A* expands.
+ *
+ * Determinism: nodes come in map order, edges in node order, A* breaks ties by
+ * node index; the same map and calls give the same route bits.
+ *
+ * Memory is allocated by steer_nav_build (on map changes), never by a plan. */
+#ifndef STEER_NAV_H
+#define STEER_NAV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "map.h"
+#include "vec2.h"
+
+#define STEER_NAV_MARGIN       0.05f /* m, corner nodes sit this far beyond r + skin */
+#define STEER_NAV_CIRCLE_SIDES 8u    /* nodes around a circle (a circumscribed octagon) */
+#define STEER_NAV_CLASS        0.25f /* m, radius classes of steer_nav_cache */
+#define STEER_NAV_CLASSES      8u    /* graphs one cache holds at once */
+
+typedef struct steer_nav steer_nav;
+
+/* An empty graph (no map yet). NULL on no memory. */
+steer_nav *steer_nav_create(void);
+void steer_nav_destroy(steer_nav *n); /* accepts NULL */
+
+/* Builds the graph of map m for bodies of radius r (>= 0, finite) inside the
+ * bounds [lo, hi]. 0, STEER_EINVAL or STEER_ENOMEM (the old graph is kept). */
+int steer_nav_build(steer_nav *n, const steer_map *m, float r, vec2 lo, vec2 hi);
+
+float steer_nav_radius(const steer_nav *n);
+uint32_t steer_nav_map_version(const steer_nav *n); /* of the map it was built from */
+uint32_t steer_nav_node_count(const steer_nav *n);
+uint32_t steer_nav_edge_count(const steer_nav *n); /* undirected */
+size_t steer_nav_memory(const steer_nav *n);       /* bytes held */
+vec2 steer_nav_node(const steer_nav *n, uint32_t i);
+
+/* Whether a body of radius r can travel straight from a to b: the swept disc
+ * keeps r + STEER_MAP_SKIN from every segment and circle (through the map's
+ * cell index, in pieces so each query stays local). */
+int steer_nav_clear(const steer_map *m, vec2 a, vec2 b, float r);
+
+/* What a plan found. */
+typedef struct steer_nav_result {
+  uint32_t count;    /* route points written (from excluded, goal included) */
+  float length;      /* m, from `from` through the points */
+  uint32_t expanded; /* A* nodes expanded */
+} steer_nav_result;
+
+/* Plans the shortest route for the graph's radius from `from` to `to` (the map
+ * must be the one built from, same version) and writes its corners then `to`
+ * into out (at most cap points). Returns 0, or:
+ *   STEER_EBLOCKED  `to` is not free for the radius (inside an obstacle or
+ *                   closer than r to geometry); the rule is to refuse, the
+ *                   caller may move it with steer_map_nearest_free first;
+ *   STEER_ENOENT    no route (closed off, or every way narrower than 2 r);
+ *   STEER_EFULL     the route has more than cap points;
+ *   STEER_EINVAL    not finite, or the graph is not of this map's version.
+ * `from` is taken as is (an agent's position, free by integration). */
+int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
+                   steer_nav_result *res);
+
+/* Graphs per radius class, built lazily on first use and rebuilt when the map
+ * version changed. */
+typedef struct steer_nav_cache steer_nav_cache;
+steer_nav_cache *steer_nav_cache_create(vec2 lo, vec2 hi);
+void steer_nav_cache_destroy(steer_nav_cache *c); /* accepts NULL */
+/* The graph for radius r, up to date with m (built now if needed: the only
+ * costly call; NULL on no memory or a radius beyond the classes). */
+steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r);
+/* The radius a body of radius r plans with (r rounded up to its class). */
+float steer_nav_class_radius(float r);
+
+#endif /* STEER_NAV_H */
