@@ -276,8 +276,8 @@ int steer_nav_build(steer_nav *n, const steer_map *m, float r, vec2 lo, vec2 hi)
     t.closed = calloc(k, sizeof *t.closed);
     t.route = malloc(k * sizeof *t.route);
     /* A node is pushed at most once per relaxation: every edge both ways, the
-     * start's links and one goal link per node. */
-    t.heap_cap = t.nadj + 2u * k + 1u;
+     * start's links, one goal link per node and one retry per start link. */
+    t.heap_cap = t.nadj + 3u * k + 1u;
     t.heap = malloc((size_t)t.heap_cap * sizeof *t.heap);
     if (!t.start || !t.adj || !t.adj_len || !t.g || !t.parent || !t.seen || !t.closed || !t.route || !t.heap)
       rc = STEER_ENOMEM;
@@ -413,10 +413,34 @@ int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *o
       found = 1;
       break;
     }
+    if (u < S && n->parent[u] == S && !steer_nav_clear(m, from, n->nodes[u].p, r)) {
+      /* The start's links are checked lazily (as in Lazy Theta*): a corner
+       * it does not see takes its best closed neighbour instead, or waits
+       * for one. */
+      n->closed[u] = 0;
+      n->seen[u] = 0;
+      float best = INFINITY;
+      uint32_t bp = S;
+      for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++) {
+        uint32_t v = n->adj[k];
+        if (n->closed[v] == n->gen && n->g[v] + n->adj_len[k] < best) {
+          best = n->g[v] + n->adj_len[k];
+          bp = v;
+        }
+      }
+      if (bp != S) {
+        n->seen[u] = n->gen;
+        n->g[u] = best;
+        n->parent[u] = bp;
+        if (hs < n->heap_cap)
+          heap_push(n, &hs, best + v2_len(v2_sub(to, n->nodes[u].p)), u);
+      }
+      continue;
+    }
     res->expanded++;
     if (u == S) {
       for (uint32_t v = 0; v < S; v++)
-        if (tangent(&n->nodes[v], from) && steer_nav_clear(m, from, n->nodes[v].p, r))
+        if (tangent(&n->nodes[v], from))
           relax(n, &hs, S, v, v2_len(v2_sub(n->nodes[v].p, from)), from, to);
       continue;
     }

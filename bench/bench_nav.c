@@ -1,0 +1,124 @@
+/* bench_nav: path planning (nav.h) on a 1 km x 1 km map of rooms, corridors
+ * and pillars: graph build time and memory, rebuild after one obstacle
+ * changes, plans per second and p50/p99 plan time. Prints a table (figures in
+ * BENCHMARKS.md, "Path planning").
+ *   bench_nav [obstacles...]   (default 100 1000) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "map.h"
+#include "nav.h"
+#include "rng.h"
+
+#define SIDE  1000.0f
+#define PLANS 2000
+#define CAP   256u
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static uint32_t add_wall(steer_map *m, uint32_t id, vec2 a, vec2 b) {
+  vec2 p[2] = {a, b};
+  steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 2, p, 0.0f};
+  return steer_map_add(m, id, &o) == 0;
+}
+
+/* Rooms of 100 m in a grid, each wall split by a 4 m door in its middle (a
+ * quarter of the rooms also get an inner corridor wall), then pillars (boxes and
+ * circles) until `count` obstacles. */
+static steer_map *make_map(uint32_t count, uint64_t seed) {
+  steer_map *m = steer_map_create(v2(0.0f, 0.0f), v2(SIDE, SIDE), 8.0f);
+  steer_rng rng;
+  steer_rng_seed(&rng, seed);
+  uint32_t id = 1;
+  uint32_t rooms = count >= 400 ? 10 : 3; /* rooms per side */
+  float room = SIDE / (float)rooms;
+  for (uint32_t i = 1; i < rooms && id + 4 <= count; i++)
+    for (uint32_t j = 0; j < rooms && id + 4 <= count; j++) {
+      float c = (float)i * room, y0 = (float)j * room, mid = y0 + room / 2.0f;
+      id += add_wall(m, id, v2(c, y0), v2(c, mid - 2.0f));
+      id += add_wall(m, id, v2(c, mid + 2.0f), v2(c, y0 + room));
+      id += add_wall(m, id, v2(y0, c), v2(mid - 2.0f, c));
+      id += add_wall(m, id, v2(mid + 2.0f, c), v2(y0 + room, c));
+    }
+  while (id <= count) {
+    vec2 c = v2(steer_rng_range(&rng, 10.0f, SIDE - 10.0f), steer_rng_range(&rng, 10.0f, SIDE - 10.0f));
+    float s = steer_rng_range(&rng, 0.5f, 3.0f);
+    steer_obstacle_desc o;
+    vec2 p[4] = {v2(c.x - s, c.y - s), v2(c.x + s, c.y - s), v2(c.x + s, c.y + s), v2(c.x - s, c.y + s)};
+    if (steer_rng_float(&rng) < 0.5f)
+      o = (steer_obstacle_desc){STEER_OBSTACLE_CIRCLE, 1, &c, s};
+    else
+      o = (steer_obstacle_desc){STEER_OBSTACLE_POLYGON, 4, p, 0.0f};
+    if (steer_map_add(m, id, &o) == 0)
+      id++;
+  }
+  return m;
+}
+
+int main(int argc, char **argv) {
+  uint32_t sizes[8] = {100, 1000};
+  int nsizes = 2;
+  if (argc > 1) {
+    nsizes = 0;
+    for (int i = 1; i < argc && nsizes < 8; i++)
+      sizes[nsizes++] = (uint32_t)strtoul(argv[i], NULL, 10);
+  }
+  const float r = 0.5f;
+  printf("| obstacles | nodes | edges | memory (KB) | build (ms) | rebuild after 1 change (ms) | plans/s | p50 (us) | p99 (us) | found | mean expanded |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int s = 0; s < nsizes; s++) {
+    steer_map *m = make_map(sizes[s], 1);
+    steer_nav *n = steer_nav_create();
+    double t0 = now_ms();
+    if (steer_nav_build(n, m, r, v2(0.0f, 0.0f), v2(SIDE, SIDE)) != 0)
+      return 1;
+    double build = now_ms() - t0;
+    /* One pillar moves: remove and add it elsewhere, rebuild. */
+    steer_rng rng;
+    steer_rng_seed(&rng, 99);
+    vec2 c = v2(SIDE / 2.0f + 13.0f, SIDE / 2.0f + 27.0f);
+    steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
+    steer_map_remove(m, steer_map_count(m));
+    steer_map_add(m, 100000, &o);
+    t0 = now_ms();
+    steer_nav_build(n, m, r, v2(0.0f, 0.0f), v2(SIDE, SIDE));
+    double rebuild = now_ms() - t0;
+    static double times[PLANS];
+    static vec2 pts[CAP];
+    int found = 0, done = 0;
+    uint64_t expanded = 0;
+    double total = 0.0;
+    while (done < PLANS) {
+      vec2 a = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
+      vec2 b = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
+      if (!steer_map_free(m, a, r, 0.0f) || !steer_map_free(m, b, r, 0.0f))
+        continue;
+      steer_nav_result res;
+      t0 = now_ms();
+      int rc = steer_nav_plan(n, m, a, b, pts, CAP, &res);
+      double dt = now_ms() - t0;
+      times[done++] = dt;
+      total += dt;
+      found += rc == 0;
+      expanded += res.expanded;
+    }
+    qsort(times, PLANS, sizeof times[0], cmp_double);
+    printf("| %u | %u | %u | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f | %d/%d | %.0f |\n", steer_map_count(m),
+           steer_nav_node_count(n), steer_nav_edge_count(n), (double)steer_nav_memory(n) / 1024.0, build, rebuild,
+           (double)PLANS / (total / 1e3), times[PLANS / 2] * 1e3, times[PLANS * 99 / 100] * 1e3, found, PLANS,
+           (double)expanded / PLANS);
+    steer_nav_destroy(n);
+    steer_map_destroy(m);
+  }
+  return 0;
+}
