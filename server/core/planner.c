@@ -1,0 +1,340 @@
+/* planner.c: GOTO requests, the plan queue and replanning (see planner.h). */
+#include "planner.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct goto_rec {
+  steer_id id;     /* 0: slot not in GOTO */
+  steer_goto g;
+  uint8_t status;  /* steer_goto_status */
+  uint8_t queued;  /* in the ring */
+  uint8_t reason;  /* of the queued request */
+  uint8_t partial; /* the followed route is the first part of a longer one */
+  int32_t path;    /* the world path handle set by the last plan */
+  uint32_t map_version;
+  vec2 goal; /* m, where the route ends */
+} goto_rec;
+
+struct steer_planner {
+  steer_planner_config cfg;
+  uint32_t cap;
+  goto_rec *rec;  /* by slot index */
+  uint32_t *ring; /* FIFO of slot indices */
+  uint32_t head, count;
+  steer_plan_event *events;
+  uint32_t nevents;
+  steer_nav_cache *navs;
+  vec2 *route; /* STEER_PLANNER_MAX_ROUTE + 1 */
+  steer_planner_stats stats;
+};
+
+steer_goto steer_default_goto(void) {
+  steer_goto g;
+  memset(&g, 0, sizeof g);
+  g.target.kind = STEER_TARGET_POINT;
+  g.node_radius = 0.5f;
+  g.cornering = STEER_CORNER_NONE;
+  g.replan_distance = 2.0f;
+  return g;
+}
+
+steer_planner_config steer_default_planner_config(void) {
+  steer_planner_config c = {4096u};
+  return c;
+}
+
+steer_planner *steer_planner_create(const steer_world *w, const steer_planner_config *cfg) {
+  if (!w || !cfg || cfg->budget == 0)
+    return NULL;
+  steer_planner *p = calloc(1, sizeof *p);
+  if (!p)
+    return NULL;
+  const steer_world_config *wc = steer_world_get_config(w);
+  p->cfg = *cfg;
+  p->cap = steer_world_capacity(w);
+  p->rec = calloc(p->cap, sizeof *p->rec);
+  p->ring = calloc(p->cap, sizeof *p->ring);
+  p->events = calloc(p->cap, sizeof *p->events);
+  p->route = calloc(STEER_PLANNER_MAX_ROUTE + 1u, sizeof *p->route);
+  p->navs = steer_nav_cache_create(wc->min, wc->max);
+  if (!p->rec || !p->ring || !p->events || !p->route || !p->navs) {
+    steer_planner_destroy(p);
+    return NULL;
+  }
+  return p;
+}
+
+void steer_planner_destroy(steer_planner *p) {
+  if (!p)
+    return;
+  free(p->rec);
+  free(p->ring);
+  free(p->events);
+  free(p->route);
+  steer_nav_cache_destroy(p->navs);
+  free(p);
+}
+
+static goto_rec *rec_of(steer_planner *p, steer_id id) {
+  uint32_t s = id & STEER_ID_INDEX_MASK;
+  return s < p->cap ? &p->rec[s] : NULL;
+}
+
+static void enqueue(steer_planner *p, goto_rec *r, uint8_t reason) {
+  r->reason = reason;
+  if (r->queued)
+    return;
+  r->queued = 1;
+  p->ring[(p->head + p->count) % p->cap] = (uint32_t)(r - p->rec);
+  p->count++;
+}
+
+int steer_planner_goto(steer_planner *p, const steer_world *w, steer_id id, const steer_goto *g) {
+  steer_agent_info info;
+  if (steer_world_get(w, id, &info) != 0)
+    return STEER_ENOENT;
+  if (!g || !(g->node_radius > 0.0f && g->node_radius <= STEER_MAX_DISTANCE) ||
+      !(g->replan_distance >= 0.0f && g->replan_distance <= STEER_MAX_DISTANCE) ||
+      g->cornering >= STEER_CORNER_COUNT)
+    return STEER_EINVAL;
+  if (info.model == STEER_MODEL_DYNAMIC || info.model == STEER_MODEL_KINEMATIC) {
+    if (g->cornering != STEER_CORNER_NONE)
+      return STEER_EMODEL;
+  } else if (info.model != STEER_MODEL_HEADING) {
+    return STEER_EMODEL;
+  }
+  const steer_map *m = steer_world_map(w);
+  if (g->target.kind == STEER_TARGET_POINT) {
+    const steer_world_config *wc = steer_world_get_config(w);
+    vec2 t = g->target.point;
+    if (!isfinite(t.x) || !isfinite(t.y) || t.x < wc->min.x || t.x > wc->max.x || t.y < wc->min.y ||
+        t.y > wc->max.y)
+      return STEER_EINVAL;
+    if (steer_map_count(m) > 0 && steer_map_inside(m, t))
+      return STEER_EBLOCKED;
+  } else if (g->target.kind == STEER_TARGET_AGENT) {
+    if (g->target.agent == id || !steer_world_alive(w, g->target.agent))
+      return STEER_ETARGET;
+  } else {
+    return STEER_EINVAL;
+  }
+  goto_rec *r = rec_of(p, id);
+  if (r->id != id) { /* a new agent in this slot: forget the old one's state */
+    uint8_t queued = r->queued;
+    memset(r, 0, sizeof *r);
+    r->queued = queued;
+    r->path = -1;
+  }
+  r->id = id;
+  r->g = *g;
+  if (r->status != STEER_GOTO_FOLLOWING)
+    r->status = STEER_GOTO_QUEUED;
+  enqueue(p, r, STEER_PLAN_NEW);
+  return 0;
+}
+
+int steer_planner_cancel(steer_planner *p, steer_id id) {
+  goto_rec *r = rec_of(p, id);
+  if (!r || r->id != id || r->status == STEER_GOTO_NONE)
+    return STEER_ENOENT;
+  r->id = 0;
+  r->status = STEER_GOTO_NONE; /* a queued entry is skipped when served */
+  return 0;
+}
+
+steer_goto_status steer_planner_status(const steer_planner *p, steer_id id, vec2 *goal) {
+  uint32_t s = id & STEER_ID_INDEX_MASK;
+  if (s >= p->cap || p->rec[s].id != id)
+    return STEER_GOTO_NONE;
+  if (goal)
+    *goal = p->rec[s].goal;
+  return (steer_goto_status)p->rec[s].status;
+}
+
+const steer_plan_event *steer_planner_events(const steer_planner *p, uint32_t *count) {
+  *count = p->nevents;
+  return p->events;
+}
+
+steer_planner_stats steer_planner_get_stats(const steer_planner *p) {
+  steer_planner_stats s = p->stats;
+  s.queued = p->count;
+  return s;
+}
+
+static void emit(steer_planner *p, const steer_world *w, steer_id id, uint8_t type, uint8_t reason, uint32_t points,
+                 float length) {
+  if (p->nevents >= p->cap)
+    return; /* cannot happen: an agent is served at most once per update */
+  p->events[p->nevents++] = (steer_plan_event){steer_world_tick(w), id, type, reason, points, length};
+}
+
+/* ---- triggers ------------------------------------------------------------------ */
+
+/* Whether the body still fits along what is left of its route. */
+static int route_clear(const steer_world *w, const steer_agent_info *info) {
+  steer_path path;
+  if (steer_world_path_get(w, info->path, &path) != 0)
+    return 0;
+  const steer_map *m = steer_world_map(w);
+  float r = info->limits.radius;
+  vec2 a = info->state.position;
+  for (uint32_t i = info->cursor.node; i < path.count; i++) {
+    if (!steer_nav_clear(m, a, path.points[i], r))
+      return 0;
+    a = path.points[i];
+  }
+  return 1;
+}
+
+/* Drops agents that left GOTO, queues replans for map changes and moved
+ * targets, in slot order. */
+static void check_triggers(steer_planner *p, const steer_world *w) {
+  uint32_t version = steer_map_version(steer_world_map(w));
+  for (uint32_t s = 0; s < p->cap; s++) {
+    goto_rec *r = &p->rec[s];
+    if (r->id == 0 || r->status != STEER_GOTO_FOLLOWING)
+      continue;
+    steer_agent_info info;
+    if (steer_world_get(w, r->id, &info) != 0 || info.path != r->path ||
+        info.behaviour.kind != STEER_BEHAVIOUR_FOLLOW_PATH) {
+      r->id = 0; /* despawned, or told to do something else */
+      r->status = STEER_GOTO_NONE;
+      continue;
+    }
+    if (r->queued)
+      continue;
+    if (r->map_version != version) {
+      r->map_version = version;
+      if (!route_clear(w, &info)) {
+        enqueue(p, r, STEER_PLAN_MAP);
+        continue;
+      }
+    }
+    if (r->g.target.kind == STEER_TARGET_AGENT) {
+      steer_agent_info t;
+      if (steer_world_get(w, r->g.target.agent, &t) != 0 ||
+          v2_len(v2_sub(t.state.position, r->goal)) > r->g.replan_distance)
+        enqueue(p, r, STEER_PLAN_TARGET_MOVED);
+    }
+  }
+}
+
+void steer_planner_observe(steer_planner *p, const steer_world *w) {
+  uint32_t n;
+  const steer_event *ev = steer_world_events(w, &n);
+  for (uint32_t i = 0; i < n; i++) {
+    goto_rec *r = rec_of(p, ev[i].agent);
+    if (!r || r->id != ev[i].agent || r->status != STEER_GOTO_FOLLOWING)
+      continue;
+    if (ev[i].type == STEER_EVENT_STUCK)
+      enqueue(p, r, STEER_PLAN_STUCK);
+    else if (ev[i].type == STEER_EVENT_PATH_FINISHED && r->partial)
+      enqueue(p, r, STEER_PLAN_CONTINUE);
+  }
+}
+
+/* ---- serving ------------------------------------------------------------------- */
+
+static void unreachable(steer_planner *p, steer_world *w, goto_rec *r) {
+  steer_world_stop(w, r->id);
+  r->status = STEER_GOTO_UNREACHABLE;
+  r->partial = 0;
+  r->path = -1;
+  p->stats.unreachable++;
+  emit(p, w, r->id, STEER_PLAN_UNREACHABLE, r->reason, 0, 0.0f);
+}
+
+/* Plans for one request; returns the A* expansions spent (at least 1). */
+static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r) {
+  steer_agent_info info;
+  if (steer_world_get(w, r->id, &info) != 0) {
+    r->id = 0;
+    r->status = STEER_GOTO_NONE;
+    return 1;
+  }
+  p->stats.plans++;
+  const steer_map *m = steer_world_map(w);
+  const steer_world_config *wc = steer_world_get_config(w);
+  steer_nav *nav = steer_nav_cache_get(p->navs, m, info.limits.radius);
+  if (!nav) { /* a body wider than the largest radius class, or no memory */
+    unreachable(p, w, r);
+    return 1;
+  }
+  float cr = steer_nav_radius(nav);
+  vec2 goal;
+  if (r->g.target.kind == STEER_TARGET_AGENT) {
+    steer_agent_info t;
+    if (steer_world_get(w, r->g.target.agent, &t) != 0) {
+      unreachable(p, w, r);
+      return 1;
+    }
+    goal = t.state.position;
+  } else {
+    goal = r->g.target.point;
+  }
+  if (steer_map_count(m) > 0 && !steer_map_free(m, goal, cr, 0.0f) &&
+      steer_map_nearest_free(m, goal, cr, STEER_PLANNER_SNAP, wc->min, wc->max, &goal) != 0) {
+    unreachable(p, w, r);
+    return 1;
+  }
+  /* The start: the agent's position, or the nearest point a body of the class
+   * radius fits (an agent hugging a wall), reached first. */
+  vec2 from = info.state.position;
+  uint32_t lead = 0;
+  if (steer_map_count(m) > 0 && !steer_map_free(m, from, cr, 0.0f)) {
+    vec2 f;
+    if (steer_map_nearest_free(m, from, cr, STEER_PLANNER_SNAP, wc->min, wc->max, &f) != 0) {
+      unreachable(p, w, r);
+      return 1;
+    }
+    p->route[0] = f;
+    from = f;
+    lead = 1;
+  }
+  steer_nav_result res;
+  int rc = steer_nav_plan(nav, m, from, goal, p->route + lead, STEER_PLANNER_MAX_ROUTE, &res);
+  uint32_t spent = res.expanded + 1u;
+  if (rc != 0) {
+    unreachable(p, w, r);
+    return spent;
+  }
+  uint32_t total = res.count + lead;
+  uint32_t n = total < wc->max_path_points ? total : wc->max_path_points;
+  float length = res.length + (lead ? v2_len(v2_sub(p->route[0], info.state.position)) : 0.0f);
+  if (steer_world_set_path(w, r->id, p->route, n, r->g.node_radius, STEER_PATH_ONCE, r->g.cornering) != 0) {
+    unreachable(p, w, r);
+    return spent;
+  }
+  steer_agent_info now;
+  steer_world_get(w, r->id, &now);
+  uint8_t type = r->status == STEER_GOTO_FOLLOWING ? STEER_PLAN_REPLANNED : STEER_PLAN_PLANNED;
+  r->status = STEER_GOTO_FOLLOWING;
+  r->path = now.path;
+  r->partial = n < total;
+  r->goal = goal;
+  r->map_version = steer_map_version(m);
+  emit(p, w, r->id, type, r->reason, n, length);
+  return spent;
+}
+
+void steer_planner_update(steer_planner *p, steer_world *w) {
+  p->nevents = 0;
+  p->stats.last_served = 0;
+  p->stats.last_expanded = 0;
+  check_triggers(p, w);
+  uint32_t spent = 0;
+  while (p->count > 0 && spent < p->cfg.budget) {
+    goto_rec *r = &p->rec[p->ring[p->head]];
+    p->head = (p->head + 1) % p->cap;
+    p->count--;
+    r->queued = 0;
+    if (r->id == 0 || r->status == STEER_GOTO_NONE)
+      continue; /* cancelled while queued */
+    spent += serve(p, w, r);
+    p->stats.last_served++;
+  }
+  p->stats.last_expanded = spent;
+}

@@ -1,0 +1,135 @@
+/* planner.h: GOTO, "go there and find the way": a queue of plan requests
+ * served with a budget per tick, fairly, and the routes handed to the world's
+ * path follower.
+ *
+ * A GOTO targets a point or an agent. It is planned on the map (nav.h) for the
+ * agent's radius class, then followed as the agent's own once-path with its
+ * cornering (the follower arrives at the last point without overshoot: the
+ * dynamic model arrives on the last leg, the heading model slows to stop on it).
+ * A route longer than the world's max_path_points is followed in parts, each
+ * planned when the previous one ends.
+ *
+ * Replanning: when the map changed and the remaining route is no longer clear
+ * for the body, when the target agent moved more than replan_distance from the
+ * goal the route was planned to, when the agent reports STUCK, and when the
+ * part of a long route ends. An agent given another behaviour (or despawned)
+ * leaves GOTO.
+ *
+ * The queue: every agent is at most once in it (a new GOTO or a trigger while
+ * queued only updates the request), served first come first served; each tick
+ * serves requests until the budget (A* expansions, deterministic, unlike a
+ * clock) is spent. A request once started is finished, so a tick overshoots the
+ * budget by at most one plan. Until its plan is served an agent keeps doing
+ * what it did (a replanning agent keeps following its old route).
+ *
+ * Results are events: PLANNED (first route), REPLANNED (with the reason),
+ * UNREACHABLE (no route for the body's radius class, or the target agent is
+ * gone or walled in: the agent stops, behaviour NONE, and stays out of GOTO
+ * until a new one). A point target inside geometry is refused at once with
+ * STEER_EBLOCKED (the world's rule for targets); an agent target standing
+ * where a body of the planning radius does not fit is moved to the nearest
+ * free point within 2 m, else UNREACHABLE.
+ *
+ * Graph builds after a map change happen on the first plan that needs them
+ * (nav.h steer_nav_cache), in the tick that serves it.
+ *
+ * Deterministic: the same calls on the same world give the same routes, events
+ * and queue order. */
+#ifndef STEER_PLANNER_H
+#define STEER_PLANNER_H
+
+#include <stdint.h>
+
+#include "nav.h"
+#include "world.h"
+
+#define STEER_PLANNER_MAX_ROUTE 1024u /* points of one plan; parts of max_path_points are followed */
+#define STEER_PLANNER_SNAP      2.0f  /* m, how far an agent target or a start is moved to fit */
+
+typedef enum steer_plan_event_type {
+  STEER_PLAN_PLANNED = 0,
+  STEER_PLAN_REPLANNED,
+  STEER_PLAN_UNREACHABLE,
+  STEER_PLAN_EVENT_TYPE_COUNT
+} steer_plan_event_type;
+
+typedef enum steer_plan_reason {
+  STEER_PLAN_NEW = 0,      /* a GOTO command */
+  STEER_PLAN_MAP,          /* the map changed across the route */
+  STEER_PLAN_TARGET_MOVED, /* the target agent moved beyond replan_distance */
+  STEER_PLAN_STUCK,        /* the agent reported STUCK */
+  STEER_PLAN_CONTINUE,     /* the followed part of a long route ended */
+  STEER_PLAN_REASON_COUNT
+} steer_plan_reason;
+
+typedef struct steer_plan_event {
+  uint64_t tick; /* world tick when served (before its step) */
+  steer_id agent;
+  uint8_t type;    /* steer_plan_event_type */
+  uint8_t reason;  /* steer_plan_reason */
+  uint32_t points; /* route points now followed (0: unreachable) */
+  float length;    /* m, of the whole route from the agent (0: unreachable) */
+} steer_plan_event;
+
+typedef struct steer_goto {
+  steer_target target;   /* STEER_TARGET_POINT or STEER_TARGET_AGENT */
+  float node_radius;     /* m, a corner is passed within this (0.5), > 0 */
+  uint8_t cornering;     /* steer_cornering, ARC/LAZY for the heading model only (NONE) */
+  float replan_distance; /* m, target agent movement that replans (2) */
+} steer_goto;
+
+steer_goto steer_default_goto(void);
+
+typedef struct steer_planner_config {
+  uint32_t budget; /* A* expansions per tick (4096), >= 1 */
+} steer_planner_config;
+
+steer_planner_config steer_default_planner_config(void);
+
+typedef struct steer_planner steer_planner;
+
+/* A planner for world w (sized by its capacity). NULL on bad config or memory. */
+steer_planner *steer_planner_create(const steer_world *w, const steer_planner_config *cfg);
+void steer_planner_destroy(steer_planner *p); /* accepts NULL */
+
+/* Queues a GOTO for agent id. 0, or STEER_ENOENT (no such agent), STEER_EINVAL
+ * (target kind, node_radius, replan_distance, cornering out of range),
+ * STEER_EMODEL (the model cannot follow paths, or cornering does not suit it),
+ * STEER_ETARGET (target agent missing or the agent itself), STEER_EBLOCKED
+ * (target point inside geometry). */
+int steer_planner_goto(steer_planner *p, const steer_world *w, steer_id id, const steer_goto *g);
+/* Leaves GOTO (the agent keeps following its current route). STEER_ENOENT if
+ * it was not in GOTO. */
+int steer_planner_cancel(steer_planner *p, steer_id id);
+
+/* Before a step: drops agents that left GOTO, queues replans (map, target
+ * moved), then serves the queue within the budget. */
+void steer_planner_update(steer_planner *p, steer_world *w);
+/* After a step: reads its events (STUCK, PATH_FINISHED) and queues replans. */
+void steer_planner_observe(steer_planner *p, const steer_world *w);
+
+/* Events of the last update; valid until the next update. */
+const steer_plan_event *steer_planner_events(const steer_planner *p, uint32_t *count);
+
+typedef enum steer_goto_status {
+  STEER_GOTO_NONE = 0,    /* not in GOTO */
+  STEER_GOTO_QUEUED,      /* waiting for its first plan */
+  STEER_GOTO_FOLLOWING,   /* following a route (a replan may be queued) */
+  STEER_GOTO_UNREACHABLE, /* last plan found no route */
+  STEER_GOTO_STATUS_COUNT
+} steer_goto_status;
+
+/* The GOTO state of an agent: status and (when following) the goal planned to. */
+steer_goto_status steer_planner_status(const steer_planner *p, steer_id id, vec2 *goal);
+
+typedef struct steer_planner_stats {
+  uint32_t queued;        /* requests waiting */
+  uint32_t last_served;   /* plans served by the last update */
+  uint32_t last_expanded; /* A* expansions of the last update */
+  uint64_t plans;         /* plans served since creation */
+  uint64_t unreachable;   /* of which found no route */
+} steer_planner_stats;
+
+steer_planner_stats steer_planner_get_stats(const steer_planner *p);
+
+#endif /* STEER_PLANNER_H */

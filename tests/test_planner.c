@@ -1,0 +1,380 @@
+/* test_planner.c: GOTO (planner.h) on a real world with a map: a point in the
+ * next room is reached through the door and the agent stops there; closing the
+ * door on the route replans through the other door; closing the only one is
+ * UNREACHABLE and a new GOTO after opening it gets through; a moving target
+ * agent makes it replan; a gap narrower than a body is never planned for it; a
+ * burst of 10 000 GOTO in one tick is served over a bounded number of ticks
+ * within the budget, deterministically; bad requests get their error codes. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "map.h"
+#include "planner.h"
+#include "world.h"
+
+#define HALF 50.0f
+#define DT   0.05f
+
+static steer_world *make_world(uint32_t cap) {
+  steer_world_config c = steer_default_world_config();
+  c.max_agents = cap;
+  c.max_events = 3 * cap;
+  c.min = v2(-HALF, -HALF);
+  c.max = v2(HALF, HALF);
+  c.cell_size = 4.0f;
+  steer_world *w = steer_world_create(&c);
+  ck_assert_ptr_nonnull(w);
+  return w;
+}
+
+static void wall(steer_world *w, uint32_t id, vec2 a, vec2 b) {
+  vec2 p[2] = {a, b};
+  steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 2, p, 0.0f};
+  ck_assert_int_eq(steer_world_add_obstacle(w, id, &o, NULL), 0);
+}
+
+/* A wall along x = 0 with doors at y in [-21.5, -18.5] (ids 1..3 around them)
+ * and y in [18.5, 21.5]; the doors themselves are ids 10 (lower), 11 (upper)
+ * when closed. */
+static void two_rooms(steer_world *w) {
+  wall(w, 1, v2(0.0f, -HALF), v2(0.0f, -21.5f));
+  wall(w, 2, v2(0.0f, -18.5f), v2(0.0f, 18.5f));
+  wall(w, 3, v2(0.0f, 21.5f), v2(0.0f, HALF));
+}
+
+static steer_id spawn(steer_world *w, vec2 p, float radius, uint8_t model) {
+  steer_agent_desc d = steer_default_agent_desc();
+  d.model = model;
+  d.state.position = p;
+  d.limits.radius = radius;
+  d.limits.max_speed = 4.0f;
+  d.limits.max_acceleration = 8.0f;
+  steer_id id;
+  ck_assert_int_eq(steer_world_spawn(w, &d, 0, &id), 0);
+  return id;
+}
+
+static vec2 pos(const steer_world *w, steer_id id) {
+  steer_agent_info info;
+  ck_assert_int_eq(steer_world_get(w, id, &info), 0);
+  return info.state.position;
+}
+
+/* Runs ticks, collecting the planner's events of the agent. */
+typedef struct seen {
+  int planned, replanned, unreachable;
+  uint8_t last_reason;
+} seen;
+
+static void run(steer_planner *p, steer_world *w, int ticks, steer_id id, seen *s) {
+  for (int t = 0; t < ticks; t++) {
+    steer_planner_update(p, w);
+    uint32_t n;
+    const steer_plan_event *ev = steer_planner_events(p, &n);
+    for (uint32_t i = 0; i < n; i++) {
+      if (ev[i].agent != id)
+        continue;
+      s->planned += ev[i].type == STEER_PLAN_PLANNED;
+      s->replanned += ev[i].type == STEER_PLAN_REPLANNED;
+      s->unreachable += ev[i].type == STEER_PLAN_UNREACHABLE;
+      s->last_reason = ev[i].reason;
+    }
+    steer_world_step(w, DT);
+    steer_planner_observe(p, w);
+  }
+}
+
+static steer_goto goto_point(vec2 t) {
+  steer_goto g = steer_default_goto();
+  g.target.kind = STEER_TARGET_POINT;
+  g.target.point = t;
+  return g;
+}
+
+START_TEST(reaches_the_next_room_and_stops) {
+  static const uint8_t models[] = {STEER_MODEL_DYNAMIC, STEER_MODEL_KINEMATIC, STEER_MODEL_HEADING};
+  for (unsigned k = 0; k < 3; k++) {
+    steer_world *w = make_world(16);
+    two_rooms(w);
+    steer_planner_config pc = steer_default_planner_config();
+    steer_planner *p = steer_planner_create(w, &pc);
+    ck_assert_ptr_nonnull(p);
+    steer_id a = spawn(w, v2(-10.0f, 30.0f), 0.5f, models[k]);
+    vec2 target = v2(10.0f, 30.0f);
+    steer_goto g = goto_point(target);
+    if (models[k] == STEER_MODEL_HEADING)
+      g.cornering = STEER_CORNER_LAZY;
+    ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
+    ck_assert_int_eq(steer_planner_status(p, a, NULL), STEER_GOTO_QUEUED);
+    seen s = {0};
+    run(p, w, 1, a, &s);
+    ck_assert_int_eq(s.planned, 1);
+    ck_assert_int_eq(steer_planner_status(p, a, NULL), STEER_GOTO_FOLLOWING);
+    /* The route: through the upper door (x = 0 crossed with 18.5 < y < 21.5). */
+    steer_agent_info info;
+    steer_world_get(w, a, &info);
+    steer_path path;
+    ck_assert_int_eq(steer_world_path_get(w, info.path, &path), 0);
+    ck_assert(path.points[path.count - 1].x == target.x && path.points[path.count - 1].y == target.y);
+    vec2 prev = pos(w, a);
+    int crossed = 0;
+    for (int t = 0; t < 1200 && !crossed; t++) {
+      run(p, w, 1, a, &s);
+      vec2 now = pos(w, a);
+      if (prev.x < 0.0f && now.x >= 0.0f) {
+        ck_assert_float_gt(now.y, 18.5f);
+        ck_assert_float_lt(now.y, 21.5f);
+        crossed = 1;
+      }
+      prev = now;
+    }
+    ck_assert_msg(crossed, "model %u never went through the door", k);
+    /* It arrives, and stays: no overshoot past the node radius once inside it. */
+    int inside = 0;
+    float worst = 0.0f;
+    for (int t = 0; t < 1200; t++) {
+      run(p, w, 1, a, &s);
+      float d = v2_len(v2_sub(pos(w, a), target));
+      if (d < 0.5f)
+        inside = 1;
+      if (inside && d > worst)
+        worst = d;
+    }
+    ck_assert_msg(inside, "model %u did not arrive", k);
+    ck_assert_float_lt(worst, 0.6f);
+    ck_assert_int_eq(s.unreachable, 0);
+    steer_planner_destroy(p);
+    steer_world_destroy(w);
+  }
+}
+END_TEST
+
+START_TEST(closed_door_replans_then_unreachable_then_open) {
+  steer_world *w = make_world(16);
+  two_rooms(w);
+  steer_planner_config pc = steer_default_planner_config();
+  steer_planner *p = steer_planner_create(w, &pc);
+  steer_id a = spawn(w, v2(-10.0f, 25.0f), 0.5f, STEER_MODEL_DYNAMIC);
+  vec2 target = v2(10.0f, 25.0f);
+  steer_goto g = goto_point(target);
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
+  seen s = {0};
+  run(p, w, 10, a, &s);
+  ck_assert_int_eq(s.planned, 1);
+  /* The upper door closes: replanned through the lower one, and it arrives. */
+  wall(w, 11, v2(0.0f, 18.5f), v2(0.0f, 21.5f));
+  run(p, w, 1, a, &s);
+  ck_assert_int_eq(s.replanned, 1);
+  ck_assert_int_eq(s.last_reason, STEER_PLAN_MAP);
+  float low = HALF;
+  for (int t = 0; t < 3000 && v2_len(v2_sub(pos(w, a), target)) > 0.5f; t++) {
+    run(p, w, 1, a, &s);
+    if (fabsf(pos(w, a).x) < 0.5f && pos(w, a).y < low)
+      low = pos(w, a).y;
+  }
+  ck_assert_float_lt(v2_len(v2_sub(pos(w, a), target)), 0.5f);
+  ck_assert_float_lt(low, -18.0f); /* it went by the lower door */
+  /* Back again with both doors closed: UNREACHABLE and the agent stops. */
+  wall(w, 10, v2(0.0f, -21.5f), v2(0.0f, -18.5f));
+  steer_goto back = goto_point(v2(-10.0f, 25.0f));
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &back), 0);
+  run(p, w, 1, a, &s);
+  ck_assert_int_eq(s.unreachable, 1);
+  ck_assert_int_eq(steer_planner_status(p, a, NULL), STEER_GOTO_UNREACHABLE);
+  steer_agent_info info;
+  steer_world_get(w, a, &info);
+  ck_assert_int_eq(info.behaviour.kind, STEER_BEHAVIOUR_NONE);
+  /* The lower door opens: a new GOTO gets through. */
+  ck_assert_int_eq(steer_world_remove_obstacle(w, 10), 0);
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &back), 0);
+  run(p, w, 1, a, &s);
+  ck_assert_int_eq(s.planned, 2);
+  for (int t = 0; t < 3000 && v2_len(v2_sub(pos(w, a), back.target.point)) > 0.5f; t++)
+    run(p, w, 1, a, &s);
+  ck_assert_float_lt(v2_len(v2_sub(pos(w, a), back.target.point)), 0.5f);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+}
+END_TEST
+
+START_TEST(follows_a_moving_agent) {
+  steer_world *w = make_world(16);
+  two_rooms(w);
+  steer_planner_config pc = steer_default_planner_config();
+  steer_planner *p = steer_planner_create(w, &pc);
+  steer_id a = spawn(w, v2(-10.0f, 25.0f), 0.5f, STEER_MODEL_DYNAMIC);
+  steer_id b = spawn(w, v2(10.0f, 25.0f), 0.5f, STEER_MODEL_KINEMATIC);
+  steer_goto g = steer_default_goto();
+  g.target.kind = STEER_TARGET_AGENT;
+  g.target.agent = b;
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
+  seen s = {0};
+  run(p, w, 2, a, &s);
+  ck_assert_int_eq(s.planned, 1);
+  /* b walks down its room to the lower door's level: a replans for it. */
+  steer_behaviour seek = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
+  seek.target.kind = STEER_TARGET_POINT;
+  seek.target.point = v2(10.0f, -25.0f);
+  ck_assert_int_eq(steer_world_set_behaviour(w, b, &seek), 0);
+  run(p, w, 600, a, &s);
+  ck_assert_int_ge(s.replanned, 1);
+  ck_assert_int_eq(s.last_reason, STEER_PLAN_TARGET_MOVED);
+  for (int t = 0; t < 2000 && v2_len(v2_sub(pos(w, a), pos(w, b))) > 2.5f; t++)
+    run(p, w, 1, a, &s);
+  ck_assert_float_lt(v2_len(v2_sub(pos(w, a), pos(w, b))), 2.5f); /* replan_distance + node radius */
+  /* Another behaviour takes it out of GOTO. */
+  ck_assert_int_eq(steer_world_stop(w, a), 0);
+  run(p, w, 1, a, &s);
+  ck_assert_int_eq(steer_planner_status(p, a, NULL), STEER_GOTO_NONE);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+}
+END_TEST
+
+START_TEST(narrow_gap_by_radius) {
+  steer_world *w = make_world(16);
+  wall(w, 1, v2(0.0f, -HALF), v2(0.0f, -0.6f));
+  wall(w, 2, v2(0.0f, 0.6f), v2(0.0f, HALF)); /* a 1.2 m gap */
+  steer_planner_config pc = steer_default_planner_config();
+  steer_planner *p = steer_planner_create(w, &pc);
+  steer_id small = spawn(w, v2(-10.0f, 0.0f), 0.4f, STEER_MODEL_DYNAMIC);
+  steer_id big = spawn(w, v2(-10.0f, 5.0f), 0.7f, STEER_MODEL_DYNAMIC);
+  steer_goto g = goto_point(v2(10.0f, 0.0f));
+  ck_assert_int_eq(steer_planner_goto(p, w, small, &g), 0);
+  ck_assert_int_eq(steer_planner_goto(p, w, big, &g), 0);
+  seen s = {0}, t = {0};
+  run(p, w, 1, small, &s);
+  ck_assert_int_eq(s.planned, 1);
+  ck_assert_int_eq(steer_planner_status(p, big, NULL), STEER_GOTO_UNREACHABLE);
+  run(p, w, 1, big, &t);
+  for (int k = 0; k < 2000 && v2_len(v2_sub(pos(w, small), g.target.point)) > 0.5f; k++)
+    run(p, w, 1, small, &s);
+  ck_assert_float_lt(v2_len(v2_sub(pos(w, small), g.target.point)), 0.5f);
+  ck_assert_float_lt(pos(w, big).x, 0.0f);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+}
+END_TEST
+
+START_TEST(bad_requests) {
+  steer_world *w = make_world(16);
+  two_rooms(w);
+  vec2 box[4] = {v2(-30.0f, -30.0f), v2(-25.0f, -30.0f), v2(-25.0f, -25.0f), v2(-30.0f, -25.0f)};
+  steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, box, 0.0f};
+  ck_assert_int_eq(steer_world_add_obstacle(w, 20, &o, NULL), 0);
+  steer_planner_config pc = steer_default_planner_config();
+  steer_planner *p = steer_planner_create(w, &pc);
+  steer_id a = spawn(w, v2(-10.0f, 0.0f), 0.5f, STEER_MODEL_DYNAMIC);
+  steer_goto g = goto_point(v2(-27.0f, -27.0f));
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), STEER_EBLOCKED);
+  g = goto_point(v2(NAN, 0.0f));
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), STEER_EINVAL);
+  g = goto_point(v2(1000.0f, 0.0f));
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), STEER_EINVAL);
+  g = goto_point(v2(10.0f, 0.0f));
+  g.node_radius = 0.0f;
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), STEER_EINVAL);
+  g = goto_point(v2(10.0f, 0.0f));
+  g.cornering = STEER_CORNER_ARC;
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), STEER_EMODEL);
+  g = steer_default_goto();
+  g.target.kind = STEER_TARGET_AGENT;
+  g.target.agent = a;
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), STEER_ETARGET);
+  g.target.agent = 12345;
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), STEER_ETARGET);
+  g.target.kind = STEER_TARGET_NONE;
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), STEER_EINVAL);
+  g = goto_point(v2(10.0f, 0.0f));
+  ck_assert_int_eq(steer_planner_goto(p, w, 999, &g), STEER_ENOENT);
+  ck_assert_int_eq(steer_planner_cancel(p, a), STEER_ENOENT);
+  ck_assert_uint_eq(steer_planner_get_stats(p).queued, 0);
+  /* Cancelled while queued: never served. */
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
+  ck_assert_int_eq(steer_planner_cancel(p, a), 0);
+  steer_planner_update(p, w);
+  ck_assert_uint_eq(steer_planner_get_stats(p).last_served, 0);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+}
+END_TEST
+
+/* 10 000 agents in the left room all GOTO the right room in one tick. */
+static uint64_t burst(uint32_t *ticks, uint32_t *max_served, uint32_t *max_spent, uint32_t budget) {
+  const uint32_t N = 10000;
+  steer_world *w = make_world(N);
+  two_rooms(w);
+  steer_planner_config pc = steer_default_planner_config();
+  pc.budget = budget;
+  steer_planner *p = steer_planner_create(w, &pc);
+  ck_assert_ptr_nonnull(p);
+  steer_id *ids = malloc(N * sizeof *ids);
+  for (uint32_t i = 0; i < N; i++) {
+    vec2 at = v2(-45.0f + (float)(i % 100) * 0.42f, -45.0f + (float)(i / 100) * 0.9f);
+    ids[i] = spawn(w, at, 0.2f, STEER_MODEL_KINEMATIC);
+  }
+  for (uint32_t i = 0; i < N; i++) {
+    steer_goto g = goto_point(v2(10.0f + (float)(i % 50) * 0.7f, -40.0f + (float)(i / 50) * 0.4f));
+    ck_assert_int_eq(steer_planner_goto(p, w, ids[i], &g), 0);
+  }
+  uint32_t answered = 0;
+  *ticks = 0;
+  *max_served = 0;
+  *max_spent = 0;
+  while (steer_planner_get_stats(p).queued > 0) {
+    steer_planner_update(p, w);
+    uint32_t n;
+    steer_planner_events(p, &n);
+    answered += n;
+    steer_planner_stats st = steer_planner_get_stats(p);
+    if (st.last_served > *max_served)
+      *max_served = st.last_served;
+    if (st.last_expanded > *max_spent)
+      *max_spent = st.last_expanded;
+    steer_world_step(w, DT);
+    steer_planner_observe(p, w);
+    ++*ticks;
+    ck_assert_uint_lt(*ticks, 2000);
+  }
+  ck_assert_uint_eq(answered, N);
+  ck_assert_uint_eq(steer_planner_get_stats(p).unreachable, 0);
+  uint64_t h = steer_world_hash(w);
+  free(ids);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+  return h;
+}
+
+START_TEST(burst_of_ten_thousand) {
+  uint32_t ticks, served, spent, ticks2, served2, spent2;
+  uint64_t h1 = burst(&ticks, &served, &spent, 4096);
+  uint64_t h2 = burst(&ticks2, &served2, &spent2, 4096);
+  ck_assert_uint_eq(h1, h2); /* same calls, same world */
+  ck_assert_uint_eq(ticks, ticks2);
+  ck_assert_uint_gt(ticks, 1);      /* spread over ticks, */
+  ck_assert_uint_lt(served, 10000); /* never all in one */
+  /* Budget: a tick stops serving once it is spent, so it overshoots by at most
+   * one plan (on this map, well under 1000 expansions). */
+  ck_assert_uint_lt(spent, 4096 + 1000);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("planner");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, reaches_the_next_room_and_stops);
+  tcase_add_test(tc, closed_door_replans_then_unreachable_then_open);
+  tcase_add_test(tc, follows_a_moving_agent);
+  tcase_add_test(tc, narrow_gap_by_radius);
+  tcase_add_test(tc, bad_requests);
+  tcase_add_test(tc, burst_of_ten_thousand);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
