@@ -2,14 +2,19 @@
  * and pillars: graph build time and memory, rebuild after one obstacle
  * changes, plans per second and p50/p99 plan time. Prints a table (figures in
  * BENCHMARKS.md, "Path planning").
- *   bench_nav [obstacles...]   (default 100 1000) */
+ *   bench_nav [obstacles...]   (default 100 1000)
+ *   bench_nav burst [obstacles] [budget]   10 000 GOTO in one tick on a world
+ *                                            with that map (default 100, 4096) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "map.h"
 #include "nav.h"
+#include "planner.h"
 #include "rng.h"
+#include "world.h"
 
 #define SIDE  1000.0f
 #define PLANS 2000
@@ -26,17 +31,35 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static uint32_t add_wall(steer_map *m, uint32_t id, vec2 a, vec2 b) {
+typedef int (*add_fn)(void *ctx, uint32_t id, const steer_obstacle_desc *o);
+
+static uint32_t add_wall(void *m, add_fn add, uint32_t id, vec2 a, vec2 b) {
   vec2 p[2] = {a, b};
   steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 2, p, 0.0f};
-  return steer_map_add(m, id, &o) == 0;
+  return add(m, id, &o) == 0;
 }
 
-/* Rooms of 100 m in a grid, each wall split by a 4 m door in its middle (a
- * quarter of the rooms also get an inner corridor wall), then pillars (boxes and
- * circles) until `count` obstacles. */
+
+static int add_to_map(void *ctx, uint32_t id, const steer_obstacle_desc *o) {
+  return steer_map_add(ctx, id, o);
+}
+
+static int add_to_world(void *ctx, uint32_t id, const steer_obstacle_desc *o) {
+  return steer_world_add_obstacle(ctx, id, o, NULL);
+}
+
+static void fill(void *ctx, add_fn add, uint32_t count, uint64_t seed);
+
 static steer_map *make_map(uint32_t count, uint64_t seed) {
   steer_map *m = steer_map_create(v2(0.0f, 0.0f), v2(SIDE, SIDE), 8.0f);
+  fill(m, add_to_map, count, seed);
+  return m;
+}
+
+/* Rooms in a grid (10 x 10 of 100 m from 400 obstacles on, else 3 x 3), each
+ * wall split by a 4 m door in its middle, then pillars (boxes and circles of
+ * 0.5..3 m) until `count` obstacles. */
+static void fill(void *m, add_fn add, uint32_t count, uint64_t seed) {
   steer_rng rng;
   steer_rng_seed(&rng, seed);
   uint32_t id = 1;
@@ -45,10 +68,10 @@ static steer_map *make_map(uint32_t count, uint64_t seed) {
   for (uint32_t i = 1; i < rooms && id + 4 <= count; i++)
     for (uint32_t j = 0; j < rooms && id + 4 <= count; j++) {
       float c = (float)i * room, y0 = (float)j * room, mid = y0 + room / 2.0f;
-      id += add_wall(m, id, v2(c, y0), v2(c, mid - 2.0f));
-      id += add_wall(m, id, v2(c, mid + 2.0f), v2(c, y0 + room));
-      id += add_wall(m, id, v2(y0, c), v2(mid - 2.0f, c));
-      id += add_wall(m, id, v2(mid + 2.0f, c), v2(y0 + room, c));
+      id += add_wall(m, add, id, v2(c, y0), v2(c, mid - 2.0f));
+      id += add_wall(m, add, id, v2(c, mid + 2.0f), v2(c, y0 + room));
+      id += add_wall(m, add, id, v2(y0, c), v2(mid - 2.0f, c));
+      id += add_wall(m, add, id, v2(mid + 2.0f, c), v2(y0 + room, c));
     }
   while (id <= count) {
     vec2 c = v2(steer_rng_range(&rng, 10.0f, SIDE - 10.0f), steer_rng_range(&rng, 10.0f, SIDE - 10.0f));
@@ -59,13 +82,82 @@ static steer_map *make_map(uint32_t count, uint64_t seed) {
       o = (steer_obstacle_desc){STEER_OBSTACLE_CIRCLE, 1, &c, s};
     else
       o = (steer_obstacle_desc){STEER_OBSTACLE_POLYGON, 4, p, 0.0f};
-    if (steer_map_add(m, id, &o) == 0)
+    if (add(m, id, &o) == 0)
       id++;
   }
-  return m;
+}
+
+/* 10 000 kinematic agents at random free points all GOTO random free points in
+ * one tick; each tick runs planner update + world step (20 Hz). */
+static int burst(uint32_t obstacles, uint32_t budget) {
+  const uint32_t N = 10000;
+  steer_world_config c = steer_default_world_config();
+  c.max_agents = N;
+  c.max_events = 3 * N;
+  c.min = v2(0.0f, 0.0f);
+  c.max = v2(SIDE, SIDE);
+  steer_world *w = steer_world_create(&c);
+  fill(w, add_to_world, obstacles, 1);
+  steer_planner_config pc = steer_default_planner_config();
+  pc.budget = budget;
+  steer_planner *p = steer_planner_create(w, &pc);
+  steer_rng rng;
+  steer_rng_seed(&rng, 5);
+  const steer_map *m = steer_world_map(w);
+  for (uint32_t i = 0; i < N;) {
+    steer_agent_desc d = steer_default_agent_desc();
+    d.model = STEER_MODEL_KINEMATIC;
+    d.limits.radius = 0.4f;
+    d.state.position = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
+    steer_id id;
+    if (steer_map_free(m, d.state.position, 0.5f, 0.0f) && steer_world_spawn(w, &d, 0, &id) == 0)
+      i++;
+  }
+  steer_world_view v = steer_world_get_view(w);
+  for (uint32_t i = 0; i < N; i++) {
+    steer_goto g = steer_default_goto();
+    do
+      g.target.point = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
+    while (!steer_map_free(m, g.target.point, 0.5f, 0.0f));
+    if (steer_planner_goto(p, w, v.id[i], &g) != 0)
+      return 1;
+  }
+  double first = 0.0, worst = 0.0, sum = 0.0, worst_step = 0.0;
+  uint32_t ticks = 0, answered = 0;
+  while (steer_planner_get_stats(p).queued > 0) {
+    double t0 = now_ms();
+    steer_planner_update(p, w);
+    double t1 = now_ms();
+    steer_world_step(w, 0.05f);
+    steer_planner_observe(p, w);
+    double t2 = now_ms();
+    uint32_t n;
+    steer_planner_events(p, &n);
+    answered += n;
+    if (ticks == 0)
+      first = t2 - t0;
+    else if (t2 - t0 > worst)
+      worst = t2 - t0;
+    if (t2 - t1 > worst_step)
+      worst_step = t2 - t1;
+    sum += t1 - t0;
+    ticks++;
+  }
+  steer_planner_stats st = steer_planner_get_stats(p);
+  printf("| obstacles | budget (expansions/tick) | ticks to absorb | answered | unreachable | first tick incl. graph build (ms) | "
+         "max later tick (ms) | mean planning per tick (ms) | max step alone (ms) |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf("| %u | %u | %u | %u | %llu | %.1f | %.1f | %.2f | %.1f |\n", steer_map_count(m), budget, ticks, answered,
+         (unsigned long long)st.unreachable, first, worst, sum / ticks, worst_step);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+  return 0;
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "burst") == 0)
+    return burst(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100,
+                 argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 4096);
   uint32_t sizes[8] = {100, 1000};
   int nsizes = 2;
   if (argc > 1) {

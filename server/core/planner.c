@@ -41,7 +41,7 @@ steer_goto steer_default_goto(void) {
 }
 
 steer_planner_config steer_default_planner_config(void) {
-  steer_planner_config c = {4096u};
+  steer_planner_config c = {1024u};
   return c;
 }
 

