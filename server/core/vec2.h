@@ -130,7 +130,9 @@ static inline float steer_orientation_of(vec2 dir) { return steer_atan2(dir.y, d
  * and the float 2 pi is 1.7e-7 short, times 159 155 turns). */
 static inline float steer_wrap_angle_d(double a) {
   const double pi = 3.14159265358979323846, two_pi = 6.28318530717958647692;
-  if (a > pi || a <= -pi) {
+  /* Doubles in (pi, STEER_PI] round to STEER_PI, inside the float range, and are kept: so a
+   * float result read back as a double maps to itself (a decoder's round trip is exact). */
+  if (a > (double)STEER_PI || a <= -(double)STEER_PI) {
     a = fmod(a + pi, two_pi);
     if (a <= 0.0)
       a += two_pi;
