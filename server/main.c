@@ -21,6 +21,12 @@ typedef struct signals {
   steerd_http *http;
 } signals;
 
+static void signals_close(signals *sig) {
+  uv_close((uv_handle_t *)&sig->sigint, NULL);
+  uv_close((uv_handle_t *)&sig->sigterm, NULL);
+  uv_close((uv_handle_t *)&sig->sighup, NULL);
+}
+
 /* SIGHUP: a checkpoint now, and the server goes on (a closed terminal or an
  * operator's `kill -HUP` must not cost the world). */
 static void on_sighup(uv_signal_t *h, int signum) {
@@ -39,9 +45,7 @@ static void on_signal(uv_signal_t *h, int signum) {
   steerd_http_draining(sig->http);
   steerd_server_shutdown(sig->server, PROTO_DISCONNECT_SHUTDOWN);
   /* The signal handles must close too, or the loop would never end. */
-  uv_close((uv_handle_t *)&sig->sigint, NULL);
-  uv_close((uv_handle_t *)&sig->sigterm, NULL);
-  uv_close((uv_handle_t *)&sig->sighup, NULL);
+  signals_close(sig);
 }
 
 #define TOKEN_DEFAULT_TTL 3600u
@@ -198,25 +202,28 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  if (steerd_server_start(server) != 0) {
-    steerd_http_close(http);
-    uv_run(loop, UV_RUN_DEFAULT);
-    steerd_http_destroy(http);
-    steerd_server_destroy(server);
-    return 1;
-  }
+  /* The handlers are in place before the "listening" line: whoever starts the
+   * server may signal it as soon as it reads that line (tests and supervisors do),
+   * and a signal before then would take its default action and lose the state. */
   signals sig;
   memset(&sig, 0, sizeof(sig));
   sig.server = server;
   sig.http = http;
   uv_signal_init(loop, &sig.sigint);
   uv_signal_init(loop, &sig.sigterm);
-  sig.sigint.data = sig.sigterm.data = &sig;
+  uv_signal_init(loop, &sig.sighup);
+  sig.sigint.data = sig.sigterm.data = sig.sighup.data = &sig;
   uv_signal_start(&sig.sigint, on_signal, SIGINT);
   uv_signal_start(&sig.sigterm, on_signal, SIGTERM);
-  uv_signal_init(loop, &sig.sighup);
-  sig.sighup.data = &sig;
   uv_signal_start(&sig.sighup, on_sighup, SIGHUP);
+  if (steerd_server_start(server) != 0) {
+    signals_close(&sig);
+    steerd_http_close(http);
+    uv_run(loop, UV_RUN_DEFAULT);
+    steerd_http_destroy(http);
+    steerd_server_destroy(server);
+    return 1;
+  }
 
   uv_run(loop, UV_RUN_DEFAULT);
   /* The shutdown checkpoint was the last one: if it failed, whatever changed

@@ -25,7 +25,7 @@
 
 #define MAX_SEQ   4096
 #define MAX_PORTS 16
-#define QUIET_MS  400 /* nothing more arrives after this much silence */
+#define QUIET_MS  1500 /* nothing more arrives after this much silence (a loaded CI box stalls threads for 100s of ms) */
 
 static uint64_t now_us(void) {
   struct timespec ts;
