@@ -1,0 +1,142 @@
+/* names.c: the names the wire uses for codes and enum values (error codes,
+ * disconnect reasons, models, behaviours, ...), their proto_*_name functions,
+ * and the float fields of LIMITS and PARAMS with their value constraints. */
+#include "wire_internal.h"
+
+#include <stddef.h>
+
+/* ---- Names ---------------------------------------------------------------- */
+
+static const char *const error_names[PROTO_ERR_COUNT] = {
+    "OK",           "BAD_MESSAGE",   "UNKNOWN_TYPE",  "BAD_FIELD",      "VERSION_MISMATCH",
+    "NOT_WELCOMED", "NO_SUCH_AGENT", "WORLD_FULL",    "MODEL_MISMATCH", "BAD_TARGET",
+    "TOO_LARGE",    "RATE_LIMITED",  "NOT_OWNER",     "INTERNAL",       "FORBIDDEN",
+    "UNAUTHORIZED", "TOKEN_EXPIRED", "QUOTA_EXCEEDED"};
+
+static const char *const error_texts[PROTO_ERR_COUNT] = {
+    "success",
+    "the packet is not one well-formed msgpack array of the expected shape",
+    "the message type is not known",
+    "a field is missing, of the wrong type, not finite, out of range or an unknown name",
+    "the protocol version is not supported",
+    "a command was sent before HELLO was answered",
+    "no such agent",
+    "the world holds its maximum of agents or paths",
+    "the behaviour or cornering does not suit the agent's movement model",
+    "the behaviour's target is missing or not a live agent",
+    "the message is too large",
+    "too many commands: slow down",
+    "the agent belongs to another client",
+    "internal server error",
+    "the client's role does not allow this command",
+    "the HELLO token is missing, forged or unreadable",
+    "the HELLO token has expired",
+    "the client owns its maximum of agents"};
+
+static const char *const disconnect_names[PROTO_DISCONNECT_COUNT] = {
+    "none",   "server shutting down",  "protocol abuse", "timeout", "version mismatch", "server full",
+    "kicked", "authentication failed", "too slow"};
+
+const char *const model_names[STEER_MODEL_COUNT] = {"kinematic", "dynamic", "heading"};
+
+const char *const behaviour_names[STEER_BEHAVIOUR_COUNT] = {
+    "none",   "seek",  "flee",      "arrive", "align",      "velocity_match", "face", "look_where_going",
+    "pursue", "evade", "interpose", "wander", "follow_path"};
+
+const char *const facing_names[STEER_FACING_COUNT] = {"look_where_going", "none", "target"};
+const char *const combine_names[STEER_COMBINE_COUNT] = {"blend", "priority"};
+const char *const mode_names[STEER_PATH_MODE_COUNT] = {"once", "loop", "pingpong"};
+const char *const cornering_names[STEER_CORNER_COUNT] = {"none", "arc", "lazy"};
+const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT] = {"full", "delta"};
+static const char *const event_names[PROTO_EVENT_COUNT] = {"arrived",  "waypoint", "path_finished",
+                                                           "reversed", "spawned",  "despawned"};
+
+const float_field param_fields[PROTO_PARAM_COUNT] = {
+    {"time_to_target", offsetof(steer_params, time_to_target), NUM_POSITIVE},
+    {"target_radius", offsetof(steer_params, target_radius), NUM_NONNEG},
+    {"slow_radius", offsetof(steer_params, slow_radius), NUM_NONNEG},
+    {"kinematic_time_to_target", offsetof(steer_params, kinematic_time_to_target), NUM_POSITIVE},
+    {"align_target_radius", offsetof(steer_params, align_target_radius), NUM_NONNEG},
+    {"align_slow_radius", offsetof(steer_params, align_slow_radius), NUM_NONNEG},
+    {"align_time_to_target", offsetof(steer_params, align_time_to_target), NUM_POSITIVE},
+    {"max_prediction", offsetof(steer_params, max_prediction), NUM_NONNEG},
+    {"panic_radius", offsetof(steer_params, panic_radius), NUM_NONNEG},
+    {"wander_offset", offsetof(steer_params, wander_offset), NUM_NONNEG},
+    {"wander_radius", offsetof(steer_params, wander_radius), NUM_NONNEG},
+    {"wander_rate", offsetof(steer_params, wander_rate), NUM_NONNEG},
+    {"separation_radius", offsetof(steer_params, separation_radius), NUM_NONNEG},
+    {"turn_trigger_distance", offsetof(steer_params, turn_trigger_distance), NUM_NONNEG},
+    {"path_recover_strength", offsetof(steer_params, path_recover_strength), NUM_NONNEG}};
+
+const float_field limit_fields[PROTO_LIMIT_COUNT] = {
+    {"max_speed", offsetof(steer_limits, max_speed), NUM_POSITIVE},
+    {"max_acceleration", offsetof(steer_limits, max_acceleration), NUM_POSITIVE},
+    {"max_rotation", offsetof(steer_limits, max_rotation), NUM_POSITIVE},
+    {"max_angular_acceleration", offsetof(steer_limits, max_angular_acceleration), NUM_POSITIVE},
+    {"radius", offsetof(steer_limits, radius), NUM_NONNEG}};
+
+static const char *name_of(const char *const *table, uint32_t count, uint32_t i) {
+  return i < count ? table[i] : NULL;
+}
+
+int64_t code_index(int code) { return code < 0 ? -(int64_t)code : (int64_t)code; }
+
+const char *proto_error_name(int code) {
+  int64_t i = code_index(code);
+  return i < PROTO_ERR_COUNT ? error_names[i] : "UNKNOWN";
+}
+
+const char *proto_error_text(int code) {
+  int64_t i = code_index(code);
+  return i < PROTO_ERR_COUNT ? error_texts[i] : "unknown error";
+}
+
+int proto_error_from_steer(int steer_err) {
+  switch (steer_err) {
+  case STEER_OK:
+    return PROTO_OK;
+  case STEER_EINVAL:
+    return PROTO_ERR_BAD_FIELD;
+  case STEER_ENOENT:
+    return PROTO_ERR_NO_SUCH_AGENT;
+  case STEER_EFULL:
+    return PROTO_ERR_WORLD_FULL;
+  case STEER_EMODEL:
+    return PROTO_ERR_MODEL_MISMATCH;
+  case STEER_ETARGET:
+    return PROTO_ERR_BAD_TARGET;
+  default:
+    return PROTO_ERR_INTERNAL;
+  }
+}
+
+const char *proto_disconnect_name(uint32_t reason) {
+  const char *n = name_of(disconnect_names, PROTO_DISCONNECT_COUNT, reason);
+  return n ? n : "unknown";
+}
+
+const char *proto_msg_type_name(uint32_t type) {
+  static const char *const client[] = {"HELLO",    "SPAWN",      "DESPAWN",     "SET_BEHAVIOUR",
+                                       "SET_PATH", "SET_PARAMS", "STOP",        "QUERY",
+                                       "PING",     "VIEW",       "SNAPSHOT_ACK"};
+  static const char *const server[] = {"WELCOME", "ACK", "ERROR", "EVENT", "SNAPSHOT", "DELTA", "EVENTS"};
+  if (type >= PROTO_MSG_HELLO && type <= PROTO_MSG_SNAPSHOT_ACK)
+    return client[type - PROTO_MSG_HELLO];
+  if (type >= PROTO_MSG_WELCOME && type <= PROTO_MSG_EVENTS)
+    return server[type - PROTO_MSG_WELCOME];
+  return NULL;
+}
+
+const char *proto_model_name(uint32_t model) { return name_of(model_names, STEER_MODEL_COUNT, model); }
+const char *proto_behaviour_name(uint32_t kind) {
+  return name_of(behaviour_names, STEER_BEHAVIOUR_COUNT, kind);
+}
+const char *proto_facing_name(uint32_t facing) { return name_of(facing_names, STEER_FACING_COUNT, facing); }
+const char *proto_combine_name(uint32_t combine) {
+  return name_of(combine_names, STEER_COMBINE_COUNT, combine);
+}
+const char *proto_path_mode_name(uint32_t mode) { return name_of(mode_names, STEER_PATH_MODE_COUNT, mode); }
+const char *proto_cornering_name(uint32_t c) { return name_of(cornering_names, STEER_CORNER_COUNT, c); }
+const char *proto_event_name(uint32_t code) { return name_of(event_names, PROTO_EVENT_COUNT, code); }
+const char *proto_param_name(uint32_t i) { return i < PROTO_PARAM_COUNT ? param_fields[i].name : NULL; }
+const char *proto_limit_name(uint32_t i) { return i < PROTO_LIMIT_COUNT ? limit_fields[i].name : NULL; }
