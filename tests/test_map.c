@@ -12,22 +12,10 @@
 #include "map.h"
 #include "rng.h"
 #include "world.h"
+#include "world_fixture.h"
 
 #define DT    0.05f
 #define SLACK 1e-3f
-
-static steer_world *make_world(uint32_t max_agents, float half, uint64_t seed) {
-  steer_world_config c = steer_default_world_config();
-  c.max_agents = max_agents;
-  c.max_events = 3 * max_agents;
-  c.min = v2(-half, -half);
-  c.max = v2(half, half);
-  c.cell_size = 4.0f;
-  c.seed = seed;
-  steer_world *w = steer_world_create(&c);
-  ck_assert_ptr_nonnull(w);
-  return w;
-}
 
 static int add_wall(steer_world *w, uint32_t id, const vec2 *p, uint32_t n) {
   steer_obstacle_desc o = {STEER_OBSTACLE_WALL, n, p, 0.0f};

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_run.h"
 #include "client.h"
 #include "config.h"
 #include "protocol.h"
@@ -47,14 +48,7 @@ static void slurp(const char *path, char *buf, size_t cap) {
 
 /* The binary next to build/server/steerd: "server/steerd" or "client-sample/steerd-client". */
 static void binary(const char *rel, char *out, size_t cap) {
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s", STEERD_BINARY);
-  for (int i = 0; i < 2; i++) {
-    char *slash = strrchr(dir, '/');
-    ck_assert_ptr_nonnull(slash);
-    *slash = '\0';
-  }
-  snprintf(out, cap, "%s/%s", dir, rel);
+  ck_assert_int_eq(child_run_sibling(STEERD_BINARY, rel, out, cap), 0);
   ck_assert_msg(access(out, X_OK) == 0, "%s is missing", out);
 }
 
@@ -84,29 +78,10 @@ static void run(run_result *r, const char *rel, char **argv, const char *const *
   for (size_t i = 0; env && env[i] && k < n + 15; i++)
     envp[k++] = (char *)env[i];
   envp[k] = NULL;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, in_path, O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out, 1);
-  posix_spawn_file_actions_adddup2(&fa, err, 2);
-  pid_t pid;
-  ck_assert_int_eq(posix_spawn(&pid, bin, &fa, NULL, argv, envp), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  ck_assert_int_eq(child_run(bin, argv, envp, in_path, out, err, timeout_ms, &r->status), 0);
   free(envp);
   close(out);
   close(err);
-  uint64_t end = steerd_proc_now_ms() + timeout_ms;
-  int st = 0;
-  pid_t w;
-  while ((w = waitpid(pid, &st, WNOHANG)) == 0 && steerd_proc_now_ms() < end)
-    steerd_proc_sleep_ms(20);
-  if (w == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    r->status = -1;
-  } else {
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  }
   slurp(out_path, r->out, sizeof r->out);
   slurp(err_path, r->err, sizeof r->err);
   unlink(in_path);

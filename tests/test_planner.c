@@ -13,21 +13,10 @@
 #include "map.h"
 #include "planner.h"
 #include "world.h"
+#include "world_fixture.h"
 
 #define HALF 50.0f
 #define DT   0.05f
-
-static steer_world *make_world(uint32_t cap) {
-  steer_world_config c = steer_default_world_config();
-  c.max_agents = cap;
-  c.max_events = 3 * cap;
-  c.min = v2(-HALF, -HALF);
-  c.max = v2(HALF, HALF);
-  c.cell_size = 4.0f;
-  steer_world *w = steer_world_create(&c);
-  ck_assert_ptr_nonnull(w);
-  return w;
-}
 
 static void wall(steer_world *w, uint32_t id, vec2 a, vec2 b) {
   vec2 p[2] = {a, b};
@@ -96,7 +85,7 @@ static steer_goto goto_point(vec2 t) {
 START_TEST(reaches_the_next_room_and_stops) {
   static const uint8_t models[] = {STEER_MODEL_DYNAMIC, STEER_MODEL_KINEMATIC, STEER_MODEL_HEADING};
   for (unsigned k = 0; k < 3; k++) {
-    steer_world *w = make_world(16);
+    steer_world *w = make_world(16, HALF, 1);
     two_rooms(w);
     steer_planner_config pc = steer_default_planner_config();
     steer_planner *p = steer_planner_create(w, &pc);
@@ -152,7 +141,7 @@ START_TEST(reaches_the_next_room_and_stops) {
 END_TEST
 
 START_TEST(closed_door_replans_then_unreachable_then_open) {
-  steer_world *w = make_world(16);
+  steer_world *w = make_world(16, HALF, 1);
   two_rooms(w);
   steer_planner_config pc = steer_default_planner_config();
   steer_planner *p = steer_planner_create(w, &pc);
@@ -200,7 +189,7 @@ START_TEST(closed_door_replans_then_unreachable_then_open) {
 END_TEST
 
 START_TEST(follows_a_moving_agent) {
-  steer_world *w = make_world(16);
+  steer_world *w = make_world(16, HALF, 1);
   two_rooms(w);
   steer_planner_config pc = steer_default_planner_config();
   steer_planner *p = steer_planner_create(w, &pc);
@@ -234,7 +223,7 @@ START_TEST(follows_a_moving_agent) {
 END_TEST
 
 START_TEST(narrow_gap_by_radius) {
-  steer_world *w = make_world(16);
+  steer_world *w = make_world(16, HALF, 1);
   wall(w, 1, v2(0.0f, -HALF), v2(0.0f, -0.6f));
   wall(w, 2, v2(0.0f, 0.6f), v2(0.0f, HALF)); /* a 1.2 m gap */
   steer_planner_config pc = steer_default_planner_config();
@@ -259,7 +248,7 @@ START_TEST(narrow_gap_by_radius) {
 END_TEST
 
 START_TEST(bad_requests) {
-  steer_world *w = make_world(16);
+  steer_world *w = make_world(16, HALF, 1);
   two_rooms(w);
   vec2 box[4] = {v2(-30.0f, -30.0f), v2(-25.0f, -30.0f), v2(-25.0f, -25.0f), v2(-30.0f, -25.0f)};
   steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, box, 0.0f};
@@ -304,7 +293,7 @@ END_TEST
 /* 10 000 agents in the left room all GOTO the right room in one tick. */
 static uint64_t burst(uint32_t *ticks, uint32_t *max_served, uint32_t *max_spent, uint32_t budget) {
   const uint32_t N = 10000;
-  steer_world *w = make_world(N);
+  steer_world *w = make_world(N, HALF, 1);
   two_rooms(w);
   steer_planner_config pc = steer_default_planner_config();
   pc.budget = budget;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mbuf.h"
 #include "protocol.h"
 
 #ifndef PROTOCOL_MD
@@ -346,25 +347,6 @@ static uint8_t *find_bytes(uint8_t *hay, size_t n, const void *needle, size_t k)
 static void dump_hex(FILE *f, const uint8_t *b, size_t n) {
   for (size_t i = 0; i < n; i++)
     fprintf(f, "%02x%s", b[i], (i + 1) % 16 == 0 || i + 1 == n ? "\n" : " ");
-}
-
-typedef struct mbuf {
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
-} mbuf;
-
-static void mb_init(mbuf *m) {
-  msgpack_sbuffer_init(&m->sb);
-  msgpack_packer_init(&m->pk, &m->sb, msgpack_sbuffer_write);
-}
-static void mb_free(mbuf *m) { msgpack_sbuffer_destroy(&m->sb); }
-static void mb_str(mbuf *m, const char *s) { msgpack_pack_str_with_body(&m->pk, s, strlen(s)); }
-/* [type, request_id, {nkeys...}] */
-static void mb_cmd(mbuf *m, unsigned type, uint32_t rid, unsigned nkeys) {
-  msgpack_pack_array(&m->pk, 3);
-  msgpack_pack_unsigned_int(&m->pk, type);
-  msgpack_pack_uint32(&m->pk, rid);
-  msgpack_pack_map(&m->pk, nkeys);
 }
 
 static int decode_cmd_bytes(const void *b, size_t n, proto_command *c, proto_error_info *e) {

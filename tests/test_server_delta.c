@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_run.h"
 #include "client.h"
 #include "protocol.h"
 #include "steerd_proc.h"
@@ -347,14 +348,7 @@ extern char **environ;
 
 /* build/client-sample/steerd-client, next to build/server/steerd. */
 static void client_binary(char *out, size_t cap) {
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s", STEERD_BINARY);
-  for (int i = 0; i < 2; i++) { /* strip "/steerd", then "/server" */
-    char *slash = strrchr(dir, '/');
-    ck_assert_ptr_nonnull(slash);
-    *slash = '\0';
-  }
-  snprintf(out, cap, "%s/client-sample/steerd-client", dir);
+  ck_assert_int_eq(child_run_sibling(STEERD_BINARY, "client-sample/steerd-client", out, cap), 0);
   ck_assert_msg(access(out, X_OK) == 0, "%s is missing: build the steerd-client target", out);
 }
 
@@ -388,29 +382,10 @@ static void run_cli(cli_run *r, char **argv, const char *env, uint32_t timeout_m
   if (env != NULL)
     envp[k++] = (char *)env;
   envp[k] = NULL;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out, 1);
-  posix_spawn_file_actions_adddup2(&fa, err, 2);
-  pid_t pid;
-  ck_assert_int_eq(posix_spawn(&pid, bin, &fa, NULL, argv, envp), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  ck_assert_int_eq(child_run(bin, argv, envp, "/dev/null", out, err, timeout_ms, &r->status), 0);
   free(envp);
   close(out);
   close(err);
-  uint64_t end = steerd_proc_now_ms() + timeout_ms;
-  int st = 0;
-  pid_t w;
-  while ((w = waitpid(pid, &st, WNOHANG)) == 0 && steerd_proc_now_ms() < end)
-    steerd_proc_sleep_ms(20);
-  if (w == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    r->status = -1;
-  } else {
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  }
 }
 
 static void cli_done(cli_run *r) {

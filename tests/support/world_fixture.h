@@ -1,0 +1,14 @@
+/* world_fixture.h: worlds for the movement tests (Check tests only: a world
+ * that cannot be created fails the test). */
+#ifndef STEERD_WORLD_FIXTURE_H
+#define STEERD_WORLD_FIXTURE_H
+
+#include <stdint.h>
+
+#include "world.h"
+
+/* A world of [-half, half] x [-half, half] m for max_agents agents (3 events
+ * each), 4 m cells, the given seed; otherwise steer_default_world_config(). */
+steer_world *make_world(uint32_t max_agents, float half, uint64_t seed);
+
+#endif /* STEERD_WORLD_FIXTURE_H */
