@@ -3,12 +3,30 @@
 
 #include <string.h>
 
+#include "map_file.h"
+
+/* maps/demo.json, compiled in (server/embed_text.cmake). */
+extern const char steerd_demo_level_json[];
+extern const size_t steerd_demo_level_json_len;
+
 #define DEMO_HALF_SIZE 50.0f /* m: the demo plays in a square around the origin */
 #define CATCH_DISTANCE 1.5f  /* m: the tagger touches the runner */
 #define TAGGER_SPEED   3.5f  /* m/s: a little faster than the runner, so catches happen */
 #define RUNNER_SPEED   3.0f  /* m/s */
 #define LEASH_OUT      55.0f /* m from the centre: a wanderer turns home */
 #define LEASH_IN       25.0f /* m from the centre: it wanders again */
+
+/* The crowds: where they gather on each side of the doorway, and their lanes. */
+#define CROWD_WEST_X0  80.0f
+#define CROWD_WEST_X1  96.0f
+#define CROWD_EAST_X0  104.0f
+#define CROWD_EAST_X1  120.0f
+#define CROWD_Y0       -10.0f
+#define CROWD_Y1       6.0f
+#define CROWD_APPROACH 3.0f  /* m before and after the partition: the path's door points */
+#define CROWD_LANE     0.75f /* m off the doorway's middle: each way keeps to its right */
+#define CROWD_RADIUS   0.4f  /* m, a pedestrian */
+#define CROWD_STUCK    15.0f /* s without progress is reported (they queue at the door) */
 
 static vec2 random_point(steerd_demo *d) {
   /* y drawn first: what gcc did with the two draws as arguments of one call,
@@ -27,6 +45,20 @@ static void group_begin(steerd_demo *d, const char *name) {
   g->count = 0;
 }
 
+static int spawn_desc(steerd_demo *d, steer_world *w, const steer_agent_desc *desc, steer_id *out) {
+  if (d->id_count >= sizeof(d->ids) / sizeof(d->ids[0]))
+    return STEER_EFULL;
+  steer_id id;
+  int rc = steer_world_spawn(w, desc, STEERD_DEMO_OWNER, &id);
+  if (rc != STEER_OK)
+    return rc;
+  d->ids[d->id_count++] = id;
+  d->groups[d->group_count - 1].count++;
+  if (out)
+    *out = id;
+  return STEER_OK;
+}
+
 static int spawn(steerd_demo *d, steer_world *w, steer_model model, vec2 at, float orientation,
                  const steer_behaviour *b, steer_id *out) {
   steer_agent_desc desc = steer_default_agent_desc();
@@ -35,17 +67,7 @@ static int spawn(steerd_demo *d, steer_world *w, steer_model model, vec2 at, flo
   desc.state.orientation = orientation;
   if (b)
     desc.behaviour = *b;
-  if (d->id_count >= sizeof(d->ids) / sizeof(d->ids[0]))
-    return STEER_EFULL;
-  steer_id id;
-  int rc = steer_world_spawn(w, &desc, STEERD_DEMO_OWNER, &id);
-  if (rc != STEER_OK)
-    return rc;
-  d->ids[d->id_count++] = id;
-  d->groups[d->group_count - 1].count++;
-  if (out)
-    *out = id;
-  return STEER_OK;
+  return spawn_desc(d, w, &desc, out);
 }
 
 static steer_behaviour point_behaviour(steer_behaviour_kind kind, vec2 p) {
@@ -87,12 +109,83 @@ static int patrol(steerd_demo *d, steer_world *w, const char *name, const vec2 *
   return steer_world_set_path(w, id, pts, n, 1.0f, mode, corner);
 }
 
+int steerd_demo_in_level(vec2 p) {
+  return p.x > STEERD_DEMO_LEVEL_MIN_X && p.x < STEERD_DEMO_LEVEL_MAX_X && p.y > STEERD_DEMO_LEVEL_MIN_Y &&
+         p.y < STEERD_DEMO_LEVEL_MAX_Y;
+}
+
+/* A point where the crowd of the east room (east 1) or the west room gathers. */
+static vec2 crowd_point(steerd_demo *d, int east) {
+  float y = steer_rng_range(&d->rng, CROWD_Y0, CROWD_Y1);
+  float x = east ? steer_rng_range(&d->rng, CROWD_EAST_X0, CROWD_EAST_X1)
+                 : steer_rng_range(&d->rng, CROWD_WEST_X0, CROWD_WEST_X1);
+  return v2(x, y);
+}
+
+/* Sends a crowd agent through the doorway to a point in the other room: on
+ * its right-hand lane (eastward is -y, westward +y), so the two ways pass. */
+static int crowd_cross(steerd_demo *d, steer_world *w, steer_id id, int to_east) {
+  float lane = to_east ? -CROWD_LANE : CROWD_LANE;
+  vec2 pts[3];
+  pts[0] = v2(to_east ? STEERD_DEMO_DOOR_X0 - CROWD_APPROACH : STEERD_DEMO_DOOR_X1 + CROWD_APPROACH, lane);
+  pts[1] = v2(to_east ? STEERD_DEMO_DOOR_X1 + CROWD_APPROACH : STEERD_DEMO_DOOR_X0 - CROWD_APPROACH, lane);
+  pts[2] = crowd_point(d, to_east);
+  return steer_world_set_path(w, id, pts, 3, 1.2f, STEER_PATH_ONCE, STEER_CORNER_NONE);
+}
+
+static int crowd(steerd_demo *d, steer_world *w, int east) {
+  group_begin(d, east ? "crowd from the east room (avoid)" : "crowd from the west room (avoid)");
+  for (int i = 0; i < STEERD_DEMO_CROWD; i++) {
+    /* Five rows of four, 4 m apart, the front row 4 m from the partition. */
+    float dx = 4.0f + 4.0f * (float)(i / 5), y = CROWD_Y0 + 2.0f + 3.5f * (float)(i % 5);
+    vec2 at = v2(east ? STEERD_DEMO_DOOR_X1 + dx : STEERD_DEMO_DOOR_X0 - dx, y);
+    steer_agent_desc a = steer_default_agent_desc();
+    a.model = STEER_MODEL_DYNAMIC;
+    a.state.position = at;
+    a.state.orientation = east ? STEER_PI : 0.0f;
+    a.limits.radius = CROWD_RADIUS;
+    a.limits.max_speed = steer_rng_range(&d->rng, 1.2f, 1.8f);
+    a.limits.max_acceleration = 4.0f;
+    a.behaviour = point_behaviour(STEER_BEHAVIOUR_ARRIVE, at);
+    a.behaviour.params.target_radius = 0.5f;
+    a.behaviour.params.slow_radius = 2.0f;
+    a.behaviour.params.separation_radius = 5.0f;
+    a.behaviour.max_neighbours = 10;
+    a.behaviour.avoid_weight = 1.0f;
+    a.behaviour.avoid_horizon = 1.0f; /* a dense flow: with a long horizon a crowd freezes at the door */
+    a.behaviour.stuck_time = CROWD_STUCK;
+    a.behaviour.stuck_reaction = STEER_STUCK_REPORT;
+    steer_id id;
+    TRY(spawn_desc(d, w, &a, &id));
+    TRY(crowd_cross(d, w, id, !east));
+  }
+  return STEER_OK;
+}
+
+/* The level and its crowds, when the world's bounds hold it. */
+static int level(steerd_demo *d, steer_world *w) {
+  const steer_world_config *c = steer_world_get_config(w);
+  if (c->min.x > STEERD_DEMO_LEVEL_MIN_X || c->min.y > STEERD_DEMO_LEVEL_MIN_Y ||
+      c->max.x < STEERD_DEMO_LEVEL_MAX_X || c->max.y < STEERD_DEMO_LEVEL_MAX_Y)
+    return STEER_OK;
+  char why[256];
+  if (steerd_map_text_load(steerd_demo_level_json, steerd_demo_level_json_len, w, why, sizeof why) != 0)
+    return STEER_EINVAL; /* the file is checked by test_demo; here the map was not empty */
+  d->level = 1;
+  TRY(crowd(d, w, 0));
+  return crowd(d, w, 1);
+}
+
 void steerd_demo_resume(steerd_demo *d) {
   d->min = v2(-DEMO_HALF_SIZE, -DEMO_HALF_SIZE);
   d->max = v2(DEMO_HALF_SIZE, DEMO_HALF_SIZE);
 }
 
 int steerd_demo_create(steerd_demo *d, steer_world *w, uint64_t seed) {
+  return steerd_demo_create_ex(d, w, seed, 0);
+}
+
+int steerd_demo_create_ex(steerd_demo *d, steer_world *w, uint64_t seed, unsigned flags) {
   memset(d, 0, sizeof(*d));
   steer_rng_seed(&d->rng, seed);
   steerd_demo_resume(d);
@@ -176,7 +269,7 @@ int steerd_demo_create(steerd_demo *d, steer_world *w, uint64_t seed) {
               i % 4 == 0 ? STEER_MODEL_HEADING : (i % 4 == 1 ? STEER_MODEL_KINEMATIC : STEER_MODEL_DYNAMIC),
               random_point(d), 0.0f, &b, NULL));
   }
-  return STEER_OK;
+  return (flags & STEERD_DEMO_NO_LEVEL) ? STEER_OK : level(d, w);
 }
 
 static void retarget(steerd_demo *d, steer_world *w, steer_id id) {
@@ -211,10 +304,27 @@ static void leash(steerd_demo *d, steer_world *w) {
   }
 }
 
+/* A demo agent that finished its path in the level is a crowd agent: back
+ * through the doorway. */
+static void crowd_arrived(steerd_demo *d, steer_world *w, steer_id id) {
+  steer_agent_info info;
+  if (steer_world_get(w, id, &info) != STEER_OK || info.owner != STEERD_DEMO_OWNER ||
+      !steerd_demo_in_level(info.state.position))
+    return;
+  int in_east = info.state.position.x > STEERD_DEMO_DOOR_X1;
+  d->crossings[in_east ? 0 : 1]++;
+  crowd_cross(d, w, id, !in_east);
+}
+
 void steerd_demo_update(steerd_demo *d, steer_world *w, const steer_event *events, uint32_t count) {
-  for (uint32_t i = 0; i < count; i++)
+  for (uint32_t i = 0; i < count; i++) {
     if (events[i].type == STEER_EVENT_ARRIVED)
       retarget(d, w, events[i].agent);
+    else if (events[i].type == STEER_EVENT_PATH_FINISHED)
+      crowd_arrived(d, w, events[i].agent);
+    else if (events[i].type == STEER_EVENT_STUCK)
+      d->stuck++;
+  }
   leash(d, w);
 
   steer_agent_info t, r;

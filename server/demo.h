@@ -2,7 +2,18 @@
  *
  * Used by the server's default run and by the headless demo. The demo keeps its
  * world lively: arrivals get a new goal when they arrive, and the pursuer and the
- * evader swap roles when one catches the other. */
+ * evader swap roles when one catches the other.
+ *
+ * Beside those groups (within 50 m of the origin) stands a level, maps/demo.json
+ * (compiled in): two rooms side by side, x 61..99 and 101..139, y -39..32, joined
+ * by a 3 m doorway (y -1.5..1.5) in the 2 m partition at x 99..101, with a side
+ * door (y 18..21), a corridor along the north wall (y 33..39) with a door into
+ * each room, pillars, a crate, a concave L block, a U-shaped alcove and a low
+ * wall. Two crowds (avoidance on) cross the doorway in both directions, each
+ * agent to a random point in the other room and back, keeping to its right
+ * (a lane each way). The crowd needs no state of its own: an agent of the demo
+ * that finishes a path inside the level is sent through the doorway again, so
+ * a restored world goes on the same. */
 #ifndef STEERD_DEMO_H
 #define STEERD_DEMO_H
 
@@ -11,8 +22,27 @@
 #include "world.h"
 
 #define STEERD_DEMO_OWNER        0u /* owner tag of the demo's agents (the server itself) */
-#define STEERD_DEMO_MAX_GROUPS   16
+#define STEERD_DEMO_MAX_GROUPS   24
+#define STEERD_DEMO_MAX_AGENTS   192
 #define STEERD_DEMO_TAG_COOLDOWN 90 /* updates (3 s at 30 Hz) */
+#define STEERD_DEMO_CROWD        20 /* agents in each of the two crowds */
+#define STEERD_DEMO_GROUP_AGENTS 30 /* agents of the groups round the origin */
+/* Agents of the demo world with its level (what a client of the default run sees). */
+#define STEERD_DEMO_AGENTS (STEERD_DEMO_GROUP_AGENTS + 2 * STEERD_DEMO_CROWD)
+
+/* The level's box (maps/demo.json); the world's bounds must hold it. */
+#define STEERD_DEMO_LEVEL_MIN_X 60.0f
+#define STEERD_DEMO_LEVEL_MAX_X 140.0f
+#define STEERD_DEMO_LEVEL_MIN_Y -40.0f
+#define STEERD_DEMO_LEVEL_MAX_Y 40.0f
+/* The doorway the crowds cross: the partition's faces and the opening. */
+#define STEERD_DEMO_DOOR_X0 99.0f
+#define STEERD_DEMO_DOOR_X1 101.0f
+#define STEERD_DEMO_DOOR_Y0 -1.5f
+#define STEERD_DEMO_DOOR_Y1 1.5f
+
+/* steerd_demo_create_ex flags. */
+#define STEERD_DEMO_NO_LEVEL 1u /* only the groups round the origin (another map is loaded) */
 
 /* Agents the demo created, by what they show. */
 typedef struct steerd_demo_group {
@@ -30,15 +60,26 @@ typedef struct steerd_demo {
   uint32_t retargets;
   steer_id wanderers[8]; /* kept near the centre by a leash */
   uint32_t wanderer_count;
-  steer_id ids[128];
+  steer_id ids[STEERD_DEMO_MAX_AGENTS];
   uint32_t id_count;
   steerd_demo_group groups[STEERD_DEMO_MAX_GROUPS];
   uint32_t group_count;
+  /* Not kept in checkpoints (counted since this process started the demo): */
+  int level;             /* the level was built */
+  uint32_t crossings[2]; /* crowd agents that arrived in the east room (0), the west room (1) */
+  uint32_t stuck;        /* STUCK events of the demo's agents */
 } steerd_demo;
 
-/* Populates w around the origin (needs bounds of at least +-60 m). Returns 0 or a
- * steer_error. */
+/* Populates w around the origin (needs bounds of at least +-60 m), and builds
+ * the level with its crowds when the bounds hold it. Returns 0 or a
+ * steer_error (the level's own, STEER_EBLOCKED or STEER_EINVAL, when the map
+ * already holds something in its place). */
 int steerd_demo_create(steerd_demo *d, steer_world *w, uint64_t seed);
+/* The same with flags (STEERD_DEMO_NO_LEVEL). */
+int steerd_demo_create_ex(steerd_demo *d, steer_world *w, uint64_t seed, unsigned flags);
+
+/* 1 when p is inside the level's box. */
+int steerd_demo_in_level(vec2 p);
 
 /* After the demo's state was restored from a checkpoint (rng, tagger, runner,
  * cooldown, wanderers): sets what is constant so updates go on. */

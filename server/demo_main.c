@@ -2,14 +2,16 @@
  *
  * Steps the demo world for a while at the server's tick rate and prints, per
  * group of agents, what they did: distance travelled, speeds, events. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "demo.h"
+#include "map.h"
 
-#define MAX_TRACKED 128
+#define MAX_TRACKED STEERD_DEMO_MAX_AGENTS
 
 static double now_s(void) {
   struct timespec ts;
@@ -46,6 +48,7 @@ int main(int argc, char **argv) {
 
   static double travelled[MAX_TRACKED], top_speed[MAX_TRACKED];
   static uint32_t event_counts[MAX_TRACKED][STEER_EVENT_TYPE_COUNT];
+  float worst = -INFINITY; /* deepest any body went into the geometry (m; <= 0: never touched) */
   steer_agent_info info;
   vec2 last[MAX_TRACKED];
   for (uint32_t i = 0; i < demo.id_count; i++) {
@@ -73,15 +76,22 @@ int main(int argc, char **argv) {
       double speed = v2_len(info.state.velocity);
       if (speed > top_speed[i])
         top_speed[i] = speed;
+      const steer_map *m = steer_world_map(w);
+      float r = info.limits.radius;
+      float over = steer_map_inside(m, info.state.position)
+                       ? r + 1.0f
+                       : r - steer_map_distance(m, info.state.position, r + 1.0f);
+      if (over > worst)
+        worst = over;
     }
   }
   double elapsed = now_s() - t0;
 
   printf("steerd demo world: %u agents, %.0f s simulated at %.0f Hz (%llu ticks) in %.3f s\n\n",
          steer_world_count(w), seconds, rate, (unsigned long long)ticks, elapsed);
-  printf("%-36s %6s %10s %10s %9s %9s %9s %9s\n", "group", "agents", "travelled", "top speed", "arrived",
-         "waypoints", "reversed", "finished");
-  printf("%-36s %6s %10s %10s %9s %9s %9s %9s\n", "", "", "m (sum)", "m/s (max)", "", "", "", "");
+  printf("%-36s %6s %10s %10s %9s %9s %9s %9s %6s\n", "group", "agents", "travelled", "top speed", "arrived",
+         "waypoints", "reversed", "finished", "stuck");
+  printf("%-36s %6s %10s %10s %9s %9s %9s %9s %6s\n", "", "", "m (sum)", "m/s (max)", "", "", "", "", "");
   for (uint32_t g = 0; g < demo.group_count; g++) {
     const steerd_demo_group *gr = &demo.groups[g];
     double dist = 0.0, top = 0.0;
@@ -93,11 +103,15 @@ int main(int argc, char **argv) {
       for (int e = 0; e < STEER_EVENT_TYPE_COUNT; e++)
         ev[e] += event_counts[i][e];
     }
-    printf("%-36s %6u %10.1f %10.2f %9u %9u %9u %9u\n", gr->name, gr->count, dist, top,
+    printf("%-36s %6u %10.1f %10.2f %9u %9u %9u %9u %6u\n", gr->name, gr->count, dist, top,
            ev[STEER_EVENT_ARRIVED], ev[STEER_EVENT_WAYPOINT], ev[STEER_EVENT_REVERSED],
-           ev[STEER_EVENT_PATH_FINISHED]);
+           ev[STEER_EVENT_PATH_FINISHED], ev[STEER_EVENT_STUCK]);
   }
   printf("\ntag: %u role swaps; arrivals re-targeted %u times\n", demo.swaps, demo.retargets);
+  if (demo.level)
+    printf("level: %u obstacles; the doorway crossed %u times west to east, %u east to west; %u STUCK\n",
+           steer_map_count(steer_world_map(w)), demo.crossings[0], demo.crossings[1], demo.stuck);
+  printf("deepest any body went into the geometry: %.4f m (<= 0: none touched it)\n", (double)worst);
   printf("state hash after tick %llu: %016llx (same seed, same hash: the run is deterministic)\n",
          (unsigned long long)steer_world_tick(w), (unsigned long long)steer_world_hash(w));
   steer_world_destroy(w);

@@ -165,14 +165,19 @@ int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t err
     free(buf);
     return fail(err, errlen, "map file %s: %s", path, rd_err ? "read error" : "larger than 64 MiB");
   }
+  char why[256];
+  int rc = steerd_map_text_load(buf, len, w, why, sizeof why);
+  free(buf);
+  return rc != 0 ? fail(err, errlen, "map file %s: %s", path, why) : 0;
+}
+
+int steerd_map_text_load(const char *text, size_t len, steer_world *w, char *err, size_t errlen) {
   const steer_world_config *c = steer_world_get_config(w);
   steer_map *m = steer_map_create(c->min, c->max, c->cell_size);
-  char why[256];
-  int rc = m ? steerd_map_parse(buf, len, m, why, sizeof why) : fail(why, sizeof why, "out of memory");
-  free(buf);
+  int rc = m ? steerd_map_parse(text, len, m, err, errlen) : fail(err, errlen, "out of memory");
   if (rc != 0) {
     steer_map_destroy(m);
-    return fail(err, errlen, "map file %s: %s", path, why);
+    return -1;
   }
   /* Into the world in file order: agents already there (a demo) are moved out. */
   for (uint32_t i = 0; i < steer_map_count(m); i++) {
@@ -182,7 +187,7 @@ int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t err
     int arc = steer_world_add_obstacle(w, id, &d, NULL);
     if (arc != STEER_OK) {
       steer_map_destroy(m);
-      return fail(err, errlen, "map file %s: obstacles[%u]: %s", path, i, steer_strerror(arc));
+      return fail(err, errlen, "obstacles[%u]: %s", i, steer_strerror(arc));
     }
   }
   steer_map_destroy(m);

@@ -35,4 +35,8 @@ int steerd_map_parse(const char *text, size_t len, steer_map *m, char *err, size
  * field. */
 int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t errlen);
 
+/* The same from len bytes of JSON in memory (the demo's compiled-in level);
+ * err names the element and field, without a file name. */
+int steerd_map_text_load(const char *text, size_t len, steer_world *w, char *err, size_t errlen);
+
 #endif /* STEERD_MAP_FILE_H */

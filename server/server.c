@@ -1652,9 +1652,10 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   free(s->restored);
   s->restored = NULL;
   if (fresh && cfg->demo) {
-    int rc = steerd_demo_create(&s->demo, s->world, cfg->seed);
+    /* The demo's own level unless another map is loaded. */
+    int rc = steerd_demo_create_ex(&s->demo, s->world, cfg->seed, cfg->map_file[0] ? STEERD_DEMO_NO_LEVEL : 0);
     if (rc != STEER_OK) {
-      LOG_ERROR("cannot build the demo world: %s (it needs bounds of +-60 m and 64 agents)",
+      LOG_ERROR("cannot build the demo world: %s (it needs bounds of +-60 m and 100 agents)",
                 steer_strerror(rc));
       steerd_server_destroy(s);
       return NULL;
@@ -1765,7 +1766,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     LOG_INFO("no state file %s yet: a new world, first checkpoint in %u s", cfg->state_file,
              cfg->checkpoint_interval_s);
   if (s->demo_on && !s->demo_resumed)
-    LOG_INFO("demo world: %u agents in %u groups", s->demo.id_count, s->demo.group_count);
+    LOG_INFO("demo world: %u agents in %u groups%s", s->demo.id_count, s->demo.group_count,
+             s->demo.level ? ", its level (maps/demo.json) beside them" : "");
   else if (s->demo_on)
     LOG_INFO("demo world resumed from the state file: %u agents in the world (its groups are not kept there)",
              steer_world_count(s->world));

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "demo.h"
 #include "http_get.h"
 #include "protocol.h"
 #include "steerd_proc.h"
@@ -200,9 +201,9 @@ START_TEST(test_session_view_query) {
   ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
   ck_assert_uint_ge(m.welcome.client_id, 0x80000000u);
   ck_assert_uint_eq(m.welcome.protocol, PROTO_VERSION);
-  /* Whole-world snapshots: the demo's 30 agents. */
+  /* Whole-world snapshots: the demo's agents. */
   ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
-  ck_assert_uint_eq(m.snapshot.header.agent_total, 30);
+  ck_assert_uint_eq(m.snapshot.header.agent_total, STEERD_DEMO_AGENTS);
   steer_id some = poses[0].id;
   vec2 at = v2(poses[0].x, poses[0].y);
   /* A VIEW of a 5 m circle where one agent was: fewer agents, all strictly within it (the
@@ -221,7 +222,7 @@ START_TEST(test_session_view_query) {
   int filtered = 0;
   for (int i = 0; i < 10 && !filtered; i++) {
     ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
-    if (m.snapshot.header.agent_total < 30) {
+    if (m.snapshot.header.agent_total < STEERD_DEMO_AGENTS) {
       filtered = 1;
       for (uint32_t k = 0; k < m.snapshot.count; k++)
         ck_assert_float_lt(hypotf(poses[k].x - at.x, poses[k].y - at.y), 5.0f + 0.02f);

@@ -1,0 +1,220 @@
+/* test_demo.c: the demo world (server/demo.c) and its level (maps/demo.json).
+ *
+ * The level file as shipped loads (from the file, as a level designer would
+ * pass it to --map, and compiled in, the same obstacles); its doorway lets a
+ * crowd agent through on either lane and its partition does not. Run headless
+ * for several simulated minutes, the demo keeps every body out of the geometry
+ * and every centre inside the bounds after every step; both crowds keep
+ * crossing the doorway in both directions in every minute (no deadlock), with
+ * few STUCK reports (no storm); the run is deterministic, and a world restored
+ * from a checkpoint with only the demo state the server keeps goes on bit for
+ * bit (the crowds need no state of their own). A world too small for the level
+ * gets the groups without it. Bounds are in ticks and counts, never wall time. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "demo.h"
+#include "map.h"
+#include "map_file.h"
+#include "world.h"
+
+#define RATE   30u
+#define DT     (1.0f / (float)RATE)
+#define SLACK  1e-3f /* m: the geometry guarantee's float slack (PROTOCOL.md 16) */
+#define MINUTE (60u * RATE)
+
+static steer_world *demo_world(steerd_demo *d, unsigned flags) {
+  steer_world_config cfg = steer_default_world_config();
+  steer_world *w = steer_world_create(&cfg);
+  ck_assert_ptr_nonnull(w);
+  ck_assert_int_eq(steerd_demo_create_ex(d, w, cfg.seed, flags), STEER_OK);
+  return w;
+}
+
+/* Deepest any body is in the geometry (m; <= 0: clear), and whether a centre left the bounds. */
+static float worst_overlap(const steer_world *w, int *outside) {
+  const steer_map *m = steer_world_map(w);
+  const steer_world_config *c = steer_world_get_config(w);
+  steer_world_view v = steer_world_get_view(w);
+  float worst = -INFINITY;
+  *outside = 0;
+  for (uint32_t i = 0; i < v.count; i++) {
+    steer_agent_info info;
+    steer_world_get(w, v.id[i], &info);
+    float r = info.limits.radius;
+    vec2 p = v2(v.px[i], v.py[i]);
+    float over = steer_map_inside(m, p) ? r + 1.0f : r - steer_map_distance(m, p, r + 1.0f);
+    worst = fmaxf(worst, over);
+    if (p.x < c->min.x || p.x > c->max.x || p.y < c->min.y || p.y > c->max.y)
+      *outside = 1;
+  }
+  return worst;
+}
+
+static void step(steerd_demo *d, steer_world *w) {
+  steer_world_step(w, DT);
+  uint32_t n;
+  const steer_event *ev = steer_world_events(w, &n);
+  steerd_demo_update(d, w, ev, n);
+}
+
+/* ---- the level ------------------------------------------------------------------ */
+
+START_TEST(test_level_file_loads) {
+  steerd_demo d;
+  steer_world *built = demo_world(&d, 0);
+  ck_assert(d.level);
+  /* The shipped file, through the same loader as --map, into an empty world. */
+  steer_world_config cfg = steer_default_world_config();
+  steer_world *w = steer_world_create(&cfg);
+  char err[256] = "";
+  ck_assert_msg(steerd_map_file_load(STEERD_SOURCE_DIR "/maps/demo.json", w, err, sizeof err) == 0, "%s",
+                err);
+  const steer_map *a = steer_world_map(w), *b = steer_world_map(built);
+  ck_assert_uint_eq(steer_map_count(a), steer_map_count(b));
+  ck_assert_uint_ge(steer_map_count(a), 20);
+  ck_assert_uint_eq(steer_map_hash(a, 0), steer_map_hash(b, 0));
+  /* Every kind is there: walls as polygons, pillars, a concave block, a polyline. */
+  uint32_t kinds[STEER_OBSTACLE_KIND_COUNT] = {0};
+  for (uint32_t i = 0; i < steer_map_count(a); i++) {
+    uint32_t id;
+    steer_obstacle_desc o;
+    ck_assert_int_eq(steer_map_get(a, i, &id, &o), STEER_OK);
+    kinds[o.kind]++;
+  }
+  ck_assert_uint_ge(kinds[STEER_OBSTACLE_CIRCLE], 4);
+  ck_assert_uint_ge(kinds[STEER_OBSTACLE_POLYGON], 10);
+  ck_assert_uint_ge(kinds[STEER_OBSTACLE_WALL], 1);
+  /* The doorway: a 0.4 m body fits on either lane and in the middle, not past its jambs. */
+  float mid = 0.5f * (STEERD_DEMO_DOOR_X0 + STEERD_DEMO_DOOR_X1);
+  ck_assert(steer_map_free(a, v2(mid, 0.0f), 0.4f, 0.0f));
+  ck_assert(steer_map_free(a, v2(mid, 0.75f), 0.4f, 0.0f));
+  ck_assert(steer_map_free(a, v2(mid, -0.75f), 0.4f, 0.0f));
+  ck_assert(!steer_map_free(a, v2(mid, STEERD_DEMO_DOOR_Y1 - 0.3f), 0.4f, 0.0f));
+  /* The partition elsewhere is solid: crossing it away from the doors is blocked. */
+  vec2 p = v2(STEERD_DEMO_DOOR_X0 - 2.0f, -10.0f), q = v2(STEERD_DEMO_DOOR_X1 + 2.0f, -10.0f), vel = v2(1, 0);
+  steer_map_move(a, p, &q, 0.4f, &vel, cfg.min, cfg.max);
+  ck_assert_float_lt(q.x, STEERD_DEMO_DOOR_X0);
+  steer_world_destroy(w);
+  steer_world_destroy(built);
+}
+END_TEST
+
+START_TEST(test_no_level_when_it_does_not_fit) {
+  /* Bounds of +-100 m cannot hold the level (x up to 140 m): the groups only. */
+  steer_world_config cfg = steer_default_world_config();
+  cfg.min = v2(-100, -100);
+  cfg.max = v2(100, 100);
+  steer_world *w = steer_world_create(&cfg);
+  steerd_demo d;
+  ck_assert_int_eq(steerd_demo_create(&d, w, 1), STEER_OK);
+  ck_assert(!d.level);
+  ck_assert_uint_eq(steer_map_count(steer_world_map(w)), 0);
+  ck_assert_uint_eq(steer_world_count(w), STEERD_DEMO_GROUP_AGENTS);
+  steer_world_destroy(w);
+  /* And without it on request (the server loads another --map). */
+  steer_world *v = demo_world(&d, STEERD_DEMO_NO_LEVEL);
+  ck_assert(!d.level);
+  ck_assert_uint_eq(steer_map_count(steer_world_map(v)), 0);
+  ck_assert_uint_eq(steer_world_count(v), steer_world_count(w));
+  steer_world_destroy(v);
+}
+END_TEST
+
+/* ---- the crowds ------------------------------------------------------------------- */
+
+START_TEST(test_crowds_cross_both_ways) {
+  steerd_demo d;
+  steer_world *w = demo_world(&d, 0);
+  ck_assert_uint_eq(steer_world_count(w), STEERD_DEMO_AGENTS);
+  const uint32_t minutes = 5;
+  uint32_t last[2] = {0, 0}, last_stuck = 0;
+  for (uint32_t t = 1; t <= minutes * MINUTE; t++) {
+    step(&d, w);
+    int outside;
+    float o = worst_overlap(w, &outside);
+    ck_assert_msg(o <= SLACK, "tick %u: a body is %.4f m into the geometry", t, (double)o);
+    ck_assert_msg(!outside, "tick %u: a centre left the bounds", t);
+    if (t % MINUTE == 0) {
+      /* Every minute, each way: at least a crowd's worth through the doorway
+       * (about 50 is usual). None: a deadlock. */
+      uint32_t we = d.crossings[0] - last[0], ew = d.crossings[1] - last[1], st = d.stuck - last_stuck;
+      fprintf(stderr, "minute %u: %u west to east, %u east to west, %u STUCK\n", t / MINUTE, we, ew, st);
+      ck_assert_msg(we >= STEERD_DEMO_CROWD && ew >= STEERD_DEMO_CROWD, "minute %u: %u and %u crossings",
+                    t / MINUTE, we, ew);
+      /* A STUCK report is an agent waiting 15 s at the door; a storm would be most of a crowd. */
+      ck_assert_msg(st <= STEERD_DEMO_CROWD / 2, "minute %u: %u STUCK", t / MINUTE, st);
+      last[0] = d.crossings[0];
+      last[1] = d.crossings[1];
+      last_stuck = d.stuck;
+    }
+  }
+  steer_world_destroy(w);
+}
+END_TEST
+
+START_TEST(test_deterministic_and_restored) {
+  steerd_demo a, b;
+  steer_world *wa = demo_world(&a, 0), *wb = demo_world(&b, 0);
+  for (uint32_t t = 0; t < 40 * RATE; t++) {
+    step(&a, wa);
+    step(&b, wb);
+  }
+  ck_assert_uint_eq(steer_world_hash(wa), steer_world_hash(wb));
+  /* A checkpoint: the world, and the demo fields server/persist.c keeps. */
+  size_t len = steer_world_state_size(wa);
+  uint8_t *buf = malloc(len);
+  ck_assert_int_eq(steer_world_save(wa, buf, len, NULL), STEER_OK);
+  steer_world *wc = steer_world_load(buf, len, NULL);
+  ck_assert_ptr_nonnull(wc);
+  free(buf);
+  steerd_demo c;
+  memset(&c, 0, sizeof c);
+  c.rng = a.rng;
+  c.tagger = a.tagger;
+  c.runner = a.runner;
+  c.swaps = a.swaps;
+  c.cooldown = a.cooldown;
+  c.retargets = a.retargets;
+  c.wanderer_count = a.wanderer_count;
+  memcpy(c.wanderers, a.wanderers, sizeof c.wanderers);
+  steerd_demo_resume(&c);
+  uint32_t before = a.crossings[0] + a.crossings[1];
+  for (uint32_t t = 0; t < 60 * RATE; t++) {
+    step(&a, wa);
+    step(&c, wc);
+  }
+  ck_assert_uint_gt(a.crossings[0] + a.crossings[1], before); /* the crowds went on */
+  ck_assert_uint_eq(c.crossings[0] + c.crossings[1], a.crossings[0] + a.crossings[1] - before);
+  ck_assert_uint_eq(steer_world_hash(wa), steer_world_hash(wc));
+  steer_world_destroy(wa);
+  steer_world_destroy(wb);
+  steer_world_destroy(wc);
+}
+END_TEST
+
+static Suite *demo_suite(void) {
+  Suite *s = suite_create("demo");
+  TCase *l = tcase_create("level");
+  tcase_add_test(l, test_level_file_loads);
+  tcase_add_test(l, test_no_level_when_it_does_not_fit);
+  suite_add_tcase(s, l);
+  TCase *c = tcase_create("crowds");
+  tcase_set_timeout(c, 300);
+  tcase_add_test(c, test_crowds_cross_both_ways);
+  tcase_add_test(c, test_deterministic_and_restored);
+  suite_add_tcase(s, c);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(demo_suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
