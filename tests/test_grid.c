@@ -81,9 +81,11 @@ static void check_query(const steer_grid *g, const float *px, const float *py, u
   uint32_t got2 = steer_grid_nearest(g, p, radius, exclude, out2, NULL, max);
   ck_assert_uint_eq(got2, got);
   ck_assert(memcmp(out, out2, got * sizeof(uint32_t)) == 0);
-  /* A guessed bound never changes the answer: too tight, exact, loose, none. */
-  const float hints[] = {0.0f, 1e-6f,    0.5f * r2, m > 0 ? all[(want > 0 ? want : 1) - 1].d2 : 1.0f,
-                         r2,   4.0f * r2};
+  /* A guessed bound never changes the answer: too tight, exact, a little
+   * wider (as the world widens last tick's), loose, none. */
+  float kth = m > 0 ? all[(want > 0 ? want : 1) - 1].d2 : 1.0f;
+  float wide = sqrtf(kth) + 0.01f * radius;
+  const float hints[] = {0.0f, 1e-6f, 0.5f * r2, kth, wide * wide, r2, 4.0f * r2};
   for (size_t h = 0; h < sizeof(hints) / sizeof(hints[0]); h++) {
     float hint = hints[h];
     static float d2h[NMAX];
@@ -417,6 +419,41 @@ START_TEST(test_ties_lattice) {
 }
 END_TEST
 
+/* A crowd: hundreds of points within a metre (and some coincident), so the
+ * box around a guessed bound holds far more candidates than the query ranks
+ * at once; the answers must still be the brute-force ones, ties in cell order. */
+START_TEST(test_crowd) {
+  static float px[NMAX], py[NMAX];
+  steer_rng r;
+  steer_rng_seed(&r, 77u);
+  steer_grid g;
+  ck_assert_int_eq(steer_grid_init(&g, v2(0.0f, 0.0f), v2(64.0f, 64.0f), 8.0f, NMAX), STEER_OK);
+  uint32_t n = 0;
+  for (; n < 400; n++) { /* a tight cluster across a cell corner */
+    px[n] = 16.0f + steer_rng_range(&r, -0.5f, 0.5f);
+    py[n] = 16.0f + steer_rng_range(&r, -0.5f, 0.5f);
+  }
+  for (; n < 460; n++) { /* coincident points */
+    px[n] = 20.0f;
+    py[n] = 20.0f;
+  }
+  for (; n < 1200; n++) { /* sparse background */
+    px[n] = steer_rng_range(&r, 0.0f, 64.0f);
+    py[n] = steer_rng_range(&r, 0.0f, 64.0f);
+  }
+  steer_grid_build(&g, px, py, n);
+  for (uint32_t q = 0; q < 60; q++) {
+    vec2 p = q % 3 == 0   ? v2(20.0f, 20.0f)
+             : q % 3 == 1 ? v2(16.0f + steer_rng_range(&r, -1.0f, 1.0f), 16.0f + steer_rng_range(&r, -1.0f, 1.0f))
+                          : v2(steer_rng_range(&r, 0.0f, 64.0f), steer_rng_range(&r, 0.0f, 64.0f));
+    uint32_t exclude = q % 2 ? 400u + q : UINT32_MAX;
+    for (uint32_t max = 1; max <= STEER_GRID_FAST_K; max += 3)
+      check_query(&g, px, py, n, p, 2.0f + (float)(q % 7) * 3.0f, exclude, max);
+  }
+  steer_grid_free(&g);
+}
+END_TEST
+
 static Suite *grid_suite(void) {
   Suite *s = suite_create("grid");
   TCase *tc = tcase_create("nearest");
@@ -427,6 +464,7 @@ static Suite *grid_suite(void) {
   tcase_add_test(tc, test_exclude);
   tcase_add_test(tc, test_ties_deterministic);
   tcase_add_test(tc, test_ties_lattice);
+  tcase_add_test(tc, test_crowd);
   tcase_add_test(tc, test_empty_and_degenerate);
   suite_add_tcase(s, tc);
   tc = tcase_create("build");

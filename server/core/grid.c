@@ -11,7 +11,12 @@
  * threshold shrinks to the k-th distance found so far, each row is clipped to
  * the chord of the threshold circle and rows beyond it are skipped, so most
  * candidates never get near the sort. Order among equal distances is by
- * position in cell order, which makes the visiting order irrelevant. */
+ * position in cell order, which makes the visiting order irrelevant.
+ *
+ * With a guessed bound (the world's: last tick's k-th distance, widened by how
+ * far the pair can have closed) the query does less: one box, no running
+ * top-k, the few survivors ranked once (nearest_box). The running top-k is the
+ * fallback when the guess holds fewer than k or a crowd of survivors. */
 #include "grid.h"
 
 #include <math.h>
@@ -341,6 +346,75 @@ static void fast_scan(fast_query *q, float radius, int nv) {
     fast_scan4(q, radius);
 }
 
+/* The query with a guessed bound, in one pass and without a running top-k:
+ * every candidate of the box around the circle of squared radius thr (the
+ * rows and columns it touches, one square root per query) that lies within
+ * it is kept, then the survivors are ranked once by (d2, cell position) --
+ * the same order as the insertion -- by counting, for each, the survivors
+ * that sort before it. Returns 1 with the k nearest in pos/keys (ranks 0..k-1)
+ * when at least k survived; 0 when fewer did (the caller widens) or when more
+ * than BOX_CAP did (a crowded box: the caller's running top-k is cheaper). */
+#define BOX_CAP 48u
+
+static int nearest_box(const steer_grid *g, vec2 p, float thr, float margin, uint32_t excl, uint32_t k,
+                       uint32_t *pos, float *keys) {
+  const float half = sqrtf(thr) + margin;
+  /* Points outside the bounds are clamped into the edge rows and columns; the
+   * box reaches such a row or column only when it covers the bounds' edge
+   * there, so every point left out lies outside the box, beyond thr. */
+  uint32_t c0 = grid_col(g, p.x - half), c1 = grid_col(g, p.x + half);
+  uint32_t r0 = grid_row(g, p.y - half), r1 = grid_row(g, p.y + half);
+  const float *sx = g->sx, *sy = g->sy;
+  const __m128 px4 = _mm_set1_ps(p.x), py4 = _mm_set1_ps(p.y), thr4 = _mm_set1_ps(thr);
+  /* Survivors, as 64-bit keys: a non-negative float's bits order like its
+   * value, so (d2 bits << 32 | pos) orders like (d2, pos). The compaction
+   * writes every candidate and advances past the survivors only, so the
+   * buffer holds BOX_CAP survivors plus one block of four. */
+  uint64_t key[BOX_CAP + 4];
+  uint32_t m = 0;
+  for (uint32_t row = r0; row <= r1; row++) {
+    const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
+    uint32_t a = rs[c0], end = rs[c1 + 1];
+    for (; a + 4 <= end; a += 4) {
+      if (m > BOX_CAP)
+        return 0;
+      __m128 dx = _mm_sub_ps(_mm_loadu_ps(sx + a), px4), dy = _mm_sub_ps(_mm_loadu_ps(sy + a), py4);
+      __m128 d2 = _mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy));
+      uint32_t pass = (uint32_t)_mm_movemask_ps(_mm_cmple_ps(d2, thr4));
+      uint32_t bits[4];
+      _mm_storeu_si128((__m128i *)(void *)bits, _mm_castps_si128(d2));
+      for (uint32_t j = 0; j < 4; j++) {
+        key[m] = (uint64_t)bits[j] << 32 | (a + j);
+        m += (pass >> j) & (uint32_t)(a + j != excl);
+      }
+    }
+    for (; a < end; a++) {
+      if (m > BOX_CAP)
+        return 0;
+      float dx = sx[a] - p.x, dy = sy[a] - p.y;
+      float d2 = dx * dx + dy * dy;
+      uint32_t bits;
+      memcpy(&bits, &d2, sizeof(bits));
+      key[m] = (uint64_t)bits << 32 | a;
+      m += (uint32_t)(d2 <= thr) & (uint32_t)(a != excl);
+    }
+  }
+  if (m < k || m > BOX_CAP)
+    return 0;
+  for (uint32_t i = 0; i < m; i++) {
+    uint64_t ki = key[i];
+    uint32_t rank = 0;
+    for (uint32_t j = 0; j < m; j++)
+      rank += key[j] < ki;
+    if (rank < k) {
+      uint32_t bits = (uint32_t)(ki >> 32);
+      memcpy(&keys[rank], &bits, sizeof(float));
+      pos[rank] = (uint32_t)ki;
+    }
+  }
+  return 1;
+}
+
 static void fast_reset(fast_query *q, float r2, float thr) {
   q->thr = thr;
   for (int v = 0; v < GRID_TOP_V; v++) {
@@ -372,6 +446,16 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
    * farther than all of them (ties at the bound are admitted), so these are the
    * k nearest; otherwise the scan starts over with the whole radius. */
   int done = 0;
+  uint32_t pos[4 * GRID_TOP_V];
+  if (hint && *hint > 0.0f && *hint < full && nearest_box(g, p, *hint, q.margin, excl, max, pos, keys)) {
+    for (uint32_t n = 0; n < max; n++) {
+      out[n] = want_pos ? pos[n] : g->items[pos[n]];
+      if (out_d2)
+        out_d2[n] = keys[n];
+    }
+    *hint = keys[max - 1];
+    return max;
+  }
   if (hint && *hint > 0.0f && *hint < full) {
     fast_reset(&q, r2, *hint);
     fast_scan(&q, radius, nv);
@@ -383,7 +467,6 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
     fast_scan(&q, radius, nv);
     topk_keys(&q.top, nv, keys);
   }
-  uint32_t pos[4 * GRID_TOP_V];
   for (int v = 0; v < nv; v++)
     _mm_storeu_si128((__m128i *)(void *)(pos + 4 * v), q.top.i[v]);
   uint32_t n = 0;
