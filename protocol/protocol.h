@@ -83,7 +83,12 @@ typedef enum proto_msg_type {
   PROTO_MSG_EVENT = 35,
   PROTO_MSG_SNAPSHOT = 36,
   PROTO_MSG_DELTA = 37, /* channel 1, to clients that said HELLO snapshots "delta" */
-  PROTO_MSG_EVENTS = 38 /* channel 0: several EVENTs of one client's wake-up, and how many were lost */
+  PROTO_MSG_EVENTS = 38, /* channel 0: several EVENTs of one client's wake-up, and how many were lost */
+  /* The map (map_msg.h, PROTOCOL.md 17). */
+  PROTO_MSG_ADD_OBSTACLE = 12,    /* admin: add an obstacle to the map */
+  PROTO_MSG_REMOVE_OBSTACLE = 13, /* admin: remove one by id */
+  PROTO_MSG_MAP = 39,             /* channel 0: the whole map, in parts, after WELCOME */
+  PROTO_MSG_MAP_CHANGED = 40      /* channel 0: one change of the map, to clients holding it */
 } proto_msg_type;
 
 #define PROTO_MSG_LAST_COMMAND PROTO_MSG_VIEW /* commands are 1..this, [type, request_id, body] */
@@ -108,6 +113,10 @@ typedef enum proto_error_code {
   PROTO_ERR_UNAUTHORIZED = 15,   /* HELLO token missing, forged or unreadable */
   PROTO_ERR_TOKEN_EXPIRED = 16,  /* HELLO token past its expiry */
   PROTO_ERR_QUOTA_EXCEEDED = 17, /* the client owns its maximum of agents */
+  PROTO_ERR_NO_SUCH_OBSTACLE = 18, /* REMOVE_OBSTACLE: no obstacle has this id */
+  PROTO_ERR_OBSTACLE_EXISTS = 19,  /* ADD_OBSTACLE: the id is in use */
+  PROTO_ERR_BLOCKED = 20,          /* a position, target or path point inside the map's geometry; an
+                                      obstacle over an agent that has nowhere to go */
   PROTO_ERR_COUNT
 } proto_error_code;
 
@@ -133,6 +142,7 @@ typedef enum proto_event_code {
   PROTO_EVENT_REVERSED = 3,      /* data = node index it turned at */
   PROTO_EVENT_SPAWNED = 4,       /* data = owner client id */
   PROTO_EVENT_DESPAWNED = 5,     /* data 0 */
+  PROTO_EVENT_STUCK = 6,         /* data = the path node aimed at (0 without a path) */
   PROTO_EVENT_COUNT
 } proto_event_code;
 
@@ -296,6 +306,20 @@ typedef struct proto_view {
   float radius;    /* m, > 0; CENTRE and FOLLOW */
 } proto_view;
 
+/* ADD_OBSTACLE: an obstacle as in the map (map_msg.h). */
+typedef struct proto_add_obstacle {
+  uint32_t id;    /* >= 1 */
+  uint8_t kind;   /* steer_obstacle_kind */
+  uint32_t count; /* points; a circle: 1, its centre */
+  float radius;   /* m, circle only, > 0 */
+  vec2 points[STEER_MAP_MAX_VERTICES];
+} proto_add_obstacle;
+
+/* REMOVE_OBSTACLE. */
+typedef struct proto_remove_obstacle {
+  uint32_t id;
+} proto_remove_obstacle;
+
 typedef struct proto_command {
   uint8_t type; /* proto_msg_type, 1..9 */
   uint32_t request_id;
@@ -310,6 +334,8 @@ typedef struct proto_command {
     proto_agent_cmd query;
     proto_ping ping;
     proto_view view;
+    proto_add_obstacle add_obstacle;
+    proto_remove_obstacle remove_obstacle;
   };
 } proto_command;
 
@@ -352,6 +378,10 @@ typedef struct proto_ack {
   proto_agent_report query; /* QUERY only (query.agent == agent) */
   proto_pong pong;          /* PING only */
   uint8_t target_lost;      /* SET_PARAMS only: applied, but the behaviour's target agent is gone */
+  /* ADD_OBSTACLE and REMOVE_OBSTACLE: {obstacle, version[, moved]} */
+  uint32_t obstacle;    /* its id */
+  uint32_t map_version; /* the map's version after the change */
+  uint32_t moved;       /* ADD_OBSTACLE: agents moved out of it */
 } proto_ack;
 
 typedef struct proto_error_msg {

@@ -170,6 +170,16 @@ size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *
           st->service_cut);
   snapshots(&o, in);
   checkpoints(&o, in);
+  counter(&o, "steerd_agents_stuck_total",
+          "STUCK events: agents that made no progress toward their goal for their stuck_time.", st->stuck_events);
+  gauge(&o, "steerd_map_obstacles", "Obstacles in the world's map.", st->map_obstacles);
+  gauge(&o, "steerd_map_version", "The map's version (bumped by every change).", st->map_version);
+  counter(&o, "steerd_map_changes_total", "Changes of the map applied at runtime (admin commands).",
+          st->map_changes);
+  counter(&o, "steerd_map_parts_sent_total", "MAP packets sent to clients.", st->map_parts_sent);
+  counter(&o, "steerd_map_sent_bytes_total", "Payload bytes of the MAP packets sent.", st->map_bytes_sent);
+  counter(&o, "steerd_map_changed_sent_total", "MAP_CHANGED messages sent, one per client per change.",
+          st->map_changed_sent);
   gauge(&o, "steerd_views", "Live views (WebSockets of the web page) open.", in->views);
   counter(&o, "steerd_view_frames_total", "Snapshots sent to live views.", in->view_frames);
   counter(&o, "steerd_view_frames_skipped_total",

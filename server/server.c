@@ -11,6 +11,7 @@
 #include "demo.h"
 #include "guard.h"
 #include "log.h"
+#include "map_admin.h"
 #include "map_file.h"
 #include "netcode.h"
 #include "protocol.h"
@@ -144,6 +145,7 @@ struct steerd_server {
   steerd_server_stats stats;
   steerd_server_observer observer; /* the live view */
   uint64_t last_tick_ns;
+  steerd_mapsync *mapsync; /* per client slot: the MAP parts it is being sent (map_admin.h) */
 };
 
 static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s->start_ns) / 1000u; }
@@ -447,6 +449,8 @@ static int is_pending(const steerd_server *s, const client *c) {
 /* Frees c's slot: its identity, its netcode slot, its peer link. */
 static void client_release(steerd_server *s, client *c) {
   owner_detach(s, c);
+  if (!is_pending(s, c))
+    steerd_mapsync_stop(s->mapsync, (uint32_t)(c - s->clients));
   if (c->delta) {
     steerd_netcode_client_stop(s->netcode, (uint32_t)(c - s->clients));
     s->delta_clients--;
@@ -613,6 +617,115 @@ static int may_command(steerd_server *s, client *c, uint32_t request_id, steer_i
   return 1;
 }
 
+/* ---- the map (map_admin.h, PROTOCOL.md 17) ------------------------------------ */
+
+/* The MAP parts c still has to receive, as many as its queue allows: parts go
+ * while less than half of event_backlog is queued to it, so a large map never
+ * makes it look behind (its events would be dropped) nor overflow its queue;
+ * the rest follows at later wake-ups as it reads. */
+static void send_map_parts(steerd_server *s, client *c) {
+  uint32_t slot = (uint32_t)(c - s->clients);
+  size_t budget = s->event_backlog / 2u;
+  while (c->peer && !c->closing && !c->overflowed && steerd_mapsync_streaming(s->mapsync, slot)) {
+    if (c->queued > budget && (c->queued = steerd_guard_peer_queued(c->peer)) > budget)
+      return;
+    size_t n = steerd_mapsync_next(s->mapsync, slot, steer_world_map(s->world), s->out, sizeof(s->out));
+    if (n == 0)
+      return;
+    ENetPacket *p = enet_packet_create(s->out, n, ENET_PACKET_FLAG_RELIABLE);
+    if (!p || client_queue(s, c, PROTO_CHANNEL_RELIABLE, p) != 0) {
+      if (p)
+        enet_packet_destroy(p);
+      return;
+    }
+    s->stats.map_parts_sent++;
+    s->stats.map_bytes_sent += n;
+  }
+}
+
+static void send_map_streams(steerd_server *s) {
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+    if (s->clients[i].peer && s->clients[i].welcomed && steerd_mapsync_streaming(s->mapsync, i))
+      send_map_parts(s, &s->clients[i]);
+}
+
+/* Everything that follows a change of the map: every client holding the map
+ * gets MAP_CHANGED (one packet shared by all), those still receiving an older
+ * version start again from part 0 of this one (send_map_parts). Reactions to
+ * map changes (replanning routes) belong here. */
+static void map_changed(steerd_server *s, const steerd_map_edit *e, const steerd_map_result *r) {
+  proto_map_changed mc;
+  memset(&mc, 0, sizeof(mc));
+  mc.version = r->version;
+  mc.tick = steer_world_tick(s->world);
+  if (e->op == STEERD_MAP_REMOVE) {
+    mc.removed_count = 1;
+    mc.removed = &e->obstacle.id;
+  } else {
+    mc.added_count = 1;
+    mc.added = &e->obstacle;
+  }
+  size_t n = proto_encode_map_changed(s->out, sizeof(s->out), &mc);
+  ENetPacket *p = n ? enet_packet_create(s->out, n, ENET_PACKET_FLAG_RELIABLE) : NULL;
+  for (uint32_t i = 0; p && i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    if (!c->peer || !c->welcomed || c->closing || !steerd_mapsync_synced(s->mapsync, i))
+      continue;
+    if (client_queue(s, c, PROTO_CHANNEL_RELIABLE, p) == 0) {
+      steerd_mapsync_advance(s->mapsync, i, r->version);
+      s->stats.map_changed_sent++;
+    }
+  }
+  if (p && p->referenceCount == 0)
+    enet_packet_destroy(p);
+  s->stats.map_changes++;
+  send_map_streams(s);
+  if (e->op == STEERD_MAP_ADD)
+    LOG_INFO("map version %u: obstacle %u (%s) added, %u agents moved out of it", r->version, e->obstacle.id,
+             proto_obstacle_kind_name(e->obstacle.kind), r->moved);
+  else
+    LOG_INFO("map version %u: obstacle %u removed", r->version, e->obstacle.id);
+}
+
+int steerd_server_map_edit(steerd_server *s, const steerd_map_edit *e, steerd_map_result *r) {
+  if (steerd_map_edit_apply(s->world, e, r) != 0)
+    return -1;
+  map_changed(s, e, r);
+  return 0;
+}
+
+/* ADD_OBSTACLE, REMOVE_OBSTACLE: admins only; the ACK goes before the MAP_CHANGED. */
+static void cmd_map_edit(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
+  if (c->role != STEERD_ROLE_ADMIN) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_FORBIDDEN, "only admins change the map", NULL);
+    return;
+  }
+  steerd_map_edit e;
+  memset(&e, 0, sizeof(e));
+  if (cmd->type == PROTO_MSG_ADD_OBSTACLE) {
+    const proto_add_obstacle *a = &cmd->add_obstacle;
+    e.op = STEERD_MAP_ADD;
+    e.obstacle.id = a->id;
+    e.obstacle.kind = a->kind;
+    e.obstacle.count = a->count;
+    e.obstacle.radius = a->radius;
+    e.obstacle.points = a->points;
+  } else {
+    e.op = STEERD_MAP_REMOVE;
+    e.obstacle.id = cmd->remove_obstacle.id;
+  }
+  steerd_map_result r;
+  if (steerd_map_edit_apply(s->world, &e, &r) != 0) {
+    send_error(s, c, cmd->request_id, r.code, r.why.message, r.why.field[0] ? r.why.field : NULL);
+    return;
+  }
+  ack->obstacle = e.obstacle.id;
+  ack->map_version = r.version;
+  ack->moved = r.moved;
+  send_ack(s, c, ack);
+  map_changed(s, &e, &r);
+}
+
 /* Who the HELLO says it is: 0 with *role and *named set, or -1 after the
  * ERROR and the disconnect. */
 static int authenticate(steerd_server *s, client *c, const proto_command *cmd, int *role, int *named,
@@ -714,6 +827,9 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
   w.server_time_us = server_time_us(s);
   w.protocol = PROTO_VERSION;
   send_reliable(s, c, proto_encode_welcome(s->out, sizeof(s->out), &w));
+  /* The map follows the WELCOME (every HELLO's: a client that lost track asks again). */
+  steerd_mapsync_start(s->mapsync, slot);
+  send_map_parts(s, c);
 }
 
 static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
@@ -974,6 +1090,10 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
     return;
   case PROTO_MSG_VIEW:
     cmd_view(s, c, cmd, &ack);
+    return;
+  case PROTO_MSG_ADD_OBSTACLE:
+  case PROTO_MSG_REMOVE_OBSTACLE:
+    cmd_map_edit(s, c, cmd, &ack);
     return;
   case PROTO_MSG_PING:
     ack.pong.client_time_us = cmd->ping.client_time_us;
@@ -1377,6 +1497,7 @@ static void on_timer(uv_timer_t *t) {
   s->stats.overruns = s->ticks.overruns;
   s->stats.ticks_skipped = s->ticks.skipped;
   flush_events(s);
+  send_map_streams(s);
   reap_overflowed(s);
   int more = service_enet(s); /* timeouts and resends, then everything queued goes out */
   flush_events(s);
@@ -1634,7 +1755,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   nc.budget_bytes = cfg->snapshot_budget;
   nc.rate_bytes = (uint32_t)((uint64_t)cfg->client_rate_kbps * 1000u / 8u);
   s->netcode = steerd_netcode_create(&nc);
-  if (!s->clients || !s->pending || !s->events || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world ||
+  s->mapsync = steerd_mapsync_create(cfg->max_clients);
+  if (!s->mapsync || !s->clients || !s->pending || !s->events || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world ||
       !s->netcode) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
               cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
@@ -1838,6 +1960,7 @@ void steerd_server_destroy(steerd_server *s) {
   steer_world_destroy(s->world);
   steer_pool_destroy(s->pool); /* after the world that borrowed it */
   steerd_netcode_destroy(s->netcode);
+  steerd_mapsync_destroy(s->mapsync);
   free(s->clients);
   free(s->pending);
   free(s->events);
@@ -1855,7 +1978,13 @@ void steerd_server_destroy(steerd_server *s) {
 
 uint16_t steerd_server_port(const steerd_server *s) { return s->host ? s->host->address.port : 0; }
 
-void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out) { *out = s->stats; }
+void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out) {
+  *out = s->stats;
+  const steer_map *m = steer_world_map(s->world);
+  out->stuck_events = steer_world_stuck_count(s->world);
+  out->map_obstacles = steer_map_count(m);
+  out->map_version = steer_map_version(m);
+}
 
 void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out) {
   if (s->ckpt)

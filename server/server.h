@@ -60,6 +60,15 @@ typedef struct steerd_server_stats {
   uint64_t commands_by_type[PROTO_MSG_LAST_COMMAND + 1][2]; /* [type][0 ok, 1 answered with ERROR] */
   uint64_t errors_by_code[PROTO_ERR_COUNT];                 /* ERRORs sent, by code */
   uint64_t tick_seconds_bucket[STEERD_TICK_BUCKETS];        /* steps that took <= bucket bound */
+
+  /* The map (issue 9; PROTOCOL.md 17). */
+  uint64_t stuck_events;     /* STUCK events of the world since it was created (saved with it) */
+  uint32_t map_obstacles;    /* obstacles in the map now */
+  uint32_t map_version;      /* the map's version now */
+  uint64_t map_changes;      /* admin changes applied (ADD_OBSTACLE, REMOVE_OBSTACLE, steerd_server_map_edit) */
+  uint64_t map_parts_sent;   /* MAP packets sent */
+  uint64_t map_bytes_sent;   /* their payload bytes */
+  uint64_t map_changed_sent; /* MAP_CHANGED packets queued, one per client per change */
 } steerd_server_stats;
 
 /* Binds the ENet host and builds the world; logs "listening on ADDR:PORT".
@@ -108,6 +117,14 @@ typedef struct steerd_server_observer {
 } steerd_server_observer;
 void steerd_server_set_observer(steerd_server *s, const steerd_server_observer *o);
 void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out);
+
+/* Applies one change to the world's map as an admin command does (map_admin.h
+ * says what is checked) and tells the clients (MAP_CHANGED). 0, or -1 with
+ * r->code and r->why. Every runtime change of the map goes through here, so
+ * this is where reactions to map changes hook in. */
+struct steerd_map_edit;
+struct steerd_map_result;
+int steerd_server_map_edit(steerd_server *s, const struct steerd_map_edit *e, struct steerd_map_result *r);
 
 /* Checkpoint counters (server/checkpoint.h); all zero without --state. */
 void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out);
