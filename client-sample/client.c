@@ -8,6 +8,7 @@
 #include "client.h"
 
 #include "delta.h"
+#include "mapcopy.h"
 
 #include <enet/enet.h>
 #include <stdlib.h>
@@ -20,6 +21,10 @@
 /* Events handled per pump before returning, so a flood cannot hold a caller
  * past its deadline for long. */
 #define CLIENT_DRAIN_MAX 4096
+/* A MAP part's obstacles and points, at most: an obstacle takes at least 40
+ * bytes, a point 11 (a circle's centre comes with more than that). */
+#define CLIENT_MAP_PART_OBSTACLES (PROTO_MAP_PART_BYTES / 40u + 1u)
+#define CLIENT_MAP_PART_POINTS    (PROTO_MAP_PART_BYTES / 10u + 1u)
 /* PING echoes older than this are not believed. */
 #define CLIENT_RTT_MAX_US 60000000ull
 
@@ -66,6 +71,9 @@ struct steerd_client {
   uint32_t max_parts;
 
   steerd_delta *delta; /* config.snapshots == DELTA */
+  steerd_mapcopy *map; /* the server's map (MAP, MAP_CHANGED); NULL when config.map_obstacles is 0 */
+  proto_obstacle *map_obs; /* scratch of one MAP part: CLIENT_MAP_PART_OBSTACLES */
+  vec2 *map_points;        /* CLIENT_MAP_PART_POINTS */
 
   /* Scratch. */
   proto_pose *part_poses; /* CLIENT_MAX_PART_POSES */
@@ -133,6 +141,8 @@ steerd_client_config steerd_client_default_config(void) {
   cfg.name = "steerd-client";
   cfg.max_agents = 10000;
   cfg.connect_timeout_ms = 3000;
+  cfg.map_obstacles = 4096;
+  cfg.map_points = 65536;
   return cfg;
 }
 
@@ -166,6 +176,12 @@ steerd_client *steerd_client_create(const steerd_client_config *cfg) {
   c->part_poses = calloc(CLIENT_MAX_PART_POSES, sizeof *c->part_poses);
   if (c->frame == NULL || c->part_seen == NULL || c->part_poses == NULL)
     goto fail;
+  c->map_obs = calloc(CLIENT_MAP_PART_OBSTACLES, sizeof *c->map_obs);
+  c->map_points = calloc(CLIENT_MAP_PART_POINTS, sizeof *c->map_points);
+  if (c->map_obs == NULL || c->map_points == NULL)
+    goto fail;
+  if (cfg->map_obstacles && (c->map = steerd_mapcopy_create(cfg->map_obstacles, cfg->map_points)) == NULL)
+    goto fail;
   if (cfg->snapshots == PROTO_SNAPSHOTS_DELTA) {
     steerd_delta_config dc = steerd_delta_default_config();
     dc.max_agents = cfg->max_agents;
@@ -187,6 +203,9 @@ steerd_client *steerd_client_create(const steerd_client_config *cfg) {
 
 fail:
   steerd_delta_destroy(c->delta);
+  steerd_mapcopy_destroy(c->map);
+  free(c->map_obs);
+  free(c->map_points);
   free(c->frame);
   free(c->part_seen);
   free(c->part_poses);
@@ -202,6 +221,9 @@ void steerd_client_destroy(steerd_client *c) {
   if (c->host != NULL)
     enet_host_destroy(c->host);
   steerd_delta_destroy(c->delta);
+  steerd_mapcopy_destroy(c->map);
+  free(c->map_obs);
+  free(c->map_points);
   free(c->frame);
   free(c->part_seen);
   free(c->part_poses);
@@ -452,9 +474,55 @@ static void handle_events(steerd_client *c, const uint8_t *data, size_t len) {
     deliver_event(c, &c->events[i]);
 }
 
+/* MAP and MAP_CHANGED (PROTOCOL.md 17): into the copy of the map, if kept. */
+static void handle_map(steerd_client *c, uint32_t type, const uint8_t *data, size_t len) {
+  steerd_mapcopy_result res;
+  proto_map_changed mc;
+  if (type == PROTO_MSG_MAP) {
+    proto_map_header h;
+    uint32_t n;
+    if (proto_decode_map(data, len, &h, c->map_obs, CLIENT_MAP_PART_OBSTACLES, &n, c->map_points,
+                         CLIENT_MAP_PART_POINTS, NULL) != 0) {
+      c->stats.bad_packets++;
+      return;
+    }
+    c->stats.map_parts++;
+    if (c->map == NULL)
+      return;
+    res = steerd_mapcopy_part(c->map, &h, c->map_obs, n);
+  } else {
+    uint32_t removed[PROTO_MAP_CHANGED_MAX];
+    if (proto_decode_map_changed(data, len, &mc, removed, c->map_obs, c->map_points, CLIENT_MAP_PART_POINTS, NULL) !=
+        0) {
+      c->stats.bad_packets++;
+      return;
+    }
+    c->stats.map_changes++;
+    if (c->map == NULL)
+      return;
+    res = steerd_mapcopy_changed(c->map, &mc);
+  }
+  if (res == STEERD_MAPCOPY_GAP)
+    c->stats.map_gaps++;
+  else if (res == STEERD_MAPCOPY_OVERFLOW)
+    c->stats.map_overflows++;
+  else if (res == STEERD_MAPCOPY_BAD)
+    c->stats.bad_packets++;
+  if ((res == STEERD_MAPCOPY_COMPLETE || res == STEERD_MAPCOPY_CHANGED) && c->cfg.callbacks.on_map != NULL) {
+    c->in_dispatch = 1;
+    c->cfg.callbacks.on_map(c->cfg.user, c->map, res == STEERD_MAPCOPY_CHANGED ? &mc : NULL);
+    c->in_dispatch = 0;
+  }
+}
+
 static void handle_packet(steerd_client *c, const uint8_t *data, size_t len) {
   c->stats.packets_received++;
   c->stats.bytes_received += len;
+  uint32_t type = proto_message_type(data, len);
+  if (type == PROTO_MSG_MAP || type == PROTO_MSG_MAP_CHANGED) {
+    handle_map(c, type, data, len);
+    return;
+  }
   if (proto_message_type(data, len) == PROTO_MSG_DELTA) {
     handle_delta(c, data, len);
     return;
@@ -602,7 +670,7 @@ static int state_error(const steerd_client *c) {
 }
 
 int steerd_client_send(steerd_client *c, const proto_command *cmd, uint32_t *request_id) {
-  if (c == NULL || cmd == NULL || cmd->type <= PROTO_MSG_HELLO || cmd->type > PROTO_MSG_LAST_COMMAND)
+  if (c == NULL || cmd == NULL || cmd->type == PROTO_MSG_HELLO || !PROTO_MSG_IS_COMMAND(cmd->type))
     return STEERD_CLIENT_EINVAL;
   int r = state_error(c);
   if (r < 0)
@@ -761,6 +829,8 @@ void steerd_client_get_stats(const steerd_client *c, steerd_client_stats *out) {
   *out = c->stats;
   out->enet_rtt_ms = c->peer != NULL ? c->peer->roundTripTime : 0;
 }
+
+const steerd_mapcopy *steerd_client_map(const steerd_client *c) { return c->map; }
 
 uint32_t steerd_client_disconnect_reason(const steerd_client *c) {
   return c != NULL ? c->disconnect_reason : 0;

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "map_msg.h"
+#include "mapcopy.h"
 #include "protocol.h"
 
 /* Error codes: 0 is success, negatives are errors (see steerd_client_strerror). */
@@ -72,6 +74,9 @@ typedef struct steerd_client_callbacks {
    * ENet disconnect data, normally a proto_disconnect_reason; 0 when we
    * disconnected ourselves or the link timed out. */
   void (*on_disconnect)(void *user, uint32_t reason);
+  /* The copy of the server's map became current (change NULL: a whole MAP
+   * arrived) or changed (the MAP_CHANGED applied). See mapcopy.h. */
+  void (*on_map)(void *user, const steerd_mapcopy *map, const proto_map_changed *change);
 } steerd_client_callbacks;
 
 typedef struct steerd_client_config {
@@ -82,6 +87,8 @@ typedef struct steerd_client_config {
   uint8_t snapshots;           /* proto_snapshot_mode: FULL (the default) or DELTA */
   uint32_t delta_frames;       /* DELTA: frames kept as baselines (STEERD_DELTA_DEFAULT_FRAMES) */
   uint32_t connect_timeout_ms; /* ENet connect + WELCOME (3000) */
+  uint32_t map_obstacles;      /* the copy of the map: obstacles (4096; 0: no copy is kept) */
+  uint32_t map_points;         /* and their points together (65536) */
   steerd_client_callbacks callbacks; /* any may be NULL */
   void *user;                        /* passed to every callback */
 } steerd_client_config;
@@ -112,6 +119,10 @@ typedef struct steerd_client_stats {
   uint64_t delta_no_base;   /* DELTA frames dropped: baseline not held */
   uint64_t delta_bad;       /* DELTA frames dropped: they did not apply */
   uint64_t events_lost;     /* events the server dropped because we were behind (EVENTS "lost") */
+  uint64_t map_parts;       /* MAP packets that decoded */
+  uint64_t map_changes;     /* MAP_CHANGED messages that decoded */
+  uint64_t map_gaps;        /* MAP_CHANGED beyond the next version: the copy stopped being current */
+  uint64_t map_overflows;   /* maps larger than map_obstacles / map_points: not kept */
 } steerd_client_stats;
 
 typedef enum steerd_client_state {
@@ -168,6 +179,8 @@ steerd_client_state steerd_client_get_state(const steerd_client *c);
 const proto_welcome *steerd_client_welcome(const steerd_client *c);
 /* Copies the counters (and refreshes enet_rtt_ms). */
 void steerd_client_get_stats(const steerd_client *c, steerd_client_stats *out);
+/* The copy of the server's map (mapcopy.h); NULL when none is kept. */
+const steerd_mapcopy *steerd_client_map(const steerd_client *c);
 /* ENet disconnect data of the last disconnect (proto_disconnect_reason), 0 if none. */
 uint32_t steerd_client_disconnect_reason(const steerd_client *c);
 /* The last ERROR a blocking call received; NULL if none. */

@@ -283,6 +283,11 @@ size_t proto_encode_command(uint8_t *buf, size_t cap, const proto_command *cmd) 
     }
     break;
   }
+  case PROTO_MSG_ADD_OBSTACLE:
+  case PROTO_MSG_REMOVE_OBSTACLE:
+    if (pack_obstacle_command(&pk, cmd) != 0)
+      return 0;
+    break;
   default:
     return 0;
   }
@@ -623,7 +628,7 @@ static int decode_command(reader *r, proto_command *out) {
   uint64_t type;
   if (rd_frame(r, &n, &type))
     return -1;
-  int known = type >= PROTO_MSG_HELLO && type <= PROTO_MSG_LAST_COMMAND;
+  int known = PROTO_MSG_IS_COMMAND(type);
   if (!known && n != 3) {
     return fail_at(r, "type", PROTO_ERR_UNKNOWN_TYPE, "unknown message type");
   }
@@ -674,6 +679,10 @@ static int decode_command(reader *r, proto_command *out) {
   case PROTO_MSG_PING:
     memset(&out->ping, 0, sizeof out->ping);
     return rd_body(r, ping_keys, 1, 1u, ping_fn, &out->ping, NULL);
+  case PROTO_MSG_ADD_OBSTACLE:
+    return rd_add_obstacle(r, &out->add_obstacle);
+  case PROTO_MSG_REMOVE_OBSTACLE:
+    return rd_remove_obstacle(r, &out->remove_obstacle);
   default: {
     static const char *const view_keys[] = {"all", "centre", "follow", "radius"};
     uint32_t seen = 0;

@@ -24,7 +24,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "map.h"
 #include "protocol.h"
 
 #define PROTO_MAP_PART_BYTES       PROTO_MAX_MESSAGE_BYTES /* a MAP packet never exceeds this */
@@ -68,21 +67,36 @@ steer_obstacle_desc proto_obstacle_desc(const proto_obstacle *o);
 /* Encoded size of one obstacle object; 0 when its kind or count is out of range. */
 size_t proto_obstacle_size(const proto_obstacle *o);
 
-/* How many obstacles of m, from map order index first, fit in one MAP packet
- * of part_bytes (header counted at its worst case); at least one whenever
- * part_bytes >= PROTO_MAP_HEADER_MAX_BYTES + PROTO_MAP_OBSTACLE_MAX_BYTES, and 0
- * when first is the end of the map. */
-uint32_t proto_map_fit(const steer_map *m, uint32_t first, size_t part_bytes);
-/* MAP parts of the whole map at part_bytes each (1 for an empty map). */
-uint32_t proto_map_part_count(const steer_map *m, size_t part_bytes);
+/* Obstacles are read through a function (the server's map, a client's copy,
+ * an array): the i-th obstacle in map order. */
+typedef proto_obstacle (*proto_obstacle_at)(const void *ctx, uint32_t i);
+proto_obstacle proto_obstacle_array_at(const void *array, uint32_t i); /* array: const proto_obstacle * */
 
-/* One MAP part: obstacles first..first+count of m in map order. 0 when the
- * buffer is too small. */
-size_t proto_encode_map(uint8_t *buf, size_t cap, const proto_map_header *h, const steer_map *m, uint32_t first,
-                        uint32_t count);
-/* The same from an array (a client or a test holding its own copy). */
-size_t proto_encode_map_obstacles(uint8_t *buf, size_t cap, const proto_map_header *h, const proto_obstacle *obs,
-                                  uint32_t count);
+/* How many obstacles, from index first of total, fit in one MAP packet of
+ * part_bytes (header counted at its worst case): at least one whenever
+ * part_bytes >= PROTO_MAP_HEADER_MAX_BYTES + PROTO_MAP_OBSTACLE_MAX_BYTES; 0
+ * when first is the end. */
+uint32_t proto_map_fit(proto_obstacle_at at, const void *ctx, uint32_t first, uint32_t total, size_t part_bytes);
+
+/* One MAP part: obstacles first..first+count. 0 when the buffer is too small
+ * or an obstacle is invalid. */
+size_t proto_encode_map(uint8_t *buf, size_t cap, const proto_map_header *h, proto_obstacle_at at, const void *ctx,
+                        uint32_t first, uint32_t count);
 size_t proto_encode_map_changed(uint8_t *buf, size_t cap, const proto_map_changed *c);
+
+/* ---- Decoders (untrusted input; unknown keys of obstacle objects are skipped,
+ * as in every server message) ------------------------------------------------ */
+
+/* One MAP part: its obstacles into obs (cap of them), their points into the
+ * pool points (point_cap; each obstacle's points follow the previous one's, a
+ * circle's centre is its one point). Strict about the rest: part_index <
+ * part_count, ids >= 1, shapes as in PROTOCOL.md 17.3. More obstacles or points
+ * than there is room for is TOO_LARGE. */
+int proto_decode_map(const uint8_t *data, size_t len, proto_map_header *h, proto_obstacle *obs, uint32_t cap,
+                     uint32_t *count, vec2 *points, uint32_t point_cap, proto_error_info *err);
+/* MAP_CHANGED: c->removed and c->added point at the caller's arrays. */
+int proto_decode_map_changed(const uint8_t *data, size_t len, proto_map_changed *c,
+                             uint32_t removed[PROTO_MAP_CHANGED_MAX], proto_obstacle added[PROTO_MAP_CHANGED_MAX],
+                             vec2 *points, uint32_t point_cap, proto_error_info *err);
 
 #endif /* PROTO_MAP_MSG_H */

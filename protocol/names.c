@@ -11,7 +11,8 @@ static const char *const error_names[PROTO_ERR_COUNT] = {
     "OK",           "BAD_MESSAGE",   "UNKNOWN_TYPE",  "BAD_FIELD",      "VERSION_MISMATCH",
     "NOT_WELCOMED", "NO_SUCH_AGENT", "WORLD_FULL",    "MODEL_MISMATCH", "BAD_TARGET",
     "TOO_LARGE",    "RATE_LIMITED",  "NOT_OWNER",     "INTERNAL",       "FORBIDDEN",
-    "UNAUTHORIZED", "TOKEN_EXPIRED", "QUOTA_EXCEEDED"};
+    "UNAUTHORIZED", "TOKEN_EXPIRED", "QUOTA_EXCEEDED", "NO_SUCH_OBSTACLE", "OBSTACLE_EXISTS",
+    "BLOCKED"};
 
 static const char *const error_texts[PROTO_ERR_COUNT] = {
     "success",
@@ -31,7 +32,10 @@ static const char *const error_texts[PROTO_ERR_COUNT] = {
     "the client's role does not allow this command",
     "the HELLO token is missing, forged or unreadable",
     "the HELLO token has expired",
-    "the client owns its maximum of agents"};
+    "the client owns its maximum of agents",
+    "no obstacle has this id",
+    "an obstacle with this id exists",
+    "inside the map's geometry, or an obstacle over an agent that has nowhere to go"};
 
 static const char *const disconnect_names[PROTO_DISCONNECT_COUNT] = {
     "none",   "server shutting down",  "protocol abuse", "timeout", "version mismatch", "server full",
@@ -49,7 +53,8 @@ const char *const mode_names[STEER_PATH_MODE_COUNT] = {"once", "loop", "pingpong
 const char *const cornering_names[STEER_CORNER_COUNT] = {"none", "arc", "lazy"};
 const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT] = {"full", "delta"};
 static const char *const event_names[PROTO_EVENT_COUNT] = {"arrived",  "waypoint", "path_finished",
-                                                           "reversed", "spawned",  "despawned"};
+                                                           "reversed", "spawned",  "despawned",
+                                                           "stuck"};
 
 const float_field param_fields[PROTO_PARAM_COUNT] = {
     {"time_to_target", offsetof(steer_params, time_to_target), NUM_POSITIVE},
@@ -105,6 +110,8 @@ int proto_error_from_steer(int steer_err) {
     return PROTO_ERR_MODEL_MISMATCH;
   case STEER_ETARGET:
     return PROTO_ERR_BAD_TARGET;
+  case STEER_EBLOCKED:
+    return PROTO_ERR_BLOCKED;
   default:
     return PROTO_ERR_INTERNAL;
   }
@@ -118,11 +125,13 @@ const char *proto_disconnect_name(uint32_t reason) {
 const char *proto_msg_type_name(uint32_t type) {
   static const char *const client[] = {"HELLO",    "SPAWN",      "DESPAWN",     "SET_BEHAVIOUR",
                                        "SET_PATH", "SET_PARAMS", "STOP",        "QUERY",
-                                       "PING",     "VIEW",       "SNAPSHOT_ACK"};
-  static const char *const server[] = {"WELCOME", "ACK", "ERROR", "EVENT", "SNAPSHOT", "DELTA", "EVENTS"};
-  if (type >= PROTO_MSG_HELLO && type <= PROTO_MSG_SNAPSHOT_ACK)
+                                       "PING",     "VIEW",       "SNAPSHOT_ACK", "ADD_OBSTACLE",
+                                       "REMOVE_OBSTACLE"};
+  static const char *const server[] = {"WELCOME", "ACK",    "ERROR", "EVENT",      "SNAPSHOT",
+                                       "DELTA",   "EVENTS", "MAP",   "MAP_CHANGED"};
+  if (type >= PROTO_MSG_HELLO && type <= PROTO_MSG_REMOVE_OBSTACLE)
     return client[type - PROTO_MSG_HELLO];
-  if (type >= PROTO_MSG_WELCOME && type <= PROTO_MSG_EVENTS)
+  if (type >= PROTO_MSG_WELCOME && type <= PROTO_MSG_MAP_CHANGED)
     return server[type - PROTO_MSG_WELCOME];
   return NULL;
 }

@@ -91,7 +91,9 @@ typedef enum proto_msg_type {
   PROTO_MSG_MAP_CHANGED = 40      /* channel 0: one change of the map, to clients holding it */
 } proto_msg_type;
 
-#define PROTO_MSG_LAST_COMMAND PROTO_MSG_VIEW /* commands are 1..this, [type, request_id, body] */
+/* Commands are 1..this but SNAPSHOT_ACK (11, channel 1), [type, request_id, body]. */
+#define PROTO_MSG_LAST_COMMAND PROTO_MSG_REMOVE_OBSTACLE
+#define PROTO_MSG_IS_COMMAND(t) ((t) >= PROTO_MSG_HELLO && (t) <= PROTO_MSG_LAST_COMMAND && (t) != PROTO_MSG_SNAPSHOT_ACK)
 
 /* Wire error codes (positive on the wire; decoders return them negated). */
 typedef enum proto_error_code {

@@ -9,6 +9,8 @@ proto_event proto_event_from_steer(const steer_event *e) {
   proto_event out;
   out.tick = e->tick;
   out.code = e->type; /* 0..3 are the same codes */
+  if (e->type == STEER_EVENT_STUCK)
+    out.code = PROTO_EVENT_STUCK;
   out.agent = e->agent;
   out.data = e->node;
   if (e->type == STEER_EVENT_ARRIVED)
@@ -107,6 +109,14 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
     break;
   case PROTO_MSG_VIEW:
     msgpack_pack_map(&pk, 0);
+    break;
+  case PROTO_MSG_ADD_OBSTACLE:
+  case PROTO_MSG_REMOVE_OBSTACLE:
+    msgpack_pack_map(&pk, a->command == PROTO_MSG_ADD_OBSTACLE ? 3 : 2);
+    pack_ku(&pk, "obstacle", a->obstacle);
+    pack_ku(&pk, "version", a->map_version);
+    if (a->command == PROTO_MSG_ADD_OBSTACLE)
+      pack_ku(&pk, "moved", a->moved);
     break;
   default:
     return 0;
@@ -292,6 +302,14 @@ static int set_params_ack_fn(reader *r, int key, void *ctx) {
   return rd_bool(r, &a->target_lost);
 }
 
+/* ADD_OBSTACLE / REMOVE_OBSTACLE ACK: {obstacle, version, moved (ADD only)}. */
+static const char *const map_ack_keys[] = {"obstacle", "version", "moved"};
+
+static int map_ack_fn(reader *r, int key, void *ctx) {
+  proto_ack *a = ctx;
+  return rd_u32(r, key == 0 ? &a->obstacle : key == 1 ? &a->map_version : &a->moved);
+}
+
 static int decode_ack(reader *r, proto_ack *a) {
   static const char *const agent_keys[] = {"agent"};
   static const char *const pong_keys[] = {"client_time_us", "server_time_us", "tick"};
@@ -304,7 +322,7 @@ static int decode_ack(reader *r, proto_ack *a) {
   r->err->request_id = a->request_id;
   if (rd_elem_uint(r, "command_type", 255, &u))
     return -1;
-  if (u < PROTO_MSG_SPAWN || u > PROTO_MSG_LAST_COMMAND) {
+  if (u < PROTO_MSG_SPAWN || !PROTO_MSG_IS_COMMAND(u)) {
     return fail_at(r, "command_type", PROTO_ERR_BAD_FIELD, "unknown value");
   }
   a->command = (uint8_t)u;
@@ -320,6 +338,9 @@ static int decode_ack(reader *r, proto_ack *a) {
     return rd_body(r, NULL, 0, 0u, agent_fn, NULL, NULL);
   case PROTO_MSG_SET_PARAMS:
     return rd_body(r, set_params_ack_keys, 2, 1u, set_params_ack_fn, a, NULL);
+  case PROTO_MSG_ADD_OBSTACLE:
+  case PROTO_MSG_REMOVE_OBSTACLE:
+    return rd_body(r, map_ack_keys, 3, u == PROTO_MSG_ADD_OBSTACLE ? 7u : 3u, map_ack_fn, a, NULL);
   default:
     return rd_body(r, agent_keys, 1, 1u, agent_fn, &a->agent, NULL);
   }

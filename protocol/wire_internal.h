@@ -131,4 +131,10 @@ int agent_fn(reader *r, int key, void *ctx);
 int decode_snapshot_body(reader *r, proto_snapshot_header *h, proto_pose *poses, proto_pose_q *qposes,
                          uint32_t cap, uint32_t *count);
 
+/* ---- map_msg.c: the bodies of ADD_OBSTACLE and REMOVE_OBSTACLE ------------------ */
+
+int pack_obstacle_command(msgpack_packer *pk, const proto_command *cmd); /* -1: invalid */
+int rd_add_obstacle(reader *r, proto_add_obstacle *a);
+int rd_remove_obstacle(reader *r, proto_remove_obstacle *o);
+
 #endif

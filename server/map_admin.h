@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "map.h"
 #include "map_msg.h"
 #include "validate.h"
 #include "world.h"

@@ -71,7 +71,7 @@ static void commands(out *o, const steerd_server_stats *st) {
          "Commands decoded, by type and result (error: answered with an ERROR).");
   for (uint32_t t = 1; t <= PROTO_MSG_LAST_COMMAND; t++) {
     const char *tn = proto_msg_type_name(t);
-    if (!tn)
+    if (!tn || !PROTO_MSG_IS_COMMAND(t))
       continue;
     lower(tn, name, sizeof name);
     put(o, "steerd_commands_total{type=\"%s\",result=\"ok\"} %llu\n", name,
