@@ -1,0 +1,735 @@
+/* test_server_map.c: the map over the wire (PROTOCOL.md 17), the real server on
+ * 127.0.0.1 (ephemeral port) and raw ENet clients that decode every message
+ * with the protocol library and keep a copy of the map (mapcopy.h).
+ *
+ * A client receives the map after WELCOME, split into parts under the packet
+ * limit when large, and MAP_CHANGED after every admin change; its copy stays
+ * equal to what a client connecting afterwards receives, bit for bit. Non-admins
+ * are refused; every bad map command gets its error and the server goes on
+ * serving; an obstacle added on top of agents leaves none of them overlapping
+ * geometry; a checkpoint and restore keep the map, its version and the hash. */
+#include <check.h>
+#include <enet/enet.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "map.h"
+#include "map_msg.h"
+#include "mapcopy.h"
+#include "protocol.h"
+#include "steerd_proc.h"
+
+/* ---- a raw client that keeps the map ------------------------------------------- */
+
+typedef struct raw {
+  ENetHost *host;
+  ENetPeer *peer;
+  uint32_t next_rid;
+  steerd_mapcopy *map;
+  uint32_t map_parts, map_changed, map_complete, map_bad;
+  size_t map_part_max_bytes;
+  uint32_t last_change_version;
+  uint32_t saw_welcome_before_map; /* 1: the first MAP came after a WELCOME */
+  int welcomed;
+  proto_event events[256];
+  uint32_t event_count;
+} raw;
+
+static proto_obstacle part_obs[1024];
+static vec2 part_points[4096];
+
+static void raw_map_packet(raw *r, const uint8_t *data, size_t len) {
+  uint32_t type = proto_message_type(data, len);
+  if (len > r->map_part_max_bytes)
+    r->map_part_max_bytes = len;
+  if (type == PROTO_MSG_MAP) {
+    proto_map_header h;
+    uint32_t n;
+    if (proto_decode_map(data, len, &h, part_obs, 1024, &n, part_points, 4096, NULL) != 0) {
+      r->map_bad++;
+      return;
+    }
+    if (r->map_parts++ == 0)
+      r->saw_welcome_before_map = (uint32_t)r->welcomed;
+    steerd_mapcopy_result res = steerd_mapcopy_part(r->map, &h, part_obs, n);
+    r->map_bad += res != STEERD_MAPCOPY_PENDING && res != STEERD_MAPCOPY_COMPLETE;
+    r->map_complete += res == STEERD_MAPCOPY_COMPLETE;
+    return;
+  }
+  proto_map_changed c;
+  uint32_t removed[PROTO_MAP_CHANGED_MAX];
+  if (proto_decode_map_changed(data, len, &c, removed, part_obs, part_points, 4096, NULL) != 0) {
+    r->map_bad++;
+    return;
+  }
+  r->map_changed++;
+  r->last_change_version = c.version;
+  r->map_bad += steerd_mapcopy_changed(r->map, &c) != STEERD_MAPCOPY_CHANGED;
+}
+
+/* Services up to ms; the reply to request_id (0: none wanted) goes to *out. */
+static int raw_service(raw *r, uint32_t request_id, uint32_t ms, proto_server_msg *out) {
+  uint64_t end = steerd_proc_now_ms() + ms;
+  int got = -1;
+  ENetEvent ev;
+  while (got < 0 && steerd_proc_now_ms() < end) {
+    if (enet_host_service(r->host, &ev, 2) <= 0 || ev.type != ENET_EVENT_TYPE_RECEIVE)
+      continue;
+    const uint8_t *data = ev.packet->data;
+    size_t len = ev.packet->dataLength;
+    uint32_t type = proto_message_type(data, len);
+    if (ev.channelID == PROTO_CHANNEL_RELIABLE && (type == PROTO_MSG_MAP || type == PROTO_MSG_MAP_CHANGED)) {
+      raw_map_packet(r, data, len);
+    } else if (ev.channelID == PROTO_CHANNEL_RELIABLE) {
+      proto_server_msg m;
+      if (proto_decode_server_msg(data, len, &m, NULL, 0, NULL) == 0) {
+        if (m.type == PROTO_MSG_EVENT && r->event_count < 256)
+          r->events[r->event_count++] = m.event;
+        if (m.type == PROTO_MSG_WELCOME)
+          r->welcomed = 1;
+        uint32_t rid = m.type == PROTO_MSG_WELCOME ? m.welcome.request_id
+                       : m.type == PROTO_MSG_ACK   ? m.ack.request_id
+                       : m.type == PROTO_MSG_ERROR ? m.error.request_id
+                                                   : 0;
+        if (request_id && rid == request_id) {
+          *out = m;
+          got = 0;
+        }
+      }
+    }
+    enet_packet_destroy(ev.packet);
+  }
+  return got;
+}
+
+static void raw_connect(raw *r, uint16_t port) {
+  memset(r, 0, sizeof *r);
+  r->map = steerd_mapcopy_create(16384, 262144);
+  ck_assert_ptr_nonnull(r->map);
+  r->host = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
+  ck_assert_ptr_nonnull(r->host);
+  ENetAddress addr;
+  enet_address_set_host_ip(&addr, "127.0.0.1");
+  addr.port = port;
+  r->peer = enet_host_connect(r->host, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
+  ck_assert_ptr_nonnull(r->peer);
+  ENetEvent ev;
+  uint64_t end = steerd_proc_now_ms() + 5000;
+  while (steerd_proc_now_ms() < end)
+    if (enet_host_service(r->host, &ev, 10) > 0 && ev.type == ENET_EVENT_TYPE_CONNECT)
+      return;
+  ck_abort_msg("no ENet connect within 5 s");
+}
+
+static void raw_close(raw *r) {
+  enet_peer_disconnect_now(r->peer, 0);
+  enet_host_destroy(r->host);
+  steerd_mapcopy_destroy(r->map);
+}
+
+static uint32_t raw_send(raw *r, proto_command *cmd) {
+  cmd->request_id = ++r->next_rid;
+  static uint8_t buf[PROTO_MAX_MESSAGE_BYTES];
+  size_t n = proto_encode_command(buf, sizeof buf, cmd);
+  ck_assert_uint_gt(n, 0);
+  ck_assert_int_eq(
+      enet_peer_send(r->peer, PROTO_CHANNEL_RELIABLE, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE)), 0);
+  return cmd->request_id;
+}
+
+static proto_server_msg raw_command(raw *r, proto_command *cmd) {
+  uint32_t rid = raw_send(r, cmd);
+  proto_server_msg m;
+  ck_assert_msg(raw_service(r, rid, 5000, &m) == 0, "no reply to command %u within 5 s", cmd->type);
+  return m;
+}
+
+static proto_command command(uint8_t type) {
+  static proto_command c; /* large (points): not on the stack of every caller */
+  memset(&c, 0, sizeof c);
+  c.type = type;
+  return c;
+}
+
+static void raw_hello(raw *r) {
+  proto_command c = command(PROTO_MSG_HELLO);
+  c.hello.version = PROTO_VERSION;
+  strcpy(c.hello.name, "map");
+  proto_server_msg m = raw_command(r, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_WELCOME);
+}
+
+/* Services until the copy is current at version (or the timeout). */
+static void raw_wait_map(raw *r, uint32_t version, uint32_t ms) {
+  uint64_t end = steerd_proc_now_ms() + ms;
+  proto_server_msg m;
+  while (steerd_proc_now_ms() < end &&
+         !(steerd_mapcopy_current(r->map) && steerd_mapcopy_version(r->map) == version))
+    raw_service(r, 0, 20, &m);
+  ck_assert_msg(steerd_mapcopy_current(r->map), "no complete map within %u ms (%u parts)", ms, r->map_parts);
+  ck_assert_uint_eq(steerd_mapcopy_version(r->map), version);
+}
+
+static proto_command add_circle(uint32_t id, float x, float y, float radius) {
+  proto_command c = command(PROTO_MSG_ADD_OBSTACLE);
+  c.add_obstacle.id = id;
+  c.add_obstacle.kind = STEER_OBSTACLE_CIRCLE;
+  c.add_obstacle.count = 1;
+  c.add_obstacle.points[0] = v2(x, y);
+  c.add_obstacle.radius = radius;
+  return c;
+}
+
+static proto_command add_poly(uint32_t id, uint8_t kind, const vec2 *pts, uint32_t n) {
+  proto_command c = command(PROTO_MSG_ADD_OBSTACLE);
+  c.add_obstacle.id = id;
+  c.add_obstacle.kind = kind;
+  c.add_obstacle.count = n;
+  memcpy(c.add_obstacle.points, pts, n * sizeof *pts);
+  return c;
+}
+
+static proto_command remove_obstacle(uint32_t id) {
+  proto_command c = command(PROTO_MSG_REMOVE_OBSTACLE);
+  c.remove_obstacle.id = id;
+  return c;
+}
+
+/* Two copies hold the same obstacles in the same order with the same bits. */
+static void assert_same_map(const steerd_mapcopy *a, const steerd_mapcopy *b) {
+  ck_assert_uint_eq(steerd_mapcopy_version(a), steerd_mapcopy_version(b));
+  ck_assert_uint_eq(steerd_mapcopy_count(a), steerd_mapcopy_count(b));
+  for (uint32_t i = 0; i < steerd_mapcopy_count(a); i++) {
+    proto_obstacle x = steerd_mapcopy_get(a, i), y = steerd_mapcopy_get(b, i);
+    ck_assert_uint_eq(x.id, y.id);
+    ck_assert_uint_eq(x.kind, y.kind);
+    ck_assert_uint_eq(x.count, y.count);
+    ck_assert_mem_eq(&x.radius, &y.radius, sizeof x.radius);
+    ck_assert_mem_eq(x.points, y.points, x.count * sizeof *x.points);
+  }
+}
+
+static char map_path[64];
+
+static void write_map(const char *json) {
+  snprintf(map_path, sizeof map_path, "/tmp/steerd-map-test-%d.json", (int)getpid());
+  FILE *f = fopen(map_path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(json, f);
+  fclose(f);
+}
+
+static const char *const LEVEL =
+    "{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": ["
+    "{\"id\": 1, \"type\": \"circle\", \"center\": [10, 10], \"radius\": 2},"
+    "{\"id\": 7, \"type\": \"polygon\", \"points\": [[0,0],[10,0],[10,10],[8,10],[8,2],[2,2],[2,10],[0,10]]},"
+    "{\"id\": 3, \"type\": \"wall\", \"points\": [[-50,-20],[50,-20],[50,-40]]}]}";
+
+static void server_start(steerd_proc *s, const char *const *extra) {
+  const char *args[24] = {"--no-demo", "--client-timeout", "4000", "--world", "-100,-100,100,100"};
+  int n = 5;
+  for (int i = 0; extra && extra[i] && n < 23; i++)
+    args[n++] = extra[i];
+  args[n] = NULL;
+  ck_assert_msg(steerd_proc_start(s, STEERD_BINARY, args, 8000) == 0, "the server did not start");
+}
+
+/* ---- the map at connect and after changes ------------------------------------------ */
+
+START_TEST(map_at_welcome_and_after_every_change) {
+  write_map(LEVEL);
+  steerd_proc s;
+  const char *extra[] = {"--map", map_path, "--anonymous-role", "admin", NULL};
+  server_start(&s, extra);
+  raw a, b;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  raw_wait_map(&a, 3, 5000); /* three obstacles loaded from the file: version 3 */
+  ck_assert_uint_eq(a.saw_welcome_before_map, 1);
+  ck_assert_uint_eq(a.map_parts, 1);
+  ck_assert_uint_eq(steerd_mapcopy_count(a.map), 3);
+  proto_obstacle o = steerd_mapcopy_get(a.map, 1);
+  ck_assert_uint_eq(o.id, 7);
+  ck_assert_uint_eq(o.kind, STEER_OBSTACLE_POLYGON);
+  ck_assert_uint_eq(o.count, 8);
+  ck_assert_float_eq(o.points[4].x, 8.0f);
+  o = steerd_mapcopy_get(a.map, 0);
+  ck_assert_uint_eq(o.kind, STEER_OBSTACLE_CIRCLE);
+  ck_assert_float_eq(o.radius, 2.0f);
+  raw_connect(&b, s.port);
+  raw_hello(&b);
+  raw_wait_map(&b, 3, 5000);
+
+  /* A door closes: both clients get MAP_CHANGED, after the admin's ACK. */
+  vec2 door[] = {{30.0f, 0.0f}, {30.0f, 3.0f}};
+  proto_command c = add_poly(42, STEER_OBSTACLE_WALL, door, 2);
+  proto_server_msg m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_eq(m.ack.command, PROTO_MSG_ADD_OBSTACLE);
+  ck_assert_uint_eq(m.ack.obstacle, 42);
+  ck_assert_uint_eq(m.ack.map_version, 4);
+  ck_assert_uint_eq(m.ack.moved, 0);
+  ck_assert_uint_eq(a.map_changed, 0); /* the ACK came first */
+  raw_wait_map(&a, 4, 3000);
+  raw_wait_map(&b, 4, 3000);
+  ck_assert_uint_eq(steerd_mapcopy_count(b.map), 4);
+  ck_assert_uint_eq(steerd_mapcopy_get(b.map, 3).id, 42);
+
+  /* The polygon goes (order of the rest kept), a circle comes. */
+  c = remove_obstacle(7);
+  m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_eq(m.ack.command, PROTO_MSG_REMOVE_OBSTACLE);
+  ck_assert_uint_eq(m.ack.obstacle, 7);
+  ck_assert_uint_eq(m.ack.map_version, 5);
+  c = add_circle(9, -30.0f, 40.5f, 1.25f);
+  m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  raw_wait_map(&a, 6, 3000);
+  raw_wait_map(&b, 6, 3000);
+  ck_assert_uint_eq(a.map_changed, 3);
+  ck_assert_uint_eq(b.map_changed, 3);
+  ck_assert_uint_eq(a.map_bad + b.map_bad, 0);
+
+  /* A client connecting now receives exactly what the others built by changes. */
+  raw late;
+  raw_connect(&late, s.port);
+  raw_hello(&late);
+  raw_wait_map(&late, 6, 5000);
+  assert_same_map(a.map, late.map);
+  assert_same_map(b.map, late.map);
+  ck_assert_uint_eq(steerd_mapcopy_get(late.map, 0).id, 1);
+  ck_assert_uint_eq(steerd_mapcopy_get(late.map, 1).id, 3);
+  ck_assert_uint_eq(steerd_mapcopy_get(late.map, 2).id, 42);
+  ck_assert_uint_eq(steerd_mapcopy_get(late.map, 3).id, 9);
+
+  /* A repeated HELLO sends the whole map again (how a client that lost track resyncs). */
+  uint32_t parts = b.map_parts;
+  raw_hello(&b);
+  uint64_t end = steerd_proc_now_ms() + 3000;
+  while (b.map_parts == parts && steerd_proc_now_ms() < end)
+    raw_service(&b, 0, 20, &m);
+  ck_assert_uint_gt(b.map_parts, parts);
+  raw_wait_map(&b, 6, 3000);
+  assert_same_map(b.map, late.map);
+
+  raw_close(&late);
+  raw_close(&b);
+  raw_close(&a);
+  ck_assert(steerd_proc_log_contains(&s, "map version 4: obstacle 42 (wall) added"));
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+  unlink(map_path);
+}
+END_TEST
+
+/* An empty world still gets a MAP: version 0, one empty part. */
+START_TEST(empty_map_is_one_empty_part) {
+  steerd_proc s;
+  server_start(&s, NULL);
+  raw a;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  raw_wait_map(&a, 0, 5000);
+  ck_assert_uint_eq(a.map_parts, 1);
+  ck_assert_uint_eq(steerd_mapcopy_count(a.map), 0);
+  raw_close(&a);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+/* 2 000 polygons of 40 points (about 900 KB of map): many parts, none over the
+ * packet limit, every obstacle once, in order; a change while a client is being
+ * sent the parts restarts them at the new version. */
+START_TEST(large_map_in_parts) {
+  size_t cap = 4u << 20;
+  char *json = malloc(cap);
+  ck_assert_ptr_nonnull(json);
+  size_t len = (size_t)snprintf(json, cap, "{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": [");
+  for (int i = 0; i < 2000; i++) {
+    float cx = -90.0f + (float)(i % 45) * 4.0f, cy = -90.0f + (float)(i / 45) * 4.0f;
+    len += (size_t)snprintf(json + len, cap - len, "%s{\"id\": %d, \"type\": \"polygon\", \"points\": [",
+                            i ? "," : "", i + 1);
+    for (int k = 0; k < 40; k++) {
+      double a = 2.0 * 3.141592653589793 * k / 40.0;
+      len += (size_t)snprintf(json + len, cap - len, "%s[%.4f, %.4f]", k ? "," : "", cx + 1.3 * cos(a),
+                              cy + 1.3 * sin(a));
+    }
+    len += (size_t)snprintf(json + len, cap - len, "]}");
+  }
+  snprintf(json + len, cap - len, "]}");
+  write_map(json);
+  free(json);
+  steerd_proc s;
+  const char *extra[] = {"--map", map_path, "--anonymous-role", "admin", NULL};
+  server_start(&s, extra);
+  raw a;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  raw_wait_map(&a, 2000, 20000);
+  ck_assert_uint_gt(a.map_parts, 10);
+  ck_assert_uint_le(a.map_part_max_bytes, PROTO_MAP_PART_BYTES);
+  ck_assert_uint_eq(steerd_mapcopy_count(a.map), 2000);
+  for (uint32_t i = 0; i < 2000; i++)
+    ck_assert_uint_eq(steerd_mapcopy_get(a.map, i).id, i + 1);
+
+  /* b says HELLO and, before its parts are all out, the map changes: b ends
+   * with the new version, complete, equal to a's (which got MAP_CHANGED). */
+  raw b;
+  raw_connect(&b, s.port);
+  proto_command h = command(PROTO_MSG_HELLO);
+  h.hello.version = PROTO_VERSION;
+  strcpy(h.hello.name, "late");
+  raw_send(&b, &h);
+  proto_command c = remove_obstacle(1000);
+  proto_server_msg m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  raw_wait_map(&a, 2001, 5000);
+  raw_wait_map(&b, 2001, 20000);
+  ck_assert_uint_eq(b.map_bad + a.map_bad, 0);
+  assert_same_map(a.map, b.map);
+  ck_assert_uint_eq(steerd_mapcopy_count(b.map), 1999);
+  raw_close(&b);
+  raw_close(&a);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+  unlink(map_path);
+}
+END_TEST
+
+/* ---- who may change the map, and bad commands ------------------------------------ */
+
+START_TEST(only_admins_change_the_map) {
+  steerd_proc s;
+  server_start(&s, NULL); /* anonymous clients are controllers */
+  raw a;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  proto_command c = add_circle(1, 0.0f, 0.0f, 1.0f);
+  proto_server_msg m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ERROR);
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_FORBIDDEN);
+  ck_assert_uint_eq(m.error.has_field, 0);
+  c = remove_obstacle(1);
+  m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_FORBIDDEN);
+  raw_wait_map(&a, 0, 3000); /* nothing changed */
+  ck_assert_uint_eq(a.map_changed, 0);
+  raw_close(&a);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+/* Sends raw bytes as one command and returns the reply. */
+static proto_server_msg raw_bytes(raw *r, const uint8_t *data, size_t n, uint32_t rid) {
+  ck_assert_int_eq(
+      enet_peer_send(r->peer, PROTO_CHANNEL_RELIABLE, enet_packet_create(data, n, ENET_PACKET_FLAG_RELIABLE)), 0);
+  proto_server_msg m;
+  ck_assert_msg(raw_service(r, rid, 5000, &m) == 0, "no reply to request %u", rid);
+  return m;
+}
+
+static void expect_error(raw *r, proto_command *c, uint32_t code, const char *field) {
+  proto_server_msg m = raw_command(r, c);
+  ck_assert_msg(m.type == PROTO_MSG_ERROR, "command accepted; wanted error %u on %s", code, field ? field : "nil");
+  ck_assert_msg(m.error.code == code, "error %u (%s, field %s), wanted %u on %s", m.error.code, m.error.message,
+                m.error.field, code, field ? field : "nil");
+  if (field)
+    ck_assert_str_eq(m.error.field, field);
+  else
+    ck_assert_uint_eq(m.error.has_field, 0);
+}
+
+START_TEST(every_bad_map_command_gets_its_error) {
+  steerd_proc s;
+  const char *extra[] = {"--anonymous-role", "admin", NULL};
+  server_start(&s, extra); /* world +-100 m */
+  raw a, other;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  raw_connect(&other, s.port);
+  raw_hello(&other);
+  raw_wait_map(&other, 0, 3000);
+
+  proto_command c = add_circle(5, 0.0f, 0.0f, 1.0f);
+  proto_server_msg m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  /* Duplicate id; unknown id; id 0. */
+  c = add_circle(5, 20.0f, 20.0f, 1.0f);
+  expect_error(&a, &c, PROTO_ERR_OBSTACLE_EXISTS, "id");
+  c = remove_obstacle(6);
+  expect_error(&a, &c, PROTO_ERR_NO_SUCH_OBSTACLE, "id");
+  /* Outside the bounds: a point, a centre, a circle reaching out. */
+  vec2 out[] = {{0.0f, 0.0f}, {150.0f, 0.0f}};
+  c = add_poly(8, STEER_OBSTACLE_WALL, out, 2);
+  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points[1]");
+  c = add_circle(8, 120.0f, 0.0f, 1.0f);
+  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "center");
+  c = add_circle(8, 99.5f, 0.0f, 1.0f);
+  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "radius");
+  c = add_circle(8, 10.0f, 0.0f, 0.0005f); /* under 1 mm */
+  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "radius");
+  /* Degenerate polygons: collinear (no area), crossing edges (a bow tie); an edge under 1 mm. */
+  vec2 line[] = {{0.0f, 10.0f}, {5.0f, 10.0f}, {10.0f, 10.0f}};
+  c = add_poly(8, STEER_OBSTACLE_POLYGON, line, 3);
+  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points");
+  vec2 bow[] = {{0.0f, 20.0f}, {10.0f, 30.0f}, {10.0f, 20.0f}, {0.0f, 30.0f}};
+  c = add_poly(8, STEER_OBSTACLE_POLYGON, bow, 4);
+  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points");
+  vec2 tiny[] = {{0.0f, 40.0f}, {0.0002f, 40.0f}, {5.0f, 45.0f}};
+  c = add_poly(8, STEER_OBSTACLE_POLYGON, tiny, 3);
+  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points[1]");
+  /* The decoder's faults: too few points, id 0, a circle without radius, non-finite,
+   * more than 256 points, an unknown type, an unknown key, points for a circle. */
+  {
+    /* The encoder refuses these, so they are written by hand. */
+    /* [12, 899, {"id": 8, "type": "wall", "points": [[0, 0]]}]: one point */
+    static const uint8_t one[] = {0x93, 0x0c, 0xcd, 0x03, 0x83, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't', 'y',
+                                  'p',  'e',  0xa4, 'w',  'a',  'l',  'l',  0xa6, 'p', 'o', 'i',  'n',  't',
+                                  's',  0x91, 0x92, 0x00, 0x00};
+    m = raw_bytes(&a, one, sizeof one, 899);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "points");
+    /* [13, 900, {"id": 0}] */
+    static const uint8_t id0[] = {0x93, 0x0d, 0xcd, 0x03, 0x84, 0x81, 0xa2, 'i', 'd', 0x00};
+    m = raw_bytes(&a, id0, sizeof id0, 900);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "id");
+    /* [12, 901, {"id": 8, "type": "circle", "center": [0, 0]}] */
+    static const uint8_t noradius[] = {0x93, 0x0c, 0xcd, 0x03, 0x85, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't',
+                                       'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c', 'l', 'e', 0xa6, 'c',
+                                       'e',  'n',  't',  'e',  'r',  0x92, 0x00, 0x00};
+    m = raw_bytes(&a, noradius, sizeof noradius, 901);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "radius");
+    /* [12, 902, {"id": 8, "type": "circle", "center": [NaN, 0], "radius": 1}] */
+    static const uint8_t nan[] = {0x93, 0x0c, 0xcd, 0x03, 0x86, 0x84, 0xa2, 'i',  'd',  0x08, 0xa4, 't',
+                                  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',  0xa6, 'c',
+                                  'e',  'n',  't',  'e',  'r',  0x92, 0xca, 0x7f, 0xc0, 0x00, 0x00, 0x00,
+                                  0xa6, 'r',  'a',  'd',  'i',  'u',  's',  0x01};
+    m = raw_bytes(&a, nan, sizeof nan, 902);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "center[0]");
+    /* [12, 903, {"id": 8, "type": "hexagon"}] */
+    static const uint8_t type[] = {0x93, 0x0c, 0xcd, 0x03, 0x87, 0x82, 0xa2, 'i', 'd', 0x08, 0xa4, 't',
+                                   'y',  'p',  'e',  0xa7, 'h',  'e',  'x',  'a', 'g', 'o',  'n'};
+    m = raw_bytes(&a, type, sizeof type, 903);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "type");
+    /* [12, 904, {"id": 8, "type": "circle", "centre": [0, 0]}]: a typo */
+    static const uint8_t typo[] = {0x93, 0x0c, 0xcd, 0x03, 0x88, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't',
+                                   'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c', 'l', 'e',  0xa6, 'c',
+                                   'e',  'n',  't',  'r',  'e',  0x92, 0x00, 0x00};
+    m = raw_bytes(&a, typo, sizeof typo, 904);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "centre");
+  }
+  {
+    /* 257 points: built by hand, the encoder refuses it. */
+    static uint8_t big[8192];
+    size_t n = 0;
+    const uint8_t head[] = {0x93, 0x0c, 0xcd, 0x03, 0x89, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't', 'y', 'p',
+                            'e',  0xa4, 'w',  'a',  'l',  'l',  0xa6, 'p', 'o', 'i',  'n',  't', 's', 0xdc,
+                            0x01, 0x01};
+    memcpy(big, head, sizeof head);
+    n = sizeof head;
+    for (int i = 0; i < 257; i++) {
+      big[n++] = 0x92;
+      big[n++] = (uint8_t)(i % 100);
+      big[n++] = 0x00;
+    }
+    m = raw_bytes(&a, big, n, 905);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "points");
+  }
+  /* A circle given points: hand-written too ([12, 906, {"id": 8, "type": "circle", "points": [[0,0]]}]). */
+  {
+    static const uint8_t cp[] = {0x93, 0x0c, 0xcd, 0x03, 0x8a, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't',
+                                 'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c', 'l', 'e',  0xa6, 'p',
+                                 'o',  'i',  'n',  't',  's',  0x91, 0x92, 0x00, 0x00};
+    m = raw_bytes(&a, cp, sizeof cp, 906);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "center");
+  }
+
+  /* Nothing of that changed the map; the server serves everyone. */
+  raw_wait_map(&a, 1, 3000);
+  raw_wait_map(&other, 1, 3000);
+  ck_assert_uint_eq(steerd_mapcopy_count(other.map), 1);
+  proto_command p = command(PROTO_MSG_PING);
+  m = raw_command(&other, &p);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  c = remove_obstacle(5);
+  m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  raw_wait_map(&other, 2, 3000);
+  ck_assert_uint_eq(steerd_mapcopy_count(other.map), 0);
+  raw_close(&other);
+  raw_close(&a);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+/* ---- agents under a new obstacle -------------------------------------------------- */
+
+static steer_id spawn_at(raw *r, float x, float y) {
+  proto_command c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  c.spawn.position = v2(x, y);
+  c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+  c.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
+  proto_server_msg m = raw_command(r, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  return m.ack.agent;
+}
+
+/* Every agent's body is clear of the copy's geometry (1 mm of float slack). */
+static void assert_all_free(raw *r, const steer_id *ids, uint32_t n, const steer_map *m) {
+  for (uint32_t i = 0; i < n; i++) {
+    proto_command q = command(PROTO_MSG_QUERY);
+    q.query.agent = ids[i];
+    proto_server_msg a = raw_command(r, &q);
+    ck_assert_uint_eq(a.type, PROTO_MSG_ACK);
+    vec2 p = a.ack.query.state.position;
+    ck_assert_msg(steer_map_free(m, p, a.ack.query.limits.radius, 1e-3f), "agent %u at (%g, %g) overlaps geometry",
+                  ids[i], (double)p.x, (double)p.y);
+  }
+}
+
+START_TEST(obstacle_on_agents_moves_them_out) {
+  steerd_proc s;
+  const char *extra[] = {"--anonymous-role", "admin", "--rate-limit", "10000", "--rate-burst", "10000", NULL};
+  server_start(&s, extra);
+  raw a;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  steer_id ids[40];
+  uint32_t n = 0;
+  for (int i = 0; i < 6; i++)
+    for (int k = 0; k < 6; k++)
+      ids[n++] = spawn_at(&a, -5.0f + 2.0f * (float)i, -5.0f + 2.0f * (float)k);
+  /* A crate lands on most of them, a wall cuts through the rest. */
+  vec2 crate[] = {{-4.0f, -4.0f}, {4.0f, -4.0f}, {4.0f, 4.0f}, {-4.0f, 4.0f}};
+  proto_command c = add_poly(1, STEER_OBSTACLE_POLYGON, crate, 4);
+  proto_server_msg m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_ge(m.ack.moved, 16); /* the 4 x 4 inside, and those touching its edges */
+  vec2 wall[] = {{-10.0f, 5.0f}, {10.0f, 5.2f}};
+  c = add_poly(2, STEER_OBSTACLE_WALL, wall, 2);
+  m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_ge(m.ack.moved, 1);
+  raw_wait_map(&a, 2, 3000);
+  /* The copy as a core map, to measure against. */
+  steer_map *mm = steer_map_create(v2(-100.0f, -100.0f), v2(100.0f, 100.0f), 8.0f);
+  for (uint32_t i = 0; i < steerd_mapcopy_count(a.map); i++) {
+    proto_obstacle o = steerd_mapcopy_get(a.map, i);
+    steer_obstacle_desc d = proto_obstacle_desc(&o);
+    ck_assert_int_eq(steer_map_add(mm, o.id, &d), STEER_OK);
+  }
+  assert_all_free(&a, ids, n, mm);
+  /* And while they wander for a while. */
+  for (int round = 0; round < 3; round++) {
+    proto_server_msg x;
+    raw_service(&a, 0, 300, &x);
+    assert_all_free(&a, ids, n, mm);
+  }
+  steer_map_destroy(mm);
+  raw_close(&a);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+/* ---- checkpoint and restore --------------------------------------------------------- */
+
+static unsigned long long logged_hash(const steerd_proc *s, const char *after) {
+  FILE *f = fopen(s->log_path, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[1024];
+  unsigned long long h = 0;
+  while (fgets(line, sizeof line, f)) {
+    char *p = strstr(line, after);
+    char *q = p ? strstr(p, "state hash ") : NULL;
+    if (q)
+      h = strtoull(q + strlen("state hash "), NULL, 16);
+  }
+  fclose(f);
+  return h;
+}
+
+START_TEST(checkpoint_keeps_the_map) {
+  char state[64];
+  snprintf(state, sizeof state, "/tmp/steerd-map-state-%d.bin", (int)getpid());
+  unlink(state);
+  write_map(LEVEL);
+  steerd_proc s;
+  const char *extra[] = {"--map", map_path, "--anonymous-role", "admin", "--state", state, NULL};
+  server_start(&s, extra);
+  raw a;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  proto_command c = remove_obstacle(1);
+  ck_assert_uint_eq(raw_command(&a, &c).type, PROTO_MSG_ACK);
+  c = add_circle(77, 40.0f, -40.0f, 3.5f);
+  ck_assert_uint_eq(raw_command(&a, &c).type, PROTO_MSG_ACK);
+  raw_wait_map(&a, 5, 3000);
+  raw_close(&a);
+  /* SIGTERM writes the checkpoint; its hash is read before stop removes the log. */
+  kill(s.pid, SIGTERM);
+  uint64_t end = steerd_proc_now_ms() + 5000;
+  while (!steerd_proc_log_contains(&s, "checkpoint (shutdown)") && steerd_proc_now_ms() < end)
+    steerd_proc_sleep_ms(20);
+  unsigned long long saved = logged_hash(&s, "checkpoint (shutdown)");
+  ck_assert_uint_ne(saved, 0);
+  ck_assert_int_eq(steerd_proc_stop(&s, 5000), 0);
+  /* The copy kept in the first run is gone with it; the second run restores. */
+  steerd_proc s2;
+  server_start(&s2, extra);
+  raw b;
+  raw_connect(&b, s2.port);
+  raw_hello(&b);
+  raw_wait_map(&b, 5, 5000);
+  ck_assert_uint_eq(steerd_mapcopy_count(b.map), 3);
+  ck_assert_uint_eq(steerd_mapcopy_get(b.map, 0).id, 7);
+  ck_assert_uint_eq(steerd_mapcopy_get(b.map, 2).id, 77);
+  ck_assert_float_eq(steerd_mapcopy_get(b.map, 2).radius, 3.5f);
+  ck_assert(steerd_proc_log_contains(&s2, "the restored world keeps its own map (3 obstacles)"));
+  unsigned long long restored = logged_hash(&s2, "restored");
+  ck_assert_uint_eq(restored, saved); /* the same world, map included */
+  raw_close(&b);
+  ck_assert_int_eq(steerd_proc_stop(&s2, 5000), 0);
+  unlink(state);
+  unlink(map_path);
+}
+END_TEST
+
+static Suite *map_suite(void) {
+  Suite *s = suite_create("server_map");
+  TCase *tc = tcase_create("map");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, map_at_welcome_and_after_every_change);
+  tcase_add_test(tc, empty_map_is_one_empty_part);
+  tcase_add_test(tc, large_map_in_parts);
+  tcase_add_test(tc, only_admins_change_the_map);
+  tcase_add_test(tc, every_bad_map_command_gets_its_error);
+  tcase_add_test(tc, obstacle_on_agents_moves_them_out);
+  tcase_add_test(tc, checkpoint_keeps_the_map);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  unsetenv("STEERD_SECRET");
+  unsetenv("STEERD_SECRET_FILE");
+  unsetenv("STEERD_MAP");
+  if (enet_initialize() != 0)
+    return EXIT_FAILURE;
+  SRunner *sr = srunner_create(map_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  enet_deinitialize();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
