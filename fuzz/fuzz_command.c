@@ -41,13 +41,38 @@ static void check_params(const proto_params *p) {
       PROTO_PARAM_TIME_TO_TARGET | PROTO_PARAM_KINEMATIC_TIME_TO_TARGET | PROTO_PARAM_ALIGN_TIME_TO_TARGET;
   float f[PROTO_PARAM_COUNT];
   memcpy(f, &p->v, sizeof f);
-  FUZZ_CHECK((p->present & ~(uint32_t)PROTO_PARAM_ALL) == 0);
+  FUZZ_CHECK((p->present & ~(uint32_t)PROTO_PARAM_KEYS) == 0);
   for (uint32_t i = 0; i < PROTO_PARAM_COUNT; i++) {
     if (!(p->present & (1u << i)))
       continue;
     FUZZ_CHECK(fuzz_number_ok(f[i]));
     FUZZ_CHECK((positive & (1u << i)) ? f[i] > 0.0f : f[i] >= 0.0f);
   }
+  const proto_tuning *t = &p->tuning;
+  if (p->present & PROTO_PARAM_AVOID_WEIGHT)
+    FUZZ_CHECK(fuzz_number_ok(t->avoid_weight) && t->avoid_weight >= 0.0f);
+  if (p->present & PROTO_PARAM_AVOID_HORIZON)
+    FUZZ_CHECK(fuzz_number_ok(t->avoid_horizon) && t->avoid_horizon > 0.0f);
+  if (p->present & PROTO_PARAM_WALL_LOOKAHEAD)
+    FUZZ_CHECK(fuzz_number_ok(t->wall_lookahead) && t->wall_lookahead >= 0.0f);
+  if (p->present & PROTO_PARAM_WALL_MARGIN)
+    FUZZ_CHECK(fuzz_number_ok(t->wall_margin) && t->wall_margin >= 0.0f);
+  if (p->present & PROTO_PARAM_STUCK_TIME)
+    FUZZ_CHECK(fuzz_number_ok(t->stuck_time) && t->stuck_time >= 0.0f);
+  if (p->present & PROTO_PARAM_STUCK_REACTION)
+    FUZZ_CHECK(t->stuck_reaction < STEER_STUCK_REACTION_COUNT);
+}
+
+/* ADD_OBSTACLE: a shape the map messages can carry (PROTOCOL.md 17.3). */
+static void check_obstacle(const proto_add_obstacle *o) {
+  FUZZ_CHECK(o->id >= 1 && o->kind < STEER_OBSTACLE_KIND_COUNT);
+  if (o->kind == STEER_OBSTACLE_CIRCLE)
+    FUZZ_CHECK(o->count == 1 && fuzz_number_ok(o->radius) && o->radius > 0.0f);
+  else
+    FUZZ_CHECK(o->count >= (o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u) && o->count <= STEER_MAP_MAX_VERTICES &&
+               o->radius == 0.0f);
+  for (uint32_t i = 0; i < o->count && i < STEER_MAP_MAX_VERTICES; i++)
+    FUZZ_CHECK(fuzz_number_ok(o->points[i].x) && fuzz_number_ok(o->points[i].y));
 }
 
 static void check_behaviour(const proto_behaviour *b) {
@@ -80,8 +105,14 @@ static void check_path(const proto_path *p) {
 }
 
 static void check_command(const proto_command *c) {
-  FUZZ_CHECK(c->type >= PROTO_MSG_HELLO && c->type <= PROTO_MSG_LAST_COMMAND);
+  FUZZ_CHECK(PROTO_MSG_IS_COMMAND(c->type));
   switch (c->type) {
+  case PROTO_MSG_ADD_OBSTACLE:
+    check_obstacle(&c->add_obstacle);
+    break;
+  case PROTO_MSG_REMOVE_OBSTACLE:
+    FUZZ_CHECK(c->remove_obstacle.id >= 1);
+    break;
   case PROTO_MSG_HELLO: {
     FUZZ_CHECK(fuzz_cstr_ok(c->hello.name, sizeof c->hello.name));
     FUZZ_CHECK(strlen(c->hello.name) <= PROTO_MAX_NAME_BYTES);
@@ -162,7 +193,15 @@ static bool eq_params(const proto_params *a, const proto_params *b) {
   for (uint32_t i = 0; i < PROTO_PARAM_COUNT; i++)
     if ((a->present & (1u << i)) && !same_float(fa[i], fb[i]))
       return false;
-  return true;
+  const proto_tuning *x = &a->tuning, *y = &b->tuning;
+  uint32_t p = a->present;
+  return !((p & PROTO_PARAM_AVOID_WEIGHT) && !same_float(x->avoid_weight, y->avoid_weight)) &&
+         !((p & PROTO_PARAM_AVOID_HORIZON) && !same_float(x->avoid_horizon, y->avoid_horizon)) &&
+         !((p & PROTO_PARAM_AVOID_PRIORITY) && x->avoid_priority != y->avoid_priority) &&
+         !((p & PROTO_PARAM_WALL_LOOKAHEAD) && !same_float(x->wall_lookahead, y->wall_lookahead)) &&
+         !((p & PROTO_PARAM_WALL_MARGIN) && !same_float(x->wall_margin, y->wall_margin)) &&
+         !((p & PROTO_PARAM_STUCK_TIME) && !same_float(x->stuck_time, y->stuck_time)) &&
+         !((p & PROTO_PARAM_STUCK_REACTION) && x->stuck_reaction != y->stuck_reaction);
 }
 
 static bool eq_behaviour(const proto_behaviour *a, const proto_behaviour *b) {
@@ -253,6 +292,17 @@ static bool eq_command(const proto_command *a, const proto_command *b) {
     return a->set_params.agent == b->set_params.agent &&
            eq_limits(&a->set_params.limits, &b->set_params.limits) &&
            eq_params(&a->set_params.params, &b->set_params.params);
+  case PROTO_MSG_ADD_OBSTACLE: {
+    const proto_add_obstacle *x = &a->add_obstacle, *y = &b->add_obstacle;
+    if (x->id != y->id || x->kind != y->kind || x->count != y->count || !same_float(x->radius, y->radius))
+      return false;
+    for (uint32_t i = 0; i < x->count && i < STEER_MAP_MAX_VERTICES; i++)
+      if (!same_float(x->points[i].x, y->points[i].x) || !same_float(x->points[i].y, y->points[i].y))
+        return false;
+    return true;
+  }
+  case PROTO_MSG_REMOVE_OBSTACLE:
+    return a->remove_obstacle.id == b->remove_obstacle.id;
   default:
     return a->ping.client_time_us == b->ping.client_time_us;
   }
@@ -281,7 +331,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   want_has_id = fuzz_expected_request_id(data, size, &want_id);
   if (rc != 0) {
     fuzz_check_error(rc, &err);
-    FUZZ_CHECK(err.type == 0 || (err.type >= PROTO_MSG_HELLO && err.type <= PROTO_MSG_LAST_COMMAND));
+    FUZZ_CHECK(err.type == 0 || PROTO_MSG_IS_COMMAND(err.type));
     if (size > PROTO_MAX_MESSAGE_BYTES)
       FUZZ_CHECK(err.code == PROTO_ERR_TOO_LARGE && err.field[0] == '\0');
     else

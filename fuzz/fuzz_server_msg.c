@@ -45,7 +45,7 @@ static void check_msg(const proto_server_msg *m, uint32_t cap) {
   }
   case PROTO_MSG_ACK: {
     const proto_ack *a = &m->ack;
-    FUZZ_CHECK(a->command >= PROTO_MSG_SPAWN && a->command <= PROTO_MSG_LAST_COMMAND);
+    FUZZ_CHECK(a->command >= PROTO_MSG_SPAWN && PROTO_MSG_IS_COMMAND(a->command));
     if (a->command == PROTO_MSG_QUERY) {
       const proto_agent_report *q = &a->query;
       FUZZ_CHECK(q->agent == a->agent);
@@ -114,7 +114,8 @@ static bool eq_msg(const proto_server_msg *a, const proto_server_msg *b) {
     if (x->command == PROTO_MSG_PING)
       return x->pong.client_time_us == y->pong.client_time_us &&
              x->pong.server_time_us == y->pong.server_time_us && x->pong.tick == y->pong.tick;
-    if (x->agent != y->agent)
+    if (x->agent != y->agent || x->obstacle != y->obstacle || x->map_version != y->map_version ||
+        x->moved != y->moved)
       return false;
     if (x->command != PROTO_MSG_QUERY)
       return true;

@@ -25,6 +25,24 @@ void proto_params_apply(const proto_params *src, steer_params *dst) {
       *field_ptr(dst, param_fields[i].offset) = field_get(&src->v, param_fields[i].offset);
 }
 
+void proto_tuning_apply(const proto_params *src, steer_behaviour *dst) {
+  const proto_tuning *t = &src->tuning;
+  if (src->present & PROTO_PARAM_AVOID_WEIGHT)
+    dst->avoid_weight = t->avoid_weight;
+  if (src->present & PROTO_PARAM_AVOID_HORIZON)
+    dst->avoid_horizon = t->avoid_horizon;
+  if (src->present & PROTO_PARAM_AVOID_PRIORITY)
+    dst->avoid_priority = t->avoid_priority;
+  if (src->present & PROTO_PARAM_WALL_LOOKAHEAD)
+    dst->wall_lookahead = t->wall_lookahead;
+  if (src->present & PROTO_PARAM_WALL_MARGIN)
+    dst->wall_margin = t->wall_margin;
+  if (src->present & PROTO_PARAM_STUCK_TIME)
+    dst->stuck_time = t->stuck_time;
+  if (src->present & PROTO_PARAM_STUCK_REACTION)
+    dst->stuck_reaction = t->stuck_reaction;
+}
+
 void proto_behaviour_apply(const proto_behaviour *src, steer_behaviour *dst) {
   dst->kind = src->kind;
   if (src->present & PROTO_BHV_FACING)
@@ -51,6 +69,7 @@ void proto_behaviour_apply(const proto_behaviour *src, steer_behaviour *dst) {
   if (src->present & PROTO_BHV_ORIENTATION)
     dst->target.orientation = src->orientation;
   proto_params_apply(&src->params, &dst->params);
+  proto_tuning_apply(&src->params, dst);
 }
 
 void proto_spawn_apply(const proto_spawn *src, steer_agent_desc *dst) {
@@ -84,7 +103,28 @@ void pack_limits(msgpack_packer *pk, const proto_limits *l) {
 }
 
 static void pack_params(msgpack_packer *pk, const proto_params *p) {
-  pack_fields(pk, param_fields, PROTO_PARAM_COUNT, p->present, &p->v);
+  uint32_t present = p->present & PROTO_PARAM_KEYS;
+  msgpack_pack_map(pk, popcount32(present));
+  for (uint32_t i = 0; i < PROTO_PARAM_COUNT; i++)
+    if (present & (1u << i))
+      pack_kf(pk, param_fields[i].name, field_get(&p->v, param_fields[i].offset));
+  const proto_tuning *t = &p->tuning;
+  if (present & PROTO_PARAM_AVOID_WEIGHT)
+    pack_kf(pk, "avoid_weight", t->avoid_weight);
+  if (present & PROTO_PARAM_AVOID_HORIZON)
+    pack_kf(pk, "avoid_horizon", t->avoid_horizon);
+  if (present & PROTO_PARAM_AVOID_PRIORITY)
+    pack_ku(pk, "avoid_priority", t->avoid_priority);
+  if (present & PROTO_PARAM_WALL_LOOKAHEAD)
+    pack_kf(pk, "wall_lookahead", t->wall_lookahead);
+  if (present & PROTO_PARAM_WALL_MARGIN)
+    pack_kf(pk, "wall_margin", t->wall_margin);
+  if (present & PROTO_PARAM_STUCK_TIME)
+    pack_kf(pk, "stuck_time", t->stuck_time);
+  if (present & PROTO_PARAM_STUCK_REACTION)
+    pack_ks(pk, "stuck_reaction", stuck_reaction_names[t->stuck_reaction < STEER_STUCK_REACTION_COUNT
+                                                              ? t->stuck_reaction
+                                                              : 0]);
 }
 
 static void pack_point(msgpack_packer *pk, vec2 p) {
@@ -108,7 +148,7 @@ static void pack_behaviour(msgpack_packer *pk, const proto_behaviour *b) {
                  PROTO_BHV_FACING | PROTO_BHV_COMBINE | PROTO_BHV_SEPARATION_WEIGHT |
                  PROTO_BHV_MAX_NEIGHBOURS;
   uint32_t p = b->present & opt;
-  msgpack_pack_map(pk, 1u + popcount32(p) + (b->params.present & PROTO_PARAM_ALL ? 1u : 0u));
+  msgpack_pack_map(pk, 1u + popcount32(p) + (b->params.present & PROTO_PARAM_KEYS ? 1u : 0u));
   pack_ks(pk, "kind", behaviour_names[b->kind]);
   if (p & PROTO_BHV_TARGET) {
     pack_key(pk, "target");
@@ -128,7 +168,7 @@ static void pack_behaviour(msgpack_packer *pk, const proto_behaviour *b) {
     pack_kf(pk, "separation_weight", b->separation_weight);
   if (p & PROTO_BHV_MAX_NEIGHBOURS)
     pack_ku(pk, "max_neighbours", b->max_neighbours);
-  if (b->params.present & PROTO_PARAM_ALL) {
+  if (b->params.present & PROTO_PARAM_KEYS) {
     pack_key(pk, "params");
     pack_params(pk, &b->params);
   }
@@ -148,14 +188,14 @@ static void pack_path_fields(msgpack_packer *pk, const proto_path *p) {
   pack_kf(pk, "radius", p->radius);
   pack_ks(pk, "mode", mode_names[p->mode]);
   pack_ks(pk, "cornering", cornering_names[p->cornering]);
-  if (p->params.present & PROTO_PARAM_ALL) {
+  if (p->params.present & PROTO_PARAM_KEYS) {
     pack_key(pk, "params");
     pack_params(pk, &p->params);
   }
 }
 
 static uint32_t path_field_count(const proto_path *p) {
-  return 4u + (p->params.present & PROTO_PARAM_ALL ? 1u : 0u);
+  return 4u + (p->params.present & PROTO_PARAM_KEYS ? 1u : 0u);
 }
 
 size_t proto_encode_command(uint8_t *buf, size_t cap, const proto_command *cmd) {
@@ -246,7 +286,7 @@ size_t proto_encode_command(uint8_t *buf, size_t cap, const proto_command *cmd) 
   case PROTO_MSG_SET_PARAMS: {
     const proto_set_params *s = &cmd->set_params;
     bool has_l = (s->limits.present & PROTO_LIMIT_ALL) != 0,
-         has_p = (s->params.present & PROTO_PARAM_ALL) != 0;
+         has_p = (s->params.present & PROTO_PARAM_KEYS) != 0;
     msgpack_pack_map(&pk, 1u + (has_l ? 1u : 0u) + (has_p ? 1u : 0u));
     pack_ku(&pk, "agent", s->agent);
     if (has_l) {
@@ -356,10 +396,50 @@ int rd_limits(reader *r, proto_limits *l) {
   return rd_fields(r, limit_fields, PROTO_LIMIT_COUNT, &l->v, &l->present);
 }
 
+/* PARAMS: the float fields of steer_params, then the tuning keys. */
+#define PARAM_KEY_COUNT (PROTO_PARAM_COUNT + PROTO_TUNING_COUNT)
+
+static int params_fn(reader *r, int key, void *ctx) {
+  proto_params *p = ctx;
+  if (key < PROTO_PARAM_COUNT)
+    return rd_float(r, param_fields[key].sign, field_ptr(&p->v, param_fields[key].offset));
+  proto_tuning *t = &p->tuning;
+  uint64_t u;
+  switch (key - PROTO_PARAM_COUNT) {
+  case 0:
+    return rd_float(r, NUM_NONNEG, &t->avoid_weight);
+  case 1:
+    return rd_float(r, NUM_POSITIVE, &t->avoid_horizon);
+  case 2:
+    if (rd_uint(r, 255, &u))
+      return -1;
+    t->avoid_priority = (uint8_t)u;
+    return 0;
+  case 3:
+    return rd_float(r, NUM_NONNEG, &t->wall_lookahead);
+  case 4:
+    return rd_float(r, NUM_NONNEG, &t->wall_margin);
+  case 5:
+    return rd_float(r, NUM_NONNEG, &t->stuck_time);
+  default:
+    return rd_enum(r, stuck_reaction_names, STEER_STUCK_REACTION_COUNT, &t->stuck_reaction);
+  }
+}
+
+/* The keys in bit order: param_fields' names, then the tuning keys. */
+static const char *const param_keys[PARAM_KEY_COUNT] = {
+    "time_to_target", "target_radius",        "slow_radius",           "kinematic_time_to_target",
+    "align_target_radius", "align_slow_radius", "align_time_to_target", "max_prediction",
+    "panic_radius",   "wander_offset",        "wander_radius",         "wander_rate",
+    "separation_radius", "turn_trigger_distance", "path_recover_strength", "avoid_weight",
+    "avoid_horizon",  "avoid_priority",       "wall_lookahead",        "wall_margin",
+    "stuck_time",     "stuck_reaction"};
+
 static int rd_params(reader *r, proto_params *p) {
   memset(p, 0, sizeof *p);
-  return rd_fields(r, param_fields, PROTO_PARAM_COUNT, &p->v, &p->present);
+  return rd_map(r, param_keys, PARAM_KEY_COUNT, 0, params_fn, p, &p->present);
 }
+
 
 /* ---- Decoding: command bodies ---------------------------------------------------- */
 

@@ -52,6 +52,7 @@ const char *const combine_names[STEER_COMBINE_COUNT] = {"blend", "priority"};
 const char *const mode_names[STEER_PATH_MODE_COUNT] = {"once", "loop", "pingpong"};
 const char *const cornering_names[STEER_CORNER_COUNT] = {"none", "arc", "lazy"};
 const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT] = {"full", "delta"};
+const char *const stuck_reaction_names[STEER_STUCK_REACTION_COUNT] = {"report", "nudge", "give_up"};
 static const char *const event_names[PROTO_EVENT_COUNT] = {"arrived",  "waypoint", "path_finished",
                                                            "reversed", "spawned",  "despawned",
                                                            "stuck"};
@@ -146,6 +147,9 @@ const char *proto_combine_name(uint32_t combine) {
 }
 const char *proto_path_mode_name(uint32_t mode) { return name_of(mode_names, STEER_PATH_MODE_COUNT, mode); }
 const char *proto_cornering_name(uint32_t c) { return name_of(cornering_names, STEER_CORNER_COUNT, c); }
+const char *proto_stuck_reaction_name(uint32_t r) {
+  return name_of(stuck_reaction_names, STEER_STUCK_REACTION_COUNT, r);
+}
 const char *proto_event_name(uint32_t code) { return name_of(event_names, PROTO_EVENT_COUNT, code); }
 const char *proto_param_name(uint32_t i) { return i < PROTO_PARAM_COUNT ? param_fields[i].name : NULL; }
 const char *proto_limit_name(uint32_t i) { return i < PROTO_LIMIT_COUNT ? limit_fields[i].name : NULL; }

@@ -188,10 +188,37 @@ enum {
 };
 #define PROTO_PARAM_COUNT 15
 
+/* PARAMS keys kept in steer_behaviour rather than steer_params: avoidance of
+ * other agents, the wall feeler and stuck detection (PROTOCOL.md 5.2). Their
+ * bits follow the PROTO_PARAM_* ones in proto_params.present. */
+enum {
+  PROTO_PARAM_AVOID_WEIGHT = 1u << 15,
+  PROTO_PARAM_AVOID_HORIZON = 1u << 16,
+  PROTO_PARAM_AVOID_PRIORITY = 1u << 17,
+  PROTO_PARAM_WALL_LOOKAHEAD = 1u << 18,
+  PROTO_PARAM_WALL_MARGIN = 1u << 19,
+  PROTO_PARAM_STUCK_TIME = 1u << 20,
+  PROTO_PARAM_STUCK_REACTION = 1u << 21,
+  PROTO_PARAM_TUNING = ((1u << 22) - 1u) & ~PROTO_PARAM_ALL
+};
+#define PROTO_TUNING_COUNT 7
+#define PROTO_PARAM_KEYS   (PROTO_PARAM_ALL | PROTO_PARAM_TUNING) /* every PARAMS key */
+
+typedef struct proto_tuning {
+  float avoid_weight;     /* >= 0 */
+  float avoid_horizon;    /* s, > 0 */
+  uint8_t avoid_priority; /* 0..255 */
+  float wall_lookahead;   /* s, >= 0 */
+  float wall_margin;      /* m, >= 0 */
+  float stuck_time;       /* s, >= 0 */
+  uint8_t stuck_reaction; /* steer_stuck_reaction */
+} proto_tuning;
+
 /* Partial steer_params: only fields whose bit is set in present were sent. */
 typedef struct proto_params {
-  uint32_t present; /* PROTO_PARAM_* bits */
+  uint32_t present; /* PROTO_PARAM_* bits, then PROTO_PARAM_TUNING's */
   steer_params v;
+  proto_tuning tuning;
 } proto_params;
 
 /* Bits of proto_behaviour.present. */
@@ -484,6 +511,10 @@ const char *proto_limit_name(uint32_t index); /* steer_limits field, index < PRO
 /* Copies the present fields into dst. */
 void proto_limits_apply(const proto_limits *src, steer_limits *dst);
 void proto_params_apply(const proto_params *src, steer_params *dst);
+/* Copies the present tuning keys (PROTO_PARAM_TUNING) into dst. */
+void proto_tuning_apply(const proto_params *src, steer_behaviour *dst);
+/* "report", "nudge", "give_up"; NULL if out of range. */
+const char *proto_stuck_reaction_name(uint32_t reaction);
 /* dst should be steer_default_behaviour(src->kind); sets kind, the present
  * options, the target (AGENT if target_agent, else POINT if target or
  * orientation, else NONE) and the present params. */

@@ -340,7 +340,8 @@ static int decode_ack(reader *r, proto_ack *a) {
     return rd_body(r, set_params_ack_keys, 2, 1u, set_params_ack_fn, a, NULL);
   case PROTO_MSG_ADD_OBSTACLE:
   case PROTO_MSG_REMOVE_OBSTACLE:
-    return rd_body(r, map_ack_keys, 3, u == PROTO_MSG_ADD_OBSTACLE ? 7u : 3u, map_ack_fn, a, NULL);
+    return rd_body(r, map_ack_keys, u == PROTO_MSG_ADD_OBSTACLE ? 3 : 2, u == PROTO_MSG_ADD_OBSTACLE ? 7u : 3u,
+                   map_ack_fn, a, NULL);
   default:
     return rd_body(r, agent_keys, 1, 1u, agent_fn, &a->agent, NULL);
   }

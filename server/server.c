@@ -596,6 +596,7 @@ static int apply_path(steerd_server *s, steer_id id, const proto_path *p) {
   steer_agent_info info;
   steer_world_get(s->world, id, &info);
   proto_params_apply(&p->params, &info.behaviour.params);
+  proto_tuning_apply(&p->params, &info.behaviour);
   return steer_world_set_behaviour(s->world, id, &info.behaviour);
 }
 
@@ -859,6 +860,13 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
   }
   steer_id id;
   int rc = steer_world_spawn(s->world, &desc, c->owner->id, &id);
+  if (rc == STEER_EBLOCKED) /* the body in the map's geometry, else the behaviour's target point */
+    send_world_error(s, c, cmd->request_id, rc,
+                     steer_map_free(steer_world_map(s->world), desc.state.position, desc.limits.radius, 0.0f)
+                         ? "behaviour.target"
+                         : "x");
+  if (rc == STEER_EBLOCKED)
+    return;
   if (rc != STEER_OK) {
     send_world_error(s, c, cmd->request_id, rc,
                      (sp->present & PROTO_SPAWN_BEHAVIOUR) ? "behaviour" : "limits");
@@ -902,7 +910,8 @@ static void cmd_set_path(steerd_server *s, client *c, const proto_command *cmd, 
   ack->agent = sp->agent;
   rc = apply_path(s, sp->agent, &sp->path);
   if (rc != STEER_OK) {
-    send_world_error(s, c, cmd->request_id, rc, rc == STEER_EMODEL ? "cornering" : "params");
+    send_world_error(s, c, cmd->request_id, rc,
+                     rc == STEER_EMODEL ? "cornering" : rc == STEER_EBLOCKED ? "points" : "params");
     return;
   }
   send_ack(s, c, ack);
@@ -935,10 +944,16 @@ static void cmd_set_params(steerd_server *s, client *c, const proto_command *cmd
    * ACK says so instead (target_lost, PROTOCOL.md 6.6). */
   rc = steer_world_set_limits(s->world, sp->agent, &limits);
   if (rc != STEER_OK) {
-    send_world_error(s, c, cmd->request_id, rc, "limits");
+    send_world_error(s, c, cmd->request_id, rc, rc == STEER_EBLOCKED ? "limits.radius" : "limits");
     return;
   }
   rc = steer_world_set_params(s->world, sp->agent, &b.params);
+  if (rc == STEER_OK && (sp->params.present & PROTO_PARAM_TUNING)) {
+    proto_tuning_apply(&sp->params, &b);
+    rc = steer_world_set_tuning(s->world, sp->agent, &b);
+    if (rc != STEER_OK)
+      steer_world_set_params(s->world, sp->agent, &info.behaviour.params);
+  }
   if (rc != STEER_OK) {
     steer_world_set_limits(s->world, sp->agent, &info.limits);
     send_world_error(s, c, cmd->request_id, rc, "params");
@@ -1061,13 +1076,30 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
       return;
     }
     steer_behaviour b = steer_default_behaviour((steer_behaviour_kind)cmd->set_behaviour.behaviour.kind);
+    steer_agent_info was;
+    if (steer_world_get(s->world, ack.agent, &was) == STEER_OK) {
+      /* Avoidance, the wall feeler and stuck detection are the agent's, kept
+       * across behaviours unless the new one's params name them (PROTOCOL.md 5.2). */
+      proto_params keep;
+      memset(&keep, 0, sizeof keep);
+      keep.present = PROTO_PARAM_TUNING;
+      keep.tuning.avoid_weight = was.behaviour.avoid_weight;
+      keep.tuning.avoid_horizon = was.behaviour.avoid_horizon;
+      keep.tuning.avoid_priority = was.behaviour.avoid_priority;
+      keep.tuning.wall_lookahead = was.behaviour.wall_lookahead;
+      keep.tuning.wall_margin = was.behaviour.wall_margin;
+      keep.tuning.stuck_time = was.behaviour.stuck_time;
+      keep.tuning.stuck_reaction = was.behaviour.stuck_reaction;
+      proto_tuning_apply(&keep, &b);
+    }
     proto_behaviour_apply(&cmd->set_behaviour.behaviour, &b);
     rc = steer_world_set_behaviour(s->world, ack.agent, &b);
     if (rc != STEER_OK) {
       send_world_error(s, c, cmd->request_id, rc,
-                       rc == STEER_ETARGET  ? "behaviour.target_agent"
-                       : rc == STEER_EMODEL ? "behaviour.kind"
-                                            : "behaviour");
+                       rc == STEER_ETARGET    ? "behaviour.target_agent"
+                       : rc == STEER_EMODEL   ? "behaviour.kind"
+                       : rc == STEER_EBLOCKED ? "behaviour.target"
+                                              : "behaviour");
       return;
     }
     send_ack(s, c, &ack);

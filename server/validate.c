@@ -81,12 +81,31 @@ int steerd_check_limits(const proto_limits *l, const char *prefix, steerd_check 
   return 0;
 }
 
+const steerd_range steerd_tuning_ranges[5] = {
+    {"avoid_weight", 0.0f, 100.0f, 0, ""},   {"avoid_horizon", 0.05f, 10.0f, 0, "s"},
+    {"wall_lookahead", 0.0f, 10.0f, 0, "s"}, {"wall_margin", 0.0f, 10.0f, 0, "m"},
+    {"stuck_time", 0.0f, 600.0f, 0, "s"},
+};
+
 int steerd_check_params(const proto_params *pp, const char *prefix, steerd_check *out) {
   char p[24];
   snprintf(p, sizeof p, "%.20s%s", prefix, *prefix ? "." : "");
   for (uint32_t i = 0; i < PROTO_PARAM_COUNT; i++)
     if ((pp->present & (1u << i)) && check_range(&steerd_param_ranges[i], float_at(&pp->v, param_offsets[i]),
                                                  p, steerd_param_ranges[i].name, out))
+      return -1;
+  /* The tuning keys (avoid_priority and stuck_reaction: the decoder's range is the server's). */
+  const proto_tuning *t = &pp->tuning;
+  const struct {
+    uint32_t bit;
+    float v;
+  } tv[5] = {{PROTO_PARAM_AVOID_WEIGHT, t->avoid_weight},
+             {PROTO_PARAM_AVOID_HORIZON, t->avoid_horizon},
+             {PROTO_PARAM_WALL_LOOKAHEAD, t->wall_lookahead},
+             {PROTO_PARAM_WALL_MARGIN, t->wall_margin},
+             {PROTO_PARAM_STUCK_TIME, t->stuck_time}};
+  for (int i = 0; i < 5; i++)
+    if ((pp->present & tv[i].bit) && check_range(&steerd_tuning_ranges[i], tv[i].v, p, steerd_tuning_ranges[i].name, out))
       return -1;
   return 0;
 }

@@ -26,6 +26,8 @@ extern const steerd_range steerd_param_ranges[PROTO_PARAM_COUNT];
 extern const steerd_range steerd_velocity_range;          /* SPAWN vx, vy */
 extern const steerd_range steerd_path_radius_range;       /* PATH radius */
 extern const steerd_range steerd_separation_weight_range; /* BEHAVIOUR separation_weight */
+/* PARAMS avoid_weight, avoid_horizon, wall_lookahead, wall_margin, stuck_time. */
+extern const steerd_range steerd_tuning_ranges[5];
 
 typedef struct steerd_bounds {
   vec2 min, max;            /* world, m */

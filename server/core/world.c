@@ -556,6 +556,38 @@ int steer_world_set_params(steer_world *w, steer_id id, const steer_params *p) {
   return STEER_OK;
 }
 
+int steer_world_set_tuning(steer_world *w, steer_id id, const steer_behaviour *src) {
+  uint32_t d = dense_of(w, id);
+  if (d == NO_DENSE)
+    return STEER_ENOENT;
+  if (!src)
+    return STEER_EINVAL;
+  steer_behaviour b = w->behaviour[d];
+  b.avoid_weight = src->avoid_weight;
+  b.avoid_horizon = src->avoid_horizon;
+  b.avoid_priority = src->avoid_priority;
+  b.wall_lookahead = src->wall_lookahead;
+  b.wall_margin = src->wall_margin;
+  b.stuck_time = src->stuck_time;
+  b.stuck_reaction = src->stuck_reaction;
+  if (!valid_avoidance(&b))
+    return STEER_EINVAL;
+  if (world_nlist_need(w, &b) != STEER_OK)
+    return STEER_ENOMEM;
+  w->separating -= needs_neighbours(&w->behaviour[d]);
+  w->separating += needs_neighbours(&b);
+  w->stuck_watch -= w->behaviour[d].stuck_time > 0.0f;
+  w->stuck_watch += b.stuck_time > 0.0f;
+  w->behaviour[d] = b;
+  world_stuck_reset(w, d);
+  if (w->akey[d] != avoid_key(&b)) {
+    w->avoiding += (avoid_key(&b) != 0) - (w->akey[d] != 0);
+    w->akey[d] = avoid_key(&b);
+    w->grid_stale = 1; /* the grid holds a copy */
+  }
+  return STEER_OK;
+}
+
 int steer_world_target_lost(const steer_world *w, steer_id id) {
   uint32_t d = dense_of(w, id);
   if (d == NO_DENSE || w->behaviour[d].target.kind != STEER_TARGET_AGENT)

@@ -238,6 +238,11 @@ int steer_world_set_limits(steer_world *w, steer_id id, const steer_limits *l);
  * included, even a target agent that is gone (the agent then keeps resting as
  * its behaviour says, until given a new behaviour). Re-arms ARRIVED. */
 int steer_world_set_params(steer_world *w, steer_id id, const steer_params *p);
+/* Only the avoidance, wall feeler and stuck settings of src (avoid_weight,
+ * avoid_horizon, avoid_priority, wall_lookahead, wall_margin, stuck_time,
+ * stuck_reaction); the behaviour, its target and path stay (a lost target
+ * agent too). Restarts stuck detection. */
+int steer_world_set_tuning(steer_world *w, steer_id id, const steer_behaviour *src);
 /* 1 if the agent's behaviour targets an agent (or, for interpose, two) of
  * which one is no longer alive; 0 otherwise or if there is no such agent. */
 int steer_world_target_lost(const steer_world *w, steer_id id);

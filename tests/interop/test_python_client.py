@@ -41,11 +41,14 @@ SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
 HELLO, SPAWN, DESPAWN, SET_BEHAVIOUR, SET_PATH, SET_PARAMS, STOP, QUERY, PING = range(1, 10)
 WELCOME, ACK, ERROR, EVENT, SNAPSHOT = 32, 33, 34, 35, 36
 EVENTS = 38
+MAP, MAP_CHANGED = 39, 40                  # §17
+ADD_OBSTACLE, REMOVE_OBSTACLE = 12, 13     # §17.3
 # error codes (§8)
 BAD_MESSAGE, UNKNOWN_TYPE, BAD_FIELD, VERSION_MISMATCH, NOT_WELCOMED, NO_SUCH_AGENT = 1, 2, 3, 4, 5, 6
 RATE_LIMITED, NOT_OWNER = 11, 12
+FORBIDDEN, NO_SUCH_OBSTACLE, OBSTACLE_EXISTS, BLOCKED = 14, 18, 19, 20
 # event codes (§7.4)
-EV_ARRIVED, EV_WAYPOINT, EV_PATH_FINISHED, EV_REVERSED, EV_SPAWNED, EV_DESPAWNED = range(6)
+EV_ARRIVED, EV_WAYPOINT, EV_PATH_FINISHED, EV_REVERSED, EV_SPAWNED, EV_DESPAWNED, EV_STUCK = range(7)
 # disconnect reasons (§9)
 DISC_SHUTDOWN, DISC_VERSION = 1, 4
 
@@ -168,6 +171,27 @@ SPEC_REENCODE = ("hello", "despawn", "stop", "query", "ping", "ack_spawn", "even
                  "snapshot_ack_merged")
 
 
+# §17: the map's examples, marked "<!-- map-example: NAME -->"
+MAP_EXAMPLES = {
+    "map": [39, 5, 0, 1, 3, [{"id": 1, "type": "circle", "center": [10, 10], "radius": 2},
+                             {"id": 7, "type": "polygon", "points": [[0, 0], [10, 0], [10, 8], [0, 8]]},
+                             {"id": 3, "type": "wall", "points": [[10, 3], [10, 6]]}]],
+    "map_changed_added": [40, 6, 1240, [], [{"id": 12, "type": "wall", "points": [[10, 6], [10, 8]]}]],
+    "map_changed_removed": [40, 7, 1300, [12], []],
+    "add_obstacle": [12, 12, {"id": 12, "type": "wall", "points": [[10, 6], [10, 8]]}],
+    "add_obstacle_circle": [12, 14, {"id": 20, "type": "circle", "center": [-3.5, 4], "radius": 0.75}],
+    "remove_obstacle": [13, 13, {"id": 12}],
+    "ack_add_obstacle": [33, 12, 12, {"obstacle": 12, "version": 6, "moved": 2}],
+    "ack_remove_obstacle": [33, 13, 13, {"obstacle": 12, "version": 7}],
+    "error_obstacle_exists": [34, 12, 19, "obstacle 12 exists: remove it first", "id"],
+    "event_stuck": [35, 1250, 6, 4194305, 3],
+    "set_params_avoid": [6, 15, {"agent": 4194305, "params": {"avoid_weight": 1, "avoid_priority": 200,
+                                                              "stuck_time": 2, "stuck_reaction": "nudge"}}],
+}
+MAP_REENCODE = ("map_changed_removed", "remove_obstacle", "ack_add_obstacle", "ack_remove_obstacle",
+                "error_obstacle_exists", "event_stuck")
+
+
 def same_value(a, b):
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
@@ -206,6 +230,25 @@ def check_spec_examples():
             bad.append("%s: msgpack-python encodes %s" % (name, msgpack.packb(expected).hex()))
     check(not bad, "every PROTOCOL.md hex example decodes (msgpack-python) to the value printed "
           "beside it", "; ".join(bad))
+    mblocks = dict(re.findall(r"<!-- map-example: (\w+) -->\s*```\s*\n(.*?)```", text, re.S))
+    check(set(mblocks) == set(MAP_EXAMPLES), "PROTOCOL.md has the %d map examples of §17" % len(MAP_EXAMPLES),
+          sorted(set(mblocks) ^ set(MAP_EXAMPLES)))
+    bad = []
+    for name, expected in MAP_EXAMPLES.items():
+        if name not in mblocks:
+            continue
+        raw = bytes.fromhex(mblocks[name].replace("\n", " "))
+        try:
+            got = msgpack.unpackb(raw, raw=False)
+        except Exception as e:  # noqa: BLE001
+            bad.append("%s: %s" % (name, e))
+            continue
+        if not same_value(got, expected):
+            bad.append("%s decodes to %r" % (name, got))
+        if name in MAP_REENCODE and msgpack.packb(expected) != raw:
+            bad.append("%s: msgpack-python encodes %s" % (name, msgpack.packb(expected).hex()))
+    check(not bad, "every §17 map example decodes (msgpack-python) to the value printed beside it",
+          "; ".join(bad))
     # §7.2: the QUERY example describes tick 1235, the snapshot example's tick, and the same state
     q = SPEC_EXAMPLES["ack_query"][3]
     sn = dequantize(SPEC_EXAMPLES["snapshot"][6][0:6])
@@ -232,14 +275,14 @@ def dequantize(e):
 # server process
 
 class Server:
-    def __init__(self, binary):
+    def __init__(self, binary, extra=()):
         self.lines = []
         self.port = None
         self.lock = threading.Lock()
         args = [binary, "--bind", HOST, "--port", "0", "--http-port", "0", "--no-demo",
                 "--tick-rate", str(TICK_RATE), "--snapshot-rate", str(SNAPSHOT_RATE),
                 "--world", ",".join("%g" % v for v in WORLD),
-                "--client-timeout", "10000", "--log-level", "info"]
+                "--client-timeout", "10000", "--log-level", "info"] + list(extra)
         print("starting: %s" % " ".join(args))
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
@@ -312,6 +355,14 @@ class Client:
         self.parts_received = 0
         self.last_snap_tick = None
         self.snap_ticks_backwards = 0
+        # §17: the copy of the map
+        self.map = []              # obstacles (dicts), in the server's order
+        self.map_version = None    # the version the copy holds; None while it holds none
+        self.map_collect = None    # (version, part_count, total, next part, obstacles) being collected
+        self.map_parts = 0
+        self.map_changes = []      # MAP_CHANGED messages, as received
+        self.map_seen_before_welcome = False
+        self.welcomed_once = False
 
     # -- transport -------------------------------------------------------------------------
     def pump(self, timeout_ms=5):
@@ -352,6 +403,9 @@ class Client:
         if t == SNAPSHOT:
             self.violations.append("SNAPSHOT on channel %d" % channel)
             return
+        if t in (MAP, MAP_CHANGED):
+            self._on_map(msg, len(data))
+            return
         want = {WELCOME: 3, ACK: 4, ERROR: 5, EVENT: 5, EVENTS: 3}.get(t)
         if want is None:
             self.violations.append("unknown server message type %d" % t)
@@ -359,6 +413,8 @@ class Client:
         if len(msg) != want:
             self.violations.append("type %d with %d elements, want %d" % (t, len(msg), want))
             return
+        if t == WELCOME:
+            self.welcomed_once = True
         if t == EVENTS:
             # §7.4: [38, lost, [tick, code, agent, data, ...]], each event as if sent alone
             _, lost, flat = msg
@@ -380,6 +436,70 @@ class Client:
             if t == ERROR and msg[4] == "":
                 self.violations.append("ERROR field \"\" (§7.3: a path or nil): %r" % (msg,))
             self.replies.append(msg)
+
+    def _obstacle_ok(self, o):
+        """§17: {id, type, center, radius} or {id, type, points}, numbers as floats"""
+        if not isinstance(o, dict) or not is_uint(o.get("id")) or o.get("id") == 0:
+            return False
+        if o.get("type") == "circle":
+            c = o.get("center")
+            return (isinstance(c, list) and len(c) == 2 and all(isinstance(v, float) for v in c)
+                    and isinstance(o.get("radius"), float) and o["radius"] >= 0.001 and "points" not in o)
+        least = {"polygon": 3, "wall": 2}.get(o.get("type"))
+        pts = o.get("points")
+        return (least is not None and isinstance(pts, list) and least <= len(pts) <= 256
+                and all(isinstance(p, list) and len(p) == 2 and all(isinstance(v, float) for v in p)
+                        for p in pts) and "center" not in o and "radius" not in o)
+
+    def _on_map(self, msg, size):
+        if size > 16384:
+            self.violations.append("map message of %d bytes > 16384" % size)
+        if not [r for r in self.replies if r[0] == WELCOME] and not self.welcomed_once:
+            self.map_seen_before_welcome = True
+        if msg[0] == MAP:
+            # §17.1: [39, version, part_index, part_count, obstacle_total, obstacles]
+            if len(msg) != 6 or not all(is_uint(v) for v in msg[1:5]) or not isinstance(msg[5], list) \
+                    or msg[3] < 1 or msg[2] >= msg[3] or not all(self._obstacle_ok(o) for o in msg[5]):
+                self.violations.append("MAP malformed: %r" % (msg[:5],))
+                return
+            _, version, index, count, total, obs = msg
+            self.map_parts += 1
+            if index == 0:
+                self.map_collect = [version, count, total, 0, []]
+            c = self.map_collect
+            if c is None or c[0] != version or c[1] != count or c[2] != total or c[3] != index:
+                self.violations.append("MAP part out of order: %r" % (msg[:5],))
+                self.map_collect = None
+                return
+            c[3] += 1
+            c[4].extend(obs)
+            if c[3] == count:
+                if len(c[4]) != total:
+                    self.violations.append("MAP parts hold %d obstacles, obstacle_total %d" % (len(c[4]), total))
+                self.map = c[4]
+                self.map_version = version
+                self.map_collect = None
+            return
+        # §17.2: [40, version, tick, removed, added]
+        if len(msg) != 5 or not is_uint(msg[1]) or msg[1] == 0 or not is_uint(msg[2], 64) \
+                or not isinstance(msg[3], list) or not all(is_uint(i) for i in msg[3]) \
+                or not isinstance(msg[4], list) or not all(self._obstacle_ok(o) for o in msg[4]):
+            self.violations.append("MAP_CHANGED malformed: %r" % (msg,))
+            return
+        self.map_changes.append(msg)
+        _, version, tick, removed, added = msg
+        if self.map_version is None or version <= self.map_version:
+            return
+        if version != self.map_version + 1:
+            self.violations.append("MAP_CHANGED %d after version %d: a gap" % (version, self.map_version))
+            self.map_version = None
+            return
+        ids = [o["id"] for o in self.map]
+        for i in removed:
+            if i not in ids:
+                self.violations.append("MAP_CHANGED removes unknown obstacle %d" % i)
+        self.map = [o for o in self.map if o["id"] not in removed] + list(added)
+        self.map_version = version
 
     def _on_steerd_event(self, msg):
         _, tick, code, agent, d = msg
@@ -545,6 +665,7 @@ def is_error(rep, code, field=Ellipsis):
 
 def run(binary):
     check_spec_examples()
+    map_run(binary)
 
     server = Server(binary)
     clients = []
@@ -998,6 +1119,129 @@ def scenario(server, port, clients):
     except subprocess.TimeoutExpired:
         rc = None
     check(rc == 0, "server exits 0 after SIGTERM", rc)
+
+
+# ---------------------------------------------------------------------------------------------
+# §17: the map on the wire, from a second server run with a map file and admin clients
+
+MAP_FILE = {"format": "steerd-map", "version": 1, "obstacles": [
+    # a dead end opening toward -x: its cavity is x in [4, 5], y in [-2, 2]
+    {"id": 5, "type": "polygon",
+     "points": [[4, -3], [6, -3], [6, 3], [4, 3], [4, 2], [5, 2], [5, -2], [4, -2]]},
+    {"id": 9, "type": "circle", "center": [-20.5, 10.25], "radius": 1.5}]}
+
+
+def dist_to_obstacle(p, o):
+    if o["type"] == "circle":
+        return math.hypot(p[0] - o["center"][0], p[1] - o["center"][1]) - o["radius"]
+    pts = o["points"] + ([o["points"][0]] if o["type"] == "polygon" else [])
+    return dist_polyline(p, pts)
+
+
+def map_run(binary):
+    import json
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(MAP_FILE, f)
+        path = f.name
+    server = Server(binary, ["--map", path, "--anonymous-role", "admin"])
+    try:
+        port = server.wait_port(min(10.0, remaining()))
+        require(port is not None, "map server reports its port", "\n" + server.tail())
+        map_scenario(port)
+    finally:
+        server.kill()
+        os.unlink(path)
+
+
+def map_scenario(port):
+    a = Client(port, "python-map")
+    b = Client(port, "python-map-2")
+    try:
+        require(a.connect(5.0) and b.connect(5.0), "map server: ENet connects")
+        require(a.hello()[0] == WELCOME and b.hello()[0] == WELCOME, "map server: HELLO -> WELCOME")
+        got = a.wait_until(lambda: a.map_version is not None, 3.0)
+        check(got and a.map_version == 2 and not a.map_seen_before_welcome,
+              "§17.1: MAP follows WELCOME; a file of 2 obstacles is version 2", (a.map_version,))
+        check(a.map == MAP_FILE["obstacles"], "§17.1: the MAP holds the file's obstacles, in order, exactly",
+              a.map)
+        b.wait_until(lambda: b.map_version == 2, 3.0)
+        # an admin closes a door: ACK, then MAP_CHANGED to both
+        door = {"id": 42, "type": "wall", "points": [[-10.0, -5.0], [-10.0, 5.0]]}
+        rep = a.request(ADD_OBSTACLE, door)
+        check(is_ack(rep, ADD_OBSTACLE) and rep[3] == {"obstacle": 42, "version": 3, "moved": 0},
+              "§17.3: ADD_OBSTACLE -> ACK {obstacle, version, moved}", describe(rep))
+        b.wait_until(lambda: b.map_version == 3, 3.0)
+        a.wait_until(lambda: a.map_version == 3, 3.0)
+        check(b.map_version == 3 and b.map[-1] == door and a.map == b.map,
+              "§17.2: every client applies MAP_CHANGED to version 3, the door last", (b.map_version, b.map[-1:]))
+        rep = a.request(REMOVE_OBSTACLE, {"id": 5})
+        check(is_ack(rep, REMOVE_OBSTACLE) and rep[3] == {"obstacle": 5, "version": 4},
+              "§17.3: REMOVE_OBSTACLE -> ACK {obstacle, version}", describe(rep))
+        b.wait_until(lambda: b.map_version == 4, 3.0)
+        check([o["id"] for o in b.map] == [9, 42], "§17.2: removal keeps the order of the rest",
+              [o["id"] for o in b.map])
+        # errors (§17.3), each with its field; the map does not change
+        cases = [
+            (ADD_OBSTACLE, {"id": 42, "type": "circle", "center": [0, 20], "radius": 1}, OBSTACLE_EXISTS, "id"),
+            (REMOVE_OBSTACLE, {"id": 77}, NO_SUCH_OBSTACLE, "id"),
+            (ADD_OBSTACLE, {"id": 43, "type": "wall", "points": [[0, 0], [0, 99]]}, BAD_FIELD, "points[1]"),
+            (ADD_OBSTACLE, {"id": 43, "type": "polygon", "points": [[0, 0], [1, 1], [2, 2]]}, BAD_FIELD,
+             "points"),
+            (ADD_OBSTACLE, {"id": 43, "type": "circle", "center": [0, 0]}, BAD_FIELD, "radius"),
+            (ADD_OBSTACLE, {"id": 43, "type": "circle", "center": [0, 0], "radius": 1, "colour": 3}, BAD_FIELD,
+             "colour"),
+            (ADD_OBSTACLE, {"id": 0, "type": "circle", "center": [0, 0], "radius": 1}, BAD_FIELD, "id"),
+            (ADD_OBSTACLE, {"id": 43, "type": "wall", "points": [[i % 50, 0] for i in range(257)]}, BAD_FIELD,
+             "points"),
+        ]
+        bad = []
+        for mtype, body, code, field in cases:
+            rep = a.request(mtype, body)
+            if not is_error(rep, code, field):
+                bad.append("%r -> %s" % (body, describe(rep)))
+        check(not bad, "§17.3: every bad map command gets its error and field", bad)
+        check(b.map_version == 4, "refused map commands change nothing", b.map_version)
+        # an obstacle on top of an agent moves it out (§17.3)
+        rep = a.request(SPAWN, {"model": "dynamic", "x": 20, "y": 20, "limits": {"radius": 0.5}})
+        require(is_ack(rep, SPAWN), "map server: SPAWN", describe(rep))
+        agent = rep[3]["agent"]
+        crate = {"id": 50, "type": "polygon", "points": [[18.0, 18.0], [22.0, 18.0], [22.0, 22.0], [18.0, 22.0]]}
+        rep = a.request(ADD_OBSTACLE, crate)
+        check(is_ack(rep, ADD_OBSTACLE) and rep[3].get("moved") == 1,
+              "§17.3: an obstacle over an agent moves it (moved 1)", describe(rep))
+        rep = a.request(QUERY, {"agent": agent})
+        pos = (rep[3]["x"], rep[3]["y"]) if is_ack(rep, QUERY) else (20, 20)
+        outside = not (18 <= pos[0] <= 22 and 18 <= pos[1] <= 22)
+        check(outside and dist_to_obstacle(pos, crate) >= 0.5 - 1e-3,
+              "§17.3: the agent stands clear of the new obstacle", pos)
+        # STUCK (§7.4, §17.4): seek into the dead end with stuck_time 0.5 s, no feeler
+        rep = a.request(ADD_OBSTACLE, MAP_FILE["obstacles"][0])
+        check(is_ack(rep, ADD_OBSTACLE), "the dead end back", describe(rep))
+        rep = a.request(SPAWN, {"model": "dynamic", "x": 0, "y": 0,
+                                "behaviour": {"kind": "seek", "target": [12, 0],
+                                              "params": {"stuck_time": 0.5, "wall_lookahead": 0}}})
+        require(is_ack(rep, SPAWN), "SPAWN a seeker with stuck_time", describe(rep))
+        seeker = rep[3]["agent"]
+        ev = a.wait_until(lambda: [e for e in a.events if e[1] == EV_STUCK and e[2] == seeker], 5.0)
+        check(ev and ev[0][3] == 0, "§7.4: a seek into a dead end reports STUCK (code 6, data 0)", a.events[-5:])
+        rep = a.request(SET_PARAMS, {"agent": seeker, "params": {"avoid_weight": 1.5, "avoid_priority": 300}})
+        check(is_error(rep, BAD_FIELD, "params.avoid_priority"), "§5.2: avoid_priority above 255 is BAD_FIELD",
+              describe(rep))
+        rep = a.request(SET_PARAMS, {"agent": seeker, "params": {"avoid_weight": 1.5, "avoid_priority": 3,
+                                                                 "stuck_reaction": "give_up"}})
+        check(is_ack(rep, SET_PARAMS), "§5.2: avoidance and stuck keys in SET_PARAMS", describe(rep))
+        # a controller may not change the map: none here (anonymous admins); a repeated HELLO resends the map
+        parts = b.map_parts
+        b.hello()
+        b.wait_until(lambda: b.map_parts > parts and b.map_collect is None, 3.0)
+        check(b.map_parts > parts and b.map == a.map, "§17.1: a repeated HELLO sends the whole map again",
+              (parts, b.map_parts))
+        viol = a.violations + b.violations
+        check(not viol, "every map message had the shape §17 gives", viol[:5])
+    finally:
+        a.close()
+        b.close()
 
 
 def main():
