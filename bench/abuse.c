@@ -26,9 +26,12 @@
  *   burst     --clients N whole-world clients (--full: full snapshots, else
  *             delta) connected, then one client spawns --agents agents in one
  *             burst (the server runs with limits that allow it).
- *   bigworld  --agents N agents spawned first (not measured), then --clients N
+ *   bigworld  a world of --agents N wanderers (from a state file made with
+ *             the core: the server starts with them), then --clients N
  *             full-snapshot clients of the whole world connect while the
- *             observer watches.
+ *             observer (delta, a VIEW circle of --view-radius m, 0: the
+ *             whole world) watches; the server runs with any --server-arg
+ *             ARG given (e.g. --full-rate-kbps).
  */
 #define _GNU_SOURCE
 #include <enet/enet.h>
@@ -44,6 +47,7 @@
 
 #include "client.h"
 #include "protocol.h"
+#include "state_file.h"
 #include "steerd_proc.h"
 
 #define MAX_PEERS   256
@@ -56,6 +60,9 @@ typedef struct opts {
   int peers, clients, seconds, rate, reconnect, agents;
   int hello, reliable, full;
   const char *label;
+  float view_radius;
+  const char *server_args[16];
+  int server_argc;
 } opts;
 
 static opts o;
@@ -109,7 +116,10 @@ static long stop_server(void) {
     fclose(f);
   struct stat stt;
   log_bytes = stat(srv.log_path, &stt) == 0 ? (long)stt.st_size : -1;
-  unlink(srv.log_path);
+  if (getenv("ABUSE_KEEP_LOG"))
+    fprintf(stderr, "abuse: server log kept at %s\n", srv.log_path);
+  else
+    unlink(srv.log_path);
   return skipped;
 }
 
@@ -131,6 +141,8 @@ static void on_gone(void *user, uint32_t reason) {
   watcher *w = user;
   w->gone = 1;
   w->reason = reason;
+  fprintf(stderr, "abuse: a client was disconnected (reason %u) at %llu ms\n", reason,
+          (unsigned long long)steerd_proc_now_ms());
 }
 
 static int watcher_start(watcher *w, const char *name, int delta, uint32_t max_agents) {
@@ -260,7 +272,7 @@ typedef struct probe {
 static void usage(void) {
   fprintf(stderr, "usage: abuse flood|halfopen|nohello|burst|bigworld [--binary PATH] [--seconds S] [--peers N]\n"
                   "       [--rate R] [--reconnect S] [--no-hello] [--reliable] [--clients N] [--agents N]\n"
-                  "       [--full] [--label TEXT]\n");
+                  "       [--full] [--label TEXT] [--view-radius M] [--server-arg ARG]...\n");
   exit(2);
 }
 
@@ -296,6 +308,10 @@ static void parse(int argc, char **argv) {
       o.agents = atoi(v), i++;
     else if (!strcmp(a, "--label") && v)
       o.label = v, i++;
+    else if (!strcmp(a, "--view-radius") && v)
+      o.view_radius = (float)atof(v), i++;
+    else if (!strcmp(a, "--server-arg") && v && o.server_argc < 15)
+      o.server_args[o.server_argc++] = v, i++;
     else if (!strcmp(a, "--no-hello"))
       o.hello = 0;
     else if (!strcmp(a, "--reliable"))
@@ -310,8 +326,45 @@ static void parse(int argc, char **argv) {
     usage();
 }
 
-/* Spawns n wandering agents through one client (the server allows the burst). */
-static int spawn_agents(steerd_client *c, int n, int wait_acks) {
+/* bigworld's child: connects the full-snapshot clients, lets them settle for
+ * 5 s, services them for the attack's seconds, and writes to fd how many were
+ * up after settling, how many at the end and the complete snapshots they got
+ * meanwhile; then services them 2 s more (the parent's tail). */
+static int big_clients(watcher *cl, int fd) {
+  for (int i = 0; i < o.clients; i++)
+    watcher_start(&cl[i], "client", 0, (uint32_t)o.agents + 1000);
+  uint64_t t = steerd_proc_now_ms(), settle = t + 5000, end = settle + (uint64_t)o.seconds * 1000u,
+           tail = end + 2000;
+  int up = -1, still = 0;
+  uint64_t frames0 = 0, frames = 0;
+  while ((t = steerd_proc_now_ms()) < tail) {
+    for (int i = 0; i < o.clients; i++)
+      watcher_service(&cl[i]);
+    if (up < 0 && t >= settle) {
+      up = 0;
+      for (int i = 0; i < o.clients; i++) {
+        up += steerd_client_get_state(cl[i].c) == STEERD_CLIENT_WELCOMED;
+        frames0 += cl[i].frames;
+      }
+    }
+    if (fd >= 0 && t >= end) {
+      for (int i = 0; i < o.clients; i++) {
+        still += !cl[i].gone && steerd_client_get_state(cl[i].c) == STEERD_CLIENT_WELCOMED;
+        frames += cl[i].frames;
+      }
+      dprintf(fd, "%d %d %llu\n", up, still, (unsigned long long)(frames - frames0));
+      close(fd);
+      fd = -1;
+    }
+    steerd_proc_sleep_ms(1);
+  }
+  return 0;
+}
+
+/* Spawns n wandering agents through one client (the server allows the burst);
+ * with wait_acks, reads the replies (and keeps `also`, if any, serviced) as
+ * it goes. */
+static int spawn_agents(steerd_client *c, int n, int wait_acks, watcher *also) {
   proto_command cmd;
   memset(&cmd, 0, sizeof(cmd));
   cmd.type = PROTO_MSG_SPAWN;
@@ -326,8 +379,11 @@ static int spawn_agents(steerd_client *c, int n, int wait_acks) {
     cmd.spawn.position.y = -450.0f + 900.0f * (float)(i / side) / (float)side;
     if (steerd_client_send(c, &cmd, NULL) != 0)
       return -1;
-    if (wait_acks && i % 500 == 499)
+    if (wait_acks && i % 500 == 499) {
       steerd_client_service(c, 20);
+      if (also)
+        watcher_service(also);
+    }
   }
   return 0;
 }
@@ -340,10 +396,29 @@ int main(int argc, char **argv) {
   snprintf(max_agents, sizeof(max_agents), "%d", o.agents + 1000);
   snprintf(max_clients, sizeof(max_clients), "%d", o.clients + 32);
   const char *args_plain[] = {"--no-demo", "--max-agents", "2000", NULL};
-  const char *args_big[] = {"--no-demo",         "--max-agents",           max_agents, "--max-clients",
-                            max_clients,         "--rate-limit",           "1000000",  "--rate-burst",
-                            "1000000",           "--max-agents-per-client", max_agents, NULL};
-  if (steerd_proc_start(&srv, o.binary, burst || big ? args_big : args_plain, 10000) != 0) {
+  const char *args_big[40] = {"--no-demo",         "--max-agents",           max_agents, "--max-clients",
+                              max_clients,         "--rate-limit",           "1000000",  "--rate-burst",
+                              "1000000",           "--max-agents-per-client", max_agents, NULL};
+  char state[] = "/tmp/steerd-abuse-state-XXXXXX";
+  if (big) { /* the world, made with the core: not measured */
+    int fd = mkstemp(state);
+    if (fd < 0 || (close(fd), steerd_test_write_state(state, (uint32_t)o.agents, NULL)) != 0) {
+      fprintf(stderr, "abuse: cannot write the state file %s\n", state);
+      return 1;
+    }
+    int n = 11;
+    args_big[n++] = "--state";
+    args_big[n++] = state;
+    args_big[n++] = "--checkpoint-interval";
+    args_big[n++] = "0";
+    for (int i = 0; i < o.server_argc; i++)
+      args_big[n++] = o.server_args[i];
+    args_big[n] = NULL;
+  }
+  int started = steerd_proc_start(&srv, o.binary, burst || big ? args_big : args_plain, 30000);
+  if (big)
+    unlink(state); /* the server has read it (and writes a new one at exit, removed below) */
+  if (started != 0) {
     fprintf(stderr, "abuse: the server did not start\n");
     return 1;
   }
@@ -367,18 +442,34 @@ int main(int argc, char **argv) {
     stop_server();
     return 1;
   }
-  if (big) { /* the world first, not measured */
-    spawn_agents(spawner.c, o.agents, 1);
-    uint64_t e = steerd_proc_now_ms() + 60000;
-    steerd_client_stats st;
-    do {
-      watcher_service(&spawner);
-      watcher_service(&obs);
-      steerd_client_get_stats(spawner.c, &st);
-    } while (st.acks + st.errors < (uint64_t)o.agents && steerd_proc_now_ms() < e);
+  if (big && o.view_radius > 0.0f) {
+    proto_command v;
+    memset(&v, 0, sizeof(v));
+    v.type = PROTO_MSG_VIEW;
+    v.view.kind = PROTO_VIEW_CENTRE;
+    v.view.centre = v2(0.0f, 0.0f);
+    v.view.radius = o.view_radius;
+    steerd_client_send(obs.c, &v, NULL);
+  }
+  /* bigworld: the full-snapshot clients live in a child process, so that
+   * what they cost the server is measured, not what they cost this process. */
+  int kid_pipe[2] = {-1, -1};
+  pid_t kid = -1;
+  if (big && o.clients > 0) {
+    if (pipe(kid_pipe) != 0 || (kid = fork()) < 0) {
+      fprintf(stderr, "abuse: cannot fork the clients' process\n");
+      stop_server();
+      unlink(state);
+      return 1;
+    }
+    if (kid == 0) {
+      close(kid_pipe[0]);
+      _exit(big_clients(cl, kid_pipe[1]));
+    }
+    close(kid_pipe[1]);
   }
   if (burst || big) {
-    for (int i = 0; i < o.clients; i++)
+    for (int i = 0; i < (big ? 0 : o.clients); i++)
       watcher_start(&cl[i], "client", !(o.full || big), (uint32_t)o.agents + 1000);
     uint64_t e = steerd_proc_now_ms() + 5000;
     while (steerd_proc_now_ms() < e) {
@@ -391,7 +482,7 @@ int main(int argc, char **argv) {
   }
   double rss_before = rss_mb(), rss_max = rss_before;
   int clients_up = 0;
-  for (int i = 0; i < o.clients; i++)
+  for (int i = 0; i < (big ? 0 : o.clients); i++)
     clients_up += steerd_client_get_state(cl[i].c) == STEERD_CLIENT_WELCOMED;
 
   /* The attack. */
@@ -405,11 +496,12 @@ int main(int argc, char **argv) {
   if (!flood && !half && !nohello && !burst && !big)
     usage();
   uint64_t start = steerd_proc_now_ms(), last_frames = obs.frames, last_read = start;
+  double cpu0 = steerd_proc_cpu_seconds(&srv);
   int second = 0;
   double owed = 0.0;
   uint64_t last_send = start;
   if (burst)
-    spawn_agents(spawner.c, o.agents, 0);
+    spawn_agents(spawner.c, o.agents, 0, NULL);
   while (second < o.seconds) {
     uint64_t now = steerd_proc_now_ms();
     if (flood || half || nohello) {
@@ -475,6 +567,7 @@ int main(int argc, char **argv) {
     }
     usleep(flood ? 200 : 1000);
   }
+  double cpu_attack = steerd_proc_cpu_seconds(&srv) - cpu0, wall_attack = (double)(steerd_proc_now_ms() - start) / 1000.0;
   for (int i = 0; i < o.peers; i++)
     attacker_close(&att[i]);
   if (pr.active) { /* the last try counts only if it got in */
@@ -485,19 +578,31 @@ int main(int argc, char **argv) {
     steerd_client_destroy(pr.w.c);
   }
   int still = 0;
-  for (int i = 0; i < o.clients; i++) {
+  for (int i = 0; i < (big ? 0 : o.clients); i++) {
     still += !cl[i].gone && steerd_client_get_state(cl[i].c) == STEERD_CLIENT_WELCOMED;
+  }
+  if (kid > 0) { /* the child's counts: up after settling, up at the end, frames during the attack */
+    unsigned long long frames = 0;
+    FILE *f = fdopen(kid_pipe[0], "r");
+    if (!f || fscanf(f, "%d %d %llu", &clients_up, &still, &frames) != 3)
+      clients_up = still = -1;
+    if (f)
+      fclose(f);
+    waitpid(kid, NULL, 0);
+    fprintf(stderr, "abuse: the full-snapshot clients got %llu complete snapshots in %d s\n", frames, o.seconds);
   }
   uint64_t e = steerd_proc_now_ms() + 2000;
   while (steerd_proc_now_ms() < e) {
     watcher_service(&obs);
-    for (int i = 0; i < o.clients; i++)
+    for (int i = 0; i < (big ? 0 : o.clients); i++)
       watcher_service(&cl[i]);
     steerd_proc_sleep_ms(2);
   }
   double rss_after = rss_mb();
   int obs_up = !obs.gone && steerd_client_get_state(obs.c) == STEERD_CLIENT_WELCOMED;
   long skipped = stop_server();
+  if (big)
+    unlink(state); /* the shutdown checkpoint */
   qsort(per_second, (size_t)o.seconds, sizeof(per_second[0]), cmp_u64);
   steerd_client_welcome(obs.c);
   printf("| attack | server | observer frames/s min / median | ticks skipped | RSS MB before / max / after | "
@@ -510,9 +615,9 @@ int main(int argc, char **argv) {
          o.label, o.binary, (unsigned long long)per_second[0], (unsigned long long)per_second[o.seconds / 2],
          skipped, rss_before, rss_max, rss_after, probes_ok, probes, clients_txt, obs_up ? "" : " (observer dropped)",
          (double)log_bytes / 1024.0);
-  printf("(attack packets sent %llu, connects %llu)\n", (unsigned long long)sent_total,
-         (unsigned long long)connects_total);
-  for (int i = 0; i < o.clients; i++)
+  printf("(attack packets sent %llu, connects %llu; server CPU during the attack %.0f %% of a core)\n",
+         (unsigned long long)sent_total, (unsigned long long)connects_total, 100.0 * cpu_attack / wall_attack);
+  for (int i = 0; i < (big ? 0 : o.clients); i++)
     steerd_client_destroy(cl[i].c);
   steerd_client_destroy(obs.c);
   steerd_client_destroy(spawner.c);

@@ -104,6 +104,8 @@ static const option_def options[] = {
      "delta snapshots: bytes per client per snapshot, at least 256 (1200: one packet)"},
     {"--client-rate-kbps", "STEERD_CLIENT_RATE_KBPS", OPT_U32, OFF(client_rate_kbps), 0, 1000000,
      "delta snapshots: kbit/s of DELTA payload per client on average, 0 = no limit (120)"},
+    {"--full-rate-kbps", "STEERD_FULL_RATE_KBPS", OPT_U32, OFF(full_rate_kbps), 0, 10000000,
+     "full snapshots: kbit/s per client on average; a bigger snapshot goes whole, less often; 0 = no limit (48000)"},
     {"--delta-pool", "STEERD_DELTA_POOL", OPT_U32, OFF(delta_pool), 0, 1u << 30,
      "delta snapshots: agent records remembered for all clients' frames, 0 = automatic (0)"},
     {"--http-bind", "STEERD_HTTP_BIND", OPT_STRING, OFF(http_bind), 0, 0,
@@ -153,6 +155,7 @@ void steerd_config_default(steerd_config *c) {
   c->dr_refresh = 20;
   c->snapshot_budget = 1200;
   c->client_rate_kbps = 120;
+  c->full_rate_kbps = 48000;
   c->delta_pool = 0;
   strcpy(c->http_bind, "127.0.0.1");
   c->http_port = 7780;

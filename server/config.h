@@ -61,6 +61,8 @@ typedef struct steerd_config {
   uint32_t client_rate_kbps; /* DELTA kbit/s per client on average, 0: none (STEERD_CLIENT_RATE_KBPS, 120) */
   uint32_t delta_pool;       /* records of all clients' remembered frames, 0 = sized from the limits
                                 (STEERD_DELTA_POOL, 0) */
+  uint32_t full_rate_kbps;   /* SNAPSHOT kbit/s per full-snapshot client on average, 0: none
+                                (STEERD_FULL_RATE_KBPS, 48000) */
 
   /* Crash-safe world state (README "Keeping the world across restarts"). */
   char state_file[STEERD_PATH_BYTES]; /* checkpoint file, restored at start (STEERD_STATE, none) */

@@ -83,3 +83,20 @@ int steerd_loglimit_allow(steerd_loglimit *l, uint64_t now_ns, uint64_t *suppres
   l->suppressed = 0;
   return 1;
 }
+
+void steerd_bytebucket_init(steerd_bytebucket *b) {
+  b->tokens = 0.0;
+  b->time_us = 0;
+}
+
+int steerd_bytebucket_ready(steerd_bytebucket *b, uint64_t now_us, uint64_t rate_bytes, uint64_t cap_bytes) {
+  if (b->time_us != 0 && now_us > b->time_us)
+    b->tokens += (double)rate_bytes * (double)(now_us - b->time_us) / 1e6;
+  if (b->time_us == 0 || now_us > b->time_us)
+    b->time_us = now_us;
+  if (b->tokens > (double)cap_bytes)
+    b->tokens = (double)cap_bytes;
+  return b->tokens >= 0.0;
+}
+
+void steerd_bytebucket_charge(steerd_bytebucket *b, uint64_t bytes) { b->tokens -= (double)bytes; }

@@ -8,7 +8,9 @@
  *   hold ENet peers for up to 30 s, are reset after a short timeout and beyond
  *   a count.
  * - A log limiter, so that a flood of refusals costs a few lines, not one
- *   line per refusal. */
+ *   line per refusal.
+ * - A byte bucket, so that one client's full snapshots of a big world cannot
+ *   take the loop thread's time and the link from the others. */
 #ifndef STEERD_GUARD_H
 #define STEERD_GUARD_H
 
@@ -49,5 +51,21 @@ void steerd_loglimit_init(steerd_loglimit *l, uint64_t window_ns, uint32_t burst
 /* 1 if a line may be logged now; *suppressed (may be NULL) then receives the
  * lines suppressed since the last one logged (and the count restarts). */
 int steerd_loglimit_allow(steerd_loglimit *l, uint64_t now_ns, uint64_t *suppressed);
+
+/* A token bucket of bytes that may go into debt: a whole message (a full
+ * snapshot, all its parts) goes when the bucket is not in debt, and its bytes
+ * are charged after. So the average is at most rate_bytes per second whatever
+ * a message's size, and a message larger than a second's worth still goes,
+ * only less often. Credit is capped at cap_bytes, so a quiet spell does not
+ * buy a burst. Times in microseconds on any monotonic clock. */
+typedef struct steerd_bytebucket {
+  double tokens;    /* bytes: may go negative (debt) */
+  uint64_t time_us; /* last refill; 0: never */
+} steerd_bytebucket;
+
+void steerd_bytebucket_init(steerd_bytebucket *b);
+/* Refills for the time since the last call; 1 when a message may go now. */
+int steerd_bytebucket_ready(steerd_bytebucket *b, uint64_t now_us, uint64_t rate_bytes, uint64_t cap_bytes);
+void steerd_bytebucket_charge(steerd_bytebucket *b, uint64_t bytes);
 
 #endif /* STEERD_GUARD_H */

@@ -86,6 +86,8 @@ typedef struct client {
   uint32_t errors_unwelcomed; /* ERRORs sent before WELCOME: only the first goes out */
   uint32_t ev_count;          /* events waiting in its slot of s->events (flush_events()) */
   uint32_t ev_lost;           /* events dropped since its last EVENT/EVENTS: it was behind */
+  steerd_bytebucket full_rate; /* full snapshots: --full-rate-kbps (send_snapshot()) */
+  int full_due;                /* takes this snapshot */
 } client;
 
 struct steerd_server {
@@ -216,13 +218,13 @@ static void send_reliable(steerd_server *s, client *c, size_t len) {
     enet_packet_destroy(p);
 }
 
-/* One SNAPSHOT part, shared by the welcomed clients that take full snapshots. */
+/* One SNAPSHOT part, shared by the full-snapshot clients due this snapshot. */
 static uint32_t broadcast_full(steerd_server *s, const uint8_t *data, size_t len) {
   ENetPacket *p = NULL;
   uint32_t sent = 0;
   for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
     client *c = &s->clients[i];
-    if (!c->peer || !c->welcomed || c->delta)
+    if (!c->full_due)
       continue;
     if (!p && !(p = enet_packet_create(data, len, 0)))
       return sent;
@@ -802,6 +804,7 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
     LOG_INFO("client %u (%s) says hello as '%s'%s, role %s, client id %u", c->id, c->addr, name,
              named ? " (token)" : " (anonymous)", steerd_role_name(role), o->id);
   }
+  int was_welcomed = c->welcomed;
   c->welcomed = 1;
   c->role = role; /* a fresh token may change the role of the same name */
   int delta = cmd->hello.has_snapshots && cmd->hello.snapshots == PROTO_SNAPSHOTS_DELTA;
@@ -813,6 +816,8 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
     steerd_netcode_client_stop(s->netcode, slot);
     s->delta_clients--;
   }
+  if (!delta && (c->delta || !was_welcomed))
+    steerd_bytebucket_init(&c->full_rate); /* the first full snapshot goes at once */
   c->delta = delta;
   memcpy(c->name, name, sizeof(c->name));
   const steer_world_config *wc = steer_world_get_config(s->world);
@@ -1243,7 +1248,39 @@ static void send_deltas(steerd_server *s, uint64_t tick, uint64_t time_us) {
 /* Every agent, in as many packets as it takes; each packet is filled to the
  * part budget by the agents' actual sizes, stays under the MTU and names its
  * part, so a lost part loses only its own agents. */
+/* The full-snapshot clients this snapshot goes to (issue 15): each has a byte
+ * bucket of --full-rate-kbps (credit capped at one snapshot interval's share),
+ * and a client in debt skips snapshots until it has paid for the last one.
+ * A snapshot always goes whole, so a client of a big world gets complete
+ * snapshots, less often (PROTOCOL.md 7.5 allows any tick to lack one), and its
+ * bytes and the loop thread's work for it (ENet sends, and the encoding when
+ * no other full client is due) are bounded by the rate, not by the world.
+ * Returns how many are due. */
+static uint32_t full_clients_due(steerd_server *s, uint64_t time_us) {
+  uint64_t rate = (uint64_t)s->cfg.full_rate_kbps * 1000u / 8u;
+  uint64_t cap = rate / (s->cfg.snapshot_rate ? s->cfg.snapshot_rate : 1u);
+  uint32_t due = 0;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    c->full_due = c->peer && c->welcomed && !c->delta;
+    if (c->full_due && rate && !steerd_bytebucket_ready(&c->full_rate, time_us, rate, cap)) {
+      c->full_due = 0;
+      s->stats.full_deferred++;
+    }
+    due += (uint32_t)c->full_due;
+  }
+  return due;
+}
+
 static void send_snapshot(steerd_server *s) {
+  uint64_t tick = steer_world_tick(s->world);
+  if (full_clients_due(s, s->tick_time_us) == 0) {
+    send_deltas(s, tick, s->tick_time_us);
+    s->stats.snapshots++;
+    if (s->observer.on_snapshot)
+      s->observer.on_snapshot(s->observer.arg);
+    return;
+  }
   steer_world_view view = steer_world_get_view(s->world);
   uint32_t parts = 0;
   for (uint32_t first = 0; first < view.count || parts == 0;) {
@@ -1253,10 +1290,11 @@ static void send_snapshot(steerd_server *s) {
   }
   s->part_first[parts] = view.count;
   proto_snapshot_header h;
-  h.tick = steer_world_tick(s->world);
+  h.tick = tick;
   h.server_time_us = s->tick_time_us; /* the simulation time of the tick, not the send time (§7.5) */
   h.part_count = parts;
   h.agent_total = view.count;
+  uint64_t total = 0; /* bytes of this snapshot, all parts */
   for (uint32_t part = 0; part < parts; part++) {
     uint32_t first = s->part_first[part];
     h.part_index = part;
@@ -1270,7 +1308,13 @@ static void send_snapshot(steerd_server *s) {
     uint32_t sent = broadcast_full(s, s->out, len);
     s->stats.snapshot_packets++;
     s->stats.snapshot_bytes += (uint64_t)len * sent;
+    total += len;
   }
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+    if (s->clients[i].full_due) {
+      steerd_bytebucket_charge(&s->clients[i].full_rate, total);
+      s->stats.full_sent++;
+    }
   send_deltas(s, h.tick, h.server_time_us);
   s->stats.snapshots++;
   if (s->observer.on_snapshot)
@@ -1298,6 +1342,9 @@ static void log_stats(steerd_server *s) {
              (unsigned long long)st->pending_evicted, (unsigned long long)st->handshakes_reset,
              (unsigned long long)st->refused_full, (unsigned long long)st->service_cut,
              (unsigned long long)s->peer_log.total_suppressed, (unsigned long long)st->events_lost);
+  if (st->full_deferred)
+    LOG_INFO("full snapshot stats: %llu sent, %llu deferred by --full-rate-kbps", (unsigned long long)st->full_sent,
+             (unsigned long long)st->full_deferred);
   steerd_netcode_stats ns;
   steerd_netcode_get_stats(s->netcode, &ns);
   if (ns.frames > 0) /* many frames without a baseline while clients stay: --delta-pool too small? */

@@ -57,6 +57,8 @@ typedef struct steerd_server_stats {
 
   /* For /metrics (metrics.c): by kind, so the totals above stay as they were. */
   uint64_t delta_packets;                                   /* DELTA packets sent */
+  uint64_t full_sent;     /* full snapshots sent, one per client */
+  uint64_t full_deferred; /* ... not sent to a client in debt (--full-rate-kbps) */
   uint64_t commands_by_type[PROTO_MSG_LAST_COMMAND + 1][2]; /* [type][0 ok, 1 answered with ERROR] */
   uint64_t errors_by_code[PROTO_ERR_COUNT];                 /* ERRORs sent, by code */
   uint64_t tick_seconds_bucket[STEERD_TICK_BUCKETS];        /* steps that took <= bucket bound */

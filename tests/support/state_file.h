@@ -1,0 +1,15 @@
+/* state_file.h: a state file of a big world made with the core, so a test or
+ * benchmark starts the real server (--state) with N agents at once instead of
+ * spawning them one command at a time (100 000 SPAWNs take a minute or more
+ * on a busy 2-core box). */
+#ifndef STATE_FILE_H
+#define STATE_FILE_H
+
+#include <stdint.h>
+
+/* Writes to path a world of n wandering kinematic agents on a grid, about
+ * 10 m^2 each, in a square centred on the origin whose half side goes to
+ * *half_m (may be NULL), stepped once. 0, or -1 on failure. */
+int steerd_test_write_state(const char *path, uint32_t n, float *half_m);
+
+#endif /* STATE_FILE_H */

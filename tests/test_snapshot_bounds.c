@@ -1,0 +1,164 @@
+/* test_snapshot_bounds.c: what one client's snapshots may cost the others,
+ * against the real server on 127.0.0.1 (issue 15 item 6, issue 14): a
+ * full-snapshot client of a big world is held to --full-rate-kbps. Bounds are
+ * generous: the machine is a noisy 2-core box, and nothing here is timed
+ * tighter than whole seconds. */
+#define _DEFAULT_SOURCE
+#include <check.h>
+#include <enet/enet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "protocol.h"
+#include "state_file.h"
+#include "steerd_proc.h"
+
+static uint64_t now_ms(void) { return steerd_proc_now_ms(); }
+
+static char state_path[64];
+
+/* A server whose world holds n wandering agents from the start (a state file
+ * made with the core), with extra flags. */
+static void server_start_world(steerd_proc *s, uint32_t n, const char *const *extra) {
+  strcpy(state_path, "/tmp/steerd-test-state-XXXXXX");
+  int fd = mkstemp(state_path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_int_eq(steerd_test_write_state(state_path, n, NULL), 0);
+  static char cap[16];
+  snprintf(cap, sizeof(cap), "%u", n + 1000);
+  const char *args[40] = {"--no-demo",    "--client-timeout", "3000", "--state", state_path, "--checkpoint-interval",
+                          "0",            "--max-agents",     cap};
+  int k = 9;
+  for (int i = 0; extra && extra[i] && k < 39; i++)
+    args[k++] = extra[i];
+  args[k] = NULL;
+  int rc = steerd_proc_start(s, STEERD_BINARY, args, 20000);
+  if (rc != 0)
+    unlink(state_path);
+  ck_assert_msg(rc == 0, "the server did not start");
+}
+
+/* Stops it and removes the state file (its shutdown checkpoint). */
+static void server_stop(steerd_proc *s) {
+  int rc = steerd_proc_stop(s, 10000);
+  unlink(state_path);
+  ck_assert_int_eq(rc, 0);
+}
+
+typedef struct watcher {
+  steerd_client *c;
+  uint64_t frames;
+  uint32_t last_count;
+  int gone;
+} watcher;
+
+static void on_frame(void *user, const steerd_client_frame *f) {
+  watcher *w = user;
+  w->frames++;
+  w->last_count = f->count;
+}
+
+static void on_gone(void *user, uint32_t reason) {
+  (void)reason;
+  ((watcher *)user)->gone = 1;
+}
+
+static void watcher_connect(watcher *w, const steerd_proc *s, const char *name, int delta, uint32_t max_agents) {
+  memset(w, 0, sizeof(*w));
+  steerd_client_config cfg = steerd_client_default_config();
+  cfg.name = name;
+  cfg.snapshots = delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
+  cfg.max_agents = max_agents;
+  cfg.connect_timeout_ms = 5000;
+  cfg.callbacks.on_snapshot_frame = on_frame;
+  cfg.callbacks.on_disconnect = on_gone;
+  cfg.user = w;
+  w->c = steerd_client_create(&cfg);
+  ck_assert_ptr_nonnull(w->c);
+  int rc = steerd_client_connect(w->c, "127.0.0.1", s->port);
+  ck_assert_msg(rc == 0, "%s: connect: %s", name, steerd_client_strerror(rc));
+}
+
+static void service_all(watcher *w, int n, uint32_t ms) {
+  uint64_t end = now_ms() + ms;
+  while (now_ms() < end) {
+    for (int i = 0; i < n; i++)
+      if (w[i].c && !w[i].gone)
+        steerd_client_service(w[i].c, 0);
+    steerd_proc_sleep_ms(1);
+  }
+}
+
+/* ---- issue 15 item 6: a full-snapshot client of a big world ------------------------- */
+
+#define BIG_AGENTS     3000u
+#define FULL_RATE_KBPS 800u /* 100 000 bytes/s */
+
+/* A snapshot of 3 000 agents is 50-70 KB; at 20 snapshots/s that is
+ * 1-1.4 MB/s to one client, and the server's work for it grows with the
+ * world. With --full-rate-kbps 800 the client gets whole snapshots, fewer of
+ * them: at most 100 000 bytes/s on average plus the snapshot in flight, and
+ * still complete ones. */
+START_TEST(a_full_snapshot_client_is_held_to_its_rate) {
+  steerd_proc s;
+  char rate[16];
+  snprintf(rate, sizeof(rate), "%u", FULL_RATE_KBPS);
+  const char *const args[] = {"--full-rate-kbps", rate, NULL};
+  server_start_world(&s, BIG_AGENTS, args);
+  watcher w[2];
+  watcher_connect(&w[0], &s, "full", 0, BIG_AGENTS + 1000);
+  watcher_connect(&w[1], &s, "observer", 1, BIG_AGENTS + 1000);
+  service_all(w, 2, 1500);
+  steerd_client_stats a, b;
+  steerd_client_get_stats(w[0].c, &a);
+  uint64_t frames0 = w[0].frames;
+  const uint32_t seconds = 4;
+  service_all(w, 2, seconds * 1000u);
+  steerd_client_get_stats(w[0].c, &b);
+  ck_assert_int_eq(w[0].gone, 0);
+  ck_assert_int_eq(w[1].gone, 0);
+  /* Every complete snapshot is the whole world. */
+  ck_assert_uint_ge(w[0].frames - frames0, 2);
+  ck_assert_uint_eq(w[0].last_count, BIG_AGENTS);
+  /* The bytes: the rate over the window (and a second more for clock skew
+   * and wake-up delays) plus two snapshots (one in flight at each end), each
+   * at most 28 bytes per agent and 40 per part header. */
+  uint64_t bytes = b.snapshot_bytes - a.snapshot_bytes;
+  const uint64_t snap_max = (uint64_t)BIG_AGENTS * 28u + 100u * 40u; /* < 100 parts */
+  uint64_t bound = (uint64_t)FULL_RATE_KBPS * 1000u / 8u * (seconds + 1u) + 2u * snap_max;
+  ck_assert_msg(bytes <= bound, "the full client got %llu bytes in %u s, above the bound of %llu",
+                (unsigned long long)bytes, seconds, (unsigned long long)bound);
+  /* Without the bound it would have had about 20 snapshots a second. */
+  ck_assert_msg(b.frames_complete - a.frames_complete + b.frames_incomplete - a.frames_incomplete <
+                    (uint64_t)seconds * 10u,
+                "%llu snapshots in %u s", (unsigned long long)(b.frames_complete - a.frames_complete), seconds);
+  steerd_client_destroy(w[0].c);
+  steerd_client_destroy(w[1].c);
+  server_stop(&s);
+}
+END_TEST
+
+static Suite *bounds_suite(void) {
+  Suite *s = suite_create("snapshot_bounds");
+  TCase *tc = tcase_create("server");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, a_full_snapshot_client_is_held_to_its_rate);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  unsetenv("STEERD_SECRET");
+  unsetenv("STEERD_SECRET_FILE");
+  enet_initialize();
+  SRunner *sr = srunner_create(bounds_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  enet_deinitialize();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
