@@ -69,6 +69,7 @@ struct steerd_client {
   uint32_t frame_cap;
   uint8_t *part_seen; /* bitmap of max_parts bits */
   uint32_t max_parts;
+  int size_from_welcome; /* config.max_agents 0: frame, part_seen and delta are sized at WELCOME */
 
   steerd_delta *delta; /* config.snapshots == DELTA */
   steerd_mapcopy *map; /* the server's map (MAP, MAP_CHANGED); NULL when config.map_obstacles is 0 */
@@ -139,15 +140,49 @@ steerd_client_config steerd_client_default_config(void) {
   steerd_client_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.name = "steerd-client";
-  cfg.max_agents = 10000;
+  cfg.max_agents = STEERD_CLIENT_DEFAULT_AGENTS;
   cfg.connect_timeout_ms = 3000;
   cfg.map_obstacles = 4096;
   cfg.map_points = 65536;
   return cfg;
 }
 
+/* The snapshot buffers for worlds of up to n agents: at create, or at WELCOME
+ * (config.max_agents 0) by the server's max_agents, replacing smaller ones. */
+static int size_buffers(steerd_client *c, uint32_t n) {
+  if (c->frame != NULL && c->frame_cap == n)
+    return 0;
+  proto_pose *frame = calloc(n, sizeof *frame);
+  /* Empty parts are legal, so the part count is bounded by agents + 1. */
+  uint8_t *seen = calloc(((size_t)n + 1u + 7u) / 8u, 1);
+  steerd_delta *delta = NULL;
+  if (frame != NULL && seen != NULL && c->cfg.snapshots == PROTO_SNAPSHOTS_DELTA) {
+    steerd_delta_config dc = steerd_delta_default_config();
+    dc.max_agents = n;
+    if (c->cfg.delta_frames)
+      dc.frames = c->cfg.delta_frames;
+    delta = steerd_delta_create(&dc);
+  }
+  if (frame == NULL || seen == NULL || (c->cfg.snapshots == PROTO_SNAPSHOTS_DELTA && delta == NULL)) {
+    free(frame);
+    free(seen);
+    steerd_delta_destroy(delta);
+    return STEERD_CLIENT_ENOMEM;
+  }
+  free(c->frame);
+  free(c->part_seen);
+  steerd_delta_destroy(c->delta);
+  c->frame = frame;
+  c->frame_cap = n;
+  c->part_seen = seen;
+  c->max_parts = n + 1u;
+  c->delta = delta;
+  c->fr_active = 0;
+  return 0;
+}
+
 steerd_client *steerd_client_create(const steerd_client_config *cfg) {
-  if (cfg == NULL || cfg->max_agents == 0 || cfg->max_agents > STEER_MAX_CAPACITY ||
+  if (cfg == NULL || cfg->max_agents > STEER_MAX_CAPACITY ||
       cfg->snapshots >= PROTO_SNAPSHOTS_COUNT)
     return NULL;
   const char *name = cfg->name != NULL ? cfg->name : "";
@@ -168,13 +203,9 @@ steerd_client *steerd_client_create(const steerd_client_config *cfg) {
   memcpy(c->token, token, token_len + 1);
   c->cfg.token = c->token;
   c->next_request_id = 1;
-  c->frame_cap = cfg->max_agents;
-  /* Empty parts are legal, so the part count is bounded by agents + 1. */
-  c->max_parts = cfg->max_agents + 1u;
-  c->frame = calloc(c->frame_cap, sizeof *c->frame);
-  c->part_seen = calloc((c->max_parts + 7u) / 8u, 1);
+  c->size_from_welcome = cfg->max_agents == 0;
   c->part_poses = calloc(CLIENT_MAX_PART_POSES, sizeof *c->part_poses);
-  if (c->frame == NULL || c->part_seen == NULL || c->part_poses == NULL)
+  if (c->part_poses == NULL || (!c->size_from_welcome && size_buffers(c, cfg->max_agents) != 0))
     goto fail;
   c->map_obs = calloc(CLIENT_MAP_PART_OBSTACLES, sizeof *c->map_obs);
   c->map_points = calloc(CLIENT_MAP_PART_POINTS, sizeof *c->map_points);
@@ -182,14 +213,6 @@ steerd_client *steerd_client_create(const steerd_client_config *cfg) {
     goto fail;
   if (cfg->map_obstacles && (c->map = steerd_mapcopy_create(cfg->map_obstacles, cfg->map_points)) == NULL)
     goto fail;
-  if (cfg->snapshots == PROTO_SNAPSHOTS_DELTA) {
-    steerd_delta_config dc = steerd_delta_default_config();
-    dc.max_agents = cfg->max_agents;
-    if (cfg->delta_frames)
-      dc.frames = cfg->delta_frames;
-    if ((c->delta = steerd_delta_create(&dc)) == NULL)
-      goto fail;
-  }
 
   if (enet_users == 0 && enet_initialize() != 0)
     goto fail;
@@ -254,7 +277,7 @@ static void send_hello(steerd_client *c) {
     hello->hello.has_token = 1;
     memcpy(hello->hello.token, c->token, sizeof c->token);
   }
-  if (c->delta != NULL) {
+  if (c->cfg.snapshots == PROTO_SNAPSHOTS_DELTA) {
     hello->hello.has_snapshots = 1;
     hello->hello.snapshots = PROTO_SNAPSHOTS_DELTA;
   }
@@ -309,6 +332,10 @@ static void handle_snapshot(steerd_client *c, const proto_snapshot *s) {
     return;
   }
   c->stats.snapshot_parts++;
+  if (c->frame == NULL) {
+    c->stats.parts_dropped++; /* before WELCOME sized the buffers */
+    return;
+  }
   if ((c->has_done_tick && h->tick <= c->done_tick) || (c->fr_active && h->tick < c->fr_tick)) {
     c->stats.parts_dropped++; /* late part of a finished or abandoned tick */
     return;
@@ -404,8 +431,12 @@ static void handle_reply(steerd_client *c, const proto_server_msg *m) {
 /* One DELTA part: a frame that completes is acknowledged, then delivered like a
  * full one (every agent in view, dead reckoned to the frame's time). */
 static void handle_delta(steerd_client *c, const uint8_t *data, size_t len) {
-  if (c->delta == NULL) {
+  if (c->cfg.snapshots != PROTO_SNAPSHOTS_DELTA) {
     c->stats.bad_packets++; /* we did not ask for deltas */
+    return;
+  }
+  if (c->delta == NULL) {
+    c->stats.parts_dropped++; /* before WELCOME sized the buffers: unacknowledged, the server resends */
     return;
   }
   uint64_t tick = 0;
@@ -546,6 +577,15 @@ static void handle_packet(steerd_client *c, const uint8_t *data, size_t len) {
     if (m->welcome.protocol != PROTO_VERSION) {
       connect_fail(c, STEERD_CLIENT_EPROTOCOL);
       return;
+    }
+    if (c->size_from_welcome) {
+      uint32_t n = m->welcome.max_agents ? m->welcome.max_agents : STEERD_CLIENT_DEFAULT_AGENTS;
+      if (n > STEER_MAX_CAPACITY)
+        n = STEER_MAX_CAPACITY;
+      if (size_buffers(c, n) != 0) {
+        connect_fail(c, STEERD_CLIENT_ENOMEM);
+        return;
+      }
     }
     c->welcome = m->welcome;
     c->has_welcome = 1;
@@ -822,6 +862,8 @@ steerd_client_state steerd_client_get_state(const steerd_client *c) {
 const proto_welcome *steerd_client_welcome(const steerd_client *c) {
   return c != NULL && c->has_welcome ? &c->welcome : NULL;
 }
+
+uint32_t steerd_client_max_agents(const steerd_client *c) { return c->frame != NULL ? c->frame_cap : 0; }
 
 void steerd_client_get_stats(const steerd_client *c, steerd_client_stats *out) {
   if (c == NULL || out == NULL)

@@ -79,11 +79,16 @@ typedef struct steerd_client_callbacks {
   void (*on_map)(void *user, const steerd_mapcopy *map, const proto_map_changed *change);
 } steerd_client_callbacks;
 
+#define STEERD_CLIENT_DEFAULT_AGENTS 10000u /* frame capacity when neither config nor WELCOME says */
+
 typedef struct steerd_client_config {
   const char *name;            /* HELLO name, <= PROTO_MAX_NAME_BYTES; copied at create ("steerd-client") */
   const char *token;           /* HELLO token from `steerd token`, <= PROTO_MAX_TOKEN_BYTES; copied at
                                   create; NULL or "": none (anonymous, loopback servers without a secret) */
-  uint32_t max_agents;         /* frame capacity, agents per tick (10000) */
+  uint32_t max_agents;         /* frame capacity, agents per tick (STEERD_CLIENT_DEFAULT_AGENTS); 0: sized at
+                                  WELCOME by the server's max_agents (PROTOCOL.md 7.1; 10000 if it does not say):
+                                  the buffers are then allocated on connect, and snapshot parts that arrive
+                                  before WELCOME are dropped */
   uint8_t snapshots;           /* proto_snapshot_mode: FULL (the default) or DELTA */
   uint32_t delta_frames;       /* DELTA: frames kept as baselines (STEERD_DELTA_DEFAULT_FRAMES) */
   uint32_t connect_timeout_ms; /* ENet connect + WELCOME (3000) */
@@ -177,6 +182,8 @@ int steerd_client_fd(const steerd_client *c);
 steerd_client_state steerd_client_get_state(const steerd_client *c);
 /* NULL before the WELCOME; kept after a disconnect. */
 const proto_welcome *steerd_client_welcome(const steerd_client *c);
+/* Agents a frame can hold: config.max_agents, or what WELCOME sized it to (0 before). */
+uint32_t steerd_client_max_agents(const steerd_client *c);
 /* Copies the counters (and refreshes enet_rtt_ms). */
 void steerd_client_get_stats(const steerd_client *c, steerd_client_stats *out);
 /* The copy of the server's map (mapcopy.h); NULL when none is kept. */

@@ -607,6 +607,7 @@ static steerd_client *open_client(const args *a, const steerd_client_callbacks *
   cfg.token = a->token;
   cfg.connect_timeout_ms = a->timeout_ms;
   cfg.snapshots = a->delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
+  cfg.max_agents = 0; /* sized by WELCOME's max_agents: watch holds any world the server can */
   if (cb != NULL)
     cfg.callbacks = *cb;
   steerd_client *c = steerd_client_create(&cfg);
@@ -989,7 +990,7 @@ static int cmd_watch_interp(const args *a) {
   }
   const proto_welcome *w = steerd_client_welcome(c);
   steerd_interp_config icfg = steerd_interp_default_config();
-  icfg.max_agents = steerd_client_default_config().max_agents;
+  icfg.max_agents = steerd_client_max_agents(c);
   if (w->snapshot_rate > 0)
     icfg.snapshot_interval_us = 1000000u / w->snapshot_rate;
   steerd_interp *it = steerd_interp_create(&icfg);

@@ -105,7 +105,7 @@ static bool eq_msg(const proto_server_msg *a, const proto_server_msg *b) {
            x->snapshot_rate == y->snapshot_rate && same_float(x->world_min.x, y->world_min.x) &&
            same_float(x->world_min.y, y->world_min.y) && same_float(x->world_max.x, y->world_max.x) &&
            same_float(x->world_max.y, y->world_max.y) && x->tick == y->tick &&
-           x->server_time_us == y->server_time_us && x->protocol == y->protocol;
+           x->server_time_us == y->server_time_us && x->protocol == y->protocol && x->max_agents == y->max_agents;
   }
   case PROTO_MSG_ACK: {
     const proto_ack *x = &a->ack, *y = &b->ack;

@@ -378,7 +378,8 @@ typedef struct proto_welcome {
   vec2 world_min, world_max; /* m */
   uint64_t tick;             /* last completed tick */
   uint64_t server_time_us;
-  uint32_t protocol; /* PROTO_VERSION */
+  uint32_t protocol;   /* PROTO_VERSION */
+  uint32_t max_agents; /* the world's capacity (--max-agents): size buffers by it; 0: not sent (optional key) */
 } proto_welcome;
 
 /* Body of the ACK of a QUERY. */

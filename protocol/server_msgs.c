@@ -27,7 +27,7 @@ size_t proto_encode_welcome(uint8_t *buf, size_t cap, const proto_welcome *m) {
   msgpack_pack_array(&pk, 3);
   msgpack_pack_uint8(&pk, PROTO_MSG_WELCOME);
   msgpack_pack_uint32(&pk, m->request_id);
-  msgpack_pack_map(&pk, 7);
+  msgpack_pack_map(&pk, m->max_agents ? 8 : 7);
   pack_ku(&pk, "client_id", m->client_id);
   pack_ku(&pk, "tick_rate", m->tick_rate);
   pack_ku(&pk, "snapshot_rate", m->snapshot_rate);
@@ -40,6 +40,8 @@ size_t proto_encode_welcome(uint8_t *buf, size_t cap, const proto_welcome *m) {
   pack_ku(&pk, "tick", m->tick);
   pack_ku(&pk, "server_time_us", m->server_time_us);
   pack_ku(&pk, "protocol", m->protocol);
+  if (m->max_agents) /* optional: a client that does not know it ignores it (§2) */
+    pack_ku(&pk, "max_agents", m->max_agents);
   return writer_done(&w);
 }
 
@@ -195,7 +197,7 @@ size_t proto_encode_server_msg(uint8_t *buf, size_t cap, const proto_server_msg 
 /* ---- Decoding: server messages ----------------------------------------------------- */
 
 static const char *const welcome_keys[] = {"client_id", "tick",           "tick_rate", "snapshot_rate",
-                                           "world",     "server_time_us", "protocol"};
+                                           "world",     "server_time_us", "protocol",  "max_agents"};
 
 static int welcome_fn(reader *r, int key, void *ctx) {
   proto_welcome *w = ctx;
@@ -224,8 +226,10 @@ static int welcome_fn(reader *r, int key, void *ctx) {
   }
   case 5:
     return rd_u64(r, &w->server_time_us);
-  default:
+  case 6:
     return rd_u32(r, &w->protocol);
+  default:
+    return rd_u32(r, &w->max_agents);
   }
 }
 
@@ -389,7 +393,7 @@ static int decode_server(reader *r, proto_server_msg *out, proto_pose *poses, ui
       return -1;
     r->err->has_request_id = 1;
     r->err->request_id = out->welcome.request_id;
-    return rd_body(r, welcome_keys, 7, 0x7fu, welcome_fn, &out->welcome, NULL);
+    return rd_body(r, welcome_keys, 8, 0x7fu, welcome_fn, &out->welcome, NULL);
   case PROTO_MSG_ACK:
     return decode_ack(r, &out->ack);
   case PROTO_MSG_ERROR: {

@@ -832,6 +832,7 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
   w.tick = steer_world_tick(s->world);
   w.server_time_us = server_time_us(s);
   w.protocol = PROTO_VERSION;
+  w.max_agents = steer_world_capacity(s->world); /* clients size their buffers by it (issue 15 item 6) */
   send_reliable(s, c, proto_encode_welcome(s->out, sizeof(s->out), &w));
   /* The map follows the WELCOME (every HELLO's: a client that lost track asks again). */
   steerd_mapsync_start(s->mapsync, slot);

@@ -127,7 +127,8 @@ static void fake_reply(fake *f, ENetPeer *p, const proto_command *cmd) {
                        {100.0f, 50.0f},
                        5,
                        FAKE_OFFSET_US,
-                       strcmp(name, "badproto") == 0 ? 99u : PROTO_VERSION};
+                       strcmp(name, "badproto") == 0 ? 99u : PROTO_VERSION,
+                       0 /* max_agents: an older server's WELCOME */};
     n = proto_encode_welcome(f->buf, sizeof f->buf, &w);
     break;
   }

@@ -141,6 +141,7 @@ static proto_welcome ex_welcome(void) {
   w.tick = 1234;
   w.server_time_us = 41133333;
   w.protocol = PROTO_VERSION;
+  w.max_agents = 10000;
   return w;
 }
 
@@ -593,6 +594,13 @@ START_TEST(test_roundtrip_server) {
   ck_assert_uint_eq(o.welcome.client_id, 3);
   ck_assert(o.welcome.world_max.x == 500.0f);
   ck_assert(o.welcome.tick == 1234);
+  ck_assert_uint_eq(o.welcome.max_agents, 10000);
+  /* max_agents is optional: without it, the WELCOME of older servers, 0. */
+  m.welcome.max_agents = 0;
+  o = roundtrip_server(&m, NULL, 0);
+  ck_assert_uint_eq(o.welcome.max_agents, 0);
+  ck_assert_uint_eq(o.welcome.client_id, 3);
+  m.welcome.max_agents = 10000;
 
   uint8_t acks[] = {PROTO_MSG_SPAWN,      PROTO_MSG_DESPAWN, PROTO_MSG_SET_BEHAVIOUR, PROTO_MSG_SET_PATH,
                     PROTO_MSG_SET_PARAMS, PROTO_MSG_STOP,    PROTO_MSG_QUERY,         PROTO_MSG_PING};

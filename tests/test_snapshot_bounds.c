@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "child_run.h"
 #include "client.h"
 #include "protocol.h"
 #include "state_file.h"
@@ -142,11 +143,75 @@ START_TEST(a_full_snapshot_client_is_held_to_its_rate) {
 }
 END_TEST
 
+/* ---- issue 15 item 6: clients sized from WELCOME --------------------------------------- */
+
+#define WIDE_AGENTS 12000u /* more than the 10 000 a client held by default */
+
+static int file_contains(const char *path, const char *needle) {
+  FILE *f = fopen(path, "r");
+  char line[1024];
+  int found = 0;
+  while (f && !found && fgets(line, sizeof(line), f))
+    found = strstr(line, needle) != NULL;
+  if (f)
+    fclose(f);
+  return found;
+}
+
+/* A client created with max_agents 0 takes its size from WELCOME's
+ * max_agents (the world's capacity) and holds every agent
+ * of a 12 000-agent world; one sized by the old default overflows. So does
+ * `steerd-client watch` now, which used the default. */
+START_TEST(clients_size_their_buffers_from_welcome) {
+  steerd_proc s;
+  server_start_world(&s, WIDE_AGENTS, NULL);
+  watcher w[2];
+  watcher_connect(&w[0], &s, "from-welcome", 0, 0);
+  watcher_connect(&w[1], &s, "default-size", 0, STEERD_CLIENT_DEFAULT_AGENTS);
+  uint32_t cap = steerd_client_welcome(w[0].c)->max_agents;
+  ck_assert_uint_ge(cap, WIDE_AGENTS);
+  ck_assert_uint_eq(steerd_client_max_agents(w[0].c), cap);
+  uint64_t end = now_ms() + 10000;
+  while (w[0].frames < 3 && now_ms() < end)
+    service_all(w, 2, 50);
+  ck_assert_uint_ge(w[0].frames, 3);
+  ck_assert_uint_eq(w[0].last_count, WIDE_AGENTS);
+  steerd_client_stats st;
+  steerd_client_get_stats(w[0].c, &st);
+  ck_assert_uint_eq(st.frames_overflow, 0);
+  steerd_client_get_stats(w[1].c, &st);
+  ck_assert_uint_eq(w[1].frames, 0);
+  ck_assert_uint_gt(st.frames_overflow, 0);
+  steerd_client_destroy(w[0].c);
+  steerd_client_destroy(w[1].c);
+
+  /* steerd-client watch: complete frames, none overflowing. */
+  char bin[1100], port[16], out_path[64] = "/tmp/steerd-cli-out-XXXXXX", err_path[64] = "/tmp/steerd-cli-err-XXXXXX";
+  ck_assert_int_eq(child_run_sibling(STEERD_BINARY, "client-sample/steerd-client", bin, sizeof(bin)), 0);
+  snprintf(port, sizeof(port), "%u", (unsigned)s.port);
+  char *argv[] = {bin, "--host", "127.0.0.1", "--port", port, "watch", "--seconds", "3", "--events-only", NULL};
+  char *envp[] = {NULL};
+  int out = mkstemp(out_path), err = mkstemp(err_path), status = -1;
+  ck_assert_int_ge(out, 0);
+  ck_assert_int_ge(err, 0);
+  ck_assert_int_eq(child_run(bin, argv, envp, "/dev/null", out, err, 20000, &status), 0);
+  close(out);
+  close(err);
+  ck_assert_int_eq(status, 0);
+  ck_assert_msg(file_contains(err_path, "(0 overflow)"), "steerd-client watch overflowed (see %s)", err_path);
+  ck_assert(!file_contains(err_path, "frames 0 complete"));
+  unlink(out_path);
+  unlink(err_path);
+  server_stop(&s);
+}
+END_TEST
+
 static Suite *bounds_suite(void) {
   Suite *s = suite_create("snapshot_bounds");
   TCase *tc = tcase_create("server");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, a_full_snapshot_client_is_held_to_its_rate);
+  tcase_add_test(tc, clients_size_their_buffers_from_welcome);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -139,7 +139,7 @@ SPEC_EXAMPLES = {
     "ping": [9, 9, {"client_time_us": 1700000000000000}],
     "welcome": [32, 1, {"client_id": 3, "tick_rate": 30, "snapshot_rate": 15,
                         "world": [-500, -500, 500, 500], "tick": 1234,
-                        "server_time_us": 41133333, "protocol": 1}],
+                        "server_time_us": 41133333, "protocol": 1, "max_agents": 10000}],
     "ack_spawn": [33, 2, 2, {"agent": 4194305}],
     "ack_query": [33, 8, 8, {"agent": 4194305, "tick": 1235, "model": "dynamic", "x": 12.5, "y": -3.25,
                              "orientation": 0.75, "vx": 1.5, "vy": 0.5, "rotation": 0,
