@@ -316,6 +316,16 @@ START_TEST(handshake_fills_the_welcome) {
   ck_assert_uint_eq(w->snapshot_rate, 20);
   ck_assert_float_eq(w->world_min.x, -100.0f);
   ck_assert_float_eq(w->world_max.y, 50.0f);
+  ck_assert_uint_eq(w->max_agents, 0); /* the fake is an older server: no max_agents */
+  ck_assert_uint_eq(steerd_client_max_agents(c), 200); /* make_client's config */
+  steerd_client_config cfg0 = steerd_client_default_config();
+  cfg0.max_agents = 0; /* sized at WELCOME; without max_agents there, by the old default */
+  cfg0.connect_timeout_ms = REPLY_TIMEOUT;
+  steerd_client *c0 = steerd_client_create(&cfg0);
+  ck_assert_ptr_nonnull(c0);
+  ck_assert_int_eq(steerd_client_connect(c0, "127.0.0.1", f.port), 0);
+  ck_assert_uint_eq(steerd_client_max_agents(c0), STEERD_CLIENT_DEFAULT_AGENTS);
+  steerd_client_destroy(c0);
   ck_assert_int_eq(steerd_client_connect(c, "127.0.0.1", f.port), STEERD_CLIENT_EBUSY);
   steerd_client_stats st;
   steerd_client_get_stats(c, &st);
@@ -568,8 +578,13 @@ START_TEST(misuse_is_refused) {
   steerd_client_destroy(NULL);
   ck_assert_ptr_null(steerd_client_create(NULL));
   steerd_client_config cfg = steerd_client_default_config();
-  cfg.max_agents = 0;
+  cfg.max_agents = STEER_MAX_CAPACITY + 1u;
   ck_assert_ptr_null(steerd_client_create(&cfg));
+  cfg.max_agents = 0; /* sized at WELCOME: nothing to hold before */
+  steerd_client *sized_later = steerd_client_create(&cfg);
+  ck_assert_ptr_nonnull(sized_later);
+  ck_assert_uint_eq(steerd_client_max_agents(sized_later), 0);
+  steerd_client_destroy(sized_later);
   cfg = steerd_client_default_config();
   char long_name[PROTO_MAX_NAME_BYTES + 2];
   memset(long_name, 'a', sizeof long_name - 1);
