@@ -107,6 +107,21 @@ static const cmd_help commands[] = {
      "      Make an agent follow a path (radius 1 m, mode once, cornering none).\n"
      "      e.g. steerd-client path 4194305 --points \"0,0;20,0;20,20\" --mode loop\n"},
     {"despawn", {NULL}, "  despawn ID     e.g. steerd-client despawn 4194305\n"},
+    {"map",
+     {NULL},
+     "  map\n"
+     "      Print the server's map (PROTOCOL.md 17) as a map file (format steerd-map, version 1: what\n"
+     "      --map FILE reads); its version and size go to stderr.  e.g. steerd-client map > level.json\n"},
+    {"add-obstacle",
+     {"id", "type", "center", "radius", "points", NULL},
+     "  add-obstacle --id N --type circle --center X,Y --radius R\n"
+     "  add-obstacle --id N --type polygon|wall --points \"x,y;x,y;...\"\n"
+     "      Add an obstacle to the map (admins only); prints the map's new version and the agents\n"
+     "      moved out of it.  e.g. steerd-client add-obstacle --id 12 --type wall --points \"10,6;10,8\"\n"},
+    {"remove-obstacle",
+     {NULL},
+     "  remove-obstacle ID\n"
+     "      Remove an obstacle from the map (admins only).  e.g. steerd-client remove-obstacle 12\n"},
     {"stop", {NULL}, "  stop ID        Behaviour none: come to rest.  e.g. steerd-client stop 4194305\n"},
     {"query", {NULL}, "  query ID       Print the agent as JSON.  e.g. steerd-client query 4194305\n"},
     {"ping",
@@ -799,6 +814,122 @@ static int cmd_agent(const args *a, uint8_t type) {
   int code = run_command(a, &cmd, &reply);
   if (code == 0 && type == PROTO_MSG_QUERY)
     print_agent(&reply.ack.query);
+  return code;
+}
+
+/* ---- the map ---------------------------------------------------------------------- */
+
+static void print_point(vec2 p) { printf("[%.9g, %.9g]", (double)p.x, (double)p.y); }
+
+/* map: waits for the copy of the map to be current, prints it as a map file. */
+static int cmd_map(const args *a) {
+  static const char *const allowed[] = {NULL};
+  if (check_opts(a, allowed, 0, 0) != 0)
+    return EXIT_USAGE;
+  int code = 0;
+  steerd_client *c = open_client(a, NULL, &code);
+  if (c == NULL)
+    return code;
+  const steerd_mapcopy *m = steerd_client_map(c);
+  uint64_t end = steerd_client_now_us() + (uint64_t)a->timeout_ms * 1000u;
+  while (m != NULL && !steerd_mapcopy_current(m) && steerd_client_now_us() < end && !g_stop) {
+    int r = steerd_client_service(c, 20);
+    if (r < 0) {
+      code = report(c, "MAP", r, NULL);
+      close_client(c);
+      return code;
+    }
+  }
+  if (m == NULL || !steerd_mapcopy_current(m)) {
+    steerd_client_stats st;
+    steerd_client_get_stats(c, &st);
+    fprintf(stderr, "steerd-client map: no complete map within %u ms (%llu parts received%s)\n",
+            (unsigned)a->timeout_ms, (unsigned long long)st.map_parts,
+            st.map_overflows ? ", larger than this client keeps" : "");
+    close_client(c);
+    return EXIT_CONNECTION;
+  }
+  printf("{\"format\": \"steerd-map\", \"version\": 1,\n \"obstacles\": [");
+  for (uint32_t i = 0; i < steerd_mapcopy_count(m); i++) {
+    proto_obstacle o = steerd_mapcopy_get(m, i);
+    printf("%s\n   {\"id\": %lu, \"type\": \"%s\", ", i ? "," : "", (unsigned long)o.id,
+           proto_obstacle_kind_name(o.kind));
+    if (o.kind == STEER_OBSTACLE_CIRCLE) {
+      printf("\"center\": ");
+      print_point(o.points[0]);
+      printf(", \"radius\": %.9g}", (double)o.radius);
+      continue;
+    }
+    printf("\"points\": [");
+    for (uint32_t k = 0; k < o.count; k++) {
+      if (k)
+        printf(", ");
+      print_point(o.points[k]);
+    }
+    printf("]}");
+  }
+  printf("]}\n");
+  fprintf(stderr, "steerd-client: map version %lu, %lu obstacles\n", (unsigned long)steerd_mapcopy_version(m),
+          (unsigned long)steerd_mapcopy_count(m));
+  close_client(c);
+  return 0;
+}
+
+static int cmd_add_obstacle(const args *a) {
+  static const char *const allowed[] = {"id", "type", "center", "radius", "points", NULL};
+  if (check_opts(a, allowed, 0, 0) != 0)
+    return EXIT_USAGE;
+  static proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_ADD_OBSTACLE;
+  proto_add_obstacle *o = &cmd.add_obstacle;
+  const char *id = opt_get(a, "id");
+  if (id == NULL || parse_u32(id, &o->id) != 0 || o->id == 0)
+    return bad_value(a, "--id", id);
+  const char *t = opt_get(a, "type");
+  int kind = t != NULL ? find_name(proto_obstacle_kind_name, STEER_OBSTACLE_KIND_COUNT, t) : -1;
+  if (kind < 0)
+    return bad_value(a, "--type", t);
+  o->kind = (uint8_t)kind;
+  if (kind == STEER_OBSTACLE_CIRCLE) {
+    const char *c = opt_get(a, "center"), *r = opt_get(a, "radius");
+    if (c == NULL || parse_xy(c, &o->points[0]) != 0)
+      return bad_value(a, "--center", c);
+    if (r == NULL || parse_float(r, &o->radius) != 0 || !(o->radius > 0.0f))
+      return bad_value(a, "--radius", r);
+    if (opt_get(a, "points") != NULL)
+      return bad_value(a, "--points (not for a circle)", opt_get(a, "points"));
+    o->count = 1;
+  } else {
+    const char *p = opt_get(a, "points");
+    uint32_t least = kind == STEER_OBSTACLE_POLYGON ? 3u : 2u;
+    if (p == NULL || parse_points(p, o->points, STEER_MAP_MAX_VERTICES, &o->count) != 0 || o->count < least)
+      return bad_value(a, "--points", p);
+    if (opt_get(a, "center") != NULL || opt_get(a, "radius") != NULL)
+      return bad_value(a, "--center/--radius (only for a circle)", t);
+  }
+  proto_server_msg reply;
+  int code = run_command(a, &cmd, &reply);
+  if (code == 0)
+    printf("obstacle %lu added: map version %lu, %lu agents moved out of it\n", (unsigned long)reply.ack.obstacle,
+           (unsigned long)reply.ack.map_version, (unsigned long)reply.ack.moved);
+  return code;
+}
+
+static int cmd_remove_obstacle(const args *a) {
+  static const char *const allowed[] = {NULL};
+  if (check_opts(a, allowed, 1, 1) != 0)
+    return EXIT_USAGE;
+  static proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_REMOVE_OBSTACLE;
+  if (parse_u32(a->pos[0], &cmd.remove_obstacle.id) != 0 || cmd.remove_obstacle.id == 0)
+    return bad_value(a, "obstacle id", a->pos[0]);
+  proto_server_msg reply;
+  int code = run_command(a, &cmd, &reply);
+  if (code == 0)
+    printf("obstacle %lu removed: map version %lu\n", (unsigned long)reply.ack.obstacle,
+           (unsigned long)reply.ack.map_version);
   return code;
 }
 
@@ -1592,6 +1723,12 @@ static int dispatch(const args *ap) {
     return cmd_agent(&a, PROTO_MSG_QUERY);
   if (strcmp(a.cmd, "ping") == 0)
     return cmd_ping(&a);
+  if (strcmp(a.cmd, "map") == 0)
+    return cmd_map(&a);
+  if (strcmp(a.cmd, "add-obstacle") == 0)
+    return cmd_add_obstacle(&a);
+  if (strcmp(a.cmd, "remove-obstacle") == 0)
+    return cmd_remove_obstacle(&a);
   if (strcmp(a.cmd, "bots") == 0)
     return cmd_bots(&a);
   if (strcmp(a.cmd, "help") == 0) {
