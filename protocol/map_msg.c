@@ -335,6 +335,8 @@ int proto_decode_map(const uint8_t *data, size_t len, proto_map_header *h, proto
     rc = fail_at(&r, "obstacle_total", PROTO_ERR_BAD_FIELD, "fewer than the part holds");
   if (rc == 0)
     rc = rd_end(&r);
+  if (rc != 0)
+    *count = 0; /* nothing usable */
   return finish(&r, rc);
 }
 
@@ -370,6 +372,8 @@ int proto_decode_map_changed(const uint8_t *data, size_t len, proto_map_changed 
                       point_cap);
   if (rc == 0)
     rc = rd_end(&r);
+  if (rc != 0)
+    c->removed_count = c->added_count = 0; /* nothing usable */
   c->version = (uint32_t)version;
   c->tick = tick;
   c->removed = removed;

@@ -91,7 +91,7 @@ size_t proto_encode_map_changed(uint8_t *buf, size_t cap, const proto_map_change
  * pool points (point_cap; each obstacle's points follow the previous one's, a
  * circle's centre is its one point). Strict about the rest: part_index <
  * part_count, ids >= 1, shapes as in PROTOCOL.md 17.3. More obstacles or points
- * than there is room for is TOO_LARGE. */
+ * than there is room for is TOO_LARGE. On an error *count is 0. */
 int proto_decode_map(const uint8_t *data, size_t len, proto_map_header *h, proto_obstacle *obs, uint32_t cap,
                      uint32_t *count, vec2 *points, uint32_t point_cap, proto_error_info *err);
 /* MAP_CHANGED: c->removed and c->added point at the caller's arrays. */

@@ -184,7 +184,7 @@ void steerd_mapsync_advance(steerd_mapsync *ms, uint32_t slot, uint32_t version)
     ms->slot[slot].version = version;
 }
 
-static proto_obstacle map_at(const void *ctx, uint32_t i) {
+proto_obstacle steerd_map_at(const void *ctx, uint32_t i) {
   uint32_t id = 0;
   steer_obstacle_desc d;
   memset(&d, 0, sizeof(d));
@@ -199,7 +199,7 @@ static void compute_parts(steerd_mapsync *ms, const steer_map *m) {
     return;
   uint32_t total = steer_map_count(m), parts = 0;
   for (uint32_t first = 0; first < total || parts == 0;) {
-    uint32_t n = proto_map_fit(map_at, m, first, total, PROTO_MAP_PART_BYTES);
+    uint32_t n = proto_map_fit(steerd_map_at, m, first, total, PROTO_MAP_PART_BYTES);
     ms->part_first[parts++] = first;
     first += n ? n : 1; /* n is >= 1: the largest obstacle fits a part */
   }
@@ -230,7 +230,7 @@ size_t steerd_mapsync_next(steerd_mapsync *ms, uint32_t slot, const steer_map *m
   h.part_count = ms->part_count;
   h.obstacle_total = steer_map_count(m);
   uint32_t first = ms->part_first[st->next];
-  size_t n = proto_encode_map(buf, cap, &h, map_at, m, first, ms->part_first[st->next + 1u] - first);
+  size_t n = proto_encode_map(buf, cap, &h, steerd_map_at, m, first, ms->part_first[st->next + 1u] - first);
   if (n == 0)
     return 0;
   if (++st->next == ms->part_count) {

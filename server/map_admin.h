@@ -56,6 +56,10 @@ int steerd_map_edit_apply(steer_world *w, const steerd_map_edit *e, steerd_map_r
  * and shared. */
 typedef struct steerd_mapsync steerd_mapsync;
 
+/* The i-th obstacle of a steer_map (ctx) in map order, for proto_map_fit and
+ * proto_encode_map (e.g. the live view's own MAP messages). */
+proto_obstacle steerd_map_at(const void *map, uint32_t i);
+
 steerd_mapsync *steerd_mapsync_create(uint32_t slots);
 void steerd_mapsync_destroy(steerd_mapsync *ms); /* accepts NULL */
 /* The slot (a client just WELCOMEd, or one asking again) is to get the whole map. */
