@@ -40,7 +40,14 @@ _Static_assert(SAME(STEERDC_FACING_TARGET, STEER_FACING_TARGET) &&
 _Static_assert(SAME(STEERDC_PATH_PINGPONG, STEER_PATH_PINGPONG) &&
                    SAME(STEERDC_CORNER_LAZY, STEER_CORNER_LAZY),
                "path modes, cornering");
-_Static_assert(SAME(STEERDC_EVENT_DESPAWNED, PROTO_EVENT_DESPAWNED), "events");
+_Static_assert(SAME(STEERDC_EVENT_DESPAWNED, PROTO_EVENT_DESPAWNED) && SAME(STEERDC_EVENT_STUCK, PROTO_EVENT_STUCK),
+               "events");
+_Static_assert(SAME(STEERDC_CMD_ADD_OBSTACLE, PROTO_MSG_ADD_OBSTACLE) &&
+                   SAME(STEERDC_CMD_REMOVE_OBSTACLE, PROTO_MSG_REMOVE_OBSTACLE),
+               "map commands");
+_Static_assert(SAME(STEERDC_OBSTACLE_CIRCLE, STEER_OBSTACLE_CIRCLE) && SAME(STEERDC_OBSTACLE_WALL, STEER_OBSTACLE_WALL),
+               "obstacle kinds");
+_Static_assert(sizeof(vec2) == 2 * sizeof(float), "points are (x, y) float pairs");
 _Static_assert(SAME(STEERDC_CMD_SPAWN, PROTO_MSG_SPAWN) && SAME(STEERDC_CMD_VIEW, PROTO_MSG_VIEW),
                "commands");
 _Static_assert(SAME(STEERDC_SNAPSHOTS_DELTA, PROTO_SNAPSHOTS_DELTA), "snapshot modes");
@@ -247,6 +254,10 @@ static void reply_from_ack(steerdc_reply *r, const proto_ack *a) {
     r->max_rotation = q->limits.max_rotation;
     r->max_angular_acceleration = q->limits.max_angular_acceleration;
     r->radius = q->limits.radius;
+  } else if (a->command == PROTO_MSG_ADD_OBSTACLE || a->command == PROTO_MSG_REMOVE_OBSTACLE) {
+    r->agent = a->obstacle;
+    r->tick = a->map_version;
+    r->moved = a->moved;
   }
 }
 
@@ -700,6 +711,55 @@ int steerdc_set_params(steerdc_client *c, uint32_t agent, const steerdc_limits *
   cmd->set_params.agent = agent;
   to_limits(limits, &cmd->set_params.limits);
   to_params(params, &cmd->set_params.params);
+  return cmd_send(c, request_id);
+}
+
+/* ---- the map ---------------------------------------------------------------------- */
+
+uint32_t steerdc_map_version(const steerdc_client *c, int *current) {
+  const steerd_mapcopy *m = c != NULL && c->cl != NULL ? steerd_client_map(c->cl) : NULL;
+  if (current != NULL)
+    *current = m != NULL && steerd_mapcopy_current(m);
+  return m != NULL ? steerd_mapcopy_version(m) : 0;
+}
+
+uint32_t steerdc_map_count(const steerdc_client *c) {
+  const steerd_mapcopy *m = c != NULL && c->cl != NULL ? steerd_client_map(c->cl) : NULL;
+  return m != NULL ? steerd_mapcopy_count(m) : 0;
+}
+
+int steerdc_map_get(const steerdc_client *c, uint32_t index, steerdc_obstacle *out) {
+  const steerd_mapcopy *m = c != NULL && c->cl != NULL ? steerd_client_map(c->cl) : NULL;
+  if (m == NULL || out == NULL || index >= steerd_mapcopy_count(m))
+    return STEERDC_EINVAL;
+  proto_obstacle o = steerd_mapcopy_get(m, index);
+  out->id = o.id;
+  out->kind = o.kind;
+  out->count = o.count;
+  out->radius = o.radius;
+  out->points_xy = &o.points[0].x; /* vec2 is two floats: the points are x, y pairs */
+  return 0;
+}
+
+int steerdc_add_obstacle(steerdc_client *c, uint32_t id, uint32_t kind, const float *points_xy, uint32_t count,
+                         float radius, uint32_t *request_id) {
+  if (c == NULL || points_xy == NULL || kind >= STEER_OBSTACLE_KIND_COUNT || count == 0 ||
+      count > STEER_MAP_MAX_VERTICES)
+    return STEERDC_EINVAL;
+  proto_add_obstacle *o = &cmd_start(c, PROTO_MSG_ADD_OBSTACLE)->add_obstacle;
+  o->id = id;
+  o->kind = (uint8_t)kind;
+  o->count = count;
+  o->radius = kind == STEER_OBSTACLE_CIRCLE ? radius : 0.0f;
+  for (uint32_t i = 0; i < count; i++)
+    o->points[i] = v2(points_xy[2 * i], points_xy[2 * i + 1]);
+  return cmd_send(c, request_id);
+}
+
+int steerdc_remove_obstacle(steerdc_client *c, uint32_t id, uint32_t *request_id) {
+  if (c == NULL)
+    return STEERDC_EINVAL;
+  cmd_start(c, PROTO_MSG_REMOVE_OBSTACLE)->remove_obstacle.id = id;
   return cmd_send(c, request_id);
 }
 

@@ -206,6 +206,62 @@ START_TEST(test_abi_layout) {
   ck_assert_uint_eq(sizeof(steerdc_welcome), 48);
   ck_assert_uint_eq(sizeof(steerdc_stats), 192);
   ck_assert_uint_eq(offsetof(steerdc_stats, delay_ms), 184);
+  ck_assert_uint_eq(offsetof(steerdc_reply, moved), 108); /* was `reserved`: the layout is the same */
+  ck_assert_uint_eq(sizeof(steerdc_obstacle), 24);
+}
+END_TEST
+
+/* The map (PROTOCOL.md 17) through the public API: the copy follows an admin's
+ * changes, the ACK carries id, version and agents moved; a controller is refused. */
+START_TEST(test_map) {
+  steerd_proc p;
+  const char *extra[] = {"--no-demo", "--anonymous-role", "admin", NULL};
+  ck_assert_int_eq(steerd_proc_start(&p, STEERD_BINARY, extra, 10000), 0);
+  steerdc_client *c = connected(&p, STEERDC_SNAPSHOTS_FULL);
+  int current = 0;
+  for (int i = 0; i < 200 && !current; i++) {
+    steerdc_update(c, 10);
+    steerdc_map_version(c, &current);
+  }
+  ck_assert_int_eq(current, 1);
+  ck_assert_uint_eq(steerdc_map_count(c), 0);
+  uint32_t id;
+  const float door[] = {10.0f, 6.0f, 10.0f, 8.5f};
+  steerdc_reply r = ack_of(c, steerdc_add_obstacle(c, 12, STEERDC_OBSTACLE_WALL, door, 2, 0.0f, &id), &id);
+  ck_assert_uint_eq(r.command, STEERDC_CMD_ADD_OBSTACLE);
+  ck_assert_uint_eq(r.agent, 12);
+  ck_assert_uint_eq(r.tick, 1);
+  ck_assert_uint_eq(r.moved, 0);
+  const float barrel[] = {-3.5f, 4.0f};
+  ack_of(c, steerdc_add_obstacle(c, 20, STEERDC_OBSTACLE_CIRCLE, barrel, 1, 0.75f, &id), &id);
+  for (int i = 0; i < 200 && steerdc_map_version(c, NULL) != 2; i++)
+    steerdc_update(c, 10);
+  ck_assert_uint_eq(steerdc_map_version(c, &current), 2);
+  ck_assert_int_eq(current, 1);
+  ck_assert_uint_eq(steerdc_map_count(c), 2);
+  steerdc_obstacle o;
+  ck_assert_int_eq(steerdc_map_get(c, 0, &o), 0);
+  ck_assert_uint_eq(o.id, 12);
+  ck_assert_uint_eq(o.kind, STEERDC_OBSTACLE_WALL);
+  ck_assert_uint_eq(o.count, 2);
+  ck_assert_float_eq(o.points_xy[3], 8.5f);
+  ck_assert_int_eq(steerdc_map_get(c, 1, &o), 0);
+  ck_assert_uint_eq(o.kind, STEERDC_OBSTACLE_CIRCLE);
+  ck_assert_float_eq(o.radius, 0.75f);
+  ck_assert_float_eq(o.points_xy[0], -3.5f);
+  ck_assert_int_eq(steerdc_map_get(c, 2, &o), STEERDC_EINVAL);
+  r = ack_of(c, steerdc_remove_obstacle(c, 12, &id), &id);
+  ck_assert_uint_eq(r.command, STEERDC_CMD_REMOVE_OBSTACLE);
+  ck_assert_uint_eq(r.tick, 3);
+  r = reply_of(c, steerdc_remove_obstacle(c, 12, &id), &id);
+  ck_assert_uint_eq(r.error_code, 18); /* NO_SUCH_OBSTACLE */
+  ck_assert_str_eq(r.field, "id");
+  for (int i = 0; i < 200 && steerdc_map_version(c, NULL) != 3; i++)
+    steerdc_update(c, 10);
+  ck_assert_uint_eq(steerdc_map_count(c), 1);
+  ck_assert_int_eq(steerdc_add_obstacle(c, 1, 7, barrel, 1, 1.0f, &id), STEERDC_EINVAL); /* no such kind */
+  steerdc_destroy(c);
+  ck_assert_int_ne(steerd_proc_stop(&p, 3000), -1);
 }
 END_TEST
 
@@ -504,6 +560,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_token);
   tcase_add_loop_test(tc, test_commands, STEERDC_SNAPSHOTS_FULL, STEERDC_SNAPSHOTS_DELTA + 1);
   tcase_add_test(tc, test_polling);
+  tcase_add_test(tc, test_map);
   suite_add_tcase(s, tc);
   return s;
 }

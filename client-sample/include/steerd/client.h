@@ -129,7 +129,8 @@ enum {
   STEERDC_EVENT_PATH_FINISHED = 2, /* data = last node index */
   STEERDC_EVENT_REVERSED = 3,      /* data = node index it turned at */
   STEERDC_EVENT_SPAWNED = 4,       /* data = owner client id */
-  STEERDC_EVENT_DESPAWNED = 5      /* data 0 */
+  STEERDC_EVENT_DESPAWNED = 5,     /* data 0 */
+  STEERDC_EVENT_STUCK = 6          /* data = the path node aimed at (0 without a path): no progress for stuck_time */
 };
 
 /* Commands, as in steerdc_reply.command. */
@@ -142,8 +143,12 @@ enum {
   STEERDC_CMD_STOP = 7,
   STEERDC_CMD_QUERY = 8,
   STEERDC_CMD_PING = 9,
-  STEERDC_CMD_VIEW = 10
+  STEERDC_CMD_VIEW = 10,
+  STEERDC_CMD_ADD_OBSTACLE = 12,   /* admins: the map (PROTOCOL.md 17.3) */
+  STEERDC_CMD_REMOVE_OBSTACLE = 13
 };
+
+enum { STEERDC_OBSTACLE_CIRCLE = 0, STEERDC_OBSTACLE_POLYGON = 1, STEERDC_OBSTACLE_WALL = 2 };
 
 enum { STEERDC_SNAPSHOTS_FULL = 0, STEERDC_SNAPSHOTS_DELTA = 1 };
 
@@ -214,9 +219,11 @@ typedef struct steerdc_reply {
   uint32_t command;        /* STEERDC_CMD_*; 0 for an ERROR (the server does not say) */
   int32_t status;          /* 0: ACK; STEERDC_EREPLY: ERROR, see error_code */
   uint32_t error_code;     /* the server's code (steerdc_wire_error_name), 0 for an ACK */
-  uint32_t agent;          /* ACK: the agent (a SPAWN's new id); 0 for PING and VIEW */
+  uint32_t agent;          /* ACK: the agent (a SPAWN's new id); 0 for PING and VIEW; the obstacle's id for
+                              ADD_OBSTACLE and REMOVE_OBSTACLE */
   uint32_t owner;          /* QUERY: owner client id, 0 = server */
-  uint64_t tick;           /* QUERY, PING: the server's last completed tick */
+  uint64_t tick;           /* QUERY, PING: the server's last completed tick; ADD_OBSTACLE, REMOVE_OBSTACLE:
+                              the map's version after the change */
   uint64_t server_time_us; /* PING: the server clock when it replied */
   uint64_t rtt_us;         /* PING: round trip measured here */
   /* QUERY: the agent's state after `tick`. */
@@ -224,7 +231,7 @@ typedef struct steerdc_reply {
   int32_t path_node; /* -1: no path */
   float x, y, orientation, vx, vy, rotation;
   float max_speed, max_acceleration, max_rotation, max_angular_acceleration, radius;
-  uint32_t reserved;
+  uint32_t moved;    /* ADD_OBSTACLE: agents moved out of the new obstacle */
   char message[256]; /* ERROR: the server's text, UTF-8, NUL-terminated; "" for an ACK */
   char field[64];    /* ERROR: the offending field path ("behaviour.target"), "" if none */
 } steerdc_reply;
@@ -470,6 +477,29 @@ STEERDC_API int steerdc_latest_frame(const steerdc_client *c, steerdc_agent_stat
 
 /* The local monotonic clock, microseconds. */
 STEERDC_API uint64_t steerdc_now_us(void);
+
+/* ---- The map (PROTOCOL.md 17) ---------------------------------------------------------
+ * The client keeps a copy of the server's map, updated as steerdc_update() reads MAP and
+ * MAP_CHANGED: the server's obstacles in its order, with its coordinates exactly. */
+
+typedef struct steerdc_obstacle {
+  uint32_t id;
+  uint32_t kind;          /* STEERDC_OBSTACLE_* */
+  uint32_t count;         /* points: 1 for a circle (its centre) */
+  float radius;           /* m, circle only */
+  const float *points_xy; /* count (x, y) pairs, m; valid until the next steerdc_update() */
+} steerdc_obstacle;
+
+/* The copy's version; *current (may be NULL) is 1 when the copy is complete and up to date. */
+STEERDC_API uint32_t steerdc_map_version(const steerdc_client *c, int *current);
+STEERDC_API uint32_t steerdc_map_count(const steerdc_client *c);
+/* The index-th obstacle (0..count-1): 0, or STEERDC_EINVAL. */
+STEERDC_API int steerdc_map_get(const steerdc_client *c, uint32_t index, steerdc_obstacle *out);
+/* Admins: add an obstacle (a circle: one (x, y) pair and radius; a polygon 3..256 pairs, a wall
+ * 2..256) or remove one by id. The ACK's agent is the id, tick the map's new version. */
+STEERDC_API int steerdc_add_obstacle(steerdc_client *c, uint32_t id, uint32_t kind, const float *points_xy,
+                                     uint32_t count, float radius, uint32_t *request_id);
+STEERDC_API int steerdc_remove_obstacle(steerdc_client *c, uint32_t id, uint32_t *request_id);
 /* Estimated server time now (local clock + the PING clock offset); 0 before the first PING. */
 STEERDC_API uint64_t steerdc_server_time_us(const steerdc_client *c);
 
