@@ -53,8 +53,9 @@ namespace Steerd
     public enum SteerdPathMode : uint { Once = 0, Loop = 1, PingPong = 2 }
     public enum SteerdCornering : uint { None = 0, Arc = 1, Lazy = 2 }
     public enum SteerdRenderMode : uint { Interpolate = 0, Extrapolate = 1, HoldNewest = 2, HoldOldest = 3 }
-    public enum SteerdEventCode : uint { Arrived = 0, Waypoint = 1, PathFinished = 2, Reversed = 3, Spawned = 4, Despawned = 5 }
-    public enum SteerdCommand : uint { Error = 0, Spawn = 2, Despawn = 3, SetBehaviour = 4, SetPath = 5, SetParams = 6, Stop = 7, Query = 8, Ping = 9, View = 10 }
+    public enum SteerdEventCode : uint { Arrived = 0, Waypoint = 1, PathFinished = 2, Reversed = 3, Spawned = 4, Despawned = 5, Stuck = 6 }
+    public enum SteerdCommand : uint { Error = 0, Spawn = 2, Despawn = 3, SetBehaviour = 4, SetPath = 5, SetParams = 6, Stop = 7, Query = 8, Ping = 9, View = 10, AddObstacle = 12, RemoveObstacle = 13 }
+    public enum SteerdObstacleKind : uint { Circle = 0, Polygon = 1, Wall = 2 }
     public enum SteerdViewKind : uint { All = 0, Centre = 1, Follow = 2 }
 
     [Flags]
@@ -158,7 +159,7 @@ namespace Steerd
         public int PathNode;
         public float X, Y, Orientation, Vx, Vy, Rotation;
         public float MaxSpeed, MaxAcceleration, MaxRotation, MaxAngularAcceleration, Radius;
-        public uint Reserved;
+        public uint Moved;         // AddObstacle: agents moved out of the new obstacle (Agent: its id, Tick: the map's version)
         [MarshalAs(UnmanagedType.ByValArray, SizeConst = 256)] public byte[] MessageBytes;
         [MarshalAs(UnmanagedType.ByValArray, SizeConst = 64)] public byte[] FieldBytes;
 
@@ -170,6 +171,23 @@ namespace Steerd
             return IsError ? "ERROR " + SteerdClient.WireErrorName(ErrorCode) + ": " + Message + (Field.Length > 0 ? " (" + Field + ")" : "")
                            : "ACK " + Command + " agent " + Agent;
         }
+    }
+
+    /// <summary>An obstacle of the map, copied out of the library.</summary>
+    public struct SteerdObstacle
+    {
+        public uint Id;
+        public SteerdObstacleKind Kind;
+        public float Radius;      // m, circles
+        public float[] PointsXY;  // (x, y) pairs, m: a circle's centre, a polygon's or wall's points
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeObstacle
+    {
+        public uint Id, Kind, Count;
+        public float Radius;
+        public IntPtr PointsXY;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -355,6 +373,11 @@ namespace Steerd
         [DllImport(Lib)] internal static extern int steerdc_query(IntPtr c, uint agent, out uint id);
         [DllImport(Lib)] internal static extern int steerdc_ping(IntPtr c, out uint id);
         [DllImport(Lib)] internal static extern int steerdc_set_view(IntPtr c, ref SteerdView v, out uint id);
+        [DllImport(Lib)] internal static extern uint steerdc_map_version(IntPtr c, out int current);
+        [DllImport(Lib)] internal static extern uint steerdc_map_count(IntPtr c);
+        [DllImport(Lib)] internal static extern int steerdc_map_get(IntPtr c, uint index, out NativeObstacle o);
+        [DllImport(Lib)] internal static extern int steerdc_add_obstacle(IntPtr c, uint obstacle, uint kind, float[] xy, uint count, float radius, out uint id);
+        [DllImport(Lib)] internal static extern int steerdc_remove_obstacle(IntPtr c, uint obstacle, out uint id);
         // Arrays go in as pinned pointers: Mono marshals a [Out] struct array element by
         // element (~70 us for 1 000 states, measured), a pinned one costs ~0.1 us.
         [DllImport(Lib)] internal static extern int steerdc_poll_states(IntPtr c, ulong nowUs, IntPtr states, uint cap, out SteerdRenderInfo info);
@@ -550,6 +573,44 @@ namespace Steerd
         {
             uint id;
             Check("ping", Native.steerdc_ping(H, out id));
+            return id;
+        }
+
+        // ---- the map (PROTOCOL.md 17): the client's copy of the server's level -------------
+
+        /// <summary>The copy's version; current is true when it is complete and up to date.</summary>
+        public uint MapVersion(out bool current)
+        {
+            int c;
+            uint v = Native.steerdc_map_version(H, out c);
+            current = c != 0;
+            return v;
+        }
+
+        public uint MapObstacleCount { get { return Native.steerdc_map_count(H); } }
+
+        /// <summary>The index-th obstacle in the server's order (points copied: (x, y) pairs, m).</summary>
+        public SteerdObstacle GetObstacle(uint index)
+        {
+            NativeObstacle o;
+            Check("map_get", Native.steerdc_map_get(H, index, out o));
+            var points = new float[2 * o.Count];
+            Marshal.Copy(o.PointsXY, points, 0, points.Length);
+            return new SteerdObstacle { Id = o.Id, Kind = (SteerdObstacleKind)o.Kind, Radius = o.Radius, PointsXY = points };
+        }
+
+        /// <summary>Admins: add an obstacle (a circle: one (x, y) pair and a radius; a polygon or wall: its points).</summary>
+        public uint AddObstacle(uint obstacle, SteerdObstacleKind kind, float[] pointsXY, float radius = 0f)
+        {
+            uint id;
+            Check("add_obstacle", Native.steerdc_add_obstacle(H, obstacle, (uint)kind, pointsXY, PointCount(pointsXY), radius, out id));
+            return id;
+        }
+
+        public uint RemoveObstacle(uint obstacle)
+        {
+            uint id;
+            Check("remove_obstacle", Native.steerdc_remove_obstacle(H, obstacle, out id));
             return id;
         }
 

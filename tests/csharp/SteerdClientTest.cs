@@ -440,6 +440,33 @@ static class SteerdClientTest
         Size<SteerdWelcome>(48);
         Size<SteerdStats>(192);
         Offset<SteerdStats>("DelayMs", 184);
+        Offset<SteerdReply>("Moved", 108);
+        Size<NativeObstacle>(24);
+    }
+
+    // The map (PROTOCOL.md 17): an admin closes a door; the copy follows, exactly.
+    static void Map(int port)
+    {
+        using (var c = Connect(port, SteerdSnapshots.Full, "csharp-map"))
+        {
+            bool current = false;
+            for (int i = 0; i < 200 && !current; i++) { c.Update(10); c.MapVersion(out current); }
+            Expect(current && c.MapObstacleCount == 0, "map: an empty map at version 0 after the WELCOME");
+            SteerdReply r = Ack(c, c.AddObstacle(12, SteerdObstacleKind.Wall, new float[] { 10f, 6f, 10f, 8.5f }), "add_obstacle");
+            Expect(r.Command == SteerdCommand.AddObstacle && r.Agent == 12 && r.Tick == 1 && r.Moved == 0,
+                   "map: ADD_OBSTACLE acknowledged with the id and version 1: " + r);
+            Ack(c, c.AddObstacle(20, SteerdObstacleKind.Circle, new float[] { -3.5f, 4f }, 0.75f), "add circle");
+            for (int i = 0; i < 200 && c.MapVersion(out current) != 2; i++) c.Update(10);
+            Expect(c.MapVersion(out current) == 2 && current && c.MapObstacleCount == 2, "map: the copy is at version 2");
+            SteerdObstacle wall = c.GetObstacle(0), barrel = c.GetObstacle(1);
+            Expect(wall.Id == 12 && wall.Kind == SteerdObstacleKind.Wall && wall.PointsXY.Length == 4 && wall.PointsXY[3] == 8.5f,
+                   "map: the wall, bit for bit");
+            Expect(barrel.Kind == SteerdObstacleKind.Circle && barrel.Radius == 0.75f && barrel.PointsXY[0] == -3.5f,
+                   "map: the circle");
+            Ack(c, c.RemoveObstacle(12), "remove_obstacle");
+            SteerdReply e = c.WaitReply(c.RemoveObstacle(12), 10000);
+            Expect(e.IsError && e.ErrorCode == 18 && e.Field == "id", "map: a second remove is NO_SUCH_OBSTACLE: " + e);
+        }
     }
 
     static int Main(string[] args)
@@ -467,6 +494,8 @@ static class SteerdClientTest
                 Commands(port, SteerdSnapshots.Full);
                 Commands(port, SteerdSnapshots.Delta);
             }
+            using (var server = new Child(args[0], "--bind 127.0.0.1 --port 0 --http-port 0 --no-demo --anonymous-role admin"))
+                Map(server.WaitPort());
             Interpolation(args[0], args[1]);
         }
         catch (Exception e)
