@@ -284,6 +284,114 @@ START_TEST(random_rooms_clear_and_deterministic) {
 }
 END_TEST
 
+/* Two graphs are the same: nodes (bits), neighbours, lengths (hash). */
+static void assert_same_graph(const steer_nav *a, const steer_nav *b) {
+  ck_assert_uint_eq(steer_nav_node_count(a), steer_nav_node_count(b));
+  ck_assert_uint_eq(steer_nav_edge_count(a), steer_nav_edge_count(b));
+  for (uint32_t i = 0; i < steer_nav_node_count(a); i++) {
+    vec2 pa = steer_nav_node(a, i), pb = steer_nav_node(b, i);
+    ck_assert_msg(pa.x == pb.x && pa.y == pb.y, "node %u differs", i);
+    const uint32_t *na, *nb;
+    uint32_t ca = steer_nav_neighbours(a, i, &na), cb = steer_nav_neighbours(b, i, &nb);
+    ck_assert_msg(ca == cb, "node %u at (%g, %g): %u neighbours updated, %u built", i, (double)pa.x, (double)pa.y, ca,
+                  cb);
+    for (uint32_t k = 0; k < ca; k++)
+      ck_assert_uint_eq(na[k], nb[k]);
+  }
+  ck_assert(steer_nav_hash(a) == steer_nav_hash(b));
+}
+
+/* Random additions, removals and moves (walls, boxes, circles, doors closing
+ * and opening, obstacles overlapping corners and each other, several changes
+ * between updates): after each, the incrementally updated graph is the graph
+ * built from scratch, and both plan the same routes. */
+START_TEST(update_equals_build) {
+  steer_map *m = make_map();
+  add_divider(m, 1, -1.5f, 1.5f);
+  add_wall(m, 3, v2(-HALF, 20.0f), v2(-3.0f, 20.0f));
+  add_box(m, 4, v2(10.0f, 10.0f), v2(14.0f, 13.0f));
+  steer_rng rng;
+  steer_rng_seed(&rng, 11);
+  const float radii[2] = {0.25f, 0.5f};
+  steer_nav *inc[2];
+  for (int k = 0; k < 2; k++)
+    inc[k] = build(m, radii[k]);
+  uint32_t next_id = 10, changes = 0, removals = 0;
+  for (int step = 0; step < 60; step++) {
+    int batch = 1 + (steer_rng_float(&rng) < 0.25f ? 2 : 0);
+    for (int j = 0; j < batch; j++) {
+      uint32_t count = steer_map_count(m);
+      if (count > 3 && steer_rng_float(&rng) < 0.4f) {
+        uint32_t id;
+        steer_obstacle_desc o;
+        ck_assert_int_eq(steer_map_get(m, (uint32_t)(steer_rng_float(&rng) * (float)count) % count, &id, &o), 0);
+        ck_assert_int_eq(steer_map_remove(m, id), 0);
+        removals++;
+        continue;
+      }
+      vec2 c = v2(steer_rng_range(&rng, -40.0f, 40.0f), steer_rng_range(&rng, -40.0f, 40.0f));
+      float s = steer_rng_range(&rng, 0.3f, 4.0f), kind = steer_rng_float(&rng);
+      if (kind < 0.1f) /* a door closes */
+        add_wall(m, next_id++, v2(0.0f, -1.5f), v2(0.0f, 1.5f));
+      else if (kind < 0.4f) {
+        vec2 p[3] = {c, v2(c.x + s * 3.0f, c.y + s), v2(c.x + s, c.y + 2.0f * s)};
+        steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 3, p, 0.0f};
+        if (steer_map_check(m, next_id, &o) == 0)
+          ck_assert_int_eq(steer_map_add(m, next_id++, &o), 0);
+      } else if (kind < 0.7f) {
+        vec2 p[4] = {v2(c.x - s, c.y - s), v2(c.x + s, c.y - s), v2(c.x + s, c.y + s), v2(c.x - s, c.y + s)};
+        steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, p, 0.0f};
+        if (steer_map_check(m, next_id, &o) == 0)
+          ck_assert_int_eq(steer_map_add(m, next_id++, &o), 0);
+      } else {
+        steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, s};
+        if (steer_map_check(m, next_id, &o) == 0)
+          ck_assert_int_eq(steer_map_add(m, next_id++, &o), 0);
+      }
+      changes++;
+    }
+    for (int k = 0; k < 2; k++) {
+      ck_assert_int_eq(steer_nav_update(inc[k], m), 0);
+      ck_assert_uint_eq(steer_nav_map_version(inc[k]), steer_map_version(m));
+      steer_nav *fresh = build(m, radii[k]);
+      assert_same_graph(inc[k], fresh);
+      for (int q = 0; q < 4; q++) {
+        vec2 from = v2(steer_rng_range(&rng, -48.0f, 48.0f), steer_rng_range(&rng, -48.0f, 48.0f));
+        vec2 to = v2(steer_rng_range(&rng, -48.0f, 48.0f), steer_rng_range(&rng, -48.0f, 48.0f));
+        if (!steer_map_free(m, from, radii[k], 0.0f))
+          continue;
+        vec2 pa[CAP], pb[CAP];
+        steer_nav_result ra, rb;
+        int rca = steer_nav_plan(inc[k], m, from, to, pa, CAP, &ra);
+        ck_assert_int_eq(rca, steer_nav_plan(fresh, m, from, to, pb, CAP, &rb));
+        if (rca != 0)
+          continue;
+        ck_assert_uint_eq(ra.count, rb.count);
+        ck_assert(ra.length == rb.length);
+        for (uint32_t i = 0; i < ra.count; i++)
+          ck_assert(pa[i].x == pb[i].x && pa[i].y == pb[i].y);
+        assert_route_clear(m, from, pa, ra.count, radii[k]);
+      }
+      steer_nav_destroy(fresh);
+    }
+  }
+  ck_assert_uint_gt(removals, 10);
+  ck_assert_uint_gt(changes, 60);
+  /* Another map with the same obstacles (a restore): already the same graph. */
+  steer_nav *same = build(m, 0.5f);
+  ck_assert_int_eq(steer_nav_update(same, m), 0);
+  assert_same_graph(same, inc[1]);
+  /* Not built: refused. */
+  steer_nav *empty = steer_nav_create();
+  ck_assert_int_eq(steer_nav_update(empty, m), STEER_EINVAL);
+  steer_nav_destroy(empty);
+  steer_nav_destroy(same);
+  for (int k = 0; k < 2; k++)
+    steer_nav_destroy(inc[k]);
+  steer_map_destroy(m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("nav");
   TCase *tc = tcase_create("core");
@@ -295,6 +403,7 @@ int main(void) {
   tcase_add_test(tc, narrow_gap_only_for_small_bodies);
   tcase_add_test(tc, rebuilt_after_a_change);
   tcase_add_test(tc, random_rooms_clear_and_deterministic);
+  tcase_add_test(tc, update_equals_build);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -16,8 +16,16 @@
  *   is valid, never narrower, for every radius of the class).
  * - Robustness: there is no triangulation to break on touching or overlapping
  *   obstacles, walls of thickness 0 or concave rooms; every edge is proved by
- *   the same swept-disc query that the integration uses, so a planned segment
- *   is one the body can actually travel.
+ *   a swept-disc test with the map's rule (keep r + STEER_MAP_SKIN from every
+ *   segment and circle), against the graph's own grid of the map's
+ *   primitives, so a planned segment is one the body can actually travel.
+ * - Map changes: the graph is a local function of the geometry, so it is
+ *   updated incrementally (steer_nav_update): only candidates near a changed
+ *   obstacle, edges passing near an added one, pairs passing near a removed
+ *   one and the links of new corners are evaluated again, and the result is
+ *   the same, bit for bit, as a build from scratch. That is a few ms on the
+ *   tick thread instead of a full O(n^2) build; no thread, so nothing depends
+ *   on timing.
  * - Cost: nodes are O(corners) (convex corners only, one per 45 degrees of
  *   turn; 8 per circle; 4 per wall end); edges are O(n^2) in the worst case (open rooms) but pruned to pairs
  *   tangent at both ends, typically a few tens per node. Memory is
@@ -56,6 +64,13 @@ void steer_nav_destroy(steer_nav *n); /* accepts NULL */
 /* Builds the graph of map m for bodies of radius r (>= 0, finite) inside the
  * bounds [lo, hi]. 0, STEER_EINVAL or STEER_ENOMEM (the old graph is kept). */
 int steer_nav_build(steer_nav *n, const steer_map *m, float r, vec2 lo, vec2 hi);
+/* Brings a built graph up to date with m (same radius and bounds), reusing
+ * what the changes since the graph's map cannot affect; the result equals
+ * steer_nav_build's. Obstacles are matched by id and shape in map order, so
+ * m may also be another map (a restored one). More than 64 obstacles added or
+ * removed at once: built from scratch. 0 (also when already current),
+ * STEER_EINVAL (not built) or STEER_ENOMEM (the old graph is kept). */
+int steer_nav_update(steer_nav *n, const steer_map *m);
 
 float steer_nav_radius(const steer_nav *n);
 uint32_t steer_nav_map_version(const steer_nav *n); /* of the map it was built from */
@@ -63,6 +78,10 @@ uint32_t steer_nav_node_count(const steer_nav *n);
 uint32_t steer_nav_edge_count(const steer_nav *n); /* undirected */
 size_t steer_nav_memory(const steer_nav *n);       /* bytes held */
 vec2 steer_nav_node(const steer_nav *n, uint32_t i);
+/* Node i's neighbours, ascending (*out valid until the graph changes). */
+uint32_t steer_nav_neighbours(const steer_nav *n, uint32_t i, const uint32_t **out);
+/* Hash of the radius, the nodes and the edges (two equal graphs, same hash). */
+uint64_t steer_nav_hash(const steer_nav *n);
 
 /* Whether a body of radius r can travel straight from a to b: the swept disc
  * keeps r + STEER_MAP_SKIN from every segment and circle (through the map's
@@ -89,8 +108,8 @@ typedef struct steer_nav_result {
 int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
                    steer_nav_result *res);
 
-/* Graphs per radius class, built lazily on first use and rebuilt when the map
- * version changed. */
+/* Graphs per radius class, built lazily on first use and updated
+ * (steer_nav_update) when the map version changed. */
 typedef struct steer_nav_cache steer_nav_cache;
 steer_nav_cache *steer_nav_cache_create(vec2 lo, vec2 hi);
 void steer_nav_cache_destroy(steer_nav_cache *c); /* accepts NULL */
