@@ -1,6 +1,7 @@
 /* bench_nav: path planning (nav.h) on a 1 km x 1 km map of rooms, corridors
- * and pillars: graph build time and memory, rebuild after one obstacle
- * changes, plans per second and p50/p99 plan time. Prints a table (figures in
+ * and pillars: graph build time and memory, the incremental update after
+ * each of 25 admin changes (pillars added, moved, removed; a door closed and
+ * opened), plans per second and p50/p99 plan time. Prints a table (figures in
  * BENCHMARKS.md, "Path planning").
  *   bench_nav [obstacles...]   (default 100 1000)
  *   bench_nav burst [obstacles] [budget]   10 000 GOTO in one tick on a world
@@ -19,6 +20,7 @@
 #define SIDE  1000.0f
 #define PLANS 2000
 #define CAP   256u
+#define CHANGES 25
 
 static double now_ms(void) {
   struct timespec ts;
@@ -166,8 +168,8 @@ int main(int argc, char **argv) {
       sizes[nsizes++] = (uint32_t)strtoul(argv[i], NULL, 10);
   }
   const float r = 0.5f;
-  printf("| obstacles | nodes | edges | memory (KB) | build (ms) | rebuild after 1 change (ms) | plans/s | p50 (us) | p99 (us) | found | mean expanded |\n");
-  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf("| obstacles | nodes | edges | memory (KB) | full build (ms) | update per change: median (ms) | max (ms) | plans/s | p50 (us) | p99 (us) | found | mean expanded |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int s = 0; s < nsizes; s++) {
     steer_map *m = make_map(sizes[s], 1);
     steer_nav *n = steer_nav_create();
@@ -175,16 +177,33 @@ int main(int argc, char **argv) {
     if (steer_nav_build(n, m, r, v2(0.0f, 0.0f), v2(SIDE, SIDE)) != 0)
       return 1;
     double build = now_ms() - t0;
-    /* One pillar moves: remove and add it elsewhere, rebuild. */
+    /* Admin changes, each followed by steer_nav_update (what the planner's
+     * cache does on the next plan): a pillar appears, moves (removed and added
+     * elsewhere in one update), disappears; a door closes, opens. */
     steer_rng rng;
     steer_rng_seed(&rng, 99);
-    vec2 c = v2(SIDE / 2.0f + 13.0f, SIDE / 2.0f + 27.0f);
-    steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
-    steer_map_remove(m, steer_map_count(m));
-    steer_map_add(m, 100000, &o);
-    t0 = now_ms();
-    steer_nav_build(n, m, r, v2(0.0f, 0.0f), v2(SIDE, SIDE));
-    double rebuild = now_ms() - t0;
+    float room = SIDE / (float)(sizes[s] >= 400 ? 10 : 3);
+    vec2 door[2] = {v2(room, room / 2.0f - 2.0f), v2(room, room / 2.0f + 2.0f)};
+    static double upd[CHANGES];
+    for (int k = 0; k < CHANGES; k++) {
+      vec2 c = v2(steer_rng_range(&rng, 20.0f, SIDE - 20.0f), steer_rng_range(&rng, 20.0f, SIDE - 20.0f));
+      steer_obstacle_desc pillar = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
+      steer_obstacle_desc wall = {STEER_OBSTACLE_WALL, 2, door, 0.0f};
+      switch (k % 5) {
+      case 0: steer_map_add(m, 100000, &pillar); break;
+      case 1: steer_map_remove(m, 100000); steer_map_add(m, 100000, &pillar); break;
+      case 2: steer_map_remove(m, 100000); break;
+      case 3: steer_map_add(m, 100001, &wall); break;
+      default: steer_map_remove(m, 100001); break;
+      }
+      t0 = now_ms();
+      if (steer_nav_update(n, m) != 0)
+        return 1;
+      upd[k] = now_ms() - t0;
+      if (getenv("BENCH_NAV_VERBOSE"))
+        fprintf(stderr, "change %d kind %d: %.2f ms\n", k, k % 5, upd[k]);
+    }
+    qsort(upd, CHANGES, sizeof upd[0], cmp_double);
     static double times[PLANS];
     static vec2 pts[CAP];
     int found = 0, done = 0;
@@ -205,8 +224,9 @@ int main(int argc, char **argv) {
       expanded += res.expanded;
     }
     qsort(times, PLANS, sizeof times[0], cmp_double);
-    printf("| %u | %u | %u | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f | %d/%d | %.0f |\n", steer_map_count(m),
-           steer_nav_node_count(n), steer_nav_edge_count(n), (double)steer_nav_memory(n) / 1024.0, build, rebuild,
+    printf("| %u | %u | %u | %.0f | %.1f | %.2f | %.2f | %.0f | %.0f | %.0f | %d/%d | %.0f |\n", steer_map_count(m),
+           steer_nav_node_count(n), steer_nav_edge_count(n), (double)steer_nav_memory(n) / 1024.0, build,
+           upd[CHANGES / 2], upd[CHANGES - 1],
            (double)PLANS / (total / 1e3), times[PLANS / 2] * 1e3, times[PLANS * 99 / 100] * 1e3, found, PLANS,
            (double)expanded / PLANS);
     steer_nav_destroy(n);
