@@ -168,8 +168,8 @@ int main(int argc, char **argv) {
       sizes[nsizes++] = (uint32_t)strtoul(argv[i], NULL, 10);
   }
   const float r = 0.5f;
-  printf("| obstacles | nodes | edges | memory (KB) | full build (ms) | update per change: median (ms) | max (ms) | plans/s | p50 (us) | p99 (us) | found | mean expanded |\n");
-  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf("| obstacles | nodes | edges | memory (KB) | full build (ms) | update per change: median (ms) | max (ms) | plans/s | p50 (us) | p99 (us) | found | mean expanded | mean route (m) |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int s = 0; s < nsizes; s++) {
     steer_map *m = make_map(sizes[s], 1);
     steer_nav *n = steer_nav_create();
@@ -208,7 +208,7 @@ int main(int argc, char **argv) {
     static vec2 pts[CAP];
     int found = 0, done = 0;
     uint64_t expanded = 0;
-    double total = 0.0;
+    double total = 0.0, length = 0.0;
     while (done < PLANS) {
       vec2 a = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
       vec2 b = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
@@ -221,14 +221,16 @@ int main(int argc, char **argv) {
       times[done++] = dt;
       total += dt;
       found += rc == 0;
+      if (rc == 0)
+        length += res.length;
       expanded += res.expanded;
     }
     qsort(times, PLANS, sizeof times[0], cmp_double);
-    printf("| %u | %u | %u | %.0f | %.1f | %.2f | %.2f | %.0f | %.0f | %.0f | %d/%d | %.0f |\n", steer_map_count(m),
+    printf("| %u | %u | %u | %.0f | %.1f | %.2f | %.2f | %.0f | %.0f | %.0f | %d/%d | %.0f | %.3f |\n", steer_map_count(m),
            steer_nav_node_count(n), steer_nav_edge_count(n), (double)steer_nav_memory(n) / 1024.0, build,
            upd[CHANGES / 2], upd[CHANGES - 1],
            (double)PLANS / (total / 1e3), times[PLANS / 2] * 1e3, times[PLANS * 99 / 100] * 1e3, found, PLANS,
-           (double)expanded / PLANS);
+           (double)expanded / PLANS, found ? length / found : 0.0);
     steer_nav_destroy(n);
     steer_map_destroy(m);
   }

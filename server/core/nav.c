@@ -254,10 +254,25 @@ static int prim_blocks(const nav_prim *s, vec2 p, vec2 q, float R) {
   return dist2_seg_seg(p, q, s->a, s->b) < reach * reach;
 }
 
-/* The same read both ways: an agent's start or goal may touch a wall (it is
- * free for r, not for r + skin); leaving it, or arriving at it, along a line
- * that gets no closer elsewhere is a clear move. */
+/* Whether segment pq properly crosses segment ab (four orientations). */
+static int seg_cross(vec2 p, vec2 q, vec2 a, vec2 b) {
+  float d1 = orient(p, q, a), d2 = orient(p, q, b);
+  if (!((d1 > 0.0f && d2 < 0.0f) || (d1 < 0.0f && d2 > 0.0f)))
+    return 0;
+  float d3 = orient(a, b, p), d4 = orient(a, b, q);
+  return (d3 > 0.0f && d4 < 0.0f) || (d3 < 0.0f && d4 > 0.0f);
+}
+
+/* Whether s stops a body between p and q. Read both ways: an agent's start or
+ * goal may touch a wall (it is free for r, not for r + skin); leaving it, or
+ * arriving at it, along a line that gets no closer elsewhere is a clear move.
+ * A segment that crosses s is stopped at once (the cheap common case). */
 static int prim_stops(const nav_prim *s, vec2 p, vec2 q, float R) {
+  if (s->lo.x - R > maxf(p.x, q.x) + NAV_TOUCH || s->hi.x + R < minf(p.x, q.x) - NAV_TOUCH ||
+      s->lo.y - R > maxf(p.y, q.y) + NAV_TOUCH || s->hi.y + R < minf(p.y, q.y) - NAV_TOUCH)
+    return 0;
+  if (s->rad == 0.0f && seg_cross(p, q, s->a, s->b))
+    return 1;
   return prim_blocks(s, p, q, R) && prim_blocks(s, q, p, R);
 }
 
@@ -327,9 +342,20 @@ static int vis_walk(steer_nav *n, vec2 p, vec2 q, float R, uint32_t *blocker) {
  * in. recent (may be NULL) holds primitives
  * that blocked lately; they are tried first and the blocker joins them. */
 typedef struct nav_recent {
-  uint32_t k[NAV_BLOCKERS];
-  uint32_t n, next;
+  uint32_t k[NAV_BLOCKERS]; /* most recently useful first */
+  uint32_t n;
 } nav_recent;
+
+/* Puts primitive k first (dropping the last when full), or moves entry i
+ * (< n) first. */
+static void recent_front(nav_recent *r, uint32_t k, uint32_t i) {
+  if (i >= r->n && r->n < NAV_BLOCKERS)
+    r->n++;
+  if (i >= r->n)
+    i = r->n - 1;
+  memmove(r->k + 1, r->k, i * sizeof r->k[0]);
+  r->k[0] = k;
+}
 
 static int vis_pair(steer_nav *n, vec2 a, vec2 b, nav_recent *recent) {
   if (b.x < a.x || (b.x == a.x && b.y < a.y)) {
@@ -340,17 +366,15 @@ static int vis_pair(steer_nav *n, vec2 a, vec2 b, nav_recent *recent) {
   const float R = n->r + STEER_MAP_SKIN;
   if (recent)
     for (uint32_t i = 0; i < recent->n; i++)
-      if (prim_stops(&n->prims[recent->k[i]], a, b, R))
+      if (prim_stops(&n->prims[recent->k[i]], a, b, R)) {
+        recent_front(recent, recent->k[i], i); /* the walls of a room stop most pairs */
         return 0;
+      }
   uint32_t k;
   if (vis_walk(n, a, b, R, &k))
     return 1;
-  if (recent) {
-    recent->k[recent->next] = k;
-    recent->next = (recent->next + 1u) % NAV_BLOCKERS;
-    if (recent->n < NAV_BLOCKERS)
-      recent->n++;
-  }
+  if (recent)
+    recent_front(recent, k, NAV_BLOCKERS);
   return 0;
 }
 
@@ -617,7 +641,10 @@ static int point_near(const change_set *s, vec2 p) {
 /* Whether segment pq meets one of the widened boxes (slab clipping). */
 static int seg_near(const change_set *s, vec2 p, vec2 q) {
   vec2 d = v2_sub(q, p);
+  vec2 blo = v2(minf(p.x, q.x), minf(p.y, q.y)), bhi = v2(maxf(p.x, q.x), maxf(p.y, q.y));
   for (uint32_t i = 0; i < s->n; i++) {
+    if (blo.x > s->hi[i].x || bhi.x < s->lo[i].x || blo.y > s->hi[i].y || bhi.y < s->lo[i].y)
+      continue;
     float t0 = 0.0f, t1 = 1.0f;
     int hit = 1;
     for (int ax = 0; ax < 2 && hit; ax++) {
@@ -658,6 +685,49 @@ static int old_edge(const steer_nav *o, uint32_t u, uint32_t v) {
   return lo < o->start[u + 1] && o->adj[lo] == v;
 }
 
+/* Whether every segment from p to the disc (c, sqrt(rho2)) crosses one
+ * segment primitive: it then cuts both tangents from p to the (slightly
+ * larger) disc, between p and the disc. Such a p sees nothing through the
+ * disc. The primitive is looked for among those that shadowed lately
+ * (walls), then as what stops the way from p to c. */
+static int separates(const nav_prim *s, vec2 p, vec2 t1, vec2 t2, vec2 c, float rho2) {
+  if (s->rad != 0.0f || !seg_cross(p, t1, s->a, s->b) || !seg_cross(p, t2, s->a, s->b))
+    return 0;
+  /* Where it crosses the two tangents: the chord between must miss the disc. */
+  vec2 e = v2_sub(s->b, s->a);
+  float den1 = v2_cross(v2_sub(t1, p), e), den2 = v2_cross(v2_sub(t2, p), e);
+  if (den1 == 0.0f || den2 == 0.0f)
+    return 0;
+  vec2 a = v2_add(p, v2_scale(v2_sub(t1, p), v2_cross(v2_sub(s->a, p), e) / den1));
+  vec2 b = v2_add(p, v2_scale(v2_sub(t2, p), v2_cross(v2_sub(s->a, p), e) / den2));
+  return dist2_point_seg(c, a, b) > rho2;
+}
+
+static int shadowed(steer_nav *t, vec2 p, vec2 c, float rho2, nav_recent *walls) {
+  const float rho = sqrtf(rho2) + NAV_NEAR;
+  vec2 d = v2_sub(c, p);
+  float d2 = v2_len2(d);
+  if (d2 <= 4.0f * rho * rho)
+    return 0;
+  /* Tangent points of the disc rho seen from p. */
+  float dl = sqrtf(d2), tl = sqrtf(d2 - rho * rho);
+  float sn = rho / dl, cs = tl / dl;
+  vec2 u = v2_scale(d, 1.0f / dl);
+  vec2 r1 = v2(u.x * cs - u.y * sn, u.x * sn + u.y * cs), r2 = v2(u.x * cs + u.y * sn, -u.x * sn + u.y * cs);
+  vec2 t1 = v2_add(p, v2_scale(r1, tl)), t2 = v2_add(p, v2_scale(r2, tl));
+  const float rr = rho * rho;
+  for (uint32_t i = 0; i < walls->n; i++)
+    if (separates(&t->prims[walls->k[i]], p, t1, t2, c, rr)) {
+      recent_front(walls, walls->k[i], i);
+      return 1;
+    }
+  uint32_t k;
+  if (vis_walk(t, p, c, t->r + STEER_MAP_SKIN, &k) || !separates(&t->prims[k], p, t1, t2, c, rr))
+    return 0;
+  recent_front(walls, k, NAV_BLOCKERS);
+  return 1;
+}
+
 /* Makes t (zeroed) the graph of m for radius r in [lo, hi]; o, when not NULL,
  * is the graph of an earlier map for the same r and bounds, reused where the
  * map did not change. */
@@ -672,7 +742,7 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
   int rc = 0;
   node_list cand = {0};
   uint8_t *state = NULL;
-  uint32_t *prev = NULL, *old_to_new = NULL, *cand_prev = NULL, *gmatch = NULL;
+  uint32_t *prev = NULL, *old_to_new = NULL, *cand_prev = NULL, *gmatch = NULL, *vis_nodes = NULL;
   uint8_t *fresh = NULL;
   edge_list e = {0};
   static const change_set empty;
@@ -832,7 +902,7 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
   for (uint32_t f = 0; f < t->nnodes && rc == 0; f++) {
     if (!fresh[f])
       continue;
-    nav_recent recent = {{0}, 0, 0};
+    nav_recent recent = {{0}, 0};
     const nav_node *nf = &t->nodes[f];
     for (uint32_t w = 0; w < t->nnodes && rc == 0; w++) {
       if (w == f || (fresh[w] && w > f))
@@ -845,19 +915,30 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
     }
   }
   /* Pairs of old nodes that may see each other now something is gone: those
-   * whose segment passes near a removed obstacle and were not edges. */
+   * whose segment passes near a removed obstacle and were not edges. Only
+   * nodes from which the removed area is not hidden take part (shadowed). */
+  if (removed->n > 0) {
+    vis_nodes = malloc(((size_t)t->nnodes + 1u) * sizeof *vis_nodes);
+    if (!vis_nodes) {
+      rc = STEER_ENOMEM;
+      goto done;
+    }
+  }
   for (uint32_t i = 0; i < removed->n && rc == 0; i++) {
     const vec2 c = removed->c[i];
     const float rho2 = removed->rho2[i];
-    for (uint32_t u = 0; u < t->nnodes && rc == 0; u++) {
-      if (fresh[u])
-        continue;
+    uint32_t nv = 0;
+    nav_recent walls = {{0}, 0};
+    for (uint32_t u = 0; u < t->nnodes; u++)
+      if (!fresh[u] && !shadowed(t, t->nodes[u].p, c, rho2, &walls))
+        vis_nodes[nv++] = u;
+    for (uint32_t x = 0; x < nv && rc == 0; x++) {
+      const uint32_t u = vis_nodes[x];
       const vec2 pu = t->nodes[u].p, cu = v2_sub(c, pu);
       const float du2 = v2_len2(cu);
-      nav_recent recent = {{0}, 0, 0};
-      for (uint32_t v = u + 1; v < t->nnodes && rc == 0; v++) {
-        if (fresh[v])
-          continue;
+      nav_recent recent = {{0}, 0};
+      for (uint32_t y = x + 1; y < nv && rc == 0; y++) {
+        const uint32_t v = vis_nodes[y];
         /* Distance from c to the segment pu-pv within rho. */
         vec2 w = v2_sub(t->nodes[v].p, pu);
         float l2 = v2_len2(w), dt = v2_dot(cu, w), cr = v2_cross(w, cu);
@@ -876,10 +957,10 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
         }
         if (earlier || old_edge(o, prev[u], prev[v]))
           continue;
-        const nav_node *nu = &t->nodes[u], *nv = &t->nodes[v];
-        if (!tangent(nu, nv->p) || !tangent(nv, nu->p))
+        const nav_node *nu = &t->nodes[u], *nw = &t->nodes[v];
+        if (!tangent(nu, nw->p) || !tangent(nw, nu->p))
           continue;
-        if (vis_pair(t, nu->p, nv->p, &recent))
+        if (vis_pair(t, nu->p, nw->p, &recent))
           rc = edge_push(&e, u, v);
       }
     }
@@ -940,6 +1021,7 @@ done:
   free(cand.v);
   free(cand_prev);
   free(gmatch);
+  free(vis_nodes);
   free(state);
   free(prev);
   free(fresh);
@@ -1002,15 +1084,12 @@ static void heap_push(steer_nav *n, uint32_t *size, float f, uint32_t node) {
   }
 }
 
-static struct heap_item heap_pop(steer_nav *n, uint32_t *size) {
-  struct heap_item top = n->heap[0];
-  n->heap[0] = n->heap[--(*size)];
-  uint32_t i = 0;
+static void heap_down(steer_nav *n, uint32_t size, uint32_t i) {
   for (;;) {
     uint32_t l = 2 * i + 1, r = l + 1, s = i;
-    if (l < *size && heap_less(&n->heap[l], &n->heap[s]))
+    if (l < size && heap_less(&n->heap[l], &n->heap[s]))
       s = l;
-    if (r < *size && heap_less(&n->heap[r], &n->heap[s]))
+    if (r < size && heap_less(&n->heap[r], &n->heap[s]))
       s = r;
     if (s == i)
       break;
@@ -1019,6 +1098,12 @@ static struct heap_item heap_pop(steer_nav *n, uint32_t *size) {
     n->heap[s] = tmp;
     i = s;
   }
+}
+
+static struct heap_item heap_pop(steer_nav *n, uint32_t *size) {
+  struct heap_item top = n->heap[0];
+  n->heap[0] = n->heap[--(*size)];
+  heap_down(n, *size, 0);
   return top;
 }
 
@@ -1052,7 +1137,8 @@ int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *o
   const float r = n->r;
   if (steer_map_count(m) > 0 && !steer_map_free(m, to, r, 0.0f))
     return STEER_EBLOCKED;
-  if (vis_pair(n, from, to, NULL)) {
+  nav_recent near_from = {{0}, 0}, near_to = {{0}, 0}; /* what stops the start's and the goal's links */
+  if (vis_pair(n, from, to, &near_from)) {
     out[0] = to;
     res->count = 1;
     res->length = v2_len(v2_sub(to, from));
@@ -1068,7 +1154,20 @@ int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *o
   n->seen[S] = n->gen;
   n->g[S] = 0.0f;
   n->parent[S] = S;
-  heap_push(n, &hs, v2_len(v2_sub(to, from)), S);
+  n->closed[S] = n->gen;
+  res->expanded++;
+  /* The start links to every corner tangent to it (checked lazily, below):
+   * laid out at once and heapified, cheaper than a push each. */
+  for (uint32_t v = 0; v < S; v++)
+    if (tangent(&n->nodes[v], from)) {
+      float g = v2_len(v2_sub(n->nodes[v].p, from));
+      n->seen[v] = n->gen;
+      n->g[v] = g;
+      n->parent[v] = S;
+      n->heap[hs++] = (struct heap_item){g + v2_len(v2_sub(to, n->nodes[v].p)), v};
+    }
+  for (uint32_t i = hs / 2; i-- > 0;)
+    heap_down(n, hs, i);
   int found = 0;
   while (hs > 0) {
     struct heap_item it = heap_pop(n, &hs);
@@ -1080,7 +1179,7 @@ int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *o
       found = 1;
       break;
     }
-    if (u < S && n->parent[u] == S && !vis_pair(n, from, n->nodes[u].p, NULL)) {
+    if (u < S && n->parent[u] == S && !vis_pair(n, from, n->nodes[u].p, &near_from)) {
       /* The start's links are checked lazily (as in Lazy Theta*): a corner
        * it does not see takes its best closed neighbour instead, or waits
        * for one. */
@@ -1105,15 +1204,9 @@ int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *o
       continue;
     }
     res->expanded++;
-    if (u == S) {
-      for (uint32_t v = 0; v < S; v++)
-        if (tangent(&n->nodes[v], from))
-          relax(n, &hs, S, v, v2_len(v2_sub(n->nodes[v].p, from)), from, to);
-      continue;
-    }
     for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++)
       relax(n, &hs, u, n->adj[k], n->adj_len[k], from, to);
-    if (n->closed[G] != n->gen && tangent(&n->nodes[u], to) && vis_pair(n, n->nodes[u].p, to, NULL))
+    if (n->closed[G] != n->gen && tangent(&n->nodes[u], to) && vis_pair(n, n->nodes[u].p, to, &near_to))
       relax(n, &hs, u, G, v2_len(v2_sub(to, n->nodes[u].p)), from, to);
   }
   if (!found)
