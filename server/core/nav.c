@@ -591,27 +591,26 @@ static void shape_box(const steer_obstacle_desc *o, vec2 *lo, vec2 *hi) {
 
 /* ---- making the graph (from scratch or from the previous one) ----------------- */
 
+typedef struct nav_edge {
+  uint32_t a, b; /* a < b */
+  float len;     /* m (|pa - pb| is the same bits both ways) */
+} nav_edge;
+
 typedef struct edge_list {
-  uint32_t *a, *b;
+  nav_edge *v;
   uint32_t n, cap;
 } edge_list;
 
-static int edge_push(edge_list *e, uint32_t a, uint32_t b) {
+static int edge_push(edge_list *e, uint32_t a, uint32_t b, float len) {
   if (e->n == e->cap) {
     uint32_t cap = e->cap ? 2 * e->cap : 256;
-    uint32_t *x = realloc(e->a, (size_t)cap * sizeof *x);
+    nav_edge *x = realloc(e->v, (size_t)cap * sizeof *x);
     if (!x)
       return STEER_ENOMEM;
-    e->a = x;
-    uint32_t *y = realloc(e->b, (size_t)cap * sizeof *y);
-    if (!y)
-      return STEER_ENOMEM;
-    e->b = y;
+    e->v = x;
     e->cap = cap;
   }
-  e->a[e->n] = a < b ? a : b;
-  e->b[e->n] = a < b ? b : a;
-  e->n++;
+  e->v[e->n++] = (nav_edge){a < b ? a : b, a < b ? b : a, len};
   return 0;
 }
 
@@ -894,7 +893,7 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
           continue;
         vec2 a = t->nodes[nu].p, c = t->nodes[nv].p;
         if (added->n == 0 || !seg_near(added, a, c) || vis_pair(t, a, c, NULL))
-          rc = edge_push(&e, nu, nv);
+          rc = edge_push(&e, nu, nv, o->adj_len[k]);
       }
     }
   /* Edges of new nodes (all of them from scratch): every other node, each
@@ -911,7 +910,7 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
       if (!tangent(nf, nw->p) || !tangent(nw, nf->p))
         continue;
       if (vis_pair(t, nf->p, nw->p, &recent))
-        rc = edge_push(&e, f, w);
+        rc = edge_push(&e, f, w, v2_len(v2_sub(nf->p, nw->p)));
     }
   }
   /* Pairs of old nodes that may see each other now something is gone: those
@@ -961,7 +960,7 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
         if (!tangent(nu, nw->p) || !tangent(nw, nu->p))
           continue;
         if (vis_pair(t, nu->p, nw->p, &recent))
-          rc = edge_push(&e, u, v);
+          rc = edge_push(&e, u, v, v2_len(v2_sub(nu->p, nw->p)));
       }
     }
   }
@@ -988,32 +987,36 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
     goto done;
   }
   for (uint32_t i = 0; i < e.n; i++) {
-    t->start[e.a[i] + 1]++;
-    t->start[e.b[i] + 1]++;
+    t->start[e.v[i].a + 1]++;
+    t->start[e.v[i].b + 1]++;
   }
   for (uint32_t i = 0; i < t->nnodes; i++)
     t->start[i + 1] += t->start[i];
   uint32_t *fill = t->route; /* scratch: next slot per node */
   memcpy(fill, t->start, t->nnodes * sizeof *fill);
   for (uint32_t i = 0; i < e.n; i++) {
-    uint32_t a = e.a[i], c = e.b[i];
-    t->adj[fill[a]++] = c;
-    t->adj[fill[c]++] = a;
+    const nav_edge *x = &e.v[i];
+    t->adj_len[fill[x->a]] = x->len;
+    t->adj[fill[x->a]++] = x->b;
+    t->adj_len[fill[x->b]] = x->len;
+    t->adj[fill[x->b]++] = x->a;
   }
   for (uint32_t u = 0; u < t->nnodes; u++) {
     /* Mostly in order already (kept edges come sorted): insertion sort. */
     uint32_t *x = t->adj + t->start[u];
+    float *l = t->adj_len + t->start[u];
     uint32_t len = t->start[u + 1] - t->start[u];
     for (uint32_t i = 1; i < len; i++) {
       uint32_t v = x[i], j = i;
+      float lv = l[i];
       while (j > 0 && x[j - 1] > v) {
         x[j] = x[j - 1];
+        l[j] = l[j - 1];
         j--;
       }
       x[j] = v;
+      l[j] = lv;
     }
-    for (uint32_t i = 0; i < len; i++)
-      t->adj_len[t->start[u] + i] = v2_len(v2_sub(t->nodes[u].p, t->nodes[x[i]].p));
   }
   t->version = steer_map_version(m);
   t->built = 1;
@@ -1026,8 +1029,7 @@ done:
   free(prev);
   free(fresh);
   free(old_to_new);
-  free(e.a);
-  free(e.b);
+  free(e.v);
   free(added);
   free(removed);
   return rc;
@@ -1070,34 +1072,41 @@ static int heap_less(const struct heap_item *x, const struct heap_item *y) {
   return x->f < y->f || (x->f == y->f && x->node < y->node);
 }
 
+/* A 4-ary heap: half the depth of a binary one, and a node's children share
+ * a cache line; pops dominate (the start's links are laid out at once). */
+#define NAV_HEAP_K 4u
+
 static void heap_push(steer_nav *n, uint32_t *size, float f, uint32_t node) {
   uint32_t i = (*size)++;
-  n->heap[i] = (struct heap_item){f, node};
+  struct heap_item x = {f, node};
   while (i > 0) {
-    uint32_t p = (i - 1) / 2;
-    if (!heap_less(&n->heap[i], &n->heap[p]))
+    uint32_t p = (i - 1) / NAV_HEAP_K;
+    if (!heap_less(&x, &n->heap[p]))
       break;
-    struct heap_item tmp = n->heap[i];
     n->heap[i] = n->heap[p];
-    n->heap[p] = tmp;
     i = p;
   }
+  n->heap[i] = x;
 }
 
 static void heap_down(steer_nav *n, uint32_t size, uint32_t i) {
+  struct heap_item x = n->heap[i];
   for (;;) {
-    uint32_t l = 2 * i + 1, r = l + 1, s = i;
-    if (l < size && heap_less(&n->heap[l], &n->heap[s]))
-      s = l;
-    if (r < size && heap_less(&n->heap[r], &n->heap[s]))
-      s = r;
-    if (s == i)
+    uint32_t c = NAV_HEAP_K * i + 1, end = c + NAV_HEAP_K, s = NAV_NONE;
+    if (end > size)
+      end = size;
+    const struct heap_item *best = &x;
+    for (; c < end; c++)
+      if (heap_less(&n->heap[c], best)) {
+        best = &n->heap[c];
+        s = c;
+      }
+    if (s == NAV_NONE)
       break;
-    struct heap_item tmp = n->heap[i];
     n->heap[i] = n->heap[s];
-    n->heap[s] = tmp;
     i = s;
   }
+  n->heap[i] = x;
 }
 
 static struct heap_item heap_pop(steer_nav *n, uint32_t *size) {
@@ -1166,8 +1175,9 @@ int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *o
       n->parent[v] = S;
       n->heap[hs++] = (struct heap_item){g + v2_len(v2_sub(to, n->nodes[v].p)), v};
     }
-  for (uint32_t i = hs / 2; i-- > 0;)
-    heap_down(n, hs, i);
+  for (uint32_t i = hs / NAV_HEAP_K + 1u; i-- > 0;)
+    if (i < hs)
+      heap_down(n, hs, i);
   int found = 0;
   while (hs > 0) {
     struct heap_item it = heap_pop(n, &hs);
