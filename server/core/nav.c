@@ -896,10 +896,64 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
           rc = edge_push(&e, nu, nv, o->adj_len[k]);
       }
     }
-  /* Edges of new nodes (all of them from scratch): every other node, each
-   * pair once. */
+  if (o || removed->n > 0) {
+    vis_nodes = malloc(((size_t)t->nnodes + 1u) * sizeof *vis_nodes);
+    if (!vis_nodes) {
+      rc = STEER_ENOMEM;
+      goto done;
+    }
+  }
+  /* Edges of the nodes of an added obstacle: only with the nodes from which
+   * a disc round its nodes is not shadowed by one wall (fresh = 2: done). */
+  for (uint32_t gi = 0; o && gi < t->ngroups && rc == 0; gi++) {
+    const nav_group *g = &t->groups[gi];
+    if (gmatch[gi] != NAV_NONE)
+      continue;
+    vec2 blo = v2(INFINITY, INFINITY), bhi = v2(-INFINITY, -INFINITY);
+    uint32_t live_here = 0;
+    for (uint32_t k = g->first; k < g->first + g->count; k++)
+      if (t->cand_live[k] != NAV_NONE) {
+        vec2 p = t->cand[k].p;
+        blo = v2(minf(blo.x, p.x), minf(blo.y, p.y));
+        bhi = v2(maxf(bhi.x, p.x), maxf(bhi.y, p.y));
+        live_here++;
+      }
+    if (live_here == 0)
+      continue;
+    const vec2 c = v2_scale(v2_add(blo, bhi), 0.5f);
+    float rho2 = 0.0f;
+    for (uint32_t k = g->first; k < g->first + g->count; k++)
+      if (t->cand_live[k] != NAV_NONE)
+        rho2 = maxf(rho2, v2_len2(v2_sub(t->cand[k].p, c)));
+    rho2 = (sqrtf(rho2) + NAV_NEAR) * (sqrtf(rho2) + NAV_NEAR);
+    uint32_t nv = 0;
+    nav_recent walls = {{0}, 0};
+    for (uint32_t w = 0; w < t->nnodes; w++)
+      if (!shadowed(t, t->nodes[w].p, c, rho2, &walls))
+        vis_nodes[nv++] = w;
+    for (uint32_t k = g->first; k < g->first + g->count && rc == 0; k++) {
+      const uint32_t f = t->cand_live[k];
+      if (f == NAV_NONE)
+        continue;
+      fresh[f] = 2;
+      nav_recent recent = {{0}, 0};
+      const nav_node *nf = &t->nodes[f];
+      for (uint32_t x = 0; x < nv && rc == 0; x++) {
+        const uint32_t w = vis_nodes[x];
+        if (w == f || (fresh[w] && w > f))
+          continue;
+        const nav_node *nw = &t->nodes[w];
+        if (!tangent(nf, nw->p) || !tangent(nw, nf->p))
+          continue;
+        if (vis_pair(t, nf->p, nw->p, &recent))
+          rc = edge_push(&e, f, w, v2_len(v2_sub(nf->p, nw->p)));
+      }
+    }
+  }
+  /* Edges of the other new nodes (all of them from scratch; revived ones):
+   * every other node, each pair once. */
   for (uint32_t f = 0; f < t->nnodes && rc == 0; f++) {
-    if (!fresh[f])
+    if (fresh[f] != 1)
       continue;
     nav_recent recent = {{0}, 0};
     const nav_node *nf = &t->nodes[f];
@@ -916,13 +970,6 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
   /* Pairs of old nodes that may see each other now something is gone: those
    * whose segment passes near a removed obstacle and were not edges. Only
    * nodes from which the removed area is not hidden take part (shadowed). */
-  if (removed->n > 0) {
-    vis_nodes = malloc(((size_t)t->nnodes + 1u) * sizeof *vis_nodes);
-    if (!vis_nodes) {
-      rc = STEER_ENOMEM;
-      goto done;
-    }
-  }
   for (uint32_t i = 0; i < removed->n && rc == 0; i++) {
     const vec2 c = removed->c[i];
     const float rho2 = removed->rho2[i];
