@@ -316,7 +316,33 @@ static void crowd_arrived(steerd_demo *d, steer_world *w, steer_id id) {
   crowd_cross(d, w, id, !in_east);
 }
 
+/* The side door, by the world's tick: closed from CLOSE_AT to OPEN_AT of each
+ * period. Only in the demo's own level; a refused change is tried again on
+ * the next update. */
+static void side_door(steerd_demo *d, steer_world *w) {
+  const steer_map *m = steer_world_map(w);
+  if (!m || steer_map_find(m, STEERD_DEMO_PARTITION_ID) < 0)
+    return;
+  uint64_t phase = steer_world_tick(w) % STEERD_DEMO_DOOR_PERIOD;
+  int closed = steer_map_find(m, STEERD_DEMO_SIDE_DOOR_ID) >= 0;
+  int want_closed = phase >= STEERD_DEMO_DOOR_CLOSE_AT && phase < STEERD_DEMO_DOOR_OPEN_AT;
+  if (closed == want_closed)
+    return;
+  static const vec2 gap[] = {{99, 18}, {101, 18}, {101, 21}, {99, 21}};
+  steer_obstacle_desc door = {STEER_OBSTACLE_POLYGON, 4, gap, 0.0f};
+  const steer_obstacle_desc *o = want_closed ? &door : NULL;
+  int rc;
+  if (d->edit_map)
+    rc = d->edit_map(d->edit_ctx, w, STEERD_DEMO_SIDE_DOOR_ID, o);
+  else
+    rc = o ? steer_world_add_obstacle(w, STEERD_DEMO_SIDE_DOOR_ID, o, NULL)
+           : steer_world_remove_obstacle(w, STEERD_DEMO_SIDE_DOOR_ID);
+  if (rc == STEER_OK)
+    d->door_changes++;
+}
+
 void steerd_demo_update(steerd_demo *d, steer_world *w, const steer_event *events, uint32_t count) {
+  side_door(d, w);
   for (uint32_t i = 0; i < count; i++) {
     if (events[i].type == STEER_EVENT_ARRIVED)
       retarget(d, w, events[i].agent);

@@ -13,7 +13,9 @@
  * agent to a random point in the other room and back, keeping to its right
  * (a lane each way). The crowd needs no state of its own: an agent of the demo
  * that finishes a path inside the level is sent through the doorway again, so
- * a restored world goes on the same. */
+ * a restored world goes on the same. The side door closes (an obstacle is
+ * added in its gap) for 20 s of every 40 s, by the world's tick, so whatever
+ * plans routes through it has to replan. */
 #ifndef STEERD_DEMO_H
 #define STEERD_DEMO_H
 
@@ -41,6 +43,20 @@
 #define STEERD_DEMO_DOOR_Y0 -1.5f
 #define STEERD_DEMO_DOOR_Y1 1.5f
 
+/* The side door: obstacle STEERD_DEMO_SIDE_DOOR_ID fills the gap x 99..101,
+ * y 18..21 while it is closed: from tick 300 to 900 of every 1200 (10 s to 30 s
+ * of every 40 s at 30 Hz). */
+#define STEERD_DEMO_SIDE_DOOR_ID  20u
+#define STEERD_DEMO_DOOR_PERIOD   1200u /* updates */
+#define STEERD_DEMO_DOOR_CLOSE_AT 300u
+#define STEERD_DEMO_DOOR_OPEN_AT  900u
+#define STEERD_DEMO_PARTITION_ID  14u /* an obstacle of the level: its map holds the level */
+
+/* How the demo changes the map (the side door): add (o non-NULL) or remove
+ * obstacle id; 0 or a steer_error. The server routes it through its own map
+ * edits, so clients hear of it; NULL changes the world directly. */
+typedef int (*steerd_demo_map_edit)(void *ctx, steer_world *w, uint32_t id, const steer_obstacle_desc *o);
+
 /* steerd_demo_create_ex flags. */
 #define STEERD_DEMO_NO_LEVEL 1u /* only the groups round the origin (another map is loaded) */
 
@@ -65,9 +81,12 @@ typedef struct steerd_demo {
   steerd_demo_group groups[STEERD_DEMO_MAX_GROUPS];
   uint32_t group_count;
   /* Not kept in checkpoints (counted since this process started the demo): */
-  int level;             /* the level was built */
-  uint32_t crossings[2]; /* crowd agents that arrived in the east room (0), the west room (1) */
-  uint32_t stuck;        /* STUCK events of the demo's agents */
+  int level;                     /* the level was built */
+  uint32_t crossings[2];         /* crowd agents that arrived in the east room (0), the west room (1) */
+  uint32_t stuck;                /* STUCK events of the demo's agents */
+  uint32_t door_changes;         /* the side door closed or opened */
+  steerd_demo_map_edit edit_map; /* set by the host after create or resume (NULL: the world directly) */
+  void *edit_ctx;
 } steerd_demo;
 
 /* Populates w around the origin (needs bounds of at least +-60 m), and builds

@@ -109,8 +109,11 @@ int main(int argc, char **argv) {
   }
   printf("\ntag: %u role swaps; arrivals re-targeted %u times\n", demo.swaps, demo.retargets);
   if (demo.level)
-    printf("level: %u obstacles; the doorway crossed %u times west to east, %u east to west; %u STUCK\n",
-           steer_map_count(steer_world_map(w)), demo.crossings[0], demo.crossings[1], demo.stuck);
+    printf(
+        "level: %u obstacles; the doorway crossed %u times west to east, %u east to west; %u STUCK; the side "
+        "door closed or opened %u times\n",
+        steer_map_count(steer_world_map(w)), demo.crossings[0], demo.crossings[1], demo.stuck,
+        demo.door_changes);
   printf("deepest any body went into the geometry: %.4f m (<= 0: none touched it)\n", (double)worst);
   printf("state hash after tick %llu: %016llx (same seed, same hash: the run is deterministic)\n",
          (unsigned long long)steer_world_tick(w), (unsigned long long)steer_world_hash(w));

@@ -110,18 +110,14 @@ static int token_ok(steerd_http *h, struct lws *wsi) {
          steerd_auth_verify(&h->views.auth, token, strlen(token), (uint64_t)time(NULL), &t) == STEERD_AUTH_OK;
 }
 
-/* The map (obstacles) as JSON: what the view draws under the agents. */
-static int map_json(steerd_http *h, struct lws *wsi, char **body, size_t *len) {
-  if (!token_ok(h, wsi)) {
-    *body = strdup("a token is needed (steerd token --role observer)\n");
-    *len = *body ? strlen(*body) : 0;
-    return HTTP_STATUS_UNAUTHORIZED;
-  }
+char *steerd_http_map_json(const steerd_http *h, const char *type, size_t *len) {
   const steer_world *w = steerd_server_world(h->server);
   const steer_world_config *wc = steer_world_get_config(w);
   const steer_map *m = steer_world_map(w);
   static const char *const kinds[STEER_OBSTACLE_KIND_COUNT] = {"circle", "polygon", "wall"};
   json_t *o = json_object(), *list = json_array();
+  if (type)
+    json_object_set_new(o, "type", json_string(type));
   json_object_set_new(o, "version", json_integer(m ? steer_map_version(m) : 0));
   json_object_set_new(
       o, "bounds_m",
@@ -144,9 +140,20 @@ static int map_json(steerd_http *h, struct lws *wsi, char **body, size_t *len) {
     json_array_append_new(list, ob);
   }
   json_object_set_new(o, "obstacles", list);
-  *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
-  *len = *body ? strlen(*body) : 0;
+  *len = text ? strlen(text) : 0;
+  return text;
+}
+
+/* The map (obstacles) as JSON: what the view draws under the agents. */
+static int map_json(steerd_http *h, struct lws *wsi, char **body, size_t *len) {
+  if (!token_ok(h, wsi)) {
+    *body = strdup("a token is needed (steerd token --role observer)\n");
+    *len = *body ? strlen(*body) : 0;
+    return HTTP_STATUS_UNAUTHORIZED;
+  }
+  *body = steerd_http_map_json(h, NULL, len);
   return *body ? HTTP_STATUS_OK : HTTP_STATUS_INTERNAL_SERVER_ERROR;
 }
 

@@ -33,6 +33,10 @@ typedef struct steerd_http_views {
   steerd_auth auth;
   uint64_t next_frame_us; /* server time of the views' next snapshot (--view-rate) */
   uint64_t frames, skipped, bytes;
+  char *map_text;       /* the map message (JSON) of map_version, encoded once for every view */
+  size_t map_len;
+  uint32_t map_version;
+  uint64_t maps_sent;
 } steerd_http_views;
 
 int steerd_http_views_init(steerd_http_views *v, const steerd_config *cfg, uint32_t max_agents);
@@ -77,6 +81,11 @@ struct steerd_http {
   steerd_http_views views;
   steerd_http_agones agones;
 };
+
+/* The world's map as JSON (GET /api/map, and the view's map message with
+ * type "map"; type NULL: no type field): version, bounds_m, obstacles. A
+ * malloc'd string of *len bytes (free() it), or NULL. */
+char *steerd_http_map_json(const steerd_http *h, const char *type, size_t *len);
 
 /* 1 when /healthz passes; why gets the reason otherwise. */
 int steerd_http_live(const steerd_http *h, char *why, size_t cap);

@@ -12,6 +12,11 @@
  * over TCP), and the whole-world frame is encoded once per snapshot for every
  * view that shows the whole world.
  *
+ * The map goes to each view as one text (JSON) message: after WELCOME, and
+ * again whole (encoded once for all views) at the first snapshot after any
+ * change, so the page draws the walls under the agents without asking. A map
+ * too large for a message names /api/map instead.
+ *
  * Each view has a queue of messages on their way out; libwebsockets writes one
  * per writable callback. A view whose previous snapshot is still queued skips
  * the next (a slow browser sees fewer frames and never slows the tick); a view
@@ -30,8 +35,10 @@
 #define VIEW_GARBAGE_LIMIT 20          /* undecodable messages before the view is closed */
 #define VIEW_ID_BASE       0x80000000u /* WELCOME client_id of views: never an agent owner */
 #define VIEW_PART_BYTES    PROTO_MAX_MESSAGE_BYTES
+#define VIEW_MAP_MAX_BYTES (VIEW_QUEUE_BYTES / 2) /* a larger map message names /api/map instead */
 
-enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1 };
+/* MSG_TEXT: a reply sent as a text frame (the map's JSON). */
+enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1, MSG_TEXT = 2 };
 
 struct http_view {
   struct lws *wsi; /* NULL: slot free */
@@ -47,6 +54,8 @@ struct http_view {
   uint8_t *rx;            /* PROTO_MAX_MESSAGE_BYTES: a message arriving in fragments */
   size_t rx_len;
   int rx_too_large;
+  int map_sent; /* the map message of map_version is queued */
+  uint32_t map_version;
 };
 
 static uint32_t next_view_id = VIEW_ID_BASE + 1;
@@ -85,6 +94,7 @@ void steerd_http_views_free(steerd_http_views *v) {
   free(v->scratch);
   free(v->part_len);
   free(v->frame);
+  free(v->map_text);
   memset(v, 0, sizeof(*v));
 }
 
@@ -138,6 +148,42 @@ static void send_error(steerd_http *h, http_view *v, uint32_t request_id, int co
 static void send_ack(steerd_http *h, http_view *v, const proto_ack *ack) {
   uint8_t *buf = h->views.scratch + LWS_PRE;
   q_reply(v, buf, proto_encode_ack(buf, PROTO_MAX_MESSAGE_BYTES, ack));
+}
+
+/* ---- the map ------------------------------------------------------------------------ */
+
+static uint32_t map_version_now(const steerd_http *h) {
+  const steer_map *m = steer_world_map(steerd_server_world(h->server));
+  return m ? steer_map_version(m) : 0;
+}
+
+/* The map message of the current version into the view's queue (the JSON made
+ * once per version). A view whose queue cannot take it now gets it later. */
+static void send_map(steerd_http *h, http_view *v) {
+  steerd_http_views *vs = &h->views;
+  uint32_t version = map_version_now(h);
+  if (!vs->map_text || vs->map_version != version) {
+    free(vs->map_text);
+    vs->map_text = steerd_http_map_json(h, "map", &vs->map_len);
+    if (vs->map_text && vs->map_len > VIEW_MAP_MAX_BYTES) {
+      free(vs->map_text);
+      vs->map_text = malloc(96);
+      if (vs->map_text)
+        vs->map_len = (size_t)snprintf(vs->map_text, 96,
+                                       "{\"type\":\"map\",\"version\":%u,\"href\":\"/api/map\"}", version);
+    }
+    if (!vs->map_text)
+      return;
+    vs->map_version = version;
+  }
+  uint8_t *at = q_reserve(v, vs->map_len);
+  if (!at)
+    return;
+  memcpy(at, vs->map_text, vs->map_len);
+  q_commit(v, vs->map_len, MSG_TEXT);
+  v->map_sent = 1;
+  v->map_version = version;
+  vs->maps_sent++;
 }
 
 /* ---- what a view sees ------------------------------------------------------------ */
@@ -242,6 +288,13 @@ void steerd_http_views_snapshot(steerd_http *h) {
     return;
   vs->next_frame_us =
       vs->next_frame_us + period_us > time_us ? vs->next_frame_us + period_us : time_us + period_us;
+  /* A changed map first, so the walls are drawn with the agents that meet them. */
+  uint32_t version = map_version_now(h);
+  for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
+    http_view *v = &vs->slots[i];
+    if (v->wsi && v->welcomed && !v->closing && (!v->map_sent || v->map_version != version))
+      send_map(h, v);
+  }
   steer_world_view wv = steer_world_get_view(w);
   /* The whole-world views first, sharing one encoding; then each circle. */
   for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
@@ -323,6 +376,7 @@ static void cmd_hello(steerd_http *h, http_view *v, const proto_command *cmd) {
   uint8_t *buf = h->views.scratch + LWS_PRE;
   q_reply(v, buf, proto_encode_welcome(buf, PROTO_MAX_MESSAGE_BYTES, &wel));
   v->welcomed = 1;
+  send_map(h, v);
 }
 
 static void cmd_query(steerd_http *h, http_view *v, const proto_command *cmd, proto_ack *ack) {
@@ -445,7 +499,7 @@ static int on_writable(http_view *v, struct lws *wsi) {
   v->head += VIEW_MSG_HEADER + len;
   if (v->head == v->tail)
     v->head = v->tail = 0;
-  if (lws_write(wsi, buf, len, LWS_WRITE_BINARY) < (int)len)
+  if (lws_write(wsi, buf, len, hdr[0] == MSG_TEXT ? LWS_WRITE_TEXT : LWS_WRITE_BINARY) < (int)len)
     return 1;
   if (v->head != v->tail || v->closing)
     lws_callback_on_writable(wsi);

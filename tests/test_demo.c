@@ -8,7 +8,8 @@
  * crossing the doorway in both directions in every minute (no deadlock), with
  * few STUCK reports (no storm); the run is deterministic, and a world restored
  * from a checkpoint with only the demo state the server keeps goes on bit for
- * bit (the crowds need no state of their own). A world too small for the level
+ * bit (the crowds need no state of their own). The side door closes and opens
+ * on its schedule (the map changes, the gap is blocked, then free). A world too small for the level
  * gets the groups without it. Bounds are in ticks and counts, never wall time. */
 #include <check.h>
 #include <math.h>
@@ -125,6 +126,35 @@ START_TEST(test_no_level_when_it_does_not_fit) {
 }
 END_TEST
 
+START_TEST(test_side_door_closes_and_opens) {
+  steerd_demo d;
+  steer_world *w = demo_world(&d, 0);
+  const steer_map *m = steer_world_map(w);
+  vec2 gap = v2(100.0f, 19.5f);
+  uint32_t v0 = steer_map_version(m);
+  for (uint32_t t = 1; t <= 2 * STEERD_DEMO_DOOR_PERIOD; t++) {
+    step(&d, w);
+    uint32_t phase = t % STEERD_DEMO_DOOR_PERIOD;
+    int closed = phase >= STEERD_DEMO_DOOR_CLOSE_AT && phase < STEERD_DEMO_DOOR_OPEN_AT;
+    ck_assert_msg((steer_map_find(m, STEERD_DEMO_SIDE_DOOR_ID) >= 0) == closed, "tick %u", t);
+    /* Closed, nothing passes the gap; open, a body fits through it. */
+    ck_assert_int_eq(steer_map_free(m, gap, 0.4f, 0.0f), !closed);
+  }
+  ck_assert_uint_eq(d.door_changes, 4);
+  ck_assert_uint_eq(steer_map_version(m), v0 + 4);
+  /* The level's own obstacles are unchanged. */
+  ck_assert_int_ge(steer_map_find(m, STEERD_DEMO_PARTITION_ID), 0);
+  steer_world_destroy(w);
+  /* A world without the level has no door to close. */
+  steer_world *v = demo_world(&d, STEERD_DEMO_NO_LEVEL);
+  for (uint32_t t = 1; t <= STEERD_DEMO_DOOR_PERIOD; t++)
+    step(&d, v);
+  ck_assert_uint_eq(d.door_changes, 0);
+  ck_assert_uint_eq(steer_map_count(steer_world_map(v)), 0);
+  steer_world_destroy(v);
+}
+END_TEST
+
 /* ---- the crowds ------------------------------------------------------------------- */
 
 START_TEST(test_crowds_cross_both_ways) {
@@ -153,6 +183,8 @@ START_TEST(test_crowds_cross_both_ways) {
       last_stuck = d.stuck;
     }
   }
+  /* The side door closed at ticks 300, 1500, ..., 8700 and opened at 900, ..., 8100. */
+  ck_assert_uint_eq(d.door_changes, 15);
   steer_world_destroy(w);
 }
 END_TEST
@@ -202,6 +234,7 @@ static Suite *demo_suite(void) {
   TCase *l = tcase_create("level");
   tcase_add_test(l, test_level_file_loads);
   tcase_add_test(l, test_no_level_when_it_does_not_fit);
+  tcase_add_test(l, test_side_door_closes_and_opens);
   suite_add_tcase(s, l);
   TCase *c = tcase_create("crowds");
   tcase_set_timeout(c, 300);

@@ -3,8 +3,11 @@
  * this process: the session (HELLO first, WELCOME), VIEW filtering the
  * snapshots, QUERY, the inspected agent's EVENTs, read-only (FORBIDDEN),
  * malformed input (text, garbage, too large) answered with the exact error
- * codes and the server unharmed, and tokens when a secret is set. */
+ * codes and the server unharmed, tokens when a secret is set, and the map as
+ * a text (JSON) message after WELCOME and again after each change (the demo's
+ * side door). */
 #include <check.h>
+#include <jansson.h>
 #include <libwebsockets.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 typedef struct ws_msg {
   uint8_t *data;
   size_t len;
+  int text; /* a text frame (the map's JSON) */
 } ws_msg;
 
 typedef struct ws_client {
@@ -61,6 +65,7 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
       m->data = malloc(c->rx_len);
       memcpy(m->data, c->rx, c->rx_len);
       m->len = c->rx_len;
+      m->text = !lws_frame_is_binary(wsi);
       c->rx_len = 0;
     }
     break;
@@ -140,6 +145,10 @@ static int ws_next(ws_client *c, proto_server_msg *m, uint32_t type_mask, uint32
   for (;;) {
     while (c->head != c->tail) {
       ws_msg *msg = &c->inbox[c->head++ % WS_MAX_MSGS];
+      if (msg->text) { /* a map message: ws_next_map reads those */
+        free(msg->data);
+        continue;
+      }
       proto_error_info err;
       int rc = proto_decode_server_msg(msg->data, msg->len, m, poses, 10000, &err);
       free(msg->data);
@@ -154,6 +163,39 @@ static int ws_next(ws_client *c, proto_server_msg *m, uint32_t type_mask, uint32
 }
 
 #define WANT(t) (1u << ((t)-32))
+
+/* The next text message (others are dropped), parsed: it must be JSON of type
+ * "map". NULL when none came within timeout_ms. */
+static json_t *ws_next_map(ws_client *c, uint32_t timeout_ms) {
+  uint64_t deadline = steerd_proc_now_ms() + timeout_ms;
+  for (;;) {
+    while (c->head != c->tail) {
+      ws_msg *msg = &c->inbox[c->head++ % WS_MAX_MSGS];
+      json_t *j = NULL;
+      if (msg->text) {
+        json_error_t err;
+        j = json_loadb((const char *)msg->data, msg->len, 0, &err);
+        ck_assert_msg(j != NULL, "a text message that is not JSON: %s", err.text);
+        ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "map");
+      }
+      free(msg->data);
+      if (j)
+        return j;
+    }
+    if (c->closed || steerd_proc_now_ms() >= deadline)
+      return NULL;
+    lws_service(c->ctx, 20);
+  }
+}
+
+/* 1 when the map message holds obstacle id. */
+static int map_has(const json_t *map, uint32_t id) {
+  const json_t *obs = json_object_get(map, "obstacles");
+  for (size_t i = 0; i < json_array_size(obs); i++)
+    if (json_integer_value(json_object_get(json_array_get(obs, i), "id")) == (json_int_t)id)
+      return 1;
+  return 0;
+}
 
 static proto_command hello(const char *token) {
   proto_command cmd;
@@ -332,6 +374,60 @@ START_TEST(test_token_required_with_a_secret) {
 }
 END_TEST
 
+START_TEST(test_map_after_welcome_and_changes) {
+  steerd_proc p;
+  start(&p, NULL);
+  ws_client *c = ws_open(p.http_port);
+  /* No map before WELCOME. */
+  ck_assert_ptr_null(ws_next_map(c, 500));
+  proto_command h = hello(NULL);
+  ws_send(c, &h);
+  proto_server_msg m;
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  /* The WELCOME is followed by the map: the demo's level, as /api/map has it. */
+  json_t *first = ws_next_map(c, 3000);
+  ck_assert_ptr_nonnull(first);
+  size_t n = json_array_size(json_object_get(first, "obstacles"));
+  ck_assert_uint_ge(n, 24);
+  ck_assert(map_has(first, STEERD_DEMO_PARTITION_ID));
+  json_t *bounds = json_object_get(first, "bounds_m");
+  ck_assert_uint_eq(json_array_size(bounds), 4);
+  ck_assert_double_eq(json_real_value(json_array_get(bounds, 0)), -500.0);
+  const json_t *o = json_array_get(json_object_get(first, "obstacles"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(o, "kind")), "polygon");
+  ck_assert_uint_ge(json_array_size(json_object_get(o, "points_m")), 3);
+  char body[65536];
+  ck_assert_int_eq(http_get(p.http_port, "/api/map", body, sizeof body, 3000), 200);
+  json_error_t err;
+  json_t *api = json_loads(body, 0, &err);
+  ck_assert_ptr_nonnull(api);
+  if (json_integer_value(json_object_get(api, "version")) ==
+      json_integer_value(json_object_get(first, "version")))
+    ck_assert(json_equal(json_object_get(api, "obstacles"), json_object_get(first, "obstacles")));
+  json_decref(api);
+  /* The demo's side door closes and opens (every 20 s at 30 Hz): each change
+   * brings the whole map again, one version on, with the door or without it. */
+  json_int_t version = json_integer_value(json_object_get(first, "version"));
+  int door = map_has(first, STEERD_DEMO_SIDE_DOOR_ID);
+  for (int k = 0; k < 2; k++) {
+    json_t *next = ws_next_map(c, 45000);
+    ck_assert_msg(next != NULL, "no map message after version %lld", (long long)version);
+    ck_assert_int_gt(json_integer_value(json_object_get(next, "version")), version);
+    ck_assert_int_eq(map_has(next, STEERD_DEMO_SIDE_DOOR_ID), !door);
+    ck_assert_uint_eq(json_array_size(json_object_get(next, "obstacles")), door ? n - 1 : n + 1);
+    n = json_array_size(json_object_get(next, "obstacles"));
+    version = json_integer_value(json_object_get(next, "version"));
+    door = !door;
+    json_decref(next);
+  }
+  /* Snapshots went on meanwhile. */
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
+  json_decref(first);
+  ws_close(c);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("http_view");
   TCase *tc = tcase_create("view");
@@ -339,6 +435,7 @@ int main(void) {
   tcase_add_test(tc, test_session_view_query);
   tcase_add_test(tc, test_read_only_and_malformed);
   tcase_add_test(tc, test_token_required_with_a_secret);
+  tcase_add_test(tc, test_map_after_welcome_and_changes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,6 +1,7 @@
 // view.js: the live view. Speaks the game protocol (PROTOCOL.md 15) over the
 // server's WebSocket: HELLO, then a VIEW of what the canvas shows; draws each
-// SNAPSHOT; QUERY and /api/agent for the agent clicked; EVENTs of that agent.
+// SNAPSHOT over the map (the server's text messages, JSON); QUERY and
+// /api/agent for the agent clicked; EVENTs of that agent.
 "use strict";
 
 (() => {
@@ -21,7 +22,8 @@
   let building = null;           // the snapshot whose parts are arriving
   let lastTick = 0, frames = 0, fps = 0, fpsAt = performance.now();
   let selected = 0, detail = null, detailTimer = 0;
-  let map = null, mapTimer = 0;   // the obstacles (/api/map), refreshed every 5 s
+  let map = null;                 // the obstacles: the last map message (PROTOCOL.md 15)
+  let moved = false;              // the user panned or zoomed: a new map does not refit
   // Camera: world point at the canvas centre and pixels per metre.
   const cam = { x: 0, y: 0, scale: 4 };
 
@@ -39,6 +41,10 @@
       send(MSG.HELLO, hello);
     };
     ws.onmessage = (ev) => {
+      if (typeof ev.data === "string") {
+        onText(ev.data);
+        return;
+      }
       let msg;
       try {
         msg = MsgPack.decode(new Uint8Array(ev.data));
@@ -61,9 +67,6 @@
         const w = m[2].world; // [min_x, min_y, max_x, max_y]
         welcome = { ...m[2], world_min: [w[0], w[1]], world_max: [w[2], w[3]] };
         fitWorld();
-        loadMap();
-        clearInterval(mapTimer);
-        mapTimer = setInterval(loadMap, 5000);
         break;
       }
       case MSG.SNAPSHOT:
@@ -117,9 +120,29 @@
     };
   }
 
-  function loadMap() {
-    fetch("/api/map" + (token ? "?token=" + encodeURIComponent(token) : "")).then((r) => (r.ok ? r.json() : null))
-      .then((m) => { if (m) map = m; }).catch(() => {});
+  // {"type": "map", "version", "bounds_m", "obstacles"}: after WELCOME and after every change;
+  // a map too large for one message comes as {"type": "map", "version", "href"} to fetch.
+  function onText(text) {
+    let m;
+    try {
+      m = JSON.parse(text);
+    } catch (e) {
+      statusEl.textContent = "bad message: " + e.message;
+      return;
+    }
+    if (m.type !== "map") return;
+    if (m.href) {
+      fetch(m.href + (token ? "?token=" + encodeURIComponent(token) : "")).then((r) => (r.ok ? r.json() : null))
+        .then((full) => { if (full && full.version === m.version) setMap(full); }).catch(() => {});
+    } else {
+      setMap(m);
+    }
+  }
+
+  function setMap(m) {
+    const first = !map;
+    map = m;
+    if (first && !moved) fitWorld();
   }
 
   // ---- camera and VIEW ----
@@ -129,14 +152,23 @@
     canvas.height = canvas.clientHeight * devicePixelRatio;
   }
 
+  // The demo's groups keep to +-60 m, and a large empty world would show only dots:
+  // fit that square and the map's obstacles (the demo's level stands beside the groups).
   function fitWorld() {
     if (!welcome) return;
     const [minx, miny] = welcome.world_min, [maxx, maxy] = welcome.world_max;
-    // The demo keeps to +-60 m; a large empty world would show only dots.
-    const w = Math.min(maxx - minx, 160), h = Math.min(maxy - miny, 160);
-    cam.x = Math.max(minx, Math.min(maxx, 0));
-    cam.y = Math.max(miny, Math.min(maxy, 0));
-    cam.scale = Math.min(canvas.width / w, canvas.height / h) * 0.95;
+    let x0 = -60, y0 = -60, x1 = 60, y1 = 60;
+    for (const o of map ? map.obstacles : []) {
+      const r = o.kind === "circle" ? o.radius_m : 0;
+      for (const [x, y] of o.points_m) {
+        x0 = Math.min(x0, x - r), x1 = Math.max(x1, x + r);
+        y0 = Math.min(y0, y - r), y1 = Math.max(y1, y + r);
+      }
+    }
+    x0 = Math.max(x0, minx), y0 = Math.max(y0, miny), x1 = Math.min(x1, maxx), y1 = Math.min(y1, maxy);
+    cam.x = (x0 + x1) / 2;
+    cam.y = (y0 + y1) / 2;
+    cam.scale = Math.min(canvas.width / Math.max(x1 - x0, 1), canvas.height / Math.max(y1 - y0, 1)) * 0.95;
     sendView();
   }
 
@@ -166,6 +198,7 @@
     if (!drag.moved) return;
     cam.x -= dx / cam.scale;
     cam.y += dy / cam.scale;
+    moved = true;
     drag.x = e.clientX;
     drag.y = e.clientY;
     sendView();
@@ -182,13 +215,17 @@
     const [nx, ny] = toWorld(e.clientX * devicePixelRatio, e.clientY * devicePixelRatio);
     cam.x += wx - nx;
     cam.y += wy - ny;
+    moved = true;
     sendView();
   }, { passive: false });
   pauseBtn.addEventListener("click", () => {
     paused = !paused;
     pauseBtn.textContent = paused ? "resume" : "pause";
   });
-  document.getElementById("fit").addEventListener("click", fitWorld);
+  document.getElementById("fit").addEventListener("click", () => {
+    moved = false;
+    fitWorld();
+  });
 
   // ---- the inspector ----
 
@@ -383,5 +420,7 @@
     tick: () => lastTick,
     camera: () => ({ ...cam }),
     obstacles: () => (map ? map.obstacles.length : 0),
+    map: () => map,
+    toScreen: (x, y) => toScreen(x, y).map((v) => v / devicePixelRatio),
   };
 })();

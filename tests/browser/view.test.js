@@ -1,7 +1,8 @@
 // view.test.js: the live view in a real browser. Starts the real server (demo
 // world, ephemeral game and HTTP ports), opens http://127.0.0.1:PORT/ in
 // Debian's headless Chromium through playwright-core, and checks from the
-// screenshots' pixels that agents are drawn and move; that pan and zoom send
+// screenshots' pixels that agents are drawn and move; that the map (the demo's
+// level) comes over the WebSocket and is drawn under them; that pan and zoom send
 // a VIEW (fewer agents arrive); that clicking an agent shows its id in the
 // inspector; that pause freezes the picture; and that a server with a secret
 // wants an observer token.
@@ -18,6 +19,7 @@ const { chromium } = require("playwright-core");
 const STEERD = process.argv[2];
 const SHOT = process.argv[3]; // optional: where to keep a screenshot of the demo world (docs/webview.png)
 const AGENT_RGB = [0x4f, 0xc3, 0xf7]; // view.js draws agents in #4fc3f7
+const OBSTACLE_RGB = [0x2b, 0x36, 0x45]; // and fills obstacles with #2b3645
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
@@ -109,6 +111,18 @@ function agentPixels(png) {
   return set;
 }
 
+// Pixels of a 5 x 5 patch round (x, y) within 30 (sum of channel differences) of rgb.
+function patchMatches(png, x, y, rgb) {
+  let n = 0;
+  for (let dy = -2; dy <= 2; dy++)
+    for (let dx = -2; dx <= 2; dx++) {
+      const i = ((Math.round(y) + dy) * png.width + Math.round(x) + dx) * 3;
+      const d = Math.abs(png.rgb[i] - rgb[0]) + Math.abs(png.rgb[i + 1] - rgb[1]) + Math.abs(png.rgb[i + 2] - rgb[2]);
+      if (d < 30) n++;
+    }
+  return n;
+}
+
 const difference = (a, b) => [...a].filter((i) => !b.has(i)).length + [...b].filter((i) => !a.has(i)).length;
 
 async function waitFor(page, fn, what, timeout = 20000, arg = null) {
@@ -131,8 +145,31 @@ async function main() {
   try {
     const page = browser.pages()[0] || (await browser.newPage());
     page.on("pageerror", (e) => console.log("# page error: " + e.message));
+    // The map must come over the WebSocket: the page may not fetch it.
+    let mapFetches = 0;
+    await page.route("**/api/map*", (route) => {
+      mapFetches++;
+      return route.abort();
+    });
     await page.goto("http://127.0.0.1:" + server.port + "/");
     await waitFor(page, () => window.steerdView && window.steerdView.agents().length >= 20, "the demo world's agents arrive");
+    await waitFor(page, () => window.steerdView.obstacles() >= 20, "the demo's level arrives over the WebSocket", 10000);
+    check(mapFetches === 0, "without fetching /api/map");
+
+    // Drawn under the agents: solid inside obstacles (points at least 2 m inside, where no
+    // agent's body reaches), not in the free corridor. The level stands beside the groups.
+    {
+      const inside = [[70, -22, "the concave L block"], [132, -23, "the U-shaped alcove"], [74, 12, "a pillar"],
+        [110, 36, "nothing: the corridor"]];
+      const at = await page.evaluate((pts) => pts.map(([x, y]) => window.steerdView.toScreen(x, y)), inside);
+      const png = decodePng(await page.screenshot());
+      for (let i = 0; i < inside.length; i++) {
+        const [sx, sy] = at[i], n = patchMatches(png, sx, sy, OBSTACLE_RGB);
+        check(sx > 2 && sy > 2 && sx < png.width - 3 && sy < png.height - 3, inside[i][2] + " is on the screen");
+        if (i < 3) check(n >= 20, inside[i][2] + " is drawn filled (" + n + "/25 pixels)");
+        else check(n === 0, inside[i][2] + " is not filled (" + n + "/25 pixels)");
+      }
+    }
     await sleep(300);
     const shot1 = await page.screenshot();
     await sleep(1000);
@@ -156,7 +193,8 @@ async function main() {
     const owner = await page.evaluate(() => [...document.querySelectorAll("#inspector-fields tr")].map((r) => r.textContent).join("|"));
     check(/behaviour/.test(owner) && /owner/.test(owner), "the inspector lists behaviour and owner (" + owner.slice(0, 80) + "…)");
     if (SHOT) {
-      await sleep(1200); // the path and target from /api/agent, and a few events
+      // The path and target from /api/agent, a few events, and the crowds spread out in the level.
+      await page.waitForFunction(() => window.steerdView.tick() >= 900, null, { timeout: 60000 });
       fs.writeFileSync(SHOT, await page.screenshot());
     }
 
