@@ -697,6 +697,18 @@ int steerd_server_map_edit(steerd_server *s, const steerd_map_edit *e, steerd_ma
   return 0;
 }
 
+/* The demo's side door (demo.h steerd_demo_map_edit): an edit like an admin's,
+ * so clients get MAP_CHANGED. */
+static int demo_map_edit(void *ctx, steer_world *w, uint32_t id, const steer_obstacle_desc *o) {
+  (void)w;
+  steerd_map_edit e;
+  memset(&e, 0, sizeof(e));
+  e.op = o ? STEERD_MAP_ADD : STEERD_MAP_REMOVE;
+  e.obstacle = o ? proto_obstacle_of(id, o) : (proto_obstacle){.id = id};
+  steerd_map_result r;
+  return steerd_server_map_edit(ctx, &e, &r) == 0 ? STEER_OK : STEER_EINVAL;
+}
+
 /* ADD_OBSTACLE, REMOVE_OBSTACLE: admins only; the ACK goes before the MAP_CHANGED. */
 static void cmd_map_edit(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
   if (c->role != STEERD_ROLE_ADMIN) {
@@ -1521,6 +1533,8 @@ static int restore_owners(steerd_server *s, const steerd_persist_server *head) {
   if (st.demo_on) {
     s->demo = st.demo;
     steerd_demo_resume(&s->demo);
+    s->demo.edit_map = demo_map_edit;
+    s->demo.edit_ctx = s;
     s->demo_on = 1;
     s->demo_resumed = 1;
   }
@@ -1856,6 +1870,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   if (fresh && cfg->demo) {
     /* The demo's own level unless another map is loaded. */
     int rc = steerd_demo_create_ex(&s->demo, s->world, cfg->seed, cfg->map_file[0] ? STEERD_DEMO_NO_LEVEL : 0);
+    s->demo.edit_map = demo_map_edit;
+    s->demo.edit_ctx = s;
     if (rc != STEER_OK) {
       LOG_ERROR("cannot build the demo world: %s (it needs bounds of +-60 m and 100 agents)",
                 steer_strerror(rc));

@@ -9,7 +9,9 @@
  * few STUCK reports (no storm); the run is deterministic, and a world restored
  * from a checkpoint with only the demo state the server keeps goes on bit for
  * bit (the crowds need no state of their own). The side door closes and opens
- * on its schedule (the map changes, the gap is blocked, then free). A world too small for the level
+ * on its schedule (the map changes, the gap is blocked, then free), and in the
+ * real server a game client holding the map (MAP) hears of it as MAP_CHANGED
+ * like an admin's change. A world too small for the level
  * gets the groups without it. Bounds are in ticks and counts, never wall time. */
 #include <check.h>
 #include <math.h>
@@ -18,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "demo.h"
 #include "map.h"
 #include "map_file.h"
+#include "steerd_proc.h"
 #include "world.h"
 
 #define RATE   30u
@@ -229,6 +233,63 @@ START_TEST(test_deterministic_and_restored) {
 }
 END_TEST
 
+/* ---- in the server ------------------------------------------------------------------ */
+
+typedef struct map_seen {
+  uint32_t complete, changes;
+  int door_added, door_removed;
+  uint32_t version;
+} map_seen;
+
+static void on_map(void *user, const steerd_mapcopy *map, const proto_map_changed *change) {
+  map_seen *s = user;
+  s->version = steerd_mapcopy_version(map);
+  if (!change) {
+    s->complete++;
+    return;
+  }
+  s->changes++;
+  for (uint32_t i = 0; i < change->added_count; i++)
+    s->door_added += change->added[i].id == STEERD_DEMO_SIDE_DOOR_ID;
+  for (uint32_t i = 0; i < change->removed_count; i++)
+    s->door_removed += change->removed[i] == STEERD_DEMO_SIDE_DOOR_ID;
+}
+
+START_TEST(test_server_sends_the_level_and_the_door) {
+  steerd_proc p;
+  ck_assert_int_eq(steerd_proc_start(&p, STEERD_BINARY, NULL, 10000), 0);
+  ck_assert(steerd_proc_log_contains(&p, "its level (maps/demo.json)"));
+  map_seen seen;
+  memset(&seen, 0, sizeof seen);
+  steerd_client_config cfg = steerd_client_default_config();
+  cfg.callbacks.on_map = on_map;
+  cfg.user = &seen;
+  steerd_client *c = steerd_client_create(&cfg);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(steerd_client_connect(c, "127.0.0.1", p.port), STEERD_CLIENT_OK);
+  uint64_t deadline = steerd_proc_now_ms() + 5000;
+  while (seen.complete == 0 && steerd_proc_now_ms() < deadline)
+    steerd_client_service(c, 20);
+  ck_assert_uint_eq(seen.complete, 1);
+  const steerd_mapcopy *m = steerd_client_map(c);
+  ck_assert(steerd_mapcopy_current(m));
+  ck_assert_uint_ge(steerd_mapcopy_count(m), 24);
+  /* The side door closes at 10 s and opens at 30 s of every 40 s (at 30 Hz):
+   * both changes arrive as MAP_CHANGED, one version each. */
+  uint32_t v0 = seen.version;
+  deadline = steerd_proc_now_ms() + 60000;
+  while ((!seen.door_added || !seen.door_removed) && steerd_proc_now_ms() < deadline)
+    steerd_client_service(c, 20);
+  ck_assert_msg(seen.door_added && seen.door_removed, "door closed %d, opened %d (map changes %u)",
+                seen.door_added, seen.door_removed, seen.changes);
+  ck_assert_uint_eq(seen.complete, 1); /* kept in sync by MAP_CHANGED alone */
+  ck_assert_uint_eq(seen.version, v0 + seen.changes);
+  ck_assert(steerd_mapcopy_current(m));
+  steerd_client_destroy(c);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
 static Suite *demo_suite(void) {
   Suite *s = suite_create("demo");
   TCase *l = tcase_create("level");
@@ -241,6 +302,10 @@ static Suite *demo_suite(void) {
   tcase_add_test(c, test_crowds_cross_both_ways);
   tcase_add_test(c, test_deterministic_and_restored);
   suite_add_tcase(s, c);
+  TCase *v = tcase_create("server");
+  tcase_set_timeout(v, 120);
+  tcase_add_test(v, test_server_sends_the_level_and_the_door);
+  suite_add_tcase(s, v);
   return s;
 }
 
