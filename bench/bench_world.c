@@ -20,7 +20,8 @@
  * is the one-thread path); the hashes must not change with T. Use wall time
  * with T > 1 (--cpu adds up every thread's time). --min N skips sizes below N.
  * usage: bench_world [dense|avoid|obstacles|mixed|all] [--min N] [--max N] [--runs R] [--steps S] [--period P]
- *        [--threads T] [--cpu] [--hash] */
+ * --scalar turns the vector batches off (the reference path; same hashes).
+ *        [--threads T] [--scalar] [--cpu] [--hash] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 static int print_hash;
 static steer_pool *pool; /* --threads */
 
+static int scalar_only; /* --scalar: no vector batches (steer_world_set_simd) */
 static int use_cpu_clock; /* --cpu: this process's CPU time, not wall time (a shared machine) */
 
 static double now_ns(void) {
@@ -279,6 +281,7 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
     exit(1);
   }
   steer_world_set_pool(s.w, pool);
+  steer_world_set_simd(s.w, !scalar_only);
   for (int i = 0; i < WARMUP; i++)
     step(&s);
   double per_step[MAX_RUNS];
@@ -319,13 +322,15 @@ int main(int argc, char **argv) {
       avoid_neighbours = atoi(argv[++i]);
     else if (strcmp(argv[i], "--period") == 0 && i + 1 < argc)
       neighbour_period = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--scalar") == 0)
+      scalar_only = 1;
     else if (strcmp(argv[i], "--cpu") == 0)
       use_cpu_clock = 1;
     else if (strcmp(argv[i], "--hash") == 0)
       print_hash = 1;
     else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       printf("usage: bench_world [dense|avoid|obstacles|mixed|all] [--min N] [--max N] [--runs R] [--steps S] "
-             "[--neighbours K] [--period P] [--threads T] [--cpu] [--hash]\n");
+             "[--neighbours K] [--period P] [--threads T] [--scalar] [--cpu] [--hash]\n");
       return 0;
     } else
       which = argv[i];

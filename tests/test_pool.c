@@ -7,7 +7,9 @@
  * predictive avoidance against neighbours, walls and obstacles of the map,
  * kept neighbour sets, pursuit of other agents, wander (per-agent generators), paths, and the
  * kinematic and heading models, with spawns and despawns reshuffling the dense
- * list between ticks. And the server takes --threads / STEERD_THREADS (0, the
+ * list between ticks; and the same with the vector batches off (the scalar
+ * reference) and on, there and on bench_world's dense and mixed scenarios.
+ * And the server takes --threads / STEERD_THREADS (0, the
  * default, is one per core) and refuses a count it cannot run. */
 #include <check.h>
 #include <stdio.h>
@@ -282,6 +284,143 @@ START_TEST(test_step_same_hash_any_threads) {
 }
 END_TEST
 
+/* The vector batches (steer_world_set_simd) against the scalar reference:
+ * the same hash after every tick, on the scenario above (arrive with
+ * avoidance and kept neighbour sets among every other kind, churn), alone
+ * and with two threads. */
+START_TEST(test_simd_same_hash_as_scalar) {
+  steer_pool *two = steer_pool_create(2);
+  ck_assert_ptr_nonnull(two);
+  steer_world *ref = make_world(), *vec = make_world(), *vec2t = make_world();
+  steer_world_set_simd(ref, 0);
+  steer_world_set_pool(vec2t, two);
+  for (int t = 0; t < TICKS; t++) {
+    churn(ref, t);
+    churn(vec, t);
+    churn(vec2t, t);
+    steer_world_step(ref, DT);
+    steer_world_step(vec, DT);
+    steer_world_step(vec2t, DT);
+    uint64_t h = steer_world_hash(ref);
+    ck_assert_msg(steer_world_hash(vec) == h, "tick %d: the vector path differs from the scalar one", t + 1);
+    ck_assert_msg(steer_world_hash(vec2t) == h, "tick %d: vector path, 2 threads, differs", t + 1);
+  }
+  steer_world_destroy(ref);
+  steer_world_destroy(vec);
+  steer_world_destroy(vec2t);
+  steer_pool_destroy(two);
+}
+END_TEST
+
+/* bench_world's scenarios, smaller: dense (arrive to random goals, a new goal
+ * on arrival, separation from the 8 nearest within 15 m) and mixed (heading
+ * agents patrolling ping-pong paths, dynamic arrive, dynamic wander). */
+static steer_world *bench_like(int mixed, uint32_t n, steer_rng *rng) {
+  uint32_t per_row = 1;
+  while (per_row * per_row < n)
+    per_row++;
+  float side = 5.0f * (float)per_row;
+  steer_world_config cfg = steer_default_world_config();
+  cfg.max_agents = n;
+  cfg.max_paths = 4;
+  cfg.max_path_points = 8;
+  cfg.max_events = n;
+  cfg.min = v2(0.0f, 0.0f);
+  cfg.max = v2(side, side);
+  cfg.cell_size = 8.0f;
+  cfg.seed = 42;
+  steer_world *w = steer_world_create(&cfg);
+  ck_assert_ptr_nonnull(w);
+  vec2 zig[5];
+  for (int k = 0; k < 5; k++)
+    zig[k] = v2(side * 0.5f - 40.0f + 20.0f * (float)k, side * 0.5f + ((k & 1) ? 12.0f : -12.0f));
+  int path = steer_world_path_create(w, zig, 5, 1.0f, STEER_PATH_PINGPONG, STEER_CORNER_ARC);
+  ck_assert_int_ge(path, 0);
+  for (uint32_t i = 0; i < n; i++) {
+    steer_agent_desc d = steer_default_agent_desc();
+    d.limits.max_speed = 2.0f;
+    d.model = STEER_MODEL_DYNAMIC;
+    d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
+    d.behaviour.target.kind = STEER_TARGET_POINT;
+    d.behaviour.target.point = v2(steer_rng_range(rng, 0.0f, side), steer_rng_range(rng, 0.0f, side));
+    d.state.position = v2(2.5f + 5.0f * (float)(i % per_row) + steer_rng_range(rng, -1.0f, 1.0f),
+                          2.5f + 5.0f * (float)(i / per_row) + steer_rng_range(rng, -1.0f, 1.0f));
+    int follow = 0;
+    if (!mixed) {
+      d.limits.radius = 1.5f;
+      d.behaviour.separation_weight = 1.0f;
+      d.behaviour.max_neighbours = 8;
+      d.behaviour.params.separation_radius = 12.0f;
+    } else if (i % 3 == 0) {
+      d.model = STEER_MODEL_HEADING;
+      d.limits.max_rotation = 6.0f;
+      d.state.position = zig[0];
+      d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_NONE);
+      follow = 1;
+    } else if (i % 3 == 2) {
+      d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
+    }
+    steer_id id;
+    ck_assert_int_eq(steer_world_spawn(w, &d, 0, &id), STEER_OK);
+    if (follow)
+      ck_assert_int_eq(steer_world_follow_path(w, id, path), STEER_OK);
+  }
+  return w;
+}
+
+/* The benchmark's host loop: a new random goal for each agent that arrived. */
+static void retarget(steer_world *w, steer_rng *rng, float side) {
+  uint32_t ne;
+  const steer_event *ev = steer_world_events(w, &ne);
+  for (uint32_t i = 0; i < ne; i++) {
+    if (ev[i].type != STEER_EVENT_ARRIVED)
+      continue;
+    steer_agent_info info;
+    ck_assert_int_eq(steer_world_get(w, ev[i].agent, &info), STEER_OK);
+    steer_behaviour b = info.behaviour;
+    b.target.point = v2(steer_rng_range(rng, 0.0f, side), steer_rng_range(rng, 0.0f, side));
+    ck_assert_int_eq(steer_world_set_behaviour(w, ev[i].agent, &b), STEER_OK);
+  }
+}
+
+START_TEST(test_simd_same_hash_bench_scenarios) {
+  /* _i: 0 dense, 1 mixed */
+  const uint32_t n = 2501; /* not a multiple of the batch or block */
+  steer_pool *two = steer_pool_create(2);
+  ck_assert_ptr_nonnull(two);
+  steer_rng ra, rb, rc;
+  steer_rng_seed(&ra, 7);
+  steer_rng_seed(&rb, 7);
+  steer_rng_seed(&rc, 7);
+  steer_world *ref = bench_like(_i, n, &ra), *vec = bench_like(_i, n, &rb), *vec2t = bench_like(_i, n, &rc);
+  steer_world_set_simd(ref, 0);
+  steer_world_set_pool(vec2t, two);
+  float side = 5.0f * 51.0f;
+  uint32_t arrivals = 0;
+  for (int t = 0; t < 150; t++) {
+    steer_world_step(ref, 0.05f);
+    steer_world_step(vec, 0.05f);
+    steer_world_step(vec2t, 0.05f);
+    uint64_t h = steer_world_hash(ref);
+    ck_assert_msg(steer_world_hash(vec) == h, "%s tick %d: the vector path differs", _i ? "mixed" : "dense", t + 1);
+    ck_assert_msg(steer_world_hash(vec2t) == h, "%s tick %d: vector, 2 threads, differs", _i ? "mixed" : "dense",
+                  t + 1);
+    uint32_t ne;
+    const steer_event *ev = steer_world_events(ref, &ne);
+    for (uint32_t i = 0; i < ne; i++)
+      arrivals += ev[i].type == STEER_EVENT_ARRIVED;
+    retarget(ref, &ra, side);
+    retarget(vec, &rb, side);
+    retarget(vec2t, &rc, side);
+  }
+  ck_assert_uint_gt(arrivals, 0); /* goals were reached and redrawn: the arrive branches all ran */
+  steer_world_destroy(ref);
+  steer_world_destroy(vec);
+  steer_world_destroy(vec2t);
+  steer_pool_destroy(two);
+}
+END_TEST
+
 /* A pool set and then taken away: the world goes back to one thread, same results. */
 START_TEST(test_pool_swapped_mid_run) {
   steer_pool *p = steer_pool_create(2);
@@ -355,6 +494,8 @@ static Suite *pool_suite(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_step_same_hash_any_threads);
   tcase_add_test(tc, test_pool_swapped_mid_run);
+  tcase_add_test(tc, test_simd_same_hash_as_scalar);
+  tcase_add_loop_test(tc, test_simd_same_hash_bench_scenarios, 0, 2);
   suite_add_tcase(s, tc);
   tc = tcase_create("server");
   tcase_set_timeout(tc, 300);

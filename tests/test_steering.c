@@ -6,7 +6,9 @@
  * and so on. Loops record the worst value seen and assert once, so a failure
  * names the number that broke. */
 #include <check.h>
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -914,6 +916,105 @@ START_TEST(test_trig_accuracy) {
 }
 END_TEST
 
+/* ------------------------------------------------- four agents at a time */
+
+/* A float for the batch test: mostly ordinary, sometimes an edge (zero, tiny,
+ * huge, infinite, NaN, exactly the limit of a branch). */
+static float batch_value(steer_rng *r, float lo, float hi, int edgy) {
+  uint32_t k = steer_rng_next(r) % 40u;
+  if (!edgy || k >= 12)
+    return steer_rng_range(r, lo, hi);
+  static const float edges[] = {0.0f,     -0.0f,   1e-30f,  -1e-40f, 1e19f, -3e38f,
+                                INFINITY, NAN,     STEER_PI, -STEER_PI, 0.5f, 4.0f};
+  return edges[k];
+}
+
+static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* steer_arrive_look_x4 against steer_arrive + steer_look_where_going, bit for
+ * bit, over ordinary agents and every edge the scalar code branches on:
+ * inside target_radius, on the target, standing still, inside the align dead
+ * band, orientations beyond +-pi (the scalar wrap in double), lengths whose
+ * square overflows, infinities and NaN. Ordinary lanes must take the vector
+ * path (with SSE2), so the comparison is not the scalar code against itself. */
+START_TEST(test_arrive_look_x4_bit_identical) {
+  steer_rng r;
+  steer_rng_seed(&r, 2026u);
+  long vector_lanes = 0, ordinary_quads = 0;
+  for (int round = 0; round < 40000; round++) {
+    int edgy = round % 2;
+    steer_state st[4];
+    steer_limits lim[4];
+    steer_params par[4];
+    vec2 tgt[4];
+    const steer_state *sp[4];
+    const steer_limits *lp[4];
+    const steer_params *pp[4];
+    for (int i = 0; i < 4; i++) {
+      memset(&st[i], 0, sizeof st[i]);
+      st[i].position = v2(batch_value(&r, -500.0f, 500.0f, edgy), batch_value(&r, -500.0f, 500.0f, edgy));
+      uint32_t v = steer_rng_next(&r) % 8u;
+      st[i].velocity = v == 0 ? v2(0.0f, 0.0f)
+                               : v2(batch_value(&r, -3.0f, 3.0f, edgy), batch_value(&r, -3.0f, 3.0f, edgy));
+      st[i].orientation = steer_rng_next(&r) % 16u == 0 ? batch_value(&r, -20.0f, 20.0f, edgy)
+                                                        : batch_value(&r, -STEER_PI, STEER_PI, edgy);
+      st[i].rotation = batch_value(&r, -8.0f, 8.0f, edgy);
+      lim[i] = steer_default_limits();
+      lim[i].max_speed = steer_rng_range(&r, 0.5f, 6.0f);
+      lim[i].max_acceleration = steer_rng_range(&r, 1.0f, 20.0f);
+      lim[i].max_rotation = steer_rng_range(&r, 1.0f, 8.0f);
+      lim[i].max_angular_acceleration = steer_rng_range(&r, 1.0f, 30.0f);
+      par[i] = steer_default_params();
+      par[i].slow_radius = steer_rng_range(&r, 0.1f, 10.0f);
+      par[i].target_radius = steer_rng_range(&r, 0.1f, 2.0f);
+      par[i].align_slow_radius = steer_rng_range(&r, 0.05f, 1.5f);
+      uint32_t t = steer_rng_next(&r) % 8u;
+      if (t == 0)
+        tgt[i] = st[i].position; /* on the target */
+      else if (t == 1) /* inside target_radius */
+        tgt[i] = v2_add(st[i].position, v2(0.5f * par[i].target_radius, 0.0f));
+      else
+        tgt[i] = v2(batch_value(&r, -500.0f, 500.0f, edgy), batch_value(&r, -500.0f, 500.0f, edgy));
+      if (steer_rng_next(&r) % 8u == 0 && v2_len2(st[i].velocity) > 0.0f) /* in the dead band */
+        st[i].orientation = steer_orientation_of(st[i].velocity) + 0.5f * par[i].align_target_radius;
+      sp[i] = &st[i];
+      lp[i] = &lim[i];
+      pp[i] = &par[i];
+    }
+    steer_output out[4];
+    int done = steer_arrive_look_x4(sp, lp, pp, tgt, out);
+    vector_lanes += done;
+    if (!edgy) {
+      int in_range = 1;
+      for (int i = 0; i < 4; i++)
+        in_range &= st[i].orientation > -STEER_PI && st[i].orientation <= STEER_PI;
+      if (in_range) {
+        ordinary_quads++;
+#if defined(__SSE2__)
+        ck_assert_int_eq(done, 4);
+#endif
+      }
+    }
+    for (int i = 0; i < 4; i++) {
+      steer_output a = steer_arrive(sp[i], lp[i], pp[i], tgt[i]);
+      steer_output b = steer_look_where_going(sp[i], lp[i], pp[i]);
+      ck_assert_msg(same_bits(out[i].linear.x, a.linear.x) && same_bits(out[i].linear.y, a.linear.y) &&
+                        same_bits(out[i].angular, b.angular),
+                    "round %d lane %d: batch (%a, %a, %a), scalar (%a, %a, %a); p (%a, %a) v (%a, %a) "
+                    "theta %a omega %a target (%a, %a)",
+                    round, i, (double)out[i].linear.x, (double)out[i].linear.y, (double)out[i].angular,
+                    (double)a.linear.x, (double)a.linear.y, (double)b.angular, (double)st[i].position.x,
+                    (double)st[i].position.y, (double)st[i].velocity.x, (double)st[i].velocity.y,
+                    (double)st[i].orientation, (double)st[i].rotation, (double)tgt[i].x, (double)tgt[i].y);
+    }
+  }
+  ck_assert_int_gt(ordinary_quads, 1000);
+#if defined(__SSE2__)
+  ck_assert_int_gt(vector_lanes, 4 * ordinary_quads);
+#endif
+}
+END_TEST
+
 static Suite *steering_suite(void) {
   Suite *s = suite_create("steering");
   TCase *tc = tcase_create("behaviours");
@@ -953,6 +1054,7 @@ static Suite *steering_suite(void) {
   tcase_add_test(tc, test_brake_stops);
   tcase_add_test(tc, test_integrators_respect_limits);
   tcase_add_test(tc, test_heading_turn_toward);
+  tcase_add_test(tc, test_arrive_look_x4_bit_identical);
   suite_add_tcase(s, tc);
   return s;
 }

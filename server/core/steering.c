@@ -6,7 +6,10 @@
  * BEHAVIOURS.md; see approach_speed() for how arrive and align avoid overshoot. */
 #include "steering.h"
 
+#include <float.h>
 #include <stddef.h>
+
+#include "simd.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -433,4 +436,124 @@ void steer_integrate_heading(steer_state *s, const steer_limits *l, steer_headin
   vec2 heading = steer_heading(s->orientation);
   s->position = v2_add(s->position, v2_scale(heading, speed * dt));
   s->velocity = v2_scale(heading, speed);
+}
+
+#if STEER_SIMD
+/* v2_clip over four lanes; *bad gets the lanes whose square overflowed (the
+ * scalar code rescales those first). */
+SIMD_INLINE void f4_clip(f4 *x, f4 *y, f4 max_len, f4 *bad) {
+  f4 l2 = _mm_add_ps(_mm_mul_ps(*x, *x), _mm_mul_ps(*y, *y));
+  f4 cut = _mm_and_ps(_mm_cmpgt_ps(l2, _mm_mul_ps(max_len, max_len)), _mm_cmpgt_ps(l2, _mm_setzero_ps()));
+  *bad = _mm_or_ps(*bad, _mm_andnot_ps(_mm_cmple_ps(l2, f4_set(FLT_MAX)), cut));
+  f4 k = _mm_div_ps(max_len, _mm_sqrt_ps(l2));
+  *x = f4_sel(cut, _mm_mul_ps(*x, k), *x);
+  *y = f4_sel(cut, _mm_mul_ps(*y, k), *y);
+}
+
+/* approach_speed over four lanes. */
+SIMD_INLINE f4 f4_approach_speed(f4 dist, f4 max_speed, f4 max_acc, f4 slow_radius, f4 time_to_target) {
+  f4 speed = f4_sel(_mm_cmplt_ps(dist, slow_radius), _mm_div_ps(_mm_mul_ps(max_speed, dist), slow_radius),
+                    max_speed);
+  f4 braking = _mm_sqrt_ps(_mm_mul_ps(max_acc, dist));
+  speed = f4_sel(_mm_cmplt_ps(braking, speed), braking, speed);
+  f4 damped = _mm_div_ps(dist, _mm_mul_ps(f4_set(4.0f), time_to_target));
+  return f4_sel(_mm_cmplt_ps(damped, speed), damped, speed);
+}
+#endif
+
+int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *const l[4],
+                         const steer_params *const p[4], const vec2 target[4], steer_output out[4]) {
+#if STEER_SIMD
+#define LANES(field) _mm_setr_ps(field(0), field(1), field(2), field(3))
+#define PX(i)   s[i]->position.x
+#define PY(i)   s[i]->position.y
+#define VX(i)   s[i]->velocity.x
+#define VY(i)   s[i]->velocity.y
+#define TH(i)   s[i]->orientation
+#define OM(i)   s[i]->rotation
+#define TX(i)   target[i].x
+#define TY(i)   target[i].y
+#define MS(i)   l[i]->max_speed
+#define MA(i)   l[i]->max_acceleration
+#define MR(i)   l[i]->max_rotation
+#define MAA(i)  l[i]->max_angular_acceleration
+#define TTT(i)  p[i]->time_to_target
+#define TR(i)   p[i]->target_radius
+#define SR(i)   p[i]->slow_radius
+#define ATR(i)  p[i]->align_target_radius
+#define ASR(i)  p[i]->align_slow_radius
+#define ATTT(i) p[i]->align_time_to_target
+  const f4 zero = _mm_setzero_ps();
+  f4 px = LANES(PX), py = LANES(PY), vx = LANES(VX), vy = LANES(VY), theta = LANES(TH), omega = LANES(OM);
+  f4 ms = LANES(MS), ma = LANES(MA), ttt = LANES(TTT), tr = LANES(TR);
+  f4 bad = zero;
+  /* steer_arrive: approach_velocity outside target_radius, else rest. */
+  f4 ox = _mm_sub_ps(LANES(TX), px), oy = _mm_sub_ps(LANES(TY), py);
+  f4 o2 = _mm_add_ps(_mm_mul_ps(ox, ox), _mm_mul_ps(oy, oy));
+  f4 dist = _mm_sqrt_ps(o2);
+  f4 speed = f4_approach_speed(dist, ms, ma, LANES(SR), ttt);
+  f4 k = _mm_div_ps(speed, dist);
+  f4 go = _mm_and_ps(_mm_cmpge_ps(o2, _mm_mul_ps(tr, tr)), _mm_cmpgt_ps(dist, zero));
+  f4 dx = _mm_and_ps(go, _mm_mul_ps(ox, k)), dy = _mm_and_ps(go, _mm_mul_ps(oy, k));
+  f4_clip(&dx, &dy, ms, &bad);
+  /* seek_linear */
+  f4 inv = _mm_div_ps(f4_set(1.0f), ttt);
+  f4 lx = _mm_mul_ps(_mm_sub_ps(dx, vx), inv), ly = _mm_mul_ps(_mm_sub_ps(dy, vy), inv);
+  f4_clip(&lx, &ly, ma, &bad);
+  /* steer_look_where_going: align to the velocity's direction, or brake the
+   * rotation when there is no velocity or inside the dead band. */
+  f4 mr = LANES(MR), maa = LANES(MAA), attt = LANES(ATTT);
+  f4 nmaa = f4_neg(maa);
+  f4 brake = f4_clamp(_mm_div_ps(f4_neg(omega), attt), nmaa, maa);
+  f4 still = _mm_cmpeq_ps(_mm_add_ps(_mm_mul_ps(vx, vx), _mm_mul_ps(vy, vy)), zero);
+  f4 wrap_bad = zero;
+  f4 error = f4_wrap_angle(_mm_sub_ps(f4_atan2(vy, vx), theta), &wrap_bad);
+  bad = _mm_or_ps(bad, _mm_andnot_ps(still, wrap_bad)); /* a still agent brakes: no angle read */
+  f4 size = f4_abs(error);
+  f4 rate = f4_approach_speed(size, mr, maa, LANES(ASR), attt);
+  rate = f4_sel(_mm_cmplt_ps(error, zero), f4_neg(rate), rate);
+  f4 turn = f4_clamp(_mm_div_ps(_mm_sub_ps(rate, omega), attt), nmaa, maa);
+  f4 angular = f4_sel(_mm_or_ps(still, _mm_cmplt_ps(size, LANES(ATR))), brake, turn);
+  float rx[4], ry[4], ra[4];
+  _mm_storeu_ps(rx, lx);
+  _mm_storeu_ps(ry, ly);
+  _mm_storeu_ps(ra, angular);
+  int redo = _mm_movemask_ps(bad), done = 0;
+  for (int i = 0; i < 4; i++) {
+    if (redo & (1 << i)) {
+      out[i].linear = steer_arrive(s[i], l[i], p[i], target[i]).linear;
+      out[i].angular = steer_look_where_going(s[i], l[i], p[i]).angular;
+    } else {
+      out[i].linear = v2(rx[i], ry[i]);
+      out[i].angular = ra[i];
+      done++;
+    }
+  }
+  return done;
+#undef LANES
+#undef PX
+#undef PY
+#undef VX
+#undef VY
+#undef TH
+#undef OM
+#undef TX
+#undef TY
+#undef MS
+#undef MA
+#undef MR
+#undef MAA
+#undef TTT
+#undef TR
+#undef SR
+#undef ATR
+#undef ASR
+#undef ATTT
+#else
+  for (int i = 0; i < 4; i++) {
+    out[i].linear = steer_arrive(s[i], l[i], p[i], target[i]).linear;
+    out[i].angular = steer_look_where_going(s[i], l[i], p[i]).angular;
+  }
+  return 0;
+#endif
 }

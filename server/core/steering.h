@@ -156,4 +156,15 @@ void steer_integrate_dynamic(steer_state *s, const steer_limits *l, steer_output
  * then p moves along the new heading and v = speed * heading. */
 void steer_integrate_heading(steer_state *s, const steer_limits *l, steer_heading_output o, float dt);
 
+/* Four agents' arrive toward a point (steer_arrive's linear part) with
+ * look-where-you're-going for the angular part (steer_look_where_going), in
+ * one pass: out[i] is {steer_arrive(s[i], ..., target[i]).linear,
+ * steer_look_where_going(s[i], ...).angular}, bit for bit. With SSE2 the four
+ * run as the lanes of one vector (simd.h); a lane that leaves the vector path's
+ * exact range (an angle error outside (-pi, pi], a length whose square
+ * overflows) is redone by the scalar functions. Returns the number of lanes
+ * the vector path computed (0..4; 0 without SSE2). */
+int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *const l[4],
+                         const steer_params *const p[4], const vec2 target[4], steer_output out[4]);
+
 #endif /* STEER_STEERING_H */

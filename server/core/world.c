@@ -11,6 +11,7 @@
 
 #include "grid.h"
 #include "pool.h"
+#include "simd.h"
 #include "world_internal.h"
 
 #define SEPARATION_MAX_NEIGHBOURS 32u
@@ -767,6 +768,8 @@ static steer_output separation(const steer_world *w, uint32_t d, const steer_sta
   return steer_separation(s, l, &b->params, pos, rad, (int)n);
 }
 
+static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state *s, float dt, steer_output o);
+
 static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_state *s, float dt) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
@@ -842,6 +845,14 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
   }
   if (linear_only)
     o.angular = facing_angular(w, d, s);
+  return dynamic_finish(w, d, s, dt, o);
+}
+
+/* What follows the behaviour: separation from the nearest neighbours and
+ * avoidance, on top of the behaviour's output o. */
+static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state *s, float dt, steer_output o) {
+  const steer_behaviour *b = &w->behaviour[d];
+  const steer_limits *l = &w->limits[d];
   uint32_t idx[SEPARATION_MAX_NEIGHBOURS];
   uint32_t nn = needs_neighbours(b) ? neighbours_kept(w, d, s, dt, idx) : 0;
   if (b->separation_weight > 0.0f) {
@@ -926,13 +937,75 @@ static steer_heading_output heading_steering(steer_world *w, uint32_t d, const s
   return o;
 }
 
+/* Agents steered per block: the batches are formed within one. */
+#define STEER_BLOCK 64u
+
+/* A dynamic agent arriving at a point and looking where it goes: its
+ * behaviour's output comes from steer_arrive_look_x4 with three others. */
+static inline int batch_arrive_look(const steer_world *w, uint32_t d) {
+  const steer_behaviour *b = &w->behaviour[d];
+  return w->model[d] == STEER_MODEL_DYNAMIC && b->kind == STEER_BEHAVIOUR_ARRIVE &&
+         b->target.kind == STEER_TARGET_POINT && b->facing != STEER_FACING_TARGET && b->facing != STEER_FACING_NONE;
+}
+
+/* The behaviour outputs of the batchable agents of [begin, end) (end - begin
+ * <= STEER_BLOCK), four at a time; pre_ok[d - begin] says which were done
+ * (a remainder of fewer than four is left to the scalar path). */
+static void batch_block(const steer_world *w, uint32_t begin, uint32_t end, steer_output *pre, uint8_t *pre_ok) {
+  uint32_t list[STEER_BLOCK], n = 0;
+  for (uint32_t d = begin; d < end; d++) {
+    pre_ok[d - begin] = 0;
+    if (batch_arrive_look(w, d))
+      list[n++] = d;
+  }
+  for (uint32_t i = 0; i + 4 <= n; i += 4) {
+    steer_state st[4];
+    const steer_state *sp[4];
+    const steer_limits *lp[4];
+    const steer_params *pp[4];
+    vec2 tp[4];
+    steer_output o[4];
+    for (int j = 0; j < 4; j++) {
+      uint32_t d = list[i + (uint32_t)j];
+      st[j] = state_of(w, d);
+      sp[j] = &st[j];
+      lp[j] = &w->limits[d];
+      pp[j] = &w->behaviour[d].params;
+      tp[j] = w->behaviour[d].target.point;
+    }
+    steer_arrive_look_x4(sp, lp, pp, tp, o);
+    for (int j = 0; j < 4; j++) {
+      uint32_t k = list[i + (uint32_t)j] - begin;
+      pre[k] = o[j];
+      pre_ok[k] = 1;
+    }
+  }
+}
+
 /* Steers agents [begin, end): each reads last tick's state of anyone and writes
  * only its own command, query hint, kept neighbour set, wander angle, generator
  * and path cursor, so ranges can run on different threads. */
 static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end) {
+  steer_output pre[STEER_BLOCK];
+  uint8_t pre_ok[STEER_BLOCK];
   for (uint32_t d = begin; d < end; d++) {
+    uint32_t k = (d - begin) % STEER_BLOCK;
+    if (k == 0) {
+      uint32_t stop = end - d > STEER_BLOCK ? d + STEER_BLOCK : end;
+      if (STEER_SIMD && !w->scalar_only)
+        batch_block(w, d, stop, pre, pre_ok);
+      else
+        memset(pre_ok, 0, sizeof(pre_ok));
+    }
     steer_state s = state_of(w, d);
     command3 *c = &w->cmd[d];
+    if (pre_ok[k]) {
+      steer_output o = dynamic_finish(w, d, &s, dt, pre[k]);
+      c->a = o.linear.x;
+      c->b = o.linear.y;
+      c->c = o.angular;
+      continue;
+    }
     switch (w->model[d]) {
     case STEER_MODEL_KINEMATIC: {
       steer_kinematic_output o = kinematic_steering(w, d, &s);
@@ -985,6 +1058,8 @@ static void pass_steering(steer_world *w, float dt) {
 }
 
 void steer_world_set_pool(steer_world *w, struct steer_pool *pool) { w->pool = pool; }
+
+void steer_world_set_simd(steer_world *w, int on) { w->scalar_only = !on; }
 
 /* Integrates agents [begin, end): each reads its own command and state and the
  * map, and writes only its own state, so ranges can run on different threads

@@ -279,6 +279,12 @@ void steer_world_step(steer_world *w, float dt);
 struct steer_pool;
 void steer_world_set_pool(steer_world *w, struct steer_pool *pool);
 
+/* Vector batches in the steering pass (on by default where the build has
+ * SSE2): agents of one kind steered four at a time (steering.h,
+ * steer_arrive_look_x4). The results are bit-identical to the scalar path,
+ * which on = 0 selects (the reference, for tests and benchmarks). */
+void steer_world_set_simd(steer_world *w, int on);
+
 /* Events of the last step; valid until the next step. */
 const steer_event *steer_world_events(const steer_world *w, uint32_t *count);
 uint64_t steer_world_events_dropped(const steer_world *w);

@@ -80,6 +80,7 @@ struct steer_world {
   uint64_t events_dropped;
 
   struct steer_pool *pool; /* borrowed (steer_world_set_pool): splits the steering pass; NULL: one thread */
+  uint8_t scalar_only;     /* steer_world_set_simd(w, 0): no vector batches (the reference path) */
 
   /* the map and stuck detection (world_map.c), saved */
   steer_map *map;

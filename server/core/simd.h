@@ -1,0 +1,91 @@
+/* simd.h: four lanes of the core's float arithmetic with SSE2 (x86-64's
+ * baseline), for steering batches of agents.
+ *
+ * Every helper does, per lane, exactly the operations of the scalar code it
+ * mirrors, in the same order: SSE's add, mul, div and sqrt round like the
+ * scalar ones (IEEE single, round to nearest; the core is built with
+ * -ffp-contract=off, so no fused multiply-add on either path), and each
+ * branch of the scalar code becomes a compare with the same predicate and a
+ * select, so NaN takes the same side as in the scalar code. A batch is then
+ * bit-identical to the scalar path, which stays the reference
+ * (tests/test_steering.c compares them). STEER_SIMD is 0 without SSE2; callers
+ * then use the scalar functions. Internal to the core. */
+#ifndef STEER_SIMD_H
+#define STEER_SIMD_H
+
+#include "vec2.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define STEER_SIMD 1
+
+typedef __m128 f4;
+
+#define SIMD_INLINE static inline __attribute__((always_inline))
+
+SIMD_INLINE f4 f4_set(float x) { return _mm_set1_ps(x); }
+/* m ? a : b, m from a compare (all ones or all zeros per lane). */
+SIMD_INLINE f4 f4_sel(f4 m, f4 a, f4 b) { return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)); }
+SIMD_INLINE f4 f4_neg(f4 a) { return _mm_xor_ps(a, _mm_set1_ps(-0.0f)); }
+SIMD_INLINE f4 f4_abs(f4 a) { return _mm_andnot_ps(_mm_set1_ps(-0.0f), a); }
+/* steer_clampf: v < lo ? lo : (v > hi ? hi : v). */
+SIMD_INLINE f4 f4_clamp(f4 v, f4 lo, f4 hi) {
+  return f4_sel(_mm_cmplt_ps(v, lo), lo, f4_sel(_mm_cmpgt_ps(v, hi), hi, v));
+}
+
+/* steer_atan2 (vec2.h), lane by lane. */
+SIMD_INLINE f4 f4_atan2(f4 y, f4 x) {
+  const f4 zero = _mm_setzero_ps(), one = f4_set(1.0f);
+  f4 ax = f4_abs(x), ay = f4_abs(y);
+  f4 xgt = _mm_cmpgt_ps(ax, ay);
+  f4 hi = f4_sel(xgt, ax, ay), lo = f4_sel(xgt, ay, ax);
+  f4 a = _mm_div_ps(lo, hi);
+  f4 big = _mm_cmpgt_ps(a, f4_set(0.41421356237309503f));
+  f4 base = _mm_and_ps(big, f4_set(0.78539816339744831f));
+  a = f4_sel(big, _mm_div_ps(_mm_sub_ps(a, one), _mm_add_ps(a, one)), a);
+  f4 z = _mm_mul_ps(a, a);
+  f4 poly = _mm_sub_ps(_mm_mul_ps(f4_set(8.05374449538e-2f), z), f4_set(1.38776856032e-1f));
+  poly = _mm_add_ps(_mm_mul_ps(poly, z), f4_set(1.99777106478e-1f));
+  poly = _mm_sub_ps(_mm_mul_ps(poly, z), f4_set(3.33329491539e-1f));
+  f4 r = _mm_add_ps(base, _mm_add_ps(_mm_mul_ps(_mm_mul_ps(poly, z), a), a));
+  r = f4_sel(_mm_cmpgt_ps(ay, ax), _mm_sub_ps(f4_set(1.57079632679489662f), r), r);
+  r = f4_sel(_mm_cmplt_ps(x, zero), _mm_sub_ps(f4_set(3.14159265358979324f), r), r);
+  r = f4_sel(_mm_cmplt_ps(y, zero), f4_neg(r), r);
+  /* !(hi > 0): the zero vector (and NaN) gives 0. */
+  return _mm_and_ps(_mm_cmpgt_ps(hi, zero), r);
+}
+
+/* steer_wrap_angle_d's reduction for two doubles x = a + pi with a in
+ * [-9, 9] (so x in (-2 pi, 4 pi)): there fmod(x, 2 pi) is x, or x - 2 pi
+ * when x >= 2 pi (exact: Sterbenz), and the rest is the same double
+ * operations in the same order. */
+SIMD_INLINE __m128d d2_wrap(__m128d a) {
+  const __m128d pi = _mm_set1_pd(3.14159265358979323846), two_pi = _mm_set1_pd(6.28318530717958647692);
+  __m128d x = _mm_add_pd(a, pi);
+  __m128d over = _mm_cmpge_pd(x, two_pi);
+  x = _mm_or_pd(_mm_and_pd(over, _mm_sub_pd(x, two_pi)), _mm_andnot_pd(over, x));
+  __m128d low = _mm_cmple_pd(x, _mm_setzero_pd());
+  x = _mm_or_pd(_mm_and_pd(low, _mm_add_pd(x, two_pi)), _mm_andnot_pd(low, x));
+  return _mm_sub_pd(x, pi);
+}
+
+/* steer_wrap_angle, lane by lane, for angles in [-9, 9] (an error between
+ * two angles of (-pi, pi] always is); *bad gets the lanes outside, and NaN
+ * passes through as in the scalar code. */
+SIMD_INLINE f4 f4_wrap_angle(f4 a, f4 *bad) {
+  const f4 pi = f4_set(STEER_PI);
+  f4 out = _mm_or_ps(_mm_cmpgt_ps(a, pi), _mm_cmple_ps(a, f4_neg(pi)));
+  *bad = _mm_or_ps(*bad, _mm_andnot_ps(_mm_cmple_ps(f4_abs(a), f4_set(9.0f)), out));
+  f4 lo = _mm_cvtpd_ps(d2_wrap(_mm_cvtps_pd(a)));
+  f4 hi = _mm_cvtpd_ps(d2_wrap(_mm_cvtps_pd(_mm_movehl_ps(a, a))));
+  f4 f = _mm_movelh_ps(lo, hi);
+  /* f <= -STEER_PI ? STEER_PI : f */
+  f = f4_sel(_mm_cmple_ps(f, f4_neg(pi)), pi, f);
+  return f4_sel(out, f, a);
+}
+
+#else
+#define STEER_SIMD 0
+#endif
+
+#endif /* STEER_SIMD_H */
