@@ -9,6 +9,7 @@
  *          sides are wall polylines, so every move is swept against the map.
  *   obstacles: avoid plus 1 000 obstacles over the field (pillars, crates,
  *          L-shaped blocks and wall pieces); goals inside one are redrawn.
+ *   floor: the least a dense step can cost (run_floor); not part of "all".
  *   mixed: a third patrolling (ping-pong paths, arc cornering, heading model), a
  *          third arriving at random goals, a third wandering; no neighbours.
  *
@@ -19,7 +20,7 @@
  * --threads T splits the steering pass over T threads (pool.h; 1, the default,
  * is the one-thread path); the hashes must not change with T. Use wall time
  * with T > 1 (--cpu adds up every thread's time). --min N skips sizes below N.
- * usage: bench_world [dense|avoid|obstacles|mixed|all] [--min N] [--max N] [--runs R] [--steps S] [--period P]
+ * usage: bench_world [dense|avoid|obstacles|mixed|floor|all] [--min N] [--max N] [--runs R] [--steps S] [--period P]
  * --scalar turns the vector batches off (the reference path; same hashes).
  *        [--threads T] [--scalar] [--cpu] [--hash] */
 #include <math.h>
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "grid.h"
 #include "pool.h"
 #include "world.h"
 
@@ -303,6 +305,100 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
   steer_world_destroy(s.w);
 }
 
+/* The floor (issue 13): the least a dense step can cost. N agents placed as in
+ * dense, moving at a constant velocity; per step only what any step must do:
+ *   floor-io:  read and write the minimal per-agent state (position,
+ *              velocity, orientation, rotation: 24 bytes in, 24 out);
+ *   floor-knn: rebuild the grid and run the exact 8-nearest query within 15 m
+ *              for every agent, seeded with its last k-th distance (the same
+ *              grid and query the world uses: its best path);
+ *   floor:     both in one pass.
+ * The dense step minus this is what steering, separation and the world's
+ * bookkeeping cost. One thread. */
+typedef struct floor_state {
+  uint32_t n;
+  float *px, *py, *vx, *vy, *th, *om, *hint;
+  steer_grid g;
+} floor_state;
+
+static void floor_step(floor_state *f, int io, int knn) {
+  if (knn)
+    steer_grid_build(&f->g, f->px, f->py, f->n);
+  float sink = 0.0f;
+  for (uint32_t i = 0; i < f->n; i++) {
+    if (knn) {
+      uint32_t pos[8];
+      float h = f->hint[i];
+      if (h > 0.0f) {
+        float reach = sqrtf(h) + 2.0f * 2.0f * DT;
+        h = reach * reach;
+      }
+      uint32_t k = steer_grid_nearest_pos(&f->g, v2(f->px[i], f->py[i]), 15.0f, i, pos, 8, &h);
+      f->hint[i] = h;
+      sink += k ? f->g.sx[pos[k - 1]] : 0.0f;
+    }
+    if (io) {
+      float x = f->px[i], y = f->py[i], vx = f->vx[i], vy = f->vy[i];
+      f->px[i] = x + vx * DT;
+      f->py[i] = y + vy * DT;
+      f->vx[i] = -vx;
+      f->vy[i] = -vy;
+      f->th[i] = f->th[i] + f->om[i] * DT;
+      f->om[i] = -f->om[i];
+    }
+  }
+  if (sink == 12345.0f) /* keeps the queries */
+    fprintf(stderr, "-\n");
+}
+
+static void run_floor(uint32_t n, int runs, int steps) {
+  floor_state f;
+  memset(&f, 0, sizeof(f));
+  f.n = n;
+  uint32_t per_row = (uint32_t)ceil(sqrt((double)n));
+  float side = 5.0f * (float)per_row;
+  float **arr[] = {&f.px, &f.py, &f.vx, &f.vy, &f.th, &f.om, &f.hint};
+  for (size_t a = 0; a < sizeof(arr) / sizeof(arr[0]); a++)
+    if (!(*arr[a] = calloc(n, sizeof(float)))) {
+      fprintf(stderr, "bench_world: floor: out of memory\n");
+      exit(1);
+    }
+  if (steer_grid_init(&f.g, v2(0.0f, 0.0f), v2(side, side), 8.0f, n) != STEER_OK) {
+    fprintf(stderr, "bench_world: floor: grid init failed\n");
+    exit(1);
+  }
+  steer_rng rng;
+  steer_rng_seed(&rng, 7);
+  for (uint32_t i = 0; i < n; i++) {
+    f.px[i] = 2.5f + 5.0f * (float)(i % per_row) + steer_rng_range(&rng, -1.0f, 1.0f);
+    f.py[i] = 2.5f + 5.0f * (float)(i / per_row) + steer_rng_range(&rng, -1.0f, 1.0f);
+    f.vx[i] = steer_rng_range(&rng, -1.4f, 1.4f); /* |v| <= 2 m/s, as the hint assumes */
+    f.vy[i] = steer_rng_range(&rng, -1.4f, 1.4f);
+    f.om[i] = steer_rng_range(&rng, -1.0f, 1.0f);
+  }
+  static const char *names[] = {"floor-io", "floor-knn", "floor"};
+  for (int kind = 0; kind < 3; kind++) {
+    int io = kind != 1, knn = kind != 0;
+    for (int i = 0; i < WARMUP; i++)
+      floor_step(&f, io, knn);
+    double per_step[MAX_RUNS];
+    for (int r = 0; r < runs; r++) {
+      double t0 = now_ns();
+      for (int i = 0; i < steps; i++)
+        floor_step(&f, io, knn);
+      per_step[r] = (now_ns() - t0) / steps;
+    }
+    qsort(per_step, (size_t)runs, sizeof(double), cmp_double);
+    double median = per_step[runs / 2];
+    printf("| %-8s | %9u | %14.1f | %14.1f | %10.3f | %9s |\n", names[kind], n, median / n, per_step[0] / n,
+           median / 1e6, "-");
+    fflush(stdout);
+  }
+  steer_grid_free(&f.g);
+  for (size_t a = 0; a < sizeof(arr) / sizeof(arr[0]); a++)
+    free(*arr[a]);
+}
+
 int main(int argc, char **argv) {
   const char *which = "all";
   uint32_t min_n = 0, max_n = 1000000, threads = 1;
@@ -329,7 +425,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--hash") == 0)
       print_hash = 1;
     else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: bench_world [dense|avoid|obstacles|mixed|all] [--min N] [--max N] [--runs R] [--steps S] "
+      printf("usage: bench_world [dense|avoid|obstacles|mixed|floor|all] [--min N] [--max N] [--runs R] [--steps S] "
              "[--neighbours K] [--period P] [--threads T] [--scalar] [--cpu] [--hash]\n");
       return 0;
     } else
@@ -350,10 +446,15 @@ int main(int argc, char **argv) {
   printf("|---|---:|---:|---:|---:|---:|\n");
   static const uint32_t dense_n[] = {1000, 10000, 100000};
   static const uint32_t mixed_n[] = {1000, 10000, 100000, 1000000};
+  /* dense and the floor also at 1 000 000 (issue 13's table) */
   if (strcmp(which, "all") == 0 || strcmp(which, "dense") == 0)
-    for (size_t i = 0; i < sizeof(dense_n) / sizeof(dense_n[0]); i++)
-      if (dense_n[i] >= min_n && dense_n[i] <= max_n)
-        run("dense", dense_n[i], setup_dense, runs, steps);
+    for (size_t i = 0; i < sizeof(mixed_n) / sizeof(mixed_n[0]); i++)
+      if (mixed_n[i] >= min_n && mixed_n[i] <= max_n)
+        run("dense", mixed_n[i], setup_dense, runs, steps);
+  if (strcmp(which, "floor") == 0) /* not in "all": a reference, not a scenario */
+    for (size_t i = 0; i < sizeof(mixed_n) / sizeof(mixed_n[0]); i++)
+      if (mixed_n[i] >= min_n && mixed_n[i] <= max_n)
+        run_floor(mixed_n[i], runs, steps);
   if (strcmp(which, "all") == 0 || strcmp(which, "avoid") == 0)
     for (size_t i = 0; i < sizeof(dense_n) / sizeof(dense_n[0]); i++)
       if (dense_n[i] >= min_n && dense_n[i] <= max_n)

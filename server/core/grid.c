@@ -32,6 +32,10 @@
 
 #include "world.h"
 
+/* Slots after the last in sx and sy, so a block of four may start at any
+ * position (its lanes past the end are masked off). */
+#define GRID_PAD 4u
+
 int steer_grid_init(steer_grid *g, vec2 min, vec2 max, float cell, uint32_t capacity) {
   memset(g, 0, sizeof(*g));
   if (!(cell > 0.0f) || !(max.x > min.x) || !(max.y > min.y) || capacity == 0)
@@ -50,8 +54,8 @@ int steer_grid_init(steer_grid *g, vec2 min, vec2 max, float cell, uint32_t capa
   g->cell_start = calloc(cells + 1, sizeof(uint32_t));
   g->items = malloc(capacity * sizeof(uint32_t));
   g->item_pos = malloc(capacity * sizeof(uint32_t));
-  g->sx = malloc(capacity * sizeof(float));
-  g->sy = malloc(capacity * sizeof(float));
+  g->sx = calloc((size_t)capacity + GRID_PAD, sizeof(float));
+  g->sy = calloc((size_t)capacity + GRID_PAD, sizeof(float));
   g->svx = malloc(capacity * sizeof(float));
   g->svy = malloc(capacity * sizeof(float));
   g->sr = malloc(capacity * sizeof(float));
@@ -351,13 +355,15 @@ static void fast_scan(fast_query *q, float radius, int nv) {
  * rows and columns it touches, one square root per query) that lies within
  * it is kept, then the survivors are ranked once by (d2, cell position) --
  * the same order as the insertion -- by counting, for each, the survivors
- * that sort before it. Returns 1 with the k nearest in pos/keys (ranks 0..k-1)
- * when at least k survived; 0 when fewer did (the caller widens) or when more
- * than BOX_CAP did (a crowded box: the caller's running top-k is cheaper). */
+ * that sort before it (four comparisons at a time). Returns 1 with the k
+ * nearest written to out (cell positions or dense indices) and out_d2, and
+ * the k-th squared distance in *kth, when at least k survived; 0 when fewer
+ * did (the caller widens) or more than BOX_CAP did (a crowded box: the
+ * caller's running top-k is cheaper there). */
 #define BOX_CAP 48u
 
 static int nearest_box(const steer_grid *g, vec2 p, float thr, float margin, uint32_t excl, uint32_t k,
-                       uint32_t *pos, float *keys) {
+                       uint32_t *out, float *out_d2, int want_pos, float *kth) {
   const float half = sqrtf(thr) + margin;
   /* Points outside the bounds are clamped into the edge rows and columns; the
    * box reaches such a row or column only when it covers the bounds' edge
@@ -366,50 +372,64 @@ static int nearest_box(const steer_grid *g, vec2 p, float thr, float margin, uin
   uint32_t r0 = grid_row(g, p.y - half), r1 = grid_row(g, p.y + half);
   const float *sx = g->sx, *sy = g->sy;
   const __m128 px4 = _mm_set1_ps(p.x), py4 = _mm_set1_ps(p.y), thr4 = _mm_set1_ps(thr);
-  /* Survivors, as 64-bit keys: a non-negative float's bits order like its
-   * value, so (d2 bits << 32 | pos) orders like (d2, pos). The compaction
-   * writes every candidate and advances past the survivors only, so the
-   * buffer holds BOX_CAP survivors plus one block of four. */
-  uint64_t key[BOX_CAP + 4];
+  /* Survivors: squared distances and cell positions. The compaction writes
+   * every candidate of a block of four and advances past the survivors only,
+   * so the buffers hold BOX_CAP survivors plus one block, and a multiple of
+   * four after padding. */
+  float sd[BOX_CAP + 8];
+  int32_t sp[BOX_CAP + 8];
   uint32_t m = 0;
   for (uint32_t row = r0; row <= r1; row++) {
     const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
     uint32_t a = rs[c0], end = rs[c1 + 1];
-    for (; a + 4 <= end; a += 4) {
+    /* Blocks of four; the last one may read up to three slots past the row
+     * (the arrays have GRID_PAD more), which its mask drops. */
+    for (; a < end; a += 4) {
       if (m > BOX_CAP)
         return 0;
       __m128 dx = _mm_sub_ps(_mm_loadu_ps(sx + a), px4), dy = _mm_sub_ps(_mm_loadu_ps(sy + a), py4);
       __m128 d2 = _mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy));
       uint32_t pass = (uint32_t)_mm_movemask_ps(_mm_cmple_ps(d2, thr4));
-      uint32_t bits[4];
-      _mm_storeu_si128((__m128i *)(void *)bits, _mm_castps_si128(d2));
+      if (end - a < 4)
+        pass &= (1u << (end - a)) - 1u;
+      if (excl - a < 4)
+        pass &= ~(1u << (excl - a));
+      float lane[4];
+      _mm_storeu_ps(lane, d2);
       for (uint32_t j = 0; j < 4; j++) {
-        key[m] = (uint64_t)bits[j] << 32 | (a + j);
-        m += (pass >> j) & (uint32_t)(a + j != excl);
+        sd[m] = lane[j];
+        sp[m] = (int32_t)(a + j);
+        m += (pass >> j) & 1u;
       }
-    }
-    for (; a < end; a++) {
-      if (m > BOX_CAP)
-        return 0;
-      float dx = sx[a] - p.x, dy = sy[a] - p.y;
-      float d2 = dx * dx + dy * dy;
-      uint32_t bits;
-      memcpy(&bits, &d2, sizeof(bits));
-      key[m] = (uint64_t)bits << 32 | a;
-      m += (uint32_t)(d2 <= thr) & (uint32_t)(a != excl);
     }
   }
   if (m < k || m > BOX_CAP)
     return 0;
+  for (uint32_t j = m; j < ((m + 3) & ~3u); j++) { /* padding sorts after everyone */
+    sd[j] = INFINITY;
+    sp[j] = INT32_MAX;
+  }
   for (uint32_t i = 0; i < m; i++) {
-    uint64_t ki = key[i];
-    uint32_t rank = 0;
-    for (uint32_t j = 0; j < m; j++)
-      rank += key[j] < ki;
+    const __m128 di = _mm_set1_ps(sd[i]);
+    const __m128i pi = _mm_set1_epi32(sp[i]);
+    __m128i before = _mm_setzero_si128();
+    for (uint32_t j = 0; j < m; j += 4) {
+      __m128 dj = _mm_loadu_ps(sd + j);
+      __m128i pj = _mm_loadu_si128((const __m128i *)(const void *)(sp + j));
+      __m128i lt = _mm_or_si128(_mm_castps_si128(_mm_cmplt_ps(dj, di)),
+                                _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(dj, di)), _mm_cmpgt_epi32(pi, pj)));
+      before = _mm_sub_epi32(before, lt);
+    }
+    before = _mm_add_epi32(before, _mm_shuffle_epi32(before, _MM_SHUFFLE(1, 0, 3, 2)));
+    before = _mm_add_epi32(before, _mm_shuffle_epi32(before, _MM_SHUFFLE(2, 3, 0, 1)));
+    uint32_t rank = (uint32_t)_mm_cvtsi128_si32(before);
     if (rank < k) {
-      uint32_t bits = (uint32_t)(ki >> 32);
-      memcpy(&keys[rank], &bits, sizeof(float));
-      pos[rank] = (uint32_t)ki;
+      uint32_t pos = (uint32_t)sp[i];
+      out[rank] = want_pos ? pos : g->items[pos];
+      if (out_d2)
+        out_d2[rank] = sd[i];
+      if (rank == k - 1)
+        *kth = sd[i];
     }
   }
   return 1;
@@ -439,6 +459,9 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
   q.excl = excl;
   q.k = max;
   float full = float_below(r2);
+  if (hint && *hint > 0.0f && *hint < full &&
+      nearest_box(g, p, *hint, q.margin, excl, max, out, out_d2, want_pos, hint))
+    return max;
   /* topk_keys fills keys[0, 4 nv), which covers max; zeroed so gcc -O3 can see
    * that keys[max - 1] is set (64 bytes, once per query). */
   float keys[4 * GRID_TOP_V] = {0};
@@ -446,16 +469,6 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
    * farther than all of them (ties at the bound are admitted), so these are the
    * k nearest; otherwise the scan starts over with the whole radius. */
   int done = 0;
-  uint32_t pos[4 * GRID_TOP_V];
-  if (hint && *hint > 0.0f && *hint < full && nearest_box(g, p, *hint, q.margin, excl, max, pos, keys)) {
-    for (uint32_t n = 0; n < max; n++) {
-      out[n] = want_pos ? pos[n] : g->items[pos[n]];
-      if (out_d2)
-        out_d2[n] = keys[n];
-    }
-    *hint = keys[max - 1];
-    return max;
-  }
   if (hint && *hint > 0.0f && *hint < full) {
     fast_reset(&q, r2, *hint);
     fast_scan(&q, radius, nv);
@@ -467,6 +480,7 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
     fast_scan(&q, radius, nv);
     topk_keys(&q.top, nv, keys);
   }
+  uint32_t pos[4 * GRID_TOP_V];
   for (int v = 0; v < nv; v++)
     _mm_storeu_si128((__m128i *)(void *)(pos + 4 * v), q.top.i[v]);
   uint32_t n = 0;
