@@ -1015,6 +1015,81 @@ START_TEST(test_arrive_look_x4_bit_identical) {
 }
 END_TEST
 
+/* steer_wander_x4 against four steer_wander calls, bit for bit: outputs,
+ * wander angles and generator states, over ordinary agents and the edges
+ * (orientations beyond +-pi and beyond 1e5 rad, NaN, infinities, huge rates,
+ * zero offsets and radii so the target sits on the agent). */
+START_TEST(test_wander_x4_bit_identical) {
+  steer_rng r;
+  steer_rng_seed(&r, 4242u);
+  long vector_lanes = 0, ordinary_quads = 0;
+  for (int round = 0; round < 40000; round++) {
+    int edgy = round % 2;
+    steer_state st[4];
+    steer_limits lim[4];
+    steer_params par[4];
+    float wa[4], wb[4];
+    steer_rng ga[4], gb[4];
+    const steer_state *sp[4];
+    const steer_limits *lp[4];
+    const steer_params *pp[4];
+    float *wp[4];
+    steer_rng *gp[4];
+    int ordinary = 1;
+    for (int i = 0; i < 4; i++) {
+      memset(&st[i], 0, sizeof st[i]);
+      st[i].position = v2(batch_value(&r, -500.0f, 500.0f, edgy), batch_value(&r, -500.0f, 500.0f, edgy));
+      st[i].velocity = v2(batch_value(&r, -3.0f, 3.0f, edgy), batch_value(&r, -3.0f, 3.0f, edgy));
+      uint32_t o = steer_rng_next(&r) % 16u;
+      st[i].orientation = o == 0   ? batch_value(&r, -2e5f, 2e5f, 1)
+                          : o == 1 ? batch_value(&r, -20.0f, 20.0f, edgy)
+                                   : batch_value(&r, -STEER_PI, STEER_PI, edgy);
+      ordinary &= st[i].orientation > -STEER_PI && st[i].orientation <= STEER_PI; /* as the world keeps it */
+      st[i].rotation = batch_value(&r, -8.0f, 8.0f, edgy);
+      lim[i] = steer_default_limits();
+      lim[i].max_acceleration = steer_rng_range(&r, 1.0f, 20.0f);
+      lim[i].max_rotation = steer_rng_range(&r, 1.0f, 8.0f);
+      lim[i].max_angular_acceleration = steer_rng_range(&r, 1.0f, 30.0f);
+      par[i] = steer_default_params();
+      par[i].wander_rate = edgy && steer_rng_next(&r) % 8u == 0 ? 1e6f : steer_rng_range(&r, 0.0f, 8.0f);
+      par[i].wander_offset = steer_rng_next(&r) % 16u == 0 ? 0.0f : steer_rng_range(&r, 0.0f, 6.0f);
+      par[i].wander_radius = steer_rng_next(&r) % 16u == 0 ? 0.0f : steer_rng_range(&r, 0.0f, 3.0f);
+      wa[i] = wb[i] = batch_value(&r, -STEER_PI, STEER_PI, edgy);
+      steer_rng_seed(&ga[i], steer_rng_next(&r));
+      gb[i] = ga[i];
+      sp[i] = &st[i];
+      lp[i] = &lim[i];
+      pp[i] = &par[i];
+      wp[i] = &wa[i];
+      gp[i] = &ga[i];
+    }
+    steer_output out[4];
+    int done = steer_wander_x4(sp, lp, pp, wp, gp, DT, out);
+    vector_lanes += done;
+    if (!edgy && ordinary) {
+      ordinary_quads++;
+#if defined(__SSE2__)
+      ck_assert_int_eq(done, 4);
+#endif
+    }
+    for (int i = 0; i < 4; i++) {
+      steer_output want = steer_wander(sp[i], lp[i], pp[i], &wb[i], &gb[i], DT);
+      ck_assert_msg(same_bits(out[i].linear.x, want.linear.x) && same_bits(out[i].linear.y, want.linear.y) &&
+                        same_bits(out[i].angular, want.angular) && same_bits(wa[i], wb[i]),
+                    "round %d lane %d: batch (%a, %a, %a, w %a), scalar (%a, %a, %a, w %a); theta %a", round, i,
+                    (double)out[i].linear.x, (double)out[i].linear.y, (double)out[i].angular, (double)wa[i],
+                    (double)want.linear.x, (double)want.linear.y, (double)want.angular, (double)wb[i],
+                    (double)st[i].orientation);
+      ck_assert(memcmp(&ga[i], &gb[i], sizeof ga[i]) == 0);
+    }
+  }
+  ck_assert_int_gt(ordinary_quads, 1000);
+#if defined(__SSE2__)
+  ck_assert_int_gt(vector_lanes, 4 * ordinary_quads);
+#endif
+}
+END_TEST
+
 static Suite *steering_suite(void) {
   Suite *s = suite_create("steering");
   TCase *tc = tcase_create("behaviours");
@@ -1055,6 +1130,7 @@ static Suite *steering_suite(void) {
   tcase_add_test(tc, test_integrators_respect_limits);
   tcase_add_test(tc, test_heading_turn_toward);
   tcase_add_test(tc, test_arrive_look_x4_bit_identical);
+  tcase_add_test(tc, test_wander_x4_bit_identical);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -84,6 +84,38 @@ SIMD_INLINE f4 f4_wrap_angle(f4 a, f4 *bad) {
   return f4_sel(out, f, a);
 }
 
+/* floorf for |x| < 2^23 (the caller keeps x there): truncate, and step
+ * down where that rounded up. */
+SIMD_INLINE f4 f4_floor_small(f4 x) {
+  f4 t = _mm_cvtepi32_ps(_mm_cvttps_epi32(x));
+  return _mm_sub_ps(t, _mm_and_ps(_mm_cmpgt_ps(t, x), f4_set(1.0f)));
+}
+
+/* steer_sincos, lane by lane, for |theta| < 1e5; *bad gets the other lanes
+ * (and NaN), which the scalar code sends to libm. */
+SIMD_INLINE void f4_sincos(f4 theta, f4 *s, f4 *c, f4 *bad) {
+  *bad = _mm_or_ps(*bad, _mm_andnot_ps(_mm_cmplt_ps(f4_abs(theta), f4_set(1e5f)), _mm_castsi128_ps(_mm_set1_epi32(-1))));
+  f4 k = f4_floor_small(_mm_add_ps(_mm_mul_ps(theta, f4_set(0.63661977236758134f)), f4_set(0.5f)));
+  f4 x = _mm_sub_ps(_mm_sub_ps(_mm_sub_ps(theta, _mm_mul_ps(k, f4_set(1.5703125f))),
+                               _mm_mul_ps(k, f4_set(4.8375129699707031e-4f))),
+                    _mm_mul_ps(k, f4_set(7.5497899548918821e-8f)));
+  f4 z = _mm_mul_ps(x, x);
+  f4 sn = _mm_add_ps(_mm_mul_ps(f4_set(-1.9515295891e-4f), z), f4_set(8.3321608736e-3f));
+  sn = _mm_sub_ps(_mm_mul_ps(sn, z), f4_set(1.6666654611e-1f));
+  sn = _mm_add_ps(_mm_mul_ps(_mm_mul_ps(sn, z), x), x);
+  f4 cs = _mm_sub_ps(_mm_mul_ps(f4_set(2.443315711809948e-5f), z), f4_set(1.388731625493765e-3f));
+  cs = _mm_add_ps(_mm_mul_ps(cs, z), f4_set(4.166664568298827e-2f));
+  cs = _mm_add_ps(_mm_sub_ps(_mm_mul_ps(_mm_mul_ps(cs, z), z), _mm_mul_ps(f4_set(0.5f), z)), f4_set(1.0f));
+  /* The quadrant, (int)k & 3: 0 (sn, cs), 1 (cs, -sn), 2 (-sn, -cs), 3 (-cs, sn). */
+  __m128i q = _mm_and_si128(_mm_cvttps_epi32(k), _mm_set1_epi32(3));
+  f4 odd = _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(q, _mm_set1_epi32(1)), _mm_set1_epi32(1)));
+  f4 s_neg = _mm_castsi128_ps(_mm_cmpgt_epi32(q, _mm_set1_epi32(1)));                           /* 2, 3 */
+  f4 c_neg = _mm_castsi128_ps(_mm_or_si128(_mm_cmpeq_epi32(q, _mm_set1_epi32(1)), _mm_cmpeq_epi32(q, _mm_set1_epi32(2)))); /* 1, 2 */
+  f4 rs = f4_sel(odd, cs, sn), rc = f4_sel(odd, sn, cs);
+  *s = f4_sel(s_neg, f4_neg(rs), rs);
+  *c = f4_sel(c_neg, f4_neg(rc), rc);
+}
+
 #else
 #define STEER_SIMD 0
 #endif

@@ -459,6 +459,24 @@ SIMD_INLINE f4 f4_approach_speed(f4 dist, f4 max_speed, f4 max_acc, f4 slow_radi
   f4 damped = _mm_div_ps(dist, _mm_mul_ps(f4_set(4.0f), time_to_target));
   return f4_sel(_mm_cmplt_ps(damped, speed), damped, speed);
 }
+
+/* The angular part of steer_face toward direction (dx, dy) (steer_look_where_going
+ * with the velocity): brake the rotation when the direction is zero or inside
+ * the align dead band, else steer_align to its orientation. */
+SIMD_INLINE f4 f4_face_dir(f4 dx, f4 dy, f4 theta, f4 omega, f4 mr, f4 maa, f4 attt, f4 atr, f4 asr, f4 *bad) {
+  const f4 zero = _mm_setzero_ps();
+  f4 nmaa = f4_neg(maa);
+  f4 brake = f4_clamp(_mm_div_ps(f4_neg(omega), attt), nmaa, maa);
+  f4 still = _mm_cmpeq_ps(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)), zero);
+  f4 wrap_bad = zero;
+  f4 error = f4_wrap_angle(_mm_sub_ps(f4_atan2(dy, dx), theta), &wrap_bad);
+  *bad = _mm_or_ps(*bad, _mm_andnot_ps(still, wrap_bad)); /* a still direction brakes: no angle read */
+  f4 size = f4_abs(error);
+  f4 rate = f4_approach_speed(size, mr, maa, asr, attt);
+  rate = f4_sel(_mm_cmplt_ps(error, zero), f4_neg(rate), rate);
+  f4 turn = f4_clamp(_mm_div_ps(_mm_sub_ps(rate, omega), attt), nmaa, maa);
+  return f4_sel(_mm_or_ps(still, _mm_cmplt_ps(size, atr)), brake, turn);
+}
 #endif
 
 int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *const l[4],
@@ -500,20 +518,8 @@ int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *cons
   f4 inv = _mm_div_ps(f4_set(1.0f), ttt);
   f4 lx = _mm_mul_ps(_mm_sub_ps(dx, vx), inv), ly = _mm_mul_ps(_mm_sub_ps(dy, vy), inv);
   f4_clip(&lx, &ly, ma, &bad);
-  /* steer_look_where_going: align to the velocity's direction, or brake the
-   * rotation when there is no velocity or inside the dead band. */
-  f4 mr = LANES(MR), maa = LANES(MAA), attt = LANES(ATTT);
-  f4 nmaa = f4_neg(maa);
-  f4 brake = f4_clamp(_mm_div_ps(f4_neg(omega), attt), nmaa, maa);
-  f4 still = _mm_cmpeq_ps(_mm_add_ps(_mm_mul_ps(vx, vx), _mm_mul_ps(vy, vy)), zero);
-  f4 wrap_bad = zero;
-  f4 error = f4_wrap_angle(_mm_sub_ps(f4_atan2(vy, vx), theta), &wrap_bad);
-  bad = _mm_or_ps(bad, _mm_andnot_ps(still, wrap_bad)); /* a still agent brakes: no angle read */
-  f4 size = f4_abs(error);
-  f4 rate = f4_approach_speed(size, mr, maa, LANES(ASR), attt);
-  rate = f4_sel(_mm_cmplt_ps(error, zero), f4_neg(rate), rate);
-  f4 turn = f4_clamp(_mm_div_ps(_mm_sub_ps(rate, omega), attt), nmaa, maa);
-  f4 angular = f4_sel(_mm_or_ps(still, _mm_cmplt_ps(size, LANES(ATR))), brake, turn);
+  /* steer_look_where_going: face along the velocity. */
+  f4 angular = f4_face_dir(vx, vy, theta, omega, LANES(MR), LANES(MAA), LANES(ATTT), LANES(ATR), LANES(ASR), &bad);
   float rx[4], ry[4], ra[4];
   _mm_storeu_ps(rx, lx);
   _mm_storeu_ps(ry, ly);
@@ -554,6 +560,88 @@ int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *cons
     out[i].linear = steer_arrive(s[i], l[i], p[i], target[i]).linear;
     out[i].angular = steer_look_where_going(s[i], l[i], p[i]).angular;
   }
+  return 0;
+#endif
+}
+
+int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4], const steer_params *const p[4],
+                    float *const wander_orientation[4], steer_rng *const rng[4], float dt, steer_output out[4]) {
+#if STEER_SIMD
+#define LANES(e) _mm_setr_ps(e(0), e(1), e(2), e(3))
+#define PX(i)   s[i]->position.x
+#define PY(i)   s[i]->position.y
+#define TH(i)   s[i]->orientation
+#define OM(i)   s[i]->rotation
+#define MA(i)   l[i]->max_acceleration
+#define MR(i)   l[i]->max_rotation
+#define MAA(i)  l[i]->max_angular_acceleration
+#define WR(i)   p[i]->wander_rate
+#define WO(i)   p[i]->wander_offset
+#define WRAD(i) p[i]->wander_radius
+#define ATR(i)  p[i]->align_target_radius
+#define ASR(i)  p[i]->align_slow_radius
+#define ATTT(i) p[i]->align_time_to_target
+#define WA(i)   (*wander_orientation[i])
+#define BIN(i)  bin[i]
+  /* The generators advance here, as in steer_wander; a lane redone by the
+   * scalar code starts again from its saved generator. */
+  steer_rng saved[4];
+  float bin[4];
+  for (int i = 0; i < 4; i++) {
+    saved[i] = *rng[i];
+    bin[i] = steer_rng_binomial(rng[i]);
+  }
+  const f4 dt4 = f4_set(dt);
+  f4 bad = _mm_setzero_ps();
+  f4 px = LANES(PX), py = LANES(PY), theta = LANES(TH);
+  f4 wa = f4_wrap_angle(_mm_add_ps(LANES(WA), _mm_mul_ps(_mm_mul_ps(LANES(BIN), LANES(WR)), dt4)), &bad);
+  f4 hs, hc, ts, tc;
+  f4_sincos(theta, &hs, &hc, &bad);
+  f4 off = LANES(WO), rad = LANES(WRAD);
+  f4 cx = _mm_add_ps(px, _mm_mul_ps(hc, off)), cy = _mm_add_ps(py, _mm_mul_ps(hs, off));
+  f4_sincos(_mm_add_ps(theta, wa), &ts, &tc, &bad);
+  f4 tx = _mm_add_ps(cx, _mm_mul_ps(tc, rad)), ty = _mm_add_ps(cy, _mm_mul_ps(ts, rad));
+  f4 maa = LANES(MAA);
+  f4 angular = f4_face_dir(_mm_sub_ps(tx, px), _mm_sub_ps(ty, py), theta, LANES(OM), LANES(MR), maa, LANES(ATTT),
+                           LANES(ATR), LANES(ASR), &bad);
+  f4 ma = LANES(MA);
+  float rx[4], ry[4], ra[4], rw[4];
+  _mm_storeu_ps(rx, _mm_mul_ps(hc, ma));
+  _mm_storeu_ps(ry, _mm_mul_ps(hs, ma));
+  _mm_storeu_ps(ra, angular);
+  _mm_storeu_ps(rw, wa);
+  int redo = _mm_movemask_ps(bad), done = 0;
+  for (int i = 0; i < 4; i++) {
+    if (redo & (1 << i)) {
+      *rng[i] = saved[i];
+      out[i] = steer_wander(s[i], l[i], p[i], wander_orientation[i], rng[i], dt);
+    } else {
+      *wander_orientation[i] = rw[i];
+      out[i].linear = v2(rx[i], ry[i]);
+      out[i].angular = ra[i];
+      done++;
+    }
+  }
+  return done;
+#undef LANES
+#undef PX
+#undef PY
+#undef TH
+#undef OM
+#undef MA
+#undef MR
+#undef MAA
+#undef WR
+#undef WO
+#undef WRAD
+#undef ATR
+#undef ASR
+#undef ATTT
+#undef WA
+#undef BIN
+#else
+  for (int i = 0; i < 4; i++)
+    out[i] = steer_wander(s[i], l[i], p[i], wander_orientation[i], rng[i], dt);
   return 0;
 #endif
 }

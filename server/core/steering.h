@@ -167,4 +167,12 @@ void steer_integrate_heading(steer_state *s, const steer_limits *l, steer_headin
 int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *const l[4],
                          const steer_params *const p[4], const vec2 target[4], steer_output out[4]);
 
+/* Four agents' steer_wander, bit for bit (wander angles and generators
+ * advanced as four calls would), the same way: lanes outside the vector
+ * path's exact range (an orientation beyond 1e5 rad, NaN) are redone by
+ * steer_wander from their saved generator. Returns the lanes the vector path
+ * computed (0 without SSE2). */
+int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4], const steer_params *const p[4],
+                    float *const wander_orientation[4], steer_rng *const rng[4], float dt, steer_output out[4]);
+
 #endif /* STEER_STEERING_H */

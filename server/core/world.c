@@ -940,33 +940,47 @@ static steer_heading_output heading_steering(steer_world *w, uint32_t d, const s
 /* Agents steered per block: the batches are formed within one. */
 #define STEER_BLOCK 64u
 
-/* A dynamic agent arriving at a point and looking where it goes: its
- * behaviour's output comes from steer_arrive_look_x4 with three others. */
-static inline int batch_arrive_look(const steer_world *w, uint32_t d) {
+/* Kinds steered four at a time (steering.h): a dynamic agent arriving at a
+ * point and looking where it goes (steer_arrive_look_x4), a dynamic wanderer
+ * (steer_wander_x4); 0 for the rest. */
+enum { BATCH_NONE = 0, BATCH_ARRIVE_LOOK, BATCH_WANDER };
+
+static inline int batch_kind(const steer_world *w, uint32_t d) {
+  if (w->model[d] != STEER_MODEL_DYNAMIC)
+    return BATCH_NONE;
   const steer_behaviour *b = &w->behaviour[d];
-  return w->model[d] == STEER_MODEL_DYNAMIC && b->kind == STEER_BEHAVIOUR_ARRIVE &&
-         b->target.kind == STEER_TARGET_POINT && b->facing != STEER_FACING_TARGET && b->facing != STEER_FACING_NONE;
+  if (b->kind == STEER_BEHAVIOUR_ARRIVE)
+    return b->target.kind == STEER_TARGET_POINT && b->facing != STEER_FACING_TARGET &&
+                   b->facing != STEER_FACING_NONE
+               ? BATCH_ARRIVE_LOOK
+               : BATCH_NONE;
+  return b->kind == STEER_BEHAVIOUR_WANDER ? BATCH_WANDER : BATCH_NONE;
 }
 
 /* The behaviour outputs of the batchable agents of [begin, end) (end - begin
- * <= STEER_BLOCK), four at a time; pre_ok[d - begin] says which were done
- * (a remainder of fewer than four is left to the scalar path). */
-static void batch_block(const steer_world *w, uint32_t begin, uint32_t end, steer_output *pre, uint8_t *pre_ok) {
-  uint32_t list[STEER_BLOCK], n = 0;
+ * <= STEER_BLOCK), four of a kind at a time; pre_ok[d - begin] says which were
+ * done (a remainder of fewer than four is left to the scalar path). Each agent
+ * writes only its own wander angle and generator, as in the scalar path. */
+static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, steer_output *pre,
+                        uint8_t *pre_ok) {
+  uint32_t arrive[STEER_BLOCK], wander[STEER_BLOCK], na = 0, nw = 0;
   for (uint32_t d = begin; d < end; d++) {
     pre_ok[d - begin] = 0;
-    if (batch_arrive_look(w, d))
-      list[n++] = d;
+    int k = batch_kind(w, d);
+    if (k == BATCH_ARRIVE_LOOK)
+      arrive[na++] = d;
+    else if (k == BATCH_WANDER)
+      wander[nw++] = d;
   }
-  for (uint32_t i = 0; i + 4 <= n; i += 4) {
-    steer_state st[4];
-    const steer_state *sp[4];
-    const steer_limits *lp[4];
-    const steer_params *pp[4];
+  steer_state st[4];
+  const steer_state *sp[4];
+  const steer_limits *lp[4];
+  const steer_params *pp[4];
+  steer_output o[4];
+  for (uint32_t i = 0; i + 4 <= na; i += 4) {
     vec2 tp[4];
-    steer_output o[4];
     for (int j = 0; j < 4; j++) {
-      uint32_t d = list[i + (uint32_t)j];
+      uint32_t d = arrive[i + (uint32_t)j];
       st[j] = state_of(w, d);
       sp[j] = &st[j];
       lp[j] = &w->limits[d];
@@ -975,7 +989,26 @@ static void batch_block(const steer_world *w, uint32_t begin, uint32_t end, stee
     }
     steer_arrive_look_x4(sp, lp, pp, tp, o);
     for (int j = 0; j < 4; j++) {
-      uint32_t k = list[i + (uint32_t)j] - begin;
+      uint32_t k = arrive[i + (uint32_t)j] - begin;
+      pre[k] = o[j];
+      pre_ok[k] = 1;
+    }
+  }
+  for (uint32_t i = 0; i + 4 <= nw; i += 4) {
+    float *wa[4];
+    steer_rng *rng[4];
+    for (int j = 0; j < 4; j++) {
+      uint32_t d = wander[i + (uint32_t)j];
+      st[j] = state_of(w, d);
+      sp[j] = &st[j];
+      lp[j] = &w->limits[d];
+      pp[j] = &w->behaviour[d].params;
+      wa[j] = &w->wander[d];
+      rng[j] = &w->arng[d];
+    }
+    steer_wander_x4(sp, lp, pp, wa, rng, dt, o);
+    for (int j = 0; j < 4; j++) {
+      uint32_t k = wander[i + (uint32_t)j] - begin;
       pre[k] = o[j];
       pre_ok[k] = 1;
     }
@@ -993,7 +1026,7 @@ static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end) 
     if (k == 0) {
       uint32_t stop = end - d > STEER_BLOCK ? d + STEER_BLOCK : end;
       if (STEER_SIMD && !w->scalar_only)
-        batch_block(w, d, stop, pre, pre_ok);
+        batch_block(w, dt, d, stop, pre, pre_ok);
       else
         memset(pre_ok, 0, sizeof(pre_ok));
     }
