@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "map.h"
 #include "planner.h"
@@ -350,6 +351,103 @@ START_TEST(burst_of_ten_thousand) {
 }
 END_TEST
 
+/* Saved mid-way (a queue waiting, routes followed, a door closed since the
+ * graphs were built), the world and the planner loaded into new ones continue
+ * exactly as the originals: same world hash, planner hash and events every tick. */
+START_TEST(checkpoint_continues_bit_for_bit) {
+  steer_world *w = make_world(64);
+  two_rooms(w);
+  steer_planner_config pc = steer_default_planner_config();
+  pc.budget = 40; /* a few plans per tick: the queue is still full when saved */
+  steer_planner *p = steer_planner_create(w, &pc);
+  steer_id ids[40];
+  for (uint32_t i = 0; i < 40; i++)
+    ids[i] = spawn(w, v2(-40.0f + (float)(i % 8) * 4.0f, -30.0f + (float)(i / 8) * 12.0f), 0.4f,
+                   i % 3 == 0 ? STEER_MODEL_KINEMATIC : STEER_MODEL_DYNAMIC);
+  for (uint32_t i = 0; i < 40; i++) {
+    steer_goto g = goto_point(v2(10.0f + (float)(i % 5) * 6.0f, -35.0f + (float)(i / 5) * 9.0f));
+    if (i % 7 == 3) {
+      g.target.kind = STEER_TARGET_AGENT;
+      g.target.agent = ids[(i + 1) % 40];
+    }
+    ck_assert_int_eq(steer_planner_goto(p, w, ids[i], &g), 0);
+  }
+  seen s = {0};
+  run(p, w, 3, ids[0], &s);
+  wall(w, 11, v2(0.0f, 18.5f), v2(0.0f, 21.5f)); /* the upper door closes: replans wait */
+  ck_assert_int_eq(steer_planner_cancel(p, ids[39]), 0); /* a queued slot left GOTO */
+  ck_assert_uint_gt(steer_planner_get_stats(p).queued, 0);
+
+  size_t wl = steer_world_state_size(w), pl = steer_planner_state_size(p), got = 0;
+  uint8_t *wb = malloc(wl), *pb = malloc(pl);
+  ck_assert_int_eq(steer_world_save(w, wb, wl, NULL), 0);
+  ck_assert_int_eq(steer_planner_save(p, pb, pl - 1, &got), STEER_EINVAL);
+  ck_assert_uint_eq(got, pl);
+  ck_assert_int_eq(steer_planner_save(p, pb, pl, &got), 0);
+  ck_assert_uint_eq(got, pl);
+  steer_world *w2 = steer_world_load(wb, wl, NULL);
+  ck_assert_ptr_nonnull(w2);
+  steer_planner *p2 = steer_planner_create(w2, &pc);
+  ck_assert_int_eq(steer_planner_load(p2, pb, pl), 0);
+  ck_assert_uint_eq(steer_planner_hash(p2), steer_planner_hash(p));
+  /* It saves back byte for byte. */
+  uint8_t *pb2 = malloc(pl);
+  ck_assert_int_eq(steer_planner_save(p2, pb2, pl, &got), 0);
+  ck_assert_mem_eq(pb, pb2, pl);
+
+  uint32_t events = 0;
+  for (int t = 0; t < 400; t++) {
+    steer_planner_update(p, w);
+    steer_planner_update(p2, w2);
+    uint32_t n1, n2;
+    const steer_plan_event *e1 = steer_planner_events(p, &n1);
+    const steer_plan_event *e2 = steer_planner_events(p2, &n2);
+    ck_assert_uint_eq(n1, n2);
+    for (uint32_t i = 0; i < n1; i++) {
+      ck_assert_uint_eq(e1[i].agent, e2[i].agent);
+      ck_assert_uint_eq(e1[i].type, e2[i].type);
+      ck_assert_uint_eq(e1[i].reason, e2[i].reason);
+      ck_assert_uint_eq(e1[i].points, e2[i].points);
+      ck_assert(e1[i].length == e2[i].length);
+    }
+    events += n1;
+    steer_world_step(w, DT);
+    steer_world_step(w2, DT);
+    steer_planner_observe(p, w);
+    steer_planner_observe(p2, w2);
+    ck_assert_uint_eq(steer_world_hash(w), steer_world_hash(w2));
+    ck_assert_uint_eq(steer_planner_hash(p), steer_planner_hash(p2));
+  }
+  ck_assert_uint_gt(events, 30); /* the queue was served after the restore, replans included */
+
+  /* Untrusted bytes: damage, another version, another capacity. */
+  pb2[20] ^= 1;
+  ck_assert_int_eq(steer_planner_load(p2, pb2, pl), STEER_ECORRUPT);
+  ck_assert_int_eq(steer_planner_load(p2, pb, pl - 1), STEER_ECORRUPT);
+  memcpy(pb2, pb, pl);
+  pb2[4] = 2; /* version 2, checksum repaired */
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < pl - 8; i++)
+    h = (h ^ pb2[i]) * 0x100000001b3ull;
+  for (int i = 0; i < 8; i++)
+    pb2[pl - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+  ck_assert_int_eq(steer_planner_load(p2, pb2, pl), STEER_EVERSION);
+  steer_world *small = make_world(32);
+  steer_planner *p3 = steer_planner_create(small, &pc);
+  ck_assert_int_eq(steer_planner_load(p3, pb, pl), STEER_ECORRUPT);
+  steer_planner_destroy(p3);
+  steer_world_destroy(small);
+
+  free(wb);
+  free(pb);
+  free(pb2);
+  steer_planner_destroy(p2);
+  steer_world_destroy(w2);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("planner");
   TCase *tc = tcase_create("core");
@@ -360,6 +458,7 @@ int main(void) {
   tcase_add_test(tc, narrow_gap_by_radius);
   tcase_add_test(tc, bad_requests);
   tcase_add_test(tc, burst_of_ten_thousand);
+  tcase_add_test(tc, checkpoint_continues_bit_for_bit);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

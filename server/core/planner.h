@@ -122,6 +122,20 @@ typedef enum steer_goto_status {
 /* The GOTO state of an agent: status and (when following) the goal planned to. */
 steer_goto_status steer_planner_status(const steer_planner *p, steer_id id, vec2 *goal);
 
+/* Everything the planner holds about one agent (steer_planner_get). */
+typedef struct steer_goto_info {
+  uint8_t status;    /* steer_goto_status */
+  uint8_t queued;    /* a plan request is waiting */
+  uint8_t reason;    /* steer_plan_reason of the last (or waiting) request */
+  uint8_t partial;   /* the followed route is the first part of a longer one */
+  steer_goto g;      /* as requested */
+  vec2 goal;         /* m, where the route ends (FOLLOWING) */
+  int32_t path;      /* the world path the last plan set (-1: none) */
+} steer_goto_info;
+
+/* 0 with *out, or STEER_ENOENT when the agent is not in GOTO (its status NONE). */
+int steer_planner_get(const steer_planner *p, steer_id id, steer_goto_info *out);
+
 typedef struct steer_planner_stats {
   uint32_t queued;        /* requests waiting */
   uint32_t last_served;   /* plans served by the last update */
@@ -131,5 +145,38 @@ typedef struct steer_planner_stats {
 } steer_planner_stats;
 
 steer_planner_stats steer_planner_get_stats(const steer_planner *p);
+
+/* ---- saving and loading ----------------------------------------------------
+ *
+ * The planner's state (every agent's GOTO record and the queue in its order)
+ * as bytes, little-endian, format STEER_PLANNER_STATE_VERSION:
+ *   "STPL", u32 version, u32 capacity (the world's), u32 n records, then n
+ *   records by ascending slot: u32 id, u8 status, u8 reason, u8 partial,
+ *   u8 target kind, f32 target x, y, u32 target agent, f32 node_radius,
+ *   u8 cornering, f32 replan_distance, i32 path, u32 map version, f32 goal x, y
+ *   (45 bytes); u32 m queued, m x u32 slots from the head of the queue; u64
+ *   FNV-1a of every byte before it.
+ * Records are the agents in GOTO (status not NONE); the queue may name a slot
+ * with no record (an agent that left GOTO while queued: it is skipped when
+ * served). Not saved: the navigation graphs (a cache, rebuilt from the map on
+ * the first plan that needs them, the same graph a live planner builds), the
+ * last update's events, the statistics. The routes themselves are the agents'
+ * paths, saved with the world. A planner loaded with the world it was saved
+ * with continues exactly as the saved one would: same routes, events and
+ * queue order, and steer_planner_hash equal. */
+
+#define STEER_PLANNER_STATE_VERSION 1u
+
+/* Exact bytes steer_planner_save writes now. */
+size_t steer_planner_state_size(const steer_planner *p);
+/* 0, or STEER_EINVAL when cap is short (*len, may be NULL, gets the bytes needed). */
+int steer_planner_save(const steer_planner *p, uint8_t *buf, size_t cap, size_t *len);
+/* Replaces p's state by the saved one (untrusted bytes: every count, slot,
+ * enum and float is checked). 0, STEER_ECORRUPT (truncated, bad checksum,
+ * inconsistent, or saved from a world of another capacity) or STEER_EVERSION
+ * (an intact state of another format version); on error p is unchanged. */
+int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len);
+/* 64-bit hash of the same state (equal for equal saves). */
+uint64_t steer_planner_hash(const steer_planner *p);
 
 #endif /* STEER_PLANNER_H */
