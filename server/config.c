@@ -120,6 +120,8 @@ static const option_def options[] = {
      "snapshots per second a live view gets, at most the snapshot rate (10)"},
     {"--threads", "STEERD_THREADS", OPT_U32, OFF(threads), 0, 256,
      "threads of the tick's steering pass; 0 = one per core, 1 = the loop thread only (0)"},
+    {"--plan-budget", "STEERD_PLAN_BUDGET", OPT_U32, OFF(plan_budget), 1, 1000000,
+     "GOTO: A* node expansions the plan queue may spend per tick; a started plan is finished (1024)"},
 };
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
 
@@ -162,6 +164,7 @@ void steerd_config_default(steerd_config *c) {
   c->log_format = STEERD_LOG_TEXT;
   c->drain_timeout_ms = 2000;
   c->view_rate = 10;
+  c->plan_budget = 1024;
 }
 
 void steerd_config_usage(FILE *out) {

@@ -80,6 +80,9 @@ typedef struct steerd_config {
 
   /* Threads (README "Threads"). */
   uint32_t threads; /* threads of the steering pass, 0 = one per core (STEERD_THREADS, 0) */
+
+  /* GOTO path planning (issue 10, server/goto.h). */
+  uint32_t plan_budget; /* A* expansions the plan queue may spend per tick (STEERD_PLAN_BUDGET, 1024) */
 } steerd_config;
 
 #define STEERD_HTTP_PORT_AUTO (-1) /* --http-port auto: the kernel picks a free port */

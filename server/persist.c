@@ -8,6 +8,7 @@
 #define HEADER_BYTES  24u
 #define TRAILER_BYTES 8u
 #define VERSION_1     1u
+#define VERSION_2     2u
 
 _Static_assert(HEADER_BYTES == STEERD_PERSIST_WORLD_AT, "the world follows the header");
 
@@ -106,6 +107,8 @@ static size_t server_bytes(const steerd_persist_server *st) {
   n += 1;
   if (st->demo_on)
     n += 8 + 5 * 4 + 4 + 8 * 4;
+  if (st->planner_len)
+    n += 4 + st->planner_len;
   return n;
 }
 
@@ -124,7 +127,7 @@ size_t steerd_persist_encode(uint8_t *buf, size_t cap, const uint8_t *world, siz
   wr w = {buf, buf + cap, 1};
   size_t sb = server_bytes(st);
   put(&w, "SDCK", 4);
-  put_u32(&w, STEERD_PERSIST_VERSION);
+  put_u32(&w, st->planner_len ? STEERD_PERSIST_VERSION : VERSION_2);
   put_u64(&w, world_len);
   put_u64(&w, sb);
   if (world == w.p && (size_t)(w.end - w.p) >= world_len) /* already in place */
@@ -156,6 +159,10 @@ size_t steerd_persist_encode(uint8_t *buf, size_t cap, const uint8_t *world, siz
     for (int i = 0; i < 8; i++)
       put_u32(&w, d->wanderers[i]);
   }
+  if (st->planner_len) {
+    put_u32(&w, (uint32_t)st->planner_len);
+    put(&w, st->planner, st->planner_len);
+  }
   if (!w.ok || (size_t)(w.p - server_start) != sb)
     return 0;
   put_u64(&w, fnv1a(server_start, sb));
@@ -182,7 +189,7 @@ int steerd_persist_decode(const uint8_t *buf, size_t len, const uint8_t **world,
   }
   rd r = {buf + 4, buf + len - trailer, 1};
   uint32_t version = get_u32(&r);
-  if (trailer && version != STEERD_PERSIST_VERSION)
+  if (trailer && version != VERSION_2 && version != STEERD_PERSIST_VERSION)
     return STEER_EVERSION;
   uint64_t wl = get_u64(&r), sl = get_u64(&r);
   if (!r.ok || wl > len || sl > len || HEADER_BYTES + wl + sl + 8 + trailer != len)
@@ -229,6 +236,15 @@ int steerd_persist_decode(const uint8_t *buf, size_t len, const uint8_t **world,
       d->wanderers[i] = get_u32(&s);
     if (d->wanderer_count > 8)
       return STEER_ECORRUPT;
+  }
+  st->planner = NULL;
+  st->planner_len = 0;
+  if (version == STEERD_PERSIST_VERSION) {
+    uint32_t n = get_u32(&s);
+    st->planner = n ? take(&s, n) : NULL;
+    if (!st->planner) /* a version 3 file always has its planner part */
+      return STEER_ECORRUPT;
+    st->planner_len = n;
   }
   if (!s.ok || s.p != s.end || st->next_client_id == 0)
     return STEER_ECORRUPT;

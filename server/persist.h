@@ -17,6 +17,10 @@
  * Server state: u32 next_client_id, u32 owners, per owner {u32 id, u8 named,
  * u8 name length, name bytes, u32 agents}, u8 demo on, and if on {u64 rng,
  * u32 tagger, runner, swaps, cooldown, retargets, u32 wanderers, 8 x u32}.
+ * Version 3 is version 2 with the GOTO planner's state after the demo part:
+ * u32 P (> 0), then P bytes of steer_planner_save() (checked by
+ * steer_planner_load). A server with no agent in GOTO and no plan waiting
+ * writes version 2, which servers before version 3 still read.
  * Pure: no I/O (server/checkpoint.c reads and writes files). */
 #ifndef STEERD_PERSIST_H
 #define STEERD_PERSIST_H
@@ -26,7 +30,7 @@
 
 #include "demo.h"
 
-#define STEERD_PERSIST_VERSION    2u
+#define STEERD_PERSIST_VERSION    3u /* written only with a planner part (else 2) */
 #define STEERD_PERSIST_WORLD_AT   24u /* offset of the world bytes in the file */
 #define STEERD_PERSIST_NAME_BYTES 64
 
@@ -45,6 +49,10 @@ typedef struct steerd_persist_server {
   uint32_t owner_cap;           /* decode: its capacity */
   int demo_on;
   steerd_demo demo; /* decode fills the fields listed above; the rest is zero */
+  /* The GOTO planner's state (version 3); 0 bytes: none (version 2). Decode
+   * points into the image. */
+  const uint8_t *planner;
+  size_t planner_len;
 } steerd_persist_server;
 
 /* Bytes steerd_persist_encode will write. */

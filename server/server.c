@@ -9,6 +9,7 @@
 
 #include "auth.h"
 #include "demo.h"
+#include "goto.h"
 #include "guard.h"
 #include "log.h"
 #include "map_admin.h"
@@ -100,6 +101,9 @@ struct steerd_server {
 
   steer_world *world;
   steer_pool *pool; /* --threads: the steering pass's workers (NULL: the loop thread only) */
+  steer_planner *planner; /* GOTO (goto.h): served in every tick before the step */
+  uint8_t *plan_ckpt;     /* the planner's bytes for a checkpoint (goto.h) */
+  size_t plan_ckpt_cap;
   steerd_demo demo;
   int demo_on;
   int demo_resumed;  /* the demo came from the state file (its group list is not kept there) */
@@ -932,6 +936,7 @@ static void cmd_set_path(steerd_server *s, client *c, const proto_command *cmd, 
                      rc == STEER_EMODEL ? "cornering" : rc == STEER_EBLOCKED ? "points" : "params");
     return;
   }
+  steerd_goto_forget(s->planner, sp->agent);
   send_ack(s, c, ack);
 }
 
@@ -1081,6 +1086,7 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
       rc = steer_world_despawn(s->world, ack.agent);
     if (rc != STEER_OK)
       break;
+    steerd_goto_forget(s->planner, ack.agent);
     owner_agent_gone(s, info.owner, c);
     send_ack(s, c, &ack);
     agent_event(s, PROTO_EVENT_DESPAWNED, cmd->despawn.agent, 0, info.state.position, info.owner);
@@ -1120,6 +1126,7 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
                                               : "behaviour");
       return;
     }
+    steerd_goto_forget(s->planner, ack.agent);
     send_ack(s, c, &ack);
     return;
   }
@@ -1133,6 +1140,8 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
   case PROTO_MSG_STOP:
     ack.agent = cmd->stop.agent;
     rc = steer_world_stop(s->world, ack.agent);
+    if (rc == STEER_OK)
+      steerd_goto_forget(s->planner, ack.agent);
     break;
   case PROTO_MSG_QUERY:
     ack.agent = cmd->query.agent;
@@ -1212,7 +1221,9 @@ static void handle_packet(steerd_server *s, client *c, const ENetPacket *p, uint
 
 static void run_tick(steerd_server *s) {
   uint64_t t0 = uv_hrtime();
+  steerd_goto_before_step(s->planner, s->world); /* plans are part of the tick's time */
   steer_world_step(s->world, s->dt);
+  steerd_goto_after_step(s->planner, s->world);
   uint64_t spent = uv_hrtime() - t0;
   s->stats.step_ns_total += spent;
   for (int b = 0; b < STEERD_TICK_BUCKETS; b++)
@@ -1436,6 +1447,10 @@ static int checkpoint(steerd_server *s, const char *why, int now) {
   }
   st.demo_on = s->demo_on;
   st.demo = s->demo;
+  if (steerd_goto_save(s->planner, &s->plan_ckpt, &s->plan_ckpt_cap, &st) != STEER_OK) {
+    steerd_checkpointer_failed(s->ckpt, why, "out of memory for the planner's state");
+    return STEERD_CHECKPOINT_ENOMEM;
+  }
   size_t world_len = steer_world_state_size(s->world), len = 0;
   size_t cap = steerd_persist_size(world_len, &st);
   uint8_t *buf = steerd_checkpointer_buffer(s->ckpt, cap);
@@ -1538,6 +1553,15 @@ static int restore_owners(steerd_server *s, const steerd_persist_server *head) {
     s->demo_on = 1;
     s->demo_resumed = 1;
   }
+  int rc = steerd_goto_restore(s->planner, &st);
+  if (rc != STEER_OK) {
+    LOG_ERROR("the state file %s cannot be restored: its GOTO planner state: %s", s->cfg.state_file,
+              steer_strerror(rc));
+    return -1;
+  }
+  if (st.planner_len)
+    LOG_INFO("restored GOTO: %u agents, %u plan requests waiting", steer_planner_active(s->planner),
+             steer_planner_get_stats(s->planner).queued);
   return 0;
 }
 
@@ -1861,6 +1885,12 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     steerd_server_destroy(s);
     return NULL;
   }
+  s->planner = steerd_goto_create(s->world, cfg->plan_budget);
+  if (!s->planner) {
+    LOG_ERROR("out of memory for the path planner");
+    steerd_server_destroy(s);
+    return NULL;
+  }
   if (!fresh && restore_owners(s, &st) != 0) {
     steerd_server_destroy(s);
     return NULL;
@@ -2053,6 +2083,8 @@ void steerd_server_destroy(steerd_server *s) {
     enet_host_destroy(s->host);
     enet_deinitialize();
   }
+  steer_planner_destroy(s->planner);
+  free(s->plan_ckpt);
   steer_world_destroy(s->world);
   steer_pool_destroy(s->pool); /* after the world that borrowed it */
   steerd_netcode_destroy(s->netcode);

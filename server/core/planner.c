@@ -439,6 +439,8 @@ static void put_state(const steer_planner *p, sink *k) {
     put_u32(k, p->ring[(p->head + i) % p->cap]);
 }
 
+uint32_t steer_planner_active(const steer_planner *p) { return record_count(p); }
+
 size_t steer_planner_state_size(const steer_planner *p) {
   return STATE_HEAD + (size_t)record_count(p) * STATE_RECORD + 4u + (size_t)p->count * 4u + 8u;
 }

@@ -108,6 +108,9 @@ void steer_planner_update(steer_planner *p, steer_world *w);
 /* After a step: reads its events (STUCK, PATH_FINISHED) and queues replans. */
 void steer_planner_observe(steer_planner *p, const steer_world *w);
 
+/* Agents in GOTO (status not NONE). */
+uint32_t steer_planner_active(const steer_planner *p);
+
 /* Events of the last update; valid until the next update. */
 const steer_plan_event *steer_planner_events(const steer_planner *p, uint32_t *count);
 

@@ -1,0 +1,47 @@
+/* goto.h: GOTO in the server (issue 10): the planner of server/core/planner.h
+ * served in every tick, its results as events, its state in checkpoints.
+ *
+ * The tick (server.c run_tick) is: steerd_goto_before_step (replans the map
+ * changes and moved targets call for, then serves the plan queue within
+ * --plan-budget A* expansions: a burst of GOTO commands is absorbed over
+ * several ticks, first come first served), the world's step, then
+ * steerd_goto_after_step (STUCK and the end of a partial route queue replans).
+ * Everything runs on the loop thread in tick order, so the same commands give
+ * the same routes, events and state hash.
+ *
+ * A command that gives an agent another behaviour, a path or a STOP, or that
+ * despawns it, takes it out of GOTO at once (steerd_goto_forget): a request
+ * still queued for it is dropped, not served over the new behaviour. */
+#ifndef STEERD_GOTO_H
+#define STEERD_GOTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "persist.h"
+#include "planner.h"
+#include "world.h"
+
+/* The planner of world w with a budget of A* expansions per tick; NULL on no memory. */
+steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget);
+
+/* The planner part of a restored state file (st->planner, if any) into p.
+ * 0, or the steer error of steer_planner_load. */
+int steerd_goto_restore(steer_planner *p, const steerd_persist_server *st);
+
+/* The planner's state for a checkpoint into *buf (grown as needed, owned by
+ * the caller, freed with free()); st->planner / planner_len point at it, or
+ * are empty when no agent is in GOTO and nothing waits (a version 2 file).
+ * 0, or STEER_ENOMEM. */
+int steerd_goto_save(const steer_planner *p, uint8_t **buf, size_t *cap, steerd_persist_server *st);
+
+/* The agent left GOTO by another command (no-op when it was not in GOTO). */
+void steerd_goto_forget(steer_planner *p, steer_id id);
+
+/* Before the world's step: replans queued by triggers, then the queue served
+ * within the budget. Its events: steer_planner_events(). */
+void steerd_goto_before_step(steer_planner *p, steer_world *w);
+/* After the step: the step's STUCK and PATH_FINISHED events queue replans. */
+void steerd_goto_after_step(steer_planner *p, const steer_world *w);
+
+#endif /* STEERD_GOTO_H */
