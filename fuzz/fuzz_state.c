@@ -11,12 +11,15 @@
  * file checksum it lacks); the loaded world must take a step; a decode with
  * room for the owners must agree with the counting one. Errors are only
  * STEER_ECORRUPT and STEER_EVERSION, and a file whose checksum was broken is
- * never "version not supported". */
+ * never "version not supported". A version 3 file's planner part must load
+ * onto the loaded world or be refused (STEER_ECORRUPT, STEER_EVERSION), save
+ * back byte for byte when it loads, and the planner must serve a tick. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "persist.h"
+#include "planner.h"
 #include "world.h"
 
 /* The core's checksum is file-local to world_state.c: the target compiles it
@@ -124,10 +127,30 @@ static int load_and_check(const uint8_t *buf, size_t len) {
     FUZZ_CHECK(flen == len + TRAILER);
     FUZZ_CHECK(memcmp(out, buf, 4) == 0 && memcmp(out + 8, buf + 8, len - 8) == 0);
   }
+  /* The planner part (version 3) loads onto the world or is refused; once
+   * loaded it saves back byte for byte and serves its queue. */
+  steer_planner_config pc = steer_default_planner_config();
+  steer_planner *p = steer_planner_create(w, &pc);
+  FUZZ_CHECK(p != NULL);
+  if (st.planner_len) {
+    int prc = steer_planner_load(p, st.planner, st.planner_len);
+    FUZZ_CHECK(prc == STEER_OK || prc == STEER_ECORRUPT || prc == STEER_EVERSION || prc == STEER_ENOMEM);
+    if (prc == STEER_OK) {
+      FUZZ_CHECK(steer_planner_state_size(p) == st.planner_len);
+      uint8_t *pb = malloc(st.planner_len);
+      FUZZ_CHECK(pb != NULL);
+      FUZZ_CHECK(steer_planner_save(p, pb, st.planner_len, NULL) == STEER_OK);
+      FUZZ_CHECK(memcmp(pb, st.planner, st.planner_len) == 0);
+      free(pb);
+    }
+  }
   /* And it runs. */
   uint64_t tick = steer_world_tick(w);
+  steer_planner_update(p, w);
   steer_world_step(w, 1.0f / 30.0f);
+  steer_planner_observe(p, w);
   FUZZ_CHECK(steer_world_tick(w) == tick + 1);
+  steer_planner_destroy(p);
   free(out);
   steer_world_destroy(w);
   free(st.owners);

@@ -7,6 +7,9 @@
  *                    named and anonymous owners, some steps taken
  *   seed_demo        the demo world with the demo's state on
  *   seed_v1          seed_mixed as a version 1 file (no file checksum)
+ *   seed_goto        two rooms and a door, agents in GOTO (point and agent
+ *                    targets, followed routes, plans still queued, one left
+ *                    GOTO while queued): a version 3 file with a planner part
  * Every file is small (under fuzz.sh's -max_len of 16384 bytes). Built with
  * the fuzz targets: build-fuzz/fuzz/gen_state_corpus [DIR]. */
 #include <stdio.h>
@@ -15,6 +18,7 @@
 
 #include "demo.h"
 #include "persist.h"
+#include "planner.h"
 #include "world.h"
 
 static int write_file(const char *dir, const char *name, const uint8_t *data, size_t len) {
@@ -32,7 +36,7 @@ static int write_file(const char *dir, const char *name, const uint8_t *data, si
   return 0;
 }
 
-/* The file image of w and st (version 2, or 1 when v1). */
+/* The file image of w and st (version 2, 3 with a planner part, or 1 when v1). */
 static int save(const char *dir, const char *name, const steer_world *w, const steerd_persist_server *st,
                 int v1) {
   size_t wl = steer_world_state_size(w);
@@ -138,6 +142,66 @@ static int mixed(const char *dir) {
   return rc;
 }
 
+static int with_goto(const char *dir) {
+  steer_world *w = small_world(16, 30.0f);
+  if (!w)
+    return -1;
+  const vec2 lower[2] = {{0.0f, -30.0f}, {0.0f, -1.5f}}, upper[2] = {{0.0f, 1.5f}, {0.0f, 30.0f}};
+  steer_obstacle_desc walls[2] = {{STEER_OBSTACLE_WALL, 2, lower, 0.0f}, {STEER_OBSTACLE_WALL, 2, upper, 0.0f}};
+  for (uint32_t i = 0; i < 2; i++)
+    if (steer_world_add_obstacle(w, 1 + i, &walls[i], NULL) != STEER_OK)
+      return -1;
+  steer_planner_config pc = steer_default_planner_config();
+  pc.budget = 2; /* a plan or two per tick: some still wait when saved */
+  steer_planner *p = steer_planner_create(w, &pc);
+  if (!p)
+    return -1;
+  steer_id ids[8];
+  for (uint32_t i = 0; i < 8; i++) {
+    steer_agent_desc d = steer_default_agent_desc();
+    d.model = (uint8_t)(i % STEER_MODEL_COUNT);
+    d.state.position = v2(-20.0f + (float)(i % 4) * 3.0f, -10.0f + (float)(i / 4) * 12.0f);
+    d.limits.radius = 0.4f;
+    if (steer_world_spawn(w, &d, 1, &ids[i]) != STEER_OK)
+      return -1;
+  }
+  for (uint32_t i = 0; i < 8; i++) {
+    steer_goto g = steer_default_goto();
+    g.target.point = v2(15.0f, -12.0f + 3.0f * (float)i);
+    if (i == 5) {
+      g.target.kind = STEER_TARGET_AGENT;
+      g.target.agent = ids[1];
+    }
+    if (i % STEER_MODEL_COUNT == STEER_MODEL_HEADING)
+      g.cornering = STEER_CORNER_LAZY;
+    if (steer_planner_goto(p, w, ids[i], &g) != STEER_OK)
+      return -1;
+  }
+  for (int t = 0; t < 3; t++) {
+    steer_planner_update(p, w);
+    steer_world_step(w, 1.0f / 30.0f);
+    steer_planner_observe(p, w);
+  }
+  steer_planner_cancel(p, ids[7]);
+  size_t pl = steer_planner_state_size(p);
+  uint8_t *pb = malloc(pl);
+  if (!pb || steer_planner_save(p, pb, pl, NULL) != STEER_OK)
+    return -1;
+  steerd_persist_owner owner = {.id = 1, .named = 1, .name = "npc", .agents = 8};
+  steerd_persist_server st;
+  memset(&st, 0, sizeof(st));
+  st.next_client_id = 2;
+  st.owner_count = 1;
+  st.owners = &owner;
+  st.planner = pb;
+  st.planner_len = pl;
+  int rc = save(dir, "seed_goto", w, &st, 0);
+  free(pb);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "fuzz/corpus/fuzz_state";
   steerd_persist_server st;
@@ -165,5 +229,5 @@ int main(int argc, char **argv) {
   if (save(dir, "seed_demo", w, &demo, 0) != 0)
     return 1;
   steer_world_destroy(w);
-  return 0;
+  return with_goto(dir) != 0;
 }
