@@ -145,6 +145,9 @@ typedef enum proto_event_code {
   PROTO_EVENT_SPAWNED = 4,       /* data = owner client id */
   PROTO_EVENT_DESPAWNED = 5,     /* data 0 */
   PROTO_EVENT_STUCK = 6,         /* data = the path node aimed at (0 without a path) */
+  PROTO_EVENT_PLANNED = 7,       /* GOTO: first route; data = its length in cm (saturated) */
+  PROTO_EVENT_REPLANNED = 8,     /* GOTO: a new route; data = its length in cm (saturated) */
+  PROTO_EVENT_UNREACHABLE = 9,   /* GOTO: no route; data = proto_goto_reason of the plan */
   PROTO_EVENT_COUNT
 } proto_event_code;
 
@@ -230,12 +233,20 @@ enum {
   PROTO_BHV_FACING = 1u << 4,            /* facing */
   PROTO_BHV_COMBINE = 1u << 5,           /* combine */
   PROTO_BHV_SEPARATION_WEIGHT = 1u << 6, /* separation_weight */
-  PROTO_BHV_MAX_NEIGHBOURS = 1u << 7     /* max_neighbours */
+  PROTO_BHV_MAX_NEIGHBOURS = 1u << 7,    /* max_neighbours */
+  PROTO_BHV_NODE_RADIUS = 1u << 8,       /* node_radius (goto only) */
+  PROTO_BHV_CORNERING = 1u << 9,         /* cornering (goto only) */
+  PROTO_BHV_REPLAN_DISTANCE = 1u << 10   /* replan_distance (goto only) */
 };
+
+/* "goto" (PROTOCOL.md 5.3, issue 10): a behaviour kind of the wire only. The
+ * server plans a route on the map (server/core/planner.h) and the agent
+ * follows it as its own once path; QUERY reports it. */
+#define PROTO_BEHAVIOUR_GOTO 100u
 
 typedef struct proto_behaviour {
   uint32_t present;        /* PROTO_BHV_* bits */
-  uint8_t kind;            /* steer_behaviour_kind, never FOLLOW_PATH */
+  uint8_t kind;            /* steer_behaviour_kind, never FOLLOW_PATH; or PROTO_BEHAVIOUR_GOTO */
   uint8_t facing;          /* steer_facing */
   uint8_t combine;         /* steer_combine */
   uint8_t max_neighbours;  /* 0..255 */
@@ -244,6 +255,9 @@ typedef struct proto_behaviour {
   float orientation;       /* rad, wrapped into (-pi, pi] */
   steer_id target_agent;
   steer_id target_agent2;
+  float node_radius;     /* m, > 0: goto's route corners are passed within this (0.5) */
+  uint8_t cornering;     /* steer_cornering: goto's (none) */
+  float replan_distance; /* m, >= 0: goto replans when its target agent moved this far (2) */
   proto_params params;
 } proto_behaviour;
 
@@ -382,17 +396,50 @@ typedef struct proto_welcome {
   uint32_t max_agents; /* the world's capacity (--max-agents): size buffers by it; 0: not sent (optional key) */
 } proto_welcome;
 
+/* GOTO in a QUERY reply (PROTOCOL.md 6.8); values mirror planner.h. */
+typedef enum proto_goto_status {
+  PROTO_GOTO_QUEUED = 1,      /* waiting for its first route */
+  PROTO_GOTO_FOLLOWING = 2,   /* following a route */
+  PROTO_GOTO_UNREACHABLE = 3, /* the last plan found no route: at rest, out of GOTO */
+  PROTO_GOTO_STATUS_END
+} proto_goto_status;
+
+typedef enum proto_goto_reason {
+  PROTO_GOTO_NEW = 0,          /* the GOTO command */
+  PROTO_GOTO_MAP = 1,          /* the map changed across the route */
+  PROTO_GOTO_TARGET_MOVED = 2, /* the target agent moved beyond replan_distance */
+  PROTO_GOTO_STUCK = 3,        /* the agent was stuck */
+  PROTO_GOTO_CONTINUE = 4,     /* the followed part of a long route ended */
+  PROTO_GOTO_REASON_COUNT
+} proto_goto_reason;
+
+#define PROTO_MAX_ROUTE_POINTS PROTO_MAX_PATH_POINTS /* a route is followed in parts of --max-path-points */
+
+typedef struct proto_goto_report {
+  uint8_t status;        /* proto_goto_status */
+  uint8_t reason;        /* proto_goto_reason of the last plan, or of the one waiting */
+  uint8_t target_kind;   /* STEER_TARGET_POINT or STEER_TARGET_AGENT */
+  vec2 target;           /* m, POINT */
+  steer_id target_agent; /* AGENT */
+  uint8_t partial;       /* FOLLOWING: the route is the first part of a longer one */
+  vec2 goal;             /* m, FOLLOWING: where the route ends */
+  uint32_t route_count;  /* FOLLOWING: 1..PROTO_MAX_ROUTE_POINTS; else 0 */
+  vec2 route[PROTO_MAX_ROUTE_POINTS]; /* m, the corners then the goal */
+} proto_goto_report;
+
 /* Body of the ACK of a QUERY. */
 typedef struct proto_agent_report {
   steer_id agent;
   uint64_t tick;     /* last completed tick: the state is the one after it */
   uint8_t model;     /* steer_model */
-  uint8_t behaviour; /* steer_behaviour_kind (FOLLOW_PATH allowed) */
+  uint8_t behaviour; /* steer_behaviour_kind (FOLLOW_PATH allowed), or PROTO_BEHAVIOUR_GOTO */
   uint8_t arrived;   /* 0 / 1 */
   int32_t path_node; /* -1: no path (nil on the wire) */
   steer_state state; /* position, orientation, velocity, rotation */
   steer_limits limits;
-  uint32_t owner; /* client id, 0 = server */
+  uint32_t owner;   /* client id, 0 = server */
+  uint8_t has_goto; /* the agent is in GOTO, or its last GOTO was unreachable: go is set */
+  proto_goto_report go;
 } proto_agent_report;
 
 typedef struct proto_pong {

@@ -20,6 +20,7 @@
 
 #include "persist.h"
 #include "planner.h"
+#include "protocol.h"
 #include "world.h"
 
 /* The planner of world w with a budget of A* expansions per tick; NULL on no memory. */
@@ -34,6 +35,43 @@ int steerd_goto_restore(steer_planner *p, const steerd_persist_server *st);
  * are empty when no agent is in GOTO and nothing waits (a version 2 file).
  * 0, or STEER_ENOMEM. */
 int steerd_goto_save(const steer_planner *p, uint8_t **buf, size_t *cap, steerd_persist_server *st);
+
+/* ---- commands (PROTOCOL.md 5.3, 6.2, 6.4, 6.8) ---------------------------------- */
+
+/* Why a GOTO command is refused: the wire error (PROTO_ERR_*), its field and message. */
+typedef struct steerd_goto_refusal {
+  int code;
+  const char *field;
+  const char *message;
+} steerd_goto_refusal;
+
+/* The request a decoded behaviour of kind goto makes (defaults for what it omits). */
+steer_goto steerd_goto_request(const proto_behaviour *b);
+
+/* SET_BEHAVIOUR with kind goto (after the range checks of validate.h): the
+ * target and model are checked, then the behaviour's facing, combine,
+ * separation and params are set with kind none (the agent comes to rest until
+ * its route is served, normally in the next tick), then the request is
+ * queued. 0, or -1 with *why (nothing changed). */
+int steerd_goto_set(steer_planner *p, steer_world *w, steer_id id, const proto_behaviour *b,
+                    steerd_goto_refusal *why);
+
+/* SPAWN with a goto behaviour: before the spawn, desc (from proto_spawn_apply)
+ * gets kind none and no target; after it, steerd_goto_start queues the request
+ * (0), or refuses it (-1 with *why; the caller despawns the agent). */
+void steerd_goto_spawn_desc(steer_agent_desc *desc);
+int steerd_goto_start(steer_planner *p, steer_world *w, steer_id id, const proto_behaviour *b,
+                      steerd_goto_refusal *why);
+
+/* QUERY: r (filled from the world) learns the agent's GOTO state: has_goto
+ * and go, and behaviour PROTO_BEHAVIOUR_GOTO while it waits for or follows a
+ * route. Nothing changes for an agent that never was in GOTO. */
+void steerd_goto_report(const steer_planner *p, const steer_world *w, proto_agent_report *r);
+
+/* A planner event as the wire's EVENT: PLANNED / REPLANNED with the route's
+ * length in cm, UNREACHABLE with the reason; tick: the tick whose step first
+ * follows the result (the plan is served at the start of that tick). */
+proto_event steerd_goto_event(const steer_plan_event *e);
 
 /* The agent left GOTO by another command (no-op when it was not in GOTO). */
 void steerd_goto_forget(steer_planner *p, steer_id id);

@@ -864,6 +864,14 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
   }
   steer_agent_desc desc = steer_default_agent_desc();
   proto_spawn_apply(sp, &desc);
+  int go = (sp->present & PROTO_SPAWN_BEHAVIOUR) && sp->behaviour.kind == PROTO_BEHAVIOUR_GOTO;
+  if (go && (sp->present & PROTO_SPAWN_PATH)) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD, "a goto behaviour plans its own path: no path with it",
+               "path");
+    return;
+  }
+  if (go)
+    steerd_goto_spawn_desc(&desc); /* at rest until its route is served */
   if (sp->present & PROTO_SPAWN_PATH) {
     /* The path's params merge into the behaviour's: check them before spawning. */
     steer_params merged = desc.behaviour.params;
@@ -901,6 +909,12 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
       send_world_error(s, c, cmd->request_id, rc, rc == STEER_EMODEL ? "path.cornering" : "path");
       return;
     }
+  }
+  steerd_goto_refusal why;
+  if (go && steerd_goto_start(s->planner, s->world, id, &sp->behaviour, &why) != 0) {
+    steer_world_despawn(s->world, id); /* all or nothing */
+    send_error(s, c, cmd->request_id, why.code, why.message, why.field);
+    return;
   }
   c->owner->agents++;
   ack->agent = id;
@@ -1003,6 +1017,7 @@ static void cmd_query(steerd_server *s, client *c, const proto_command *cmd, pro
   r->state = info.state;
   r->limits = info.limits;
   r->owner = info.owner;
+  steerd_goto_report(s->planner, s->world, r);
   send_ack(s, c, ack);
 }
 
@@ -1097,6 +1112,14 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
     ack.agent = cmd->set_behaviour.agent;
     if (steerd_check_behaviour(&cmd->set_behaviour.behaviour, &s->bounds, "behaviour", &chk) != 0) {
       send_check_error(s, c, cmd->request_id, &chk);
+      return;
+    }
+    if (cmd->set_behaviour.behaviour.kind == PROTO_BEHAVIOUR_GOTO) {
+      steerd_goto_refusal why;
+      if (steerd_goto_set(s->planner, s->world, ack.agent, &cmd->set_behaviour.behaviour, &why) != 0)
+        send_error(s, c, cmd->request_id, why.code, why.message, why.field);
+      else
+        send_ack(s, c, &ack);
       return;
     }
     steer_behaviour b = steer_default_behaviour((steer_behaviour_kind)cmd->set_behaviour.behaviour.kind);
@@ -1233,6 +1256,13 @@ static void run_tick(steerd_server *s) {
     s->stats.slow_ticks++;
   s->stats.ticks++;
   uint32_t n;
+  const steer_plan_event *pe = steer_planner_events(s->planner, &n); /* served before the step */
+  for (uint32_t i = 0; i < n; i++) {
+    proto_event e = steerd_goto_event(&pe[i]);
+    steer_agent_info info;
+    if (steer_world_get(s->world, pe[i].agent, &info) == STEER_OK)
+      send_event(s, &e, info.state.position, info.owner);
+  }
   const steer_event *ev = steer_world_events(s->world, &n);
   for (uint32_t i = 0; i < n; i++) {
     proto_event e = proto_event_from_steer(&ev[i]);

@@ -28,6 +28,8 @@ const steerd_range steerd_param_ranges[PROTO_PARAM_COUNT] = {
 const steerd_range steerd_velocity_range = {"velocity", -50.0f, 50.0f, 0, "m/s"};
 const steerd_range steerd_path_radius_range = {"radius", 0.0f, 100.0f, 1, "m"};
 const steerd_range steerd_separation_weight_range = {"separation_weight", 0.0f, 100.0f, 0, ""};
+const steerd_range steerd_node_radius_range = {"node_radius", 0.0f, 100.0f, 1, "m"};
+const steerd_range steerd_replan_distance_range = {"replan_distance", 0.0f, 1000.0f, 0, "m"};
 
 /* Offsets of the steer_limits / steer_params fields, in bit order. */
 static const size_t limit_offsets[PROTO_LIMIT_COUNT] = {
@@ -134,6 +136,12 @@ int steerd_check_behaviour(const proto_behaviour *b, const steerd_bounds *w, con
   }
   if ((b->present & PROTO_BHV_SEPARATION_WEIGHT) &&
       check_range(&steerd_separation_weight_range, b->separation_weight, p, "separation_weight", out))
+    return -1;
+  if ((b->present & PROTO_BHV_NODE_RADIUS) &&
+      check_range(&steerd_node_radius_range, b->node_radius, p, "node_radius", out))
+    return -1;
+  if ((b->present & PROTO_BHV_REPLAN_DISTANCE) &&
+      check_range(&steerd_replan_distance_range, b->replan_distance, p, "replan_distance", out))
     return -1;
   char pp[32];
   snprintf(pp, sizeof pp, "%sparams", p);

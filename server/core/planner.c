@@ -91,7 +91,7 @@ static void enqueue(steer_planner *p, goto_rec *r, uint8_t reason) {
   p->count++;
 }
 
-int steer_planner_goto(steer_planner *p, const steer_world *w, steer_id id, const steer_goto *g) {
+int steer_planner_check(const steer_world *w, steer_id id, const steer_goto *g) {
   steer_agent_info info;
   if (steer_world_get(w, id, &info) != 0)
     return STEER_ENOENT;
@@ -120,6 +120,13 @@ int steer_planner_goto(steer_planner *p, const steer_world *w, steer_id id, cons
   } else {
     return STEER_EINVAL;
   }
+  return STEER_OK;
+}
+
+int steer_planner_goto(steer_planner *p, const steer_world *w, steer_id id, const steer_goto *g) {
+  int rc = steer_planner_check(w, id, g);
+  if (rc != STEER_OK)
+    return rc;
   goto_rec *r = rec_of(p, id);
   if (r->id != id) { /* a new agent in this slot: forget the old one's state */
     uint8_t queued = r->queued;

@@ -98,6 +98,9 @@ void steer_planner_destroy(steer_planner *p); /* accepts NULL */
  * STEER_ETARGET (target agent missing or the agent itself), STEER_EBLOCKED
  * (target point inside geometry). */
 int steer_planner_goto(steer_planner *p, const steer_world *w, steer_id id, const steer_goto *g);
+/* The same checks without queuing anything: steer_planner_goto with the same
+ * arguments then succeeds. */
+int steer_planner_check(const steer_world *w, steer_id id, const steer_goto *g);
 /* Leaves GOTO (the agent keeps following its current route). STEER_ENOENT if
  * it was not in GOTO. */
 int steer_planner_cancel(steer_planner *p, steer_id id);
