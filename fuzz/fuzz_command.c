@@ -76,8 +76,20 @@ static void check_obstacle(const proto_add_obstacle *o) {
 }
 
 static void check_behaviour(const proto_behaviour *b) {
-  FUZZ_CHECK((b->present & ~0xffu) == 0);
-  FUZZ_CHECK(b->kind < STEER_BEHAVIOUR_FOLLOW_PATH);
+  FUZZ_CHECK((b->present & ~0x7ffu) == 0);
+  const uint32_t go = PROTO_BHV_NODE_RADIUS | PROTO_BHV_CORNERING | PROTO_BHV_REPLAN_DISTANCE;
+  if (b->kind == PROTO_BEHAVIOUR_GOTO) {
+    FUZZ_CHECK(!(b->present & (PROTO_BHV_TARGET_AGENT2 | PROTO_BHV_ORIENTATION)));
+    if (b->present & PROTO_BHV_NODE_RADIUS)
+      FUZZ_CHECK(fuzz_number_ok(b->node_radius) && b->node_radius > 0.0f);
+    if (b->present & PROTO_BHV_CORNERING)
+      FUZZ_CHECK(b->cornering < STEER_CORNER_COUNT);
+    if (b->present & PROTO_BHV_REPLAN_DISTANCE)
+      FUZZ_CHECK(fuzz_number_ok(b->replan_distance) && b->replan_distance >= 0.0f);
+  } else {
+    FUZZ_CHECK(b->kind < STEER_BEHAVIOUR_FOLLOW_PATH);
+    FUZZ_CHECK((b->present & go) == 0);
+  }
   if (b->present & PROTO_BHV_FACING)
     FUZZ_CHECK(b->facing < STEER_FACING_COUNT);
   if (b->present & PROTO_BHV_COMBINE)
@@ -224,6 +236,12 @@ static bool eq_behaviour(const proto_behaviour *a, const proto_behaviour *b) {
   if ((p & PROTO_BHV_SEPARATION_WEIGHT) && !same_float(a->separation_weight, b->separation_weight))
     return false;
   if ((p & PROTO_BHV_MAX_NEIGHBOURS) && a->max_neighbours != b->max_neighbours)
+    return false;
+  if ((p & PROTO_BHV_NODE_RADIUS) && !same_float(a->node_radius, b->node_radius))
+    return false;
+  if ((p & PROTO_BHV_CORNERING) && a->cornering != b->cornering)
+    return false;
+  if ((p & PROTO_BHV_REPLAN_DISTANCE) && !same_float(a->replan_distance, b->replan_distance))
     return false;
   return true;
 }

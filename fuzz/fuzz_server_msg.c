@@ -49,7 +49,18 @@ static void check_msg(const proto_server_msg *m, uint32_t cap) {
     if (a->command == PROTO_MSG_QUERY) {
       const proto_agent_report *q = &a->query;
       FUZZ_CHECK(q->agent == a->agent);
-      FUZZ_CHECK(q->model < STEER_MODEL_COUNT && q->behaviour < STEER_BEHAVIOUR_COUNT);
+      FUZZ_CHECK(q->model < STEER_MODEL_COUNT &&
+                 (q->behaviour < STEER_BEHAVIOUR_COUNT || q->behaviour == PROTO_BEHAVIOUR_GOTO));
+      if (q->has_goto) {
+        const proto_goto_report *g = &q->go;
+        FUZZ_CHECK(g->status >= PROTO_GOTO_QUEUED && g->status < PROTO_GOTO_STATUS_END);
+        FUZZ_CHECK(g->reason < PROTO_GOTO_REASON_COUNT && g->partial <= 1);
+        FUZZ_CHECK(g->target_kind == STEER_TARGET_POINT || g->target_kind == STEER_TARGET_AGENT);
+        FUZZ_CHECK(g->status == PROTO_GOTO_FOLLOWING ? g->route_count >= 1 && g->route_count <= PROTO_MAX_ROUTE_POINTS
+                                                     : g->route_count == 0);
+        for (uint32_t i = 0; i < g->route_count; i++)
+          FUZZ_CHECK(fuzz_number_ok(g->route[i].x) && fuzz_number_ok(g->route[i].y));
+      }
       FUZZ_CHECK(q->arrived <= 1 && q->path_node >= -1);
       FUZZ_CHECK(fuzz_number_ok(q->state.position.x) && fuzz_number_ok(q->state.position.y));
       FUZZ_CHECK(fuzz_number_ok(q->state.velocity.x) && fuzz_number_ok(q->state.velocity.y));
@@ -95,6 +106,22 @@ static bool eq_snapshot(const proto_snapshot *a, const proto_snapshot *b) {
   return true;
 }
 
+static bool same_point(vec2 a, vec2 b) { return same_float(a.x, b.x) && same_float(a.y, b.y); }
+
+static bool same_goto(const proto_goto_report *a, const proto_goto_report *b) {
+  if (a->status != b->status || a->reason != b->reason || a->target_kind != b->target_kind ||
+      a->partial != b->partial || a->route_count != b->route_count)
+    return false;
+  if (a->target_kind == STEER_TARGET_POINT ? !same_point(a->target, b->target) : a->target_agent != b->target_agent)
+    return false;
+  if (a->route_count && !same_point(a->goal, b->goal))
+    return false;
+  for (uint32_t i = 0; i < a->route_count; i++)
+    if (!same_point(a->route[i], b->route[i]))
+      return false;
+  return true;
+}
+
 static bool eq_msg(const proto_server_msg *a, const proto_server_msg *b) {
   if (a->type != b->type)
     return false;
@@ -128,7 +155,8 @@ static bool eq_msg(const proto_server_msg *a, const proto_server_msg *b) {
            same_float(p->state.velocity.x, q->state.velocity.x) &&
            same_float(p->state.velocity.y, q->state.velocity.y) &&
            same_float(p->state.rotation, q->state.rotation) &&
-           memcmp(&p->limits, &q->limits, sizeof p->limits) == 0;
+           memcmp(&p->limits, &q->limits, sizeof p->limits) == 0 && p->has_goto == q->has_goto &&
+           (!p->has_goto || same_goto(&p->go, &q->go));
   }
   case PROTO_MSG_ERROR: {
     const proto_error_msg *x = &a->error, *y = &b->error;

@@ -13,7 +13,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "fuzz", "corpus")
 
-COMMAND_EXAMPLES = {"hello", "spawn", "despawn", "set_behaviour", "set_path", "set_params", "stop", "query", "ping"}
+COMMAND_EXAMPLES = {"hello", "spawn", "despawn", "set_behaviour", "set_path", "set_params", "stop", "query", "ping",
+                    "set_behaviour_goto"}
 
 
 # ---- A minimal msgpack writer with control over the encodings ----------------
@@ -130,6 +131,18 @@ def command_seeds():
     s["set_behaviour_point"] = [4, 17, {"agent": 1, "behaviour": {"kind": "align", "target": [F64(3.5), -2],
                                                                   "orientation": F64(3.14159265358979)}}]
     s["set_behaviour_follow_path"] = [4, 18, {"agent": 1, "behaviour": {"kind": "follow_path"}}]
+    s["goto_agent_all_keys"] = [4, 40, {"agent": A1, "behaviour": {
+        "kind": "goto", "target_agent": A2, "node_radius": F64(0.25), "cornering": "lazy", "replan_distance": 0,
+        "facing": "none", "combine": "priority", "separation_weight": 2, "max_neighbours": 4,
+        "params": {"slow_radius": 2}}}]
+    s["goto_orientation"] = [4, 41, {"agent": A1, "behaviour": {"kind": "goto", "target": [1, 2], "orientation": 1}}]
+    s["goto_agent2"] = [4, 42, {"agent": A1, "behaviour": {"kind": "goto", "target_agent": A2, "target_agent2": A1}}]
+    s["seek_node_radius"] = [4, 43, {"agent": A1, "behaviour": {"kind": "seek", "target": [1, 2], "node_radius": 1}}]
+    s["goto_zero_node_radius"] = [4, 44, {"agent": A1, "behaviour": {"kind": "goto", "target": [1, 2],
+                                                                     "node_radius": 0}}]
+    s["spawn_goto_path"] = [2, 45, {"model": "heading", "x": 0, "y": 0,
+                                    "behaviour": {"kind": "goto", "target": [5, 5], "cornering": "arc"},
+                                    "path": {"points": [[1, 2]], "radius": 1, "mode": "once", "cornering": "arc"}}]
     s["hello_utf8_64"] = [1, 19, {"version": 1, "name": "\u00e9" * 32}]
     s["hello_name_65"] = [1, 20, {"version": 1, "name": "x" * 65}]
     s["hello_token"] = [1, 30, {"version": 1, "name": "bot", "token": "v1.eyJyb2xlIjoiYm90In0.c2ln-_~"}]
@@ -191,7 +204,23 @@ def server_seeds():
     s["error_unknown_code"] = pack([34, 7, 4000000000, "", "behaviour.params.slow_radius"])
     for code in range(6):
         s["event_%d" % code] = pack([35, 2**63 + code, code, A1, code * 1000])
-    s["event_bad_code"] = pack([35, 1, 6, A1, 0])
+    s["event_bad_code"] = pack([35, 1, 9, A1, 0])
+    for code in (6, 7, 8):
+        s["event_goto_%d" % code] = pack([35, 1300, code, A1, 2**32 - 1 if code < 8 else 4])
+    limits = {"max_speed": 1, "max_acceleration": 1, "max_rotation": 1, "max_angular_acceleration": 1, "radius": 0}
+    report = {"agent": A1, "tick": 5, "model": "dynamic", "x": 0, "y": 0, "orientation": 0, "vx": 0, "vy": 0,
+              "rotation": 0, "behaviour": "goto", "arrived": False, "path_node": None, "limits": limits, "owner": 0}
+    s["ack_query_goto_queued"] = pack([33, 8, 8, dict(report, **{"goto": {"status": "queued", "reason": "map",
+                                                                          "target_agent": A2}})])
+    s["ack_query_goto_unreachable"] = pack([33, 8, 8, dict(report, **{
+        "behaviour": "none", "goto": {"reason": "stuck", "status": "unreachable", "target": [F64(1.5), -2]}})])
+    s["ack_query_goto_route_while_queued"] = pack([33, 8, 8, dict(report, **{
+        "goto": {"status": "queued", "reason": "new", "target": [1, 1], "route": [[1, 1]]}})])
+    s["ack_query_goto_256"] = pack([33, 8, 8, dict(report, **{
+        "path_node": 255, "goto": {"status": "following", "reason": "continue", "target_agent": A2,
+                                   "goal": [3, 4], "partial": True, "route": [[i, -i] for i in range(256)]}})])
+    s["ack_query_goto_both_targets"] = pack([33, 8, 8, dict(report, **{
+        "goto": {"status": "queued", "reason": "new", "target": [1, 1], "target_agent": A2}})])
     s["ack_unknown_command"] = pack([33, 1, 1, {"agent": 1}])
     s.update(snapshot_seeds())
     return s

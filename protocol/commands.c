@@ -134,8 +134,15 @@ static void pack_point(msgpack_packer *pk, vec2 p) {
 }
 
 static bool behaviour_valid(const proto_behaviour *b) {
-  if (b->kind >= STEER_BEHAVIOUR_FOLLOW_PATH)
+  const uint32_t go = PROTO_BHV_NODE_RADIUS | PROTO_BHV_CORNERING | PROTO_BHV_REPLAN_DISTANCE;
+  if (b->kind == PROTO_BEHAVIOUR_GOTO) {
+    if (b->present & (PROTO_BHV_TARGET_AGENT2 | PROTO_BHV_ORIENTATION))
+      return false;
+    if ((b->present & PROTO_BHV_CORNERING) && b->cornering >= STEER_CORNER_COUNT)
+      return false;
+  } else if (b->kind >= STEER_BEHAVIOUR_FOLLOW_PATH || (b->present & go)) {
     return false;
+  }
   if ((b->present & PROTO_BHV_FACING) && b->facing >= STEER_FACING_COUNT)
     return false;
   if ((b->present & PROTO_BHV_COMBINE) && b->combine >= STEER_COMBINE_COUNT)
@@ -146,10 +153,11 @@ static bool behaviour_valid(const proto_behaviour *b) {
 static void pack_behaviour(msgpack_packer *pk, const proto_behaviour *b) {
   uint32_t opt = PROTO_BHV_TARGET | PROTO_BHV_TARGET_AGENT | PROTO_BHV_TARGET_AGENT2 | PROTO_BHV_ORIENTATION |
                  PROTO_BHV_FACING | PROTO_BHV_COMBINE | PROTO_BHV_SEPARATION_WEIGHT |
-                 PROTO_BHV_MAX_NEIGHBOURS;
+                 PROTO_BHV_MAX_NEIGHBOURS | PROTO_BHV_NODE_RADIUS | PROTO_BHV_CORNERING |
+                 PROTO_BHV_REPLAN_DISTANCE;
   uint32_t p = b->present & opt;
   msgpack_pack_map(pk, 1u + popcount32(p) + (b->params.present & PROTO_PARAM_KEYS ? 1u : 0u));
-  pack_ks(pk, "kind", behaviour_names[b->kind]);
+  pack_ks(pk, "kind", proto_behaviour_name(b->kind));
   if (p & PROTO_BHV_TARGET) {
     pack_key(pk, "target");
     pack_point(pk, b->target);
@@ -168,6 +176,12 @@ static void pack_behaviour(msgpack_packer *pk, const proto_behaviour *b) {
     pack_kf(pk, "separation_weight", b->separation_weight);
   if (p & PROTO_BHV_MAX_NEIGHBOURS)
     pack_ku(pk, "max_neighbours", b->max_neighbours);
+  if (p & PROTO_BHV_NODE_RADIUS)
+    pack_kf(pk, "node_radius", b->node_radius);
+  if (p & PROTO_BHV_CORNERING)
+    pack_ks(pk, "cornering", cornering_names[b->cornering]);
+  if (p & PROTO_BHV_REPLAN_DISTANCE)
+    pack_kf(pk, "replan_distance", b->replan_distance);
   if (b->params.present & PROTO_PARAM_KEYS) {
     pack_key(pk, "params");
     pack_params(pk, &b->params);
@@ -443,9 +457,9 @@ static int rd_params(reader *r, proto_params *p) {
 
 /* ---- Decoding: command bodies ---------------------------------------------------- */
 
-static const char *const behaviour_keys[] = {"kind",           "target", "target_agent", "target_agent2",
-                                             "orientation",    "facing", "combine",      "separation_weight",
-                                             "max_neighbours", "params"};
+static const char *const behaviour_keys[] = {
+    "kind",           "target", "target_agent", "target_agent2", "orientation",    "facing",         "combine",
+    "separation_weight", "max_neighbours", "params", "node_radius", "cornering", "replan_distance"};
 enum {
   BK_KIND,
   BK_TARGET,
@@ -456,7 +470,11 @@ enum {
   BK_COMBINE,
   BK_SEPW,
   BK_MAXN,
-  BK_PARAMS
+  BK_PARAMS,
+  BK_NODE_RADIUS,
+  BK_CORNERING,
+  BK_REPLAN,
+  BK_COUNT
 };
 
 static int behaviour_fn(reader *r, int key, void *ctx) {
@@ -471,6 +489,10 @@ static int behaviour_fn(reader *r, int key, void *ctx) {
       return -1;
     if (n == 11 && memcmp(s, "follow_path", 11) == 0)
       return bad(r, "follow_path is set with SET_PATH");
+    if (n == 4 && memcmp(s, "goto", 4) == 0) {
+      b->kind = PROTO_BEHAVIOUR_GOTO;
+      return 0;
+    }
     r->pos = save;
     return rd_enum(r, behaviour_names, STEER_BEHAVIOUR_FOLLOW_PATH, &b->kind);
   }
@@ -501,6 +523,15 @@ static int behaviour_fn(reader *r, int key, void *ctx) {
       return -1;
     b->max_neighbours = (uint8_t)u;
     return 0;
+  case BK_NODE_RADIUS:
+    b->present |= PROTO_BHV_NODE_RADIUS;
+    return rd_float(r, NUM_POSITIVE, &b->node_radius);
+  case BK_CORNERING:
+    b->present |= PROTO_BHV_CORNERING;
+    return rd_enum(r, cornering_names, STEER_CORNER_COUNT, &b->cornering);
+  case BK_REPLAN:
+    b->present |= PROTO_BHV_REPLAN_DISTANCE;
+    return rd_float(r, NUM_NONNEG, &b->replan_distance);
   default:
     return rd_params(r, &b->params);
   }
@@ -508,13 +539,27 @@ static int behaviour_fn(reader *r, int key, void *ctx) {
 
 static int rd_behaviour(reader *r, proto_behaviour *b) {
   memset(b, 0, sizeof *b);
-  if (rd_map(r, behaviour_keys, 10, 1u << BK_KIND, behaviour_fn, b, NULL))
+  if (rd_map(r, behaviour_keys, BK_COUNT, 1u << BK_KIND, behaviour_fn, b, NULL))
     return -1;
   if ((b->present & PROTO_BHV_TARGET) && (b->present & PROTO_BHV_TARGET_AGENT)) {
     return fail_at(r, "target_agent", PROTO_ERR_BAD_FIELD, "conflicts with target");
   }
   if ((b->present & PROTO_BHV_TARGET_AGENT2) && !(b->present & PROTO_BHV_TARGET_AGENT)) {
     return fail_at(r, "target_agent2", PROTO_ERR_BAD_FIELD, "needs target_agent");
+  }
+  /* goto's own keys, and the keys goto has no use for (PROTOCOL.md 5.3). */
+  if (b->kind != PROTO_BEHAVIOUR_GOTO) {
+    if (b->present & PROTO_BHV_NODE_RADIUS)
+      return fail_at(r, "node_radius", PROTO_ERR_BAD_FIELD, "only with kind goto");
+    if (b->present & PROTO_BHV_CORNERING)
+      return fail_at(r, "cornering", PROTO_ERR_BAD_FIELD, "only with kind goto");
+    if (b->present & PROTO_BHV_REPLAN_DISTANCE)
+      return fail_at(r, "replan_distance", PROTO_ERR_BAD_FIELD, "only with kind goto");
+  } else {
+    if (b->present & PROTO_BHV_TARGET_AGENT2)
+      return fail_at(r, "target_agent2", PROTO_ERR_BAD_FIELD, "not with kind goto");
+    if (b->present & PROTO_BHV_ORIENTATION)
+      return fail_at(r, "orientation", PROTO_ERR_BAD_FIELD, "not with kind goto");
   }
   return 0;
 }

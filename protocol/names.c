@@ -53,9 +53,11 @@ const char *const mode_names[STEER_PATH_MODE_COUNT] = {"once", "loop", "pingpong
 const char *const cornering_names[STEER_CORNER_COUNT] = {"none", "arc", "lazy"};
 const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT] = {"full", "delta"};
 const char *const stuck_reaction_names[STEER_STUCK_REACTION_COUNT] = {"report", "nudge", "give_up"};
-static const char *const event_names[PROTO_EVENT_COUNT] = {"arrived",  "waypoint", "path_finished",
-                                                           "reversed", "spawned",  "despawned",
-                                                           "stuck"};
+static const char *const event_names[PROTO_EVENT_COUNT] = {
+    "arrived", "waypoint", "path_finished", "reversed", "spawned", "despawned", "stuck", "planned",
+    "replanned", "unreachable"};
+const char *const goto_status_names[PROTO_GOTO_STATUS_END] = {"none", "queued", "following", "unreachable"};
+const char *const goto_reason_names[PROTO_GOTO_REASON_COUNT] = {"new", "map", "target_moved", "stuck", "continue"};
 
 const float_field param_fields[PROTO_PARAM_COUNT] = {
     {"time_to_target", offsetof(steer_params, time_to_target), NUM_POSITIVE},
@@ -139,8 +141,12 @@ const char *proto_msg_type_name(uint32_t type) {
 
 const char *proto_model_name(uint32_t model) { return name_of(model_names, STEER_MODEL_COUNT, model); }
 const char *proto_behaviour_name(uint32_t kind) {
-  return name_of(behaviour_names, STEER_BEHAVIOUR_COUNT, kind);
+  return kind == PROTO_BEHAVIOUR_GOTO ? "goto" : name_of(behaviour_names, STEER_BEHAVIOUR_COUNT, kind);
 }
+const char *proto_goto_status_name(uint32_t s) {
+  return s == 0 ? NULL : name_of(goto_status_names, PROTO_GOTO_STATUS_END, s);
+}
+const char *proto_goto_reason_name(uint32_t r) { return name_of(goto_reason_names, PROTO_GOTO_REASON_COUNT, r); }
 const char *proto_facing_name(uint32_t facing) { return name_of(facing_names, STEER_FACING_COUNT, facing); }
 const char *proto_combine_name(uint32_t combine) {
   return name_of(combine_names, STEER_COMBINE_COUNT, combine);

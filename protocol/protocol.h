@@ -545,12 +545,14 @@ const char *proto_msg_type_name(uint32_t type); /* "HELLO", ...; NULL if unknown
 
 /* Wire names of the enums ("dynamic", "seek", "pingpong", ...); NULL if out of range. */
 const char *proto_model_name(uint32_t model);
-const char *proto_behaviour_name(uint32_t kind); /* includes "follow_path" (reports only) */
+const char *proto_behaviour_name(uint32_t kind); /* includes "follow_path" (reports only) and "goto" */
 const char *proto_facing_name(uint32_t facing);
 const char *proto_combine_name(uint32_t combine);
 const char *proto_path_mode_name(uint32_t mode);
 const char *proto_cornering_name(uint32_t cornering);
 const char *proto_event_name(uint32_t code);  /* "arrived", ... */
+const char *proto_goto_status_name(uint32_t status); /* "queued", "following", "unreachable" */
+const char *proto_goto_reason_name(uint32_t reason); /* "new", "map", "target_moved", "stuck", "continue" */
 const char *proto_param_name(uint32_t index); /* steer_params field, index < PROTO_PARAM_COUNT */
 const char *proto_limit_name(uint32_t index); /* steer_limits field, index < PROTO_LIMIT_COUNT */
 

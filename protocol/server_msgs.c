@@ -45,6 +45,49 @@ size_t proto_encode_welcome(uint8_t *buf, size_t cap, const proto_welcome *m) {
   return writer_done(&w);
 }
 
+static bool goto_report_valid(const proto_goto_report *g) {
+  if (g->status == 0 || g->status >= PROTO_GOTO_STATUS_END || g->reason >= PROTO_GOTO_REASON_COUNT ||
+      (g->target_kind != STEER_TARGET_POINT && g->target_kind != STEER_TARGET_AGENT) || g->partial > 1)
+    return false;
+  if (g->status == PROTO_GOTO_FOLLOWING)
+    return g->route_count >= 1 && g->route_count <= PROTO_MAX_ROUTE_POINTS;
+  return g->route_count == 0;
+}
+
+static void pack_point2(msgpack_packer *pk, vec2 p) {
+  msgpack_pack_array(pk, 2);
+  msgpack_pack_float(pk, p.x);
+  msgpack_pack_float(pk, p.y);
+}
+
+/* "goto": {status, reason, target | target_agent, and while following goal, partial, route}. */
+static void pack_goto_report(msgpack_packer *pk, const proto_goto_report *g) {
+  int following = g->status == PROTO_GOTO_FOLLOWING;
+  pack_key(pk, "goto");
+  msgpack_pack_map(pk, following ? 6 : 3);
+  pack_ks(pk, "status", goto_status_names[g->status]);
+  pack_ks(pk, "reason", goto_reason_names[g->reason]);
+  if (g->target_kind == STEER_TARGET_POINT) {
+    pack_key(pk, "target");
+    pack_point2(pk, g->target);
+  } else {
+    pack_ku(pk, "target_agent", g->target_agent);
+  }
+  if (!following)
+    return;
+  pack_key(pk, "goal");
+  pack_point2(pk, g->goal);
+  pack_key(pk, "partial");
+  if (g->partial)
+    msgpack_pack_true(pk);
+  else
+    msgpack_pack_false(pk);
+  pack_key(pk, "route");
+  msgpack_pack_array(pk, g->route_count);
+  for (uint32_t i = 0; i < g->route_count; i++)
+    pack_point2(pk, g->route[i]);
+}
+
 size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
   writer w;
   msgpack_packer pk;
@@ -72,9 +115,11 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
     break;
   case PROTO_MSG_QUERY: {
     const proto_agent_report *q = &a->query;
-    if (q->model >= STEER_MODEL_COUNT || q->behaviour >= STEER_BEHAVIOUR_COUNT)
+    if (q->model >= STEER_MODEL_COUNT ||
+        (q->behaviour >= STEER_BEHAVIOUR_COUNT && q->behaviour != PROTO_BEHAVIOUR_GOTO) ||
+        (q->has_goto && !goto_report_valid(&q->go)))
       return 0;
-    msgpack_pack_map(&pk, 14);
+    msgpack_pack_map(&pk, q->has_goto ? 15 : 14);
     pack_ku(&pk, "agent", a->agent);
     pack_ku(&pk, "tick", q->tick);
     pack_ks(&pk, "model", model_names[q->model]);
@@ -84,7 +129,7 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
     pack_kf(&pk, "vx", q->state.velocity.x);
     pack_kf(&pk, "vy", q->state.velocity.y);
     pack_kf(&pk, "rotation", q->state.rotation);
-    pack_ks(&pk, "behaviour", behaviour_names[q->behaviour]);
+    pack_ks(&pk, "behaviour", proto_behaviour_name(q->behaviour));
     pack_key(&pk, "arrived");
     if (q->arrived)
       msgpack_pack_true(&pk);
@@ -101,6 +146,8 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
       pack_limits(&pk, &l);
     }
     pack_ku(&pk, "owner", q->owner);
+    if (q->has_goto)
+      pack_goto_report(&pk, &q->go);
     break;
   }
   case PROTO_MSG_PING:
@@ -235,8 +282,63 @@ static int welcome_fn(reader *r, int key, void *ctx) {
 
 static const char *const query_keys[] = {"agent",       "tick",      "model",  "x",        "y",
                                          "orientation", "vx",        "vy",     "rotation", "behaviour",
-                                         "arrived",     "path_node", "limits", "owner"};
-#define QUERY_KEY_COUNT 14
+                                         "arrived",     "path_node", "limits", "owner",    "goto"};
+#define QUERY_KEY_COUNT    15
+#define QUERY_KEY_REQUIRED ((1u << 14) - 1u) /* all but "goto" */
+
+/* QUERY's "goto" map (PROTOCOL.md 6.8). */
+static const char *const goto_keys[] = {"status", "reason", "target", "target_agent", "goal", "partial", "route"};
+enum { GK_STATUS, GK_REASON, GK_TARGET, GK_AGENT, GK_GOAL, GK_PARTIAL, GK_ROUTE, GK_COUNT };
+
+static int goto_fn(reader *r, int key, void *ctx) {
+  proto_goto_report *g = ctx;
+  switch (key) {
+  case GK_STATUS:
+    if (rd_enum(r, goto_status_names, PROTO_GOTO_STATUS_END, &g->status))
+      return -1;
+    return g->status == 0 ? bad(r, "unknown value") : 0;
+  case GK_REASON:
+    return rd_enum(r, goto_reason_names, PROTO_GOTO_REASON_COUNT, &g->reason);
+  case GK_TARGET:
+    g->target_kind = STEER_TARGET_POINT;
+    return rd_point(r, &g->target);
+  case GK_AGENT:
+    g->target_kind = STEER_TARGET_AGENT;
+    return rd_u32(r, &g->target_agent);
+  case GK_GOAL:
+    return rd_point(r, &g->goal);
+  case GK_PARTIAL:
+    return rd_bool(r, &g->partial);
+  default: {
+    if (rd_array(r, 1, PROTO_MAX_ROUTE_POINTS, &g->route_count))
+      return -1;
+    for (uint32_t i = 0; i < g->route_count; i++) {
+      size_t old = path_push_index(r, i);
+      if (rd_point(r, &g->route[i]))
+        return -1;
+      path_pop(r, old);
+    }
+    return 0;
+  }
+  }
+}
+
+static int rd_goto_report(reader *r, proto_goto_report *g) {
+  uint32_t seen = 0;
+  memset(g, 0, sizeof *g);
+  if (rd_map(r, goto_keys, GK_COUNT, (1u << GK_STATUS) | (1u << GK_REASON), goto_fn, g, &seen))
+    return -1;
+  int targets = ((seen >> GK_TARGET) & 1u) + ((seen >> GK_AGENT) & 1u);
+  if (targets != 1)
+    return fail_at(r, "target", PROTO_ERR_BAD_FIELD, "one of target and target_agent");
+  const uint32_t route = (1u << GK_GOAL) | (1u << GK_PARTIAL) | (1u << GK_ROUTE);
+  if (g->status == PROTO_GOTO_FOLLOWING && (seen & route) != route)
+    return fail_at(r, (seen & (1u << GK_GOAL)) == 0 ? "goal" : (seen & (1u << GK_PARTIAL)) == 0 ? "partial" : "route",
+                   PROTO_ERR_BAD_FIELD, "missing");
+  if (g->status != PROTO_GOTO_FOLLOWING && (seen & route) != 0)
+    return fail_at(r, "route", PROTO_ERR_BAD_FIELD, "only while following");
+  return 0;
+}
 
 static int query_fn(reader *r, int key, void *ctx) {
   proto_agent_report *q = ctx;
@@ -259,8 +361,18 @@ static int query_fn(reader *r, int key, void *ctx) {
     return rd_float(r, NUM_ANY, &q->state.velocity.y);
   case 8:
     return rd_float(r, NUM_ANY, &q->state.rotation);
-  case 9:
+  case 9: {
+    const uint8_t *s;
+    size_t n, save = r->pos;
+    if (rd_str(r, 32, &s, &n))
+      return -1;
+    if (n == 4 && memcmp(s, "goto", 4) == 0) {
+      q->behaviour = PROTO_BEHAVIOUR_GOTO;
+      return 0;
+    }
+    r->pos = save;
     return rd_enum(r, behaviour_names, STEER_BEHAVIOUR_COUNT, &q->behaviour);
+  }
   case 10:
     return rd_bool(r, &q->arrived);
   case 11: {
@@ -286,8 +398,11 @@ static int query_fn(reader *r, int key, void *ctx) {
     q->limits = l.v;
     return 0;
   }
-  default:
+  case 13:
     return rd_u32(r, &q->owner);
+  default:
+    q->has_goto = 1;
+    return rd_goto_report(r, &q->go);
   }
 }
 
@@ -332,7 +447,7 @@ static int decode_ack(reader *r, proto_ack *a) {
   a->command = (uint8_t)u;
   switch (u) {
   case PROTO_MSG_QUERY:
-    if (rd_body(r, query_keys, QUERY_KEY_COUNT, (1u << QUERY_KEY_COUNT) - 1u, query_fn, &a->query, NULL))
+    if (rd_body(r, query_keys, QUERY_KEY_COUNT, QUERY_KEY_REQUIRED, query_fn, &a->query, NULL))
       return -1;
     a->agent = a->query.agent;
     return 0;

@@ -300,6 +300,60 @@ static size_t ex_delta(uint8_t *b, size_t cap) {
   return proto_encode_delta(b, cap, &ex_delta_h, e, 2, removed, 1);
 }
 
+/* GOTO (PROTOCOL.md 5.3, 6.8, 7.4): a point target with a node radius... */
+static proto_command cmd_set_behaviour_goto(void) {
+  proto_command c;
+  memset(&c, 0, sizeof c);
+  c.type = PROTO_MSG_SET_BEHAVIOUR;
+  c.request_id = 12;
+  c.set_behaviour.agent = ID1;
+  c.set_behaviour.behaviour.kind = PROTO_BEHAVIOUR_GOTO;
+  c.set_behaviour.behaviour.present = PROTO_BHV_TARGET | PROTO_BHV_NODE_RADIUS;
+  c.set_behaviour.behaviour.target = v2(30.0f, 12.5f);
+  c.set_behaviour.behaviour.node_radius = 0.75f;
+  return c;
+}
+static size_t ex_set_behaviour_goto(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_set_behaviour_goto()); }
+/* ... the QUERY of that agent once its route is planned: through the door's
+ * corners (-0.75, 21.25) and (0.75, 21.25), then the target... */
+static size_t ex_ack_query_goto(uint8_t *b, size_t cap) {
+  proto_ack a = ex_ack(PROTO_MSG_QUERY, 13);
+  proto_agent_report *q = &a.query;
+  q->tick = 1250;
+  q->behaviour = PROTO_BEHAVIOUR_GOTO;
+  q->path_node = 0;
+  q->state.position = v2(-4.5f, 20.0f);
+  q->state.orientation = 0.25f;
+  q->state.velocity = v2(2.75f, 0.75f);
+  q->has_goto = 1;
+  q->go.status = PROTO_GOTO_FOLLOWING;
+  q->go.reason = PROTO_GOTO_NEW;
+  q->go.target_kind = STEER_TARGET_POINT;
+  q->go.target = v2(30.0f, 12.5f);
+  q->go.goal = v2(30.0f, 12.5f);
+  q->go.route_count = 3;
+  q->go.route[0] = v2(-0.75f, 21.25f);
+  q->go.route[1] = v2(0.75f, 21.25f);
+  q->go.route[2] = v2(30.0f, 12.5f);
+  return proto_encode_ack(b, cap, &a);
+}
+/* ... its PLANNED event (a route of 43.12 m)... */
+static size_t ex_event_planned(uint8_t *b, size_t cap) {
+  proto_event e = {1241, PROTO_EVENT_PLANNED, ID1, 4312};
+  return proto_encode_event(b, cap, &e);
+}
+/* ... a door closes: it is REPLANNED (51.27 m), and another agent's route has
+ * no way left (UNREACHABLE, reason 1: the map changed)... */
+static size_t ex_events_goto(uint8_t *b, size_t cap) {
+  proto_event e[2] = {{1300, PROTO_EVENT_REPLANNED, ID1, 5127}, {1300, PROTO_EVENT_UNREACHABLE, ID2, PROTO_GOTO_MAP}};
+  return proto_encode_events(b, cap, 0, e, 2);
+}
+/* ... and a target inside the map's geometry is refused. */
+static size_t ex_error_goto_blocked(uint8_t *b, size_t cap) {
+  return proto_encode_error(b, cap, 12, PROTO_ERR_BAD_FIELD, "the target is inside the map's geometry",
+                            "behaviour.target");
+}
+
 static const struct example {
   const char *name;
   example_fn fn;
@@ -315,6 +369,7 @@ static const struct example {
                 {"ping", ex_ping},
                 {"hello_delta", ex_hello_delta},
                 {"view", ex_view},
+                {"set_behaviour_goto", ex_set_behaviour_goto},
                 {"welcome", ex_welcome_enc},
                 {"ack_spawn", ex_ack_spawn},
                 {"ack_query", ex_ack_query},
@@ -326,14 +381,18 @@ static const struct example {
                 {"event", ex_event},
                 {"snapshot", ex_snapshot},
                 {"ack_view", ex_ack_view},
+                {"ack_query_goto", ex_ack_query_goto},
+                {"event_planned", ex_event_planned},
+                {"error_goto_blocked", ex_error_goto_blocked},
                 {"snapshot_ack", ex_snapshot_ack},
                 {"snapshot_ack_merged", ex_snapshot_ack_merged},
                 {"delta", ex_delta},
-                {"events", ex_events}};
+                {"events", ex_events},
+                {"events_goto", ex_events_goto}};
 #define EXAMPLE_COUNT    (sizeof examples / sizeof examples[0])
-#define COMMAND_EXAMPLES 12 /* examples[0..11] are client commands, ... */
+#define COMMAND_EXAMPLES 13 /* examples[0..12] are client commands, ... */
 #define SERVER_EXAMPLES                                                                                      \
-  (EXAMPLE_COUNT - 4) /* ... then server messages; the last four have their own decoders */
+  (EXAMPLE_COUNT - 5) /* ... then server messages; the last five have their own decoders */
 
 /* ---- Helpers ------------------------------------------------------------------ */
 
