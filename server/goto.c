@@ -110,6 +110,8 @@ int steerd_goto_set(steer_planner *p, steer_world *w, steer_id id, const proto_b
   proto_behaviour_apply(b, &nb);
   nb.kind = STEER_BEHAVIOUR_NONE;
   memset(&nb.target, 0, sizeof nb.target);
+  nb.stuck_time = STEERD_GOTO_STUCK_TIME;
+  nb.stuck_reaction = STEER_STUCK_REPORT;
   int rc = steer_world_set_behaviour(w, id, &nb);
   if (rc != STEER_OK)
     return refuse(why, proto_error_from_steer(rc), "behaviour", steer_strerror(rc));
@@ -121,6 +123,8 @@ int steerd_goto_set(steer_planner *p, steer_world *w, steer_id id, const proto_b
 void steerd_goto_spawn_desc(steer_agent_desc *desc) {
   desc->behaviour.kind = STEER_BEHAVIOUR_NONE;
   memset(&desc->behaviour.target, 0, sizeof desc->behaviour.target);
+  desc->behaviour.stuck_time = STEERD_GOTO_STUCK_TIME;
+  desc->behaviour.stuck_reaction = STEER_STUCK_REPORT;
 }
 
 int steerd_goto_start(steer_planner *p, steer_world *w, steer_id id, const proto_behaviour *b,

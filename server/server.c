@@ -1265,6 +1265,8 @@ static void run_tick(steerd_server *s) {
   }
   const steer_event *ev = steer_world_events(s->world, &n);
   for (uint32_t i = 0; i < n; i++) {
+    if (ev[i].type > STEER_EVENT_REVERSED)
+      continue; /* STUCK (GOTO replans it) has no code on the wire */
     proto_event e = proto_event_from_steer(&ev[i]);
     steer_agent_info info;
     if (steer_world_get(s->world, ev[i].agent, &info) == STEER_OK)
@@ -1490,10 +1492,13 @@ static int checkpoint(steerd_server *s, const char *why, int now) {
     steerd_checkpointer_failed(s->ckpt, why, "out of memory for the image");
     return STEERD_CHECKPOINT_ENOMEM;
   }
-  char detail[160];
-  snprintf(detail, sizeof(detail), "at tick %llu: %u agents, state hash %016llx",
-           (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world),
-           (unsigned long long)steer_world_hash(s->world));
+  char detail[192];
+  int dn = snprintf(detail, sizeof(detail), "at tick %llu: %u agents, state hash %016llx",
+                    (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world),
+                    (unsigned long long)steer_world_hash(s->world));
+  if (st.planner_len && dn > 0 && (size_t)dn < sizeof(detail))
+    snprintf(detail + dn, sizeof(detail) - (size_t)dn, ", GOTO hash %016llx",
+             (unsigned long long)steer_planner_hash(s->planner));
   uint64_t loop_ns = uv_hrtime() - t0, cpu_ns = thread_cpu_ns() - cpu0;
   uint64_t tick = steer_world_tick(s->world);
   if (now)
@@ -1590,8 +1595,9 @@ static int restore_owners(steerd_server *s, const steerd_persist_server *head) {
     return -1;
   }
   if (st.planner_len)
-    LOG_INFO("restored GOTO: %u agents, %u plan requests waiting", steer_planner_active(s->planner),
-             steer_planner_get_stats(s->planner).queued);
+    LOG_INFO("restored GOTO: %u agents, %u plan requests waiting, GOTO hash %016llx",
+             steer_planner_active(s->planner), steer_planner_get_stats(s->planner).queued,
+             (unsigned long long)steer_planner_hash(s->planner));
   return 0;
 }
 
