@@ -106,6 +106,14 @@ static const cmd_help commands[] = {
      "       [--cornering none|arc|lazy]\n"
      "      Make an agent follow a path (radius 1 m, mode once, cornering none).\n"
      "      e.g. steerd-client path 4194305 --points \"0,0;20,0;20,20\" --mode loop\n"},
+    {"goto",
+     {"target", "target-agent", "node-radius", "cornering", "replan-distance", "wait", NULL},
+     "  goto ID (--target X,Y | --target-agent ID) [--node-radius R] [--cornering none|arc|lazy]\n"
+     "       [--replan-distance D] [--wait S]\n"
+     "      Send an agent there by a route the server plans around the map (GOTO, PROTOCOL.md\n"
+     "      5.6). --wait S: wait up to S seconds for the answer and print it (the planned or\n"
+     "      unreachable event, then the route as JSON); exit 1 when it is unreachable.\n"
+     "      e.g. steerd-client goto 4194305 --target 30,12.5 --wait 5\n"},
     {"despawn", {NULL}, "  despawn ID     e.g. steerd-client despawn 4194305\n"},
     {"map",
      {NULL},
@@ -605,7 +613,43 @@ static void print_agent(const proto_agent_report *q) {
     printf("%s\"%s\":", i ? "," : "", n ? n : "?");
     print_num(stdout, "%.4g", lv[i]);
   }
-  printf("},\"owner\":%lu}\n", (unsigned long)q->owner);
+  printf("},\"owner\":%lu", (unsigned long)q->owner);
+  if (q->has_goto) {
+    const proto_goto_report *g = &q->go;
+    const char *st = proto_goto_status_name(g->status), *why = proto_goto_reason_name(g->reason);
+    printf(",\"goto\":{\"status\":\"%s\",\"reason\":\"%s\",", st ? st : "?", why ? why : "?");
+    if (g->target_kind == STEER_TARGET_AGENT)
+      printf("\"target_agent\":%lu", (unsigned long)g->target_agent);
+    else
+      printf("\"target\":[%.4f,%.4f]", (double)g->target.x, (double)g->target.y);
+    if (g->status == PROTO_GOTO_FOLLOWING) {
+      printf(",\"goal\":[%.4f,%.4f],\"partial\":%s,\"route\":[", (double)g->goal.x, (double)g->goal.y,
+             g->partial ? "true" : "false");
+      for (uint32_t i = 0; i < g->route_count; i++)
+        printf("%s[%.4f,%.4f]", i ? "," : "", (double)g->route[i].x, (double)g->route[i].y);
+      fputs("]", stdout);
+    }
+    fputs("}", stdout);
+  }
+  fputs("}\n", stdout);
+}
+
+/* ---- GOTO's answer (goto --wait) ------------------------------------------------ */
+
+/* The agent whose PLANNED or UNREACHABLE event `goto --wait` waits for. */
+static struct {
+  steer_id agent;
+  int seen;
+  proto_event ev;
+} g_goto;
+
+static void goto_on_event(void *user, const proto_event *e) {
+  (void)user;
+  if (g_goto.agent != 0 && !g_goto.seen && e->agent == g_goto.agent &&
+      (e->code == PROTO_EVENT_PLANNED || e->code == PROTO_EVENT_UNREACHABLE)) {
+    g_goto.ev = *e;
+    g_goto.seen = 1;
+  }
 }
 
 /* ---- Single-connection commands -------------------------------------------- */
@@ -797,6 +841,98 @@ static int cmd_path(const args *a) {
     return bad_value(a, "--cornering", corner);
   sp->path.cornering = (uint8_t)ci;
   return run_command(a, &cmd, NULL);
+}
+
+static int cmd_goto(const args *a) {
+  static const char *const allowed[] = {"target",          "target-agent", "node-radius", "cornering",
+                                        "replan-distance", "wait",         NULL};
+  if (check_opts(a, allowed, 1, 1) != 0)
+    return EXIT_USAGE;
+  static proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_SET_BEHAVIOUR;
+  proto_behaviour *b = &cmd.set_behaviour.behaviour;
+  b->kind = PROTO_BEHAVIOUR_GOTO;
+  int r = parse_agent_id(a, &cmd.set_behaviour.agent);
+  if (r != 0)
+    return r;
+  const char *t = opt_get(a, "target"), *ta = opt_get(a, "target-agent");
+  if ((t == NULL) == (ta == NULL)) {
+    fprintf(stderr, "steerd-client goto: give one of --target X,Y and --target-agent ID\n");
+    return EXIT_USAGE;
+  }
+  if (t != NULL) {
+    if (parse_xy(t, &b->target) != 0)
+      return bad_value(a, "--target", t);
+    b->present |= PROTO_BHV_TARGET;
+  } else {
+    if (parse_u32(ta, &b->target_agent) != 0 || b->target_agent == 0)
+      return bad_value(a, "--target-agent", ta);
+    b->present |= PROTO_BHV_TARGET_AGENT;
+  }
+  const char *nr = opt_get(a, "node-radius"), *co = opt_get(a, "cornering"), *rd = opt_get(a, "replan-distance");
+  if (nr != NULL) {
+    if (parse_float(nr, &b->node_radius) != 0 || !(b->node_radius > 0.0f))
+      return bad_value(a, "--node-radius", nr);
+    b->present |= PROTO_BHV_NODE_RADIUS;
+  }
+  if (co != NULL) {
+    int ci = find_name(proto_cornering_name, STEER_CORNER_COUNT, co);
+    if (ci < 0)
+      return bad_value(a, "--cornering", co);
+    b->cornering = (uint8_t)ci;
+    b->present |= PROTO_BHV_CORNERING;
+  }
+  if (rd != NULL) {
+    if (parse_float(rd, &b->replan_distance) != 0 || !(b->replan_distance >= 0.0f))
+      return bad_value(a, "--replan-distance", rd);
+    b->present |= PROTO_BHV_REPLAN_DISTANCE;
+  }
+  float wait_s = 0.0f;
+  const char *w = opt_get(a, "wait");
+  if (w != NULL && (parse_float(w, &wait_s) != 0 || !(wait_s >= 0.0f && wait_s <= 3600.0f)))
+    return bad_value(a, "--wait", w);
+  int code = 0;
+  steerd_client_callbacks cb;
+  memset(&cb, 0, sizeof cb);
+  cb.on_event = goto_on_event;
+  steerd_client *c = open_client(a, &cb, &code);
+  if (c == NULL)
+    return code;
+  memset(&g_goto, 0, sizeof g_goto);
+  g_goto.agent = cmd.set_behaviour.agent;
+  proto_server_msg reply;
+  r = steerd_client_command_wait(c, &cmd, a->timeout_ms, &reply);
+  if (r < 0) {
+    code = report(c, "goto", r, &reply);
+  } else if (w != NULL) {
+    uint64_t end = steerd_client_now_us() + (uint64_t)((double)wait_s * 1e6);
+    while (!g_goto.seen && !g_stop && steerd_client_now_us() < end && r >= 0)
+      r = steerd_client_service(c, 10);
+    if (!g_goto.seen) {
+      fprintf(stderr, "steerd-client goto: no answer for agent %lu within %g s\n",
+              (unsigned long)g_goto.agent, (double)wait_s);
+      code = r < 0 ? report(c, "goto", r, NULL) : EXIT_REPLY_ERROR;
+    } else {
+      print_event(NULL, &g_goto.ev);
+      if (g_goto.ev.code == PROTO_EVENT_UNREACHABLE) {
+        code = EXIT_REPLY_ERROR;
+      } else {
+        proto_command q;
+        memset(&q, 0, sizeof q);
+        q.type = PROTO_MSG_QUERY;
+        q.query.agent = g_goto.agent;
+        r = steerd_client_command_wait(c, &q, a->timeout_ms, &reply);
+        if (r < 0)
+          code = report(c, "query", r, &reply);
+        else
+          print_agent(&reply.ack.query);
+      }
+    }
+  }
+  g_goto.agent = 0;
+  close_client(c);
+  return code;
 }
 
 /* despawn, stop, query: one agent id. */
@@ -1623,7 +1759,10 @@ static int cmd_shell(const args *a) {
   if (check_opts(a, allowed, 0, 0) != 0)
     return EXIT_USAGE;
   int code = 0;
-  g_session = open_client(a, NULL, &code);
+  steerd_client_callbacks cb;
+  memset(&cb, 0, sizeof cb);
+  cb.on_event = goto_on_event; /* goto --wait in the session */
+  g_session = open_client(a, &cb, &code);
   if (g_session == NULL)
     return code;
   int tty = isatty(STDIN_FILENO);
@@ -1715,6 +1854,8 @@ static int dispatch(const args *ap) {
     return cmd_target(&a);
   if (strcmp(a.cmd, "path") == 0)
     return cmd_path(&a);
+  if (strcmp(a.cmd, "goto") == 0)
+    return cmd_goto(&a);
   if (strcmp(a.cmd, "despawn") == 0)
     return cmd_agent(&a, PROTO_MSG_DESPAWN);
   if (strcmp(a.cmd, "stop") == 0)

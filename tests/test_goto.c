@@ -635,6 +635,61 @@ START_TEST(checkpoint_keeps_goto) {
 }
 END_TEST
 
+/* steerd-client's goto command (client-sample/steerd_client.c), run as a user
+ * would: an admin (anonymous role admin) sends another client's agent there
+ * and --wait prints the answer and the route; unreachable exits 1. */
+static int run_cli(const steerd_proc *p, const char *args, char *out, size_t cap) {
+  char dir[1024], cmd[1400];
+  snprintf(dir, sizeof dir, "%s", STEERD_BINARY);
+  for (int i = 0; i < 2; i++) {
+    char *slash = strrchr(dir, '/');
+    ck_assert_ptr_nonnull(slash);
+    *slash = '\0';
+  }
+  snprintf(cmd, sizeof cmd, "%s/client-sample/steerd-client --port %u --timeout 5000 %s 2>&1", dir,
+           (unsigned)p->port, args);
+  FILE *f = popen(cmd, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(out, 1, cap - 1, f);
+  out[n] = '\0';
+  int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(client_cli_goto) {
+  steerd_proc p;
+  const char *more[] = {"--anonymous-role", "admin", NULL};
+  start(&p, more);
+  events x;
+  steerd_client *c = connect_client(&p, "owner", &x);
+  steer_id a = spawn(c, -10.0f, 30.0f, 0.5f, STEER_MODEL_DYNAMIC);
+  char args[256], out[8192];
+  snprintf(args, sizeof args, "goto %lu --target 10,30 --node-radius 0.75 --wait 5", (unsigned long)a);
+  int rc = run_cli(&p, args, out, sizeof out);
+  ck_assert_msg(rc == 0, "goto --wait: exit %d: %s", rc, out);
+  ck_assert_ptr_nonnull(strstr(out, "\"event\":\"planned\""));
+  ck_assert_ptr_nonnull(strstr(out, "\"behaviour\":\"goto\""));
+  ck_assert_ptr_nonnull(strstr(out, "\"status\":\"following\""));
+  ck_assert_ptr_nonnull(strstr(out, "\"route\":[["));
+  ck_assert_ptr_nonnull(strstr(out, "[10.0000,30.0000]]"));
+  snprintf(args, sizeof args, "goto %lu --target 35,35 --wait 5", (unsigned long)a);
+  rc = run_cli(&p, args, out, sizeof out);
+  ck_assert_msg(rc == 1, "unreachable: exit %d: %s", rc, out);
+  ck_assert_ptr_nonnull(strstr(out, "\"event\":\"unreachable\""));
+  snprintf(args, sizeof args, "goto %lu --target -40,40", (unsigned long)a);
+  rc = run_cli(&p, args, out, sizeof out);
+  ck_assert_msg(rc == 1, "blocked: exit %d: %s", rc, out);
+  ck_assert_ptr_nonnull(strstr(out, "behaviour.target"));
+  snprintf(args, sizeof args, "goto %lu --wait 1", (unsigned long)a);
+  ck_assert_int_eq(run_cli(&p, args, out, sizeof out), 2); /* no target: usage */
+  ck_assert_int_eq(run_cli(&p, "goto --help", out, sizeof out), 0);
+  ck_assert_ptr_nonnull(strstr(out, "--replan-distance"));
+  steerd_client_destroy(c);
+  free(x.ev);
+  steerd_proc_stop(&p, 5000);
+}
+END_TEST
+
 int main(void) {
   write_map();
   Suite *s = suite_create("goto");
@@ -644,6 +699,7 @@ int main(void) {
   tcase_add_test(tc, walled_in_target_is_unreachable);
   tcase_add_test(tc, bad_gotos_are_refused);
   tcase_add_test(tc, checkpoint_keeps_goto);
+  tcase_add_test(tc, client_cli_goto);
   tcase_add_test(tc, burst_of_ten_thousand_gotos);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -1567,6 +1567,130 @@ START_TEST(test_fuzz) {
 }
 END_TEST
 
+/* ---- GOTO (PROTOCOL.md 5.6, 6.8, 7.4) ------------------------------------------------------- */
+
+/* [4, 1, {"agent": 1, "behaviour": {"kind": kind, key: value}}] with value a number or a string. */
+static void goto_body(mbuf *m, const char *kind, const char *key, double num, const char *str) {
+  mb_init(m);
+  mb_cmd(m, PROTO_MSG_SET_BEHAVIOUR, 1, 2);
+  mb_str(m, "agent");
+  msgpack_pack_uint32(&m->pk, 1);
+  mb_str(m, "behaviour");
+  msgpack_pack_map(&m->pk, 3);
+  mb_str(m, "kind");
+  mb_str(m, kind);
+  mb_str(m, "target");
+  msgpack_pack_array(&m->pk, 2);
+  msgpack_pack_double(&m->pk, 1.0);
+  msgpack_pack_double(&m->pk, 2.0);
+  mb_str(m, key);
+  if (str)
+    mb_str(m, str);
+  else
+    msgpack_pack_double(&m->pk, num);
+}
+
+START_TEST(test_goto_wire) {
+  /* Every option round-trips; an agent target as well. */
+  proto_command c = cmd_set_behaviour_goto();
+  c.set_behaviour.behaviour.present |= PROTO_BHV_CORNERING | PROTO_BHV_REPLAN_DISTANCE | PROTO_BHV_FACING;
+  c.set_behaviour.behaviour.cornering = STEER_CORNER_LAZY;
+  c.set_behaviour.behaviour.replan_distance = 0.0f;
+  c.set_behaviour.behaviour.facing = STEER_FACING_NONE;
+  proto_command o = roundtrip_cmd(&c);
+  const proto_behaviour *b = &o.set_behaviour.behaviour;
+  ck_assert_uint_eq(b->kind, PROTO_BEHAVIOUR_GOTO);
+  ck_assert(b->target.x == 30.0f && b->target.y == 12.5f && b->node_radius == 0.75f);
+  ck_assert_uint_eq(b->cornering, STEER_CORNER_LAZY);
+  ck_assert(b->replan_distance == 0.0f);
+  ck_assert_str_eq(proto_behaviour_name(PROTO_BEHAVIOUR_GOTO), "goto");
+  /* The encoder refuses what the decoder would. */
+  c.set_behaviour.behaviour.present |= PROTO_BHV_ORIENTATION;
+  ck_assert_uint_eq(proto_encode_command(buf, sizeof buf, &c), 0);
+  c = cmd_set_behaviour();
+  c.set_behaviour.behaviour.present |= PROTO_BHV_NODE_RADIUS;
+  c.set_behaviour.behaviour.node_radius = 1.0f;
+  ck_assert_uint_eq(proto_encode_command(buf, sizeof buf, &c), 0);
+
+  /* Decoder rules: goto's keys only with goto, orientation and target_agent2 never with it. */
+  mbuf m;
+  goto_body(&m, "seek", "node_radius", 1.0, NULL);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.node_radius");
+  goto_body(&m, "arrive", "cornering", 0, "arc");
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.cornering");
+  goto_body(&m, "wander", "replan_distance", 1.0, NULL);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.replan_distance");
+  goto_body(&m, "goto", "orientation", 1.0, NULL);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.orientation");
+  goto_body(&m, "goto", "node_radius", 0.0, NULL);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.node_radius");
+  goto_body(&m, "goto", "replan_distance", -1.0, NULL);
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.replan_distance");
+  goto_body(&m, "goto", "cornering", 0, "sharp");
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.cornering");
+  goto_body(&m, "goto", "node_radius", 100.0, NULL);
+  proto_command d;
+  ck_assert_int_eq(proto_decode_command((const uint8_t *)m.sb.data, m.sb.size, &d, NULL), 0);
+  ck_assert(d.set_behaviour.behaviour.node_radius == 100.0f);
+  mb_free(&m);
+  goto_body(&m, "goto", "target_agent", 5.0, NULL); /* target and target_agent */
+  expect_mb_error(&m, PROTO_ERR_BAD_FIELD, "behaviour.target_agent");
+
+  /* QUERY's goto map: following (the example), queued and unreachable round-trip. */
+  proto_server_msg msg;
+  proto_error_info e;
+  size_t n = ex_ack_query_goto(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_server_msg(buf, n, &msg, NULL, 0, &e), 0);
+  const proto_agent_report *q = &msg.ack.query;
+  ck_assert_uint_eq(q->behaviour, PROTO_BEHAVIOUR_GOTO);
+  ck_assert(q->has_goto);
+  ck_assert_uint_eq(q->go.status, PROTO_GOTO_FOLLOWING);
+  ck_assert_uint_eq(q->go.route_count, 3);
+  ck_assert(q->go.route[0].x == -0.75f && q->go.route[1].y == 21.25f && q->go.goal.x == 30.0f);
+  proto_server_msg in;
+  memset(&in, 0, sizeof in);
+  in.type = PROTO_MSG_ACK;
+  in.ack = ex_ack(PROTO_MSG_QUERY, 14);
+  in.ack.query.behaviour = PROTO_BEHAVIOUR_GOTO;
+  in.ack.query.has_goto = 1;
+  in.ack.query.go.status = PROTO_GOTO_QUEUED;
+  in.ack.query.go.reason = PROTO_GOTO_TARGET_MOVED;
+  in.ack.query.go.target_kind = STEER_TARGET_AGENT;
+  in.ack.query.go.target_agent = ID2;
+  proto_server_msg out = roundtrip_server(&in, NULL, 0);
+  ck_assert(out.ack.query.has_goto);
+  ck_assert_uint_eq(out.ack.query.go.status, PROTO_GOTO_QUEUED);
+  ck_assert_uint_eq(out.ack.query.go.reason, PROTO_GOTO_TARGET_MOVED);
+  ck_assert_uint_eq(out.ack.query.go.target_agent, ID2);
+  ck_assert_uint_eq(out.ack.query.go.route_count, 0);
+  in.ack.query.behaviour = STEER_BEHAVIOUR_NONE;
+  in.ack.query.go.status = PROTO_GOTO_UNREACHABLE;
+  out = roundtrip_server(&in, NULL, 0);
+  ck_assert_uint_eq(out.ack.query.go.status, PROTO_GOTO_UNREACHABLE);
+  /* Inconsistent reports are not encoded: a route while queued, none while following. */
+  in.ack.query.go.route_count = 1;
+  ck_assert_uint_eq(proto_encode_server_msg(buf, sizeof buf, &in), 0);
+  in.ack.query.go.status = PROTO_GOTO_FOLLOWING;
+  in.ack.query.go.route_count = 0;
+  ck_assert_uint_eq(proto_encode_server_msg(buf, sizeof buf, &in), 0);
+  /* No goto map: has_goto stays 0 (the plain QUERY example). */
+  n = ex_ack_query(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_server_msg(buf, n, &msg, NULL, 0, &e), 0);
+  ck_assert(!msg.ack.query.has_goto);
+
+  /* The three events and their names. */
+  ck_assert_str_eq(proto_event_name(PROTO_EVENT_PLANNED), "planned");
+  ck_assert_str_eq(proto_event_name(PROTO_EVENT_REPLANNED), "replanned");
+  ck_assert_str_eq(proto_event_name(PROTO_EVENT_UNREACHABLE), "unreachable");
+  ck_assert_str_eq(proto_goto_reason_name(PROTO_GOTO_CONTINUE), "continue");
+  ck_assert_ptr_null(proto_goto_status_name(0));
+  n = ex_event_planned(buf, sizeof buf);
+  ck_assert_int_eq(proto_decode_server_msg(buf, n, &msg, NULL, 0, &e), 0);
+  ck_assert_uint_eq(msg.event.code, PROTO_EVENT_PLANNED);
+  ck_assert_uint_eq(msg.event.data, 4312);
+}
+END_TEST
+
 /* ---- PROTOCOL.md examples ---------------------------------------------------------------- */
 
 static char *read_file(const char *path, size_t *len) {
@@ -1939,6 +2063,7 @@ static Suite *protocol_suite(void) {
   tcase_add_test(tc, test_snapshot_fit);
   tcase_add_test(tc, test_fuzz);
   tcase_add_test(tc, test_protocol_md_examples);
+  tcase_add_test(tc, test_goto_wire);
   tcase_add_test(tc, test_delta_messages);
   suite_add_tcase(s, tc);
   return s;

@@ -49,8 +49,19 @@ RATE_LIMITED, NOT_OWNER = 11, 12
 FORBIDDEN, NO_SUCH_OBSTACLE, OBSTACLE_EXISTS, BLOCKED = 14, 18, 19, 20
 # event codes (§7.4)
 EV_ARRIVED, EV_WAYPOINT, EV_PATH_FINISHED, EV_REVERSED, EV_SPAWNED, EV_DESPAWNED, EV_STUCK = range(7)
+EV_PLANNED, EV_REPLANNED, EV_UNREACHABLE = 7, 8, 9   # GOTO (§5.6)
+BAD_TARGET, MODEL_MISMATCH = 9, 8
 # disconnect reasons (§9)
 DISC_SHUTDOWN, DISC_VERSION = 1, 4
+
+# A map (§16) for the GOTO checks (§5.6), away from everything else the scenario does: a wall
+# along x = 45 from y = 15 up to the world's edge, and a solid square at (20..24, 40..44).
+MAP_PATH = "/tmp/steerd_interop_map_%d.json" % os.getpid()
+MAP_WALL = ((45.0, 15.0), (45.0, 50.0))
+MAP_SQUARE = ((20.0, 40.0), (24.0, 40.0), (24.0, 44.0), (20.0, 44.0))
+MAP_JSON = ('{"format": "steerd-map", "version": 1, "obstacles": ['
+            '{"id": 1, "type": "wall", "points": [[45, 15], [45, 50]]},'
+            '{"id": 2, "type": "polygon", "points": [[20, 40], [24, 40], [24, 44], [20, 44]]}]}')
 
 START = time.monotonic()
 DEADLINE = START + OVERALL_TIMEOUT
@@ -164,9 +175,23 @@ SPEC_EXAMPLES = {
     "snapshot_ack_merged": [11, 1237, [1, 3]],
     "delta": [37, 1237, 41233333, 1235, 0, 1,
               [4194305, 61, 3, 110, -12, 12, 652, 2, 71, 500, -750, 10430], [4194306]],
+    "set_behaviour_goto": [4, 12, {"agent": 4194305, "behaviour": {"kind": "goto", "target": [30, 12.5],
+                                                                   "node_radius": 0.75}}],
+    "error_goto_blocked": [34, 12, 3, "the target is inside the map's geometry", "behaviour.target"],
+    "event_planned": [35, 1241, 7, 4194305, 4312],
+    "ack_query_goto": [33, 13, 8, {"agent": 4194305, "tick": 1250, "model": "dynamic", "x": -4.5, "y": 20,
+                                   "orientation": 0.25, "vx": 2.75, "vy": 0.75, "rotation": 0,
+                                   "behaviour": "goto", "arrived": False, "path_node": 0,
+                                   "limits": {"max_speed": 3, "max_acceleration": 10, "max_rotation": 3,
+                                              "max_angular_acceleration": 12, "radius": 0.5}, "owner": 3,
+                                   "goto": {"status": "following", "reason": "new", "target": [30, 12.5],
+                                            "goal": [30, 12.5], "partial": False,
+                                            "route": [[-0.75, 21.25], [0.75, 21.25], [30, 12.5]]}}],
+    "events_goto": [38, 0, [1300, 8, 4194305, 5127, 1300, 9, 4194306, 1]],
 }
 # encodings the spec says are exact and contain only ints and strings (shortest forms)
-SPEC_REENCODE = ("hello", "despawn", "stop", "query", "ping", "ack_spawn", "event", "snapshot",
+SPEC_REENCODE = ("hello", "despawn", "stop", "query", "ping", "ack_spawn", "event", "snapshot", "event_planned",
+                 "events_goto", "error_goto_blocked",
                  "error", "error_agent", "error_nil", "ack_ping", "ack_set_params_target_lost", "snapshot_ack",
                  "snapshot_ack_merged")
 
@@ -666,8 +691,10 @@ def is_error(rep, code, field=Ellipsis):
 def run(binary):
     check_spec_examples()
     map_run(binary)
+    with open(MAP_PATH, "w", encoding="utf-8") as f:
+        f.write(MAP_JSON)
 
-    server = Server(binary)
+    server = Server(binary, ["--map", MAP_PATH])
     clients = []
     try:
         port = server.wait_port(min(10.0, remaining()))
@@ -680,6 +707,92 @@ def run(binary):
             if c is not None and c.connected and server.proc.poll() is not None:
                 pass
         server.kill()
+        try:
+            os.remove(MAP_PATH)
+        except OSError:
+            pass
+
+
+def dist_segments(a, b, c, d):
+    """distance between segments ab and cd (0 when they cross)"""
+    def cross(o, p, q):
+        return (p[0] - o[0]) * (q[1] - o[1]) - (p[1] - o[1]) * (q[0] - o[0])
+    d1, d2, d3, d4 = cross(c, d, a), cross(c, d, b), cross(a, b, c), cross(a, b, d)
+    if ((d1 > 0) != (d2 > 0)) and ((d3 > 0) != (d4 > 0)):
+        return 0.0
+    return min(dist_point_segment(a, c, d), dist_point_segment(b, c, d),
+               dist_point_segment(c, a, b), dist_point_segment(d, a, b))
+
+
+def goto_checks(a):
+    """§5.6: GOTO around the map's wall; the errors and the UNREACHABLE of §5.6."""
+    radius = 0.3
+    rep = a.request(SPAWN, {"model": "dynamic", "x": 38, "y": 40,
+                            "limits": {"radius": radius, "max_speed": 12, "max_acceleration": 30}})
+    require(is_ack(rep, SPAWN), "SPAWN an agent for GOTO", describe(rep))
+    gid = rep[3]["agent"]
+    target = [55.0, 40.0]
+    n0 = len(a.events)
+    rep = a.request(SET_BEHAVIOUR, {"agent": gid, "behaviour": {"kind": "goto", "target": target}})
+    check(is_ack(rep, SET_BEHAVIOUR), "SET_BEHAVIOUR goto -> ACK (§5.6)", describe(rep))
+    ev = a.wait_until(lambda: [e for e in a.events[n0:] if e[2] == gid and e[1] in (EV_PLANNED, EV_UNREACHABLE)],
+                      5.0)
+    check(ev and ev[0][1] == EV_PLANNED, "GOTO answered by a PLANNED event (6) (§7.4)", ev)
+    rep = a.request(QUERY, {"agent": gid})
+    require(is_ack(rep, QUERY), "QUERY the GOTO agent", describe(rep))
+    q = rep[3]
+    g = q.get("goto") if isinstance(q.get("goto"), dict) else {}
+    check(q.get("behaviour") == "goto" and g.get("status") == "following" and g.get("reason") == "new"
+          and same_value(g.get("target"), target) and g.get("partial") is False,
+          "QUERY: behaviour goto, goto.status following, reason new, its target (§6.8)", q)
+    route = g.get("route") if isinstance(g.get("route"), list) else []
+    check(len(route) >= 2 and same_value(route[-1], target) and same_value(g.get("goal"), target),
+          "the route is corners then the target, which is its goal", route)
+    # every leg clears the wall and the square by the radius; the PLANNED length is the route's
+    legs = list(zip([(38.0, 40.0)] + [tuple(p) for p in route[:-1]], [tuple(p) for p in route]))
+    edges = [MAP_WALL] + [(MAP_SQUARE[i], MAP_SQUARE[(i + 1) % 4]) for i in range(4)]
+    clear = min(dist_segments(p, r, e[0], e[1]) for p, r in legs for e in edges) if legs else 0.0
+    check(clear >= radius, "every leg of the route keeps the agent's radius from the geometry", clear)
+    length = sum(math.hypot(r[0] - p[0], r[1] - p[1]) for p, r in legs)
+    check(ev and abs(length * 100 - ev[0][3]) < 2.0 and length > 50,
+          "PLANNED data is the route's length in cm, around the wall's end (> 50 m)", (length, ev))
+    done = a.wait_until(lambda: [e for e in a.events[n0:] if e[2] == gid and e[1] == EV_PATH_FINISHED], 15.0)
+    check(done, "the GOTO agent goes round the wall and finishes its route (PATH_FINISHED)")
+    rep = a.request(QUERY, {"agent": gid})
+    if is_ack(rep, QUERY):
+        check(math.hypot(rep[3]["x"] - target[0], rep[3]["y"] - target[1]) < 0.6,
+              "it stopped at the target", (rep[3]["x"], rep[3]["y"]))
+    # errors: a target inside the square, no target, arc cornering on a dynamic agent, goto-only keys
+    rep = a.request(SET_BEHAVIOUR, {"agent": gid, "behaviour": {"kind": "goto", "target": [22, 42]}})
+    check(is_error(rep, BAD_FIELD, "behaviour.target"),
+          "GOTO target inside the geometry -> ERROR 3 field 'behaviour.target' (§5.6)", describe(rep))
+    rep = a.request(SET_BEHAVIOUR, {"agent": gid, "behaviour": {"kind": "goto"}})
+    check(is_error(rep, BAD_TARGET, "behaviour.target_agent"),
+          "GOTO without a target -> ERROR 9 field 'behaviour.target_agent'", describe(rep))
+    rep = a.request(SET_BEHAVIOUR, {"agent": gid, "behaviour": {"kind": "goto", "target": [50, 10],
+                                                                "cornering": "arc"}})
+    check(is_error(rep, MODEL_MISMATCH, "behaviour.cornering"),
+          "GOTO with arc cornering on a dynamic agent -> ERROR 8 field 'behaviour.cornering'", describe(rep))
+    rep = a.request(SET_BEHAVIOUR, {"agent": gid, "behaviour": {"kind": "seek", "target": [50, 10],
+                                                                "node_radius": 1}})
+    check(is_error(rep, BAD_FIELD, "behaviour.node_radius"),
+          "node_radius with another kind -> ERROR 3 field 'behaviour.node_radius'", describe(rep))
+    # a body wider than the gap under the wall... the wall reaches the world's edge, so a target
+    # behind it for an agent too wide for the 15 m gap does not exist; a 3 m body (wider than the
+    # largest radius class, 2 m) gets UNREACHABLE instead, as an event after the ACK
+    rep = a.request(SPAWN, {"model": "kinematic", "x": 30, "y": 5, "limits": {"radius": 3}})
+    wide = rep[3]["agent"] if is_ack(rep, SPAWN) else None
+    n1 = len(a.events)
+    rep = a.request(SET_BEHAVIOUR, {"agent": wide, "behaviour": {"kind": "goto", "target": [55, 30]}})
+    check(is_ack(rep, SET_BEHAVIOUR), "GOTO of a 3 m body -> ACK", describe(rep))
+    ev = a.wait_until(lambda: [e for e in a.events[n1:] if e[2] == wide and e[1] in (EV_PLANNED, EV_UNREACHABLE)],
+                      5.0)
+    check(ev and ev[0][1] == EV_UNREACHABLE and ev[0][3] == 0,
+          "... answered by UNREACHABLE (8), data 0 (the GOTO itself) (§5.6)", ev)
+    rep = a.request(QUERY, {"agent": wide})
+    check(is_ack(rep, QUERY) and rep[3].get("behaviour") == "none"
+          and (rep[3].get("goto") or {}).get("status") == "unreachable",
+          "QUERY after UNREACHABLE: behaviour none, goto.status unreachable", describe(rep))
 
 
 def scenario(server, port, clients):
@@ -1103,6 +1216,9 @@ def scenario(server, port, clients):
     check(is_ack(rep, QUERY) and not despawned,
           "§4.6: a disconnected client's agent stays in the world (no DESPAWNED)",
           (describe(rep), despawned))
+
+    # ---- GOTO (§5.6) ---------------------------------------------------------------------------
+    goto_checks(a)
 
     # ---- shutdown -----------------------------------------------------------------------
     viol = a.violations + c.violations
