@@ -355,7 +355,7 @@ END_TEST
  * graphs were built), the world and the planner loaded into new ones continue
  * exactly as the originals: same world hash, planner hash and events every tick. */
 START_TEST(checkpoint_continues_bit_for_bit) {
-  steer_world *w = make_world(64);
+  steer_world *w = make_world(64, HALF, 1);
   two_rooms(w);
   steer_planner_config pc = steer_default_planner_config();
   pc.budget = 40; /* a few plans per tick: the queue is still full when saved */
@@ -432,7 +432,7 @@ START_TEST(checkpoint_continues_bit_for_bit) {
   for (int i = 0; i < 8; i++)
     pb2[pl - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
   ck_assert_int_eq(steer_planner_load(p2, pb2, pl), STEER_EVERSION);
-  steer_world *small = make_world(32);
+  steer_world *small = make_world(32, HALF, 1);
   steer_planner *p3 = steer_planner_create(small, &pc);
   ck_assert_int_eq(steer_planner_load(p3, pb, pl), STEER_ECORRUPT);
   steer_planner_destroy(p3);
