@@ -204,9 +204,9 @@ def server_seeds():
     s["error_unknown_code"] = pack([34, 7, 4000000000, "", "behaviour.params.slow_radius"])
     for code in range(6):
         s["event_%d" % code] = pack([35, 2**63 + code, code, A1, code * 1000])
-    s["event_bad_code"] = pack([35, 1, 9, A1, 0])
-    for code in (6, 7, 8):
-        s["event_goto_%d" % code] = pack([35, 1300, code, A1, 2**32 - 1 if code < 8 else 4])
+    s["event_bad_code"] = pack([35, 1, 10, A1, 0])
+    for code in (7, 8, 9):
+        s["event_goto_%d" % code] = pack([35, 1300, code, A1, 2**32 - 1 if code < 9 else 4])
     limits = {"max_speed": 1, "max_acceleration": 1, "max_rotation": 1, "max_angular_acceleration": 1, "radius": 0}
     report = {"agent": A1, "tick": 5, "model": "dynamic", "x": 0, "y": 0, "orientation": 0, "vx": 0, "vy": 0,
               "rotation": 0, "behaviour": "goto", "arrived": False, "path_node": None, "limits": limits, "owner": 0}

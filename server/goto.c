@@ -89,7 +89,7 @@ static int check(const steer_world *w, steer_id id, const steer_goto *g, steerd_
   case STEER_ENOENT:
     return refuse(why, PROTO_ERR_NO_SUCH_AGENT, "agent", steer_strerror(STEER_ENOENT));
   case STEER_EBLOCKED:
-    return refuse(why, PROTO_ERR_BAD_FIELD, "behaviour.target", "the target is inside the map's geometry");
+    return refuse(why, PROTO_ERR_BLOCKED, "behaviour.target", "the target is inside the map's geometry");
   case STEER_ETARGET:
     return refuse(why, PROTO_ERR_BAD_TARGET, "behaviour.target_agent",
                   "the target agent is not alive, or is the agent itself");
@@ -106,12 +106,22 @@ int steerd_goto_set(steer_planner *p, steer_world *w, steer_id id, const proto_b
   steer_goto g = steerd_goto_request(b);
   if (check(w, id, &g, why) != 0)
     return -1;
+  /* As for every behaviour: the agent's avoidance, wall feeler and stuck
+   * detection are kept unless the GOTO's params name them (PROTOCOL.md 5.2). */
   steer_behaviour nb = steer_default_behaviour(STEER_BEHAVIOUR_NONE);
+  steer_agent_info was;
+  if (steer_world_get(w, id, &was) == STEER_OK) {
+    nb.avoid_weight = was.behaviour.avoid_weight;
+    nb.avoid_horizon = was.behaviour.avoid_horizon;
+    nb.avoid_priority = was.behaviour.avoid_priority;
+    nb.wall_lookahead = was.behaviour.wall_lookahead;
+    nb.wall_margin = was.behaviour.wall_margin;
+    nb.stuck_time = was.behaviour.stuck_time;
+    nb.stuck_reaction = was.behaviour.stuck_reaction;
+  }
   proto_behaviour_apply(b, &nb);
   nb.kind = STEER_BEHAVIOUR_NONE;
   memset(&nb.target, 0, sizeof nb.target);
-  nb.stuck_time = STEERD_GOTO_STUCK_TIME;
-  nb.stuck_reaction = STEER_STUCK_REPORT;
   int rc = steer_world_set_behaviour(w, id, &nb);
   if (rc != STEER_OK)
     return refuse(why, proto_error_from_steer(rc), "behaviour", steer_strerror(rc));
@@ -123,8 +133,6 @@ int steerd_goto_set(steer_planner *p, steer_world *w, steer_id id, const proto_b
 void steerd_goto_spawn_desc(steer_agent_desc *desc) {
   desc->behaviour.kind = STEER_BEHAVIOUR_NONE;
   memset(&desc->behaviour.target, 0, sizeof desc->behaviour.target);
-  desc->behaviour.stuck_time = STEERD_GOTO_STUCK_TIME;
-  desc->behaviour.stuck_reaction = STEER_STUCK_REPORT;
 }
 
 int steerd_goto_start(steer_planner *p, steer_world *w, steer_id id, const proto_behaviour *b,

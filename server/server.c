@@ -1265,8 +1265,6 @@ static void run_tick(steerd_server *s) {
   }
   const steer_event *ev = steer_world_events(s->world, &n);
   for (uint32_t i = 0; i < n; i++) {
-    if (ev[i].type > STEER_EVENT_REVERSED)
-      continue; /* STUCK (GOTO replans it) has no code on the wire */
     proto_event e = proto_event_from_steer(&ev[i]);
     steer_agent_info info;
     if (steer_world_get(s->world, ev[i].agent, &info) == STEER_OK)

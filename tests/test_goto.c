@@ -361,7 +361,7 @@ START_TEST(bad_gotos_are_refused) {
   char field[PROTO_MAX_FIELD_BYTES + 1];
 
   /* Inside the solid square. */
-  ck_assert_int_eq(command(c, goto_cmd(a, -40.0f, 40.0f), field), PROTO_ERR_BAD_FIELD);
+  ck_assert_int_eq(command(c, goto_cmd(a, -40.0f, 40.0f), field), PROTO_ERR_BLOCKED);
   ck_assert_str_eq(field, "behaviour.target");
   /* Outside the world. */
   ck_assert_int_eq(command(c, goto_cmd(a, 60.0f, 0.0f), field), PROTO_ERR_BAD_FIELD);
@@ -412,7 +412,7 @@ START_TEST(bad_gotos_are_refused) {
   ck_assert_str_eq(field, "path");
   s.spawn.present &= ~(uint32_t)PROTO_SPAWN_PATH;
   s.spawn.behaviour.target = v2(-36.0f, 36.0f);
-  ck_assert_int_eq(command(c, s, field), PROTO_ERR_BAD_FIELD);
+  ck_assert_int_eq(command(c, s, field), PROTO_ERR_BLOCKED);
   ck_assert_str_eq(field, "behaviour.target");
   steerd_client_service(c, 100);
   ck_assert_int_eq(count_events(&x, PROTO_EVENT_SPAWNED, a + 1), 0);

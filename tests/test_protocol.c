@@ -350,7 +350,7 @@ static size_t ex_events_goto(uint8_t *b, size_t cap) {
 }
 /* ... and a target inside the map's geometry is refused. */
 static size_t ex_error_goto_blocked(uint8_t *b, size_t cap) {
-  return proto_encode_error(b, cap, 12, PROTO_ERR_BAD_FIELD, "the target is inside the map's geometry",
+  return proto_encode_error(b, cap, 12, PROTO_ERR_BLOCKED, "the target is inside the map's geometry",
                             "behaviour.target");
 }
 

@@ -177,7 +177,7 @@ SPEC_EXAMPLES = {
               [4194305, 61, 3, 110, -12, 12, 652, 2, 71, 500, -750, 10430], [4194306]],
     "set_behaviour_goto": [4, 12, {"agent": 4194305, "behaviour": {"kind": "goto", "target": [30, 12.5],
                                                                    "node_radius": 0.75}}],
-    "error_goto_blocked": [34, 12, 3, "the target is inside the map's geometry", "behaviour.target"],
+    "error_goto_blocked": [34, 12, 20, "the target is inside the map's geometry", "behaviour.target"],
     "event_planned": [35, 1241, 7, 4194305, 4312],
     "ack_query_goto": [33, 13, 8, {"agent": 4194305, "tick": 1250, "model": "dynamic", "x": -4.5, "y": 20,
                                    "orientation": 0.25, "vx": 2.75, "vy": 0.75, "rotation": 0,
@@ -764,8 +764,8 @@ def goto_checks(a):
               "it stopped at the target", (rep[3]["x"], rep[3]["y"]))
     # errors: a target inside the square, no target, arc cornering on a dynamic agent, goto-only keys
     rep = a.request(SET_BEHAVIOUR, {"agent": gid, "behaviour": {"kind": "goto", "target": [22, 42]}})
-    check(is_error(rep, BAD_FIELD, "behaviour.target"),
-          "GOTO target inside the geometry -> ERROR 3 field 'behaviour.target' (§5.6)", describe(rep))
+    check(is_error(rep, BLOCKED, "behaviour.target"),
+          "GOTO target inside the geometry -> ERROR 20 BLOCKED field 'behaviour.target' (§5.6)", describe(rep))
     rep = a.request(SET_BEHAVIOUR, {"agent": gid, "behaviour": {"kind": "goto"}})
     check(is_error(rep, BAD_TARGET, "behaviour.target_agent"),
           "GOTO without a target -> ERROR 9 field 'behaviour.target_agent'", describe(rep))
