@@ -44,6 +44,8 @@ int steerd_goto_save(const steer_planner *p, uint8_t **buf, size_t *cap, steerd_
   return STEER_OK;
 }
 
+void steerd_goto_map_changed(steer_planner *p, const steer_world *w) { steer_planner_map_changed(p, w); }
+
 void steerd_goto_forget(steer_planner *p, steer_id id) { (void)steer_planner_cancel(p, id); }
 
 void steerd_goto_before_step(steer_planner *p, steer_world *w) { steer_planner_update(p, w); }

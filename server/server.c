@@ -686,6 +686,7 @@ static void map_changed(steerd_server *s, const steerd_map_edit *e, const steerd
   if (p && p->referenceCount == 0)
     enet_packet_destroy(p);
   s->stats.map_changes++;
+  steerd_goto_map_changed(s->planner, s->world); /* routes across the change replan */
   send_map_streams(s);
   if (e->op == STEERD_MAP_ADD)
     LOG_INFO("map version %u: obstacle %u (%s) added, %u agents moved out of it", r->version, e->obstacle.id,

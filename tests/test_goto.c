@@ -6,7 +6,10 @@
  * 10 000 GOTO commands in one burst are each answered by one event within a
  * bounded number of ticks while another client is still served; a checkpoint
  * keeps the agents' GOTO (same world and planner hashes after the restart, and
- * they go on to arrive). Each test starts its own server. */
+ * they go on to arrive); an admin closing a door on a route makes the agent
+ * replan through the other door, closing the only door is UNREACHABLE, and
+ * opening it lets a new GOTO through; steerd-client's goto. Each test starts
+ * its own server. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -635,6 +638,94 @@ START_TEST(checkpoint_keeps_goto) {
 }
 END_TEST
 
+/* Doors closed and opened by an admin (ADD_OBSTACLE / REMOVE_OBSTACLE, PROTOCOL.md 17):
+ * closing the door on a route replans it through the other door; closing the
+ * only door left is UNREACHABLE (reason map); opening it lets a new GOTO through. */
+static proto_command door(uint32_t id, float y0, float y1, int close) {
+  proto_command c;
+  memset(&c, 0, sizeof c);
+  if (!close) {
+    c.type = PROTO_MSG_REMOVE_OBSTACLE;
+    c.remove_obstacle.id = id;
+    return c;
+  }
+  c.type = PROTO_MSG_ADD_OBSTACLE;
+  c.add_obstacle.id = id;
+  c.add_obstacle.kind = STEER_OBSTACLE_WALL;
+  c.add_obstacle.count = 2;
+  c.add_obstacle.points[0] = v2(0.0f, y0);
+  c.add_obstacle.points[1] = v2(0.0f, y1);
+  return c;
+}
+
+/* Where the route from `from` crosses x = 0 (NAN if it does not). */
+static float crossing_y(vec2 from, const proto_goto_report *g) {
+  vec2 prev = from;
+  for (uint32_t i = 0; i < g->route_count; i++) {
+    vec2 q = g->route[i];
+    if ((prev.x < 0.0f) != (q.x < 0.0f))
+      return prev.y + (-prev.x / (q.x - prev.x)) * (q.y - prev.y);
+    prev = q;
+  }
+  return NAN;
+}
+
+START_TEST(closing_doors_replans_then_unreachable_then_open) {
+  steerd_proc p;
+  const char *more[] = {"--anonymous-role", "admin", NULL};
+  start(&p, more);
+  events x;
+  steerd_client *c = connect_client(&p, "admin", &x);
+  steer_id a = spawn(c, -10.0f, 25.0f, 0.5f, STEER_MODEL_DYNAMIC);
+  ck_assert_int_eq(command(c, goto_cmd(a, 10.0f, 25.0f), NULL), 0);
+  int planned = wait_event(c, &x, 0, PROTO_EVENT_PLANNED, a, 5000);
+  ck_assert_int_ge(planned, 0);
+  proto_agent_report r = query(c, a);
+  float y = crossing_y(r.state.position, &r.go);
+  ck_assert_msg(y > 18.5f && y < 21.5f, "first route crosses at y %.2f, not by the upper door", y);
+
+  /* The upper door closes: REPLANNED (reason map) through the lower one. */
+  ck_assert_int_eq(command(c, door(11, 18.5f, 21.5f, 1), NULL), 0);
+  int re = wait_event(c, &x, (uint32_t)planned, PROTO_EVENT_REPLANNED, a, 5000);
+  ck_assert_msg(re >= 0, "no REPLANNED after the door closed");
+  r = query(c, a);
+  ck_assert_uint_eq(r.go.status, PROTO_GOTO_FOLLOWING);
+  ck_assert_uint_eq(r.go.reason, PROTO_GOTO_MAP);
+  y = crossing_y(r.state.position, &r.go);
+  ck_assert_msg(y > -21.5f && y < -18.5f, "the new route crosses at y %.2f, not by the lower door", y);
+  ck_assert_float_gt((float)x.ev[re].data, 2.0f * (float)x.ev[planned].data); /* the long way round */
+  int done = wait_event(c, &x, (uint32_t)re, PROTO_EVENT_PATH_FINISHED, a, 60000);
+  ck_assert_msg(done >= 0, "it did not arrive by the lower door");
+  r = query(c, a);
+  ck_assert_float_lt(v2_len(v2_sub(r.state.position, v2(10.0f, 25.0f))), 0.6f);
+
+  /* Back again, and the only door left closes while it is on its way. */
+  uint32_t mark = x.count;
+  ck_assert_int_eq(command(c, goto_cmd(a, -10.0f, 25.0f), NULL), 0);
+  ck_assert_int_ge(wait_event(c, &x, mark, PROTO_EVENT_PLANNED, a, 5000), 0);
+  ck_assert_int_eq(command(c, door(10, -21.5f, -18.5f, 1), NULL), 0);
+  int u = wait_event(c, &x, mark, PROTO_EVENT_UNREACHABLE, a, 5000);
+  ck_assert_msg(u >= 0, "no UNREACHABLE when the only door closed");
+  ck_assert_uint_eq(x.ev[u].data, PROTO_GOTO_MAP);
+  r = query(c, a);
+  ck_assert_uint_eq(r.behaviour, STEER_BEHAVIOUR_NONE);
+  ck_assert_uint_eq(r.go.status, PROTO_GOTO_UNREACHABLE);
+  ck_assert_float_gt(r.state.position.x, 0.0f); /* it never got through */
+
+  /* The lower door opens: a new GOTO gets through. */
+  ck_assert_int_eq(command(c, door(10, 0, 0, 0), NULL), 0);
+  mark = x.count;
+  ck_assert_int_eq(command(c, goto_cmd(a, -10.0f, 25.0f), NULL), 0);
+  ck_assert_int_ge(wait_event(c, &x, mark, PROTO_EVENT_PLANNED, a, 5000), 0);
+  ck_assert_int_ge(wait_event(c, &x, mark, PROTO_EVENT_PATH_FINISHED, a, 60000), 0);
+  r = query(c, a);
+  ck_assert_float_lt(v2_len(v2_sub(r.state.position, v2(-10.0f, 25.0f))), 0.6f);
+  steerd_client_destroy(c);
+  free(x.ev);
+  steerd_proc_stop(&p, 5000);
+}
+END_TEST
+
 /* steerd-client's goto command (client-sample/steerd_client.c), run as a user
  * would: an admin (anonymous role admin) sends another client's agent there
  * and --wait prints the answer and the route; unreachable exits 1. */
@@ -700,6 +791,7 @@ int main(void) {
   tcase_add_test(tc, bad_gotos_are_refused);
   tcase_add_test(tc, checkpoint_keeps_goto);
   tcase_add_test(tc, client_cli_goto);
+  tcase_add_test(tc, closing_doors_replans_then_unreachable_then_open);
   tcase_add_test(tc, burst_of_ten_thousand_gotos);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -203,6 +203,30 @@ static int route_clear(const steer_world *w, const steer_agent_info *info) {
   return 1;
 }
 
+/* The map check of one following agent: a route the change left clear is kept. */
+static int map_check(steer_planner *p, const steer_world *w, goto_rec *r, const steer_agent_info *info,
+                     uint32_t version) {
+  if (r->map_version == version)
+    return 0;
+  r->map_version = version;
+  if (route_clear(w, info))
+    return 0;
+  enqueue(p, r, STEER_PLAN_MAP);
+  return 1;
+}
+
+void steer_planner_map_changed(steer_planner *p, const steer_world *w) {
+  uint32_t version = steer_map_version(steer_world_map(w));
+  for (uint32_t s = 0; s < p->cap; s++) {
+    goto_rec *r = &p->rec[s];
+    steer_agent_info info;
+    if (r->id == 0 || r->status != STEER_GOTO_FOLLOWING || r->queued || steer_world_get(w, r->id, &info) != 0 ||
+        info.path != r->path || info.behaviour.kind != STEER_BEHAVIOUR_FOLLOW_PATH)
+      continue; /* check_triggers deals with those */
+    map_check(p, w, r, &info, version);
+  }
+}
+
 /* Drops agents that left GOTO, queues replans for map changes and moved
  * targets, in slot order. */
 static void check_triggers(steer_planner *p, const steer_world *w) {
@@ -220,13 +244,8 @@ static void check_triggers(steer_planner *p, const steer_world *w) {
     }
     if (r->queued)
       continue;
-    if (r->map_version != version) {
-      r->map_version = version;
-      if (!route_clear(w, &info)) {
-        enqueue(p, r, STEER_PLAN_MAP);
-        continue;
-      }
-    }
+    if (map_check(p, w, r, &info, version))
+      continue;
     if (r->g.target.kind == STEER_TARGET_AGENT) {
       steer_agent_info t;
       if (steer_world_get(w, r->g.target.agent, &t) != 0 ||

@@ -108,6 +108,10 @@ int steer_planner_cancel(steer_planner *p, steer_id id);
 /* Before a step: drops agents that left GOTO, queues replans (map, target
  * moved), then serves the queue within the budget. */
 void steer_planner_update(steer_planner *p, steer_world *w);
+/* The map has just changed (optional: update finds any change itself, at the
+ * start of the next tick): routes it blocked are queued for replanning now,
+ * ahead of requests that come after the change. */
+void steer_planner_map_changed(steer_planner *p, const steer_world *w);
 /* After a step: reads its events (STUCK, PATH_FINISHED) and queues replans. */
 void steer_planner_observe(steer_planner *p, const steer_world *w);
 
