@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "child_run.h"
+#include "http_get.h"
 #include "map.h"
 #include "map_msg.h"
 #include "mapcopy.h"
@@ -653,6 +654,65 @@ START_TEST(obstacle_on_agents_moves_them_out) {
 }
 END_TEST
 
+/* ---- STUCK on the wire and in /metrics ---------------------------------------------- */
+
+/* The value of a metric line "name value" in a Prometheus exposition, or -1. */
+static double metric(const char *text, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = text; (p = strstr(p, name)) != NULL; p += n)
+    if ((p == text || p[-1] == '\n') && p[n] == ' ')
+      return strtod(p + n + 1, NULL);
+  return -1.0;
+}
+
+/* A seeker opted in to stuck detection through PARAMS walks into a dead end:
+ * STUCK (event 6, data 0) reaches the clients, /metrics counts it, and counts
+ * the map's obstacles, version and changes. */
+START_TEST(stuck_event_and_metrics) {
+  write_map(LEVEL); /* obstacle 7 is a U open toward +y: x 2..8 inside, y 2..10 */
+  steerd_proc s;
+  const char *extra[] = {"--map", map_path, "--anonymous-role", "admin", "--http-port", "auto", NULL};
+  server_start(&s, extra);
+  raw a;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  proto_command c = remove_obstacle(1); /* the circle at (10, 10) */
+  ck_assert_uint_eq(raw_command(&a, &c).type, PROTO_MSG_ACK);
+  c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  c.spawn.position = v2(5.0f, 8.0f); /* inside the U, its goal beyond the bottom wall */
+  c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+  c.spawn.behaviour.kind = STEER_BEHAVIOUR_SEEK;
+  c.spawn.behaviour.present = PROTO_BHV_TARGET;
+  c.spawn.behaviour.target = v2(5.0f, -10.0f);
+  c.spawn.behaviour.params.present = PROTO_PARAM_STUCK_TIME | PROTO_PARAM_WALL_LOOKAHEAD;
+  c.spawn.behaviour.params.tuning.stuck_time = 0.5f;
+  c.spawn.behaviour.params.tuning.wall_lookahead = 0.0f;
+  proto_server_msg m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  steer_id seeker = m.ack.agent;
+  int stuck = 0;
+  uint64_t end = steerd_proc_now_ms() + 10000;
+  while (!stuck && steerd_proc_now_ms() < end) {
+    raw_service(&a, 0, 20, &m);
+    for (uint32_t i = 0; i < a.event_count; i++)
+      stuck |= a.events[i].code == PROTO_EVENT_STUCK && a.events[i].agent == seeker && a.events[i].data == 0;
+  }
+  ck_assert_msg(stuck, "no STUCK event within 10 s");
+  static char body[65536];
+  ck_assert_int_eq(http_get(s.http_port, "/metrics", body, sizeof body, 5000), 200);
+  ck_assert_msg(metric(body, "steerd_agents_stuck_total") >= 1.0, "%s", body);
+  ck_assert_int_eq((int)metric(body, "steerd_map_obstacles"), 2);
+  ck_assert_int_eq((int)metric(body, "steerd_map_version"), 4);
+  ck_assert_int_eq((int)metric(body, "steerd_map_changes_total"), 1);
+  ck_assert_int_ge((int)metric(body, "steerd_map_parts_sent_total"), 1);
+  ck_assert_int_eq((int)metric(body, "steerd_map_changed_sent_total"), 1);
+  raw_close(&a);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+  unlink(map_path);
+}
+END_TEST
+
 /* ---- checkpoint and restore --------------------------------------------------------- */
 
 static unsigned long long logged_hash(const steerd_proc *s, const char *after) {
@@ -817,6 +877,7 @@ static Suite *map_suite(void) {
   tcase_add_test(tc, obstacle_on_agents_moves_them_out);
   tcase_add_test(tc, checkpoint_keeps_the_map);
   tcase_add_test(tc, steerd_client_prints_and_edits_the_map);
+  tcase_add_test(tc, stuck_event_and_metrics);
   suite_add_tcase(s, tc);
   return s;
 }
