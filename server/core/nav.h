@@ -30,8 +30,12 @@
  *   turn; 8 per circle; 4 per wall end); edges are O(n^2) in the worst case (open rooms) but pruned to pairs
  *   tangent at both ends, typically a few tens per node. Memory is
  *   nodes * 28 B + edges * 16 B (both directions stored) plus A* scratch of
- *   nodes * 24 B and a heap of 8 B per directed edge; the build is O(n^2) cheap tangent tests plus one swept cast
- *   per surviving pair (figures in BENCHMARKS.md, "Path planning").
+ *   nodes * 24 B and a heap of 8 B per directed edge; for the updates every
+ *   candidate corner (32 B), the map's primitives (36 B) and a 128 x 128
+ *   grid of them are kept too. The build is O(n^2) cheap tangent tests plus
+ *   one swept-disc test per surviving pair (settled by a crossing test
+ *   against the walls that blocked lately, mostly); figures in
+ *   BENCHMARKS.md, "Path planning".
  *
  * The start and the goal are not in the graph: the start connects to every
  * corner it sees (one cast per tangent corner), the goal is tried from every
