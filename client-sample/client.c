@@ -509,6 +509,7 @@ static void handle_events(steerd_client *c, const uint8_t *data, size_t len) {
 static void handle_map(steerd_client *c, uint32_t type, const uint8_t *data, size_t len) {
   steerd_mapcopy_result res;
   proto_map_changed mc;
+  uint32_t removed[PROTO_MAP_CHANGED_MAX]; /* mc.removed points here until on_map returns */
   if (type == PROTO_MSG_MAP) {
     proto_map_header h;
     uint32_t n;
@@ -522,7 +523,6 @@ static void handle_map(steerd_client *c, uint32_t type, const uint8_t *data, siz
       return;
     res = steerd_mapcopy_part(c->map, &h, c->map_obs, n);
   } else {
-    uint32_t removed[PROTO_MAP_CHANGED_MAX];
     if (proto_decode_map_changed(data, len, &mc, removed, c->map_obs, c->map_points, CLIENT_MAP_PART_POINTS, NULL) !=
         0) {
       c->stats.bad_packets++;
