@@ -27,6 +27,14 @@ extern const size_t steerd_demo_level_json_len;
 #define CROWD_LANE     0.75f /* m off the doorway's middle: each way keeps to its right */
 #define CROWD_RADIUS   0.4f  /* m, a pedestrian */
 #define CROWD_STUCK    15.0f /* s without progress is reported (they queue at the door) */
+#define GOTO_EVERY     30u   /* updates between looks at the GOTO NPCs (1 s at 30 Hz) */
+#define GOTO_THERE     1.0f  /* m from its spot: an NPC has arrived */
+
+/* Where the GOTO NPCs go: spots in each room (one inside the U-shaped alcove)
+ * and the corridor. */
+static const vec2 goto_west[] = {{66, 26}, {80, -36}, {70, -8}, {94, 26}, {90, -30}};
+static const vec2 goto_east[] = {{106, 26}, {134, 26}, {124, -23}, {136, -36}, {112, -30}};
+static const vec2 goto_corridor = {100, 36};
 
 static vec2 random_point(steerd_demo *d) {
   /* y drawn first: what gcc did with the two draws as arguments of one call,
@@ -311,6 +319,8 @@ static void crowd_arrived(steerd_demo *d, steer_world *w, steer_id id) {
   if (steer_world_get(w, id, &info) != STEER_OK || info.owner != STEERD_DEMO_OWNER ||
       !steerd_demo_in_level(info.state.position))
     return;
+  if (d->planner && steer_planner_status(d->planner, id, NULL) != STEER_GOTO_NONE)
+    return; /* a GOTO NPC: its planner's route ended */
   int in_east = info.state.position.x > STEERD_DEMO_DOOR_X1;
   d->crossings[in_east ? 0 : 1]++;
   crowd_cross(d, w, id, !in_east);
@@ -341,8 +351,70 @@ static void side_door(steerd_demo *d, steer_world *w) {
     d->door_changes++;
 }
 
+/* A GOTO NPC at p: to a spot in the other room, one time in four the corridor. */
+static int goto_next(steerd_demo *d, steer_world *w, steer_id id, vec2 p) {
+  steer_goto g = steer_default_goto();
+  g.target.kind = STEER_TARGET_POINT;
+  uint32_t pick = steer_rng_next(&d->rng) % 20u;
+  const vec2 *spots = p.x < 0.5f * (STEERD_DEMO_DOOR_X0 + STEERD_DEMO_DOOR_X1) ? goto_east : goto_west;
+  g.target.point = pick < 5 && p.y < 30.0f ? goto_corridor : spots[pick % 5];
+  int rc = steer_planner_goto(d->planner, w, id, &g);
+  if (rc == STEER_OK)
+    d->goto_sent++;
+  return rc;
+}
+
+/* Every GOTO_EVERY updates: the demo's agents in the level that are in GOTO
+ * and have arrived, or were found unreachable, are sent on. */
+static void goto_npcs(steerd_demo *d, steer_world *w) {
+  if (!d->planner || steer_world_tick(w) % GOTO_EVERY != 0)
+    return;
+  steer_world_view v = steer_world_get_view(w);
+  for (uint32_t i = 0; i < v.count; i++) {
+    vec2 p = v2(v.px[i], v.py[i]);
+    if (v.owner[i] != STEERD_DEMO_OWNER || !steerd_demo_in_level(p))
+      continue;
+    vec2 goal;
+    steer_goto_status st = steer_planner_status(d->planner, v.id[i], &goal);
+    if (st == STEER_GOTO_FOLLOWING && v2_len(v2_sub(p, goal)) < GOTO_THERE) {
+      d->goto_arrived++;
+      goto_next(d, w, v.id[i], p);
+    } else if (st == STEER_GOTO_UNREACHABLE) {
+      goto_next(d, w, v.id[i], p);
+    }
+  }
+}
+
+int steerd_demo_set_planner(steerd_demo *d, steer_world *w, steer_planner *p, int spawn) {
+  d->planner = p;
+  if (!p || !spawn || !d->level)
+    return STEER_OK;
+  group_begin(d, "goto between rooms (replans at the door)");
+  for (uint32_t i = 0; i < STEERD_DEMO_GOTO; i++) {
+    vec2 at = (i & 1) ? goto_east[i / 2] : goto_west[i / 2];
+    steer_agent_desc a = steer_default_agent_desc();
+    a.model = STEER_MODEL_DYNAMIC;
+    a.state.position = at;
+    a.limits.radius = CROWD_RADIUS;
+    a.limits.max_speed = 2.0f;
+    a.limits.max_acceleration = 4.0f;
+    a.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_NONE);
+    a.behaviour.params.separation_radius = 5.0f;
+    a.behaviour.max_neighbours = 10;
+    a.behaviour.avoid_weight = 1.0f;
+    a.behaviour.avoid_horizon = 1.0f;
+    a.behaviour.stuck_time = 5.0f; /* STUCK replans a GOTO */
+    a.behaviour.stuck_reaction = STEER_STUCK_REPORT;
+    steer_id id;
+    TRY(spawn_desc(d, w, &a, &id));
+    TRY(goto_next(d, w, id, at));
+  }
+  return STEER_OK;
+}
+
 void steerd_demo_update(steerd_demo *d, steer_world *w, const steer_event *events, uint32_t count) {
   side_door(d, w);
+  goto_npcs(d, w);
   for (uint32_t i = 0; i < count; i++) {
     if (events[i].type == STEER_EVENT_ARRIVED)
       retarget(d, w, events[i].agent);

@@ -15,12 +15,21 @@
  * that finishes a path inside the level is sent through the doorway again, so
  * a restored world goes on the same. The side door closes (an obstacle is
  * added in its gap) for 20 s of every 40 s, by the world's tick, so whatever
- * plans routes through it has to replan. */
+ * plans routes through it has to replan.
+ *
+ * With a GOTO planner (steerd_demo_set_planner), six more NPCs go between the
+ * rooms and the corridor with GOTO: each to a spot in the other room (one
+ * time in four the corridor), and on to the next once there; the planner
+ * finds the way (the doorway, the side door while it is open, or the
+ * corridor), replans when the side door closes across a route, and an NPC
+ * found UNREACHABLE is sent on again. They too need no state: the demo
+ * finds them by the planner's state (kept in checkpoints by the server). */
 #ifndef STEERD_DEMO_H
 #define STEERD_DEMO_H
 
 #include <stdint.h>
 
+#include "planner.h"
 #include "world.h"
 
 #define STEERD_DEMO_OWNER        0u /* owner tag of the demo's agents (the server itself) */
@@ -28,6 +37,7 @@
 #define STEERD_DEMO_MAX_AGENTS   192
 #define STEERD_DEMO_TAG_COOLDOWN 90 /* updates (3 s at 30 Hz) */
 #define STEERD_DEMO_CROWD        20 /* agents in each of the two crowds */
+#define STEERD_DEMO_GOTO         6  /* NPCs going between the rooms with GOTO (with a planner) */
 #define STEERD_DEMO_GROUP_AGENTS 30 /* agents of the groups round the origin */
 /* Agents of the demo world with its level (what a client of the default run sees). */
 #define STEERD_DEMO_AGENTS (STEERD_DEMO_GROUP_AGENTS + 2 * STEERD_DEMO_CROWD)
@@ -85,6 +95,9 @@ typedef struct steerd_demo {
   uint32_t crossings[2];         /* crowd agents that arrived in the east room (0), the west room (1) */
   uint32_t stuck;                /* STUCK events of the demo's agents */
   uint32_t door_changes;         /* the side door closed or opened */
+  uint32_t goto_sent;            /* GOTOs the demo gave its NPCs */
+  uint32_t goto_arrived;         /* of which reached their spot */
+  steer_planner *planner;        /* the host's GOTO planner (steerd_demo_set_planner), or NULL */
   steerd_demo_map_edit edit_map; /* set by the host after create or resume (NULL: the world directly) */
   void *edit_ctx;
 } steerd_demo;
@@ -96,6 +109,13 @@ typedef struct steerd_demo {
 int steerd_demo_create(steerd_demo *d, steer_world *w, uint64_t seed);
 /* The same with flags (STEERD_DEMO_NO_LEVEL). */
 int steerd_demo_create_ex(steerd_demo *d, steer_world *w, uint64_t seed, unsigned flags);
+
+/* Gives the demo the host's GOTO planner (the host serves it around each
+ * step: steer_planner_update before, steer_planner_observe after). After a
+ * create (spawn 1) it spawns the GOTO NPCs in the level and sends them off;
+ * after a resume (spawn 0) the restored ones go on. 0 or a steer_error; no
+ * level: nothing to do. */
+int steerd_demo_set_planner(steerd_demo *d, steer_world *w, steer_planner *p, int spawn);
 
 /* 1 when p is inside the level's box. */
 int steerd_demo_in_level(vec2 p);

@@ -41,10 +41,16 @@ int main(int argc, char **argv) {
   }
   steerd_demo demo;
   int rc = steerd_demo_create(&demo, w, cfg.seed);
+  /* GOTO, served around each step as the server does (goto.h). */
+  steer_planner_config pc = steer_default_planner_config();
+  steer_planner *planner = steer_planner_create(w, &pc);
+  if (rc == STEER_OK)
+    rc = planner ? steerd_demo_set_planner(&demo, w, planner, 1) : STEER_ENOMEM;
   if (rc != STEER_OK) {
     fprintf(stderr, "steerd-demo: cannot populate the world: %s\n", steer_strerror(rc));
     return 1;
   }
+  uint32_t plan_events[STEER_PLAN_EVENT_TYPE_COUNT] = {0}, replans_for_map = 0;
 
   static double travelled[MAX_TRACKED], top_speed[MAX_TRACKED];
   static uint32_t event_counts[MAX_TRACKED][STEER_EVENT_TYPE_COUNT];
@@ -60,7 +66,15 @@ int main(int argc, char **argv) {
   const float dt = (float)(1.0 / rate);
   double t0 = now_s();
   for (uint64_t t = 0; t < ticks; t++) {
+    steer_planner_update(planner, w);
+    uint32_t pn;
+    const steer_plan_event *pe = steer_planner_events(planner, &pn);
+    for (uint32_t e = 0; e < pn; e++) {
+      plan_events[pe[e].type]++;
+      replans_for_map += pe[e].type == STEER_PLAN_REPLANNED && pe[e].reason == STEER_PLAN_MAP;
+    }
     steer_world_step(w, dt);
+    steer_planner_observe(planner, w);
     uint32_t n;
     const steer_event *ev = steer_world_events(w, &n);
     for (uint32_t e = 0; e < n; e++)
@@ -114,9 +128,15 @@ int main(int argc, char **argv) {
         "door closed or opened %u times\n",
         steer_map_count(steer_world_map(w)), demo.crossings[0], demo.crossings[1], demo.stuck,
         demo.door_changes);
+  if (demo.planner && demo.level)
+    printf("goto: %u GOTOs sent, %u arrived; routes planned %u, replanned %u (%u because the map changed), "
+           "unreachable %u\n",
+           demo.goto_sent, demo.goto_arrived, plan_events[STEER_PLAN_PLANNED],
+           plan_events[STEER_PLAN_REPLANNED], replans_for_map, plan_events[STEER_PLAN_UNREACHABLE]);
   printf("deepest any body went into the geometry: %.4f m (<= 0: none touched it)\n", (double)worst);
   printf("state hash after tick %llu: %016llx (same seed, same hash: the run is deterministic)\n",
          (unsigned long long)steer_world_tick(w), (unsigned long long)steer_world_hash(w));
+  steer_planner_destroy(planner);
   steer_world_destroy(w);
   return 0;
 }
