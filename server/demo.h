@@ -39,7 +39,8 @@
 #define STEERD_DEMO_CROWD        20 /* agents in each of the two crowds */
 #define STEERD_DEMO_GOTO         6  /* NPCs going between the rooms with GOTO (with a planner) */
 #define STEERD_DEMO_GROUP_AGENTS 30 /* agents of the groups round the origin */
-/* Agents of the demo world with its level (what a client of the default run sees). */
+/* Agents of the demo world with its level, without the GOTO NPCs (a client of
+ * the default run sees STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO: the server has a planner). */
 #define STEERD_DEMO_AGENTS (STEERD_DEMO_GROUP_AGENTS + 2 * STEERD_DEMO_CROWD)
 
 /* The level's box (maps/demo.json); the world's bounds must hold it. */

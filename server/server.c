@@ -1597,6 +1597,8 @@ static int restore_owners(steerd_server *s, const steerd_persist_server *head) {
     LOG_INFO("restored GOTO: %u agents, %u plan requests waiting, GOTO hash %016llx",
              steer_planner_active(s->planner), steer_planner_get_stats(s->planner).queued,
              (unsigned long long)steer_planner_hash(s->planner));
+  if (s->demo_on) /* the demo's GOTO NPCs go on with the restored planner */
+    steerd_demo_set_planner(&s->demo, s->world, s->planner, 0);
   return 0;
 }
 
@@ -1935,6 +1937,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   if (fresh && cfg->demo) {
     /* The demo's own level unless another map is loaded. */
     int rc = steerd_demo_create_ex(&s->demo, s->world, cfg->seed, cfg->map_file[0] ? STEERD_DEMO_NO_LEVEL : 0);
+    if (rc == STEER_OK) /* its GOTO NPCs, served by the server's planner */
+      rc = steerd_demo_set_planner(&s->demo, s->world, s->planner, 1);
     s->demo.edit_map = demo_map_edit;
     s->demo.edit_ctx = s;
     if (rc != STEER_OK) {

@@ -166,7 +166,7 @@ START_TEST(test_metrics_promtool_and_counts) {
   ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"query\",result=\"error\"}"), 1);
   ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"ping\",result=\"ok\"}"), 1);
   ck_assert_double_eq(metric(body, "steerd_errors_sent_total{code=\"no_such_agent\"}"), 1);
-  ck_assert_double_eq(metric(body, "steerd_agents"), STEERD_DEMO_AGENTS); /* the demo world */
+  ck_assert_double_eq(metric(body, "steerd_agents"), STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO); /* the demo world */
   ck_assert_double_eq(metric(body, "steerd_ready"), 1);
   double ticks = metric(body, "steerd_ticks_total");
   ck_assert_double_gt(ticks, 0);
@@ -280,7 +280,7 @@ START_TEST(test_prometheus_scrapes) {
     json_t *value = json_array_get(json_object_get(first, "value"), 1);
     if (value && json_is_string(value)) {
       char want[16];
-      snprintf(want, sizeof want, "%d", STEERD_DEMO_AGENTS);
+      snprintf(want, sizeof want, "%d", STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO);
       ck_assert_str_eq(json_string_value(value), want);
       ck_assert_str_eq(json_string_value(json_object_get(json_object_get(first, "metric"), "__name__")),
                        "steerd_agents");

@@ -245,7 +245,7 @@ START_TEST(test_session_view_query) {
   ck_assert_uint_eq(m.welcome.protocol, PROTO_VERSION);
   /* Whole-world snapshots: the demo's agents. */
   ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
-  ck_assert_uint_eq(m.snapshot.header.agent_total, STEERD_DEMO_AGENTS);
+  ck_assert_uint_eq(m.snapshot.header.agent_total, STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO);
   steer_id some = poses[0].id;
   vec2 at = v2(poses[0].x, poses[0].y);
   /* A VIEW of a 5 m circle where one agent was: fewer agents, all strictly within it (the
@@ -264,7 +264,7 @@ START_TEST(test_session_view_query) {
   int filtered = 0;
   for (int i = 0; i < 10 && !filtered; i++) {
     ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
-    if (m.snapshot.header.agent_total < STEERD_DEMO_AGENTS) {
+    if (m.snapshot.header.agent_total < STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO) {
       filtered = 1;
       for (uint32_t k = 0; k < m.snapshot.count; k++)
         ck_assert_float_lt(hypotf(poses[k].x - at.x, poses[k].y - at.y), 5.0f + 0.02f);
