@@ -143,8 +143,11 @@ int steerd_map_parse(const char *text, size_t len, steer_map *m, char *err, size
     rc = fail(err, errlen, "obstacles: missing or not an array");
     goto done;
   }
+  steer_map_hold(m); /* one index build for the whole file */
   for (size_t i = 0; i < json_array_size(obs) && rc == 0; i++)
     rc = parse_obstacle(json_array_get(obs, i), i, m, pts, err, errlen);
+  if (steer_map_release(m) != STEER_OK && rc == 0)
+    rc = fail(err, errlen, "out of memory");
 done:
   free(pts);
   json_decref(root);
@@ -180,16 +183,12 @@ int steerd_map_text_load(const char *text, size_t len, steer_world *w, char *err
     return -1;
   }
   /* Into the world in file order: agents already there (a demo) are moved out. */
-  for (uint32_t i = 0; i < steer_map_count(m); i++) {
-    uint32_t id;
-    steer_obstacle_desc d;
-    steer_map_get(m, i, &id, &d);
-    int arc = steer_world_add_obstacle(w, id, &d, NULL);
-    if (arc != STEER_OK) {
-      steer_map_destroy(m);
-      return fail(err, errlen, "obstacles[%u]: %s", i, steer_strerror(arc));
-    }
-  }
+  uint32_t failed = 0, n = steer_map_count(m);
+  int arc = steer_world_add_obstacles(w, m, NULL, &failed);
   steer_map_destroy(m);
-  return 0;
+  if (arc == STEER_OK)
+    return 0;
+  if (failed < n)
+    return fail(err, errlen, "obstacles[%u]: %s", failed, steer_strerror(arc));
+  return fail(err, errlen, "the map: %s", steer_strerror(arc));
 }

@@ -361,6 +361,68 @@ START_TEST(test_obstacle_on_agent_moves_it) {
 }
 END_TEST
 
+/* Many obstacles at once: a held map (one index build) is the map built one
+ * obstacle at a time, queries included; a load into a world is all or nothing. */
+START_TEST(test_bulk_load_same_map) {
+  steer_world *one = make_world(16, 60.0f, 1);
+  build_level(one);
+  const steer_map *src = steer_world_map(one);
+  steer_world *bulk = make_world(16, 60.0f, 1);
+  steer_agent_desc d = steer_default_agent_desc();
+  d.limits.radius = 0.5f;
+  d.state.position = v2(-30.0f, 30.0f); /* on a pillar of the level */
+  steer_id id;
+  ck_assert_int_eq(steer_world_spawn(bulk, &d, 0, &id), STEER_OK);
+  uint32_t moved = 0, failed = 99;
+  ck_assert_int_eq(steer_world_add_obstacles(bulk, src, &moved, &failed), STEER_OK);
+  ck_assert_uint_eq(moved, 1);
+  ck_assert_uint_eq(failed, steer_map_count(src));
+  const steer_map *m = steer_world_map(bulk);
+  ck_assert_uint_eq(steer_map_count(m), steer_map_count(src));
+  ck_assert_uint_eq(steer_map_segment_count(m), steer_map_segment_count(src));
+  ck_assert_uint_eq(steer_map_hash(m, 7), steer_map_hash(src, 7));
+  steer_rng rng;
+  steer_rng_seed(&rng, 5);
+  for (int i = 0; i < 2000; i++) {
+    vec2 p = v2(steer_rng_range(&rng, -60, 60), steer_rng_range(&rng, -60, 60));
+    ck_assert_int_eq(steer_map_inside(m, p), steer_map_inside(src, p));
+    ck_assert_int_eq(steer_map_free(m, p, 0.7f, 0.0f), steer_map_free(src, p, 0.7f, 0.0f));
+  }
+  steer_agent_info info;
+  steer_world_get(bulk, id, &info);
+  ck_assert(steer_map_free(m, info.state.position, 0.5f, 0.0f));
+
+  /* A duplicate id is refused by index and nothing changes. */
+  uint64_t before = steer_map_hash(m, 7);
+  ck_assert_int_eq(steer_world_add_obstacles(bulk, src, &moved, &failed), STEER_EINVAL);
+  ck_assert_uint_eq(failed, 0);
+  ck_assert_uint_eq(steer_map_hash(m, 7), before);
+
+  /* An agent walled in with nowhere to go within reach: refused, nothing changes. */
+  steer_world *box = make_world(16, 60.0f, 1);
+  steer_map *ring = steer_map_create(v2(-60, -60), v2(60, 60), 4.0f);
+  vec2 big[] = {{-59.9f, -59.9f}, {59.9f, -59.9f}, {59.9f, 59.9f}, {-59.9f, 59.9f}};
+  steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, big, 0.0f};
+  vec2 c = v2(50, 50);
+  steer_obstacle_desc pillar = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
+  ck_assert_int_eq(steer_map_add(ring, 3, &pillar), STEER_OK);
+  ck_assert_int_eq(steer_map_add(ring, 4, &o), STEER_OK);
+  d.state.position = v2(0, 0);
+  ck_assert_int_eq(steer_world_spawn(box, &d, 0, &id), STEER_OK);
+  ck_assert_int_eq(steer_world_add_obstacles(box, ring, &moved, &failed), STEER_EBLOCKED);
+  ck_assert_uint_eq(failed, 2);
+  ck_assert_uint_eq(moved, 0);
+  ck_assert_uint_eq(steer_map_count(steer_world_map(box)), 0);
+  ck_assert_uint_eq(steer_map_segment_count(steer_world_map(box)), 0);
+  steer_world_get(box, id, &info);
+  ck_assert_float_eq(info.state.position.x, 0.0f);
+  steer_map_destroy(ring);
+  steer_world_destroy(box);
+  steer_world_destroy(bulk);
+  steer_world_destroy(one);
+}
+END_TEST
+
 /* ---- checkpoint ------------------------------------------------------------ */
 
 START_TEST(test_map_in_checkpoint) {
@@ -409,6 +471,7 @@ static Suite *map_suite(void) {
   tcase_add_test(t, test_queries);
   tcase_add_test(t, test_placement_rules);
   tcase_add_test(t, test_obstacle_on_agent_moves_it);
+  tcase_add_test(t, test_bulk_load_same_map);
   suite_add_tcase(s, t);
   TCase *g = tcase_create("guarantee");
   tcase_set_timeout(g, 600);

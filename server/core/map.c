@@ -65,6 +65,9 @@ struct steer_map {
   uint64_t *occ; /* a bit per cell with primitives, rows of occ_words words: most queries stop here */
   uint8_t *near; /* per cell: 1 when it or one of its 8 neighbours holds a primitive */
   uint32_t occ_words;
+
+  uint32_t seg_total; /* segments of every obstacle (nseg lags it while held) */
+  int held;           /* steer_map_hold: adds and removes leave the index to steer_map_release */
 };
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -250,7 +253,7 @@ int steer_map_check(const steer_map *m, uint32_t id, const steer_obstacle_desc *
         return STEER_EINVAL;
     if (o->kind == STEER_OBSTACLE_POLYGON && !polygon_simple(o->points, n))
       return STEER_EINVAL;
-    if (m->nseg + segs > STEER_MAP_MAX_SEGMENTS)
+    if (m->seg_total + segs > STEER_MAP_MAX_SEGMENTS)
       return STEER_EFULL;
   }
   if (steer_map_find(m, id) >= 0)
@@ -338,15 +341,20 @@ static uint32_t poly_id(const steer_map *m, uint32_t i) {
   return i;
 }
 
+/* Segments an obstacle adds: a polygon's edges close it, a wall's do not. */
+static uint32_t obstacle_segments(const map_obstacle *o) {
+  if (o->kind == STEER_OBSTACLE_CIRCLE)
+    return 0;
+  return o->kind == STEER_OBSTACLE_POLYGON ? o->count : o->count - 1;
+}
+
 /* Rebuilds primitives and both indexes from the obstacle list. */
 static int rebuild(steer_map *m) {
   uint32_t nseg = 0, ncirc = 0, npoly = 0;
   for (uint32_t i = 0; i < m->nobs; i++) {
     const map_obstacle *o = &m->obs[i];
-    if (o->kind == STEER_OBSTACLE_CIRCLE)
-      ncirc++;
-    else
-      nseg += o->kind == STEER_OBSTACLE_POLYGON ? o->count : o->count - 1;
+    ncirc += o->kind == STEER_OBSTACLE_CIRCLE;
+    nseg += obstacle_segments(o);
     npoly += o->kind == STEER_OBSTACLE_POLYGON;
   }
   if (grow((void **)&m->segs, &m->seg_cap, nseg, sizeof(map_seg)) ||
@@ -378,8 +386,7 @@ static int rebuild(steer_map *m) {
       m->circs[m->ncirc++].r = o->radius;
       continue;
     }
-    uint32_t segs = o->kind == STEER_OBSTACLE_POLYGON ? o->count : o->count - 1;
-    for (uint32_t k = 0; k < segs; k++) {
+    for (uint32_t k = 0, segs = obstacle_segments(o); k < segs; k++) {
       m->segs[m->nseg].a = p[k];
       m->segs[m->nseg++].b = p[(k + 1) % o->count];
     }
@@ -451,9 +458,11 @@ int steer_map_add(steer_map *m, uint32_t id, const steer_obstacle_desc *o) {
   memcpy(m->pts + m->npts, o->points, o->count * sizeof(vec2));
   m->nobs++;
   m->npts += o->count;
-  if (rebuild(m) != 0) {
+  m->seg_total += obstacle_segments(e);
+  if (!m->held && rebuild(m) != 0) {
     m->nobs--;
     m->npts -= o->count;
+    m->seg_total -= obstacle_segments(e);
     rebuild(m); /* shrinking needs no memory */
     return STEER_ENOMEM;
   }
@@ -466,13 +475,15 @@ int steer_map_remove(steer_map *m, uint32_t id) {
   if (i < 0)
     return STEER_ENOENT;
   map_obstacle o = m->obs[i];
+  m->seg_total -= obstacle_segments(&o);
   memmove(m->pts + o.first, m->pts + o.first + o.count, (m->npts - o.first - o.count) * sizeof(vec2));
   m->npts -= o.count;
   memmove(m->obs + i, m->obs + i + 1, (m->nobs - (uint32_t)i - 1) * sizeof(map_obstacle));
   m->nobs--;
   for (uint32_t k = (uint32_t)i; k < m->nobs; k++)
     m->obs[k].first -= o.count;
-  rebuild(m); /* fewer primitives: no allocation can fail */
+  if (!m->held)
+    rebuild(m); /* fewer primitives: no allocation can fail */
   m->version++;
   return STEER_OK;
 }
@@ -480,9 +491,17 @@ int steer_map_remove(steer_map *m, uint32_t id) {
 void steer_map_clear(steer_map *m) {
   if (m->nobs == 0)
     return;
-  m->nobs = m->npts = 0;
-  rebuild(m);
+  m->nobs = m->npts = m->seg_total = 0;
+  if (!m->held)
+    rebuild(m);
   m->version++;
+}
+
+void steer_map_hold(steer_map *m) { m->held = 1; }
+
+int steer_map_release(steer_map *m) {
+  m->held = 0;
+  return rebuild(m) == 0 ? STEER_OK : STEER_ENOMEM;
 }
 
 uint32_t steer_map_count(const steer_map *m) { return m->nobs; }

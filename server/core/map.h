@@ -63,6 +63,14 @@ int steer_map_check(const steer_map *m, uint32_t id, const steer_obstacle_desc *
 int steer_map_add(steer_map *m, uint32_t id, const steer_obstacle_desc *o);
 int steer_map_remove(steer_map *m, uint32_t id);
 void steer_map_clear(steer_map *m);
+/* Loading many obstacles: between hold and release, add, remove and clear
+ * only record the obstacles (checked as always) and the index is rebuilt once,
+ * by release (each change otherwise rebuilds it: loading n obstacles one by one
+ * costs n rebuilds). No query may run while the map is held. Release returns
+ * 0, or STEER_ENOMEM (the index could not be built: the map is unusable until
+ * a release succeeds). */
+void steer_map_hold(steer_map *m);
+int steer_map_release(steer_map *m);
 
 uint32_t steer_map_count(const steer_map *m);
 uint32_t steer_map_segment_count(const steer_map *m);

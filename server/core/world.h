@@ -337,6 +337,12 @@ uint64_t steer_world_hash(const steer_world *w);
  * them has none the add is refused (STEER_EBLOCKED) and nothing changes. */
 
 int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_desc *o, uint32_t *moved);
+/* Adds every obstacle of src (in its order) as one change: the map's index is
+ * built once, then the agents it lands on are moved as above. On an error
+ * nothing changes and *failed is the index in src of the obstacle refused, or
+ * steer_map_count(src) when none is to blame (an agent with nowhere to go:
+ * STEER_EBLOCKED; STEER_ENOMEM). */
+int steer_world_add_obstacles(steer_world *w, const steer_map *src, uint32_t *moved, uint32_t *failed);
 int steer_world_remove_obstacle(steer_world *w, uint32_t id);
 const steer_map *steer_world_map(const steer_world *w);
 /* STUCK events emitted since creation (saved with the world). */

@@ -58,21 +58,15 @@ static void obstacle_box(const steer_obstacle_desc *o, vec2 *lo, vec2 *hi) {
   }
 }
 
-int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_desc *o, uint32_t *moved) {
-  if (moved)
-    *moved = 0;
-  int rc = steer_map_add(w->map, id, o);
-  if (rc != STEER_OK)
-    return rc;
-  w->map_live = 1;
-  vec2 lo, hi;
-  obstacle_box(o, &lo, &hi);
-  /* Agents the obstacle lands on, and where each goes; nobody moves unless
-   * everyone has somewhere to go. */
+/* Moves the agents inside [lo, hi] (grown by their radius) that overlap the
+ * map to the nearest free point: all of them, or none when one has nowhere to
+ * go (STEER_EBLOCKED) or memory runs out (STEER_ENOMEM). */
+static int relocate_agents(steer_world *w, vec2 lo, vec2 hi, uint32_t *moved) {
   uint32_t hits = 0, cap = 0;
   uint32_t *which = NULL;
   vec2 *to = NULL;
-  for (uint32_t d = 0; d < w->count; d++) {
+  int rc = STEER_OK;
+  for (uint32_t d = 0; d < w->count && rc == STEER_OK; d++) {
     float r = w->radius[d] + STEER_MAP_SKIN;
     vec2 p = v2(w->px[d], w->py[d]);
     if (p.x < lo.x - r || p.x > hi.x + r || p.y < lo.y - r || p.y > hi.y + r)
@@ -82,42 +76,87 @@ int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_d
     if (hits == cap) {
       cap = cap ? cap * 2 : 64;
       uint32_t *nw = realloc(which, cap * sizeof(*which));
-      vec2 *nt = nw ? realloc(to, cap * sizeof(*to)) : NULL;
       if (nw)
         which = nw;
+      vec2 *nt = nw ? realloc(to, cap * sizeof(*to)) : NULL;
+      if (nt)
+        to = nt;
       if (!nw || !nt) {
-        free(which);
-        free(to);
-        steer_map_remove(w->map, id);
-        w->map_live = steer_map_count(w->map) > 0;
-        return STEER_ENOMEM;
+        rc = STEER_ENOMEM;
+        break;
       }
-      to = nt;
     }
     if (steer_map_nearest_free(w->map, p, w->radius[d], RELOCATE_SEARCH, w->cfg.min, w->cfg.max, &to[hits]) !=
-        STEER_OK) {
-      free(which);
-      free(to);
-      steer_map_remove(w->map, id);
-      w->map_live = steer_map_count(w->map) > 0;
-      return STEER_EBLOCKED;
-    }
-    which[hits++] = d;
+        STEER_OK)
+      rc = STEER_EBLOCKED;
+    else
+      which[hits++] = d;
   }
-  for (uint32_t i = 0; i < hits; i++) {
+  for (uint32_t i = 0; rc == STEER_OK && i < hits; i++) {
     uint32_t d = which[i];
     w->px[d] = to[i].x;
     w->py[d] = to[i].y;
     w->vx[d] = 0.0f;
     w->vy[d] = 0.0f;
   }
-  if (hits)
+  if (rc == STEER_OK && hits)
     w->grid_stale = 1;
   free(which);
   free(to);
   if (moved)
-    *moved = hits;
-  return STEER_OK;
+    *moved = rc == STEER_OK ? hits : 0;
+  return rc;
+}
+
+int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_desc *o, uint32_t *moved) {
+  if (moved)
+    *moved = 0;
+  int rc = steer_map_add(w->map, id, o);
+  if (rc != STEER_OK)
+    return rc;
+  w->map_live = 1;
+  vec2 lo, hi;
+  obstacle_box(o, &lo, &hi);
+  rc = relocate_agents(w, lo, hi, moved);
+  if (rc != STEER_OK) {
+    steer_map_remove(w->map, id);
+    w->map_live = steer_map_count(w->map) > 0;
+  }
+  return rc;
+}
+
+int steer_world_add_obstacles(steer_world *w, const steer_map *src, uint32_t *moved, uint32_t *failed) {
+  if (moved)
+    *moved = 0;
+  uint32_t n = steer_map_count(src), added = 0;
+  steer_obstacle_desc o;
+  uint32_t id;
+  int rc = STEER_OK;
+  /* One index build for the lot (one per obstacle would be quadratic). */
+  steer_map_hold(w->map);
+  for (; added < n; added++) {
+    steer_map_get(src, added, &id, &o);
+    if ((rc = steer_map_add(w->map, id, &o)) != STEER_OK)
+      break;
+  }
+  if (failed)
+    *failed = added; /* n when no single obstacle is to blame */
+  if (rc == STEER_OK)
+    rc = steer_map_release(w->map);
+  if (rc == STEER_OK) {
+    w->map_live = steer_map_count(w->map) > 0;
+    if ((rc = relocate_agents(w, w->cfg.min, w->cfg.max, moved)) == STEER_OK)
+      return STEER_OK;
+  }
+  /* Back to the map before. */
+  steer_map_hold(w->map);
+  for (uint32_t i = 0; i < added; i++) {
+    steer_map_get(src, i, &id, &o);
+    steer_map_remove(w->map, id);
+  }
+  steer_map_release(w->map); /* no more primitives than before: no allocation can fail */
+  w->map_live = steer_map_count(w->map) > 0;
+  return rc;
 }
 
 int steer_world_remove_obstacle(steer_world *w, uint32_t id) {

@@ -605,6 +605,7 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
   if (!pts)
     return 0;
   int ok = 1;
+  steer_map_hold(w->map); /* one index build for the whole map */
   for (uint32_t i = 0; ok && i < n; i++) {
     uint32_t id = get_u32(b);
     steer_obstacle_desc o;
@@ -627,7 +628,7 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
     ok = !b->bad && steer_map_add(w->map, id, &o) == STEER_OK;
   }
   free(pts);
-  if (!ok)
+  if (steer_map_release(w->map) != STEER_OK || !ok)
     return 0;
   steer_map_set_version(w->map, version);
   w->map_live = steer_map_count(w->map) > 0;
