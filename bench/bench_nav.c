@@ -4,8 +4,9 @@
  * opened), plans per second and p50/p99 plan time. Prints a table (figures in
  * BENCHMARKS.md, "Path planning").
  *   bench_nav [obstacles...]   (default 100 1000)
- *   bench_nav burst [obstacles] [budget]   10 000 GOTO in one tick on a world
- *                                            with that map (default 100, 4096) */
+ *   bench_nav burst [obstacles] [budget] [warm]   10 000 GOTO in one tick on a world
+ *                                            with that map (default 100, 4096); warm:
+ *                                            the graphs built before the first tick */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,7 @@ static void fill(void *m, add_fn add, uint32_t count, uint64_t seed) {
 
 /* 10 000 kinematic agents at random free points all GOTO random free points in
  * one tick; each tick runs planner update + world step (20 Hz). */
-static int burst(uint32_t obstacles, uint32_t budget) {
+static int burst(uint32_t obstacles, uint32_t budget, int warm) {
   const uint32_t N = 10000;
   steer_world_config c = steer_default_world_config();
   c.max_agents = N;
@@ -114,6 +115,17 @@ static int burst(uint32_t obstacles, uint32_t budget) {
     steer_id id;
     if (steer_map_free(m, d.state.position, 0.5f, 0.0f) && steer_world_spawn(w, &d, 0, &id) == 0)
       i++;
+  }
+  /* warm: the graphs built before the first tick, as the server does at
+   * start-up (steerd_goto_warm), so the first tick only plans. */
+  double warm_ms = 0.0;
+  int warmed = 0;
+  if (warm) {
+    double t0 = now_ms();
+    warmed = steer_planner_warm(p, w);
+    warm_ms = now_ms() - t0;
+    if (warmed < 0)
+      return 1;
   }
   steer_world_view v = steer_world_get_view(w);
   for (uint32_t i = 0; i < N; i++) {
@@ -146,7 +158,9 @@ static int burst(uint32_t obstacles, uint32_t budget) {
     ticks++;
   }
   steer_planner_stats st = steer_planner_get_stats(p);
-  printf("| obstacles | budget (expansions/tick) | ticks to absorb | answered | unreachable | first tick incl. graph build (ms) | "
+  if (warm)
+    printf("warm-up before the first tick (steer_planner_warm): %d graphs in %.1f ms\n", warmed, warm_ms);
+  printf("| obstacles | budget (expansions/tick) | ticks to absorb | answered | unreachable | first tick (ms; incl. the graph build unless warmed) | "
          "max later tick (ms) | mean planning per tick (ms) | max step alone (ms) |\n");
   printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   printf("| %u | %u | %u | %u | %llu | %.1f | %.1f | %.2f | %.1f |\n", steer_map_count(m), budget, ticks, answered,
@@ -159,7 +173,7 @@ static int burst(uint32_t obstacles, uint32_t budget) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "burst") == 0)
     return burst(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100,
-                 argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 4096);
+                 argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 4096, argc > 4 && strcmp(argv[4], "warm") == 0);
   uint32_t sizes[8] = {100, 1000};
   int nsizes = 2;
   if (argc > 1) {

@@ -46,6 +46,8 @@ int main(int argc, char **argv) {
   steer_planner *planner = steer_planner_create(w, &pc);
   if (rc == STEER_OK)
     rc = planner ? steerd_demo_set_planner(&demo, w, planner, 1) : STEER_ENOMEM;
+  if (rc == STEER_OK) /* the graphs of the radius classes in use, before the first step */
+    rc = steer_planner_warm(planner, w) < 0 ? STEER_ENOMEM : STEER_OK;
   if (rc != STEER_OK) {
     fprintf(stderr, "steerd-demo: cannot populate the world: %s\n", steer_strerror(rc));
     return 1;

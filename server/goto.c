@@ -3,12 +3,50 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "log.h"
 
 steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget) {
   steer_planner_config pc = steer_default_planner_config();
   if (budget)
     pc.budget = budget;
   return steer_planner_create(w, &pc);
+}
+
+static double ms_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+void steerd_goto_warm(steer_planner *p, const steer_world *w) {
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = steer_planner_warm(p, w);
+  if (rc < 0)
+    LOG_WARN("GOTO graphs not built at start-up (%s): the first plan of a class builds its own",
+             steer_strerror(rc));
+  else if (rc > 0)
+    LOG_INFO("GOTO: %d navigation graphs built (radius classes in use, %u obstacles) in %.0f ms", rc,
+             steer_map_count(steer_world_map(w)), ms_since(&t0));
+}
+
+/* A GOTO for an agent whose radius class has no graph yet builds it here, at
+ * the command, rather than in the tick that serves the plan. */
+static void warm_agent(steer_planner *p, const steer_world *w, steer_id id) {
+  steer_agent_info info;
+  if (steer_world_get(w, id, &info) != STEER_OK)
+    return;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = steer_planner_warm_radius(p, w, info.limits.radius);
+  if (rc > 0)
+    LOG_INFO("GOTO: navigation graph for a new radius class (%.2f m) built in %.0f ms",
+             (double)steer_nav_class_radius(info.limits.radius), ms_since(&t0));
+  else if (rc < 0)
+    LOG_WARN("GOTO: navigation graph for radius class %.2f m not built (%s): its first plan builds it",
+             (double)steer_nav_class_radius(info.limits.radius), steer_strerror(rc));
 }
 
 int steerd_goto_restore(steer_planner *p, const steerd_persist_server *st) {
@@ -128,6 +166,7 @@ int steerd_goto_set(steer_planner *p, steer_world *w, steer_id id, const proto_b
   if (rc != STEER_OK)
     return refuse(why, proto_error_from_steer(rc), "behaviour", steer_strerror(rc));
   steer_planner_cancel(p, id); /* a GOTO already queued or followed starts over */
+  warm_agent(p, w, id);
   rc = steer_planner_goto(p, w, id, &g);
   return rc == STEER_OK ? 0 : refuse(why, PROTO_ERR_INTERNAL, NULL, steer_strerror(rc));
 }
@@ -142,6 +181,7 @@ int steerd_goto_start(steer_planner *p, steer_world *w, steer_id id, const proto
   steer_goto g = steerd_goto_request(b);
   if (check(w, id, &g, why) != 0)
     return -1;
+  warm_agent(p, w, id);
   int rc = steer_planner_goto(p, w, id, &g);
   return rc == STEER_OK ? 0 : refuse(why, PROTO_ERR_INTERNAL, NULL, steer_strerror(rc));
 }

@@ -26,6 +26,14 @@
 /* The planner of world w with a budget of A* expansions per tick; NULL on no memory. */
 steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget);
 
+/* Builds the navigation graphs of the radius classes in use (the default
+ * agent radius's and every live agent's: steer_planner_warm) now, logged, so
+ * no tick builds one: the host calls it once the world, its map and the
+ * planner's state are in place (start-up, restore, map file). A GOTO command
+ * whose agent's class has none builds it at the command (logged). On no
+ * memory it warns and the first plan of a class builds it, as without this. */
+void steerd_goto_warm(steer_planner *p, const steer_world *w);
+
 /* The planner part of a restored state file (st->planner, if any) into p.
  * 0, or the steer error of steer_planner_load. */
 int steerd_goto_restore(steer_planner *p, const steerd_persist_server *st);

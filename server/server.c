@@ -1971,6 +1971,9 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
                (unsigned long long)steer_world_hash(s->world), s->demo_on ? ", demo resumed" : "");
   }
 
+  /* The GOTO graphs of the radius classes in use, now rather than in a tick. */
+  steerd_goto_warm(s->planner, s->world);
+
   /* The address to bind: --bind as given, a name as it resolves, ::1 as 127.0.0.1. */
   char why[192];
   if (steerd_bind_resolve(cfg->bind, s->bind_ip, sizeof s->bind_ip, why, sizeof why) != 0) {

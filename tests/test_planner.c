@@ -448,6 +448,94 @@ START_TEST(checkpoint_continues_bit_for_bit) {
 }
 END_TEST
 
+/* Warming up (steer_planner_warm) builds the graphs of the classes in use
+ * before the first tick, so that tick builds none; and it changes timing only:
+ * a warmed planner and a lazy one give the same events, routes and hashes,
+ * through map changes made after the warm-up (incremental updates of the
+ * warmed graphs against full builds in the lazy one). */
+static void warm_world(steer_world *w, steer_id *ids) {
+  two_rooms(w);
+  for (uint32_t i = 0; i < 12; i++)
+    ids[i] = spawn(w, v2(-40.0f + (float)(i % 4) * 8.0f, -30.0f + (float)(i / 4) * 25.0f), i % 2 ? 0.8f : 0.4f,
+                   STEER_MODEL_DYNAMIC);
+}
+
+START_TEST(warm_up_builds_before_the_first_tick_same_routes) {
+  steer_world *w[2] = {make_world(32, HALF, 1), make_world(32, HALF, 1)};
+  steer_id ids[2][12];
+  steer_planner *p[2];
+  steer_planner_config pc = steer_default_planner_config();
+  for (int k = 0; k < 2; k++) {
+    warm_world(w[k], ids[k]);
+    p[k] = steer_planner_create(w[k], &pc);
+    ck_assert_ptr_nonnull(p[k]);
+    ck_assert_uint_eq(steer_planner_graph_builds(p[k]), 0);
+  }
+  /* The classes in use: the default radius's, 0.4's and 0.8's. */
+  float cls[3] = {steer_nav_class_radius(steer_default_agent_desc().limits.radius), steer_nav_class_radius(0.4f),
+                  steer_nav_class_radius(0.8f)};
+  int distinct = 1 + (cls[1] != cls[0]) + (cls[2] != cls[0] && cls[2] != cls[1]);
+  ck_assert_int_ge(distinct, 2);
+  ck_assert_int_eq(steer_planner_warm(p[0], w[0]), distinct);
+  ck_assert_uint_eq(steer_planner_graph_builds(p[0]), (uint64_t)distinct);
+  ck_assert_int_eq(steer_planner_warm(p[0], w[0]), 0); /* nothing more to build */
+  ck_assert_uint_eq(steer_planner_graph_builds(p[0]), (uint64_t)distinct);
+  /* The map changes after the warm-up: the warmed graphs are updated, not rebuilt. */
+  for (int k = 0; k < 2; k++)
+    wall(w[k], 11, v2(0.0f, 18.5f), v2(0.0f, 21.5f));
+  for (int k = 0; k < 2; k++)
+    for (uint32_t i = 0; i < 12; i++) {
+      steer_goto g = goto_point(v2(10.0f + (float)(i % 4) * 8.0f, -30.0f + (float)(i / 4) * 25.0f));
+      ck_assert_int_eq(steer_planner_goto(p[k], w[k], ids[k][i], &g), 0);
+    }
+  uint32_t events = 0;
+  for (int t = 0; t < 300; t++) {
+    uint64_t before = steer_planner_graph_builds(p[0]);
+    if (t == 40)
+      for (int k = 0; k < 2; k++) /* the lower door closes too: routes replan on updated graphs */
+        wall(w[k], 10, v2(0.0f, -21.5f), v2(0.0f, -18.5f));
+    steer_planner_update(p[0], w[0]);
+    steer_planner_update(p[1], w[1]);
+    ck_assert_uint_eq(steer_planner_graph_builds(p[0]), before); /* no build in a tick of the warmed one */
+    if (t == 0) /* the lazy one built in its first tick */
+      ck_assert_uint_gt(steer_planner_graph_builds(p[1]), 0);
+    uint32_t n0, n1;
+    const steer_plan_event *e0 = steer_planner_events(p[0], &n0);
+    const steer_plan_event *e1 = steer_planner_events(p[1], &n1);
+    ck_assert_uint_eq(n0, n1);
+    for (uint32_t i = 0; i < n0; i++) {
+      ck_assert_uint_eq(e0[i].agent, e1[i].agent);
+      ck_assert_uint_eq(e0[i].type, e1[i].type);
+      ck_assert_uint_eq(e0[i].reason, e1[i].reason);
+      ck_assert_uint_eq(e0[i].points, e1[i].points);
+      ck_assert(e0[i].length == e1[i].length);
+    }
+    events += n0;
+    for (int k = 0; k < 2; k++) {
+      steer_world_step(w[k], DT);
+      steer_planner_observe(p[k], w[k]);
+    }
+    ck_assert_uint_eq(steer_world_hash(w[0]), steer_world_hash(w[1]));
+    ck_assert_uint_eq(steer_planner_hash(p[0]), steer_planner_hash(p[1]));
+  }
+  ck_assert_uint_ge(events, 12);
+  ck_assert_uint_eq(steer_planner_graph_builds(p[1]), 1u + (cls[2] != cls[1])); /* the agents' classes, lazily */
+  /* A new class at a command: built then, once; beyond the classes or bad: nothing. */
+  uint64_t b = steer_planner_graph_builds(p[0]);
+  ck_assert_int_eq(steer_planner_warm_radius(p[0], w[0], 1.6f), 1);
+  ck_assert_int_eq(steer_planner_warm_radius(p[0], w[0], 1.6f), 0);
+  ck_assert_uint_eq(steer_planner_graph_builds(p[0]), b + 1u);
+  ck_assert_int_eq(steer_planner_warm_radius(p[0], w[0], 100.0f), 0);
+  ck_assert_int_eq(steer_planner_warm_radius(p[0], w[0], NAN), STEER_EINVAL);
+  ck_assert_int_eq(steer_planner_warm_radius(p[0], w[0], -1.0f), STEER_EINVAL);
+  ck_assert_uint_eq(steer_planner_graph_builds(p[0]), b + 1u);
+  for (int k = 0; k < 2; k++) {
+    steer_planner_destroy(p[k]);
+    steer_world_destroy(w[k]);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("planner");
   TCase *tc = tcase_create("core");
@@ -459,6 +547,7 @@ int main(void) {
   tcase_add_test(tc, bad_requests);
   tcase_add_test(tc, burst_of_ten_thousand);
   tcase_add_test(tc, checkpoint_continues_bit_for_bit);
+  tcase_add_test(tc, warm_up_builds_before_the_first_tick_same_routes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -1298,6 +1298,7 @@ int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *o
 struct steer_nav_cache {
   vec2 lo, hi;
   steer_nav *nav[STEER_NAV_CLASSES];
+  uint64_t builds; /* full builds (steer_nav_build) so far */
 };
 
 float steer_nav_class_radius(float r) {
@@ -1336,8 +1337,20 @@ steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r) 
     if (steer_nav_update(n, m) != 0) /* no memory: try from scratch */
       n->built = 0;
   }
-  if (!n->built || n->r != cr)
+  if (!n->built || n->r != cr) {
+    c->builds++;
     if (steer_nav_build(n, m, cr, c->lo, c->hi) != 0)
       return NULL;
+  }
   return n;
 }
+
+int steer_nav_cache_has(const steer_nav_cache *c, float r) {
+  if (!isfinite(r) || r < 0.0f)
+    return 0;
+  float cr = steer_nav_class_radius(r);
+  uint32_t k = (uint32_t)lrintf(cr / STEER_NAV_CLASS);
+  return k < STEER_NAV_CLASSES && c->nav[k] && c->nav[k]->built && c->nav[k]->r == cr;
+}
+
+uint64_t steer_nav_cache_builds(const steer_nav_cache *c) { return c->builds; }

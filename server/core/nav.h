@@ -120,6 +120,12 @@ void steer_nav_cache_destroy(steer_nav_cache *c); /* accepts NULL */
 /* The graph for radius r, up to date with m (built now if needed: the only
  * costly call; NULL on no memory or a radius beyond the classes). */
 steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r);
+/* Whether r's class has a graph built (then steer_nav_cache_get only updates
+ * it to the map, a few ms at most, no full build). */
+int steer_nav_cache_has(const steer_nav_cache *c, float r);
+/* Full graph builds the cache has started since its creation (the costly
+ * calls: a class's first use, or a rebuild after an update ran out of memory). */
+uint64_t steer_nav_cache_builds(const steer_nav_cache *c);
 /* The radius a body of radius r plans with (r rounded up to its class). */
 float steer_nav_class_radius(float r);
 

@@ -77,6 +77,41 @@ void steer_planner_destroy(steer_planner *p) {
   free(p);
 }
 
+/* ---- warming the graphs up --------------------------------------------------- */
+
+int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r) {
+  if (!p || !w || !isfinite(r) || r < 0.0f)
+    return STEER_EINVAL;
+  if (steer_nav_class_radius(r) / STEER_NAV_CLASS >= (float)STEER_NAV_CLASSES - 0.5f)
+    return 0; /* wider than every class: its GOTOs are unreachable, nothing to build */
+  if (steer_nav_cache_has(p->navs, r))
+    return 0;
+  if (!steer_nav_cache_get(p->navs, steer_world_map(w), r))
+    return STEER_ENOMEM;
+  return 1;
+}
+
+int steer_planner_warm(steer_planner *p, const steer_world *w) {
+  if (!p || !w)
+    return STEER_EINVAL;
+  int built = steer_planner_warm_radius(p, w, steer_default_agent_desc().limits.radius);
+  if (built < 0)
+    return built;
+  steer_world_view v = steer_world_get_view(w);
+  for (uint32_t i = 0; i < v.count; i++) {
+    steer_agent_info info;
+    if (steer_world_get(w, v.id[i], &info) != 0)
+      continue;
+    int rc = steer_planner_warm_radius(p, w, info.limits.radius);
+    if (rc < 0)
+      return rc;
+    built += rc;
+  }
+  return built;
+}
+
+uint64_t steer_planner_graph_builds(const steer_planner *p) { return steer_nav_cache_builds(p->navs); }
+
 static goto_rec *rec_of(steer_planner *p, steer_id id) {
   uint32_t s = id & STEER_ID_INDEX_MASK;
   return s < p->cap ? &p->rec[s] : NULL;

@@ -30,8 +30,15 @@
  * where a body of the planning radius does not fit is moved to the nearest
  * free point within 2 m, else UNREACHABLE.
  *
- * Graph builds after a map change happen on the first plan that needs them
- * (nav.h steer_nav_cache), in the tick that serves it.
+ * Graphs: one per radius class (nav.h steer_nav_cache). A class's first graph
+ * is a full build (seconds at 1 000 obstacles), so the host builds the classes
+ * in use before the first tick (steer_planner_warm, at start-up, after a
+ * restore or a map load) and a new class when it appears (steer_planner_warm_radius,
+ * at the command that brings it); a class still unbuilt is built by the first
+ * plan that needs it, in the tick that serves it. After a map change a built
+ * graph is updated incrementally by the next plan of its class (a few ms). The
+ * graph is the same, bit for bit, whenever it is built, so warming changes
+ * timing only: routes, events and hashes are the same with or without it.
  *
  * Deterministic: the same calls on the same world give the same routes, events
  * and queue order. */
@@ -155,6 +162,17 @@ typedef struct steer_planner_stats {
 } steer_planner_stats;
 
 steer_planner_stats steer_planner_get_stats(const steer_planner *p);
+
+/* Builds the graph of the radius class of r for w's map now unless the class
+ * has one (or r is wider than every class: nothing to build). 1 when it built,
+ * 0 when nothing was needed, STEER_EINVAL (r not finite or < 0), STEER_ENOMEM. */
+int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r);
+/* steer_planner_warm_radius for the default agent radius and every live
+ * agent's radius: the classes in use. The count of graphs built, or
+ * STEER_EINVAL / STEER_ENOMEM (the graphs built so far are kept). */
+int steer_planner_warm(steer_planner *p, const steer_world *w);
+/* Full graph builds since creation (nav.h steer_nav_cache_builds). */
+uint64_t steer_planner_graph_builds(const steer_planner *p);
 
 /* ---- saving and loading ----------------------------------------------------
  *
