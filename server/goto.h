@@ -26,8 +26,8 @@
 /* The planner of world w with a budget of A* expansions per tick; NULL on no memory. */
 steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget);
 
-/* Builds the navigation graphs of the radius classes in use (the default
- * agent radius's and every live agent's: steer_planner_warm) now, logged, so
+/* Builds the navigation graphs of the radius classes in use (every live
+ * agent's: steer_planner_warm) now, logged, so
  * no tick builds one: the host calls it once the world, its map and the
  * planner's state are in place (start-up, restore, map file). A GOTO command
  * whose agent's class has none builds it at the command (logged). On no

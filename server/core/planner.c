@@ -94,9 +94,7 @@ int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r) {
 int steer_planner_warm(steer_planner *p, const steer_world *w) {
   if (!p || !w)
     return STEER_EINVAL;
-  int built = steer_planner_warm_radius(p, w, steer_default_agent_desc().limits.radius);
-  if (built < 0)
-    return built;
+  int built = 0;
   steer_world_view v = steer_world_get_view(w);
   for (uint32_t i = 0; i < v.count; i++) {
     steer_agent_info info;

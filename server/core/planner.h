@@ -167,9 +167,12 @@ steer_planner_stats steer_planner_get_stats(const steer_planner *p);
  * has one (or r is wider than every class: nothing to build). 1 when it built,
  * 0 when nothing was needed, STEER_EINVAL (r not finite or < 0), STEER_ENOMEM. */
 int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r);
-/* steer_planner_warm_radius for the default agent radius and every live
- * agent's radius: the classes in use. The count of graphs built, or
- * STEER_EINVAL / STEER_ENOMEM (the graphs built so far are kept). */
+/* steer_planner_warm_radius for every live agent's radius: the classes in
+ * use. Not the default radius's class when no agent has it: a world with no
+ * agents (a large map served for editing, never for GOTO) would pay a full
+ * build for nothing (over 30 s for 600 40-gons on a loaded box); its first
+ * GOTO builds it at the command (steer_planner_warm_radius). The count of
+ * graphs built, or STEER_EINVAL / STEER_ENOMEM (those built are kept). */
 int steer_planner_warm(steer_planner *p, const steer_world *w);
 /* Full graph builds since creation (nav.h steer_nav_cache_builds). */
 uint64_t steer_planner_graph_builds(const steer_planner *p);
