@@ -402,7 +402,7 @@ int main(int argc, char **argv) {
   char state[] = "/tmp/steerd-abuse-state-XXXXXX";
   if (big) { /* the world, made with the core: not measured */
     int fd = mkstemp(state);
-    if (fd < 0 || (close(fd), steerd_test_write_state(state, (uint32_t)o.agents, NULL)) != 0) {
+    if (fd < 0 || (close(fd), steerd_test_write_state(state, (uint32_t)o.agents, 0, NULL)) != 0) {
       fprintf(stderr, "abuse: cannot write the state file %s\n", state);
       return 1;
     }

@@ -12,7 +12,10 @@
 #define NO_INDEX      UINT32_MAX
 #define NO_SEQ        UINT32_MAX
 #define NO_POS        UINT64_MAX
+#define NO_CHUNK      UINT32_MAX
 #define REC_TOMB      1u
+/* The record pool is handed out in chunks of this many records (64 KB). */
+#define CHUNK 1024u
 /* A frame's entries, at most: an entry per agent in view and a removal per
  * agent of the baseline or in flight; beyond that the frame goes without a
  * baseline. In max_agents. */
@@ -63,6 +66,11 @@ typedef struct nc_client {
       min_base_seq; /* older frames are no baseline (a frame without one could not carry the ops in flight) */
   double tokens;    /* bytes the rate allows now (rate_bytes; at most budget_bytes) */
   uint64_t rate_time_us; /* when tokens was last topped up */
+  /* Its own ring of records: positions count up from 0; virtual chunk v of it
+   * lives in the pool chunk chunk[v % chunks_per_client] while that chunk's
+   * owner is this client and its chunk_v is v. */
+  uint64_t head;  /* next position */
+  uint32_t held;  /* pool chunks it holds */
 } nc_client;
 
 /* An agent that needs sending. */
@@ -90,7 +98,16 @@ struct steerd_netcode {
   nc_client *clients;
 
   nc_rec *pool;
-  uint64_t pool_cap, head;
+  uint64_t pool_cap;           /* records: chunk_count * CHUNK */
+  uint32_t chunk_count;        /* pool chunks */
+  uint32_t chunks_per_client;  /* a client's ring: its quota */
+  uint32_t reserve_chunks;     /* chunks each client slot may always have */
+  uint32_t *chunk_tab;         /* max_clients x chunks_per_client: pool chunk or NO_CHUNK */
+  uint32_t *chunk_owner;       /* by pool chunk: client slot, or NO_CHUNK when free */
+  uint64_t *chunk_v;           /* by pool chunk: the owner's virtual chunk it holds */
+  uint32_t *free_chunks;       /* stack of free pool chunks */
+  uint32_t free_count;
+  uint64_t reserve_owed;       /* chunks the slots below their reserve could still take */
 
   /* Per snapshot: slot -> dense index of the world's agents. */
   steer_world_view view;
@@ -150,15 +167,34 @@ static nc_rec tombstone(steer_id id, uint32_t seq, uint64_t prev) {
   return n;
 }
 
-static nc_rec *pool_at(const steerd_netcode *nc, uint64_t pos) { return &nc->pool[pos % nc->pool_cap]; }
+static uint32_t slot_of(const steerd_netcode *nc, const nc_client *c) { return (uint32_t)(c - nc->clients); }
 
-/* The entry at pos has not been overwritten yet. */
-static int pool_holds(const steerd_netcode *nc, uint64_t pos) {
-  return pos < nc->head && nc->head - pos <= nc->pool_cap;
+static uint32_t *chunk_slot(const steerd_netcode *nc, const nc_client *c, uint64_t v) {
+  return &nc->chunk_tab[(size_t)slot_of(nc, c) * nc->chunks_per_client + v % nc->chunks_per_client];
 }
 
-static int frame_intact(const steerd_netcode *nc, const nc_frame *f) {
-  return f->count == 0 ? nc->head - f->first <= nc->pool_cap : pool_holds(nc, f->first);
+/* The record at position pos of c's ring (mapped: see pool_holds). */
+static nc_rec *pool_at(const steerd_netcode *nc, const nc_client *c, uint64_t pos) {
+  uint32_t k = *chunk_slot(nc, c, pos / CHUNK);
+  return &nc->pool[(size_t)k * CHUNK + pos % CHUNK];
+}
+
+/* The entry at pos of c's ring is still there: written, and its chunk not
+ * given up or reused since. Only c's own frames ever write into c's chunks. */
+static int pool_holds(const steerd_netcode *nc, const nc_client *c, uint64_t pos) {
+  if (pos >= c->head)
+    return 0;
+  uint32_t k = *chunk_slot(nc, c, pos / CHUNK);
+  return k != NO_CHUNK && nc->chunk_owner[k] == slot_of(nc, c) && nc->chunk_v[k] == pos / CHUNK;
+}
+
+static int frame_intact(const steerd_netcode *nc, const nc_client *c, const nc_frame *f) {
+  if (f->count == 0)
+    return c->head - f->first <= (uint64_t)nc->chunks_per_client * CHUNK;
+  for (uint64_t v = f->first / CHUNK; v <= (f->first + f->count - 1) / CHUNK; v++)
+    if (!pool_holds(nc, c, v * CHUNK > f->first ? v * CHUNK : f->first))
+      return 0;
+  return 1;
 }
 
 /* Frame of tick among the client's last STEERD_NETCODE_FRAMES, or NULL. */
@@ -194,8 +230,8 @@ static int index_wants(const nc_index *ix, const nc_rec *r) {
 
 /* Indexes frame f's entries with seq > after (records only when records_only);
  * returns how many. */
-static uint32_t index_frame(steerd_netcode *nc, nc_index *ix, const nc_frame *f, uint32_t after,
-                            int records_only) {
+static uint32_t index_frame(steerd_netcode *nc, const nc_client *c, nc_index *ix, const nc_frame *f,
+                            uint32_t after, int records_only) {
   if (++ix->epoch == 0) {
     memset(ix->stamp, 0, nc->cfg.max_agents * sizeof *ix->stamp);
     memset(ix->coll, 0, nc->cfg.max_agents * sizeof *ix->coll);
@@ -205,7 +241,7 @@ static uint32_t index_frame(steerd_netcode *nc, nc_index *ix, const nc_frame *f,
   ix->records_only = records_only;
   uint32_t n = 0;
   for (uint32_t i = 0; f && i < f->count; i++) {
-    const nc_rec *r = pool_at(nc, f->first + i);
+    const nc_rec *r = pool_at(nc, c, f->first + i);
     uint32_t s = r->r.id & STEER_ID_INDEX_MASK;
     if (!index_wants(ix, r) || s >= nc->cfg.max_agents)
       continue;
@@ -219,14 +255,15 @@ static uint32_t index_frame(steerd_netcode *nc, nc_index *ix, const nc_frame *f,
 }
 
 /* Index of id's entry in f, or NO_INDEX. */
-static uint32_t index_find(const steerd_netcode *nc, const nc_index *ix, const nc_frame *f, steer_id id) {
+static uint32_t index_find(const steerd_netcode *nc, const nc_client *c, const nc_index *ix, const nc_frame *f,
+                           steer_id id) {
   uint32_t s = id & STEER_ID_INDEX_MASK;
   if (!f || s >= nc->cfg.max_agents || ix->stamp[s] != ix->epoch)
     return NO_INDEX;
-  if (pool_at(nc, f->first + ix->idx[s])->r.id == id)
+  if (pool_at(nc, c, f->first + ix->idx[s])->r.id == id)
     return ix->idx[s];
   for (uint32_t i = 0; ix->coll[s] == ix->epoch && i < f->count; i++) {
-    const nc_rec *r = pool_at(nc, f->first + i);
+    const nc_rec *r = pool_at(nc, c, f->first + i);
     if (r->r.id == id && index_wants(ix, r))
       return i;
   }
@@ -255,6 +292,10 @@ void steerd_netcode_destroy(steerd_netcode *nc) {
     return;
   free(nc->clients);
   free(nc->pool);
+  free(nc->chunk_tab);
+  free(nc->chunk_owner);
+  free(nc->chunk_v);
+  free(nc->free_chunks);
   free(nc->slot_dense);
   free(nc->slot_stamp);
   free(nc->now_rec);
@@ -301,11 +342,33 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
    * removal per agent of the baseline or in flight (FRAME_CAP_FACTOR x
    * max_agents; beyond that the frame goes without a baseline). */
   nc->recs_cap = (uint32_t)(n * FRAME_CAP_FACTOR);
+  /* The memory model (netcode.h): each client's quota, a ring of whole
+   * chunks that holds at least two of its largest frames; a reserve per slot
+   * (what a client viewing 512 agents uses); the pool, the server-wide cap. */
+  uint64_t quota = cfg->client_records ? cfg->client_records : (uint64_t)n * 10u;
+  uint64_t qc = (quota + CHUNK - 1) / CHUNK, qc_min = ((uint64_t)nc->recs_cap * 2u + CHUNK - 1) / CHUNK + 1u;
+  if (qc < qc_min)
+    qc = qc_min;
   uint64_t view_max = cfg->max_agents < 512u ? cfg->max_agents : 512u;
-  nc->pool_cap = cfg->pool_records ? cfg->pool_records : (uint64_t)cfg->max_clients * 16u * view_max;
-  if (nc->pool_cap < (uint64_t)nc->recs_cap * 4u)
-    nc->pool_cap = (uint64_t)nc->recs_cap * 4u; /* room for a whole-world frame and its baseline */
-  nc->cfg.pool_records = (uint32_t)(nc->pool_cap > UINT32_MAX ? UINT32_MAX : nc->pool_cap);
+  uint64_t rc = (16u * view_max + CHUNK - 1) / CHUNK;
+  if (rc > qc)
+    rc = qc;
+  uint64_t pc = cfg->pool_records ? ((uint64_t)cfg->pool_records + CHUNK - 1) / CHUNK
+                                  : (uint64_t)cfg->max_clients * rc + 4u * qc;
+  if (pc < qc)
+    pc = qc; /* at least one client's whole quota */
+  if (pc > UINT32_MAX / CHUNK)
+    pc = UINT32_MAX / CHUNK;
+  if ((uint64_t)cfg->max_clients * rc > pc)
+    rc = pc / cfg->max_clients; /* a small pool: smaller reserves */
+  nc->chunks_per_client = (uint32_t)qc;
+  nc->reserve_chunks = (uint32_t)rc;
+  nc->chunk_count = (uint32_t)pc;
+  nc->pool_cap = pc * CHUNK;
+  nc->free_count = nc->chunk_count;
+  nc->reserve_owed = (uint64_t)cfg->max_clients * rc;
+  nc->cfg.pool_records = (uint32_t)nc->pool_cap;
+  nc->cfg.client_records = (uint32_t)(qc * CHUNK);
   /* Removals and changes of one frame can never need more than this many parts. */
   nc->max_parts =
       (uint32_t)(((uint64_t)nc->recs_cap * (PROTO_DELTA_ENTRY_MAX_BYTES + 5u) + cfg->budget_bytes) /
@@ -313,7 +376,19 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
                  2u);
   nc->out_cap = (size_t)nc->max_parts * PROTO_SNAPSHOT_PART_BYTES;
   nc->clients = calloc(cfg->max_clients, sizeof *nc->clients);
-  nc->pool = calloc(nc->pool_cap, sizeof *nc->pool);
+  nc->pool = calloc(nc->pool_cap, sizeof *nc->pool); /* untouched pages cost no memory until used */
+  nc->chunk_tab = malloc((size_t)cfg->max_clients * nc->chunks_per_client * sizeof *nc->chunk_tab);
+  nc->chunk_owner = malloc((size_t)nc->chunk_count * sizeof *nc->chunk_owner);
+  nc->chunk_v = calloc(nc->chunk_count, sizeof *nc->chunk_v);
+  nc->free_chunks = malloc((size_t)nc->chunk_count * sizeof *nc->free_chunks);
+  if (nc->chunk_tab && nc->chunk_owner && nc->free_chunks) {
+    for (size_t i = 0; i < (size_t)cfg->max_clients * nc->chunks_per_client; i++)
+      nc->chunk_tab[i] = NO_CHUNK;
+    for (uint32_t i = 0; i < nc->chunk_count; i++) {
+      nc->chunk_owner[i] = NO_CHUNK;
+      nc->free_chunks[i] = nc->chunk_count - 1u - i; /* chunk 0 on top */
+    }
+  }
   nc->slot_dense = calloc(n, sizeof *nc->slot_dense);
   nc->slot_stamp = calloc(n, sizeof *nc->slot_stamp);
   nc->now_rec = calloc(n, sizeof *nc->now_rec);
@@ -342,7 +417,8 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
   nc->part_len = calloc(nc->max_parts, sizeof *nc->part_len);
   nc->part_nrem = calloc(nc->max_parts, sizeof *nc->part_nrem);
   nc->part_nsel = calloc(nc->max_parts, sizeof *nc->part_nsel);
-  if (!nc->clients || !nc->pool || !nc->slot_dense || !nc->slot_stamp || !nc->now_rec || !nc->now_stamp ||
+  if (!nc->clients || !nc->pool || !nc->chunk_tab || !nc->chunk_owner || !nc->chunk_v || !nc->free_chunks ||
+      !nc->slot_dense || !nc->slot_stamp || !nc->now_rec || !nc->now_stamp ||
       !nc->base_ix.stamp || !nc->base_ix.idx || !nc->prev_ix.stamp || !nc->prev_ix.idx || !nc->base_ix.coll ||
       !nc->prev_ix.coll || !nc->view_stamp || !nc->view_id || !nc->sent_stamp || !nc->in_view || !nc->qids ||
       !nc->cands || !nc->order || !nc->keys || !nc->keys_tmp || !nc->last || !nc->sel || !nc->removed ||
@@ -353,10 +429,104 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
   return nc;
 }
 
+/* ---- the pool's chunks -------------------------------------------------------------- */
+
+static void chunk_give_back(steerd_netcode *nc, nc_client *c, uint32_t *entry) {
+  uint32_t k = *entry;
+  nc->chunk_owner[k] = NO_CHUNK;
+  nc->free_chunks[nc->free_count++] = k;
+  if (--c->held < nc->reserve_chunks)
+    nc->reserve_owed++;
+  *entry = NO_CHUNK;
+}
+
+/* A free chunk for c: always within its reserve; beyond it only while the
+ * pool keeps every other slot's reserve. NO_CHUNK otherwise. */
+static uint32_t chunk_take(steerd_netcode *nc, nc_client *c) {
+  if (nc->free_count == 0 || (c->held >= nc->reserve_chunks && nc->free_count <= nc->reserve_owed))
+    return NO_CHUNK;
+  if (c->held < nc->reserve_chunks)
+    nc->reserve_owed--;
+  c->held++;
+  uint32_t k = nc->free_chunks[--nc->free_count];
+  nc->chunk_owner[k] = slot_of(nc, c);
+  nc->stats.chunks_used = nc->chunk_count - nc->free_count;
+  if (nc->stats.chunks_used > nc->stats.chunks_max)
+    nc->stats.chunks_max = nc->stats.chunks_used;
+  return k;
+}
+
+static void chunks_release_all(steerd_netcode *nc, nc_client *c) {
+  uint32_t *tab = &nc->chunk_tab[(size_t)slot_of(nc, c) * nc->chunks_per_client];
+  for (uint32_t i = 0; i < nc->chunks_per_client; i++)
+    if (tab[i] != NO_CHUNK)
+      chunk_give_back(nc, c, &tab[i]);
+  nc->stats.chunks_used = nc->chunk_count - nc->free_count;
+}
+
+/* Gives back c's chunks that hold only records no frame can need any more:
+ * older than the newest acknowledged frame (the baseline; older frames never
+ * become one again), its own baseline (to resolve it), and the frames since
+ * (in flight: one may be acknowledged next) and their baselines. */
+static void chunks_release_stale(steerd_netcode *nc, nc_client *c) {
+  const nc_frame *acked = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
+  uint64_t live = c->head;
+  uint32_t n = c->seq < STEERD_NETCODE_FRAMES ? c->seq : STEERD_NETCODE_FRAMES;
+  for (uint32_t i = 1; i <= n; i++) {
+    const nc_frame *f = &c->frames[(c->seq - i) % STEERD_NETCODE_FRAMES];
+    if (acked && f->seq < acked->seq)
+      break;
+    if (f->first < live)
+      live = f->first;
+    const nc_frame *bb = frame_by_seq(c, f->base_seq);
+    if (bb && bb->first < live)
+      live = bb->first;
+  }
+  uint32_t *tab = &nc->chunk_tab[(size_t)slot_of(nc, c) * nc->chunks_per_client];
+  for (uint32_t i = 0; i < nc->chunks_per_client; i++)
+    if (tab[i] != NO_CHUNK && nc->chunk_v[tab[i]] < live / CHUNK)
+      chunk_give_back(nc, c, &tab[i]);
+  nc->stats.chunks_used = nc->chunk_count - nc->free_count;
+}
+
+/* Maps the chunks of positions [c->head, c->head + count) of c's ring: the
+ * chunk its ring slot already holds (its own older records, given up), else
+ * a free one, else (the pool is short) its own chunk with the oldest records
+ * outside that range. Only c's records are ever overwritten. -1 when c has
+ * nothing to give (the frame cannot be kept, so it is not sent). */
+static int chunks_map(steerd_netcode *nc, nc_client *c, uint64_t count) {
+  if (count == 0)
+    return 0;
+  const uint32_t qc = nc->chunks_per_client;
+  uint64_t v0 = c->head / CHUNK, v1 = (c->head + count - 1) / CHUNK;
+  if (v1 - v0 + 1 > qc)
+    return -1;
+  uint32_t *tab = &nc->chunk_tab[(size_t)slot_of(nc, c) * qc];
+  for (uint64_t v = v0; v <= v1; v++) {
+    uint32_t *e = &tab[v % qc];
+    if (*e == NO_CHUNK && (*e = chunk_take(nc, c)) == NO_CHUNK) {
+      uint32_t best = qc;
+      for (uint32_t t = 0; t < qc; t++) {
+        uint32_t off = (t + qc - (uint32_t)(v0 % qc)) % qc; /* t's place in the range, if < v1 - v0 + 1 */
+        if (tab[t] != NO_CHUNK && off > v1 - v0 && (best == qc || nc->chunk_v[tab[t]] < nc->chunk_v[tab[best]]))
+          best = t;
+      }
+      if (best == qc)
+        return -1;
+      *e = tab[best];
+      tab[best] = NO_CHUNK;
+      nc->stats.chunks_reused++;
+    }
+    nc->chunk_v[*e] = v;
+  }
+  return 0;
+}
+
 int steerd_netcode_client_start(steerd_netcode *nc, uint32_t slot) {
   if (slot >= nc->cfg.max_clients)
     return STEERD_NETCODE_EINVAL;
   nc_client *c = &nc->clients[slot];
+  chunks_release_all(nc, c);
   memset(c, 0, sizeof *c);
   c->active = 1;
   c->merges = 1; /* until its first ack says otherwise */
@@ -366,8 +536,10 @@ int steerd_netcode_client_start(steerd_netcode *nc, uint32_t slot) {
 }
 
 void steerd_netcode_client_stop(steerd_netcode *nc, uint32_t slot) {
-  if (slot < nc->cfg.max_clients)
+  if (slot < nc->cfg.max_clients) {
+    chunks_release_all(nc, &nc->clients[slot]);
     memset(&nc->clients[slot], 0, sizeof nc->clients[slot]);
+  }
 }
 
 int steerd_netcode_client_active(const steerd_netcode *nc, uint32_t slot) {
@@ -454,14 +626,14 @@ void steerd_netcode_ack(steerd_netcode *nc, uint32_t slot, const proto_snapshot_
  * more (the baseline or an op was overwritten). Uses base_ix. */
 static int resolve(steerd_netcode *nc, nc_client *c, const nc_frame *f, nc_rec *out) {
   const nc_frame *bb = frame_by_seq(c, f->base_seq);
-  if (f->base_seq != NO_SEQ && (!bb || !bb->resolved || !frame_intact(nc, bb)))
+  if (f->base_seq != NO_SEQ && (!bb || !bb->resolved || !frame_intact(nc, c, bb)))
     return -1;
-  if (!frame_intact(nc, f))
+  if (!frame_intact(nc, c, f))
     return -1;
   if (bb)
-    index_frame(nc, &nc->base_ix, bb, NO_SEQ, 1);
+    index_frame(nc, c, &nc->base_ix, bb, NO_SEQ, 1);
   for (uint32_t i = 0; i < f->count; i++) {
-    const nc_rec *x = pool_at(nc, f->first + i);
+    const nc_rec *x = pool_at(nc, c, f->first + i);
     if (!bb) {
       /* Without a baseline the client holds this frame's own records only;
        * the entries carried for later frames are not held. */
@@ -478,16 +650,16 @@ static int resolve(steerd_netcode *nc, nc_client *c, const nc_frame *f, nc_rec *
         x = NULL;
         break;
       }
-      if (!pool_holds(nc, x->prev))
+      if (!pool_holds(nc, c, x->prev))
         return -1;
-      x = pool_at(nc, x->prev);
+      x = pool_at(nc, c, x->prev);
     }
     if (x && x->seq > bb->seq) {
       out[i] = *x;
       continue;
     }
-    uint32_t k = index_find(nc, &nc->base_ix, bb, id);
-    out[i] = k != NO_INDEX ? *pool_at(nc, bb->first + k) : tombstone(id, bb->seq, NO_POS);
+    uint32_t k = index_find(nc, c, &nc->base_ix, bb, id);
+    out[i] = k != NO_INDEX ? *pool_at(nc, c, bb->first + k) : tombstone(id, bb->seq, NO_POS);
   }
   return 0;
 }
@@ -686,9 +858,9 @@ static int sent_now(const steerd_netcode *nc, steer_id id) {
 }
 
 /* A frame in flight (prev, indexed in prev_ix) removes id. */
-static int removal_in_flight(const steerd_netcode *nc, const nc_frame *prev, steer_id id) {
-  uint32_t pi = index_find(nc, &nc->prev_ix, prev, id);
-  return pi != NO_INDEX && (pool_at(nc, prev->first + pi)->flags & REC_TOMB);
+static int removal_in_flight(const steerd_netcode *nc, const nc_client *c, const nc_frame *prev, steer_id id) {
+  uint32_t pi = index_find(nc, c, &nc->prev_ix, prev, id);
+  return pi != NO_INDEX && (pool_at(nc, c, prev->first + pi)->flags & REC_TOMB);
 }
 
 /* The newest acknowledged frame's seq (no baseline is older), or NO_SEQ. */
@@ -700,7 +872,7 @@ static uint32_t acked_seq(nc_client *c) {
 /* The baseline for slot's next frame, resolved; NULL: none usable. */
 static nc_frame *choose_baseline(steerd_netcode *nc, nc_client *c) {
   nc_frame *base = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
-  if (!base || !frame_intact(nc, base) || base->seq < c->min_base_seq)
+  if (!base || !frame_intact(nc, c, base) || base->seq < c->min_base_seq)
     return NULL;
   if (!base->resolved) {
     if (base->count > nc->recs_cap || resolve(nc, c, base, nc->recs) != 0) {
@@ -708,7 +880,7 @@ static nc_frame *choose_baseline(steerd_netcode *nc, nc_client *c) {
       return NULL;
     }
     for (uint32_t i = 0; i < base->count; i++)
-      *pool_at(nc, base->first + i) = nc->recs[i];
+      *pool_at(nc, c, base->first + i) = nc->recs[i];
     base->resolved = 1;
   }
   return base;
@@ -723,6 +895,7 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   nc_client *c = &nc->clients[slot];
   if (tick == 0 || tick <= c->last_tick)
     return STEERD_NETCODE_OK; /* nothing new: no frame */
+  chunks_release_stale(nc, c);
   const steer_world_view *v = &nc->view;
   int all;
   uint32_t nview = gather_view(nc, c, w, &all);
@@ -732,7 +905,7 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
    * the baseline (each agent's newest op since the baseline). */
   nc_frame *base = choose_baseline(nc, c);
   nc_frame *prev = c->merges ? frame_by_seq(c, c->seq - 1u) : NULL;
-  if (prev == base || (prev && !frame_intact(nc, prev)))
+  if (prev == base || (prev && !frame_intact(nc, c, prev)))
     prev = NULL;
   /* Ops in flight, each agent's newest: the previous frame's entries newer
    * than the baseline. A frame without a baseline carries them too (those
@@ -740,12 +913,13 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
    * as a client that merges it into a later frame holds them. The new frame
    * holds at most an entry per agent in view, per baseline record and per op
    * in flight. */
-  uint32_t nbase = base ? index_frame(nc, &nc->base_ix, base, NO_SEQ, 1) : 0;
-  uint32_t nflight = prev ? index_frame(nc, &nc->prev_ix, prev, base ? base->seq : acked_seq(c), 0) : 0;
+  uint32_t nbase = base ? index_frame(nc, c, &nc->base_ix, base, NO_SEQ, 1) : 0;
+  uint32_t nflight = prev ? index_frame(nc, c, &nc->prev_ix, prev, base ? base->seq : acked_seq(c), 0) : 0;
   uint64_t bound = (uint64_t)nview + nbase + nflight;
-  if (base && (bound > nc->recs_cap || nc->head + bound - base->first > nc->pool_cap)) {
+  if (base && (bound > nc->recs_cap ||
+               c->head + bound - base->first / CHUNK * CHUNK > (uint64_t)nc->chunks_per_client * CHUNK)) {
     base = NULL; /* the new frame could overwrite the baseline, or not fit: start afresh */
-    nflight = prev ? index_frame(nc, &nc->prev_ix, prev, acked_seq(c), 0) : 0;
+    nflight = prev ? index_frame(nc, c, &nc->prev_ix, prev, acked_seq(c), 0) : 0;
   }
   if (!base && prev && (uint64_t)nview + nflight > nc->recs_cap) {
     prev = NULL; /* cannot carry them: no frame before this one is a baseline any more */
@@ -777,11 +951,11 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
       float d = sqrtf(dx * dx + dy * dy) / c->view.radius;
       importance = 1.0f - 0.5f * (d < 1.0f ? d : 1.0f);
     }
-    uint32_t bi = index_find(nc, &nc->base_ix, base, id);
-    uint32_t pi = index_find(nc, &nc->prev_ix, prev, id);
-    const nc_rec *b = bi != NO_INDEX ? pool_at(nc, base->first + bi) : NULL;
+    uint32_t bi = index_find(nc, c, &nc->base_ix, base, id);
+    uint32_t pi = index_find(nc, c, &nc->prev_ix, prev, id);
+    const nc_rec *b = bi != NO_INDEX ? pool_at(nc, c, base->first + bi) : NULL;
     /* What the client holds (without a baseline: nothing, whatever is in flight). */
-    const nc_rec *o = pi != NO_INDEX && base ? pool_at(nc, prev->first + pi) : b;
+    const nc_rec *o = pi != NO_INDEX && base ? pool_at(nc, c, prev->first + pi) : b;
     nc_cand *cd = &nc->cands[ncand];
     cd->base = bi;
     cd->opt = pi != NO_INDEX ? pi : bi;
@@ -837,14 +1011,14 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
    * agent, and the removal goes again). */
   uint32_t nrem = 0;
   for (uint32_t i = 0; base && i < base->count; i++) {
-    const nc_rec *r = pool_at(nc, base->first + i);
-    if (!(r->flags & REC_TOMB) && !in_view(nc, r->r.id) && !removal_in_flight(nc, prev, r->r.id))
+    const nc_rec *r = pool_at(nc, c, base->first + i);
+    if (!(r->flags & REC_TOMB) && !in_view(nc, r->r.id) && !removal_in_flight(nc, c, prev, r->r.id))
       nc->removed[nrem++] = r->r.id;
   }
   for (uint32_t i = 0; base && prev && i < prev->count; i++) {
-    const nc_rec *r = pool_at(nc, prev->first + i);
+    const nc_rec *r = pool_at(nc, c, prev->first + i);
     if (r->seq > bseq && !(r->flags & REC_TOMB) && !in_view(nc, r->r.id) &&
-        index_find(nc, &nc->base_ix, base, r->r.id) == NO_INDEX)
+        index_find(nc, c, &nc->base_ix, base, r->r.id) == NO_INDEX)
       nc->removed[nrem++] = r->r.id;
   }
   sort_ids(nc, nc->removed, nrem);
@@ -928,13 +1102,13 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   for (uint32_t i = 0; i < ncand; i++) {
     const nc_cand *cd = &nc->cands[key_low(nc->order[i])];
     const nc_rec *o = cd->opt == NO_INDEX ? NULL
-                      : cd->opt_prev      ? pool_at(nc, prev->first + cd->opt)
-                      : base              ? pool_at(nc, base->first + cd->opt)
+                      : cd->opt_prev      ? pool_at(nc, c, prev->first + cd->opt)
+                      : base              ? pool_at(nc, c, base->first + cd->opt)
                                           : NULL;
     if (i < nsel) {
       nc_rec r = rec_from_proto(&cd->now, c->seq);
       nc->sent_stamp[cd->now.id & STEER_ID_INDEX_MASK] = nc->enc_epoch;
-      r.prev = cd->opt_prev ? pool_at(nc, prev->first + cd->opt)->orig : NO_POS;
+      r.prev = cd->opt_prev ? pool_at(nc, c, prev->first + cd->opt)->orig : NO_POS;
       nc->recs[nrec++] = r;
       nabs += cd->base == NO_INDEX;
     } else if (o && base) {
@@ -945,25 +1119,30 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   }
   if (!base) /* carried: every op in flight this frame did not replace */
     for (uint32_t i = 0; prev && i < prev->count; i++) {
-      const nc_rec *r = pool_at(nc, prev->first + i);
+      const nc_rec *r = pool_at(nc, c, prev->first + i);
       if (index_wants(&nc->prev_ix, r) && !sent_now(nc, r->r.id))
         nc->recs[nrec++] = *r;
     }
   for (uint32_t i = 0; base && prev && i < prev->count; i++) { /* removals in flight */
-    const nc_rec *r = pool_at(nc, prev->first + i);
+    const nc_rec *r = pool_at(nc, c, prev->first + i);
     if (r->seq > bseq && (r->flags & REC_TOMB) && !in_view(nc, r->r.id))
       nc->recs[nrec++] = *r;
   }
   for (uint32_t i = 0; i < nrem; i++) {
-    uint32_t pi = index_find(nc, &nc->prev_ix, prev, nc->removed[i]);
+    uint32_t pi = index_find(nc, c, &nc->prev_ix, prev, nc->removed[i]);
     nc->recs[nrec++] =
-        tombstone(nc->removed[i], c->seq, pi != NO_INDEX ? pool_at(nc, prev->first + pi)->orig : NO_POS);
+        tombstone(nc->removed[i], c->seq, pi != NO_INDEX ? pool_at(nc, c, prev->first + pi)->orig : NO_POS);
+  }
+  if (chunks_map(nc, c, nrec) != 0) {
+    nc->stats.frames_unkept++; /* not sent: the client would rely on a frame the server cannot remember */
+    memset(out, 0, sizeof *out);
+    return STEERD_NETCODE_ENOMEM;
   }
   for (uint32_t i = 0; i < nrec; i++) {
-    nc_rec *r = pool_at(nc, nc->head + i);
+    nc_rec *r = pool_at(nc, c, c->head + i);
     *r = nc->recs[i];
     if (r->seq == c->seq)
-      r->orig = nc->head + i;
+      r->orig = c->head + i;
   }
   if (nc->cfg.rate_bytes) {
     c->tokens -= (double)total; /* removals beyond the budget are a debt */
@@ -974,12 +1153,12 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   memset(f, 0, sizeof *f);
   f->tick = tick;
   f->time_us = time_us;
-  f->first = nc->head;
+  f->first = c->head;
   f->count = nrec;
   f->seq = c->seq;
   f->base_seq = bseq;
   f->resolved = prev == NULL; /* nothing in flight: the client holds exactly this */
-  nc->head += nrec;
+  c->head += nrec;
   c->seq++;
   c->last_tick = tick;
 
@@ -1021,11 +1200,11 @@ const proto_record *steerd_netcode_last_frame(steerd_netcode *nc, uint32_t slot,
     return NULL;
   nc_client *c = &nc->clients[slot];
   const nc_frame *f = &c->frames[(c->seq - 1) % STEERD_NETCODE_FRAMES];
-  if (!frame_intact(nc, f))
+  if (!frame_intact(nc, c, f))
     return NULL;
   uint32_t n = 0;
   for (uint32_t i = 0; i < f->count; i++) {
-    const nc_rec *r = pool_at(nc, f->first + i);
+    const nc_rec *r = pool_at(nc, c, f->first + i);
     if (f->base_seq != NO_SEQ || r->seq == f->seq) /* a frame without a baseline: its own records */
       nc->recs[n++] = *r;
   }
@@ -1043,11 +1222,11 @@ const proto_record *steerd_netcode_held_frame(steerd_netcode *nc, uint32_t slot,
     return NULL;
   nc_frame tmp = *f;
   tmp.merged = merged_mask(c, f, a);
-  if (tmp.count > nc->recs_cap || !frame_intact(nc, f))
+  if (tmp.count > nc->recs_cap || !frame_intact(nc, c, f))
     return NULL;
   if (f->resolved) { /* already as the client holds it */
     for (uint32_t i = 0; i < f->count; i++)
-      nc->recs[i] = *pool_at(nc, f->first + i);
+      nc->recs[i] = *pool_at(nc, c, f->first + i);
   } else if (resolve(nc, c, &tmp, nc->recs) != 0) {
     return NULL;
   }
@@ -1055,3 +1234,11 @@ const proto_record *steerd_netcode_held_frame(steerd_netcode *nc, uint32_t slot,
 }
 
 void steerd_netcode_get_stats(const steerd_netcode *nc, steerd_netcode_stats *out) { *out = nc->stats; }
+
+void steerd_netcode_get_memory(const steerd_netcode *nc, uint64_t *pool_records, uint64_t *client_records,
+                               uint64_t *reserve_records, size_t *record_bytes) {
+  *pool_records = nc->pool_cap;
+  *client_records = (uint64_t)nc->chunks_per_client * CHUNK;
+  *reserve_records = (uint64_t)nc->reserve_chunks * CHUNK;
+  *record_bytes = sizeof(nc_rec);
+}

@@ -44,9 +44,22 @@
  * bytes). Agents the client may hold that left the view or the world are
  * removed; removals always go, before any change.
  *
- * Frames' entries live in one circular pool shared by all clients (ioquake3's
- * snapshotEntities): a baseline whose entries have been overwritten is no
- * baseline, and the client gets a frame against nothing.
+ * Memory (issue 14). Frames' entries live in one pool of records, the
+ * server-wide cap (pool_records), handed out in chunks of 1024 records
+ * (64 KB). Each client writes its frames into its own ring of at most
+ * client_records records (its quota, whole chunks), backed by pool chunks
+ * taken as its ring advances and given back once no frame can need them (older
+ * than its baseline, the baseline's own baseline and the frames in flight).
+ * So a client's baselines are overwritten only by its own frames, never by
+ * another client's: a client past its quota wraps its own ring, and the
+ * baseline it overwrote is no baseline any more: its next frame goes against
+ * nothing (a keyframe), never against a lost baseline. Each client slot is
+ * guaranteed a reserve of chunks (what a client viewing 512 agents keeps);
+ * beyond it a client borrows from the rest of the pool only while the pool
+ * still holds every other slot's reserve, and when it cannot, it reuses its
+ * own oldest chunk. A frame that cannot be kept even so is not sent
+ * (frames_unkept). The pool is allocated at create and its pages are touched
+ * only as chunks are used, so memory grows with what clients actually hold.
  *
  * Everything is sized at create; nothing allocates after that. */
 #ifndef STEERD_NETCODE_H
@@ -71,7 +84,11 @@ typedef enum steerd_netcode_error {
 typedef struct steerd_netcode_config {
   uint32_t max_clients;  /* client slots (64) */
   uint32_t max_agents;   /* world capacity: agents in view at most (10000) */
-  uint32_t pool_records; /* records of all clients' frames (0: max_clients * 16 * min(max_agents, 512)) */
+  uint32_t pool_records;   /* records of all clients' frames, the server-wide cap (0: every slot's reserve,
+                              max_clients * 16 * min(max_agents, 512), plus 4 quotas) */
+  uint32_t client_records; /* records one client's frames may hold, its quota (0: 10 * max_agents, ten frames of
+                              the whole world: a baseline ~0.5 s old at 20 Hz; at least two of its largest
+                              frames, 2 * 3 * max_agents) */
   float dr_position_m;   /* dead-reckoning position threshold, m (0.02) */
   float dr_angle_rad;    /* dead-reckoning angle threshold, rad (1 degree) */
   uint32_t dr_refresh;   /* an agent's record is refreshed at least every this many frames (20) */
@@ -97,6 +114,10 @@ typedef struct steerd_netcode_stats {
   uint64_t kept_in_flight; /* agents not sent because a frame in flight carries a good record */
   uint64_t baselines_lost; /* acknowledged frames that could no longer be resolved */
   uint32_t max_age;        /* most frames any in-view agent's record went without a refresh */
+  uint32_t chunks_used;    /* pool chunks held by clients now */
+  uint32_t chunks_max;     /* ... at most */
+  uint64_t chunks_reused;  /* a client's own oldest chunk taken when the pool was short */
+  uint64_t frames_unkept;  /* frames not sent: no room to keep them */
 } steerd_netcode_stats;
 
 /* The encoded parts of one frame; valid until the next encode. */
@@ -158,5 +179,10 @@ const proto_record *steerd_netcode_held_frame(steerd_netcode *nc, uint32_t slot,
                                               uint32_t *count);
 
 void steerd_netcode_get_stats(const steerd_netcode *nc, steerd_netcode_stats *out);
+
+/* The memory model's sizes: the pool (records, the server-wide cap), a
+ * client's quota and reserve (records), and the bytes of one record. */
+void steerd_netcode_get_memory(const steerd_netcode *nc, uint64_t *pool_records, uint64_t *client_records,
+                               uint64_t *reserve_records, size_t *record_bytes);
 
 #endif /* STEERD_NETCODE_H */

@@ -1404,10 +1404,12 @@ static void log_stats(steerd_server *s) {
   steerd_netcode_get_stats(s->netcode, &ns);
   if (ns.frames > 0) /* many frames without a baseline while clients stay: --delta-pool too small? */
     LOG_INFO("delta stats: %llu frames (%llu without a baseline), %llu bytes, %llu changes, %llu deferred, "
-             "%llu kept thanks to frames in flight, %llu acknowledged frames no longer known",
+             "%llu kept thanks to frames in flight, %llu acknowledged frames no longer known; record pool: %u "
+             "chunks of 64 KB in use (%u at most), %llu reused by their client, %llu frames not sent for want of room",
              (unsigned long long)ns.frames, (unsigned long long)ns.frames_full, (unsigned long long)ns.bytes,
              (unsigned long long)ns.changes, (unsigned long long)ns.deferred,
-             (unsigned long long)ns.kept_in_flight, (unsigned long long)ns.baselines_lost);
+             (unsigned long long)ns.kept_in_flight, (unsigned long long)ns.baselines_lost, ns.chunks_used,
+             ns.chunks_max, (unsigned long long)ns.chunks_reused, (unsigned long long)ns.frames_unkept);
 }
 
 static void close_handles(steerd_server *s);
@@ -2049,6 +2051,15 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   ENetAddress bound;
   if (enet_socket_get_address(s->host->socket, &bound) == 0)
     s->host->address.port = bound.port;
+  {
+    uint64_t pool, quota, reserve;
+    size_t rec;
+    steerd_netcode_get_memory(s->netcode, &pool, &quota, &reserve, &rec);
+    LOG_INFO("delta snapshots: record pool %llu records (%.1f MB at most, used as needed), per client a quota of "
+             "%llu (%.1f MB) and a reserve of %llu",
+             (unsigned long long)pool, (double)pool * (double)rec / 1048576.0, (unsigned long long)quota,
+             (double)quota * (double)rec / 1048576.0, (unsigned long long)reserve);
+  }
   LOG_INFO("listening on %s:%u (udp), tick %u Hz, snapshots %u Hz, %u clients, %u agents max, demo %s",
            s->bind_ip, s->host->address.port, cfg->tick_rate, cfg->snapshot_rate, cfg->max_clients,
            cfg->max_agents, s->demo_on ? "on" : "off");

@@ -542,6 +542,111 @@ START_TEST(test_view_in_out) {
 }
 END_TEST
 
+/* ---- memory: each client's frames in its own quota (issue 14) ------------------------------------ */
+
+/* Encodes slot's frame of the world's current tick; with d, the client takes
+ * it (and acknowledges it when ack). Returns the frame's baseline tick. */
+static uint64_t frame_for(steerd_netcode *nc, uint32_t slot, const steer_world *w, steerd_delta *d, int ack) {
+  steerd_netcode_out out;
+  ck_assert_int_eq(steerd_netcode_encode(nc, slot, w, steer_world_tick(w), steer_world_tick(w) * TICK_US, &out), 0);
+  ck_assert_uint_ge(out.part_count, 1);
+  uint64_t t = 0;
+  for (uint32_t p = 0; d && p < out.part_count; p++)
+    ck_assert_int_ge(steerd_delta_receive(d, out.part[p], out.part_len[p], &t), 0);
+  if (d)
+    ck_assert_uint_eq(t, steer_world_tick(w));
+  if (d && ack)
+    steerd_netcode_ack(nc, slot, steerd_delta_ack(d));
+  return out.baseline_tick;
+}
+
+/* A pool of 12 chunks (12 288 records) for three whole-world clients of 400
+ * agents. Client 0 acknowledges one frame and then goes quiet; clients 1 and
+ * 2 take 60 frames each, ~45 000 records together: in the one circular pool
+ * of before, they overwrote client 0's baseline many times over. Now client
+ * 0's next frame is still a delta against it. Past its own quota (its own
+ * frames, never acknowledged, wrap its ring) it gets a frame against nothing,
+ * never one against a baseline that is gone; and its chunks go back to the
+ * pool when it stops. */
+START_TEST(test_quota_isolation) {
+  steer_world *w = make_world();
+  for (uint32_t i = 0; i < CAPACITY; i++) {
+    steer_agent_desc d = steer_default_agent_desc();
+    d.state.position = v2(-HALF + 1.0f + (float)(i % 20) * 5.0f, -HALF + 1.0f + (float)(i / 20) * 5.0f);
+    ck_assert_int_eq(steer_world_spawn(w, &d, 0, NULL), STEER_OK);
+  }
+  steerd_netcode_config cfg = steerd_netcode_default_config();
+  cfg.max_clients = 3;
+  cfg.max_agents = CAPACITY;
+  cfg.pool_records = 12u * 1024u;
+  cfg.rate_bytes = 0; /* every frame a full budget: clients learn the world fast */
+  steerd_netcode *nc = steerd_netcode_create(&cfg);
+  ck_assert_ptr_nonnull(nc);
+  uint64_t pool, quota, reserve;
+  size_t rec;
+  steerd_netcode_get_memory(nc, &pool, &quota, &reserve, &rec);
+  ck_assert_uint_eq(pool, 12u * 1024u);
+  ck_assert_uint_ge(quota, 2u * 3u * CAPACITY); /* two of its largest frames */
+  ck_assert_uint_le(reserve * 3u, pool);
+  steerd_delta_config dc = steerd_delta_default_config();
+  dc.max_agents = CAPACITY;
+  steerd_delta *d[3];
+  for (uint32_t i = 0; i < 3; i++) {
+    d[i] = steerd_delta_create(&dc);
+    ck_assert_ptr_nonnull(d[i]);
+    ck_assert_int_eq(steerd_netcode_client_start(nc, i), 0);
+  }
+  steer_world_step(w, DT);
+  steerd_netcode_begin(nc, w);
+  ck_assert_uint_eq(frame_for(nc, 0, w, d[0], 1), 0);
+  uint64_t quiet_tick = steer_world_tick(w);
+  uint64_t written = 0, with_base = 0;
+  for (int f = 0; f < 60; f++) {
+    steer_world_step(w, DT);
+    steerd_netcode_begin(nc, w);
+    for (uint32_t i = 1; i < 3; i++) {
+      with_base += frame_for(nc, i, w, d[i], 1) != 0;
+      uint32_t n;
+      steerd_delta_frame(d[i], &n, NULL, NULL);
+      written += n;
+    }
+  }
+  ck_assert_uint_gt(written, 3u * pool); /* the old pool would have wrapped three times */
+  ck_assert_uint_ge(with_base, 2u * 59u); /* and theirs go against baselines too */
+  steerd_netcode_stats st;
+  steerd_netcode_get_stats(nc, &st);
+  ck_assert_uint_eq(st.frames_unkept, 0);
+  ck_assert_uint_le(st.chunks_max, 12);
+  /* Client 0's baseline survived. */
+  steer_world_step(w, DT);
+  steerd_netcode_begin(nc, w);
+  ck_assert_uint_eq(frame_for(nc, 0, w, d[0], 0), quiet_tick);
+  /* Its own frames, unacknowledged, wrap its ring: then a frame against nothing. */
+  uint64_t base = quiet_tick;
+  for (int f = 0; f < 200 && base != 0; f++) {
+    steer_world_step(w, DT);
+    steerd_netcode_begin(nc, w);
+    base = frame_for(nc, 0, w, d[0], 0);
+    ck_assert(base == quiet_tick || base == 0);
+  }
+  ck_assert_uint_eq(base, 0);
+  /* Stopping gives the chunks back. */
+  steerd_netcode_get_stats(nc, &st);
+  uint32_t used = st.chunks_used;
+  steerd_netcode_client_stop(nc, 1);
+  steerd_netcode_client_stop(nc, 2);
+  steerd_netcode_get_stats(nc, &st);
+  ck_assert_uint_lt(st.chunks_used, used);
+  steerd_netcode_client_stop(nc, 0);
+  steerd_netcode_get_stats(nc, &st);
+  ck_assert_uint_eq(st.chunks_used, 0);
+  for (uint32_t i = 0; i < 3; i++)
+    steerd_delta_destroy(d[i]);
+  steerd_netcode_destroy(nc);
+  steer_world_destroy(w);
+}
+END_TEST
+
 /* ---- the byte budget and starvation ------------------------------------------------------------- */
 
 START_TEST(test_budget) {
@@ -807,6 +912,7 @@ static Suite *netcode_suite(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_predict_and_apply);
   tcase_add_test(tc, test_view_in_out);
+  tcase_add_test(tc, test_quota_isolation);
   tcase_add_test(tc, test_budget);
   tcase_add_test(tc, test_rate);
   tcase_add_test(tc, test_random_world);

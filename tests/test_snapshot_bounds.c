@@ -23,14 +23,14 @@ static char state_path[64];
 
 /* A server whose world holds n wandering agents from the start (a state file
  * made with the core), with extra flags. */
-static void server_start_world(steerd_proc *s, uint32_t n, const char *const *extra) {
+static void server_start_world(steerd_proc *s, uint32_t n, uint32_t capacity, const char *const *extra) {
   strcpy(state_path, "/tmp/steerd-test-state-XXXXXX");
   int fd = mkstemp(state_path);
   ck_assert_int_ge(fd, 0);
   close(fd);
-  ck_assert_int_eq(steerd_test_write_state(state_path, n, NULL), 0);
+  ck_assert_int_eq(steerd_test_write_state(state_path, n, capacity, NULL), 0);
   static char cap[16];
-  snprintf(cap, sizeof(cap), "%u", n + 1000);
+  snprintf(cap, sizeof(cap), "%u", (capacity > n ? capacity : n) + 1000);
   const char *args[40] = {"--no-demo",    "--client-timeout", "3000", "--state", state_path, "--checkpoint-interval",
                           "0",            "--max-agents",     cap};
   int k = 9;
@@ -55,12 +55,22 @@ typedef struct watcher {
   uint64_t frames;
   uint32_t last_count;
   int gone;
+  uint32_t whole;   /* frames since counting began that held this many agents */
+  uint32_t partial; /* ... that held fewer */
+  uint32_t whole_count;
+  int counting;
 } watcher;
 
 static void on_frame(void *user, const steerd_client_frame *f) {
   watcher *w = user;
   w->frames++;
   w->last_count = f->count;
+  if (w->counting) {
+    if (f->count >= w->whole_count)
+      w->whole++;
+    else
+      w->partial++;
+  }
 }
 
 static void on_gone(void *user, uint32_t reason) {
@@ -109,7 +119,7 @@ START_TEST(a_full_snapshot_client_is_held_to_its_rate) {
   char rate[16];
   snprintf(rate, sizeof(rate), "%u", FULL_RATE_KBPS);
   const char *const args[] = {"--full-rate-kbps", rate, NULL};
-  server_start_world(&s, BIG_AGENTS, args);
+  server_start_world(&s, BIG_AGENTS, 0, args);
   watcher w[2];
   watcher_connect(&w[0], &s, "full", 0, BIG_AGENTS + 1000);
   watcher_connect(&w[1], &s, "observer", 1, BIG_AGENTS + 1000);
@@ -164,7 +174,7 @@ static int file_contains(const char *path, const char *needle) {
  * `steerd-client watch` now, which used the default. */
 START_TEST(clients_size_their_buffers_from_welcome) {
   steerd_proc s;
-  server_start_world(&s, WIDE_AGENTS, NULL);
+  server_start_world(&s, WIDE_AGENTS, 0, NULL);
   watcher w[2];
   watcher_connect(&w[0], &s, "from-welcome", 0, 0);
   watcher_connect(&w[1], &s, "default-size", 0, STEERD_CLIENT_DEFAULT_AGENTS);
@@ -206,12 +216,84 @@ START_TEST(clients_size_their_buffers_from_welcome) {
 }
 END_TEST
 
+/* ---- issue 14: each delta client's frames in its own quota -------------------------------- */
+
+#define SHARED_AGENTS 2000u
+#define FAST_CLIENTS  5
+#define SHARED_CAPACITY 6000u /* the world's: a client's quota is 10 x this many records */
+
+/* Five whole-world delta clients that acknowledge at once and one that reads
+ * its socket only every 800 ms, so its baseline is ~17 frames old when its
+ * next frame is encoded. Each frame of a whole-world client holds a record per
+ * agent: the fast ones write ~200 000 records a second. In one circular pool
+ * of 98 304 records shared by all (--delta-pool), as before issue 14, they
+ * overwrote the slow client's baseline within ~0.5 s, and its frames went
+ * without one: each then held only the few agents its budget could carry. Now
+ * its frames live in its own ring within its quota (10 x the world's
+ * capacity of 6 000: 60 000 records, ~30 of its frames), which other
+ * clients' frames never touch: once it has learned the
+ * world, every frame it rebuilds holds every agent. (The same pool holds the
+ * six clients' needs, ~70 chunks of 1024 records, and the reserves.) */
+START_TEST(other_clients_never_overwrite_a_clients_baseline) {
+  steerd_proc s;
+  const char *const args[] = {"--max-clients", "6", "--delta-pool", "98304", NULL};
+  server_start_world(&s, SHARED_AGENTS, SHARED_CAPACITY, args);
+  watcher w[FAST_CLIENTS + 1];
+  for (int i = 0; i <= FAST_CLIENTS; i++)
+    watcher_connect(&w[i], &s, i == FAST_CLIENTS ? "slow" : "fast", 1, SHARED_AGENTS + 1000);
+  watcher *slow = &w[FAST_CLIENTS];
+  /* Learning the world at 750 bytes a frame (--client-rate-kbps 120) takes a
+   * few seconds; then count. */
+  uint64_t start = now_ms(), last_slow = start;
+  for (int phase = 0; phase < 2; phase++) {
+    uint64_t end = now_ms() + (phase == 0 ? 8000u : 6000u);
+    while (now_ms() < end) {
+      for (int i = 0; i < FAST_CLIENTS; i++)
+        steerd_client_service(w[i].c, 0);
+      if (now_ms() - last_slow >= 800) {
+        steerd_client_service(slow->c, 0);
+        last_slow = now_ms();
+      }
+      steerd_proc_sleep_ms(1);
+    }
+    for (int i = 0; i <= FAST_CLIENTS; i++) {
+      w[i].counting = 1;
+      w[i].whole_count = SHARED_AGENTS;
+    }
+  }
+  for (int i = 0; i <= FAST_CLIENTS; i++) {
+    ck_assert_msg(!w[i].gone, "client %d dropped", i);
+    fprintf(stderr, "%s client %d: %u frames with all %u agents, %u with fewer (last %u)\n", i == FAST_CLIENTS ? "slow" : "fast",
+           i, w[i].whole, SHARED_AGENTS, w[i].partial, w[i].last_count);
+  }
+  if (getenv("STEERD_TEST_KEEP_LOG")) {
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "grep -E 'delta|pool' %s >&2", s.log_path);
+    if (system(cmd) != 0)
+      fprintf(stderr, "no log\n");
+  }
+  /* The slow client rebuilds the frames of 6 s in ~8 reads: a few at least,
+   * each of the whole world. */
+  ck_assert_uint_ge(slow->whole, 3);
+  ck_assert_msg(slow->partial == 0, "the slow client's frames lost their baselines: %u of %u held fewer agents",
+                slow->partial, slow->partial + slow->whole);
+  for (int i = 0; i < FAST_CLIENTS; i++) {
+    ck_assert_uint_ge(w[i].whole, 20);
+    ck_assert_uint_eq(w[i].partial, 0);
+  }
+  for (int i = 0; i <= FAST_CLIENTS; i++)
+    steerd_client_destroy(w[i].c);
+  server_stop(&s);
+}
+END_TEST
+
 static Suite *bounds_suite(void) {
   Suite *s = suite_create("snapshot_bounds");
   TCase *tc = tcase_create("server");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, a_full_snapshot_client_is_held_to_its_rate);
   tcase_add_test(tc, clients_size_their_buffers_from_welcome);
+  tcase_add_test(tc, other_clients_never_overwrite_a_clients_baseline);
   suite_add_tcase(s, tc);
   return s;
 }

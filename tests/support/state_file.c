@@ -9,10 +9,10 @@
 #include "persist.h"
 #include "world.h"
 
-int steerd_test_write_state(const char *path, uint32_t n, float *half_m) {
+int steerd_test_write_state(const char *path, uint32_t n, uint32_t capacity, float *half_m) {
   steer_world_config wc = steer_default_world_config();
   float half = (float)ceil(sqrt((double)n * 10.0) / 2.0) + 10.0f;
-  wc.max_agents = n ? n : 1;
+  wc.max_agents = capacity > n ? capacity : n ? n : 1;
   wc.min = v2(-half, -half);
   wc.max = v2(half, half);
   steer_world *w = steer_world_create(&wc);

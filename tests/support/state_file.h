@@ -9,7 +9,8 @@
 
 /* Writes to path a world of n wandering kinematic agents on a grid, about
  * 10 m^2 each, in a square centred on the origin whose half side goes to
- * *half_m (may be NULL), stepped once. 0, or -1 on failure. */
-int steerd_test_write_state(const char *path, uint32_t n, float *half_m);
+ * *half_m (may be NULL), stepped once; the world holds up to capacity agents
+ * (0: n; a restored world keeps its own). 0, or -1 on failure. */
+int steerd_test_write_state(const char *path, uint32_t n, uint32_t capacity, float *half_m);
 
 #endif /* STATE_FILE_H */
