@@ -108,7 +108,8 @@ static const option_def options[] = {
      "full snapshots: kbit/s per client on average; a bigger snapshot goes whole, less often; 0 = no limit (48000)"},
     {"--delta-pool", "STEERD_DELTA_POOL", OPT_U32, OFF(delta_pool), 0, 1u << 30,
      "delta snapshots: agent records of all clients' frames, the server-wide cap (64 B each, taken as needed); "
-     "each client keeps its frames within a quota of 10 x --max-agents; 0 = every slot's reserve + 4 quotas (0)"},
+     "each client keeps its frames within a quota of 10 x --max-agents; 0 = every slot's reserve + quotas for "
+     "a quarter of --max-clients (0)"},
     {"--http-bind", "STEERD_HTTP_BIND", OPT_STRING, OFF(http_bind), 0, 0,
      "address of the HTTP port: metrics, health, live view (127.0.0.1; 0.0.0.0 in the container)"},
     {"--http-port", "STEERD_HTTP_PORT", OPT_HTTP_PORT, OFF(http_port), 0, 0,

@@ -354,7 +354,7 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
   if (rc > qc)
     rc = qc;
   uint64_t pc = cfg->pool_records ? ((uint64_t)cfg->pool_records + CHUNK - 1) / CHUNK
-                                  : (uint64_t)cfg->max_clients * rc + 4u * qc;
+                                  : (uint64_t)cfg->max_clients * rc + ((cfg->max_clients + 3u) / 4u) * qc;
   if (pc < qc)
     pc = qc; /* at least one client's whole quota */
   if (pc > UINT32_MAX / CHUNK)
@@ -886,8 +886,10 @@ static nc_frame *choose_baseline(steerd_netcode *nc, nc_client *c) {
   return base;
 }
 
-int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t tick,
-                          uint64_t time_us, steerd_netcode_out *out) {
+/* One frame; keyframe: against nothing and carrying no ops in flight (the
+ * smallest frame to keep: only what it sends). */
+static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t tick, uint64_t time_us,
+                        steerd_netcode_out *out, int keyframe) {
   memset(out, 0, sizeof *out);
   if (slot >= nc->cfg.max_clients || !nc->clients[slot].active ||
       steer_world_capacity(w) > nc->cfg.max_agents)
@@ -903,10 +905,12 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   /* Baseline: the newest acknowledged frame, as the client holds it. Ops in
    * flight: for a client that merges, the previous frame's entries newer than
    * the baseline (each agent's newest op since the baseline). */
-  nc_frame *base = choose_baseline(nc, c);
-  nc_frame *prev = c->merges ? frame_by_seq(c, c->seq - 1u) : NULL;
+  nc_frame *base = keyframe ? NULL : choose_baseline(nc, c);
+  nc_frame *prev = c->merges && !keyframe ? frame_by_seq(c, c->seq - 1u) : NULL;
   if (prev == base || (prev && !frame_intact(nc, c, prev)))
     prev = NULL;
+  if (keyframe)
+    c->min_base_seq = c->seq; /* no frame before it carries what it did not */
   /* Ops in flight, each agent's newest: the previous frame's entries newer
    * than the baseline. A frame without a baseline carries them too (those
    * newer than the newest acknowledged frame: later baselines are no older),
@@ -1134,8 +1138,7 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
         tombstone(nc->removed[i], c->seq, pi != NO_INDEX ? pool_at(nc, c, prev->first + pi)->orig : NO_POS);
   }
   if (chunks_map(nc, c, nrec) != 0) {
-    nc->stats.frames_unkept++; /* not sent: the client would rely on a frame the server cannot remember */
-    memset(out, 0, sizeof *out);
+    memset(out, 0, sizeof *out); /* not sent: the client would rely on a frame the server cannot remember */
     return STEERD_NETCODE_ENOMEM;
   }
   for (uint32_t i = 0; i < nrec; i++) {
@@ -1182,6 +1185,21 @@ int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *
   if (max_age > st->max_age)
     st->max_age = max_age;
   return STEERD_NETCODE_OK;
+}
+
+int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t tick,
+                          uint64_t time_us, steerd_netcode_out *out) {
+  int rc = encode_frame(nc, slot, w, tick, time_us, out, 0);
+  if (rc != STEERD_NETCODE_ENOMEM)
+    return rc;
+  /* The pool cannot keep the frame (the client is beyond its reserve and the
+   * pool is short): a keyframe, which holds only what it sends, fits what the
+   * client has. It learns the world again from there, as far as it can. */
+  nc->stats.keyframes_for_room++;
+  rc = encode_frame(nc, slot, w, tick, time_us, out, 1);
+  if (rc == STEERD_NETCODE_ENOMEM)
+    nc->stats.frames_unkept++;
+  return rc;
 }
 
 /* Records (not tombstones) of entries e[0..n) as proto records into nc->last. */

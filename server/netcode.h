@@ -57,8 +57,9 @@
  * guaranteed a reserve of chunks (what a client viewing 512 agents keeps);
  * beyond it a client borrows from the rest of the pool only while the pool
  * still holds every other slot's reserve, and when it cannot, it reuses its
- * own oldest chunk. A frame that cannot be kept even so is not sent
- * (frames_unkept). The pool is allocated at create and its pages are touched
+ * own oldest chunk. A frame that cannot be kept even so goes as a keyframe
+ * (against nothing: it holds only what it sends), and only if even that
+ * cannot be kept, not at all (frames_unkept). The pool is allocated at create and its pages are touched
  * only as chunks are used, so memory grows with what clients actually hold.
  *
  * Everything is sized at create; nothing allocates after that. */
@@ -85,7 +86,8 @@ typedef struct steerd_netcode_config {
   uint32_t max_clients;  /* client slots (64) */
   uint32_t max_agents;   /* world capacity: agents in view at most (10000) */
   uint32_t pool_records;   /* records of all clients' frames, the server-wide cap (0: every slot's reserve,
-                              max_clients * 16 * min(max_agents, 512), plus 4 quotas) */
+                              max_clients * 16 * min(max_agents, 512), plus a quota for a quarter of the
+                              slots) */
   uint32_t client_records; /* records one client's frames may hold, its quota (0: 10 * max_agents, ten frames of
                               the whole world: a baseline ~0.5 s old at 20 Hz; at least two of its largest
                               frames, 2 * 3 * max_agents) */
@@ -117,7 +119,8 @@ typedef struct steerd_netcode_stats {
   uint32_t chunks_used;    /* pool chunks held by clients now */
   uint32_t chunks_max;     /* ... at most */
   uint64_t chunks_reused;  /* a client's own oldest chunk taken when the pool was short */
-  uint64_t frames_unkept;  /* frames not sent: no room to keep them */
+  uint64_t keyframes_for_room; /* frames sent against nothing: the pool could not keep a delta */
+  uint64_t frames_unkept;  /* frames not sent: no room to keep even a keyframe */
 } steerd_netcode_stats;
 
 /* The encoded parts of one frame; valid until the next encode. */

@@ -1405,11 +1405,12 @@ static void log_stats(steerd_server *s) {
   if (ns.frames > 0) /* many frames without a baseline while clients stay: --delta-pool too small? */
     LOG_INFO("delta stats: %llu frames (%llu without a baseline), %llu bytes, %llu changes, %llu deferred, "
              "%llu kept thanks to frames in flight, %llu acknowledged frames no longer known; record pool: %u "
-             "chunks of 64 KB in use (%u at most), %llu reused by their client, %llu frames not sent for want of room",
+             "chunks of 64 KB in use (%u at most), %llu reused by their client, %llu keyframes and %llu frames not sent for want of room",
              (unsigned long long)ns.frames, (unsigned long long)ns.frames_full, (unsigned long long)ns.bytes,
              (unsigned long long)ns.changes, (unsigned long long)ns.deferred,
              (unsigned long long)ns.kept_in_flight, (unsigned long long)ns.baselines_lost, ns.chunks_used,
-             ns.chunks_max, (unsigned long long)ns.chunks_reused, (unsigned long long)ns.frames_unkept);
+             ns.chunks_max, (unsigned long long)ns.chunks_reused, (unsigned long long)ns.keyframes_for_room,
+             (unsigned long long)ns.frames_unkept);
 }
 
 static void close_handles(steerd_server *s);
