@@ -355,6 +355,8 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
     rc = qc;
   uint64_t pc = cfg->pool_records ? ((uint64_t)cfg->pool_records + CHUNK - 1) / CHUNK
                                   : (uint64_t)cfg->max_clients * rc + ((cfg->max_clients + 3u) / 4u) * qc;
+  if (!cfg->pool_records && pc > (1u << 30) / (CHUNK * sizeof(nc_rec)))
+    pc = (1u << 30) / (CHUNK * sizeof(nc_rec)); /* by default at most 1 GiB, whatever the world */
   if (pc < qc)
     pc = qc; /* at least one client's whole quota */
   if (pc > UINT32_MAX / CHUNK)

@@ -87,7 +87,7 @@ typedef struct steerd_netcode_config {
   uint32_t max_agents;   /* world capacity: agents in view at most (10000) */
   uint32_t pool_records;   /* records of all clients' frames, the server-wide cap (0: every slot's reserve,
                               max_clients * 16 * min(max_agents, 512), plus a quota for a quarter of the
-                              slots) */
+                              slots, at most 1 GiB unless one quota is more) */
   uint32_t client_records; /* records one client's frames may hold, its quota (0: 10 * max_agents, ten frames of
                               the whole world: a baseline ~0.5 s old at 20 Hz; at least two of its largest
                               frames, 2 * 3 * max_agents) */
