@@ -648,7 +648,12 @@ static int resolve(steerd_netcode *nc, nc_client *c, const nc_frame *f, nc_rec *
     }
     steer_id id = x->r.id;
     while (x && x->seq > bb->seq && x->seq < f->seq && !was_merged(f, x->seq)) {
-      if (x->prev == NO_POS) {
+      /* An op written before the end of the baseline is no newer than the
+       * baseline (frames are written in seq order), so the baseline's own
+       * record stands for it: it need not be read, and its chunk may have
+       * been given back already (chunks_release_stale keeps nothing older
+       * than a baseline). */
+      if (x->prev == NO_POS || x->prev < bb->first + bb->count) {
         x = NULL;
         break;
       }
