@@ -1,0 +1,834 @@
+/* nav_build.c: the visibility graph over inflated corners, made from a map and
+ * kept up to date with it incrementally, and the cache of graphs per radius
+ * class (see nav.h for the choice and its costs; the search is in nav.c).
+ *
+ * Layout. Every obstacle of the map (a group, in map order) owns its candidate
+ * corner nodes (all corners that lie inside the bounds); a candidate is live
+ * (a graph node) when a body fits there. Live candidates in map order are the
+ * graph's nodes; the edges join every pair of live nodes that are tangent at
+ * both ends and see each other (nav_vis_pair). The graph is therefore a function of
+ * the map alone, and the incremental update (nav_make with the old graph)
+ * produces the same arrays, bit for bit, as a build from scratch.
+ *
+ * Why incremental (and not a full build off the tick thread): the graph is a
+ * local function of the geometry. Whether a node is free depends only on what
+ * lies within r + skin of it, whether two nodes see each other only on what
+ * lies within r + skin of the segment between them; adding geometry can only
+ * take nodes and edges away, removing it can only give them back. So after a
+ * change only the candidates near a changed obstacle's box, the old edges that
+ * pass near an added obstacle, the pairs that pass near a removed obstacle and
+ * the pairs with new nodes are evaluated again; the rest is copied. That keeps
+ * a change to a few milliseconds on the tick thread, with no threads, no
+ * stale graph in use and nothing that depends on timing. */
+#include "nav.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nav_internal.h"
+#include "world.h" /* error codes */
+
+void nav_free_graph(steer_nav *n) {
+  free(n->groups);
+  free(n->cand);
+  free(n->cand_live);
+  free(n->nodes);
+  free(n->start);
+  free(n->adj);
+  free(n->adj_len);
+  free(n->prims);
+  free(n->cell_start);
+  free(n->cell_items);
+  free(n->pstamp);
+  nav_search_free(n);
+}
+
+size_t steer_nav_memory(const steer_nav *n) {
+  return sizeof *n + (size_t)n->ngroups * sizeof(nav_group) + (size_t)n->ncand * (sizeof(nav_node) + sizeof(uint32_t)) +
+         (size_t)n->nnodes * sizeof(nav_node) + (n->nnodes + 1u) * sizeof(uint32_t) +
+         (size_t)n->nadj * (sizeof(uint32_t) + sizeof(float)) +
+         (size_t)n->nprims * (sizeof(nav_prim) + sizeof(uint32_t)) +
+         ((size_t)n->cols * n->rows + 1u) * sizeof(uint32_t) +
+         (n->cell_start ? (size_t)n->cell_start[(size_t)n->cols * n->rows] * sizeof(uint32_t) : 0u) +
+         nav_search_memory(n);
+}
+
+/* ---- the primitive grid ------------------------------------------------------ */
+
+static int prim_push(nav_prim **v, uint32_t *len, uint32_t *cap, vec2 a, vec2 b, float rad) {
+  if (*len == *cap) {
+    uint32_t c = *cap ? 2 * *cap : 256;
+    nav_prim *x = realloc(*v, (size_t)c * sizeof *x);
+    if (!x)
+      return STEER_ENOMEM;
+    *v = x;
+    *cap = c;
+  }
+  nav_prim *s = &(*v)[(*len)++];
+  s->a = a;
+  s->b = b;
+  s->rad = rad;
+  s->lo = v2(minf(a.x, b.x) - rad, minf(a.y, b.y) - rad);
+  s->hi = v2(maxf(a.x, b.x) + rad, maxf(a.y, b.y) + rad);
+  return 0;
+}
+
+static int prims_of(nav_prim **v, uint32_t *len, uint32_t *cap, const steer_obstacle_desc *o) {
+  if (o->kind == STEER_OBSTACLE_CIRCLE)
+    return prim_push(v, len, cap, o->points[0], o->points[0], o->radius);
+  int rc = 0;
+  uint32_t segs = o->kind == STEER_OBSTACLE_POLYGON ? o->count : o->count - 1u;
+  for (uint32_t i = 0; i < segs && rc == 0; i++)
+    rc = prim_push(v, len, cap, o->points[i], o->points[(i + 1u) % o->count], 0.0f);
+  return rc;
+}
+
+/* Grid over t's bounds of the primitives already in t->prims. */
+static int grid_build(steer_nav *t) {
+  float w = t->hi.x - t->lo.x, h = t->hi.y - t->lo.y;
+  t->cell = maxf(maxf(w, h) / (float)NAV_GRID_CELLS, NAV_MIN_CELL);
+  t->inv_cell = 1.0f / t->cell;
+  t->cols = (uint32_t)ceilf(w * t->inv_cell);
+  t->rows = (uint32_t)ceilf(h * t->inv_cell);
+  if (t->cols == 0)
+    t->cols = 1;
+  if (t->rows == 0)
+    t->rows = 1;
+  size_t cells = (size_t)t->cols * t->rows;
+  t->cell_start = calloc(cells + 1u, sizeof *t->cell_start);
+  t->pstamp = calloc(t->nprims + 1u, sizeof *t->pstamp);
+  if (!t->cell_start || !t->pstamp)
+    return STEER_ENOMEM;
+  size_t items = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint32_t k = 0; k < t->nprims; k++) {
+      const nav_prim *s = &t->prims[k];
+      uint32_t a = cell_of(s->lo.x, t->lo.x, t->inv_cell, t->cols), b = cell_of(s->hi.x, t->lo.x, t->inv_cell, t->cols);
+      uint32_t c = cell_of(s->lo.y, t->lo.y, t->inv_cell, t->rows), d = cell_of(s->hi.y, t->lo.y, t->inv_cell, t->rows);
+      for (uint32_t y = c; y <= d; y++)
+        for (uint32_t x = a; x <= b; x++) {
+          size_t cell = (size_t)y * t->cols + x;
+          if (pass == 0)
+            t->cell_start[cell + 1]++;
+          else
+            t->cell_items[t->cell_start[cell]++] = k; /* cell_start used as a fill cursor, shifted back below */
+        }
+    }
+    if (pass == 0) {
+      for (size_t i = 0; i < cells; i++)
+        t->cell_start[i + 1] += t->cell_start[i];
+      items = t->cell_start[cells];
+      t->cell_items = malloc((items + 1u) * sizeof *t->cell_items);
+      if (!t->cell_items)
+        return STEER_ENOMEM;
+    }
+  }
+  /* The fill advanced each start to the next cell's start. */
+  for (size_t i = cells; i > 0; i--)
+    t->cell_start[i] = t->cell_start[i - 1];
+  t->cell_start[0] = 0;
+  (void)items;
+  return 0;
+}
+
+/* ---- candidate nodes ---------------------------------------------------------- */
+
+typedef struct node_list {
+  nav_node *v;
+  uint32_t n, cap;
+} node_list;
+
+typedef struct build_ctx {
+  float r, ro; /* radius, node offset (r + skin + margin) */
+  vec2 lo, hi;
+  node_list *out;
+} build_ctx;
+
+static int push_node(const build_ctx *b, vec2 p, vec2 a, vec2 c, int tang) {
+  /* Corners outside the reachable box could never be stood on: dropped for
+   * good (whether a body fits is decided per map, in nav_make). */
+  if (p.x < b->lo.x + b->r || p.x > b->hi.x - b->r || p.y < b->lo.y + b->r || p.y > b->hi.y - b->r)
+    return 0;
+  node_list *l = b->out;
+  if (l->n == l->cap) {
+    uint32_t cap = l->cap ? 2 * l->cap : 64;
+    nav_node *x = realloc(l->v, (size_t)cap * sizeof *x);
+    if (!x)
+      return STEER_ENOMEM;
+    l->v = x;
+    l->cap = cap;
+  }
+  l->v[l->n++] = (nav_node){p, a, c, (uint8_t)tang};
+  return 0;
+}
+
+/* A convex corner v turning by phi (rad, > 0) from outward normal n1, the
+ * rotation's sense s (+1 counter-clockwise): the inflated corner is an arc of
+ * radius ro, circumscribed by k = ceil(phi / 45 deg) straight pieces whose
+ * vertices are the nodes (k = 1 is the mitre). A route round the arc is then at
+ * most ro (1/cos(22.5 deg) - 1) ~ 8 % of ro off the round corner's. */
+static int corner_nodes(const build_ctx *b, vec2 v, vec2 a, vec2 c, vec2 n1, float phi, float s, int tang) {
+  uint32_t k = (uint32_t)ceilf(phi / (NAV_PI / 4.0f) - 1e-3f);
+  if (k == 0)
+    k = 1;
+  float half = phi / (2.0f * (float)k);
+  float R = b->ro / cosf(half);
+  int rc = 0;
+  for (uint32_t j = 0; j < k && rc == 0; j++) {
+    float t = s * (2.0f * (float)j + 1.0f) * half;
+    vec2 d = v2(n1.x * cosf(t) - n1.y * sinf(t), n1.x * sinf(t) + n1.y * cosf(t));
+    rc = push_node(b, v2_add(v, v2_scale(d, R)), a, c, tang);
+  }
+  return rc;
+}
+
+static float turn_of(vec2 n1, vec2 n2) {
+  float d = v2_dot(n1, n2);
+  return acosf(d > 1.0f ? 1.0f : (d < -1.0f ? -1.0f : d));
+}
+
+static int obstacle_nodes(const build_ctx *b, const steer_obstacle_desc *o) {
+  int rc = 0;
+  if (o->kind == STEER_OBSTACLE_CIRCLE) {
+    float R = (o->radius + b->ro) / cosf(NAV_PI / (float)STEER_NAV_CIRCLE_SIDES);
+    for (uint32_t i = 0; i < STEER_NAV_CIRCLE_SIDES && rc == 0; i++) {
+      float t = 2.0f * NAV_PI * ((float)i + 0.5f) / (float)STEER_NAV_CIRCLE_SIDES;
+      vec2 p = v2_add(o->points[0], v2(R * cosf(t), R * sinf(t)));
+      rc = push_node(b, p, p, p, 0);
+    }
+    return rc;
+  }
+  const vec2 *v = o->points;
+  uint32_t cnt = o->count;
+  if (o->kind == STEER_OBSTACLE_POLYGON) {
+    float area = 0.0f;
+    for (uint32_t i = 0, j = cnt - 1; i < cnt; j = i++)
+      area += v2_cross(v[j], v[i]);
+    float s = area > 0.0f ? 1.0f : -1.0f; /* counter-clockwise: outward normal is (e.y, -e.x) */
+    for (uint32_t i = 0; i < cnt && rc == 0; i++) {
+      vec2 pv = v[(i + cnt - 1) % cnt], nv = v[(i + 1) % cnt];
+      vec2 e1 = v2_norm(v2_sub(v[i], pv)), e2 = v2_norm(v2_sub(nv, v[i]));
+      if (s * v2_cross(e1, e2) <= NAV_COLLINEAR)
+        continue; /* reflex or straight: never on a shortest route */
+      vec2 n1 = v2_scale(v2(e1.y, -e1.x), s), n2 = v2_scale(v2(e2.y, -e2.x), s);
+      rc = corner_nodes(b, v[i], pv, nv, n1, turn_of(n1, n2), v2_cross(n1, n2) >= 0.0f ? 1.0f : -1.0f, 1);
+    }
+    return rc;
+  }
+  /* A wall: both ends are capped by two nodes each; a bend gets a corner on
+   * its convex side. */
+  for (uint32_t i = 0; i < cnt && rc == 0; i++) {
+    if (i == 0 || i == cnt - 1) {
+      vec2 other = v[i == 0 ? 1 : cnt - 2];
+      vec2 d = v2_norm(v2_sub(v[i], other));
+      vec2 side = v2(-d.y, d.x); /* d is side turned clockwise */
+      rc = corner_nodes(b, v[i], other, other, side, NAV_PI, -1.0f, 0);
+      continue;
+    }
+    vec2 e1 = v2_norm(v2_sub(v[i], v[i - 1])), e2 = v2_norm(v2_sub(v[i + 1], v[i]));
+    float turn = v2_cross(e1, e2);
+    if (fabsf(turn) <= NAV_COLLINEAR)
+      continue;
+    float s = turn > 0.0f ? 1.0f : -1.0f; /* a left turn is convex on the right */
+    vec2 n1 = v2_scale(v2(e1.y, -e1.x), s), n2 = v2_scale(v2(e2.y, -e2.x), s);
+    rc = corner_nodes(b, v[i], v[i - 1], v[i + 1], n1, turn_of(n1, n2), v2_cross(n1, n2) >= 0.0f ? 1.0f : -1.0f, 1);
+  }
+  return rc;
+}
+
+
+static uint64_t shape_hash(const steer_obstacle_desc *o) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  h = mix(mix(mix(h, o->kind), o->count), fbits(o->radius));
+  for (uint32_t i = 0; i < o->count; i++)
+    h = mix(mix(h, fbits(o->points[i].x)), fbits(o->points[i].y));
+  return h;
+}
+
+static void shape_box(const steer_obstacle_desc *o, vec2 *lo, vec2 *hi) {
+  float e = o->kind == STEER_OBSTACLE_CIRCLE ? o->radius : 0.0f;
+  *lo = v2(o->points[0].x - e, o->points[0].y - e);
+  *hi = v2(o->points[0].x + e, o->points[0].y + e);
+  for (uint32_t i = 1; i < o->count; i++) {
+    *lo = v2(minf(lo->x, o->points[i].x), minf(lo->y, o->points[i].y));
+    *hi = v2(maxf(hi->x, o->points[i].x), maxf(hi->y, o->points[i].y));
+  }
+}
+
+/* ---- making the graph (from scratch or from the previous one) ----------------- */
+
+typedef struct nav_edge {
+  uint32_t a, b; /* a < b */
+  float len;     /* m (|pa - pb| is the same bits both ways) */
+} nav_edge;
+
+typedef struct edge_list {
+  nav_edge *v;
+  uint32_t n, cap;
+} edge_list;
+
+static int edge_push(edge_list *e, uint32_t a, uint32_t b, float len) {
+  if (e->n == e->cap) {
+    uint32_t cap = e->cap ? 2 * e->cap : 256;
+    nav_edge *x = realloc(e->v, (size_t)cap * sizeof *x);
+    if (!x)
+      return STEER_ENOMEM;
+    e->v = x;
+    e->cap = cap;
+  }
+  e->v[e->n++] = (nav_edge){a < b ? a : b, a < b ? b : a, len};
+  return 0;
+}
+
+/* The boxes of the obstacles that changed, widened by what they can reach. */
+typedef struct change_set {
+  vec2 lo[NAV_MAX_CHANGES], hi[NAV_MAX_CHANGES];
+  vec2 c[NAV_MAX_CHANGES]; /* centre */
+  float rho2[NAV_MAX_CHANGES]; /* squared radius of the circle round the widened box */
+  uint32_t n;
+} change_set;
+
+static void change_add(change_set *s, vec2 lo, vec2 hi, float reach) {
+  uint32_t i = s->n++;
+  s->lo[i] = v2(lo.x - reach, lo.y - reach);
+  s->hi[i] = v2(hi.x + reach, hi.y + reach);
+  s->c[i] = v2_scale(v2_add(s->lo[i], s->hi[i]), 0.5f);
+  s->rho2[i] = v2_len2(v2_sub(s->hi[i], s->c[i]));
+}
+
+static int point_near(const change_set *s, vec2 p) {
+  for (uint32_t i = 0; i < s->n; i++)
+    if (p.x >= s->lo[i].x && p.x <= s->hi[i].x && p.y >= s->lo[i].y && p.y <= s->hi[i].y)
+      return 1;
+  return 0;
+}
+
+/* Whether segment pq meets one of the widened boxes (slab clipping). */
+static int seg_near(const change_set *s, vec2 p, vec2 q) {
+  vec2 d = v2_sub(q, p);
+  vec2 blo = v2(minf(p.x, q.x), minf(p.y, q.y)), bhi = v2(maxf(p.x, q.x), maxf(p.y, q.y));
+  for (uint32_t i = 0; i < s->n; i++) {
+    if (blo.x > s->hi[i].x || bhi.x < s->lo[i].x || blo.y > s->hi[i].y || bhi.y < s->lo[i].y)
+      continue;
+    float t0 = 0.0f, t1 = 1.0f;
+    int hit = 1;
+    for (int ax = 0; ax < 2 && hit; ax++) {
+      float o = ax ? p.y : p.x, dd = ax ? d.y : d.x;
+      float lo = ax ? s->lo[i].y : s->lo[i].x, hi = ax ? s->hi[i].y : s->hi[i].x;
+      if (dd == 0.0f) {
+        hit = o >= lo && o <= hi;
+        continue;
+      }
+      float a = (lo - o) / dd, b = (hi - o) / dd;
+      if (a > b) {
+        float t = a;
+        a = b;
+        b = t;
+      }
+      t0 = maxf(t0, a);
+      t1 = minf(t1, b);
+      hit = t0 <= t1;
+    }
+    if (hit)
+      return 1;
+  }
+  return 0;
+}
+
+/* Per candidate of the new graph: where it came from. */
+enum { CAND_NEW = 0, CAND_WAS_LIVE, CAND_WAS_DEAD };
+
+static int old_edge(const steer_nav *o, uint32_t u, uint32_t v) {
+  uint32_t lo = o->start[u], hi = o->start[u + 1];
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (o->adj[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < o->start[u + 1] && o->adj[lo] == v;
+}
+
+/* Whether every segment from p to the disc (c, sqrt(rho2)) crosses one
+ * segment primitive: it then cuts both tangents from p to the (slightly
+ * larger) disc, between p and the disc. Such a p sees nothing through the
+ * disc. The primitive is looked for among those that shadowed lately
+ * (walls), then as what stops the way from p to c. */
+static int separates(const nav_prim *s, vec2 p, vec2 t1, vec2 t2, vec2 c, float rho2) {
+  if (s->rad != 0.0f || !seg_cross(p, t1, s->a, s->b) || !seg_cross(p, t2, s->a, s->b))
+    return 0;
+  /* Where it crosses the two tangents: the chord between must miss the disc. */
+  vec2 e = v2_sub(s->b, s->a);
+  float den1 = v2_cross(v2_sub(t1, p), e), den2 = v2_cross(v2_sub(t2, p), e);
+  if (den1 == 0.0f || den2 == 0.0f)
+    return 0;
+  vec2 a = v2_add(p, v2_scale(v2_sub(t1, p), v2_cross(v2_sub(s->a, p), e) / den1));
+  vec2 b = v2_add(p, v2_scale(v2_sub(t2, p), v2_cross(v2_sub(s->a, p), e) / den2));
+  return dist2_point_seg(c, a, b) > rho2;
+}
+
+static int shadowed(steer_nav *t, vec2 p, vec2 c, float rho2, nav_recent *walls) {
+  const float rho = sqrtf(rho2) + NAV_NEAR;
+  vec2 d = v2_sub(c, p);
+  float d2 = v2_len2(d);
+  if (d2 <= 4.0f * rho * rho)
+    return 0;
+  /* Tangent points of the disc rho seen from p. */
+  float dl = sqrtf(d2), tl = sqrtf(d2 - rho * rho);
+  float sn = rho / dl, cs = tl / dl;
+  vec2 u = v2_scale(d, 1.0f / dl);
+  vec2 r1 = v2(u.x * cs - u.y * sn, u.x * sn + u.y * cs), r2 = v2(u.x * cs + u.y * sn, -u.x * sn + u.y * cs);
+  vec2 t1 = v2_add(p, v2_scale(r1, tl)), t2 = v2_add(p, v2_scale(r2, tl));
+  const float rr = rho * rho;
+  for (uint32_t i = 0; i < walls->n; i++)
+    if (separates(&t->prims[walls->k[i]], p, t1, t2, c, rr)) {
+      recent_front(walls, walls->k[i], i);
+      return 1;
+    }
+  uint32_t k;
+  if (nav_vis_walk(t, p, c, t->r + STEER_MAP_SKIN, &k) || !separates(&t->prims[k], p, t1, t2, c, rr))
+    return 0;
+  recent_front(walls, k, NAV_BLOCKERS);
+  return 1;
+}
+
+/* Makes t (zeroed) the graph of m for radius r in [lo, hi]; o, when not NULL,
+ * is the graph of an earlier map for the same r and bounds, reused where the
+ * map did not change. */
+static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec2 lo, vec2 hi) {
+  t->r = r;
+  t->lo = lo;
+  t->hi = hi;
+  const float R = r + STEER_MAP_SKIN;
+  const float seg_reach = R + NAV_TOUCH + NAV_NEAR; /* covers what a node's freedom and a segment's sight depend on */
+  uint32_t count = steer_map_count(m);
+  uint32_t prim_cap = 0;
+  int rc = 0;
+  node_list cand = {0};
+  uint8_t *state = NULL;
+  uint32_t *prev = NULL, *old_to_new = NULL, *cand_prev = NULL, *gmatch = NULL, *vis_nodes = NULL;
+  uint8_t *fresh = NULL;
+  edge_list e = {0};
+  static const change_set empty;
+  change_set *added = malloc(sizeof *added), *removed = malloc(sizeof *removed);
+  t->groups = malloc(((size_t)count + 1u) * sizeof *t->groups);
+  if (!added || !removed || !t->groups) {
+    rc = STEER_ENOMEM;
+    goto done;
+  }
+  *added = empty;
+  *removed = empty;
+
+  /* Groups in map order; the old ones matched in order (a removal keeps the
+   * order of the rest, an addition goes last), the rest are new. */
+  gmatch = malloc(((size_t)count + 1u) * sizeof *gmatch);
+  if (!gmatch) {
+    rc = STEER_ENOMEM;
+    goto done;
+  }
+  build_ctx b = {r, r + STEER_MAP_SKIN + STEER_NAV_MARGIN, lo, hi, &cand};
+  uint32_t og = 0; /* next old group */
+  for (uint32_t i = 0; i < count && rc == 0; i++) {
+    uint32_t id;
+    steer_obstacle_desc d;
+    if (steer_map_get(m, i, &id, &d) != 0)
+      continue;
+    rc = prims_of(&t->prims, &t->nprims, &prim_cap, &d);
+    nav_group *g = &t->groups[t->ngroups];
+    g->id = id;
+    g->shape = shape_hash(&d);
+    shape_box(&d, &g->lo, &g->hi);
+    g->first = cand.n;
+    uint32_t match = NAV_NONE;
+    while (o && og < o->ngroups && match == NAV_NONE) {
+      const nav_group *x = &o->groups[og];
+      if (x->id == g->id && x->shape == g->shape) {
+        match = og;
+      } else if (removed->n == NAV_MAX_CHANGES) {
+        o = NULL; /* too many changes: from scratch */
+      } else {
+        change_add(removed, x->lo, x->hi, seg_reach);
+      }
+      og++;
+    }
+    if (rc == 0 && match != NAV_NONE) {
+      const nav_group *x = &o->groups[match];
+      for (uint32_t k = 0; k < x->count && rc == 0; k++) {
+        const nav_node *nd = &o->cand[x->first + k];
+        rc = push_node(&b, nd->p, nd->a, nd->c, nd->tang); /* in bounds: they were */
+      }
+    } else if (rc == 0) {
+      if (o && added->n == NAV_MAX_CHANGES)
+        o = NULL;
+      else if (o)
+        change_add(added, g->lo, g->hi, seg_reach);
+      rc = obstacle_nodes(&b, &d);
+    }
+    g->count = cand.n - g->first;
+    gmatch[t->ngroups++] = match;
+  }
+  while (rc == 0 && o && og < o->ngroups) {
+    if (removed->n == NAV_MAX_CHANGES)
+      o = NULL;
+    else
+      change_add(removed, o->groups[og].lo, o->groups[og].hi, seg_reach);
+    og++;
+  }
+  if (rc != 0)
+    goto done;
+  /* Each candidate's old node index (NAV_NONE: was no node), or NAV_NEW. */
+  cand_prev = malloc(((size_t)cand.n + 1u) * sizeof *cand_prev);
+  if (!cand_prev) {
+    rc = STEER_ENOMEM;
+    goto done;
+  }
+  for (uint32_t gi = 0; gi < t->ngroups; gi++) {
+    const nav_group *g = &t->groups[gi];
+    for (uint32_t k = 0; k < g->count; k++)
+      cand_prev[g->first + k] = o && gmatch[gi] != NAV_NONE ? o->cand_live[o->groups[gmatch[gi]].first + k] : NAV_NEW;
+  }
+  if (!o)
+    added->n = removed->n = 0;
+  rc = grid_build(t);
+  if (rc != 0)
+    goto done;
+
+  /* Which candidates are nodes: new ones are tested; an old node only when
+   * something was added near it, an old dead candidate only when something
+   * was removed near it. */
+  t->ncand = cand.n;
+  t->cand = cand.v;
+  cand.v = NULL;
+  t->cand_live = malloc(((size_t)t->ncand + 1u) * sizeof *t->cand_live);
+  state = malloc((size_t)t->ncand + 1u);
+  if (!t->cand_live || !state) {
+    rc = STEER_ENOMEM;
+    goto done;
+  }
+  uint32_t live = 0;
+  for (uint32_t k = 0; k < t->ncand; k++) {
+    vec2 p = t->cand[k].p;
+    uint32_t pv = cand_prev[k];
+    int is;
+    if (pv == NAV_NEW) {
+      state[k] = CAND_NEW;
+      is = steer_map_free(m, p, R, 0.0f);
+    } else if (pv != NAV_NONE) {
+      state[k] = CAND_WAS_LIVE;
+      is = !point_near(added, p) || steer_map_free(m, p, R, 0.0f);
+    } else {
+      state[k] = CAND_WAS_DEAD;
+      is = point_near(removed, p) && steer_map_free(m, p, R, 0.0f);
+    }
+    t->cand_live[k] = is ? live++ : NAV_NONE;
+  }
+  t->nnodes = live;
+  t->nodes = malloc(((size_t)live + 1u) * sizeof *t->nodes);
+  prev = malloc(((size_t)live + 1u) * sizeof *prev);
+  fresh = malloc((size_t)live + 1u);
+  old_to_new = o ? malloc(((size_t)o->nnodes + 1u) * sizeof *old_to_new) : NULL;
+  if (!t->nodes || !prev || !fresh || (o && !old_to_new)) {
+    rc = STEER_ENOMEM;
+    goto done;
+  }
+  if (o)
+    for (uint32_t i = 0; i < o->nnodes; i++)
+      old_to_new[i] = NAV_NONE;
+  for (uint32_t k = 0; k < t->ncand; k++) {
+    uint32_t i = t->cand_live[k];
+    if (i == NAV_NONE)
+      continue;
+    t->nodes[i] = t->cand[k];
+    prev[i] = state[k] == CAND_WAS_LIVE ? cand_prev[k] : NAV_NONE;
+    fresh[i] = prev[i] == NAV_NONE;
+    if (prev[i] != NAV_NONE)
+      old_to_new[prev[i]] = i;
+  }
+
+  /* Edges kept: both ends still nodes, and nothing added near the segment
+   * (else it is tested again). */
+  if (o)
+    for (uint32_t u = 0; u < o->nnodes && rc == 0; u++) {
+      uint32_t nu = old_to_new[u];
+      if (nu == NAV_NONE)
+        continue;
+      for (uint32_t k = o->start[u]; k < o->start[u + 1] && rc == 0; k++) {
+        uint32_t v = o->adj[k], nv;
+        if (v < u || (nv = old_to_new[v]) == NAV_NONE)
+          continue;
+        vec2 a = t->nodes[nu].p, c = t->nodes[nv].p;
+        if (added->n == 0 || !seg_near(added, a, c) || nav_vis_pair(t, a, c, NULL))
+          rc = edge_push(&e, nu, nv, o->adj_len[k]);
+      }
+    }
+  if (o || removed->n > 0) {
+    vis_nodes = malloc(((size_t)t->nnodes + 1u) * sizeof *vis_nodes);
+    if (!vis_nodes) {
+      rc = STEER_ENOMEM;
+      goto done;
+    }
+  }
+  /* Edges of the nodes of an added obstacle: only with the nodes from which
+   * a disc round its nodes is not shadowed by one wall (fresh = 2: done). */
+  for (uint32_t gi = 0; o && gi < t->ngroups && rc == 0; gi++) {
+    const nav_group *g = &t->groups[gi];
+    if (gmatch[gi] != NAV_NONE)
+      continue;
+    vec2 blo = v2(INFINITY, INFINITY), bhi = v2(-INFINITY, -INFINITY);
+    uint32_t live_here = 0;
+    for (uint32_t k = g->first; k < g->first + g->count; k++)
+      if (t->cand_live[k] != NAV_NONE) {
+        vec2 p = t->cand[k].p;
+        blo = v2(minf(blo.x, p.x), minf(blo.y, p.y));
+        bhi = v2(maxf(bhi.x, p.x), maxf(bhi.y, p.y));
+        live_here++;
+      }
+    if (live_here == 0)
+      continue;
+    const vec2 c = v2_scale(v2_add(blo, bhi), 0.5f);
+    float rho2 = 0.0f;
+    for (uint32_t k = g->first; k < g->first + g->count; k++)
+      if (t->cand_live[k] != NAV_NONE)
+        rho2 = maxf(rho2, v2_len2(v2_sub(t->cand[k].p, c)));
+    rho2 = (sqrtf(rho2) + NAV_NEAR) * (sqrtf(rho2) + NAV_NEAR);
+    uint32_t nv = 0;
+    nav_recent walls = {{0}, 0};
+    for (uint32_t w = 0; w < t->nnodes; w++)
+      if (!shadowed(t, t->nodes[w].p, c, rho2, &walls))
+        vis_nodes[nv++] = w;
+    for (uint32_t k = g->first; k < g->first + g->count && rc == 0; k++) {
+      const uint32_t f = t->cand_live[k];
+      if (f == NAV_NONE)
+        continue;
+      fresh[f] = 2;
+      nav_recent recent = {{0}, 0};
+      const nav_node *nf = &t->nodes[f];
+      for (uint32_t x = 0; x < nv && rc == 0; x++) {
+        const uint32_t w = vis_nodes[x];
+        if (w == f || (fresh[w] && w > f))
+          continue;
+        const nav_node *nw = &t->nodes[w];
+        if (!tangent(nf, nw->p) || !tangent(nw, nf->p))
+          continue;
+        if (nav_vis_pair(t, nf->p, nw->p, &recent))
+          rc = edge_push(&e, f, w, v2_len(v2_sub(nf->p, nw->p)));
+      }
+    }
+  }
+  /* Edges of the other new nodes (all of them from scratch; revived ones):
+   * every other node, each pair once. */
+  for (uint32_t f = 0; f < t->nnodes && rc == 0; f++) {
+    if (fresh[f] != 1)
+      continue;
+    nav_recent recent = {{0}, 0};
+    const nav_node *nf = &t->nodes[f];
+    for (uint32_t w = 0; w < t->nnodes && rc == 0; w++) {
+      if (w == f || (fresh[w] && w > f))
+        continue;
+      const nav_node *nw = &t->nodes[w];
+      if (!tangent(nf, nw->p) || !tangent(nw, nf->p))
+        continue;
+      if (nav_vis_pair(t, nf->p, nw->p, &recent))
+        rc = edge_push(&e, f, w, v2_len(v2_sub(nf->p, nw->p)));
+    }
+  }
+  /* Pairs of old nodes that may see each other now something is gone: those
+   * whose segment passes near a removed obstacle and were not edges. Only
+   * nodes from which the removed area is not hidden take part (shadowed). */
+  for (uint32_t i = 0; i < removed->n && rc == 0; i++) {
+    const vec2 c = removed->c[i];
+    const float rho2 = removed->rho2[i];
+    uint32_t nv = 0;
+    nav_recent walls = {{0}, 0};
+    for (uint32_t u = 0; u < t->nnodes; u++)
+      if (!fresh[u] && !shadowed(t, t->nodes[u].p, c, rho2, &walls))
+        vis_nodes[nv++] = u;
+    for (uint32_t x = 0; x < nv && rc == 0; x++) {
+      const uint32_t u = vis_nodes[x];
+      const vec2 pu = t->nodes[u].p, cu = v2_sub(c, pu);
+      const float du2 = v2_len2(cu);
+      nav_recent recent = {{0}, 0};
+      for (uint32_t y = x + 1; y < nv && rc == 0; y++) {
+        const uint32_t v = vis_nodes[y];
+        /* Distance from c to the segment pu-pv within rho. */
+        vec2 w = v2_sub(t->nodes[v].p, pu);
+        float l2 = v2_len2(w), dt = v2_dot(cu, w), cr = v2_cross(w, cu);
+        int near = dt <= 0.0f ? du2 <= rho2 : (dt >= l2 ? v2_len2(v2_sub(c, t->nodes[v].p)) <= rho2 : cr * cr <= rho2 * l2);
+        if (!near)
+          continue;
+        /* Met once per removed box it passes: the first such box takes it. */
+        int earlier = 0;
+        for (uint32_t j = 0; j < i && !earlier; j++) {
+          vec2 cj = removed->c[j];
+          vec2 cuj = v2_sub(cj, pu);
+          float dtj = v2_dot(cuj, w), crj = v2_cross(w, cuj);
+          earlier = dtj <= 0.0f ? v2_len2(cuj) <= removed->rho2[j]
+                                : (dtj >= l2 ? v2_len2(v2_sub(cj, t->nodes[v].p)) <= removed->rho2[j]
+                                             : crj * crj <= removed->rho2[j] * l2);
+        }
+        if (earlier || old_edge(o, prev[u], prev[v]))
+          continue;
+        const nav_node *nu = &t->nodes[u], *nw = &t->nodes[v];
+        if (!tangent(nu, nw->p) || !tangent(nw, nu->p))
+          continue;
+        if (nav_vis_pair(t, nu->p, nw->p, &recent))
+          rc = edge_push(&e, u, v, v2_len(v2_sub(nu->p, nw->p)));
+      }
+    }
+  }
+  if (rc != 0)
+    goto done;
+
+  /* Adjacency, ascending per node; then the search's scratch (nav.c). */
+  t->nadj = 2 * e.n;
+  t->start = calloc(t->nnodes + 1u, sizeof *t->start);
+  t->adj = malloc(((size_t)t->nadj + 1u) * sizeof *t->adj);
+  t->adj_len = malloc(((size_t)t->nadj + 1u) * sizeof *t->adj_len);
+  if (!t->start || !t->adj || !t->adj_len || nav_search_alloc(t) != 0) {
+    rc = STEER_ENOMEM;
+    goto done;
+  }
+  for (uint32_t i = 0; i < e.n; i++) {
+    t->start[e.v[i].a + 1]++;
+    t->start[e.v[i].b + 1]++;
+  }
+  for (uint32_t i = 0; i < t->nnodes; i++)
+    t->start[i + 1] += t->start[i];
+  uint32_t *fill = prev; /* scratch (no longer needed): next slot per node */
+  memcpy(fill, t->start, t->nnodes * sizeof *fill);
+  for (uint32_t i = 0; i < e.n; i++) {
+    const nav_edge *x = &e.v[i];
+    t->adj_len[fill[x->a]] = x->len;
+    t->adj[fill[x->a]++] = x->b;
+    t->adj_len[fill[x->b]] = x->len;
+    t->adj[fill[x->b]++] = x->a;
+  }
+  for (uint32_t u = 0; u < t->nnodes; u++) {
+    /* Mostly in order already (kept edges come sorted): insertion sort. */
+    uint32_t *x = t->adj + t->start[u];
+    float *l = t->adj_len + t->start[u];
+    uint32_t len = t->start[u + 1] - t->start[u];
+    for (uint32_t i = 1; i < len; i++) {
+      uint32_t v = x[i], j = i;
+      float lv = l[i];
+      while (j > 0 && x[j - 1] > v) {
+        x[j] = x[j - 1];
+        l[j] = l[j - 1];
+        j--;
+      }
+      x[j] = v;
+      l[j] = lv;
+    }
+  }
+  t->version = steer_map_version(m);
+  t->built = 1;
+done:
+  free(cand.v);
+  free(cand_prev);
+  free(gmatch);
+  free(vis_nodes);
+  free(state);
+  free(prev);
+  free(fresh);
+  free(old_to_new);
+  free(e.v);
+  free(added);
+  free(removed);
+  return rc;
+}
+
+int steer_nav_build(steer_nav *n, const steer_map *m, float r, vec2 lo, vec2 hi) {
+  if (!n || !m || !isfinite(r) || r < 0.0f || !(lo.x < hi.x) || !(lo.y < hi.y))
+    return STEER_EINVAL;
+  steer_nav t;
+  memset(&t, 0, sizeof t);
+  int rc = nav_make(&t, NULL, m, r, lo, hi);
+  if (rc != 0) {
+    nav_free_graph(&t);
+    return rc;
+  }
+  nav_free_graph(n);
+  *n = t;
+  return 0;
+}
+
+int steer_nav_update(steer_nav *n, const steer_map *m) {
+  if (!n || !m || !n->built)
+    return STEER_EINVAL;
+  if (n->version == steer_map_version(m))
+    return 0;
+  steer_nav t;
+  memset(&t, 0, sizeof t);
+  int rc = nav_make(&t, n, m, n->r, n->lo, n->hi);
+  if (rc != 0) {
+    nav_free_graph(&t);
+    return rc;
+  }
+  nav_free_graph(n);
+  *n = t;
+  return 0;
+}
+
+/* ---- cache of graphs per radius class ------------------------------------------ */
+
+struct steer_nav_cache {
+  vec2 lo, hi;
+  steer_nav *nav[STEER_NAV_CLASSES];
+  uint64_t builds; /* full builds (steer_nav_build) so far */
+};
+
+float steer_nav_class_radius(float r) {
+  float k = ceilf(r / STEER_NAV_CLASS - 1e-4f);
+  return (k < 0.0f ? 0.0f : k) * STEER_NAV_CLASS;
+}
+
+steer_nav_cache *steer_nav_cache_create(vec2 lo, vec2 hi) {
+  steer_nav_cache *c = calloc(1, sizeof *c);
+  if (c) {
+    c->lo = lo;
+    c->hi = hi;
+  }
+  return c;
+}
+
+void steer_nav_cache_destroy(steer_nav_cache *c) {
+  if (!c)
+    return;
+  for (uint32_t i = 0; i < STEER_NAV_CLASSES; i++)
+    steer_nav_destroy(c->nav[i]);
+  free(c);
+}
+
+steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r) {
+  if (!isfinite(r) || r < 0.0f)
+    return NULL;
+  float cr = steer_nav_class_radius(r);
+  uint32_t k = (uint32_t)lrintf(cr / STEER_NAV_CLASS);
+  if (k >= STEER_NAV_CLASSES)
+    return NULL;
+  if (!c->nav[k] && !(c->nav[k] = steer_nav_create()))
+    return NULL;
+  steer_nav *n = c->nav[k];
+  if (n->built && n->r == cr) {
+    if (steer_nav_update(n, m) != 0) /* no memory: try from scratch */
+      n->built = 0;
+  }
+  if (!n->built || n->r != cr) {
+    c->builds++;
+    if (steer_nav_build(n, m, cr, c->lo, c->hi) != 0)
+      return NULL;
+  }
+  return n;
+}
+
+int steer_nav_cache_has(const steer_nav_cache *c, float r) {
+  if (!isfinite(r) || r < 0.0f)
+    return 0;
+  float cr = steer_nav_class_radius(r);
+  uint32_t k = (uint32_t)lrintf(cr / STEER_NAV_CLASS);
+  return k < STEER_NAV_CLASSES && c->nav[k] && c->nav[k]->built && c->nav[k]->r == cr;
+}
+
+uint64_t steer_nav_cache_builds(const steer_nav_cache *c) { return c->builds; }
