@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
+
 typedef struct goto_rec {
   steer_id id;     /* 0: slot not in GOTO */
   steer_goto g;
@@ -426,40 +428,6 @@ int steer_planner_get(const steer_planner *p, steer_id id, steer_goto_info *out)
 #define STATE_HEAD   16u /* magic, version, capacity, records */
 #define STATE_RECORD 45u
 
-/* Writes into a buffer, or (buf NULL) only hashes what would be written. */
-typedef struct sink {
-  uint8_t *buf;
-  size_t cap, pos;
-  uint64_t h; /* FNV-1a of every byte put */
-} sink;
-
-static void put_bytes(sink *k, const uint8_t *b, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    k->h = (k->h ^ b[i]) * 0x100000001b3ull;
-    if (k->buf && k->pos + i < k->cap)
-      k->buf[k->pos + i] = b[i];
-  }
-  k->pos += n;
-}
-
-static void put_u8(sink *k, uint8_t v) { put_bytes(k, &v, 1); }
-
-static void put_u32(sink *k, uint32_t v) {
-  uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-  put_bytes(k, b, 4);
-}
-
-static void put_f32(sink *k, float f) {
-  uint32_t v;
-  memcpy(&v, &f, 4);
-  put_u32(k, v);
-}
-
-static void put_u64(sink *k, uint64_t v) {
-  put_u32(k, (uint32_t)v);
-  put_u32(k, (uint32_t)(v >> 32));
-}
-
 static uint32_t record_count(const steer_planner *p) {
   uint32_t n = 0;
   for (uint32_t s = 0; s < p->cap; s++)
@@ -468,34 +436,34 @@ static uint32_t record_count(const steer_planner *p) {
 }
 
 /* The whole state, without the trailing checksum. */
-static void put_state(const steer_planner *p, sink *k) {
-  put_bytes(k, (const uint8_t *)STATE_MAGIC, 4);
-  put_u32(k, STEER_PLANNER_STATE_VERSION);
-  put_u32(k, p->cap);
-  put_u32(k, record_count(p));
+static void put_state(const steer_planner *p, steer_wbuf *k) {
+  steer_put_bytes(k, STATE_MAGIC, 4);
+  steer_put_u32(k, STEER_PLANNER_STATE_VERSION);
+  steer_put_u32(k, p->cap);
+  steer_put_u32(k, record_count(p));
   for (uint32_t s = 0; s < p->cap; s++) {
     const goto_rec *r = &p->rec[s];
     if (r->id == 0 || r->status == STEER_GOTO_NONE)
       continue;
-    put_u32(k, r->id);
-    put_u8(k, r->status);
-    put_u8(k, r->reason);
-    put_u8(k, r->partial);
-    put_u8(k, r->g.target.kind);
-    put_f32(k, r->g.target.point.x);
-    put_f32(k, r->g.target.point.y);
-    put_u32(k, r->g.target.agent);
-    put_f32(k, r->g.node_radius);
-    put_u8(k, r->g.cornering);
-    put_f32(k, r->g.replan_distance);
-    put_u32(k, (uint32_t)r->path);
-    put_u32(k, r->map_version);
-    put_f32(k, r->goal.x);
-    put_f32(k, r->goal.y);
+    steer_put_u32(k, r->id);
+    steer_put_u8(k, r->status);
+    steer_put_u8(k, r->reason);
+    steer_put_u8(k, r->partial);
+    steer_put_u8(k, r->g.target.kind);
+    steer_put_f32(k, r->g.target.point.x);
+    steer_put_f32(k, r->g.target.point.y);
+    steer_put_u32(k, r->g.target.agent);
+    steer_put_f32(k, r->g.node_radius);
+    steer_put_u8(k, r->g.cornering);
+    steer_put_f32(k, r->g.replan_distance);
+    steer_put_u32(k, (uint32_t)r->path);
+    steer_put_u32(k, r->map_version);
+    steer_put_f32(k, r->goal.x);
+    steer_put_f32(k, r->goal.y);
   }
-  put_u32(k, p->count);
+  steer_put_u32(k, p->count);
   for (uint32_t i = 0; i < p->count; i++)
-    put_u32(k, p->ring[(p->head + i) % p->cap]);
+    steer_put_u32(k, p->ring[(p->head + i) % p->cap]);
 }
 
 uint32_t steer_planner_active(const steer_planner *p) { return record_count(p); }
@@ -510,55 +478,18 @@ int steer_planner_save(const steer_planner *p, uint8_t *buf, size_t cap, size_t 
     *len = need;
   if (!buf || cap < need)
     return STEER_EINVAL;
-  sink k = {buf, cap, 0, 0xcbf29ce484222325ull};
+  steer_wbuf k = steer_wbuf_make(buf, cap);
+  k.hashing = 1;
   put_state(p, &k);
-  put_u64(&k, k.h);
-  return k.pos == need ? STEER_OK : STEER_EINVAL;
+  steer_put_u64(&k, k.h);
+  return !k.overflowed && k.pos == need ? STEER_OK : STEER_EINVAL;
 }
 
 uint64_t steer_planner_hash(const steer_planner *p) {
-  sink k = {NULL, 0, 0, 0xcbf29ce484222325ull};
+  steer_wbuf k = steer_wbuf_make(NULL, 0);
+  k.hashing = 1;
   put_state(p, &k);
   return k.h;
-}
-
-typedef struct source {
-  const uint8_t *p, *end;
-  int ok;
-} source;
-
-static const uint8_t *take(source *r, size_t n) {
-  if (!r->ok || (size_t)(r->end - r->p) < n) {
-    r->ok = 0;
-    return NULL;
-  }
-  const uint8_t *at = r->p;
-  r->p += n;
-  return at;
-}
-
-static uint8_t get_u8(source *r) {
-  const uint8_t *b = take(r, 1);
-  return b ? b[0] : 0;
-}
-
-static uint32_t get_u32(source *r) {
-  const uint8_t *b = take(r, 4);
-  return b ? (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24 : 0;
-}
-
-static float get_f32(source *r) {
-  uint32_t v = get_u32(r);
-  float f;
-  memcpy(&f, &v, 4);
-  return f;
-}
-
-static uint64_t fnv1a(const uint8_t *b, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
 }
 
 static int finite2(vec2 v) { return isfinite(v.x) && isfinite(v.y); }
@@ -566,16 +497,14 @@ static int finite2(vec2 v) { return isfinite(v.x) && isfinite(v.y); }
 int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   if (!p || !buf || len < STATE_HEAD + 4u + 8u || memcmp(buf, STATE_MAGIC, 4) != 0)
     return STEER_ECORRUPT;
-  uint64_t sum = 0;
-  for (int i = 7; i >= 0; i--)
-    sum = sum << 8 | buf[len - 8 + (size_t)i];
-  if (sum != fnv1a(buf, len - 8))
+  if (steer_le64(buf + len - 8) != steer_fnv1a(STEER_FNV1A_OFFSET, buf, len - 8))
     return STEER_ECORRUPT;
-  source r = {buf + 4, buf + len - 8, 1};
-  if (get_u32(&r) != STEER_PLANNER_STATE_VERSION)
+  steer_rbuf r = steer_rbuf_make(buf, len - 8);
+  r.pos = 4;
+  if (steer_get_u32(&r) != STEER_PLANNER_STATE_VERSION)
     return STEER_EVERSION;
-  uint32_t cap = get_u32(&r), n = get_u32(&r);
-  if (cap != p->cap || n > cap || (size_t)n * STATE_RECORD > (size_t)(r.end - r.p))
+  uint32_t cap = steer_get_u32(&r), n = steer_get_u32(&r);
+  if (cap != p->cap || n > cap || (size_t)n * STATE_RECORD > steer_rbuf_left(&r))
     return STEER_ECORRUPT;
   /* Parsed into a fresh table first: p changes only when all of it is sound. */
   goto_rec *rec = calloc(p->cap, sizeof *rec);
@@ -587,28 +516,28 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   }
   int64_t last = -1;
   for (uint32_t i = 0; i < n; i++) {
-    steer_id id = get_u32(&r);
+    steer_id id = steer_get_u32(&r);
     uint32_t s = id & STEER_ID_INDEX_MASK;
-    if (!r.ok || id == 0 || s >= cap || (int64_t)s <= last)
+    if (r.bad || id == 0 || s >= cap || (int64_t)s <= last)
       goto out;
     last = s;
     goto_rec *q = &rec[s];
     q->id = id;
-    q->status = get_u8(&r);
-    q->reason = get_u8(&r);
-    q->partial = get_u8(&r);
-    q->g.target.kind = get_u8(&r);
-    q->g.target.point.x = get_f32(&r);
-    q->g.target.point.y = get_f32(&r);
-    q->g.target.agent = get_u32(&r);
-    q->g.node_radius = get_f32(&r);
-    q->g.cornering = get_u8(&r);
-    q->g.replan_distance = get_f32(&r);
-    q->path = (int32_t)get_u32(&r);
-    q->map_version = get_u32(&r);
-    q->goal.x = get_f32(&r);
-    q->goal.y = get_f32(&r);
-    if (!r.ok || q->status == STEER_GOTO_NONE || q->status >= STEER_GOTO_STATUS_COUNT ||
+    q->status = steer_get_u8(&r);
+    q->reason = steer_get_u8(&r);
+    q->partial = steer_get_u8(&r);
+    q->g.target.kind = steer_get_u8(&r);
+    q->g.target.point.x = steer_get_f32(&r);
+    q->g.target.point.y = steer_get_f32(&r);
+    q->g.target.agent = steer_get_u32(&r);
+    q->g.node_radius = steer_get_f32(&r);
+    q->g.cornering = steer_get_u8(&r);
+    q->g.replan_distance = steer_get_f32(&r);
+    q->path = (int32_t)steer_get_u32(&r);
+    q->map_version = steer_get_u32(&r);
+    q->goal.x = steer_get_f32(&r);
+    q->goal.y = steer_get_f32(&r);
+    if (r.bad || q->status == STEER_GOTO_NONE || q->status >= STEER_GOTO_STATUS_COUNT ||
         q->reason >= STEER_PLAN_REASON_COUNT || q->partial > 1 || q->g.cornering >= STEER_CORNER_COUNT ||
         !(q->g.node_radius > 0.0f && q->g.node_radius <= STEER_MAX_DISTANCE) ||
         !(q->g.replan_distance >= 0.0f && q->g.replan_distance <= STEER_MAX_DISTANCE) || q->path < -1 ||
@@ -622,11 +551,11 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
       goto out;
     }
   }
-  uint32_t m = get_u32(&r);
-  if (!r.ok || m > cap || (size_t)m * 4u != (size_t)(r.end - r.p))
+  uint32_t m = steer_get_u32(&r);
+  if (r.bad || m > cap || (size_t)m * 4u != steer_rbuf_left(&r))
     goto out;
   for (uint32_t i = 0; i < m; i++) {
-    uint32_t s = get_u32(&r);
+    uint32_t s = steer_get_u32(&r);
     if (s >= cap || rec[s].queued)
       goto out;
     rec[s].queued = 1;

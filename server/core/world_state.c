@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "world.h"
 #include "world_internal.h"
 
@@ -85,11 +86,6 @@ _Static_assert(sizeof(steer_limits) == LIMIT_FLOATS * sizeof(float),
 
 static uint64_t rotl64(uint64_t x, unsigned r) { return (x << r) | (x >> (64u - r)); }
 
-static uint64_t le64(const uint8_t *p) {
-  return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
-         (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
-}
-
 static uint64_t round64(uint64_t acc, uint64_t word) { return rotl64(acc + word * P2, 31) * P1; }
 
 static uint64_t state_checksum(const uint8_t *p, size_t n) {
@@ -99,10 +95,10 @@ static uint64_t state_checksum(const uint8_t *p, size_t n) {
     uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
     const uint8_t *limit = end - 32;
     do {
-      v1 = round64(v1, le64(p));
-      v2 = round64(v2, le64(p + 8));
-      v3 = round64(v3, le64(p + 16));
-      v4 = round64(v4, le64(p + 24));
+      v1 = round64(v1, steer_le64(p));
+      v2 = round64(v2, steer_le64(p + 8));
+      v3 = round64(v3, steer_le64(p + 16));
+      v4 = round64(v4, steer_le64(p + 24));
       p += 32;
     } while (p <= limit);
     h = (h ^ round64(0, v1)) * P1 + P4;
@@ -111,7 +107,7 @@ static uint64_t state_checksum(const uint8_t *p, size_t n) {
     h = (h ^ round64(0, v4)) * P1 + P4;
   }
   for (; end - p >= 8; p += 8)
-    h = rotl64(h ^ round64(0, le64(p)), 27) * P1 + P4;
+    h = rotl64(h ^ round64(0, steer_le64(p)), 27) * P1 + P4;
   for (; p < end; p++)
     h = rotl64(h ^ (*p * P5), 11) * P1;
   h ^= h >> 33;
@@ -124,121 +120,78 @@ static uint64_t state_checksum(const uint8_t *p, size_t n) {
 
 /* ---- writing ------------------------------------------------------------- */
 
-typedef struct wbuf {
-  uint8_t *p;
-  size_t cap, pos;
-  int overflowed; /* a write would have passed cap */
-} wbuf;
-
-static void put_bytes(wbuf *b, const void *src, size_t n) {
-  if (b->overflowed || n > b->cap - b->pos) {
-    b->overflowed = 1;
-    return;
-  }
-  memcpy(b->p + b->pos, src, n);
-  b->pos += n;
-}
-
-static void put_u8(wbuf *b, uint8_t v) { put_bytes(b, &v, 1); }
-
-static void put_u16(wbuf *b, uint16_t v) {
-  uint8_t t[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
-  put_bytes(b, t, 2);
-}
-
-static void put_u32(wbuf *b, uint32_t v) {
-  uint8_t t[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-  put_bytes(b, t, 4);
-}
-
-static void put_u64(wbuf *b, uint64_t v) {
-  put_u32(b, (uint32_t)v);
-  put_u32(b, (uint32_t)(v >> 32));
-}
-
-static void put_f32(wbuf *b, float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof(u));
-  put_u32(b, u);
-}
-
-static void put_f32s(wbuf *b, const float *f, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    put_f32(b, f[i]);
-}
-
-static void put_agent(wbuf *b, const steer_world *w, uint32_t d) {
-  put_u32(b, w->id[d]);
-  put_u32(b, w->owner[d]);
-  put_u8(b, w->model[d]);
-  put_u8(b, w->arrived[d]);
-  put_f32(b, w->px[d]);
-  put_f32(b, w->py[d]);
-  put_f32(b, w->vx[d]);
-  put_f32(b, w->vy[d]);
-  put_f32(b, w->theta[d]);
-  put_f32(b, w->omega[d]);
-  put_f32(b, w->wander[d]);
-  put_u64(b, w->arng[d].state);
-  put_f32s(b, (const float *)&w->limits[d], LIMIT_FLOATS);
+static void put_agent(steer_wbuf *b, const steer_world *w, uint32_t d) {
+  steer_put_u32(b, w->id[d]);
+  steer_put_u32(b, w->owner[d]);
+  steer_put_u8(b, w->model[d]);
+  steer_put_u8(b, w->arrived[d]);
+  steer_put_f32(b, w->px[d]);
+  steer_put_f32(b, w->py[d]);
+  steer_put_f32(b, w->vx[d]);
+  steer_put_f32(b, w->vy[d]);
+  steer_put_f32(b, w->theta[d]);
+  steer_put_f32(b, w->omega[d]);
+  steer_put_f32(b, w->wander[d]);
+  steer_put_u64(b, w->arng[d].state);
+  steer_put_f32s(b, (const float *)&w->limits[d], LIMIT_FLOATS);
   const steer_behaviour *bh = &w->behaviour[d];
-  put_u8(b, bh->kind);
-  put_u8(b, bh->facing);
-  put_u8(b, bh->combine);
-  put_u8(b, bh->max_neighbours);
-  put_f32(b, bh->separation_weight);
-  put_u8(b, bh->target.kind);
-  put_f32(b, bh->target.point.x);
-  put_f32(b, bh->target.point.y);
-  put_f32(b, bh->target.orientation);
-  put_u32(b, bh->target.agent);
-  put_u32(b, bh->target.agent2);
-  put_f32s(b, (const float *)&bh->params, PARAM_FLOATS);
-  put_u32(b, (uint32_t)w->path[d]);
+  steer_put_u8(b, bh->kind);
+  steer_put_u8(b, bh->facing);
+  steer_put_u8(b, bh->combine);
+  steer_put_u8(b, bh->max_neighbours);
+  steer_put_f32(b, bh->separation_weight);
+  steer_put_u8(b, bh->target.kind);
+  steer_put_f32(b, bh->target.point.x);
+  steer_put_f32(b, bh->target.point.y);
+  steer_put_f32(b, bh->target.orientation);
+  steer_put_u32(b, bh->target.agent);
+  steer_put_u32(b, bh->target.agent2);
+  steer_put_f32s(b, (const float *)&bh->params, PARAM_FLOATS);
+  steer_put_u32(b, (uint32_t)w->path[d]);
   const steer_path_cursor *c = &w->cursor[d];
-  put_u32(b, c->node);
-  put_u8(b, (uint8_t)c->dir);
-  put_u8(b, c->finished);
-  put_f32(b, c->turn_time_left);
-  put_f32(b, c->turn_rate);
+  steer_put_u32(b, c->node);
+  steer_put_u8(b, (uint8_t)c->dir);
+  steer_put_u8(b, c->finished);
+  steer_put_f32(b, c->turn_time_left);
+  steer_put_f32(b, c->turn_rate);
 }
 
-static void put_avoid(wbuf *b, const steer_world *w, uint32_t d) {
+static void put_avoid(steer_wbuf *b, const steer_world *w, uint32_t d) {
   const steer_behaviour *bh = &w->behaviour[d];
-  put_f32(b, bh->avoid_weight);
-  put_f32(b, bh->avoid_horizon);
-  put_u8(b, bh->avoid_priority);
-  put_u8(b, bh->neighbour_period);
-  put_f32(b, bh->wall_lookahead);
-  put_f32(b, bh->wall_margin);
-  put_f32(b, bh->stuck_time);
-  put_u8(b, bh->stuck_reaction);
-  put_f32(b, w->stuck_best[d]);
-  put_f32(b, w->stuck_timer[d]);
-  put_u8(b, w->stuck_flag[d]);
+  steer_put_f32(b, bh->avoid_weight);
+  steer_put_f32(b, bh->avoid_horizon);
+  steer_put_u8(b, bh->avoid_priority);
+  steer_put_u8(b, bh->neighbour_period);
+  steer_put_f32(b, bh->wall_lookahead);
+  steer_put_f32(b, bh->wall_margin);
+  steer_put_f32(b, bh->stuck_time);
+  steer_put_u8(b, bh->stuck_reaction);
+  steer_put_f32(b, w->stuck_best[d]);
+  steer_put_f32(b, w->stuck_timer[d]);
+  steer_put_u8(b, w->stuck_flag[d]);
   if (w->nlist && w->nlist_stamp[d] == w->nepoch) {
-    put_u8(b, w->nlist_n[d]);
+    steer_put_u8(b, w->nlist_n[d]);
     for (uint32_t i = 0; i < w->nlist_n[d]; i++)
-      put_u32(b, w->nlist[(size_t)d * WORLD_NLIST + i]);
+      steer_put_u32(b, w->nlist[(size_t)d * WORLD_NLIST + i]);
   } else {
-    put_u8(b, 0xFF);
+    steer_put_u8(b, 0xFF);
   }
 }
 
-static void put_map(wbuf *b, const steer_map *m) {
-  put_u32(b, steer_map_version(m));
-  put_u32(b, steer_map_count(m));
+static void put_map(steer_wbuf *b, const steer_map *m) {
+  steer_put_u32(b, steer_map_version(m));
+  steer_put_u32(b, steer_map_count(m));
   for (uint32_t i = 0; i < steer_map_count(m); i++) {
     uint32_t id;
     steer_obstacle_desc o;
     steer_map_get(m, i, &id, &o);
-    put_u32(b, id);
-    put_u8(b, o.kind);
-    put_u32(b, o.count);
-    put_f32(b, o.radius);
+    steer_put_u32(b, id);
+    steer_put_u8(b, o.kind);
+    steer_put_u32(b, o.count);
+    steer_put_f32(b, o.radius);
     for (uint32_t k = 0; k < o.count; k++) {
-      put_f32(b, o.points[k].x);
-      put_f32(b, o.points[k].y);
+      steer_put_f32(b, o.points[k].x);
+      steer_put_f32(b, o.points[k].y);
     }
   }
 }
@@ -272,112 +225,64 @@ int steer_world_save(const steer_world *w, uint8_t *buf, size_t cap, size_t *len
     *len = need;
   if (!buf || cap < need)
     return STEER_EINVAL;
-  wbuf b = {buf, need, 0, 0};
+  steer_wbuf b = steer_wbuf_make(buf, need);
   const steer_world_config *c = &w->cfg;
-  put_bytes(&b, STATE_MAGIC, 4);
-  put_u32(&b, STEER_STATE_VERSION);
-  put_u32(&b, STATE_BOM);
-  put_u32(&b, 0);
-  put_u64(&b, (uint64_t)need);
-  put_u32(&b, c->max_agents);
-  put_u32(&b, c->max_paths);
-  put_u32(&b, c->max_path_points);
-  put_u32(&b, c->max_events);
-  put_f32(&b, c->min.x);
-  put_f32(&b, c->min.y);
-  put_f32(&b, c->max.x);
-  put_f32(&b, c->max.y);
-  put_f32(&b, c->cell_size);
-  put_u64(&b, c->seed);
-  put_u64(&b, w->tick);
-  put_u64(&b, w->rng.state);
-  put_u64(&b, w->events_dropped);
-  put_u32(&b, w->count);
+  steer_put_bytes(&b, STATE_MAGIC, 4);
+  steer_put_u32(&b, STEER_STATE_VERSION);
+  steer_put_u32(&b, STATE_BOM);
+  steer_put_u32(&b, 0);
+  steer_put_u64(&b, (uint64_t)need);
+  steer_put_u32(&b, c->max_agents);
+  steer_put_u32(&b, c->max_paths);
+  steer_put_u32(&b, c->max_path_points);
+  steer_put_u32(&b, c->max_events);
+  steer_put_f32(&b, c->min.x);
+  steer_put_f32(&b, c->min.y);
+  steer_put_f32(&b, c->max.x);
+  steer_put_f32(&b, c->max.y);
+  steer_put_f32(&b, c->cell_size);
+  steer_put_u64(&b, c->seed);
+  steer_put_u64(&b, w->tick);
+  steer_put_u64(&b, w->rng.state);
+  steer_put_u64(&b, w->events_dropped);
+  steer_put_u32(&b, w->count);
   for (uint32_t d = 0; d < w->count; d++)
     put_agent(&b, w, d);
   for (uint32_t s = 0; s < c->max_agents; s++)
-    put_u16(&b, w->slot_gen[s]);
+    steer_put_u16(&b, w->slot_gen[s]);
   for (uint32_t s = 0; s < c->max_agents; s++)
-    put_u32(&b, w->slot_dense[s]);
-  put_u32(&b, w->free_count);
+    steer_put_u32(&b, w->slot_dense[s]);
+  steer_put_u32(&b, w->free_count);
   for (uint32_t i = 0; i < w->free_count; i++)
-    put_u32(&b, w->free_ring[(w->free_head + i) % c->max_agents]);
-  put_u32(&b, w->path_live);
+    steer_put_u32(&b, w->free_ring[(w->free_head + i) % c->max_agents]);
+  steer_put_u32(&b, w->path_live);
   for (uint32_t h = 0; h < c->max_paths; h++) {
     const path_entry *e = &w->paths[h];
     if (!e->in_use)
       continue;
-    put_u32(&b, h);
-    put_u32(&b, e->count);
-    put_f32(&b, e->radius);
-    put_u8(&b, e->mode);
-    put_u8(&b, e->cornering);
-    put_u8(&b, e->released);
-    put_u32(&b, e->users);
-    put_f32s(&b, (const float *)(w->path_points + (size_t)h * c->max_path_points), 2u * (size_t)e->count);
+    steer_put_u32(&b, h);
+    steer_put_u32(&b, e->count);
+    steer_put_f32(&b, e->radius);
+    steer_put_u8(&b, e->mode);
+    steer_put_u8(&b, e->cornering);
+    steer_put_u8(&b, e->released);
+    steer_put_u32(&b, e->users);
+    steer_put_f32s(&b, (const float *)(w->path_points + (size_t)h * c->max_path_points), 2u * (size_t)e->count);
   }
-  put_u32(&b, w->path_free_count);
+  steer_put_u32(&b, w->path_free_count);
   for (uint32_t i = 0; i < w->path_free_count; i++)
-    put_u32(&b, w->path_free[i]);
+    steer_put_u32(&b, w->path_free[i]);
   for (uint32_t d = 0; d < w->count; d++)
     put_avoid(&b, w, d);
-  put_u64(&b, w->stuck_count);
+  steer_put_u64(&b, w->stuck_count);
   put_map(&b, w->map);
   if (b.overflowed || b.pos != need - STATE_TRAILER)
     return STEER_EINVAL; /* not reached: state_size counts what is written */
-  put_u64(&b, state_checksum(buf, b.pos));
+  steer_put_u64(&b, state_checksum(buf, b.pos));
   return STEER_OK;
 }
 
 /* ---- reading ------------------------------------------------------------- */
-
-typedef struct rbuf {
-  const uint8_t *p;
-  size_t len, pos;
-  int bad; /* a read passed the end, or a value was invalid */
-} rbuf;
-
-static const uint8_t *take(rbuf *b, size_t n) {
-  if (b->bad || n > b->len - b->pos) {
-    b->bad = 1;
-    return NULL;
-  }
-  const uint8_t *q = b->p + b->pos;
-  b->pos += n;
-  return q;
-}
-
-static uint8_t get_u8(rbuf *b) {
-  const uint8_t *q = take(b, 1);
-  return q ? q[0] : 0;
-}
-
-static uint16_t get_u16(rbuf *b) {
-  const uint8_t *q = take(b, 2);
-  return q ? (uint16_t)(q[0] | q[1] << 8) : 0;
-}
-
-static uint32_t get_u32(rbuf *b) {
-  const uint8_t *q = take(b, 4);
-  return q ? (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24 : 0;
-}
-
-static uint64_t get_u64(rbuf *b) {
-  uint64_t lo = get_u32(b);
-  return lo | (uint64_t)get_u32(b) << 32;
-}
-
-static float get_f32(rbuf *b) {
-  uint32_t u = get_u32(b);
-  float f;
-  memcpy(&f, &u, sizeof(f));
-  return f;
-}
-
-static void get_f32s(rbuf *b, float *f, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    f[i] = get_f32(b);
-}
 
 static int inside(const steer_world_config *c, float x, float y) {
   return x >= c->min.x && x <= c->max.x && y >= c->min.y && y <= c->max.y;
@@ -405,42 +310,42 @@ static int behaviour_ok(uint8_t model, const steer_behaviour *b) {
 }
 
 /* Reads agent d and checks what can be checked without the rest of the file. */
-static int get_agent(rbuf *b, steer_world *w, uint32_t d) {
-  w->id[d] = get_u32(b);
-  w->owner[d] = get_u32(b);
-  w->model[d] = get_u8(b);
-  w->arrived[d] = get_u8(b);
-  w->px[d] = get_f32(b);
-  w->py[d] = get_f32(b);
-  w->vx[d] = get_f32(b);
-  w->vy[d] = get_f32(b);
-  w->theta[d] = get_f32(b);
-  w->omega[d] = get_f32(b);
-  w->wander[d] = get_f32(b);
-  w->arng[d].state = get_u64(b);
-  get_f32s(b, (float *)&w->limits[d], LIMIT_FLOATS);
+static int get_agent(steer_rbuf *b, steer_world *w, uint32_t d) {
+  w->id[d] = steer_get_u32(b);
+  w->owner[d] = steer_get_u32(b);
+  w->model[d] = steer_get_u8(b);
+  w->arrived[d] = steer_get_u8(b);
+  w->px[d] = steer_get_f32(b);
+  w->py[d] = steer_get_f32(b);
+  w->vx[d] = steer_get_f32(b);
+  w->vy[d] = steer_get_f32(b);
+  w->theta[d] = steer_get_f32(b);
+  w->omega[d] = steer_get_f32(b);
+  w->wander[d] = steer_get_f32(b);
+  w->arng[d].state = steer_get_u64(b);
+  steer_get_f32s(b, (float *)&w->limits[d], LIMIT_FLOATS);
   steer_behaviour *bh = &w->behaviour[d];
   memset(bh, 0, sizeof(*bh));
-  bh->kind = get_u8(b);
-  bh->facing = get_u8(b);
-  bh->combine = get_u8(b);
-  bh->max_neighbours = get_u8(b);
-  bh->separation_weight = get_f32(b);
-  bh->target.kind = get_u8(b);
-  bh->target.point.x = get_f32(b);
-  bh->target.point.y = get_f32(b);
-  bh->target.orientation = get_f32(b);
-  bh->target.agent = get_u32(b);
-  bh->target.agent2 = get_u32(b);
-  get_f32s(b, (float *)&bh->params, PARAM_FLOATS);
-  w->path[d] = (int32_t)get_u32(b);
+  bh->kind = steer_get_u8(b);
+  bh->facing = steer_get_u8(b);
+  bh->combine = steer_get_u8(b);
+  bh->max_neighbours = steer_get_u8(b);
+  bh->separation_weight = steer_get_f32(b);
+  bh->target.kind = steer_get_u8(b);
+  bh->target.point.x = steer_get_f32(b);
+  bh->target.point.y = steer_get_f32(b);
+  bh->target.orientation = steer_get_f32(b);
+  bh->target.agent = steer_get_u32(b);
+  bh->target.agent2 = steer_get_u32(b);
+  steer_get_f32s(b, (float *)&bh->params, PARAM_FLOATS);
+  w->path[d] = (int32_t)steer_get_u32(b);
   steer_path_cursor *c = &w->cursor[d];
   memset(c, 0, sizeof(*c));
-  c->node = get_u32(b);
-  c->dir = (int8_t)get_u8(b);
-  c->finished = get_u8(b);
-  c->turn_time_left = get_f32(b);
-  c->turn_rate = get_f32(b);
+  c->node = steer_get_u32(b);
+  c->dir = (int8_t)steer_get_u8(b);
+  c->finished = steer_get_u8(b);
+  c->turn_time_left = steer_get_f32(b);
+  c->turn_rate = steer_get_f32(b);
   if (b->bad)
     return 0;
   return w->model[d] < STEER_MODEL_COUNT && w->arrived[d] <= 1 && inside(&w->cfg, w->px[d], w->py[d]) &&
@@ -454,15 +359,15 @@ static int get_agent(rbuf *b, steer_world *w, uint32_t d) {
 /* Slots: every slot is exactly one of live (its agent's id names it with its
  * current generation), free (in the ring once) or retired (generations used
  * up). mark has max_agents zeroed entries. */
-static int get_slots(rbuf *b, steer_world *w, uint32_t *mark) {
+static int get_slots(steer_rbuf *b, steer_world *w, uint32_t *mark) {
   const uint32_t n = w->cfg.max_agents;
   for (uint32_t s = 0; s < n; s++) {
-    w->slot_gen[s] = get_u16(b);
+    w->slot_gen[s] = steer_get_u16(b);
     if (w->slot_gen[s] == 0 || w->slot_gen[s] > GEN_MAX)
       return 0;
   }
   for (uint32_t s = 0; s < n; s++) {
-    w->slot_dense[s] = get_u32(b);
+    w->slot_dense[s] = steer_get_u32(b);
     if (w->slot_dense[s] != NO_DENSE && w->slot_dense[s] >= w->count)
       return 0;
   }
@@ -477,11 +382,11 @@ static int get_slots(rbuf *b, steer_world *w, uint32_t *mark) {
   for (uint32_t s = 0; s < n; s++)
     if (w->slot_dense[s] != NO_DENSE && !mark[s])
       return 0;
-  uint32_t free_count = get_u32(b);
+  uint32_t free_count = steer_get_u32(b);
   if (b->bad || free_count > n - w->count)
     return 0;
   for (uint32_t i = 0; i < free_count; i++) {
-    uint32_t s = get_u32(b);
+    uint32_t s = steer_get_u32(b);
     if (b->bad || s >= n || mark[s])
       return 0;
     mark[s] = 1;
@@ -497,24 +402,24 @@ static int get_slots(rbuf *b, steer_world *w, uint32_t *mark) {
 
 /* The pool, then each agent's path against it; users counts the agents per
  * handle (max_paths zeroed entries). */
-static int get_paths(rbuf *b, steer_world *w, uint32_t *users) {
+static int get_paths(steer_rbuf *b, steer_world *w, uint32_t *users) {
   const steer_world_config *c = &w->cfg;
-  uint32_t live = get_u32(b);
+  uint32_t live = steer_get_u32(b);
   if (b->bad || live > c->max_paths)
     return 0;
   uint32_t next = 0; /* handles ascend: each appears once */
   for (uint32_t i = 0; i < live; i++) {
-    uint32_t h = get_u32(b);
+    uint32_t h = steer_get_u32(b);
     if (b->bad || h < next || h >= c->max_paths)
       return 0;
     next = h + 1;
     path_entry *e = &w->paths[h];
-    e->count = get_u32(b);
-    e->radius = get_f32(b);
-    e->mode = get_u8(b);
-    e->cornering = get_u8(b);
-    e->released = get_u8(b);
-    e->users = get_u32(b);
+    e->count = steer_get_u32(b);
+    e->radius = steer_get_f32(b);
+    e->mode = steer_get_u8(b);
+    e->cornering = steer_get_u8(b);
+    e->released = steer_get_u8(b);
+    e->users = steer_get_u32(b);
     e->in_use = 1;
     if (b->bad || e->count == 0 || e->count > c->max_path_points || !isfinite(e->radius) ||
         !(e->radius > 0.0f) || e->mode >= STEER_PATH_MODE_COUNT || e->cornering >= STEER_CORNER_COUNT ||
@@ -522,18 +427,18 @@ static int get_paths(rbuf *b, steer_world *w, uint32_t *users) {
       return 0;
     vec2 *pts = w->path_points + (size_t)h * c->max_path_points;
     for (uint32_t k = 0; k < e->count; k++) {
-      pts[k].x = get_f32(b);
-      pts[k].y = get_f32(b);
+      pts[k].x = steer_get_f32(b);
+      pts[k].y = steer_get_f32(b);
       if (!inside(c, pts[k].x, pts[k].y))
         return 0;
     }
   }
   w->path_live = live;
-  uint32_t nfree = get_u32(b);
+  uint32_t nfree = steer_get_u32(b);
   if (b->bad || nfree != c->max_paths - live)
     return 0;
   for (uint32_t i = 0; i < nfree; i++) {
-    uint32_t h = get_u32(b);
+    uint32_t h = steer_get_u32(b);
     if (b->bad || h >= c->max_paths || w->paths[h].in_use || users[h])
       return 0;
     users[h] = 1; /* seen; distinct free handles fill the rest of the pool */
@@ -560,24 +465,24 @@ static int get_paths(rbuf *b, steer_world *w, uint32_t *users) {
 /* The avoidance records (checked with the rest of each behaviour), the STUCK
  * count and the map, whose obstacles are checked as steer_map_add checks them;
  * then every agent must be free of it (with 1 mm of slack). */
-static int get_avoid_and_map(rbuf *b, steer_world *w) {
+static int get_avoid_and_map(steer_rbuf *b, steer_world *w) {
   for (uint32_t d = 0; d < w->count; d++) {
     steer_behaviour *bh = &w->behaviour[d];
-    bh->avoid_weight = get_f32(b);
-    bh->avoid_horizon = get_f32(b);
-    bh->avoid_priority = get_u8(b);
-    bh->neighbour_period = get_u8(b);
-    bh->wall_lookahead = get_f32(b);
-    bh->wall_margin = get_f32(b);
-    bh->stuck_time = get_f32(b);
-    bh->stuck_reaction = get_u8(b);
-    w->stuck_best[d] = get_f32(b);
-    w->stuck_timer[d] = get_f32(b);
-    w->stuck_flag[d] = get_u8(b);
+    bh->avoid_weight = steer_get_f32(b);
+    bh->avoid_horizon = steer_get_f32(b);
+    bh->avoid_priority = steer_get_u8(b);
+    bh->neighbour_period = steer_get_u8(b);
+    bh->wall_lookahead = steer_get_f32(b);
+    bh->wall_margin = steer_get_f32(b);
+    bh->stuck_time = steer_get_f32(b);
+    bh->stuck_reaction = steer_get_u8(b);
+    w->stuck_best[d] = steer_get_f32(b);
+    w->stuck_timer[d] = steer_get_f32(b);
+    w->stuck_flag[d] = steer_get_u8(b);
     if (b->bad || !valid_avoidance(bh) || !isfinite(w->stuck_best[d]) || !isfinite(w->stuck_timer[d]) ||
         w->stuck_flag[d] > 1)
       return 0;
-    uint8_t kept = get_u8(b);
+    uint8_t kept = steer_get_u8(b);
     w->nlist_stamp[d] = 0;
     if (kept == 0xFF)
       continue;
@@ -585,7 +490,7 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
                                                                     sizeof(uint32_t)))))
       return 0;
     for (uint32_t i = 0; i < kept; i++) {
-      uint32_t j = get_u32(b);
+      uint32_t j = steer_get_u32(b);
       if (b->bad || j >= w->count || j == d)
         return 0;
       w->nlist[(size_t)d * WORLD_NLIST + i] = j;
@@ -596,9 +501,9 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
   for (uint32_t d = 0; d < w->count; d++)
     if (world_nlist_need(w, &w->behaviour[d]) != STEER_OK)
       return 0;
-  w->stuck_count = get_u64(b);
-  uint32_t version = get_u32(b);
-  uint32_t n = get_u32(b);
+  w->stuck_count = steer_get_u64(b);
+  uint32_t version = steer_get_u32(b);
+  uint32_t n = steer_get_u32(b);
   if (b->bad || n > STEER_MAP_MAX_OBSTACLES)
     return 0;
   vec2 *pts = malloc(STEER_MAP_MAX_VERTICES * sizeof(vec2));
@@ -607,11 +512,11 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
   int ok = 1;
   steer_map_hold(w->map); /* one index build for the whole map */
   for (uint32_t i = 0; ok && i < n; i++) {
-    uint32_t id = get_u32(b);
+    uint32_t id = steer_get_u32(b);
     steer_obstacle_desc o;
-    o.kind = get_u8(b);
-    o.count = get_u32(b);
-    o.radius = get_f32(b);
+    o.kind = steer_get_u8(b);
+    o.count = steer_get_u32(b);
+    o.radius = steer_get_f32(b);
     o.points = pts;
     /* Only a circle has a radius: the map keeps 0 for the others, and a file
      * that loads must save back byte for byte (fuzz/fuzz_state.c). */
@@ -622,8 +527,8 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
       break;
     }
     for (uint32_t k = 0; k < o.count; k++) {
-      pts[k].x = get_f32(b);
-      pts[k].y = get_f32(b);
+      pts[k].x = steer_get_f32(b);
+      pts[k].y = steer_get_f32(b);
     }
     ok = !b->bad && steer_map_add(w->map, id, &o) == STEER_OK;
   }
@@ -644,12 +549,13 @@ static int get_avoid_and_map(rbuf *b, steer_world *w) {
 static int check_envelope(const uint8_t *buf, size_t len) {
   if (!buf || len < STATE_FIXED + STATE_TRAILER || memcmp(buf, STATE_MAGIC, 4) != 0)
     return STEER_ECORRUPT;
-  if (state_checksum(buf, len - STATE_TRAILER) != le64(buf + len - STATE_TRAILER))
+  if (state_checksum(buf, len - STATE_TRAILER) != steer_le64(buf + len - STATE_TRAILER))
     return STEER_ECORRUPT;
-  rbuf b = {buf, len, 4, 0};
-  if (get_u32(&b) != STEER_STATE_VERSION)
+  steer_rbuf b = steer_rbuf_make(buf, len);
+  b.pos = 4;
+  if (steer_get_u32(&b) != STEER_STATE_VERSION)
     return STEER_EVERSION;
-  if (get_u32(&b) != STATE_BOM || get_u32(&b) != 0 || get_u64(&b) != (uint64_t)len)
+  if (steer_get_u32(&b) != STATE_BOM || steer_get_u32(&b) != 0 || steer_get_u64(&b) != (uint64_t)len)
     return STEER_ECORRUPT;
   return STEER_OK;
 }
@@ -658,23 +564,24 @@ static int load(const uint8_t *buf, size_t len, steer_world **out) {
   int rc = check_envelope(buf, len);
   if (rc != STEER_OK)
     return rc;
-  rbuf b = {buf, len - STATE_TRAILER, STATE_HEADER, 0};
+  steer_rbuf b = steer_rbuf_make(buf, len - STATE_TRAILER);
+  b.pos = STATE_HEADER;
   steer_world_config cfg;
   memset(&cfg, 0, sizeof(cfg));
-  cfg.max_agents = get_u32(&b);
-  cfg.max_paths = get_u32(&b);
-  cfg.max_path_points = get_u32(&b);
-  cfg.max_events = get_u32(&b);
-  cfg.min.x = get_f32(&b);
-  cfg.min.y = get_f32(&b);
-  cfg.max.x = get_f32(&b);
-  cfg.max.y = get_f32(&b);
-  cfg.cell_size = get_f32(&b);
-  cfg.seed = get_u64(&b);
-  uint64_t tick = get_u64(&b);
-  uint64_t rng = get_u64(&b);
-  uint64_t dropped = get_u64(&b);
-  uint32_t count = get_u32(&b);
+  cfg.max_agents = steer_get_u32(&b);
+  cfg.max_paths = steer_get_u32(&b);
+  cfg.max_path_points = steer_get_u32(&b);
+  cfg.max_events = steer_get_u32(&b);
+  cfg.min.x = steer_get_f32(&b);
+  cfg.min.y = steer_get_f32(&b);
+  cfg.max.x = steer_get_f32(&b);
+  cfg.max.y = steer_get_f32(&b);
+  cfg.cell_size = steer_get_f32(&b);
+  cfg.seed = steer_get_u64(&b);
+  uint64_t tick = steer_get_u64(&b);
+  uint64_t rng = steer_get_u64(&b);
+  uint64_t dropped = steer_get_u64(&b);
+  uint32_t count = steer_get_u32(&b);
   if (b.bad || !world_config_valid(&cfg) || cfg.max_paths == 0 || count > cfg.max_agents)
     return STEER_ECORRUPT;
   /* The sections sized by the config must fit in what is there, which bounds
