@@ -535,6 +535,121 @@ START_TEST(test_deterministic) {
 }
 END_TEST
 
+/* ------------------------------------------------ four agents at a time */
+
+static float edge_value(steer_rng *r, float lo, float hi, int edgy) {
+  uint32_t k = steer_rng_next(r) % 40u;
+  if (!edgy || k >= 10)
+    return steer_rng_range(r, lo, hi);
+  static const float edges[] = {0.0f, -0.0f, 1e-30f, -1e-40f, 1e19f, INFINITY, NAN, STEER_PI, -STEER_PI, 1.0f};
+  return edges[k];
+}
+
+static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* steer_path_steer_heading_x4 against steer_path_steer_heading, bit for bit:
+ * every mode and cornering, cursors at every node (and past the end), running
+ * arc turns, finished paths, one-point paths, agents on the node, within a
+ * metre of it (the raised gain), at rest, inside the braking room of a last
+ * leg, orientations beyond +-pi and 1e5 rad, infinities and NaN. Ordinary
+ * quads (no lazy cornering, moving, orientations in (-pi, pi]) must take the
+ * vector path, so this is not the scalar code against itself. */
+START_TEST(test_heading_x4_bit_identical) {
+  steer_rng r;
+  steer_rng_seed(&r, 1313u);
+  long vector_lanes = 0, ordinary_quads = 0;
+  for (int round = 0; round < 40000; round++) {
+    int edgy = round % 2;
+    vec2 pts[4][5];
+    steer_path path[4];
+    steer_path_cursor cur[4];
+    steer_state st[4];
+    steer_limits lim[4];
+    steer_params par[4];
+    const steer_state *sp[4];
+    const steer_limits *lp[4];
+    const steer_params *pp[4];
+    const steer_path *pa[4];
+    const steer_path_cursor *cp[4];
+    int ordinary = !edgy;
+    for (int i = 0; i < 4; i++) {
+      uint32_t count = 1u + steer_rng_next(&r) % 5u;
+      for (uint32_t k = 0; k < count; k++)
+        pts[i][k] = v2(steer_rng_range(&r, -50.0f, 50.0f), steer_rng_range(&r, -50.0f, 50.0f));
+      path[i].points = pts[i];
+      path[i].count = count;
+      path[i].radius = steer_rng_range(&r, 0.1f, 3.0f);
+      path[i].mode = (uint8_t)(steer_rng_next(&r) % STEER_PATH_MODE_COUNT);
+      uint32_t corner = steer_rng_next(&r) % 8u;
+      path[i].cornering = (uint8_t)(corner == 0 ? STEER_CORNER_LAZY : corner < 4 ? STEER_CORNER_NONE : STEER_CORNER_ARC);
+      ordinary &= path[i].cornering != STEER_CORNER_LAZY;
+      steer_path_cursor_init(&cur[i]);
+      cur[i].node = steer_rng_next(&r) % (count + 1u); /* sometimes past the end (clamped) */
+      cur[i].dir = steer_rng_next(&r) % 2u ? 1 : -1;
+      cur[i].finished = steer_rng_next(&r) % 16u == 0;
+      ordinary &= !cur[i].finished;
+      if (steer_rng_next(&r) % 4u == 0) {
+        cur[i].turn_time_left = steer_rng_next(&r) % 8u == 0 ? 0.0f : steer_rng_range(&r, 0.0f, 2.0f);
+        cur[i].turn_rate = edge_value(&r, -6.0f, 6.0f, edgy);
+      }
+      lim[i] = steer_default_limits();
+      lim[i].max_speed = steer_rng_range(&r, 0.5f, 6.0f);
+      lim[i].max_acceleration = steer_rng_range(&r, 0.5f, 20.0f);
+      lim[i].max_rotation = steer_rng_range(&r, 0.5f, 8.0f);
+      par[i] = steer_default_params();
+      memset(&st[i], 0, sizeof st[i]);
+      vec2 node = pts[i][cur[i].node < count ? cur[i].node : count - 1u];
+      uint32_t where = steer_rng_next(&r) % 8u;
+      if (where == 0)
+        st[i].position = node; /* on the node */
+      else if (where == 1) /* within a metre */
+        st[i].position = v2_add(node, v2(steer_rng_range(&r, -0.7f, 0.7f), steer_rng_range(&r, -0.7f, 0.7f)));
+      else if (where == 2) { /* at the edge of the braking room: fmaxf(+0, 0), libm's to choose */
+        st[i].position = v2_add(node, v2(0.5f * path[i].radius, 0.0f));
+        ordinary = 0;
+      }
+      else
+        st[i].position = v2(edge_value(&r, -60.0f, 60.0f, edgy), edge_value(&r, -60.0f, 60.0f, edgy));
+      uint32_t o = steer_rng_next(&r) % 16u;
+      st[i].orientation = o == 0   ? edge_value(&r, -2e5f, 2e5f, 1)
+                          : o == 1 ? edge_value(&r, -20.0f, 20.0f, edgy)
+                                   : edge_value(&r, -STEER_PI, STEER_PI, edgy);
+      ordinary &= st[i].orientation > -STEER_PI && st[i].orientation <= STEER_PI;
+      float speed = steer_rng_next(&r) % 8u == 0 ? 0.0f : edge_value(&r, 0.01f, lim[i].max_speed * 1.2f, edgy);
+      ordinary &= speed > 0.0f;
+      vec2 h = steer_heading(st[i].orientation);
+      st[i].velocity = v2_scale(h, speed);
+      st[i].rotation = edge_value(&r, -6.0f, 6.0f, edgy);
+      sp[i] = &st[i];
+      lp[i] = &lim[i];
+      pp[i] = &par[i];
+      pa[i] = &path[i];
+      cp[i] = &cur[i];
+    }
+    steer_heading_output out[4];
+    int done = steer_path_steer_heading_x4(sp, lp, pp, pa, cp, out);
+    vector_lanes += done;
+    if (ordinary) {
+      ordinary_quads++;
+#if defined(__SSE2__)
+      ck_assert_msg(done == 4, "round %d: an ordinary quad took the scalar path (%d lanes)", round, done);
+#endif
+    }
+    for (int i = 0; i < 4; i++) {
+      steer_heading_output want = steer_path_steer_heading(sp[i], lp[i], pp[i], pa[i], cp[i]);
+      ck_assert_msg(same_bits(out[i].rotation, want.rotation) && same_bits(out[i].speed, want.speed),
+                    "round %d lane %d: batch (%a, %a), scalar (%a, %a); p (%a, %a) theta %a node %u", round, i,
+                    (double)out[i].rotation, (double)out[i].speed, (double)want.rotation, (double)want.speed,
+                    (double)st[i].position.x, (double)st[i].position.y, (double)st[i].orientation, cur[i].node);
+    }
+  }
+  ck_assert_int_gt(ordinary_quads, 1000);
+#if defined(__SSE2__)
+  ck_assert_int_gt(vector_lanes, 4 * ordinary_quads);
+#endif
+}
+END_TEST
+
 static Suite *path_suite(void) {
   Suite *s = suite_create("path");
   struct {
@@ -555,6 +670,7 @@ static Suite *path_suite(void) {
       {"arc_straight", test_arc_straight},
       {"lazy", test_lazy_recovers},
       {"deterministic", test_deterministic},
+      {"heading_x4", test_heading_x4_bit_identical},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     TCase *tc = tcase_create(cases[i].name);

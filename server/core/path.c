@@ -7,6 +7,9 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
+
+#include "simd.h"
 
 /* Arc turns are skipped below this corner angle: tan(angle/2) is tiny and the
  * inscribed circle huge, so going straight is the better turn (seed 004). */
@@ -289,7 +292,10 @@ unsigned steer_path_advance(const steer_path *path, steer_path_cursor *c, const 
 
   uint32_t node = cursor_node(path, c);
   float dist = v2_len(v2_sub(s->position, path->points[node]));
-  int hit = path->cornering == STEER_CORNER_ARC && try_arc(path, c, s, l, p, node, dist, dt);
+  /* try_arc's trigger distance is at most turn_trigger_distance: beyond it
+   * (the common case) its leg lengths need not be computed. */
+  int hit = path->cornering == STEER_CORNER_ARC && !(dist > p->turn_trigger_distance) &&
+            try_arc(path, c, s, l, p, node, dist, dt);
   if (!hit && !(dist <= path->radius))
     return 0u;
 
@@ -330,4 +336,106 @@ unsigned steer_path_advance(const steer_path *path, steer_path_cursor *c, const 
     break;
   }
   return events;
+}
+
+int steer_path_steer_heading_x4(const steer_state *const s[4], const steer_limits *const l[4],
+                                const steer_params *const p[4], const steer_path *const path[4],
+                                const steer_path_cursor *const c[4], steer_heading_output out[4]) {
+#if STEER_SIMD
+  /* Per lane, what steer_path_steer_heading reads of the path and cursor. */
+  float tx[4], ty[4], hr[4], fin[4], turn[4], rate[4];
+  int scalar = 0;
+  for (int i = 0; i < 4; i++) {
+    const steer_path *pa = path[i];
+    const steer_path_cursor *ci = c[i];
+    tx[i] = ty[i] = hr[i] = rate[i] = 0.0f;
+    fin[i] = turn[i] = 0.0f;
+    if (!path_valid(pa) || ci->finished || pa->cornering == STEER_CORNER_LAZY) {
+      scalar |= 1 << i; /* stopped, or the lazy law: the scalar function */
+      continue;
+    }
+    uint32_t node = cursor_node(pa, ci);
+    tx[i] = pa->points[node].x;
+    ty[i] = pa->points[node].y;
+    hr[i] = 0.5f * pa->radius;
+    uint32_t ones = UINT32_MAX;
+    if (is_final_leg(pa, node))
+      memcpy(&fin[i], &ones, sizeof ones);
+    if (ci->turn_time_left > 0.0f)
+      memcpy(&turn[i], &ones, sizeof ones);
+    rate[i] = ci->turn_rate;
+  }
+#define LANES(e) _mm_setr_ps(e(0), e(1), e(2), e(3))
+#define PX(i) s[i]->position.x
+#define PY(i) s[i]->position.y
+#define VX(i) s[i]->velocity.x
+#define VY(i) s[i]->velocity.y
+#define TH(i) s[i]->orientation
+#define MS(i) l[i]->max_speed
+#define MA(i) l[i]->max_acceleration
+#define MR(i) l[i]->max_rotation
+  const f4 zero = _mm_setzero_ps();
+  f4 px = LANES(PX), py = LANES(PY), vx = LANES(VX), vy = LANES(VY), th = LANES(TH);
+  f4 ms = LANES(MS), ma = LANES(MA), mr = LANES(MR);
+  f4 is_turn = _mm_loadu_ps(turn), is_fin = _mm_loadu_ps(fin);
+  f4 bad_turn = zero, bad = zero;
+  f4 speed_now = _mm_sqrt_ps(_mm_add_ps(_mm_mul_ps(vx, vx), _mm_mul_ps(vy, vy)));
+  /* A running arc: its rate, at the speed it started with. */
+  f4 turn_speed = f4_fmin(speed_now, ms, &bad_turn);
+  /* Else toward the node. */
+  f4 ox = _mm_sub_ps(_mm_loadu_ps(tx), px), oy = _mm_sub_ps(_mm_loadu_ps(ty), py);
+  f4 d2 = _mm_add_ps(_mm_mul_ps(ox, ox), _mm_mul_ps(oy, oy));
+  f4 dist = _mm_sqrt_ps(d2);
+  f4 bad_fin = zero;
+  f4 room = f4_fmax(_mm_sub_ps(dist, _mm_loadu_ps(hr)), zero, &bad_fin);
+  f4 brake = f4_fmin(ms, _mm_sqrt_ps(_mm_mul_ps(_mm_mul_ps(f4_set(2.0f), ma), room)), &bad_fin);
+  bad = _mm_or_ps(bad, _mm_and_ps(is_fin, bad_fin));
+  f4 speed = f4_sel(is_fin, brake, ms);
+  /* reachable_speed */
+  f4 hs, hc;
+  f4_sincos(th, &hs, &hc, &bad);
+  f4 sin_b = _mm_div_ps(f4_abs(_mm_sub_ps(_mm_mul_ps(hc, oy), _mm_mul_ps(hs, ox))), dist);
+  f4 cap = _mm_div_ps(_mm_mul_ps(mr, dist), _mm_mul_ps(f4_set(2.0f), sin_b));
+  f4 capped = f4_sel(_mm_cmplt_ps(cap, speed), cap, speed);
+  speed = f4_sel(_mm_or_ps(_mm_cmple_ps(dist, zero), _mm_cmple_ps(sin_b, zero)), speed, capped);
+  /* turn_gain, then steer_heading_turn_toward with it */
+  f4 fast = f4_fmax(speed, speed_now, &bad);
+  f4 near = _mm_and_ps(_mm_cmplt_ps(dist, f4_set(PATH_GAIN_DISTANCE)), _mm_cmpgt_ps(dist, zero));
+  f4 gain = f4_sel(near, _mm_mul_ps(fast, _mm_div_ps(f4_set(PATH_GAIN_DISTANCE), dist)), fast);
+  f4 still = _mm_cmpeq_ps(d2, zero);
+  f4 wrap_bad = zero;
+  f4 diff = f4_wrap_angle(_mm_sub_ps(f4_atan2(oy, ox), th), &wrap_bad);
+  bad = _mm_or_ps(bad, _mm_andnot_ps(still, wrap_bad));
+  f4 rot = _mm_andnot_ps(still, f4_clamp(_mm_mul_ps(diff, gain), f4_neg(mr), mr));
+  f4 out_rot = f4_sel(is_turn, _mm_loadu_ps(rate), rot);
+  f4 out_speed = f4_sel(is_turn, turn_speed, speed);
+  bad = f4_sel(is_turn, bad_turn, bad);
+  float rr[4], rs[4];
+  _mm_storeu_ps(rr, out_rot);
+  _mm_storeu_ps(rs, out_speed);
+  int redo = _mm_movemask_ps(bad) | scalar, done = 0;
+  for (int i = 0; i < 4; i++) {
+    if (redo & (1 << i)) {
+      out[i] = steer_path_steer_heading(s[i], l[i], p[i], path[i], c[i]);
+    } else {
+      out[i].rotation = rr[i];
+      out[i].speed = rs[i];
+      done++;
+    }
+  }
+  return done;
+#undef LANES
+#undef PX
+#undef PY
+#undef VX
+#undef VY
+#undef TH
+#undef MS
+#undef MA
+#undef MR
+#else
+  for (int i = 0; i < 4; i++)
+    out[i] = steer_path_steer_heading(s[i], l[i], p[i], path[i], c[i]);
+  return 0;
+#endif
 }

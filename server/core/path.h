@@ -81,6 +81,17 @@ steer_heading_output steer_path_steer_heading(const steer_state *s, const steer_
                                               const steer_params *p, const steer_path *path,
                                               const steer_path_cursor *c);
 
+/* Four agents' steer_path_steer_heading, bit for bit: with SSE2 the lanes of
+ * one vector (simd.h), each branch a compare and a select on the scalar
+ * code's predicate. Lanes the vector path does not cover (an invalid or
+ * finished path, lazy cornering, an orientation beyond 1e5 rad, an angle
+ * error beyond +-9 rad, NaN, two zeros at a fminf/fmaxf) are computed by
+ * steer_path_steer_heading. Returns the lanes the vector path computed (0
+ * without SSE2). */
+int steer_path_steer_heading_x4(const steer_state *const s[4], const steer_limits *const l[4],
+                                const steer_params *const p[4], const steer_path *const path[4],
+                                const steer_path_cursor *const c[4], steer_heading_output out[4]);
+
 /* After the agent moved by dt: count down an arc turn, reach nodes (node radius,
  * or the arc trigger distance), wrap / reverse / finish. Returns event bits;
  * *reached gets the index of the node reached (when WAYPOINT is set; reached may

@@ -33,6 +33,20 @@ SIMD_INLINE f4 f4_clamp(f4 v, f4 lo, f4 hi) {
   return f4_sel(_mm_cmplt_ps(v, lo), lo, f4_sel(_mm_cmpgt_ps(v, hi), hi, v));
 }
 
+/* fminf / fmaxf, lane by lane, for the lanes where both are numbers and not
+ * two zeros (there libm's choice of sign is its own): *bad gets the others,
+ * which the caller redoes with the scalar code. */
+SIMD_INLINE f4 f4_fmin(f4 a, f4 b, f4 *bad) {
+  *bad = _mm_or_ps(*bad, _mm_or_ps(_mm_cmpunord_ps(a, b),
+                                   _mm_and_ps(_mm_cmpeq_ps(a, _mm_setzero_ps()), _mm_cmpeq_ps(b, _mm_setzero_ps()))));
+  return _mm_min_ps(a, b);
+}
+SIMD_INLINE f4 f4_fmax(f4 a, f4 b, f4 *bad) {
+  *bad = _mm_or_ps(*bad, _mm_or_ps(_mm_cmpunord_ps(a, b),
+                                   _mm_and_ps(_mm_cmpeq_ps(a, _mm_setzero_ps()), _mm_cmpeq_ps(b, _mm_setzero_ps()))));
+  return _mm_max_ps(a, b);
+}
+
 /* steer_atan2 (vec2.h), lane by lane. */
 SIMD_INLINE f4 f4_atan2(f4 y, f4 x) {
   const f4 zero = _mm_setzero_ps(), one = f4_set(1.0f);

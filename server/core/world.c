@@ -943,12 +943,13 @@ static steer_heading_output heading_steering(steer_world *w, uint32_t d, const s
 /* Kinds steered four at a time (steering.h): a dynamic agent arriving at a
  * point and looking where it goes (steer_arrive_look_x4), a dynamic wanderer
  * (steer_wander_x4); 0 for the rest. */
-enum { BATCH_NONE = 0, BATCH_ARRIVE_LOOK, BATCH_WANDER };
+enum { BATCH_NONE = 0, BATCH_ARRIVE_LOOK, BATCH_WANDER, BATCH_PATH_HEADING };
 
 static inline int batch_kind(const steer_world *w, uint32_t d) {
-  if (w->model[d] != STEER_MODEL_DYNAMIC)
-    return BATCH_NONE;
   const steer_behaviour *b = &w->behaviour[d];
+  if (w->model[d] != STEER_MODEL_DYNAMIC)
+    return w->model[d] == STEER_MODEL_HEADING && b->kind == STEER_BEHAVIOUR_FOLLOW_PATH ? BATCH_PATH_HEADING
+                                                                                       : BATCH_NONE;
   if (b->kind == STEER_BEHAVIOUR_ARRIVE)
     return b->target.kind == STEER_TARGET_POINT && b->facing != STEER_FACING_TARGET &&
                    b->facing != STEER_FACING_NONE
@@ -959,11 +960,13 @@ static inline int batch_kind(const steer_world *w, uint32_t d) {
 
 /* The behaviour outputs of the batchable agents of [begin, end) (end - begin
  * <= STEER_BLOCK), four of a kind at a time; pre_ok[d - begin] says which were
- * done (a remainder of fewer than four is left to the scalar path). Each agent
- * writes only its own wander angle and generator, as in the scalar path. */
+ * done: 1, a dynamic output in pre[] that dynamic_finish completes; 2, the
+ * command itself (heading path followers); 0, left to the scalar path (a
+ * remainder of fewer than four). Each agent writes only its own command,
+ * wander angle and generator, as in the scalar path. */
 static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, steer_output *pre,
                         uint8_t *pre_ok) {
-  uint32_t arrive[STEER_BLOCK], wander[STEER_BLOCK], na = 0, nw = 0;
+  uint32_t arrive[STEER_BLOCK], wander[STEER_BLOCK], follow[STEER_BLOCK], na = 0, nw = 0, nf = 0;
   for (uint32_t d = begin; d < end; d++) {
     pre_ok[d - begin] = 0;
     int k = batch_kind(w, d);
@@ -971,6 +974,8 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
       arrive[na++] = d;
     else if (k == BATCH_WANDER)
       wander[nw++] = d;
+    else if (k == BATCH_PATH_HEADING)
+      follow[nf++] = d;
   }
   steer_state st[4];
   const steer_state *sp[4];
@@ -1013,6 +1018,31 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
       pre_ok[k] = 1;
     }
   }
+  for (uint32_t i = 0; i + 4 <= nf; i += 4) {
+    steer_path pv[4];
+    const steer_path *pvp[4];
+    const steer_path_cursor *cp[4];
+    steer_heading_output ho[4];
+    for (int j = 0; j < 4; j++) {
+      uint32_t d = follow[i + (uint32_t)j];
+      st[j] = state_of(w, d);
+      sp[j] = &st[j];
+      lp[j] = &w->limits[d];
+      pp[j] = &w->behaviour[d].params;
+      pv[j] = path_view(w, w->path[d]);
+      pvp[j] = &pv[j];
+      cp[j] = &w->cursor[d];
+    }
+    steer_path_steer_heading_x4(sp, lp, pp, pvp, cp, ho);
+    for (int j = 0; j < 4; j++) {
+      uint32_t d = follow[i + (uint32_t)j];
+      command3 *c = &w->cmd[d];
+      c->a = ho[j].rotation; /* as heading_steering's output is stored */
+      c->b = ho[j].speed;
+      c->c = 0.0f;
+      pre_ok[d - begin] = 2;
+    }
+  }
 }
 
 /* Steers agents [begin, end): each reads last tick's state of anyone and writes
@@ -1030,6 +1060,8 @@ static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end) 
       else
         memset(pre_ok, 0, sizeof(pre_ok));
     }
+    if (pre_ok[k] == 2)
+      continue;
     steer_state s = state_of(w, d);
     command3 *c = &w->cmd[d];
     if (pre_ok[k]) {
