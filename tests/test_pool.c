@@ -312,6 +312,81 @@ START_TEST(test_simd_same_hash_as_scalar) {
 }
 END_TEST
 
+/* The vector path integrates each block as it steers it while no agent
+ * targets another (world.c, steer_range): against the scalar reference after
+ * every tick while that switches on and off. The scenario above starts with
+ * pursuers (two passes); they are turned into arrivals (one fused pass, with
+ * walls, obstacles, avoidance and kept neighbour sets); one pursues again (two
+ * passes: it steers from its target's state of the last tick), is stopped
+ * (fused), another is sent after the first agent, which despawns (its target
+ * gone: brake); the map is cleared (the plain quads integrate four at a time),
+ * then everyone stops. With one and two threads. */
+static void fused_script(steer_world *w, int t) {
+  steer_world_view v = steer_world_get_view(w);
+  steer_agent_info info;
+  if (t == 20 || t == 45) { /* every pursuer (or every agent) arrives at a point instead */
+    for (uint32_t i = 0; i < v.count; i++) {
+      ck_assert_int_eq(steer_world_get(w, v.id[i], &info), STEER_OK);
+      if (info.behaviour.target.kind != STEER_TARGET_AGENT && t == 20)
+        continue;
+      if (info.behaviour.kind == STEER_BEHAVIOUR_FOLLOW_PATH)
+        continue;
+      steer_behaviour b = info.behaviour;
+      b.kind = STEER_BEHAVIOUR_ARRIVE;
+      b.target.kind = STEER_TARGET_POINT;
+      int rc, k = 0;
+      do { /* a goal inside an obstacle is refused: the next one */
+        b.target.point = v2(20.0f + (float)((i + 37u * (uint32_t)k) % 200), 30.0f + (float)((i + (uint32_t)k) % 150));
+        rc = steer_world_set_behaviour(w, v.id[i], &b);
+      } while (rc == STEER_EBLOCKED && ++k < 50);
+      ck_assert_int_eq(rc, STEER_OK);
+    }
+  }
+  if (t == 30 || t == 38) { /* one pursues the last agent again */
+    ck_assert_int_eq(steer_world_get(w, v.id[7], &info), STEER_OK);
+    steer_behaviour b = steer_default_behaviour(STEER_BEHAVIOUR_PURSUE);
+    b.target.kind = STEER_TARGET_AGENT;
+    b.target.agent = v.id[t == 30 ? v.count - 1 : 0];
+    ck_assert_int_eq(steer_world_set_behaviour(w, v.id[7], &b), STEER_OK);
+  }
+  if (t == 35)
+    ck_assert_int_eq(steer_world_stop(w, v.id[7]), STEER_OK);
+  if (t == 42) /* the pursued agent goes: the pursuer brakes, still counted */
+    ck_assert_int_eq(steer_world_despawn(w, v.id[0]), STEER_OK);
+  if (t == 50) { /* no map: plain arrivals and wanderers integrate four at a time */
+    ck_assert_int_eq(steer_world_remove_obstacle(w, 1), STEER_OK);
+    for (uint32_t k = 0; k < 40; k++)
+      ck_assert_int_eq(steer_world_remove_obstacle(w, 10 + k), STEER_OK);
+  }
+  if (t == 70)
+    for (uint32_t i = 0; i < v.count; i += 3)
+      ck_assert_int_eq(steer_world_stop(w, v.id[i]), STEER_OK);
+}
+
+START_TEST(test_simd_fused_same_hash_as_scalar) {
+  steer_pool *two = steer_pool_create(2);
+  ck_assert_ptr_nonnull(two);
+  steer_world *ref = make_world(), *vec = make_world(), *vec2t = make_world();
+  steer_world_set_simd(ref, 0);
+  steer_world_set_pool(vec2t, two);
+  for (int t = 0; t < 90; t++) {
+    fused_script(ref, t);
+    fused_script(vec, t);
+    fused_script(vec2t, t);
+    steer_world_step(ref, DT);
+    steer_world_step(vec, DT);
+    steer_world_step(vec2t, DT);
+    uint64_t h = steer_world_hash(ref);
+    ck_assert_msg(steer_world_hash(vec) == h, "tick %d: the vector path differs from the scalar one", t + 1);
+    ck_assert_msg(steer_world_hash(vec2t) == h, "tick %d: vector path, 2 threads, differs", t + 1);
+  }
+  steer_world_destroy(ref);
+  steer_world_destroy(vec);
+  steer_world_destroy(vec2t);
+  steer_pool_destroy(two);
+}
+END_TEST
+
 /* bench_world's scenarios, smaller: dense (arrive to random goals, a new goal
  * on arrival, separation from the 8 nearest within 15 m) and mixed (heading
  * agents patrolling ping-pong paths, dynamic arrive, dynamic wander). */
@@ -495,6 +570,7 @@ static Suite *pool_suite(void) {
   tcase_add_test(tc, test_step_same_hash_any_threads);
   tcase_add_test(tc, test_pool_swapped_mid_run);
   tcase_add_test(tc, test_simd_same_hash_as_scalar);
+  tcase_add_test(tc, test_simd_fused_same_hash_as_scalar);
   tcase_add_loop_test(tc, test_simd_same_hash_bench_scenarios, 0, 2);
   suite_add_tcase(s, tc);
   tc = tcase_create("server");

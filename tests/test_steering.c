@@ -1090,6 +1090,90 @@ START_TEST(test_wander_x4_bit_identical) {
 }
 END_TEST
 
+static int same_state(const steer_state *a, const steer_state *b) {
+  return same_bits(a->position.x, b->position.x) && same_bits(a->position.y, b->position.y) &&
+         same_bits(a->velocity.x, b->velocity.x) && same_bits(a->velocity.y, b->velocity.y) &&
+         same_bits(a->orientation, b->orientation) && same_bits(a->rotation, b->rotation);
+}
+
+/* steer_integrate_dynamic_x4 and steer_integrate_heading_x4 against the scalar
+ * integrators, bit for bit (every field of the state), over ordinary agents
+ * and the edges: outputs beyond the limits, lengths whose square overflows,
+ * zero and negative speeds asked of the heading model (fmaxf with two zeros),
+ * orientations beyond +-pi and 1e5 rad, infinities, NaN. Ordinary quads must
+ * take the vector path. */
+START_TEST(test_integrate_x4_bit_identical) {
+  steer_rng r;
+  steer_rng_seed(&r, 777u);
+  long vector_lanes = 0, ordinary_quads = 0;
+  for (int round = 0; round < 40000; round++) {
+    int edgy = round % 2, heading = (round / 2) % 2;
+    steer_state a[4], b[4];
+    steer_limits lim[4];
+    steer_output od[4];
+    steer_heading_output oh[4];
+    steer_state *sp[4];
+    const steer_limits *lp[4];
+    int ordinary = !edgy;
+    for (int i = 0; i < 4; i++) {
+      lim[i] = steer_default_limits();
+      lim[i].max_speed = steer_rng_range(&r, 0.5f, 6.0f);
+      lim[i].max_acceleration = steer_rng_range(&r, 0.5f, 20.0f);
+      lim[i].max_rotation = steer_rng_range(&r, 0.5f, 8.0f);
+      lim[i].max_angular_acceleration = steer_rng_range(&r, 1.0f, 30.0f);
+      memset(&a[i], 0, sizeof a[i]);
+      a[i].position = v2(batch_value(&r, -500.0f, 500.0f, edgy), batch_value(&r, -500.0f, 500.0f, edgy));
+      uint32_t o = steer_rng_next(&r) % 16u;
+      a[i].orientation = o == 0   ? batch_value(&r, -2e5f, 2e5f, 1)
+                         : o == 1 ? batch_value(&r, -20.0f, 20.0f, edgy)
+                                  : batch_value(&r, -STEER_PI, STEER_PI, edgy);
+      ordinary &= a[i].orientation > -STEER_PI && a[i].orientation <= STEER_PI;
+      a[i].rotation = batch_value(&r, -8.0f, 8.0f, edgy);
+      if (heading) {
+        float speed = steer_rng_next(&r) % 8u == 0 ? 0.0f : batch_value(&r, 0.0f, lim[i].max_speed, edgy);
+        a[i].velocity = v2_scale(steer_heading(a[i].orientation), speed);
+        uint32_t w = steer_rng_next(&r) % 8u;
+        oh[i].speed = w == 0 ? 0.0f : w == 1 ? -1.0f : batch_value(&r, 0.0f, 8.0f, edgy);
+        oh[i].rotation = batch_value(&r, -10.0f, 10.0f, edgy);
+      } else {
+        a[i].velocity = v2(batch_value(&r, -6.0f, 6.0f, edgy), batch_value(&r, -6.0f, 6.0f, edgy));
+        od[i].linear = v2(batch_value(&r, -30.0f, 30.0f, edgy), batch_value(&r, -30.0f, 30.0f, edgy));
+        od[i].angular = batch_value(&r, -40.0f, 40.0f, edgy);
+      }
+      b[i] = a[i];
+      sp[i] = &a[i];
+      lp[i] = &lim[i];
+    }
+    int done = heading ? steer_integrate_heading_x4(sp, lp, oh, DT) : steer_integrate_dynamic_x4(sp, lp, od, DT);
+    vector_lanes += done;
+    if (ordinary) {
+      ordinary_quads++;
+#if defined(__SSE2__)
+      ck_assert_msg(done == 4, "round %d: an ordinary quad took the scalar path (%d lanes)", round, done);
+#endif
+    }
+    for (int i = 0; i < 4; i++) {
+      if (heading)
+        steer_integrate_heading(&b[i], lp[i], oh[i], DT);
+      else
+        steer_integrate_dynamic(&b[i], lp[i], od[i], DT);
+      ck_assert_msg(same_state(&a[i], &b[i]),
+                    "round %d lane %d (%s): batch p (%a, %a) v (%a, %a) theta %a omega %a, scalar p (%a, %a) v "
+                    "(%a, %a) theta %a omega %a",
+                    round, i, heading ? "heading" : "dynamic", (double)a[i].position.x, (double)a[i].position.y,
+                    (double)a[i].velocity.x, (double)a[i].velocity.y, (double)a[i].orientation,
+                    (double)a[i].rotation, (double)b[i].position.x, (double)b[i].position.y,
+                    (double)b[i].velocity.x, (double)b[i].velocity.y, (double)b[i].orientation,
+                    (double)b[i].rotation);
+    }
+  }
+  ck_assert_int_gt(ordinary_quads, 1000);
+#if defined(__SSE2__)
+  ck_assert_int_gt(vector_lanes, 4 * ordinary_quads);
+#endif
+}
+END_TEST
+
 static Suite *steering_suite(void) {
   Suite *s = suite_create("steering");
   TCase *tc = tcase_create("behaviours");
@@ -1131,6 +1215,7 @@ static Suite *steering_suite(void) {
   tcase_add_test(tc, test_heading_turn_toward);
   tcase_add_test(tc, test_arrive_look_x4_bit_identical);
   tcase_add_test(tc, test_wander_x4_bit_identical);
+  tcase_add_test(tc, test_integrate_x4_bit_identical);
   suite_add_tcase(s, tc);
   return s;
 }

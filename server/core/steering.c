@@ -645,3 +645,143 @@ int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4
   return 0;
 #endif
 }
+
+int steer_integrate_dynamic_x4(steer_state *const s[4], const steer_limits *const l[4], const steer_output o[4],
+                               float dt) {
+#if STEER_SIMD
+  if (dt > 0.0f) {
+#define LANES(e) _mm_setr_ps(e(0), e(1), e(2), e(3))
+#define PX(i)  s[i]->position.x
+#define PY(i)  s[i]->position.y
+#define VX(i)  s[i]->velocity.x
+#define VY(i)  s[i]->velocity.y
+#define TH(i)  s[i]->orientation
+#define OM(i)  s[i]->rotation
+#define OX(i)  o[i].linear.x
+#define OY(i)  o[i].linear.y
+#define OA(i)  o[i].angular
+#define MS(i)  l[i]->max_speed
+#define MA(i)  l[i]->max_acceleration
+#define MR(i)  l[i]->max_rotation
+#define MAA(i) l[i]->max_angular_acceleration
+    const f4 t = f4_set(dt);
+    f4 bad = _mm_setzero_ps();
+    f4 lx = LANES(OX), ly = LANES(OY), maa = LANES(MAA), mr = LANES(MR);
+    f4_clip(&lx, &ly, LANES(MA), &bad);
+    f4 ang = f4_clamp(LANES(OA), f4_neg(maa), maa);
+    f4 vx = _mm_add_ps(LANES(VX), _mm_mul_ps(lx, t)), vy = _mm_add_ps(LANES(VY), _mm_mul_ps(ly, t));
+    f4_clip(&vx, &vy, LANES(MS), &bad);
+    f4 rot = f4_clamp(_mm_add_ps(LANES(OM), _mm_mul_ps(ang, t)), f4_neg(mr), mr);
+    f4 px = _mm_add_ps(LANES(PX), _mm_mul_ps(vx, t)), py = _mm_add_ps(LANES(PY), _mm_mul_ps(vy, t));
+    f4 th = f4_wrap_angle(_mm_add_ps(LANES(TH), _mm_mul_ps(rot, t)), &bad);
+    float rpx[4], rpy[4], rvx[4], rvy[4], rth[4], rom[4];
+    _mm_storeu_ps(rpx, px);
+    _mm_storeu_ps(rpy, py);
+    _mm_storeu_ps(rvx, vx);
+    _mm_storeu_ps(rvy, vy);
+    _mm_storeu_ps(rth, th);
+    _mm_storeu_ps(rom, rot);
+    int redo = _mm_movemask_ps(bad), done = 0;
+    for (int i = 0; i < 4; i++) {
+      if (redo & (1 << i)) {
+        steer_integrate_dynamic(s[i], l[i], o[i], dt);
+      } else {
+        s[i]->position = v2(rpx[i], rpy[i]);
+        s[i]->velocity = v2(rvx[i], rvy[i]);
+        s[i]->orientation = rth[i];
+        s[i]->rotation = rom[i];
+        done++;
+      }
+    }
+    return done;
+#undef LANES
+#undef PX
+#undef PY
+#undef VX
+#undef VY
+#undef TH
+#undef OM
+#undef OX
+#undef OY
+#undef OA
+#undef MS
+#undef MA
+#undef MR
+#undef MAA
+  }
+#endif
+  for (int i = 0; i < 4; i++)
+    steer_integrate_dynamic(s[i], l[i], o[i], dt);
+  return 0;
+}
+
+int steer_integrate_heading_x4(steer_state *const s[4], const steer_limits *const l[4],
+                               const steer_heading_output o[4], float dt) {
+#if STEER_SIMD
+  if (dt > 0.0f) {
+#define LANES(e) _mm_setr_ps(e(0), e(1), e(2), e(3))
+#define PX(i) s[i]->position.x
+#define PY(i) s[i]->position.y
+#define VX(i) s[i]->velocity.x
+#define VY(i) s[i]->velocity.y
+#define TH(i) s[i]->orientation
+#define OS(i) o[i].speed
+#define OR(i) o[i].rotation
+#define MS(i) l[i]->max_speed
+#define MA(i) l[i]->max_acceleration
+#define MR(i) l[i]->max_rotation
+    const f4 t = f4_set(dt), zero = _mm_setzero_ps();
+    f4 bad = zero, bad_up = zero, bad_down = zero;
+    f4 vx = LANES(VX), vy = LANES(VY), ms = LANES(MS), mr = LANES(MR);
+    f4 speed = _mm_sqrt_ps(_mm_add_ps(_mm_mul_ps(vx, vx), _mm_mul_ps(vy, vy)));
+    f4 want = f4_clamp(LANES(OS), zero, ms);
+    f4 step = _mm_mul_ps(LANES(MA), t);
+    f4 up = _mm_cmpgt_ps(want, speed);
+    f4 faster = f4_fmin(want, _mm_add_ps(speed, step), &bad_up);
+    f4 slower = f4_fmax(want, _mm_sub_ps(speed, step), &bad_down);
+    bad = f4_sel(up, bad_up, bad_down);
+    speed = f4_sel(up, faster, slower);
+    speed = f4_sel(_mm_cmpgt_ps(speed, ms), ms, speed);
+    f4 rot = f4_clamp(LANES(OR), f4_neg(mr), mr);
+    f4 th = f4_wrap_angle(_mm_add_ps(LANES(TH), _mm_mul_ps(rot, t)), &bad);
+    f4 hs, hc;
+    f4_sincos(th, &hs, &hc, &bad);
+    f4 run = _mm_mul_ps(speed, t);
+    f4 px = _mm_add_ps(LANES(PX), _mm_mul_ps(hc, run)), py = _mm_add_ps(LANES(PY), _mm_mul_ps(hs, run));
+    float rpx[4], rpy[4], rvx[4], rvy[4], rth[4], rom[4];
+    _mm_storeu_ps(rpx, px);
+    _mm_storeu_ps(rpy, py);
+    _mm_storeu_ps(rvx, _mm_mul_ps(hc, speed));
+    _mm_storeu_ps(rvy, _mm_mul_ps(hs, speed));
+    _mm_storeu_ps(rth, th);
+    _mm_storeu_ps(rom, rot);
+    int redo = _mm_movemask_ps(bad), done = 0;
+    for (int i = 0; i < 4; i++) {
+      if (redo & (1 << i)) {
+        steer_integrate_heading(s[i], l[i], o[i], dt);
+      } else {
+        s[i]->position = v2(rpx[i], rpy[i]);
+        s[i]->velocity = v2(rvx[i], rvy[i]);
+        s[i]->orientation = rth[i];
+        s[i]->rotation = rom[i];
+        done++;
+      }
+    }
+    return done;
+#undef LANES
+#undef PX
+#undef PY
+#undef VX
+#undef VY
+#undef TH
+#undef OS
+#undef OR
+#undef MS
+#undef MA
+#undef MR
+  }
+#endif
+  for (int i = 0; i < 4; i++)
+    steer_integrate_heading(s[i], l[i], o[i], dt);
+  return 0;
+}

@@ -344,6 +344,7 @@ int steer_world_follow_path(steer_world *w, steer_id id, int path) {
   steer_path_cursor_init(&w->cursor[d]);
   world_stuck_reset(w, d);
   steer_behaviour *b = &w->behaviour[d];
+  w->readers -= reads_agents(b);
   b->kind = STEER_BEHAVIOUR_FOLLOW_PATH;
   b->target.kind = STEER_TARGET_NONE;
   w->arrived[d] = 0;
@@ -438,6 +439,7 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
   w->akey[d] = avoid_key(&desc->behaviour);
   w->avoiding += w->akey[d] != 0;
   w->stuck_watch += desc->behaviour.stuck_time > 0.0f;
+  w->readers += reads_agents(&desc->behaviour);
   w->nlist_stamp[d] = 0; /* no kept set */
   if (needs_neighbours(&desc->behaviour))
     w->separating++;
@@ -489,6 +491,7 @@ int steer_world_despawn(steer_world *w, steer_id id) {
     w->separating--;
   w->avoiding -= w->akey[d] != 0;
   w->stuck_watch -= w->behaviour[d].stuck_time > 0.0f;
+  w->readers -= reads_agents(&w->behaviour[d]);
   if (w->radius[d] >= w->max_radius)
     w->max_radius_stale = 1;
   uint32_t slot = id & STEER_ID_INDEX_MASK;
@@ -534,6 +537,8 @@ int steer_world_set_behaviour(steer_world *w, steer_id id, const steer_behaviour
   w->separating += needs_neighbours(b);
   w->stuck_watch -= w->behaviour[d].stuck_time > 0.0f;
   w->stuck_watch += b->stuck_time > 0.0f;
+  w->readers -= reads_agents(&w->behaviour[d]);
+  w->readers += reads_agents(b);
   w->behaviour[d] = *b;
   w->arrived[d] = 0;
   world_stuck_reset(w, d);
@@ -622,6 +627,7 @@ int steer_world_stop(steer_world *w, steer_id id) {
   if (d == NO_DENSE)
     return STEER_ENOENT;
   leave_path(w, d);
+  w->readers -= reads_agents(&w->behaviour[d]);
   w->behaviour[d].kind = STEER_BEHAVIOUR_NONE;
   w->behaviour[d].target.kind = STEER_TARGET_NONE;
   w->arrived[d] = 0;
@@ -958,17 +964,32 @@ static inline int batch_kind(const steer_world *w, uint32_t d) {
   return b->kind == STEER_BEHAVIOUR_WANDER ? BATCH_WANDER : BATCH_NONE;
 }
 
-/* The behaviour outputs of the batchable agents of [begin, end) (end - begin
- * <= STEER_BLOCK), four of a kind at a time; pre_ok[d - begin] says which were
- * done: 1, a dynamic output in pre[] that dynamic_finish completes; 2, the
- * command itself (heading path followers); 0, left to the scalar path (a
- * remainder of fewer than four). Each agent writes only its own command,
- * wander angle and generator, as in the scalar path. */
-static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, steer_output *pre,
-                        uint8_t *pre_ok) {
+static void integrate_store(steer_world *w, uint32_t d, steer_state *s);
+
+/* Whether agent d's dynamic output goes to integration as it is: no
+ * separation, no avoidance and no map, so dynamic_finish has nothing to add. */
+static inline int finish_plain(const steer_world *w, uint32_t d) {
+  return !w->map_live && !w->akey[d] && !needs_neighbours(&w->behaviour[d]);
+}
+
+/* Agent d's dynamic command, written to its scratch. */
+static inline void put_dynamic(steer_world *w, uint32_t d, steer_output o) {
+  command3 *c = &w->cmd[d];
+  c->a = o.linear.x;
+  c->b = o.linear.y;
+  c->c = o.angular;
+}
+
+/* The batchable agents of [begin, end) (end - begin <= STEER_BLOCK), four of a
+ * kind at a time; done[d - begin] says which were handled: 2, the command is
+ * in the scratch; 3, integrated too (fused, see steer_range); 0, left to the
+ * scalar path (a remainder of fewer than four). Each agent writes only its own
+ * command (or state), wander angle, generator, query hint and kept neighbour
+ * set, as in the scalar path. */
+static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, uint8_t *done, int fused) {
   uint32_t arrive[STEER_BLOCK], wander[STEER_BLOCK], follow[STEER_BLOCK], na = 0, nw = 0, nf = 0;
   for (uint32_t d = begin; d < end; d++) {
-    pre_ok[d - begin] = 0;
+    done[d - begin] = 0;
     int k = batch_kind(w, d);
     if (k == BATCH_ARRIVE_LOOK)
       arrive[na++] = d;
@@ -978,147 +999,167 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
       follow[nf++] = d;
   }
   steer_state st[4];
-  const steer_state *sp[4];
+  steer_state *sm[4] = {&st[0], &st[1], &st[2], &st[3]};
+  const steer_state *sp[4] = {&st[0], &st[1], &st[2], &st[3]};
   const steer_limits *lp[4];
   const steer_params *pp[4];
   steer_output o[4];
-  for (uint32_t i = 0; i + 4 <= na; i += 4) {
-    vec2 tp[4];
-    for (int j = 0; j < 4; j++) {
-      uint32_t d = arrive[i + (uint32_t)j];
-      st[j] = state_of(w, d);
-      sp[j] = &st[j];
-      lp[j] = &w->limits[d];
-      pp[j] = &w->behaviour[d].params;
-      tp[j] = w->behaviour[d].target.point;
-    }
-    steer_arrive_look_x4(sp, lp, pp, tp, o);
-    for (int j = 0; j < 4; j++) {
-      uint32_t k = arrive[i + (uint32_t)j] - begin;
-      pre[k] = o[j];
-      pre_ok[k] = 1;
-    }
-  }
-  for (uint32_t i = 0; i + 4 <= nw; i += 4) {
-    float *wa[4];
-    steer_rng *rng[4];
-    for (int j = 0; j < 4; j++) {
-      uint32_t d = wander[i + (uint32_t)j];
-      st[j] = state_of(w, d);
-      sp[j] = &st[j];
-      lp[j] = &w->limits[d];
-      pp[j] = &w->behaviour[d].params;
-      wa[j] = &w->wander[d];
-      rng[j] = &w->arng[d];
-    }
-    steer_wander_x4(sp, lp, pp, wa, rng, dt, o);
-    for (int j = 0; j < 4; j++) {
-      uint32_t k = wander[i + (uint32_t)j] - begin;
-      pre[k] = o[j];
-      pre_ok[k] = 1;
+  for (uint32_t q = 0; q < 2; q++) {
+    /* q 0: arrive + look where going; q 1: wander. Both dynamic. */
+    const uint32_t *list = q == 0 ? arrive : wander;
+    uint32_t n = q == 0 ? na : nw;
+    for (uint32_t i = 0; i + 4 <= n; i += 4) {
+      const uint32_t *dd = list + i;
+      for (int j = 0; j < 4; j++) {
+        st[j] = state_of(w, dd[j]);
+        lp[j] = &w->limits[dd[j]];
+        pp[j] = &w->behaviour[dd[j]].params;
+      }
+      if (q == 0) {
+        vec2 tp[4];
+        for (int j = 0; j < 4; j++)
+          tp[j] = w->behaviour[dd[j]].target.point;
+        steer_arrive_look_x4(sp, lp, pp, tp, o);
+      } else {
+        float *wa[4];
+        steer_rng *rng[4];
+        for (int j = 0; j < 4; j++) {
+          wa[j] = &w->wander[dd[j]];
+          rng[j] = &w->arng[dd[j]];
+        }
+        steer_wander_x4(sp, lp, pp, wa, rng, dt, o);
+      }
+      for (int j = 0; j < 4; j++)
+        if (!finish_plain(w, dd[j]))
+          o[j] = dynamic_finish(w, dd[j], &st[j], dt, o[j]);
+      if (fused) {
+        steer_integrate_dynamic_x4(sm, lp, o, dt);
+        for (int j = 0; j < 4; j++) {
+          integrate_store(w, dd[j], &st[j]);
+          done[dd[j] - begin] = 3;
+        }
+      } else {
+        for (int j = 0; j < 4; j++) {
+          put_dynamic(w, dd[j], o[j]);
+          done[dd[j] - begin] = 2;
+        }
+      }
     }
   }
   for (uint32_t i = 0; i + 4 <= nf; i += 4) {
+    const uint32_t *dd = follow + i;
     steer_path pv[4];
     const steer_path *pvp[4];
     const steer_path_cursor *cp[4];
     steer_heading_output ho[4];
     for (int j = 0; j < 4; j++) {
-      uint32_t d = follow[i + (uint32_t)j];
-      st[j] = state_of(w, d);
-      sp[j] = &st[j];
-      lp[j] = &w->limits[d];
-      pp[j] = &w->behaviour[d].params;
-      pv[j] = path_view(w, w->path[d]);
+      st[j] = state_of(w, dd[j]);
+      lp[j] = &w->limits[dd[j]];
+      pp[j] = &w->behaviour[dd[j]].params;
+      pv[j] = path_view(w, w->path[dd[j]]);
       pvp[j] = &pv[j];
-      cp[j] = &w->cursor[d];
+      cp[j] = &w->cursor[dd[j]];
     }
     steer_path_steer_heading_x4(sp, lp, pp, pvp, cp, ho);
-    for (int j = 0; j < 4; j++) {
-      uint32_t d = follow[i + (uint32_t)j];
-      command3 *c = &w->cmd[d];
-      c->a = ho[j].rotation; /* as heading_steering's output is stored */
-      c->b = ho[j].speed;
-      c->c = 0.0f;
-      pre_ok[d - begin] = 2;
+    if (fused) {
+      steer_integrate_heading_x4(sm, lp, ho, dt);
+      for (int j = 0; j < 4; j++) {
+        integrate_store(w, dd[j], &st[j]);
+        done[dd[j] - begin] = 3;
+      }
+    } else {
+      for (int j = 0; j < 4; j++) {
+        command3 *c = &w->cmd[dd[j]];
+        c->a = ho[j].rotation; /* as heading_steering's output is stored */
+        c->b = ho[j].speed;
+        c->c = 0.0f;
+        done[dd[j] - begin] = 2;
+      }
     }
   }
 }
 
+static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t end);
+
 /* Steers agents [begin, end): each reads last tick's state of anyone and writes
  * only its own command, query hint, kept neighbour set, wander angle, generator
- * and path cursor, so ranges can run on different threads. */
-static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end) {
-  steer_output pre[STEER_BLOCK];
-  uint8_t pre_ok[STEER_BLOCK];
-  for (uint32_t d = begin; d < end; d++) {
-    uint32_t k = (d - begin) % STEER_BLOCK;
-    if (k == 0) {
-      uint32_t stop = end - d > STEER_BLOCK ? d + STEER_BLOCK : end;
-      if (STEER_SIMD && !w->scalar_only)
-        batch_block(w, dt, d, stop, pre, pre_ok);
-      else
-        memset(pre_ok, 0, sizeof(pre_ok));
+ * and path cursor, so ranges can run on different threads.
+ *
+ * fused (the vector path, when no agent targets another: w->readers == 0):
+ * each block of agents is integrated right after it is steered, while its
+ * state is in cache; the integration pass then has nothing left to do. That
+ * is the same as the two passes only because then nothing the steering pass
+ * reads of other agents changes during it: separation and avoidance read the
+ * grid's copies (built before the step), the map does not move. A change
+ * that makes steering read another agent's live state must count it in
+ * w->readers. */
+static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end, int fused) {
+  uint8_t done[STEER_BLOCK];
+  for (uint32_t b0 = begin; b0 < end; b0 += STEER_BLOCK) {
+    uint32_t stop = end - b0 > STEER_BLOCK ? b0 + STEER_BLOCK : end;
+    if (STEER_SIMD && !w->scalar_only)
+      batch_block(w, dt, b0, stop, done, fused);
+    else
+      memset(done, 0, sizeof(done));
+    for (uint32_t d = b0; d < stop; d++) {
+      if (done[d - b0])
+        continue;
+      steer_state s = state_of(w, d);
+      command3 *c = &w->cmd[d];
+      switch (w->model[d]) {
+      case STEER_MODEL_KINEMATIC: {
+        steer_kinematic_output o = kinematic_steering(w, d, &s);
+        if (w->map_live)
+          o.velocity = world_avoid_kinematic(w, d, &s, o.velocity);
+        c->a = o.velocity.x;
+        c->b = o.velocity.y;
+        c->c = o.rotation;
+        break;
+      }
+      case STEER_MODEL_HEADING: {
+        steer_heading_output o = heading_steering(w, d, &s);
+        c->a = o.rotation;
+        c->b = o.speed;
+        c->c = 0.0f;
+        break;
+      }
+      default: {
+        steer_output o = dynamic_steering(w, d, &s, dt);
+        c->a = o.linear.x;
+        c->b = o.linear.y;
+        c->c = o.angular;
+        break;
+      }
+      }
     }
-    if (pre_ok[k] == 2)
-      continue;
-    steer_state s = state_of(w, d);
-    command3 *c = &w->cmd[d];
-    if (pre_ok[k]) {
-      steer_output o = dynamic_finish(w, d, &s, dt, pre[k]);
-      c->a = o.linear.x;
-      c->b = o.linear.y;
-      c->c = o.angular;
-      continue;
-    }
-    switch (w->model[d]) {
-    case STEER_MODEL_KINEMATIC: {
-      steer_kinematic_output o = kinematic_steering(w, d, &s);
-      if (w->map_live)
-        o.velocity = world_avoid_kinematic(w, d, &s, o.velocity);
-      c->a = o.velocity.x;
-      c->b = o.velocity.y;
-      c->c = o.rotation;
-      break;
-    }
-    case STEER_MODEL_HEADING: {
-      steer_heading_output o = heading_steering(w, d, &s);
-      c->a = o.rotation;
-      c->b = o.speed;
-      c->c = 0.0f;
-      break;
-    }
-    default: {
-      steer_output o = dynamic_steering(w, d, &s, dt);
-      c->a = o.linear.x;
-      c->b = o.linear.y;
-      c->c = o.angular;
-      break;
-    }
-    }
+    if (fused) /* the agents the vector path did not integrate */
+      for (uint32_t d = b0; d < stop; d++)
+        if (done[d - b0] != 3)
+          integrate_range(w, dt, d, d + 1);
   }
 }
 
 typedef struct steer_job {
   steer_world *w;
   float dt;
+  int fused;
 } steer_job;
 
 static void steer_chunk(void *ctx, uint32_t begin, uint32_t end) {
   const steer_job *j = ctx;
-  steer_range(j->w, j->dt, begin, end);
+  steer_range(j->w, j->dt, begin, end, j->fused);
 }
 
 /* Agents per chunk handed to a thread: big enough that taking one costs
  * nothing next to steering it, small enough to even out the threads. */
 #define STEER_CHUNK 256u
 
-static void pass_steering(steer_world *w, float dt) {
+static void pass_steering(steer_world *w, float dt, int fused) {
   if (steer_pool_threads(w->pool) > 1 && w->count > STEER_CHUNK) {
-    steer_job j = {w, dt};
+    steer_job j = {w, dt, fused};
     steer_pool_run(w->pool, w->count, STEER_CHUNK, steer_chunk, &j);
   } else {
-    steer_range(w, dt, 0, w->count);
+    steer_range(w, dt, 0, w->count, fused);
   }
 }
 
@@ -1126,11 +1167,32 @@ void steer_world_set_pool(steer_world *w, struct steer_pool *pool) { w->pool = p
 
 void steer_world_set_simd(steer_world *w, int on) { w->scalar_only = !on; }
 
+/* The end of agent d's integration: the world's edge, the map, the store. */
+static void integrate_store(steer_world *w, uint32_t d, steer_state *s) {
+  const vec2 lo = w->cfg.min, hi = w->cfg.max;
+  /* The world's edge is a wall: stop the outward part of the velocity. */
+  if (s->position.x < lo.x || s->position.x > hi.x) {
+    s->position.x = steer_clampf(s->position.x, lo.x, hi.x);
+    s->velocity.x = 0.0f;
+  }
+  if (s->position.y < lo.y || s->position.y > hi.y) {
+    s->position.y = steer_clampf(s->position.y, lo.y, hi.y);
+    s->velocity.y = 0.0f;
+  }
+  if (w->map_live)
+    world_collide(w, d, v2(w->px[d], w->py[d]), s);
+  w->px[d] = s->position.x;
+  w->py[d] = s->position.y;
+  w->vx[d] = s->velocity.x;
+  w->vy[d] = s->velocity.y;
+  w->theta[d] = s->orientation;
+  w->omega[d] = s->rotation;
+}
+
 /* Integrates agents [begin, end): each reads its own command and state and the
  * map, and writes only its own state, so ranges can run on different threads
  * (after the steering pass: it reads everyone's state of the last tick). */
 static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t end) {
-  const vec2 lo = w->cfg.min, hi = w->cfg.max;
   for (uint32_t d = begin; d < end; d++) {
     steer_state s = state_of(w, d);
     const command3 *c = &w->cmd[d];
@@ -1152,23 +1214,7 @@ static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t e
       break;
     }
     }
-    /* The world's edge is a wall: stop the outward part of the velocity. */
-    if (s.position.x < lo.x || s.position.x > hi.x) {
-      s.position.x = steer_clampf(s.position.x, lo.x, hi.x);
-      s.velocity.x = 0.0f;
-    }
-    if (s.position.y < lo.y || s.position.y > hi.y) {
-      s.position.y = steer_clampf(s.position.y, lo.y, hi.y);
-      s.velocity.y = 0.0f;
-    }
-    if (w->map_live)
-      world_collide(w, d, v2(w->px[d], w->py[d]), &s);
-    w->px[d] = s.position.x;
-    w->py[d] = s.position.y;
-    w->vx[d] = s.velocity.x;
-    w->vy[d] = s.velocity.y;
-    w->theta[d] = s.orientation;
-    w->omega[d] = s.rotation;
+    integrate_store(w, d, &s);
   }
 }
 
@@ -1183,7 +1229,7 @@ static void integrate_chunk(void *ctx, uint32_t begin, uint32_t end) {
 
 static void pass_integrate(steer_world *w, float dt) {
   if (steer_pool_threads(w->pool) > 1 && w->count > INTEGRATE_CHUNK) {
-    steer_job j = {w, dt};
+    steer_job j = {w, dt, 0};
     steer_pool_run(w->pool, w->count, INTEGRATE_CHUNK, integrate_chunk, &j);
   } else {
     integrate_range(w, dt, 0, w->count);
@@ -1244,8 +1290,12 @@ void steer_world_step(steer_world *w, float dt) {
    * separation reads it during a step. */
   if (w->separating > 0 && w->grid_stale)
     grid_rebuild(w);
-  pass_steering(w, dt);
-  pass_integrate(w, dt);
+  /* The vector path integrates each block as it steers it when no agent reads
+   * another's live state (steer_range); the scalar path is the reference. */
+  int fused = STEER_SIMD && !w->scalar_only && w->readers == 0;
+  pass_steering(w, dt, fused);
+  if (!fused)
+    pass_integrate(w, dt);
   pass_events(w, dt); /* may change velocities (a stuck agent's nudge) */
   /* Rebuilt on the new positions for the next step; with nobody separating it is
    * left for steer_world_query_radius to build if it is asked. */

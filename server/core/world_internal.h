@@ -98,11 +98,19 @@ struct steer_world {
   uint32_t *nlist_stamp;
   uint32_t nepoch;
   uint64_t stuck_count;
+  /* Agents whose behaviour targets another agent (reads its state while
+   * steering), a cache: with none the vector path integrates each block right
+   * after steering it (world.c, steer_range), since no agent then reads
+   * another's position, velocity or orientation during the steering pass. */
+  uint32_t readers;
 };
 
 static inline uint16_t avoid_key(const steer_behaviour *b) {
   return b->avoid_weight > 0.0f ? (uint16_t)(1u + b->avoid_priority) : 0u;
 }
+
+/* Whether an agent's behaviour reads another agent's live state (its target). */
+static inline uint32_t reads_agents(const steer_behaviour *b) { return b->target.kind == STEER_TARGET_AGENT; }
 
 /* Whether an agent's behaviour reads the neighbour grid. */
 static inline int needs_neighbours(const steer_behaviour *b) {

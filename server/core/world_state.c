@@ -625,6 +625,7 @@ static int load(const uint8_t *buf, size_t len, steer_world **out) {
     w->akey[d] = avoid_key(&w->behaviour[d]);
     w->avoiding += w->akey[d] != 0;
     w->stuck_watch += w->behaviour[d].stuck_time > 0.0f;
+    w->readers += reads_agents(&w->behaviour[d]);
   }
   w->max_radius = max_radius;
   w->max_radius_stale = 0;
