@@ -334,6 +334,10 @@ static void fused_script(steer_world *w, int t) {
       steer_behaviour b = info.behaviour;
       b.kind = STEER_BEHAVIOUR_ARRIVE;
       b.target.kind = STEER_TARGET_POINT;
+      if (t == 45 && i % 4 == 1) { /* stuck detection on some: the events pass reads their behaviour */
+        b.stuck_time = 0.3f;
+        b.stuck_reaction = i % 8 == 1 ? STEER_STUCK_NUDGE : STEER_STUCK_REPORT;
+      }
       int rc, k = 0;
       do { /* a goal inside an obstacle is refused: the next one */
         b.target.point = v2(20.0f + (float)((i + 37u * (uint32_t)k) % 200), 30.0f + (float)((i + (uint32_t)k) % 150));
@@ -369,6 +373,7 @@ START_TEST(test_simd_fused_same_hash_as_scalar) {
   steer_world *ref = make_world(), *vec = make_world(), *vec2t = make_world();
   steer_world_set_simd(ref, 0);
   steer_world_set_pool(vec2t, two);
+  uint32_t kinds = 0;
   for (int t = 0; t < 90; t++) {
     fused_script(ref, t);
     fused_script(vec, t);
@@ -379,7 +384,18 @@ START_TEST(test_simd_fused_same_hash_as_scalar) {
     uint64_t h = steer_world_hash(ref);
     ck_assert_msg(steer_world_hash(vec) == h, "tick %d: the vector path differs from the scalar one", t + 1);
     ck_assert_msg(steer_world_hash(vec2t) == h, "tick %d: vector path, 2 threads, differs", t + 1);
+    uint32_t ne_ref, ne_vec;
+    const steer_event *er = steer_world_events(ref, &ne_ref), *ev = steer_world_events(vec, &ne_vec);
+    ck_assert_uint_eq(ne_vec, ne_ref);
+    for (uint32_t i = 0; i < ne_ref; i++) { /* the same events in the same order */
+      ck_assert(er[i].agent == ev[i].agent && er[i].type == ev[i].type && er[i].node == ev[i].node);
+      kinds |= 1u << er[i].type;
+    }
   }
+  /* Arrivals, waypoints and STUCK all came (the events pass's fast cases and its full one). */
+  ck_assert(kinds & (1u << STEER_EVENT_ARRIVED));
+  ck_assert(kinds & (1u << STEER_EVENT_WAYPOINT));
+  ck_assert(kinds & (1u << STEER_EVENT_STUCK));
   steer_world_destroy(ref);
   steer_world_destroy(vec);
   steer_world_destroy(vec2t);

@@ -89,6 +89,8 @@ SIMD_INLINE __m128d d2_wrap(__m128d a) {
 SIMD_INLINE f4 f4_wrap_angle(f4 a, f4 *bad) {
   const f4 pi = f4_set(STEER_PI);
   f4 out = _mm_or_ps(_mm_cmpgt_ps(a, pi), _mm_cmple_ps(a, f4_neg(pi)));
+  if (!_mm_movemask_ps(out))
+    return a; /* the common case: nothing to wrap */
   *bad = _mm_or_ps(*bad, _mm_andnot_ps(_mm_cmple_ps(f4_abs(a), f4_set(9.0f)), out));
   f4 lo = _mm_cvtpd_ps(d2_wrap(_mm_cvtps_pd(a)));
   f4 hi = _mm_cvtpd_ps(d2_wrap(_mm_cvtps_pd(_mm_movehl_ps(a, a))));

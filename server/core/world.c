@@ -164,6 +164,9 @@ steer_world *steer_world_create(const steer_world_config *cfg) {
   ALLOC(path, n);
   ALLOC(cursor, n);
   ALLOC(cmd, n);
+  ALLOC(ekind, n);
+  ALLOC(ept, n);
+  ALLOC(er, n);
   ALLOC(nhint, n);
   ALLOC(slot_dense, n);
   ALLOC(slot_gen, n);
@@ -222,6 +225,9 @@ void steer_world_destroy(steer_world *w) {
   free(w->path);
   free(w->cursor);
   free(w->cmd);
+  free(w->ekind);
+  free(w->ept);
+  free(w->er);
   free(w->nhint);
   free(w->slot_dense);
   free(w->slot_gen);
@@ -966,6 +972,17 @@ static inline int batch_kind(const steer_world *w, uint32_t d) {
 
 static void integrate_store(steer_world *w, uint32_t d, steer_state *s);
 
+/* What the events pass looks at for an agent (w->ekind, written by the vector
+ * path's steering pass): everything (the scalar code, from the behaviour);
+ * nothing (no path, no arrival to detect, no stuck detection); a path
+ * follower's node (w->er: turn_trigger_distance); an arrival at a point
+ * (w->ept, w->er: target_radius). */
+enum { EV_GENERAL = 0, EV_NONE, EV_PATH, EV_ARRIVE };
+
+static inline int stuck_watched(const steer_world *w, const steer_behaviour *b) {
+  return w->stuck_watch && b->stuck_time > 0.0f;
+}
+
 /* Whether agent d's dynamic output goes to integration as it is: no
  * separation, no avoidance and no map, so dynamic_finish has nothing to add. */
 static inline int finish_plain(const steer_world *w, uint32_t d) {
@@ -1029,9 +1046,21 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
         }
         steer_wander_x4(sp, lp, pp, wa, rng, dt, o);
       }
-      for (int j = 0; j < 4; j++)
-        if (!finish_plain(w, dd[j]))
-          o[j] = dynamic_finish(w, dd[j], &st[j], dt, o[j]);
+      for (int j = 0; j < 4; j++) {
+        uint32_t d = dd[j];
+        const steer_behaviour *b = &w->behaviour[d];
+        if (!finish_plain(w, d))
+          o[j] = dynamic_finish(w, d, &st[j], dt, o[j]);
+        if (stuck_watched(w, b)) {
+          w->ekind[d] = EV_GENERAL;
+        } else if (q == 0 && !w->arrived[d]) {
+          w->ekind[d] = EV_ARRIVE;
+          w->ept[d] = b->target.point;
+          w->er[d] = b->params.target_radius;
+        } else {
+          w->ekind[d] = EV_NONE;
+        }
+      }
       if (fused) {
         steer_integrate_dynamic_x4(sm, lp, o, dt);
         for (int j = 0; j < 4; j++) {
@@ -1059,6 +1088,8 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
       pv[j] = path_view(w, w->path[dd[j]]);
       pvp[j] = &pv[j];
       cp[j] = &w->cursor[dd[j]];
+      w->ekind[dd[j]] = stuck_watched(w, &w->behaviour[dd[j]]) ? EV_GENERAL : EV_PATH;
+      w->er[dd[j]] = pp[j]->turn_trigger_distance;
     }
     steer_path_steer_heading_x4(sp, lp, pp, pvp, cp, ho);
     if (fused) {
@@ -1097,13 +1128,16 @@ static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end, 
   uint8_t done[STEER_BLOCK];
   for (uint32_t b0 = begin; b0 < end; b0 += STEER_BLOCK) {
     uint32_t stop = end - b0 > STEER_BLOCK ? b0 + STEER_BLOCK : end;
-    if (STEER_SIMD && !w->scalar_only)
+    int vector = STEER_SIMD && !w->scalar_only;
+    if (vector)
       batch_block(w, dt, b0, stop, done, fused);
     else
       memset(done, 0, sizeof(done));
     for (uint32_t d = b0; d < stop; d++) {
       if (done[d - b0])
         continue;
+      if (vector)
+        w->ekind[d] = EV_GENERAL;
       steer_state s = state_of(w, d);
       command3 *c = &w->cmd[d];
       switch (w->model[d]) {
@@ -1236,8 +1270,42 @@ static void pass_integrate(steer_world *w, float dt) {
   }
 }
 
-static void pass_events(steer_world *w, float dt) {
+/* Whether agent d's path advance would do nothing this step (no event, no
+ * cursor change), from the compact data alone: a finished path; or no arc
+ * turn running, the node out of its radius and (arc cornering) further than
+ * the turn trigger distance, beyond which try_arc never triggers. */
+static inline int path_quiet(const steer_world *w, uint32_t d) {
+  const steer_path_cursor *c = &w->cursor[d];
+  if (c->finished)
+    return 1;
+  if (c->turn_time_left > 0.0f)
+    return 0;
+  int32_t h = w->path[d];
+  const path_entry *e = &w->paths[h];
+  uint32_t node = c->node < e->count ? c->node : e->count - 1u;
+  vec2 pt = w->path_points[(size_t)h * w->cfg.max_path_points + node];
+  float dist = v2_len(v2_sub(v2(w->px[d], w->py[d]), pt));
+  return !(dist <= e->radius) && (e->cornering != STEER_CORNER_ARC || dist > w->er[d]);
+}
+
+/* Paths advance, arrivals and STUCK, in dense order. fast: the vector path
+ * left each agent's EV_* in w->ekind (steer_range), so the behaviours are read
+ * only for the agents it marked EV_GENERAL and those with something to do. */
+static void pass_events(steer_world *w, float dt, int fast) {
   for (uint32_t d = 0; d < w->count; d++) {
+    if (fast) {
+      uint8_t k = w->ekind[d];
+      if (k == EV_NONE || (k == EV_PATH && path_quiet(w, d)))
+        continue;
+      if (k == EV_ARRIVE) {
+        float r = w->er[d];
+        if (v2_len2(v2_sub(w->ept[d], v2(w->px[d], w->py[d]))) < r * r) {
+          w->arrived[d] = 1;
+          world_emit(w, w->id[d], STEER_EVENT_ARRIVED, 0);
+        }
+        continue;
+      }
+    }
     const steer_behaviour *b = &w->behaviour[d];
     if (b->kind == STEER_BEHAVIOUR_FOLLOW_PATH) {
       steer_state s = state_of(w, d);
@@ -1296,7 +1364,7 @@ void steer_world_step(steer_world *w, float dt) {
   pass_steering(w, dt, fused);
   if (!fused)
     pass_integrate(w, dt);
-  pass_events(w, dt); /* may change velocities (a stuck agent's nudge) */
+  pass_events(w, dt, STEER_SIMD && !w->scalar_only); /* may change velocities (a stuck agent's nudge) */
   /* Rebuilt on the new positions for the next step; with nobody separating it is
    * left for steer_world_query_radius to build if it is asked. */
   if (w->separating > 0)

@@ -55,6 +55,13 @@ struct steer_world {
   int32_t *path;
   steer_path_cursor *cursor;
   command3 *cmd; /* scratch written by the steering pass */
+  /* Scratch written by the vector path's steering pass for the same step's
+   * events pass (world.c, pass_events), so that it need not read the
+   * behaviours: what to look at (EV_*), and an arriving agent's target point
+   * and radius, or a path follower's turn trigger distance (r). */
+  uint8_t *ekind;
+  vec2 *ept;
+  float *er;
   float *nhint;  /* m^2, last separation query's max-th distance squared (0: none); a guess, not state */
 
   /* slots */
