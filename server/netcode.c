@@ -70,7 +70,8 @@ typedef struct nc_client {
    * lives in the pool chunk chunk[v % chunks_per_client] while that chunk's
    * owner is this client and its chunk_v is v. */
   uint64_t head;  /* next position */
-  uint32_t held;  /* pool chunks it holds */
+  uint32_t reserve_free; /* its reserve chunks not in use (its stack in nc->reserve_free) */
+  uint32_t last_view;    /* agents in view in its last frame (a batch's ranges follow it) */
 } nc_client;
 
 /* An agent that needs sending. */
@@ -93,34 +94,10 @@ typedef struct nc_index {
   int records_only;
 } nc_index;
 
-struct steerd_netcode {
-  steerd_netcode_config cfg;
-  nc_client *clients;
-
-  nc_rec *pool;
-  uint64_t pool_cap;           /* records: chunk_count * CHUNK */
-  uint32_t chunk_count;        /* pool chunks */
-  uint32_t chunks_per_client;  /* a client's ring: its quota */
-  uint32_t reserve_chunks;     /* chunks each client slot may always have */
-  uint32_t *chunk_tab;         /* max_clients x chunks_per_client: pool chunk or NO_CHUNK */
-  uint32_t *chunk_owner;       /* by pool chunk: client slot, or NO_CHUNK when free */
-  uint64_t *chunk_v;           /* by pool chunk: the owner's virtual chunk it holds */
-  uint32_t *free_chunks;       /* stack of free pool chunks */
-  uint32_t free_count;
-  uint64_t reserve_owed;       /* chunks the slots below their reserve could still take */
-
-  /* Per snapshot: slot -> dense index of the world's agents. */
-  steer_world_view view;
-  uint32_t *slot_dense, *slot_stamp;
-  uint32_t snap_epoch;
-  /* The agents' records at the snapshot's time, made once for all clients. */
-  proto_record *now_rec; /* by dense index */
-  uint32_t *now_stamp;   /* == now_epoch: now_rec is made */
-  uint32_t now_epoch;
-  int now_dirty; /* begin() ran since now_epoch changed */
-  uint64_t now_time_us;
-
-  /* Per encode scratch. */
+/* Scratch of one encode at a time: the serial encodes' own, and one per range
+ * of clients of a batch (steerd_netcode_encode_batch), each used by one thread
+ * at a time. All sized at create (or set_pool); nothing allocates after. */
+typedef struct nc_scratch {
   nc_index base_ix, prev_ix; /* the baseline's records; the previous frame's ops in flight */
   uint32_t *view_stamp;      /* by slot: in view this encode */
   steer_id *view_id;
@@ -131,17 +108,70 @@ struct steerd_netcode {
   nc_cand *cands;
   uint64_t *order;           /* candidates by priority when sorted: order_key() */
   uint64_t *keys, *keys_tmp; /* sort_keys() scratch */
-  proto_record *last;        /* steerd_netcode_last_frame's copy */
   proto_delta_entry *sel;    /* chosen changes, by id */
   steer_id *removed;
   nc_rec *recs; /* the new frame, or a frame being resolved */
-  uint32_t recs_cap;
+  /* The agents' records at the snapshot's time, made once per snapshot (per scratch). */
+  proto_record *now_rec; /* by dense index */
+  uint32_t *now_stamp;   /* == now_epoch: now_rec is made */
+  uint32_t now_epoch;
+  uint64_t now_begin; /* nc->begins when now_epoch was set */
+  uint64_t now_time_us;
+  /* Encoded parts: a serial encode writes from the start each time; a range
+   * of a batch appends its clients' frames one after another. */
   uint8_t *out;
-  size_t out_cap;
-  uint32_t max_parts;
+  size_t out_cap, out_off;
   const uint8_t **part_ptr;
   size_t *part_len;
-  uint32_t *part_nrem, *part_nsel;
+  uint32_t parts_cap, parts_off;
+  uint32_t *part_nrem, *part_nsel; /* the frame being laid out: max_parts */
+  /* A range of a batch: no operation on state shared between clients (the
+   * pool's shared chunks, nc->stats); what it cannot do alone is deferred. */
+  int batch;
+  steerd_netcode_stats stats; /* a range's sums, added to nc->stats after the batch */
+  uint32_t reserve_taken;     /* reserve chunks a range took */
+} nc_scratch;
+
+/* A batch client's result (steerd_netcode_batch_result). */
+enum { NC_BATCH_NONE = 0, NC_BATCH_DONE, NC_BATCH_DEFER, NC_BATCH_ERROR };
+
+struct steerd_netcode {
+  steerd_netcode_config cfg;
+  nc_client *clients;
+
+  nc_rec *pool;
+  uint64_t pool_cap;           /* records: chunk_count * CHUNK */
+  uint32_t chunk_count;        /* pool chunks */
+  uint32_t chunks_per_client;  /* a client's ring: its quota */
+  uint32_t reserve_chunks;     /* chunks each client slot may always have: its own, the first
+                                  max_clients * reserve_chunks of the pool */
+  uint32_t *chunk_tab;         /* max_clients x chunks_per_client: pool chunk or NO_CHUNK */
+  uint32_t *chunk_owner;       /* by pool chunk: client slot, or NO_CHUNK when free */
+  uint64_t *chunk_v;           /* by pool chunk: the owner's virtual chunk it holds */
+  uint32_t *free_chunks;       /* stack of free shared pool chunks (beyond the reserves) */
+  uint32_t free_count;
+  uint32_t *reserve_free;      /* by slot, a stack of reserve_chunks: its free reserve chunks */
+  uint64_t reserve_free_total; /* free reserve chunks of all slots */
+
+  /* Per snapshot: slot -> dense index of the world's agents. */
+  steer_world_view view;
+  uint32_t *slot_dense, *slot_stamp;
+  uint32_t snap_epoch;
+  uint64_t begins; /* steerd_netcode_begin calls */
+
+  nc_scratch *x0;       /* serial encodes */
+  nc_scratch **xs;      /* a batch's ranges: one per thread of the pool */
+  uint32_t xs_count;
+  steer_pool *tpool;    /* the batch's threads (NULL: the calling thread) */
+  /* The batch: per client slot. */
+  uint8_t *bstate;            /* NC_BATCH_* */
+  int *brc;                   /* its error */
+  steerd_netcode_out *bout;   /* a done frame: its parts in its range's scratch */
+  uint64_t btick;
+  uint32_t *bounds;           /* xs_count + 1 */
+  proto_record *last;         /* steerd_netcode_last_frame's copy */
+  uint32_t recs_cap;
+  uint32_t max_parts;
 
   steerd_netcode_stats stats;
 };
@@ -287,6 +317,92 @@ steerd_netcode_config steerd_netcode_default_config(void) {
 
 const steerd_netcode_config *steerd_netcode_get_config(const steerd_netcode *nc) { return &nc->cfg; }
 
+static void scratch_destroy(nc_scratch *x) {
+  if (!x)
+    return;
+  free(x->now_rec);
+  free(x->now_stamp);
+  free(x->base_ix.stamp);
+  free(x->base_ix.idx);
+  free(x->base_ix.coll);
+  free(x->prev_ix.coll);
+  free(x->prev_ix.stamp);
+  free(x->prev_ix.idx);
+  free(x->view_stamp);
+  free(x->view_id);
+  free(x->sent_stamp);
+  free(x->in_view);
+  free(x->qids);
+  free(x->cands);
+  free(x->order);
+  free(x->keys);
+  free(x->keys_tmp);
+  free(x->sel);
+  free(x->removed);
+  free(x->recs);
+  free(x->out);
+  free(x->part_ptr);
+  free(x->part_len);
+  free(x->part_nrem);
+  free(x->part_nsel);
+  free(x);
+}
+
+/* Scratch for one encode at a time; out_cap bytes and parts_cap parts of
+ * output (at least a frame of max_parts). NULL when memory is short. */
+static nc_scratch *scratch_create(const steerd_netcode *nc, size_t out_cap, uint32_t parts_cap) {
+  nc_scratch *x = calloc(1, sizeof *x);
+  if (!x)
+    return NULL;
+  size_t n = nc->cfg.max_agents;
+  x->out_cap = out_cap;
+  x->parts_cap = parts_cap;
+  x->now_rec = calloc(n, sizeof *x->now_rec);
+  x->now_stamp = calloc(n, sizeof *x->now_stamp);
+  x->base_ix.stamp = calloc(n, sizeof(uint32_t));
+  x->base_ix.idx = calloc(n, sizeof(uint32_t));
+  x->prev_ix.stamp = calloc(n, sizeof(uint32_t));
+  x->prev_ix.idx = calloc(n, sizeof(uint32_t));
+  x->base_ix.coll = calloc(n, sizeof(uint32_t));
+  x->prev_ix.coll = calloc(n, sizeof(uint32_t));
+  x->view_stamp = calloc(n, sizeof *x->view_stamp);
+  x->view_id = calloc(n, sizeof *x->view_id);
+  x->sent_stamp = calloc(n, sizeof *x->sent_stamp);
+  x->in_view = calloc(n, sizeof *x->in_view);
+  x->qids = calloc(n, sizeof *x->qids);
+  x->cands = calloc(n, sizeof *x->cands);
+  x->order = calloc(n, sizeof *x->order);
+  x->keys = calloc(nc->recs_cap, sizeof *x->keys);
+  x->keys_tmp = calloc(nc->recs_cap, sizeof *x->keys_tmp);
+  x->sel = calloc(n, sizeof *x->sel);
+  x->removed = calloc(nc->recs_cap, sizeof *x->removed);
+  x->recs = calloc(nc->recs_cap, sizeof *x->recs);
+  x->out = malloc(x->out_cap);
+  x->part_ptr = calloc(parts_cap, sizeof *x->part_ptr);
+  x->part_len = calloc(parts_cap, sizeof *x->part_len);
+  x->part_nrem = calloc(nc->max_parts, sizeof *x->part_nrem);
+  x->part_nsel = calloc(nc->max_parts, sizeof *x->part_nsel);
+  if (!x->now_rec || !x->now_stamp || !x->base_ix.stamp || !x->base_ix.idx || !x->prev_ix.stamp ||
+      !x->prev_ix.idx || !x->base_ix.coll || !x->prev_ix.coll || !x->view_stamp || !x->view_id ||
+      !x->sent_stamp || !x->in_view || !x->qids || !x->cands || !x->order || !x->keys || !x->keys_tmp ||
+      !x->sel || !x->removed || !x->recs || !x->out || !x->part_ptr || !x->part_len || !x->part_nrem ||
+      !x->part_nsel) {
+    scratch_destroy(x);
+    return NULL;
+  }
+  return x;
+}
+
+static void batch_scratch_free(steerd_netcode *nc) {
+  for (uint32_t i = 0; i < nc->xs_count; i++)
+    scratch_destroy(nc->xs[i]);
+  free(nc->xs);
+  free(nc->bounds);
+  nc->xs = NULL;
+  nc->bounds = NULL;
+  nc->xs_count = 0;
+}
+
 void steerd_netcode_destroy(steerd_netcode *nc) {
   if (!nc)
     return;
@@ -296,34 +412,15 @@ void steerd_netcode_destroy(steerd_netcode *nc) {
   free(nc->chunk_owner);
   free(nc->chunk_v);
   free(nc->free_chunks);
+  free(nc->reserve_free);
   free(nc->slot_dense);
   free(nc->slot_stamp);
-  free(nc->now_rec);
-  free(nc->now_stamp);
-  free(nc->base_ix.stamp);
-  free(nc->base_ix.idx);
-  free(nc->base_ix.coll);
-  free(nc->prev_ix.coll);
-  free(nc->prev_ix.stamp);
-  free(nc->prev_ix.idx);
-  free(nc->view_stamp);
-  free(nc->view_id);
-  free(nc->sent_stamp);
-  free(nc->in_view);
-  free(nc->qids);
-  free(nc->cands);
-  free(nc->order);
-  free(nc->keys);
-  free(nc->keys_tmp);
   free(nc->last);
-  free(nc->sel);
-  free(nc->removed);
-  free(nc->recs);
-  free(nc->out);
-  free(nc->part_ptr);
-  free(nc->part_len);
-  free(nc->part_nrem);
-  free(nc->part_nsel);
+  free(nc->bstate);
+  free(nc->brc);
+  free(nc->bout);
+  scratch_destroy(nc->x0);
+  batch_scratch_free(nc);
   free(nc);
 }
 
@@ -367,8 +464,6 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
   nc->reserve_chunks = (uint32_t)rc;
   nc->chunk_count = (uint32_t)pc;
   nc->pool_cap = pc * CHUNK;
-  nc->free_count = nc->chunk_count;
-  nc->reserve_owed = (uint64_t)cfg->max_clients * rc;
   nc->cfg.pool_records = (uint32_t)nc->pool_cap;
   nc->cfg.client_records = (uint32_t)(qc * CHUNK);
   /* Removals and changes of one frame can never need more than this many parts. */
@@ -376,85 +471,120 @@ steerd_netcode *steerd_netcode_create(const steerd_netcode_config *cfg) {
       (uint32_t)(((uint64_t)nc->recs_cap * (PROTO_DELTA_ENTRY_MAX_BYTES + 5u) + cfg->budget_bytes) /
                      PART_PAYLOAD +
                  2u);
-  nc->out_cap = (size_t)nc->max_parts * PROTO_SNAPSHOT_PART_BYTES;
   nc->clients = calloc(cfg->max_clients, sizeof *nc->clients);
   nc->pool = calloc(nc->pool_cap, sizeof *nc->pool); /* untouched pages cost no memory until used */
   nc->chunk_tab = malloc((size_t)cfg->max_clients * nc->chunks_per_client * sizeof *nc->chunk_tab);
   nc->chunk_owner = malloc((size_t)nc->chunk_count * sizeof *nc->chunk_owner);
   nc->chunk_v = calloc(nc->chunk_count, sizeof *nc->chunk_v);
   nc->free_chunks = malloc((size_t)nc->chunk_count * sizeof *nc->free_chunks);
-  if (nc->chunk_tab && nc->chunk_owner && nc->free_chunks) {
+  nc->reserve_free = malloc(((size_t)cfg->max_clients * rc + 1u) * sizeof *nc->reserve_free);
+  if (nc->chunk_tab && nc->chunk_owner && nc->free_chunks && nc->reserve_free) {
     for (size_t i = 0; i < (size_t)cfg->max_clients * nc->chunks_per_client; i++)
       nc->chunk_tab[i] = NO_CHUNK;
-    for (uint32_t i = 0; i < nc->chunk_count; i++) {
+    for (uint32_t i = 0; i < nc->chunk_count; i++)
       nc->chunk_owner[i] = NO_CHUNK;
-      nc->free_chunks[i] = nc->chunk_count - 1u - i; /* chunk 0 on top */
+    /* Slot s's reserve: chunks s * rc .. s * rc + rc - 1, the lowest on top of its stack. */
+    for (uint32_t s = 0; s < cfg->max_clients; s++) {
+      for (uint32_t j = 0; j < rc; j++)
+        nc->reserve_free[(size_t)s * rc + j] = (uint32_t)((uint64_t)s * rc + rc - 1u - j);
+      nc->clients[s].reserve_free = (uint32_t)rc;
     }
+    nc->reserve_free_total = (uint64_t)cfg->max_clients * rc;
+    /* The rest is shared, the lowest on top. */
+    uint32_t first_shared = (uint32_t)((uint64_t)cfg->max_clients * rc);
+    nc->free_count = nc->chunk_count - first_shared;
+    for (uint32_t i = 0; i < nc->free_count; i++)
+      nc->free_chunks[i] = nc->chunk_count - 1u - i;
   }
   nc->slot_dense = calloc(n, sizeof *nc->slot_dense);
   nc->slot_stamp = calloc(n, sizeof *nc->slot_stamp);
-  nc->now_rec = calloc(n, sizeof *nc->now_rec);
-  nc->now_stamp = calloc(n, sizeof *nc->now_stamp);
-  nc->base_ix.stamp = calloc(n, sizeof(uint32_t));
-  nc->base_ix.idx = calloc(n, sizeof(uint32_t));
-  nc->prev_ix.stamp = calloc(n, sizeof(uint32_t));
-  nc->prev_ix.idx = calloc(n, sizeof(uint32_t));
-  nc->base_ix.coll = calloc(n, sizeof(uint32_t));
-  nc->prev_ix.coll = calloc(n, sizeof(uint32_t));
-  nc->view_stamp = calloc(n, sizeof *nc->view_stamp);
-  nc->view_id = calloc(n, sizeof *nc->view_id);
-  nc->sent_stamp = calloc(n, sizeof *nc->sent_stamp);
-  nc->in_view = calloc(n, sizeof *nc->in_view);
-  nc->qids = calloc(n, sizeof *nc->qids);
-  nc->cands = calloc(n, sizeof *nc->cands);
-  nc->order = calloc(n, sizeof *nc->order);
-  nc->keys = calloc(nc->recs_cap, sizeof *nc->keys);
-  nc->keys_tmp = calloc(nc->recs_cap, sizeof *nc->keys_tmp);
   nc->last = calloc(nc->recs_cap, sizeof *nc->last);
-  nc->sel = calloc(n, sizeof *nc->sel);
-  nc->removed = calloc(nc->recs_cap, sizeof *nc->removed);
-  nc->recs = calloc(nc->recs_cap, sizeof *nc->recs);
-  nc->out = malloc(nc->out_cap);
-  nc->part_ptr = calloc(nc->max_parts, sizeof *nc->part_ptr);
-  nc->part_len = calloc(nc->max_parts, sizeof *nc->part_len);
-  nc->part_nrem = calloc(nc->max_parts, sizeof *nc->part_nrem);
-  nc->part_nsel = calloc(nc->max_parts, sizeof *nc->part_nsel);
+  nc->bstate = calloc(cfg->max_clients, sizeof *nc->bstate);
+  nc->brc = calloc(cfg->max_clients, sizeof *nc->brc);
+  nc->bout = calloc(cfg->max_clients, sizeof *nc->bout);
+  nc->x0 = scratch_create(nc, (size_t)nc->max_parts * PROTO_SNAPSHOT_PART_BYTES, nc->max_parts);
   if (!nc->clients || !nc->pool || !nc->chunk_tab || !nc->chunk_owner || !nc->chunk_v || !nc->free_chunks ||
-      !nc->slot_dense || !nc->slot_stamp || !nc->now_rec || !nc->now_stamp ||
-      !nc->base_ix.stamp || !nc->base_ix.idx || !nc->prev_ix.stamp || !nc->prev_ix.idx || !nc->base_ix.coll ||
-      !nc->prev_ix.coll || !nc->view_stamp || !nc->view_id || !nc->sent_stamp || !nc->in_view || !nc->qids ||
-      !nc->cands || !nc->order || !nc->keys || !nc->keys_tmp || !nc->last || !nc->sel || !nc->removed ||
-      !nc->recs || !nc->out || !nc->part_ptr || !nc->part_len || !nc->part_nrem || !nc->part_nsel) {
+      !nc->reserve_free || !nc->slot_dense || !nc->slot_stamp || !nc->last || !nc->bstate || !nc->brc ||
+      !nc->bout || !nc->x0 || steerd_netcode_set_pool(nc, NULL) != STEERD_NETCODE_OK) {
     steerd_netcode_destroy(nc);
     return NULL;
   }
   return nc;
 }
 
+int steerd_netcode_set_pool(steerd_netcode *nc, steer_pool *pool) {
+  uint32_t t = steer_pool_threads(pool);
+  batch_scratch_free(nc);
+  nc->tpool = NULL;
+  nc->xs = calloc(t, sizeof *nc->xs);
+  nc->bounds = calloc(t + 1u, sizeof *nc->bounds);
+  if (!nc->xs || !nc->bounds)
+    return STEERD_NETCODE_ENOMEM;
+  /* A range's output: its share of the clients' frames of a full budget
+   * (twice: ranges follow the clients' views, not their count), at least one
+   * frame as large as any can be; frames beyond it are encoded on the calling
+   * thread (steerd_netcode_batch_result). */
+  uint64_t per_client = (uint64_t)nc->cfg.budget_bytes + 2u * PROTO_SNAPSHOT_PART_BYTES;
+  uint64_t clients = ((uint64_t)nc->cfg.max_clients * 2u + t - 1u) / t;
+  if (clients > nc->cfg.max_clients)
+    clients = nc->cfg.max_clients;
+  uint64_t bytes = clients * per_client + (uint64_t)nc->max_parts * PROTO_SNAPSHOT_PART_BYTES;
+  uint64_t parts = clients * (per_client / PROTO_SNAPSHOT_PART_BYTES + 1u) + nc->max_parts;
+  if (parts > UINT32_MAX)
+    parts = UINT32_MAX;
+  for (uint32_t i = 0; i < t; i++) {
+    nc->xs[i] = scratch_create(nc, (size_t)bytes, (uint32_t)parts);
+    if (!nc->xs[i]) {
+      nc->xs_count = i;
+      batch_scratch_free(nc);
+      return STEERD_NETCODE_ENOMEM;
+    }
+    nc->xs[i]->batch = 1;
+  }
+  nc->xs_count = t;
+  nc->tpool = pool;
+  return STEERD_NETCODE_OK;
+}
+
 /* ---- the pool's chunks -------------------------------------------------------------- */
 
+static void chunk_stats(steerd_netcode *nc) {
+  nc->stats.chunks_used = (uint32_t)(nc->chunk_count - nc->free_count - nc->reserve_free_total);
+  if (nc->stats.chunks_used > nc->stats.chunks_max)
+    nc->stats.chunks_max = nc->stats.chunks_used;
+}
+
+/* Not in a batch's ranges (the shared stack). */
 static void chunk_give_back(steerd_netcode *nc, nc_client *c, uint32_t *entry) {
   uint32_t k = *entry;
   nc->chunk_owner[k] = NO_CHUNK;
-  nc->free_chunks[nc->free_count++] = k;
-  if (--c->held < nc->reserve_chunks)
-    nc->reserve_owed++;
+  if ((uint64_t)k < (uint64_t)nc->cfg.max_clients * nc->reserve_chunks) {
+    nc->reserve_free[(size_t)slot_of(nc, c) * nc->reserve_chunks + c->reserve_free++] = k; /* its own */
+    nc->reserve_free_total++;
+  } else {
+    nc->free_chunks[nc->free_count++] = k;
+  }
   *entry = NO_CHUNK;
 }
 
-/* A free chunk for c: always within its reserve; beyond it only while the
- * pool keeps every other slot's reserve. NO_CHUNK otherwise. */
-static uint32_t chunk_take(steerd_netcode *nc, nc_client *c) {
-  if (nc->free_count == 0 || (c->held >= nc->reserve_chunks && nc->free_count <= nc->reserve_owed))
+/* A free chunk for c: one of its own reserve, else (not in a batch's range)
+ * one of the shared rest of the pool. NO_CHUNK otherwise. */
+static uint32_t chunk_take(steerd_netcode *nc, nc_scratch *x, nc_client *c) {
+  uint32_t k;
+  if (c->reserve_free > 0) {
+    k = nc->reserve_free[(size_t)slot_of(nc, c) * nc->reserve_chunks + --c->reserve_free];
+    if (x->batch)
+      x->reserve_taken++; /* counted in after the batch */
+    else
+      nc->reserve_free_total--;
+  } else if (!x->batch && nc->free_count > 0) {
+    k = nc->free_chunks[--nc->free_count];
+  } else {
     return NO_CHUNK;
-  if (c->held < nc->reserve_chunks)
-    nc->reserve_owed--;
-  c->held++;
-  uint32_t k = nc->free_chunks[--nc->free_count];
+  }
   nc->chunk_owner[k] = slot_of(nc, c);
-  nc->stats.chunks_used = nc->chunk_count - nc->free_count;
-  if (nc->stats.chunks_used > nc->stats.chunks_max)
-    nc->stats.chunks_max = nc->stats.chunks_used;
+  if (!x->batch)
+    chunk_stats(nc);
   return k;
 }
 
@@ -463,7 +593,7 @@ static void chunks_release_all(steerd_netcode *nc, nc_client *c) {
   for (uint32_t i = 0; i < nc->chunks_per_client; i++)
     if (tab[i] != NO_CHUNK)
       chunk_give_back(nc, c, &tab[i]);
-  nc->stats.chunks_used = nc->chunk_count - nc->free_count;
+  chunk_stats(nc);
 }
 
 /* Gives back c's chunks that hold only records no frame can need any more:
@@ -488,25 +618,35 @@ static void chunks_release_stale(steerd_netcode *nc, nc_client *c) {
   for (uint32_t i = 0; i < nc->chunks_per_client; i++)
     if (tab[i] != NO_CHUNK && nc->chunk_v[tab[i]] < live / CHUNK)
       chunk_give_back(nc, c, &tab[i]);
-  nc->stats.chunks_used = nc->chunk_count - nc->free_count;
+  chunk_stats(nc);
 }
 
 /* Maps the chunks of positions [c->head, c->head + count) of c's ring: the
  * chunk its ring slot already holds (its own older records, given up), else
  * a free one, else (the pool is short) its own chunk with the oldest records
  * outside that range. Only c's records are ever overwritten. -1 when c has
- * nothing to give (the frame cannot be kept, so it is not sent). */
-static int chunks_map(steerd_netcode *nc, nc_client *c, uint64_t count) {
+ * nothing to give (the frame cannot be kept, so it is not sent). In a batch's
+ * range only c's own reserve may be taken: NC_DEFER (nothing changed) when
+ * that is not enough. */
+#define NC_DEFER (-100)
+static int chunks_map(steerd_netcode *nc, nc_scratch *x, nc_client *c, uint64_t count) {
   if (count == 0)
     return 0;
   const uint32_t qc = nc->chunks_per_client;
   uint64_t v0 = c->head / CHUNK, v1 = (c->head + count - 1) / CHUNK;
   if (v1 - v0 + 1 > qc)
-    return -1;
+    return x->batch ? NC_DEFER : -1;
   uint32_t *tab = &nc->chunk_tab[(size_t)slot_of(nc, c) * qc];
+  if (x->batch) {
+    uint32_t need = 0;
+    for (uint64_t v = v0; v <= v1; v++)
+      need += tab[v % qc] == NO_CHUNK;
+    if (need > c->reserve_free)
+      return NC_DEFER;
+  }
   for (uint64_t v = v0; v <= v1; v++) {
     uint32_t *e = &tab[v % qc];
-    if (*e == NO_CHUNK && (*e = chunk_take(nc, c)) == NO_CHUNK) {
+    if (*e == NO_CHUNK && (*e = chunk_take(nc, x, c)) == NO_CHUNK) {
       uint32_t best = qc;
       for (uint32_t t = 0; t < qc; t++) {
         uint32_t off = (t + qc - (uint32_t)(v0 % qc)) % qc; /* t's place in the range, if < v1 - v0 + 1 */
@@ -530,6 +670,7 @@ int steerd_netcode_client_start(steerd_netcode *nc, uint32_t slot) {
   nc_client *c = &nc->clients[slot];
   chunks_release_all(nc, c);
   memset(c, 0, sizeof *c);
+  c->reserve_free = nc->reserve_chunks; /* all given back */
   c->active = 1;
   c->merges = 1; /* until its first ack says otherwise */
   c->tokens = nc->cfg.budget_bytes;
@@ -541,6 +682,7 @@ void steerd_netcode_client_stop(steerd_netcode *nc, uint32_t slot) {
   if (slot < nc->cfg.max_clients) {
     chunks_release_all(nc, &nc->clients[slot]);
     memset(&nc->clients[slot], 0, sizeof nc->clients[slot]);
+    nc->clients[slot].reserve_free = nc->reserve_chunks; /* all given back */
   }
 }
 
@@ -626,14 +768,14 @@ void steerd_netcode_ack(steerd_netcode *nc, uint32_t slot, const proto_snapshot_
  * the client did not merge falls back to the op it superseded, down to the
  * baseline's record (or nothing: a tombstone). -1 when that cannot be known any
  * more (the baseline or an op was overwritten). Uses base_ix. */
-static int resolve(steerd_netcode *nc, nc_client *c, const nc_frame *f, nc_rec *out) {
+static int resolve(steerd_netcode *nc, nc_scratch *sx, nc_client *c, const nc_frame *f, nc_rec *out) {
   const nc_frame *bb = frame_by_seq(c, f->base_seq);
   if (f->base_seq != NO_SEQ && (!bb || !bb->resolved || !frame_intact(nc, c, bb)))
     return -1;
   if (!frame_intact(nc, c, f))
     return -1;
   if (bb)
-    index_frame(nc, c, &nc->base_ix, bb, NO_SEQ, 1);
+    index_frame(nc, c, &sx->base_ix, bb, NO_SEQ, 1);
   for (uint32_t i = 0; i < f->count; i++) {
     const nc_rec *x = pool_at(nc, c, f->first + i);
     if (!bb) {
@@ -665,7 +807,7 @@ static int resolve(steerd_netcode *nc, nc_client *c, const nc_frame *f, nc_rec *
       out[i] = *x;
       continue;
     }
-    uint32_t k = index_find(nc, c, &nc->base_ix, bb, id);
+    uint32_t k = index_find(nc, c, &sx->base_ix, bb, id);
     out[i] = k != NO_INDEX ? *pool_at(nc, c, bb->first + k) : tombstone(id, bb->seq, NO_POS);
   }
   return 0;
@@ -675,7 +817,7 @@ static int resolve(steerd_netcode *nc, nc_client *c, const nc_frame *f, nc_rec *
 
 void steerd_netcode_begin(steerd_netcode *nc, const steer_world *w) {
   nc->view = steer_world_get_view(w);
-  nc->now_dirty = 1; /* a new world state: records made again */
+  nc->begins++; /* a new world state: records made again */
   if (++nc->snap_epoch == 0) {
     memset(nc->slot_stamp, 0, nc->cfg.max_agents * sizeof *nc->slot_stamp);
     nc->snap_epoch = 1;
@@ -689,23 +831,24 @@ void steerd_netcode_begin(steerd_netcode *nc, const steer_world *w) {
   }
 }
 
-/* Agent k's record at time_us; made once per snapshot for every client. */
-static proto_record record_now(steerd_netcode *nc, uint32_t k, uint64_t time_us) {
-  if (nc->now_dirty || nc->now_epoch == 0 || time_us != nc->now_time_us) {
-    if (++nc->now_epoch == 0) {
-      memset(nc->now_stamp, 0, nc->cfg.max_agents * sizeof *nc->now_stamp);
-      nc->now_epoch = 1;
+/* Agent k's record at time_us; made once per snapshot for every client of
+ * one scratch. */
+static proto_record record_now(const steerd_netcode *nc, nc_scratch *x, uint32_t k, uint64_t time_us) {
+  if (x->now_begin != nc->begins || x->now_epoch == 0 || time_us != x->now_time_us) {
+    if (++x->now_epoch == 0) {
+      memset(x->now_stamp, 0, nc->cfg.max_agents * sizeof *x->now_stamp);
+      x->now_epoch = 1;
     }
-    nc->now_time_us = time_us;
-    nc->now_dirty = 0;
+    x->now_time_us = time_us;
+    x->now_begin = nc->begins;
   }
-  if (nc->now_stamp[k] != nc->now_epoch) {
+  if (x->now_stamp[k] != x->now_epoch) {
     const steer_world_view *v = &nc->view;
-    nc->now_rec[k] = proto_record_from_state(v->id[k], v->px[k], v->py[k], v->theta[k], v->vx[k], v->vy[k],
+    x->now_rec[k] = proto_record_from_state(v->id[k], v->px[k], v->py[k], v->theta[k], v->vx[k], v->vy[k],
                                              v->omega[k], time_us);
-    nc->now_stamp[k] = nc->now_epoch;
+    x->now_stamp[k] = x->now_epoch;
   }
-  return nc->now_rec[k];
+  return x->now_rec[k];
 }
 
 static uint32_t dense_of(const steerd_netcode *nc, steer_id id) {
@@ -718,7 +861,8 @@ static uint32_t dense_of(const steerd_netcode *nc, steer_id id) {
 
 /* Agents in view as dense indices; *all set when it is the whole world (then
  * in_view is not filled). */
-static uint32_t gather_view(steerd_netcode *nc, nc_client *c, const steer_world *w, int *all) {
+static uint32_t gather_view(const steerd_netcode *nc, nc_scratch *x, nc_client *c, const steer_world *w,
+                            int *all) {
   *all = c->view.kind == PROTO_VIEW_ALL;
   if (*all)
     return nc->view.count;
@@ -727,12 +871,12 @@ static uint32_t gather_view(steerd_netcode *nc, nc_client *c, const steer_world 
     if (k != NO_INDEX)
       c->centre = v2(nc->view.px[k], nc->view.py[k]);
   }
-  uint32_t m = steer_world_query_within(w, c->centre, c->view.radius, nc->qids, nc->cfg.max_agents);
+  uint32_t m = steer_world_query_within(w, c->centre, c->view.radius, x->qids, nc->cfg.max_agents);
   uint32_t n = 0;
   for (uint32_t i = 0; i < m; i++) {
-    uint32_t k = dense_of(nc, nc->qids[i]);
+    uint32_t k = dense_of(nc, x->qids[i]);
     if (k != NO_INDEX)
-      nc->in_view[n++] = k;
+      x->in_view[n++] = k;
   }
   return n;
 }
@@ -785,12 +929,12 @@ static uint64_t order_key(float score, uint32_t cand) {
 static uint32_t key_low(uint64_t key) { return (uint32_t)key; }
 
 /* Sorts ids ascending. */
-static void sort_ids(steerd_netcode *nc, steer_id *ids, uint32_t n) {
+static void sort_ids(nc_scratch *x, steer_id *ids, uint32_t n) {
   for (uint32_t i = 0; i < n; i++)
-    nc->keys[i] = ids[i];
-  sort_keys(nc->keys, n, nc->keys_tmp);
+    x->keys[i] = ids[i];
+  sort_keys(x->keys, n, x->keys_tmp);
   for (uint32_t i = 0; i < n; i++)
-    ids[i] = (steer_id)nc->keys[i];
+    ids[i] = (steer_id)x->keys[i];
 }
 
 /* ---- layout and encoding ------------------------------------------------------------ */
@@ -798,7 +942,7 @@ static void sort_ids(steerd_netcode *nc, steer_id *ids, uint32_t n) {
 /* Splits removals then changes over parts of at most PROTO_SNAPSHOT_PART_BYTES
  * (worst-case header); returns the part count. Every part holds at least one
  * item, except the single part of an empty frame. */
-static uint32_t layout(steerd_netcode *nc, uint32_t nrem, uint32_t nsel, size_t *payload) {
+static uint32_t layout(const steerd_netcode *nc, nc_scratch *x, uint32_t nrem, uint32_t nsel, size_t *payload) {
   uint32_t parts = 0, r = 0, e = 0;
   *payload = 0;
   do {
@@ -806,67 +950,74 @@ static uint32_t layout(steerd_netcode *nc, uint32_t nrem, uint32_t nsel, size_t 
     uint32_t r0 = r, e0 = e;
     steer_id prev = 0;
     while (r < nrem) {
-      size_t sz = proto_delta_removed_size(nc->removed[r], prev);
+      size_t sz = proto_delta_removed_size(x->removed[r], prev);
       if (used + sz > PART_PAYLOAD && r > r0)
         break;
       used += sz;
-      prev = nc->removed[r++];
+      prev = x->removed[r++];
     }
     prev = 0;
     while (e < nsel && r == nrem) {
-      size_t sz = proto_delta_entry_size(&nc->sel[e], prev);
+      size_t sz = proto_delta_entry_size(&x->sel[e], prev);
       if (used + sz > PART_PAYLOAD && (e > e0 || r > r0))
         break;
       used += sz;
-      prev = nc->sel[e++].id;
+      prev = x->sel[e++].id;
     }
-    nc->part_nrem[parts] = r - r0;
-    nc->part_nsel[parts] = e - e0;
+    x->part_nrem[parts] = r - r0;
+    x->part_nsel[parts] = e - e0;
     *payload += used;
     parts++;
   } while ((r < nrem || e < nsel) && parts < nc->max_parts);
   return parts;
 }
 
-static int encode_parts(steerd_netcode *nc, const proto_delta_header *h0, uint32_t parts,
-                        steerd_netcode_out *out, size_t *total) {
-  size_t off = 0;
+/* Encodes the parts after what x holds already (a batch's earlier frames);
+ * NC_DEFER when they may not fit (only a batch's range is ever short). */
+static int encode_parts(nc_scratch *x, const proto_delta_header *h0, uint32_t parts, steerd_netcode_out *out,
+                        size_t *total) {
+  size_t off = x->out_off;
   uint32_t r = 0, e = 0;
   *total = 0;
+  if (parts > x->parts_cap - x->parts_off || (size_t)parts * PROTO_SNAPSHOT_PART_BYTES > x->out_cap - x->out_off)
+    return NC_DEFER;
+  const uint8_t **part_ptr = x->part_ptr + x->parts_off;
+  size_t *part_len = x->part_len + x->parts_off;
   for (uint32_t p = 0; p < parts; p++) {
     proto_delta_header h = *h0;
     h.part_index = p;
     h.part_count = parts;
-    size_t len = proto_encode_delta(nc->out + off, PROTO_SNAPSHOT_PART_BYTES, &h, nc->sel + e,
-                                    nc->part_nsel[p], nc->removed + r, nc->part_nrem[p]);
+    size_t len = proto_encode_delta(x->out + off, PROTO_SNAPSHOT_PART_BYTES, &h, x->sel + e,
+                                    x->part_nsel[p], x->removed + r, x->part_nrem[p]);
     if (len == 0)
       return STEERD_NETCODE_EINVAL; /* cannot happen: the layout used worst-case sizes */
-    nc->part_ptr[p] = nc->out + off;
-    nc->part_len[p] = len;
+    part_ptr[p] = x->out + off;
+    part_len[p] = len;
     off += len;
-    r += nc->part_nrem[p];
-    e += nc->part_nsel[p];
+    r += x->part_nrem[p];
+    e += x->part_nsel[p];
   }
-  *total = off;
+  *total = off - x->out_off;
   out->part_count = parts;
-  out->part = nc->part_ptr;
-  out->part_len = nc->part_len;
+  out->part = part_ptr;
+  out->part_len = part_len;
   return STEERD_NETCODE_OK;
 }
 
-static int in_view(const steerd_netcode *nc, steer_id id) {
+static int in_view(const steerd_netcode *nc, const nc_scratch *x, steer_id id) {
   uint32_t s = id & STEER_ID_INDEX_MASK;
-  return s < nc->cfg.max_agents && nc->view_stamp[s] == nc->enc_epoch && nc->view_id[s] == id;
+  return s < nc->cfg.max_agents && x->view_stamp[s] == x->enc_epoch && x->view_id[s] == id;
 }
 
 /* In view and sent in this frame. */
-static int sent_now(const steerd_netcode *nc, steer_id id) {
-  return in_view(nc, id) && nc->sent_stamp[id & STEER_ID_INDEX_MASK] == nc->enc_epoch;
+static int sent_now(const steerd_netcode *nc, const nc_scratch *x, steer_id id) {
+  return in_view(nc, x, id) && x->sent_stamp[id & STEER_ID_INDEX_MASK] == x->enc_epoch;
 }
 
 /* A frame in flight (prev, indexed in prev_ix) removes id. */
-static int removal_in_flight(const steerd_netcode *nc, const nc_client *c, const nc_frame *prev, steer_id id) {
-  uint32_t pi = index_find(nc, c, &nc->prev_ix, prev, id);
+static int removal_in_flight(const steerd_netcode *nc, const nc_scratch *x, const nc_client *c,
+                             const nc_frame *prev, steer_id id) {
+  uint32_t pi = index_find(nc, c, &x->prev_ix, prev, id);
   return pi != NO_INDEX && (pool_at(nc, c, prev->first + pi)->flags & REC_TOMB);
 }
 
@@ -877,17 +1028,17 @@ static uint32_t acked_seq(nc_client *c) {
 }
 
 /* The baseline for slot's next frame, resolved; NULL: none usable. */
-static nc_frame *choose_baseline(steerd_netcode *nc, nc_client *c) {
+static nc_frame *choose_baseline(steerd_netcode *nc, nc_scratch *x, nc_client *c, steerd_netcode_stats *st) {
   nc_frame *base = c->has_ack ? find_frame(c, c->acked_tick) : NULL;
   if (!base || !frame_intact(nc, c, base) || base->seq < c->min_base_seq)
     return NULL;
   if (!base->resolved) {
-    if (base->count > nc->recs_cap || resolve(nc, c, base, nc->recs) != 0) {
-      nc->stats.baselines_lost++;
+    if (base->count > nc->recs_cap || resolve(nc, x, c, base, x->recs) != 0) {
+      st->baselines_lost++;
       return NULL;
     }
     for (uint32_t i = 0; i < base->count; i++)
-      *pool_at(nc, c, base->first + i) = nc->recs[i];
+      *pool_at(nc, c, base->first + i) = x->recs[i];
     base->resolved = 1;
   }
   return base;
@@ -895,8 +1046,8 @@ static nc_frame *choose_baseline(steerd_netcode *nc, nc_client *c) {
 
 /* One frame; keyframe: against nothing and carrying no ops in flight (the
  * smallest frame to keep: only what it sends). */
-static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t tick, uint64_t time_us,
-                        steerd_netcode_out *out, int keyframe) {
+static int encode_frame(steerd_netcode *nc, nc_scratch *x, uint32_t slot, const steer_world *w, uint64_t tick,
+                        uint64_t time_us, steerd_netcode_out *out, int keyframe, steerd_netcode_stats *st) {
   memset(out, 0, sizeof *out);
   if (slot >= nc->cfg.max_clients || !nc->clients[slot].active ||
       steer_world_capacity(w) > nc->cfg.max_agents)
@@ -904,15 +1055,16 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
   nc_client *c = &nc->clients[slot];
   if (tick == 0 || tick <= c->last_tick)
     return STEERD_NETCODE_OK; /* nothing new: no frame */
-  chunks_release_stale(nc, c);
+  if (!x->batch)
+    chunks_release_stale(nc, c); /* a batch did it before its ranges */
   const steer_world_view *v = &nc->view;
   int all;
-  uint32_t nview = gather_view(nc, c, w, &all);
+  uint32_t nview = gather_view(nc, x, c, w, &all);
 
   /* Baseline: the newest acknowledged frame, as the client holds it. Ops in
    * flight: for a client that merges, the previous frame's entries newer than
    * the baseline (each agent's newest op since the baseline). */
-  nc_frame *base = keyframe ? NULL : choose_baseline(nc, c);
+  nc_frame *base = keyframe ? NULL : choose_baseline(nc, x, c, st);
   nc_frame *prev = c->merges && !keyframe ? frame_by_seq(c, c->seq - 1u) : NULL;
   if (prev == base || (prev && !frame_intact(nc, c, prev)))
     prev = NULL;
@@ -924,23 +1076,23 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
    * as a client that merges it into a later frame holds them. The new frame
    * holds at most an entry per agent in view, per baseline record and per op
    * in flight. */
-  uint32_t nbase = base ? index_frame(nc, c, &nc->base_ix, base, NO_SEQ, 1) : 0;
-  uint32_t nflight = prev ? index_frame(nc, c, &nc->prev_ix, prev, base ? base->seq : acked_seq(c), 0) : 0;
+  uint32_t nbase = base ? index_frame(nc, c, &x->base_ix, base, NO_SEQ, 1) : 0;
+  uint32_t nflight = prev ? index_frame(nc, c, &x->prev_ix, prev, base ? base->seq : acked_seq(c), 0) : 0;
   uint64_t bound = (uint64_t)nview + nbase + nflight;
   if (base && (bound > nc->recs_cap ||
                c->head + bound - base->first / CHUNK * CHUNK > (uint64_t)nc->chunks_per_client * CHUNK)) {
     base = NULL; /* the new frame could overwrite the baseline, or not fit: start afresh */
-    nflight = prev ? index_frame(nc, c, &nc->prev_ix, prev, acked_seq(c), 0) : 0;
+    nflight = prev ? index_frame(nc, c, &x->prev_ix, prev, acked_seq(c), 0) : 0;
   }
   if (!base && prev && (uint64_t)nview + nflight > nc->recs_cap) {
     prev = NULL; /* cannot carry them: no frame before this one is a baseline any more */
     c->min_base_seq = c->seq;
   }
   const uint32_t bseq = base ? base->seq : NO_SEQ;
-  if (++nc->enc_epoch == 0) {
-    memset(nc->view_stamp, 0, nc->cfg.max_agents * sizeof *nc->view_stamp);
-    memset(nc->sent_stamp, 0, nc->cfg.max_agents * sizeof *nc->sent_stamp);
-    nc->enc_epoch = 1;
+  if (++x->enc_epoch == 0) {
+    memset(x->view_stamp, 0, nc->cfg.max_agents * sizeof *x->view_stamp);
+    memset(x->sent_stamp, 0, nc->cfg.max_agents * sizeof *x->sent_stamp);
+    x->enc_epoch = 1;
   }
 
   /* Every agent in view: kept as the client holds it, or a candidate. */
@@ -950,24 +1102,24 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
   uint32_t nrec = 0, ncand = 0, max_age = 0, kept_in_flight = 0;
   size_t cand_bytes = 0;
   for (uint32_t i = 0; i < nview; i++) {
-    uint32_t k = all ? i : nc->in_view[i];
+    uint32_t k = all ? i : x->in_view[i];
     steer_id id = v->id[k];
     uint32_t s = id & STEER_ID_INDEX_MASK;
-    nc->view_stamp[s] = nc->enc_epoch;
-    nc->view_id[s] = id;
-    proto_record now = record_now(nc, k, time_us);
+    x->view_stamp[s] = x->enc_epoch;
+    x->view_id[s] = id;
+    proto_record now = record_now(nc, x, k, time_us);
     float importance = 1.0f;
     if (!all) {
       float dx = v->px[k] - c->centre.x, dy = v->py[k] - c->centre.y;
       float d = sqrtf(dx * dx + dy * dy) / c->view.radius;
       importance = 1.0f - 0.5f * (d < 1.0f ? d : 1.0f);
     }
-    uint32_t bi = index_find(nc, c, &nc->base_ix, base, id);
-    uint32_t pi = index_find(nc, c, &nc->prev_ix, prev, id);
+    uint32_t bi = index_find(nc, c, &x->base_ix, base, id);
+    uint32_t pi = index_find(nc, c, &x->prev_ix, prev, id);
     const nc_rec *b = bi != NO_INDEX ? pool_at(nc, c, base->first + bi) : NULL;
     /* What the client holds (without a baseline: nothing, whatever is in flight). */
     const nc_rec *o = pi != NO_INDEX && base ? pool_at(nc, c, prev->first + pi) : b;
-    nc_cand *cd = &nc->cands[ncand];
+    nc_cand *cd = &x->cands[ncand];
     cd->base = bi;
     cd->opt = pi != NO_INDEX ? pi : bi;
     cd->opt_prev = pi != NO_INDEX;
@@ -985,7 +1137,7 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
       float err_ang = fabsf(steer_wrap_angle(proto_dequantize_angle(p.theta) - v->theta[k]));
       uint32_t age = c->seq - o->seq;
       if (err_pos <= nc->cfg.dr_position_m && err_ang <= nc->cfg.dr_angle_rad && age < nc->cfg.dr_refresh) {
-        nc->recs[nrec++] = *o;
+        x->recs[nrec++] = *o;
         kept_in_flight += o != b;
         if (age > max_age)
           max_age = age;
@@ -1011,7 +1163,7 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
     cd->now = now;
     cd->size = (uint32_t)(proto_delta_entry_size(&cd->e, id) - 1u + ID_COST_GUESS); /* id - id costs 1 */
     cand_bytes += cd->size;
-    nc->order[ncand] = order_key(cd->score, ncand);
+    x->order[ncand] = order_key(cd->score, ncand);
     ncand++;
   }
 
@@ -1023,19 +1175,19 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
   uint32_t nrem = 0;
   for (uint32_t i = 0; base && i < base->count; i++) {
     const nc_rec *r = pool_at(nc, c, base->first + i);
-    if (!(r->flags & REC_TOMB) && !in_view(nc, r->r.id) && !removal_in_flight(nc, c, prev, r->r.id))
-      nc->removed[nrem++] = r->r.id;
+    if (!(r->flags & REC_TOMB) && !in_view(nc, x, r->r.id) && !removal_in_flight(nc, x, c, prev, r->r.id))
+      x->removed[nrem++] = r->r.id;
   }
   for (uint32_t i = 0; base && prev && i < prev->count; i++) {
     const nc_rec *r = pool_at(nc, c, prev->first + i);
-    if (r->seq > bseq && !(r->flags & REC_TOMB) && !in_view(nc, r->r.id) &&
-        index_find(nc, c, &nc->base_ix, base, r->r.id) == NO_INDEX)
-      nc->removed[nrem++] = r->r.id;
+    if (r->seq > bseq && !(r->flags & REC_TOMB) && !in_view(nc, x, r->r.id) &&
+        index_find(nc, c, &x->base_ix, base, r->r.id) == NO_INDEX)
+      x->removed[nrem++] = r->r.id;
   }
-  sort_ids(nc, nc->removed, nrem);
+  sort_ids(x, x->removed, nrem);
   size_t rem_bytes = 0;
   for (uint32_t i = 0; i < nrem; i++)
-    rem_bytes += proto_delta_removed_size(nc->removed[i], i ? nc->removed[i - 1] : 0);
+    rem_bytes += proto_delta_removed_size(x->removed[i], i ? x->removed[i - 1] : 0);
 
   /* This frame's budget: budget_bytes, or what the rate allows (a token
    * bucket holding at most budget_bytes, so a quiet spell allows one full
@@ -1058,14 +1210,14 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
   if (cand_bytes <= room) {
     nsel = ncand;
   } else {
-    sort_keys(nc->order, ncand, nc->keys_tmp);
+    sort_keys(x->order, ncand, x->keys_tmp);
     sorted = 1;
     size_t used = 0;
     for (uint32_t i = 0; i < ncand; i++) {
-      uint32_t j = key_low(nc->order[i]);
-      if (used + nc->cands[j].size > room)
+      uint32_t j = key_low(x->order[i]);
+      if (used + x->cands[j].size > room)
         break;
-      used += nc->cands[j].size;
+      used += x->cands[j].size;
       nsel++;
     }
   }
@@ -1073,7 +1225,7 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
   /* Lay out by the real sizes; drop the least urgent until within the budget
    * and its part count (or the parts the removals alone need). */
   size_t rem_payload;
-  uint32_t max_parts = layout(nc, nrem, 0, &rem_payload);
+  uint32_t max_parts = layout(nc, x, nrem, 0, &rem_payload);
   if (max_parts < budget_parts)
     max_parts = budget_parts;
   proto_delta_header h = {tick, time_us, base ? base->tick : 0, 0, 1};
@@ -1081,21 +1233,21 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
   uint32_t parts;
   for (;;) {
     for (uint32_t i = 0; i < nsel; i++) { /* by id */
-      uint32_t j = key_low(nc->order[i]);
-      nc->keys[i] = (uint64_t)nc->cands[j].e.id << 32 | j;
+      uint32_t j = key_low(x->order[i]);
+      x->keys[i] = (uint64_t)x->cands[j].e.id << 32 | j;
     }
-    sort_keys(nc->keys, nsel, nc->keys_tmp);
+    sort_keys(x->keys, nsel, x->keys_tmp);
     for (uint32_t i = 0; i < nsel; i++)
-      nc->sel[i] = nc->cands[key_low(nc->keys[i])].e;
+      x->sel[i] = x->cands[key_low(x->keys[i])].e;
     size_t payload;
-    parts = layout(nc, nrem, nsel, &payload);
-    int rc = encode_parts(nc, &h, parts, out, &total);
+    parts = layout(nc, x, nrem, nsel, &payload);
+    int rc = encode_parts(x, &h, parts, out, &total);
     if (rc != STEERD_NETCODE_OK)
       return rc;
     if ((total <= budget && parts <= max_parts) || nsel == 0)
       break;
     if (!sorted) {
-      sort_keys(nc->order, ncand, nc->keys_tmp);
+      sort_keys(x->order, ncand, x->keys_tmp);
       sorted = 1;
     }
     /* Over the bytes: drop about the excess; over only the part count (total
@@ -1111,19 +1263,19 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
    * the client holds of the candidates that wait. */
   uint32_t nabs = 0;
   for (uint32_t i = 0; i < ncand; i++) {
-    const nc_cand *cd = &nc->cands[key_low(nc->order[i])];
+    const nc_cand *cd = &x->cands[key_low(x->order[i])];
     const nc_rec *o = cd->opt == NO_INDEX ? NULL
                       : cd->opt_prev      ? pool_at(nc, c, prev->first + cd->opt)
                       : base              ? pool_at(nc, c, base->first + cd->opt)
                                           : NULL;
     if (i < nsel) {
       nc_rec r = rec_from_proto(&cd->now, c->seq);
-      nc->sent_stamp[cd->now.id & STEER_ID_INDEX_MASK] = nc->enc_epoch;
+      x->sent_stamp[cd->now.id & STEER_ID_INDEX_MASK] = x->enc_epoch;
       r.prev = cd->opt_prev ? pool_at(nc, c, prev->first + cd->opt)->orig : NO_POS;
-      nc->recs[nrec++] = r;
+      x->recs[nrec++] = r;
       nabs += cd->base == NO_INDEX;
     } else if (o && base) {
-      nc->recs[nrec++] = *o;
+      x->recs[nrec++] = *o;
       if (!(o->flags & REC_TOMB) && c->seq - o->seq > max_age)
         max_age = c->seq - o->seq;
     }
@@ -1131,26 +1283,27 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
   if (!base) /* carried: every op in flight this frame did not replace */
     for (uint32_t i = 0; prev && i < prev->count; i++) {
       const nc_rec *r = pool_at(nc, c, prev->first + i);
-      if (index_wants(&nc->prev_ix, r) && !sent_now(nc, r->r.id))
-        nc->recs[nrec++] = *r;
+      if (index_wants(&x->prev_ix, r) && !sent_now(nc, x, r->r.id))
+        x->recs[nrec++] = *r;
     }
   for (uint32_t i = 0; base && prev && i < prev->count; i++) { /* removals in flight */
     const nc_rec *r = pool_at(nc, c, prev->first + i);
-    if (r->seq > bseq && (r->flags & REC_TOMB) && !in_view(nc, r->r.id))
-      nc->recs[nrec++] = *r;
+    if (r->seq > bseq && (r->flags & REC_TOMB) && !in_view(nc, x, r->r.id))
+      x->recs[nrec++] = *r;
   }
   for (uint32_t i = 0; i < nrem; i++) {
-    uint32_t pi = index_find(nc, c, &nc->prev_ix, prev, nc->removed[i]);
-    nc->recs[nrec++] =
-        tombstone(nc->removed[i], c->seq, pi != NO_INDEX ? pool_at(nc, c, prev->first + pi)->orig : NO_POS);
+    uint32_t pi = index_find(nc, c, &x->prev_ix, prev, x->removed[i]);
+    x->recs[nrec++] =
+        tombstone(x->removed[i], c->seq, pi != NO_INDEX ? pool_at(nc, c, prev->first + pi)->orig : NO_POS);
   }
-  if (chunks_map(nc, c, nrec) != 0) {
+  int mrc = chunks_map(nc, x, c, nrec);
+  if (mrc != 0) {
     memset(out, 0, sizeof *out); /* not sent: the client would rely on a frame the server cannot remember */
-    return STEERD_NETCODE_ENOMEM;
+    return mrc == NC_DEFER ? NC_DEFER : STEERD_NETCODE_ENOMEM;
   }
   for (uint32_t i = 0; i < nrec; i++) {
     nc_rec *r = pool_at(nc, c, c->head + i);
-    *r = nc->recs[i];
+    *r = x->recs[i];
     if (r->seq == c->seq)
       r->orig = c->head + i;
   }
@@ -1171,13 +1324,13 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
   c->head += nrec;
   c->seq++;
   c->last_tick = tick;
+  c->last_view = nview;
 
   out->baseline_tick = h.baseline_tick;
   out->in_view = nview;
   out->changes = nsel;
   out->removed = nrem;
   out->deferred = ncand - nsel;
-  steerd_netcode_stats *st = &nc->stats;
   st->frames++;
   st->frames_full += base == NULL;
   st->parts += parts;
@@ -1196,17 +1349,153 @@ static int encode_frame(steerd_netcode *nc, uint32_t slot, const steer_world *w,
 
 int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t tick,
                           uint64_t time_us, steerd_netcode_out *out) {
-  int rc = encode_frame(nc, slot, w, tick, time_us, out, 0);
+  nc_scratch *x = nc->x0;
+  int rc = encode_frame(nc, x, slot, w, tick, time_us, out, 0, &nc->stats);
   if (rc != STEERD_NETCODE_ENOMEM)
     return rc;
   /* The pool cannot keep the frame (the client is beyond its reserve and the
    * pool is short): a keyframe, which holds only what it sends, fits what the
    * client has. It learns the world again from there, as far as it can. */
   nc->stats.keyframes_for_room++;
-  rc = encode_frame(nc, slot, w, tick, time_us, out, 1);
+  rc = encode_frame(nc, x, slot, w, tick, time_us, out, 1, &nc->stats);
   if (rc == STEERD_NETCODE_ENOMEM)
     nc->stats.frames_unkept++;
   return rc;
+}
+
+/* ---- a batch: the clients' frames on the pool's threads ------------------------------ */
+
+typedef struct nc_batch {
+  steerd_netcode *nc;
+  const steer_world *w;
+  const uint32_t *slots;
+  const uint32_t *bounds; /* range r: slots[bounds[r] .. bounds[r + 1]) */
+  uint64_t tick, time_us;
+} nc_batch;
+
+static void stats_add(steerd_netcode_stats *a, const steerd_netcode_stats *b) {
+  a->frames += b->frames;
+  a->frames_full += b->frames_full;
+  a->parts += b->parts;
+  a->bytes += b->bytes;
+  a->changes += b->changes;
+  a->absolute += b->absolute;
+  a->removed += b->removed;
+  a->candidates += b->candidates;
+  a->deferred += b->deferred;
+  a->in_view += b->in_view;
+  a->kept_in_flight += b->kept_in_flight;
+  a->baselines_lost += b->baselines_lost;
+  if (b->max_age > a->max_age)
+    a->max_age = b->max_age;
+}
+
+/* Ranges [begin, end) of a batch, each on its own scratch: every client's
+ * frame into that scratch's output, one after another. A frame that needs
+ * what is shared between clients (a chunk beyond the client's reserve, the
+ * pool being short) or more output room is left for the calling thread
+ * (NC_BATCH_DEFER) with nothing of it kept: every step before that point
+ * either changes nothing or does what doing it again does. */
+static void batch_range(void *ctx, uint32_t begin, uint32_t end) {
+  const nc_batch *b = ctx;
+  steerd_netcode *nc = b->nc;
+  for (uint32_t r = begin; r < end; r++) {
+    nc_scratch *x = nc->xs[r];
+    for (uint32_t i = b->bounds[r]; i < b->bounds[r + 1]; i++) {
+      uint32_t slot = b->slots[i];
+      steerd_netcode_stats st;
+      memset(&st, 0, sizeof st);
+      steerd_netcode_out *out = &nc->bout[slot];
+      int rc = encode_frame(nc, x, slot, b->w, b->tick, b->time_us, out, 0, &st);
+      if (rc == STEERD_NETCODE_OK) {
+        nc->bstate[slot] = NC_BATCH_DONE;
+        for (uint32_t p = 0; p < out->part_count; p++)
+          x->out_off += out->part_len[p];
+        x->parts_off += out->part_count;
+        stats_add(&x->stats, &st);
+      } else if (rc == NC_DEFER || rc == STEERD_NETCODE_ENOMEM) {
+        nc->bstate[slot] = NC_BATCH_DEFER;
+      } else {
+        nc->bstate[slot] = NC_BATCH_ERROR;
+        nc->brc[slot] = rc;
+      }
+    }
+  }
+}
+
+int steerd_netcode_encode_batch(steerd_netcode *nc, const steer_world *w, const uint32_t *slots, uint32_t n,
+                                uint64_t tick, uint64_t time_us) {
+  const uint32_t R = nc->xs_count;
+  for (uint32_t i = 0; i < nc->cfg.max_clients; i++)
+    nc->bstate[i] = NC_BATCH_NONE;
+  nc->btick = tick;
+  if (steer_world_capacity(w) > nc->cfg.max_agents)
+    return STEERD_NETCODE_EINVAL;
+  for (uint32_t i = 0; i < n; i++)
+    if (slots[i] >= nc->cfg.max_clients || !nc->clients[slots[i]].active || (i > 0 && slots[i] <= slots[i - 1]))
+      return STEERD_NETCODE_EINVAL;
+  if (n == 0)
+    return STEERD_NETCODE_OK;
+  /* On the calling thread, in slot order, what is shared between clients:
+   * the chunks no frame needs any more go back (to the slot's reserve or the
+   * shared rest); the neighbour grid is made current (the views' queries then
+   * only read it). */
+  for (uint32_t i = 0; i < n; i++)
+    chunks_release_stale(nc, &nc->clients[slots[i]]);
+  chunk_stats(nc);
+  steer_world_query_within(w, v2(0.0f, 0.0f), 0.0f, nc->x0->qids, 0);
+  /* Ranges of about equal work: a client costs about the agents in its view
+   * (its last frame's); which range encodes a client changes nothing in it. */
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < n; i++)
+    total += 16u + nc->clients[slots[i]].last_view;
+  uint32_t *bounds = nc->bounds;
+  uint64_t acc = 0;
+  uint32_t r = 1;
+  bounds[0] = 0;
+  for (uint32_t i = 0; i < n && r < R; i++) {
+    acc += 16u + nc->clients[slots[i]].last_view;
+    while (r < R && acc * R >= total * r)
+      bounds[r++] = i + 1;
+  }
+  while (r <= R)
+    bounds[r++] = n;
+  for (uint32_t k = 0; k < R; k++) {
+    nc_scratch *x = nc->xs[k];
+    x->out_off = 0;
+    x->parts_off = 0;
+    x->reserve_taken = 0;
+    memset(&x->stats, 0, sizeof x->stats);
+  }
+  nc_batch b = {nc, w, slots, bounds, tick, time_us};
+  steer_pool_run(nc->tpool, R, 1, batch_range, &b);
+  for (uint32_t k = 0; k < R; k++) { /* the ranges' sums */
+    stats_add(&nc->stats, &nc->xs[k]->stats);
+    nc->reserve_free_total -= nc->xs[k]->reserve_taken;
+  }
+  chunk_stats(nc);
+  return STEERD_NETCODE_OK;
+}
+
+int steerd_netcode_batch_result(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t time_us,
+                                steerd_netcode_out *out) {
+  memset(out, 0, sizeof *out);
+  if (slot >= nc->cfg.max_clients)
+    return STEERD_NETCODE_EINVAL;
+  uint8_t state = nc->bstate[slot];
+  nc->bstate[slot] = NC_BATCH_NONE; /* once */
+  switch (state) {
+  case NC_BATCH_DONE:
+    *out = nc->bout[slot];
+    return STEERD_NETCODE_OK;
+  case NC_BATCH_DEFER:
+    nc->stats.batch_deferred++;
+    return steerd_netcode_encode(nc, slot, w, nc->btick, time_us, out);
+  case NC_BATCH_ERROR:
+    return nc->brc[slot];
+  default:
+    return STEERD_NETCODE_EINVAL;
+  }
 }
 
 /* Records (not tombstones) of entries e[0..n) as proto records into nc->last. */
@@ -1224,6 +1513,7 @@ const proto_record *steerd_netcode_last_frame(steerd_netcode *nc, uint32_t slot,
   if (slot >= nc->cfg.max_clients || !nc->clients[slot].active || nc->clients[slot].seq == 0)
     return NULL;
   nc_client *c = &nc->clients[slot];
+  nc_scratch *x = nc->x0;
   const nc_frame *f = &c->frames[(c->seq - 1) % STEERD_NETCODE_FRAMES];
   if (!frame_intact(nc, c, f))
     return NULL;
@@ -1231,10 +1521,10 @@ const proto_record *steerd_netcode_last_frame(steerd_netcode *nc, uint32_t slot,
   for (uint32_t i = 0; i < f->count; i++) {
     const nc_rec *r = pool_at(nc, c, f->first + i);
     if (f->base_seq != NO_SEQ || r->seq == f->seq) /* a frame without a baseline: its own records */
-      nc->recs[n++] = *r;
+      x->recs[n++] = *r;
   }
   *tick = f->tick;
-  return records_out(nc, nc->recs, n, count);
+  return records_out(nc, x->recs, n, count);
 }
 
 const proto_record *steerd_netcode_held_frame(steerd_netcode *nc, uint32_t slot, const proto_snapshot_ack *a,
@@ -1245,17 +1535,18 @@ const proto_record *steerd_netcode_held_frame(steerd_netcode *nc, uint32_t slot,
   nc_frame *f = find_frame(c, a->tick);
   if (!f)
     return NULL;
+  nc_scratch *x = nc->x0;
   nc_frame tmp = *f;
   tmp.merged = merged_mask(c, f, a);
   if (tmp.count > nc->recs_cap || !frame_intact(nc, c, f))
     return NULL;
   if (f->resolved) { /* already as the client holds it */
     for (uint32_t i = 0; i < f->count; i++)
-      nc->recs[i] = *pool_at(nc, c, f->first + i);
-  } else if (resolve(nc, c, &tmp, nc->recs) != 0) {
+      x->recs[i] = *pool_at(nc, c, f->first + i);
+  } else if (resolve(nc, x, c, &tmp, x->recs) != 0) {
     return NULL;
   }
-  return records_out(nc, nc->recs, tmp.count, count);
+  return records_out(nc, x->recs, tmp.count, count);
 }
 
 void steerd_netcode_get_stats(const steerd_netcode *nc, steerd_netcode_stats *out) { *out = nc->stats; }

@@ -13,6 +13,9 @@
  *   steerd_netcode_encode()       per client: choose, encode, remember the frame
  *   steerd_netcode_ack()          a SNAPSHOT_ACK arrived (with its merge list)
  *   steerd_netcode_set_view()     a VIEW command
+ *   steerd_netcode_encode_batch() per snapshot, instead of encode: every
+ *                                 client's frame on the pool's threads, then
+ *   steerd_netcode_batch_result() per client, in slot order
  *
  * Merging. A client that merges (its acks carry lists) rebuilds a frame from
  * its baseline plus the ops of the frames it rebuilt since then (in flight when
@@ -62,13 +65,28 @@
  * cannot be kept, not at all (frames_unkept). The pool is allocated at create and its pages are touched
  * only as chunks are used, so memory grows with what clients actually hold.
  *
- * Everything is sized at create; nothing allocates after that. */
+ * Threads (issue 13). A batch encodes the frames of many clients split over
+ * a pool of threads by ranges of client slots, each range with its own
+ * scratch and output (sized by set_pool). A client's frame depends only on
+ * its own state, the world and its own chunks, so which range or thread
+ * encodes it changes nothing. What clients share is done on the calling
+ * thread in slot order: giving back stale chunks (before the ranges), and a
+ * frame that needs a chunk beyond its slot's reserve (the shared rest of the
+ * pool: which client gets it first matters), or the keyframe the pool being
+ * short leads to, or more output room than its range has: such a frame is
+ * left undone by its range and encoded by batch_result, in slot order. Each
+ * slot's reserve is its own chunks (the first max_clients * reserve of the
+ * pool), so taking from it touches nothing another client reads. The bytes
+ * of every frame are the same whatever the number of threads.
+ *
+ * Everything is sized at create (and set_pool); nothing allocates after that. */
 #ifndef STEERD_NETCODE_H
 #define STEERD_NETCODE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pool.h"
 #include "protocol.h"
 #include "world.h"
 
@@ -121,6 +139,7 @@ typedef struct steerd_netcode_stats {
   uint64_t chunks_reused;  /* a client's own oldest chunk taken when the pool was short */
   uint64_t keyframes_for_room; /* frames sent against nothing: the pool could not keep a delta */
   uint64_t frames_unkept;  /* frames not sent: no room to keep even a keyframe */
+  uint64_t batch_deferred; /* frames a batch's range left to the calling thread (batch_result encoded them) */
 } steerd_netcode_stats;
 
 /* The encoded parts of one frame; valid until the next encode. */
@@ -170,6 +189,26 @@ void steerd_netcode_begin(steerd_netcode *nc, const steer_world *w);
  * inside nc) and remembers it. Returns STEERD_NETCODE_OK or an error. */
 int steerd_netcode_encode(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t tick,
                           uint64_t time_us, steerd_netcode_out *out);
+
+/* The threads batches run on (NULL or one thread: the calling thread only):
+ * allocates a scratch and an output area per thread. Not during a batch; the
+ * pool must outlive nc or be replaced first. ENOMEM leaves no batch possible
+ * until a later call succeeds. */
+int steerd_netcode_set_pool(steerd_netcode *nc, steer_pool *pool);
+
+/* Instead of steerd_netcode_encode for each client: encodes the frames of
+ * tick at time_us for slots[0..n) (ascending, each started), split over the
+ * pool's threads by ranges of slots, after steerd_netcode_begin. The world
+ * must not change until the last batch_result. EINVAL on bad slots. */
+int steerd_netcode_encode_batch(steerd_netcode *nc, const steer_world *w, const uint32_t *slots, uint32_t n,
+                                uint64_t tick, uint64_t time_us);
+/* The frame of a slot of the last batch, once (as steerd_netcode_encode would
+ * return it: valid until the next batch_result, encode or batch). Must be
+ * called for the batch's slots in ascending order: a frame the batch left to
+ * the calling thread is encoded here, and those take what clients share in
+ * slot order. EINVAL for a slot not in the batch (or asked twice). */
+int steerd_netcode_batch_result(steerd_netcode *nc, uint32_t slot, const steer_world *w, uint64_t time_us,
+                                steerd_netcode_out *out);
 
 /* The records of slot's newest frame as the client holds it if every frame in
  * flight arrives (for tests); NULL when none. */

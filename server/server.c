@@ -101,6 +101,7 @@ struct steerd_server {
 
   steer_world *world;
   steer_pool *pool; /* --threads: the steering pass's workers (NULL: the loop thread only) */
+  uint32_t *delta_slots; /* a snapshot's delta clients, for steerd_netcode_encode_batch (max_clients) */
   steer_planner *planner; /* GOTO (goto.h): served in every tick before the step */
   uint8_t *plan_ckpt;     /* the planner's bytes for a checkpoint (goto.h) */
   size_t plan_ckpt_cap;
@@ -1281,12 +1282,21 @@ static void send_deltas(steerd_server *s, uint64_t tick, uint64_t time_us) {
     return;
   uint64_t t0 = uv_hrtime();
   steerd_netcode_begin(s->netcode, s->world);
+  /* Encoded on the pool's threads by ranges of clients; sent from here, in
+   * client order (ENet is the loop thread's). */
+  uint32_t n = 0;
   for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
     client *c = &s->clients[i];
-    if (!c->peer || !c->welcomed || !c->delta || c->closing)
-      continue;
+    if (c->peer && c->welcomed && c->delta && !c->closing)
+      s->delta_slots[n++] = i;
+  }
+  if (steerd_netcode_encode_batch(s->netcode, s->world, s->delta_slots, n, tick, time_us) != STEERD_NETCODE_OK)
+    n = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t i = s->delta_slots[k];
+    client *c = &s->clients[i];
     steerd_netcode_out out;
-    if (steerd_netcode_encode(s->netcode, i, s->world, tick, time_us, &out) != STEERD_NETCODE_OK)
+    if (steerd_netcode_batch_result(s->netcode, i, s->world, time_us, &out) != STEERD_NETCODE_OK)
       continue;
     for (uint32_t p = 0; p < out.part_count; p++) {
       send_bytes(c->peer, PROTO_CHANNEL_SNAPSHOT, out.part[p], out.part_len[p], 0);
@@ -1821,7 +1831,13 @@ static int start_threads(steerd_server *s) {
     }
     steer_world_set_pool(s->world, s->pool);
   }
-  LOG_INFO("steering pass on %u thread%s", n, n == 1 ? "" : "s");
+  /* The delta clients' frames are encoded on the same threads (netcode.h). */
+  s->delta_slots = calloc(s->cfg.max_clients, sizeof(*s->delta_slots));
+  if (!s->delta_slots || steerd_netcode_set_pool(s->netcode, s->pool) != STEERD_NETCODE_OK) {
+    LOG_ERROR("out of memory for encoding snapshots on %u threads", n);
+    return -1;
+  }
+  LOG_INFO("steering pass on %u thread%s (and the delta snapshots' encoding)", n, n == 1 ? "" : "s");
   return 0;
 }
 
@@ -2144,6 +2160,7 @@ void steerd_server_destroy(steerd_server *s) {
   steerd_netcode_destroy(s->netcode);
   steerd_mapsync_destroy(s->mapsync);
   free(s->clients);
+  free(s->delta_slots);
   free(s->pending);
   free(s->events);
   free(s->handshake_ns);
