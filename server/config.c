@@ -121,7 +121,8 @@ static const option_def options[] = {
     {"--view-rate", "STEERD_VIEW_RATE", OPT_U32, OFF(view_rate), 1, 1000,
      "snapshots per second a live view gets, at most the snapshot rate (10)"},
     {"--threads", "STEERD_THREADS", OPT_U32, OFF(threads), 0, 256,
-     "threads of the tick's steering pass; 0 = one per core, 1 = the loop thread only (0)"},
+     "threads of the tick's steering pass and the delta snapshots' encoding; 0 = one per core, "
+     "1 = the loop thread only (0)"},
     {"--plan-budget", "STEERD_PLAN_BUDGET", OPT_U32, OFF(plan_budget), 1, 1000000,
      "GOTO: A* node expansions the plan queue may spend per tick; a started plan is finished (1024)"},
 };
