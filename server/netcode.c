@@ -69,7 +69,7 @@ typedef struct nc_client {
   /* Its own ring of records: positions count up from 0; virtual chunk v of it
    * lives in the pool chunk chunk[v % chunks_per_client] while that chunk's
    * owner is this client and its chunk_v is v. */
-  uint64_t head;  /* next position */
+  uint64_t head;         /* next position */
   uint32_t reserve_free; /* its reserve chunks not in use (its stack in nc->reserve_free) */
   uint32_t last_view;    /* agents in view in its last frame (a batch's ranges follow it) */
 } nc_client;
@@ -140,15 +140,15 @@ struct steerd_netcode {
   nc_client *clients;
 
   nc_rec *pool;
-  uint64_t pool_cap;           /* records: chunk_count * CHUNK */
-  uint32_t chunk_count;        /* pool chunks */
-  uint32_t chunks_per_client;  /* a client's ring: its quota */
-  uint32_t reserve_chunks;     /* chunks each client slot may always have: its own, the first
-                                  max_clients * reserve_chunks of the pool */
-  uint32_t *chunk_tab;         /* max_clients x chunks_per_client: pool chunk or NO_CHUNK */
-  uint32_t *chunk_owner;       /* by pool chunk: client slot, or NO_CHUNK when free */
-  uint64_t *chunk_v;           /* by pool chunk: the owner's virtual chunk it holds */
-  uint32_t *free_chunks;       /* stack of free shared pool chunks (beyond the reserves) */
+  uint64_t pool_cap;          /* records: chunk_count * CHUNK */
+  uint32_t chunk_count;       /* pool chunks */
+  uint32_t chunks_per_client; /* a client's ring: its quota */
+  uint32_t reserve_chunks;    /* chunks each client slot may always have: its own, the first
+                                 max_clients * reserve_chunks of the pool */
+  uint32_t *chunk_tab;        /* max_clients x chunks_per_client: pool chunk or NO_CHUNK */
+  uint32_t *chunk_owner;      /* by pool chunk: client slot, or NO_CHUNK when free */
+  uint64_t *chunk_v;          /* by pool chunk: the owner's virtual chunk it holds */
+  uint32_t *free_chunks;      /* stack of free shared pool chunks (beyond the reserves) */
   uint32_t free_count;
   uint32_t *reserve_free;      /* by slot, a stack of reserve_chunks: its free reserve chunks */
   uint64_t reserve_free_total; /* free reserve chunks of all slots */
@@ -159,17 +159,17 @@ struct steerd_netcode {
   uint32_t snap_epoch;
   uint64_t begins; /* steerd_netcode_begin calls */
 
-  nc_scratch *x0;       /* serial encodes */
-  nc_scratch **xs;      /* a batch's ranges: one per thread of the pool */
+  nc_scratch *x0;  /* serial encodes */
+  nc_scratch **xs; /* a batch's ranges: one per thread of the pool */
   uint32_t xs_count;
-  steer_pool *tpool;    /* the batch's threads (NULL: the calling thread) */
+  steer_pool *tpool; /* the batch's threads (NULL: the calling thread) */
   /* The batch: per client slot. */
-  uint8_t *bstate;            /* NC_BATCH_* */
-  int *brc;                   /* its error */
-  steerd_netcode_out *bout;   /* a done frame: its parts in its range's scratch */
+  uint8_t *bstate;          /* NC_BATCH_* */
+  int *brc;                 /* its error */
+  steerd_netcode_out *bout; /* a done frame: its parts in its range's scratch */
   uint64_t btick;
-  uint32_t *bounds;           /* xs_count + 1 */
-  proto_record *last;         /* steerd_netcode_last_frame's copy */
+  uint32_t *bounds;   /* xs_count + 1 */
+  proto_record *last; /* steerd_netcode_last_frame's copy */
   uint32_t recs_cap;
   uint32_t max_parts;
 
@@ -285,8 +285,8 @@ static uint32_t index_frame(steerd_netcode *nc, const nc_client *c, nc_index *ix
 }
 
 /* Index of id's entry in f, or NO_INDEX. */
-static uint32_t index_find(const steerd_netcode *nc, const nc_client *c, const nc_index *ix, const nc_frame *f,
-                           steer_id id) {
+static uint32_t index_find(const steerd_netcode *nc, const nc_client *c, const nc_index *ix,
+                           const nc_frame *f, steer_id id) {
   uint32_t s = id & STEER_ID_INDEX_MASK;
   if (!f || s >= nc->cfg.max_agents || ix->stamp[s] != ix->epoch)
     return NO_INDEX;
@@ -650,7 +650,8 @@ static int chunks_map(steerd_netcode *nc, nc_scratch *x, nc_client *c, uint64_t 
       uint32_t best = qc;
       for (uint32_t t = 0; t < qc; t++) {
         uint32_t off = (t + qc - (uint32_t)(v0 % qc)) % qc; /* t's place in the range, if < v1 - v0 + 1 */
-        if (tab[t] != NO_CHUNK && off > v1 - v0 && (best == qc || nc->chunk_v[tab[t]] < nc->chunk_v[tab[best]]))
+        if (tab[t] != NO_CHUNK && off > v1 - v0 &&
+            (best == qc || nc->chunk_v[tab[t]] < nc->chunk_v[tab[best]]))
           best = t;
       }
       if (best == qc)
@@ -845,7 +846,7 @@ static proto_record record_now(const steerd_netcode *nc, nc_scratch *x, uint32_t
   if (x->now_stamp[k] != x->now_epoch) {
     const steer_world_view *v = &nc->view;
     x->now_rec[k] = proto_record_from_state(v->id[k], v->px[k], v->py[k], v->theta[k], v->vx[k], v->vy[k],
-                                             v->omega[k], time_us);
+                                            v->omega[k], time_us);
     x->now_stamp[k] = x->now_epoch;
   }
   return x->now_rec[k];
@@ -942,7 +943,8 @@ static void sort_ids(nc_scratch *x, steer_id *ids, uint32_t n) {
 /* Splits removals then changes over parts of at most PROTO_SNAPSHOT_PART_BYTES
  * (worst-case header); returns the part count. Every part holds at least one
  * item, except the single part of an empty frame. */
-static uint32_t layout(const steerd_netcode *nc, nc_scratch *x, uint32_t nrem, uint32_t nsel, size_t *payload) {
+static uint32_t layout(const steerd_netcode *nc, nc_scratch *x, uint32_t nrem, uint32_t nsel,
+                       size_t *payload) {
   uint32_t parts = 0, r = 0, e = 0;
   *payload = 0;
   do {
@@ -979,7 +981,8 @@ static int encode_parts(nc_scratch *x, const proto_delta_header *h0, uint32_t pa
   size_t off = x->out_off;
   uint32_t r = 0, e = 0;
   *total = 0;
-  if (parts > x->parts_cap - x->parts_off || (size_t)parts * PROTO_SNAPSHOT_PART_BYTES > x->out_cap - x->out_off)
+  if (parts > x->parts_cap - x->parts_off ||
+      (size_t)parts * PROTO_SNAPSHOT_PART_BYTES > x->out_cap - x->out_off)
     return NC_DEFER;
   const uint8_t **part_ptr = x->part_ptr + x->parts_off;
   size_t *part_len = x->part_len + x->parts_off;
@@ -987,8 +990,8 @@ static int encode_parts(nc_scratch *x, const proto_delta_header *h0, uint32_t pa
     proto_delta_header h = *h0;
     h.part_index = p;
     h.part_count = parts;
-    size_t len = proto_encode_delta(x->out + off, PROTO_SNAPSHOT_PART_BYTES, &h, x->sel + e,
-                                    x->part_nsel[p], x->removed + r, x->part_nrem[p]);
+    size_t len = proto_encode_delta(x->out + off, PROTO_SNAPSHOT_PART_BYTES, &h, x->sel + e, x->part_nsel[p],
+                                    x->removed + r, x->part_nrem[p]);
     if (len == 0)
       return STEERD_NETCODE_EINVAL; /* cannot happen: the layout used worst-case sizes */
     part_ptr[p] = x->out + off;
@@ -1432,7 +1435,8 @@ int steerd_netcode_encode_batch(steerd_netcode *nc, const steer_world *w, const 
   if (steer_world_capacity(w) > nc->cfg.max_agents)
     return STEERD_NETCODE_EINVAL;
   for (uint32_t i = 0; i < n; i++)
-    if (slots[i] >= nc->cfg.max_clients || !nc->clients[slots[i]].active || (i > 0 && slots[i] <= slots[i - 1]))
+    if (slots[i] >= nc->cfg.max_clients || !nc->clients[slots[i]].active ||
+        (i > 0 && slots[i] <= slots[i - 1]))
       return STEERD_NETCODE_EINVAL;
   if (n == 0)
     return STEERD_NETCODE_OK;

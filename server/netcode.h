@@ -101,44 +101,44 @@ typedef enum steerd_netcode_error {
 } steerd_netcode_error;
 
 typedef struct steerd_netcode_config {
-  uint32_t max_clients;  /* client slots (64) */
-  uint32_t max_agents;   /* world capacity: agents in view at most (10000) */
+  uint32_t max_clients;    /* client slots (64) */
+  uint32_t max_agents;     /* world capacity: agents in view at most (10000) */
   uint32_t pool_records;   /* records of all clients' frames, the server-wide cap (0: every slot's reserve,
                               max_clients * 16 * min(max_agents, 512), plus a quota for a quarter of the
                               slots, at most 1 GiB unless one quota is more) */
-  uint32_t client_records; /* records one client's frames may hold, its quota (0: 10 * max_agents, ten frames of
-                              the whole world: a baseline ~0.5 s old at 20 Hz; at least two of its largest
+  uint32_t client_records; /* records one client's frames may hold, its quota (0: 10 * max_agents, ten frames
+                              of the whole world: a baseline ~0.5 s old at 20 Hz; at least two of its largest
                               frames, 2 * 3 * max_agents) */
-  float dr_position_m;   /* dead-reckoning position threshold, m (0.02) */
-  float dr_angle_rad;    /* dead-reckoning angle threshold, rad (1 degree) */
-  uint32_t dr_refresh;   /* an agent's record is refreshed at least every this many frames (20) */
-  uint32_t budget_bytes; /* bytes of DELTA parts per client per snapshot, >= 256 (1200) */
-  uint32_t rate_bytes;   /* bytes per second per client on average, 0: no limit (15000: 120 kbit/s) */
+  float dr_position_m;     /* dead-reckoning position threshold, m (0.02) */
+  float dr_angle_rad;      /* dead-reckoning angle threshold, rad (1 degree) */
+  uint32_t dr_refresh;     /* an agent's record is refreshed at least every this many frames (20) */
+  uint32_t budget_bytes;   /* bytes of DELTA parts per client per snapshot, >= 256 (1200) */
+  uint32_t rate_bytes;     /* bytes per second per client on average, 0: no limit (15000: 120 kbit/s) */
 } steerd_netcode_config;
 
 steerd_netcode_config steerd_netcode_default_config(void);
 
 typedef struct steerd_netcode_stats {
-  uint64_t frames;         /* frames encoded */
-  uint64_t frames_full;    /* ... against no baseline */
-  uint64_t parts;          /* DELTA packets */
-  uint64_t bytes;          /* their payload bytes */
-  uint64_t changes;        /* changes sent (absolute ones included) */
-  uint64_t absolute;       /* changes for agents new to the client */
-  uint64_t removed;        /* removals sent */
-  uint64_t candidates;     /* agents that needed sending */
-  uint64_t deferred;       /* candidates left out by the budget */
-  uint64_t in_view;        /* agents in view, summed over frames */
-  uint64_t acks;           /* acknowledgements of frames still in the ring */
-  uint64_t acks_unknown;   /* of frames not (or no longer) in the ring */
-  uint64_t kept_in_flight; /* agents not sent because a frame in flight carries a good record */
-  uint64_t baselines_lost; /* acknowledged frames that could no longer be resolved */
-  uint32_t max_age;        /* most frames any in-view agent's record went without a refresh */
-  uint32_t chunks_used;    /* pool chunks held by clients now */
-  uint32_t chunks_max;     /* ... at most */
-  uint64_t chunks_reused;  /* a client's own oldest chunk taken when the pool was short */
+  uint64_t frames;             /* frames encoded */
+  uint64_t frames_full;        /* ... against no baseline */
+  uint64_t parts;              /* DELTA packets */
+  uint64_t bytes;              /* their payload bytes */
+  uint64_t changes;            /* changes sent (absolute ones included) */
+  uint64_t absolute;           /* changes for agents new to the client */
+  uint64_t removed;            /* removals sent */
+  uint64_t candidates;         /* agents that needed sending */
+  uint64_t deferred;           /* candidates left out by the budget */
+  uint64_t in_view;            /* agents in view, summed over frames */
+  uint64_t acks;               /* acknowledgements of frames still in the ring */
+  uint64_t acks_unknown;       /* of frames not (or no longer) in the ring */
+  uint64_t kept_in_flight;     /* agents not sent because a frame in flight carries a good record */
+  uint64_t baselines_lost;     /* acknowledged frames that could no longer be resolved */
+  uint32_t max_age;            /* most frames any in-view agent's record went without a refresh */
+  uint32_t chunks_used;        /* pool chunks held by clients now */
+  uint32_t chunks_max;         /* ... at most */
+  uint64_t chunks_reused;      /* a client's own oldest chunk taken when the pool was short */
   uint64_t keyframes_for_room; /* frames sent against nothing: the pool could not keep a delta */
-  uint64_t frames_unkept;  /* frames not sent: no room to keep even a keyframe */
+  uint64_t frames_unkept;      /* frames not sent: no room to keep even a keyframe */
   uint64_t batch_deferred; /* frames a batch's range left to the calling thread (batch_result encoded them) */
 } steerd_netcode_stats;
 

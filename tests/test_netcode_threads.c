@@ -196,8 +196,8 @@ static uint64_t run(const run_cfg *rc, uint64_t seed, steerd_netcode_stats *out_
           }
           continue;
         }
-        ck_assert_msg(out[k].part_count == out[0].part_count, "frame %u client %u: %u parts, %u serially", f, c,
-                      out[k].part_count, out[0].part_count);
+        ck_assert_msg(out[k].part_count == out[0].part_count, "frame %u client %u: %u parts, %u serially", f,
+                      c, out[k].part_count, out[0].part_count);
         ck_assert_uint_eq(out[k].baseline_tick, out[0].baseline_tick);
         ck_assert_uint_eq(out[k].changes, out[0].changes);
         ck_assert_uint_eq(out[k].removed, out[0].removed);

@@ -34,7 +34,7 @@
 
 typedef struct frame_rec {
   uint64_t tick;
-  uint64_t hash;       /* parts folded in part order */
+  uint64_t hash; /* parts folded in part order */
   uint64_t part_hash[8];
   uint32_t parts, seen; /* part_count; bit per part received */
   uint32_t changes;
@@ -94,7 +94,8 @@ static int frame_whole(const frame_rec *f) { return f->parts > 0 && f->seen == (
 
 /* Services every client of both servers for up to ms (or until request_id's
  * reply reaches `want`). */
-static int service(raw *cl, uint32_t count, uint32_t ms, raw *want, uint32_t request_id, proto_server_msg *out) {
+static int service(raw *cl, uint32_t count, uint32_t ms, raw *want, uint32_t request_id,
+                   proto_server_msg *out) {
   uint64_t end = steerd_proc_now_ms() + ms;
   int got = -1;
   while (got < 0 && steerd_proc_now_ms() < end) {
@@ -152,7 +153,8 @@ static proto_server_msg raw_command(raw *all, uint32_t count, raw *r, proto_comm
   size_t n = proto_encode_command(buf, sizeof buf, cmd);
   ck_assert_uint_gt(n, 0);
   ck_assert_int_eq(
-      enet_peer_send(r->peer, PROTO_CHANNEL_RELIABLE, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE)), 0);
+      enet_peer_send(r->peer, PROTO_CHANNEL_RELIABLE, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE)),
+      0);
   proto_server_msg m;
   ck_assert_msg(service(all, count, 10000, r, cmd->request_id, &m) == 0, "no reply to command %u within 10 s",
                 cmd->type);
@@ -200,26 +202,16 @@ static void start(steerd_proc *s, int k, const char *threads, float *half) {
   ck_assert_int_ge(fd, 0);
   close(fd);
   ck_assert_int_eq(steerd_test_write_state(state_path[k], AGENTS, AGENTS + 100, half), 0);
-  const char *args[] = {"--no-demo",
-                        "--state",
-                        state_path[k],
-                        "--checkpoint-interval",
-                        "0",
-                        "--max-agents",
-                        "2000",
-                        "--max-clients",
-                        "16",
-                        "--client-timeout",
-                        "30000",
-                        "--snapshot-rate",
-                        "30",
-                        "--client-rate-kbps",
-                        "0",
-                        "--snapshot-budget",
-                        "2400",
-                        "--threads",
-                        threads,
-                        NULL};
+  const char *args[] = {"--no-demo",   "--state",
+                        state_path[k], "--checkpoint-interval",
+                        "0",           "--max-agents",
+                        "2000",        "--max-clients",
+                        "16",          "--client-timeout",
+                        "30000",       "--snapshot-rate",
+                        "30",          "--client-rate-kbps",
+                        "0",           "--snapshot-budget",
+                        "2400",        "--threads",
+                        threads,       NULL};
   int rc = steerd_proc_start(s, STEERD_BINARY, args, 20000);
   if (rc != 0)
     unlink(state_path[k]);
@@ -270,9 +262,10 @@ START_TEST(test_same_frames_one_and_two_threads) {
       const frame_rec *fa = &a->ring[t], *fb = &b->ring[t];
       if (!frame_whole(fa) || !frame_whole(fb) || fa->tick != fb->tick)
         continue;
-      ck_assert_msg(fa->parts == fb->parts && fa->hash == fb->hash,
-                    "client %u tick %llu: %u parts, %u changes with one thread; %u parts, %u changes with two", i,
-                    (unsigned long long)fa->tick, fa->parts, fa->changes, fb->parts, fb->changes);
+      ck_assert_msg(
+          fa->parts == fb->parts && fa->hash == fb->hash,
+          "client %u tick %llu: %u parts, %u changes with one thread; %u parts, %u changes with two", i,
+          (unsigned long long)fa->tick, fa->parts, fa->changes, fb->parts, fb->changes);
       compared[i]++;
       if (i == 1 && prev_hash != 0 && fa->hash != prev_hash)
         moving++;
