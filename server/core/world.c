@@ -950,7 +950,7 @@ static steer_heading_output heading_steering(steer_world *w, uint32_t d, const s
 }
 
 /* Agents steered per block: the batches are formed within one. */
-#define STEER_BLOCK 64u
+#define STEER_BLOCK 1024u
 
 /* Kinds steered four at a time (steering.h): a dynamic agent arriving at a
  * point and looking where it goes (steer_arrive_look_x4), a dynamic wanderer
@@ -1003,88 +1003,25 @@ static inline void put_dynamic(steer_world *w, uint32_t d, steer_output o) {
  * scalar path (a remainder of fewer than four). Each agent writes only its own
  * command (or state), wander angle, generator, query hint and kept neighbour
  * set, as in the scalar path. */
-static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, uint8_t *done, int fused) {
-  uint32_t arrive[STEER_BLOCK], wander[STEER_BLOCK], follow[STEER_BLOCK], na = 0, nw = 0, nf = 0;
-  for (uint32_t d = begin; d < end; d++) {
-    done[d - begin] = 0;
-    int k = batch_kind(w, d);
-    if (k == BATCH_ARRIVE_LOOK)
-      arrive[na++] = d;
-    else if (k == BATCH_WANDER)
-      wander[nw++] = d;
-    else if (k == BATCH_PATH_HEADING)
-      follow[nf++] = d;
-  }
+/* Steers (and, fused, integrates) four agents of one batch kind. */
+static void batch_quad(steer_world *w, float dt, int kind, const uint32_t *dd, uint8_t *done, uint32_t begin,
+                       int fused) {
   steer_state st[4];
   steer_state *sm[4] = {&st[0], &st[1], &st[2], &st[3]};
   const steer_state *sp[4] = {&st[0], &st[1], &st[2], &st[3]};
   const steer_limits *lp[4];
   const steer_params *pp[4];
-  steer_output o[4];
-  for (uint32_t q = 0; q < 2; q++) {
-    /* q 0: arrive + look where going; q 1: wander. Both dynamic. */
-    const uint32_t *list = q == 0 ? arrive : wander;
-    uint32_t n = q == 0 ? na : nw;
-    for (uint32_t i = 0; i + 4 <= n; i += 4) {
-      const uint32_t *dd = list + i;
-      for (int j = 0; j < 4; j++) {
-        st[j] = state_of(w, dd[j]);
-        lp[j] = &w->limits[dd[j]];
-        pp[j] = &w->behaviour[dd[j]].params;
-      }
-      if (q == 0) {
-        vec2 tp[4];
-        for (int j = 0; j < 4; j++)
-          tp[j] = w->behaviour[dd[j]].target.point;
-        steer_arrive_look_x4(sp, lp, pp, tp, o);
-      } else {
-        float *wa[4];
-        steer_rng *rng[4];
-        for (int j = 0; j < 4; j++) {
-          wa[j] = &w->wander[dd[j]];
-          rng[j] = &w->arng[dd[j]];
-        }
-        steer_wander_x4(sp, lp, pp, wa, rng, dt, o);
-      }
-      for (int j = 0; j < 4; j++) {
-        uint32_t d = dd[j];
-        const steer_behaviour *b = &w->behaviour[d];
-        if (!finish_plain(w, d))
-          o[j] = dynamic_finish(w, d, &st[j], dt, o[j]);
-        if (stuck_watched(w, b)) {
-          w->ekind[d] = EV_GENERAL;
-        } else if (q == 0 && !w->arrived[d]) {
-          w->ekind[d] = EV_ARRIVE;
-          w->ept[d] = b->target.point;
-          w->er[d] = b->params.target_radius;
-        } else {
-          w->ekind[d] = EV_NONE;
-        }
-      }
-      if (fused) {
-        steer_integrate_dynamic_x4(sm, lp, o, dt);
-        for (int j = 0; j < 4; j++) {
-          integrate_store(w, dd[j], &st[j]);
-          done[dd[j] - begin] = 3;
-        }
-      } else {
-        for (int j = 0; j < 4; j++) {
-          put_dynamic(w, dd[j], o[j]);
-          done[dd[j] - begin] = 2;
-        }
-      }
-    }
+  for (int j = 0; j < 4; j++) {
+    st[j] = state_of(w, dd[j]);
+    lp[j] = &w->limits[dd[j]];
+    pp[j] = &w->behaviour[dd[j]].params;
   }
-  for (uint32_t i = 0; i + 4 <= nf; i += 4) {
-    const uint32_t *dd = follow + i;
+  if (kind == BATCH_PATH_HEADING) {
     steer_path pv[4];
     const steer_path *pvp[4];
     const steer_path_cursor *cp[4];
     steer_heading_output ho[4];
     for (int j = 0; j < 4; j++) {
-      st[j] = state_of(w, dd[j]);
-      lp[j] = &w->limits[dd[j]];
-      pp[j] = &w->behaviour[dd[j]].params;
       pv[j] = path_view(w, w->path[dd[j]]);
       pvp[j] = &pv[j];
       cp[j] = &w->cursor[dd[j]];
@@ -1106,6 +1043,72 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
         c->c = 0.0f;
         done[dd[j] - begin] = 2;
       }
+    }
+    return;
+  }
+  /* Dynamic: arrive + look where going, or wander. */
+  steer_output o[4];
+  if (kind == BATCH_ARRIVE_LOOK) {
+    vec2 tp[4];
+    for (int j = 0; j < 4; j++)
+      tp[j] = w->behaviour[dd[j]].target.point;
+    steer_arrive_look_x4(sp, lp, pp, tp, o);
+  } else {
+    float *wa[4];
+    steer_rng *rng[4];
+    for (int j = 0; j < 4; j++) {
+      wa[j] = &w->wander[dd[j]];
+      rng[j] = &w->arng[dd[j]];
+    }
+    steer_wander_x4(sp, lp, pp, wa, rng, dt, o);
+  }
+  for (int j = 0; j < 4; j++) {
+    uint32_t d = dd[j];
+    const steer_behaviour *b = &w->behaviour[d];
+    if (!finish_plain(w, d))
+      o[j] = dynamic_finish(w, d, &st[j], dt, o[j]);
+    if (stuck_watched(w, b)) {
+      w->ekind[d] = EV_GENERAL;
+    } else if (kind == BATCH_ARRIVE_LOOK && !w->arrived[d]) {
+      w->ekind[d] = EV_ARRIVE;
+      w->ept[d] = b->target.point;
+      w->er[d] = b->params.target_radius;
+    } else {
+      w->ekind[d] = EV_NONE;
+    }
+  }
+  if (fused) {
+    steer_integrate_dynamic_x4(sm, lp, o, dt);
+    for (int j = 0; j < 4; j++) {
+      integrate_store(w, dd[j], &st[j]);
+      done[dd[j] - begin] = 3;
+    }
+  } else {
+    for (int j = 0; j < 4; j++) {
+      put_dynamic(w, dd[j], o[j]);
+      done[dd[j] - begin] = 2;
+    }
+  }
+}
+
+/* The batchable agents of [begin, end) (end - begin <= STEER_BLOCK), four of a
+ * kind at a time, each quad as soon as it is complete (so its agents are
+ * near each other in memory); done[d - begin] says which were handled: 2, the
+ * command is in the scratch; 3, integrated too (fused, see steer_range); 0,
+ * left to the scalar path (the block's last fewer than four of a kind). Each
+ * agent writes only its own command (or state), wander angle, generator,
+ * query hint, kept neighbour set and events scratch, as in the scalar path. */
+static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, uint8_t *done, int fused) {
+  uint32_t quad[4][4], nq[4] = {0, 0, 0, 0};
+  memset(done, 0, end - begin);
+  for (uint32_t d = begin; d < end; d++) {
+    int k = batch_kind(w, d);
+    if (k == BATCH_NONE)
+      continue;
+    quad[k][nq[k]++] = d;
+    if (nq[k] == 4) {
+      batch_quad(w, dt, k, quad[k], done, begin, fused);
+      nq[k] = 0;
     }
   }
 }
