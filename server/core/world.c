@@ -1125,7 +1125,8 @@ static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t e
 
 /* Steers agents [begin, end): each reads last tick's state of anyone and writes
  * only its own command, query hint, kept neighbour set, wander angle, generator
- * and path cursor, so ranges can run on different threads.
+ * and events scratch (and, fused, its own state), so ranges can run on
+ * different threads.
  *
  * fused (the vector path, when no agent targets another: w->readers == 0):
  * each block of agents is integrated right after it is steered, while its
