@@ -6,7 +6,12 @@
  *   bench_nav [obstacles...]   (default 100 1000)
  *   bench_nav burst [obstacles] [budget] [warm]   10 000 GOTO in one tick on a world
  *                                            with that map (default 100, 4096); warm:
- *                                            the graphs built before the first tick */
+ *                                            the graphs built before the first tick
+ * Environment: BENCH_NAV_PLAIN=1 plans with steer_nav_plan_plain (no taut
+ * pruning); BENCH_NAV_PROFILE=k runs the plans k more times first (for perf);
+ * BENCH_NAV_VERBOSE=1 prints each update's time. Plan times are given by the
+ * wall clock and by the thread's CPU time (on a shared box the wall clock also
+ * counts the time other processes held the core). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,14 @@
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* CPU time of this thread: what a plan costs when the box is shared (the
+ * wall clock also counts the time other processes had the core). */
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
@@ -182,8 +195,9 @@ int main(int argc, char **argv) {
       sizes[nsizes++] = (uint32_t)strtoul(argv[i], NULL, 10);
   }
   const float r = 0.5f;
-  printf("| obstacles | nodes | edges | memory (KB) | full build (ms) | update per change: median (ms) | max (ms) | plans/s | p50 (us) | p99 (us) | found | mean expanded | mean route (m) |\n");
-  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  const int plain = getenv("BENCH_NAV_PLAIN") != NULL; /* every neighbour relaxed (steer_nav_plan_plain) */
+  printf("| obstacles | nodes | edges | memory (KB) | full build (ms) | update per change: median (ms) | max (ms) | plans/s | p50 (us) | p99 (us) | CPU: plans/s | p50 (us) | p99 (us) | found | mean expanded | mean route (m) |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int s = 0; s < nsizes; s++) {
     steer_map *m = make_map(sizes[s], 1);
     steer_nav *n = steer_nav_create();
@@ -218,8 +232,24 @@ int main(int argc, char **argv) {
         fprintf(stderr, "change %d kind %d: %.2f ms\n", k, k % 5, upd[k]);
     }
     qsort(upd, CHANGES, sizeof upd[0], cmp_double);
-    static double times[PLANS];
     static vec2 pts[CAP];
+    /* BENCH_NAV_PROFILE=k: k extra passes of the same plans before the
+     * measured one (so a profiler sees plans, not the build). */
+    const char *prof = getenv("BENCH_NAV_PROFILE");
+    for (int pass = prof ? atoi(prof) : 0; pass > 0; pass--) {
+      steer_rng pr = rng;
+      for (int k = 0; k < PLANS;) {
+        vec2 a = v2(steer_rng_range(&pr, 5.0f, SIDE - 5.0f), steer_rng_range(&pr, 5.0f, SIDE - 5.0f));
+        vec2 b = v2(steer_rng_range(&pr, 5.0f, SIDE - 5.0f), steer_rng_range(&pr, 5.0f, SIDE - 5.0f));
+        if (!steer_map_free(m, a, r, 0.0f) || !steer_map_free(m, b, r, 0.0f))
+          continue;
+        steer_nav_result res;
+        steer_nav_plan(n, m, a, b, pts, CAP, &res);
+        k++;
+      }
+    }
+    static double times[PLANS], ctimes[PLANS];
+    double ctotal = 0.0;
     int found = 0, done = 0;
     uint64_t expanded = 0;
     double total = 0.0, length = 0.0;
@@ -229,9 +259,13 @@ int main(int argc, char **argv) {
       if (!steer_map_free(m, a, r, 0.0f) || !steer_map_free(m, b, r, 0.0f))
         continue;
       steer_nav_result res;
+      double c0 = cpu_ms();
       t0 = now_ms();
-      int rc = steer_nav_plan(n, m, a, b, pts, CAP, &res);
+      int rc = plain ? steer_nav_plan_plain(n, m, a, b, pts, CAP, &res) : steer_nav_plan(n, m, a, b, pts, CAP, &res);
       double dt = now_ms() - t0;
+      double ct = cpu_ms() - c0;
+      ctimes[done] = ct;
+      ctotal += ct;
       times[done++] = dt;
       total += dt;
       found += rc == 0;
@@ -240,10 +274,13 @@ int main(int argc, char **argv) {
       expanded += res.expanded;
     }
     qsort(times, PLANS, sizeof times[0], cmp_double);
-    printf("| %u | %u | %u | %.0f | %.1f | %.2f | %.2f | %.0f | %.0f | %.0f | %d/%d | %.0f | %.3f |\n", steer_map_count(m),
+    qsort(ctimes, PLANS, sizeof ctimes[0], cmp_double);
+    printf("| %u | %u | %u | %.0f | %.1f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d/%d | %.0f | %.3f |\n",
+           steer_map_count(m),
            steer_nav_node_count(n), steer_nav_edge_count(n), (double)steer_nav_memory(n) / 1024.0, build,
            upd[CHANGES / 2], upd[CHANGES - 1],
-           (double)PLANS / (total / 1e3), times[PLANS / 2] * 1e3, times[PLANS * 99 / 100] * 1e3, found, PLANS,
+           (double)PLANS / (total / 1e3), times[PLANS / 2] * 1e3, times[PLANS * 99 / 100] * 1e3,
+           (double)PLANS / (ctotal / 1e3), ctimes[PLANS / 2] * 1e3, ctimes[PLANS * 99 / 100] * 1e3, found, PLANS,
            (double)expanded / PLANS, found ? length / found : 0.0);
     steer_nav_destroy(n);
     steer_map_destroy(m);

@@ -1,6 +1,7 @@
 /* nav.c: the search side of the planner's graph: A* from a start to a goal
- * over the visibility graph (the start linked lazily to the corners it sees,
- * the goal tried from every expanded corner), string pulling, and the
+ * over the visibility graph (the start linked block by block to the corners
+ * it sees, the goal tried from every expanded corner, taut successors only),
+ * string pulling, and the
  * visibility walk through the graph's primitive grid that both the search and
  * the build use (see nav.h for the choice of a visibility graph and its
  * costs, nav_build.c for how the graph is made and kept up to date). */
@@ -155,108 +156,410 @@ int nav_vis_pair(steer_nav *n, vec2 a, vec2 b, nav_recent *recent) {
   return 0;
 }
 
-/* ---- A* scratch ---------------------------------------------------------------- */
+/* ---- A* ------------------------------------------------------------------------
+ *
+ * What a plan cost on the map of 100 rooms (perf, bench_nav 1000) before this
+ * search: ~370 expansions relaxing ~16 600 edges, and the start linked to
+ * half the graph: a pass over every corner, a heap of ~3 000 links, ~530 of
+ * them popped and ~510 of those found out of sight, each then scanning its
+ * neighbours. Now:
+ *
+ * - The start's links in blocks: one heap entry per block of ~NAV_BLOCK_NODES
+ *   corners stands for its links, keyed by a lower bound of their f (the
+ *   distances from the start to the block's box and from the box to the
+ *   goal); a block is opened only when its key comes up (the route's ellipse),
+ *   skipped whole when a wall that stopped a link already hides its box, and
+ *   its corners tangent to the start are checked in sight then, so a corner
+ *   the start does not see never enters the heap.
+ * - Taut successors: a shortest route bends only round an obstacle, toward
+ *   it. So a corner u reached from p passes on only to the neighbours v for
+ *   which p -> u -> v turns toward u's anchor (the corner's vertex, a circle's
+ *   centre, a wall's end), tested on a 16-bit direction stored per edge so a
+ *   pruned edge costs no look at v: ~16 600 relaxations become ~6 300. In
+ *   exact geometry this loses nothing; on the graph, whose corners are
+ *   circumscribed, a route may turn away from u's obstacle where another
+ *   obstacle's inflated edge clips the straight way (its own corners sit a
+ *   few cm further out), and the pruned search then passes that corner
+ *   instead: longer by about that offset (~1 cm; at most 0.1 % of a route in
+ *   test_nav's comparisons, over routes of 10-90 m). The search runs again
+ *   without pruning before it reports no route.
+ * - Per-node state in one record (position, g, h, parent, stamp): a
+ *   relaxation reads one cache line.
+ *
+ * Evaluated and not taken (BENCHMARKS.md): landmarks (ALT). On the map of 100
+ * rooms 8 landmarks cut expansions only 368 -> 306 (216 if the goal's
+ * landmark distances were exact, 152 with 32 landmarks; a perfect heuristic
+ * expands 21): with doors in every wall many routes are nearly as short as the
+ * best, and a landmark bound is tight only along its own shortest paths. They
+ * would cost 8 Dijkstras (~8 ms) after every map change and 1.6 MB.
+ *
+ * The tables (positions, anchors, edge directions, blocks) are a function of
+ * the graph and its map alone, made again by the first plan after a build or
+ * an update (those only mark them stale), so a route never depends on when
+ * they were made. The heuristic is the straight line. */
+
+#define NAV_BLOCK_NODES 24u /* mean corners per block of start links */
+#define NAV_TAUT_MARGIN 40u /* pseudo-angle units (1/65536 turn, ~0.2 degrees at most) */
+
+struct heap_item {
+  float f; /* m, key */
+  uint32_t node;
+};
+
+typedef struct nav_search nav_search;
+
+typedef struct nav_state {
+  vec2 p;          /* where the node is (here so a relaxation reads one line) */
+  float g;         /* m, best known from the start */
+  float h;         /* m, to the goal (straight line) */
+  uint32_t parent;
+  uint32_t mark;   /* plan generation * 4 + NAV_TOUCHED / NAV_OPEN / NAV_CLOSED */
+} nav_state;
+
+enum { NAV_TOUCHED = 0, NAV_OPEN = 1, NAV_CLOSED = 2 };
+
+struct nav_search {
+  uint32_t valid; /* the tables are of the graph (made by the first plan) */
+  uint32_t gen;   /* plan generation, < 2^30 */
+  uint32_t side;  /* cells of the block grid per side */
+  nav_state *st;  /* nnodes + 2 (start, goal) */
+  vec2 *anchor;   /* nnodes: the obstacle point the node turns round */
+  uint16_t *dir;  /* per directed edge (as adj): its direction, pseudo-angle in 1/65536 turns */
+  /* Blocks of nodes: the non-empty cells of the side x side grid over the
+   * bounds; block b's nodes are bnodes[bfirst[b] .. bfirst[b + 1]). */
+  uint32_t nblocks;
+  uint32_t *bfirst; /* side * side + 1 */
+  uint32_t *bnodes; /* nnodes */
+  vec2 *bbox;       /* 2 per block: lo, hi of its nodes */
+  struct heap_item *heap;
+  uint32_t heap_cap;
+  uint32_t *route; /* nnodes + 2: the reversed node list of a route */
+  size_t bytes;
+};
+
+static uint32_t search_side(uint32_t nnodes) {
+  uint32_t side = (uint32_t)lrintf(sqrtf((float)nnodes / (float)NAV_BLOCK_NODES));
+  return side < 1u ? 1u : (side > 256u ? 256u : side);
+}
+
+/* ---- the search's memory ------------------------------------------------------------
+ * Allocated with the graph (nav_make), sized by its nodes and edges; the
+ * tables are filled by the first plan (search_refresh). */
 
 int nav_search_alloc(steer_nav *t) {
-  uint32_t k2 = t->nnodes + 2u;
-  t->g = malloc(k2 * sizeof *t->g);
-  t->parent = malloc(k2 * sizeof *t->parent);
-  t->seen = calloc(k2, sizeof *t->seen);
-  t->closed = calloc(k2, sizeof *t->closed);
-  t->route = malloc(k2 * sizeof *t->route);
-  /* A node is pushed at most once per relaxation: every edge both ways, the
-   * start's links, one goal link per node and one retry per start link. */
-  t->heap_cap = t->nadj + 3u * k2 + 1u;
-  t->heap = malloc((size_t)t->heap_cap * sizeof *t->heap);
-  if (!t->g || !t->parent || !t->seen || !t->closed || !t->route || !t->heap)
+  nav_search *s = calloc(1, sizeof *s);
+  if (!s)
     return STEER_ENOMEM;
+  t->search = s;
+  const uint32_t N = t->nnodes;
+  s->side = search_side(N);
+  const size_t cells = (size_t)s->side * s->side;
+  /* Pushes: one per improving relaxation (each directed edge once), the
+   * start's and the goal's links, one per block. */
+  s->heap_cap = t->nadj + 3u * (N + 2u) + (uint32_t)cells + 1u;
+  s->st = calloc((size_t)N + 2u, sizeof *s->st);
+  s->anchor = malloc(((size_t)N + 1u) * sizeof *s->anchor);
+  s->dir = malloc(((size_t)t->nadj + 1u) * sizeof *s->dir);
+  s->bfirst = malloc((cells + 1u) * sizeof *s->bfirst);
+  s->bnodes = malloc(((size_t)N + 1u) * sizeof *s->bnodes);
+  s->bbox = malloc((2u * cells) * sizeof *s->bbox);
+  s->heap = malloc((size_t)s->heap_cap * sizeof *s->heap);
+  s->route = malloc(((size_t)N + 2u) * sizeof *s->route);
+  if (!s->st || !s->anchor || !s->dir || !s->bfirst || !s->bnodes || !s->bbox || !s->heap || !s->route)
+    return STEER_ENOMEM;
+  s->bytes = sizeof *s + ((size_t)N + 2u) * (sizeof(nav_state) + sizeof(uint32_t)) + (size_t)N * (sizeof(vec2) + sizeof(uint32_t)) +
+             (size_t)t->nadj * sizeof(uint16_t) + (cells + 1u) * sizeof(uint32_t) + 2u * cells * sizeof(vec2) +
+             (size_t)s->heap_cap * sizeof(struct heap_item);
   return 0;
 }
 
 void nav_search_free(steer_nav *n) {
-  free(n->g);
-  free(n->parent);
-  free(n->seen);
-  free(n->closed);
-  free(n->heap);
-  free(n->route);
+  nav_search *s = n->search;
+  if (!s)
+    return;
+  free(s->st);
+  free(s->anchor);
+  free(s->dir);
+  free(s->bfirst);
+  free(s->bnodes);
+  free(s->bbox);
+  free(s->heap);
+  free(s->route);
+  free(s);
+  n->search = NULL;
 }
 
-size_t nav_search_memory(const steer_nav *n) {
-  size_t k = n->nnodes + 2u;
-  return k * (sizeof(float) + 4 * sizeof(uint32_t)) + (size_t)n->heap_cap * sizeof(struct heap_item);
-}
-
-/* ---- A* ---------------------------------------------------------------------- */
+size_t nav_search_memory(const steer_nav *n) { return n->search ? n->search->bytes : 0u; }
 
 static int heap_less(const struct heap_item *x, const struct heap_item *y) {
   return x->f < y->f || (x->f == y->f && x->node < y->node);
 }
 
 /* A 4-ary heap: half the depth of a binary one, and a node's children share
- * a cache line; pops dominate (the start's links are laid out at once). */
+ * a cache line. */
 #define NAV_HEAP_K 4u
 
-static void heap_push(steer_nav *n, uint32_t *size, float f, uint32_t node) {
+static void heap_push(struct heap_item *heap, uint32_t *size, float f, uint32_t node) {
   uint32_t i = (*size)++;
   struct heap_item x = {f, node};
   while (i > 0) {
     uint32_t p = (i - 1) / NAV_HEAP_K;
-    if (!heap_less(&x, &n->heap[p]))
+    if (!heap_less(&x, &heap[p]))
       break;
-    n->heap[i] = n->heap[p];
+    heap[i] = heap[p];
     i = p;
   }
-  n->heap[i] = x;
+  heap[i] = x;
 }
 
-static void heap_down(steer_nav *n, uint32_t size, uint32_t i) {
-  struct heap_item x = n->heap[i];
+static void heap_down(struct heap_item *heap, uint32_t size, uint32_t i) {
+  struct heap_item x = heap[i];
   for (;;) {
     uint32_t c = NAV_HEAP_K * i + 1, end = c + NAV_HEAP_K, s = NAV_NONE;
     if (end > size)
       end = size;
     const struct heap_item *best = &x;
     for (; c < end; c++)
-      if (heap_less(&n->heap[c], best)) {
-        best = &n->heap[c];
+      if (heap_less(&heap[c], best)) {
+        best = &heap[c];
         s = c;
       }
     if (s == NAV_NONE)
       break;
-    n->heap[i] = n->heap[s];
+    heap[i] = heap[s];
     i = s;
   }
-  n->heap[i] = x;
+  heap[i] = x;
 }
 
-static struct heap_item heap_pop(steer_nav *n, uint32_t *size) {
-  struct heap_item top = n->heap[0];
-  n->heap[0] = n->heap[--(*size)];
-  heap_down(n, *size, 0);
+static struct heap_item heap_pop(struct heap_item *heap, uint32_t *size) {
+  struct heap_item top = heap[0];
+  heap[0] = heap[--(*size)];
+  heap_down(heap, *size, 0);
   return top;
+}
+
+/* The point of obstacle o a node at p turns round: a circle's centre, else
+ * the vertex nearest p (the node sits r + skin + margin off its corner). */
+static vec2 anchor_of(const steer_obstacle_desc *o, vec2 p) {
+  if (o->kind == STEER_OBSTACLE_CIRCLE)
+    return o->points[0];
+  vec2 best = o->points[0];
+  float bd = v2_len2(v2_sub(best, p));
+  for (uint32_t i = 1; i < o->count; i++) {
+    float d = v2_len2(v2_sub(o->points[i], p));
+    if (d < bd) {
+      bd = d;
+      best = o->points[i];
+    }
+  }
+  return best;
+}
+
+/* Direction of d as a pseudo-angle (monotone in the angle, exact at the
+ * quarter turns, so opposite directions differ by exactly half the circle),
+ * in 1/16384 of a quarter turn: 0..65535 for a full turn. */
+static uint16_t pseudo_angle(vec2 d) {
+  float ax = fabsf(d.x), ay = fabsf(d.y), t = ax + ay > 0.0f ? ay / (ax + ay) : 0.0f; /* 0..1 in a quarter */
+  float q = d.x >= 0.0f ? (d.y >= 0.0f ? t : 4.0f - t) : (d.y >= 0.0f ? 2.0f - t : 2.0f + t);
+  return (uint16_t)((uint32_t)lrintf(q * 16384.0f) & 0xffffu);
+}
+
+/* Fills the tables for the graph (of map m): positions, anchors, edge
+ * directions, blocks. A function of the graph and the map alone. */
+static void search_refresh(steer_nav *n, const steer_map *m) {
+  nav_search *s = n->search;
+  const uint32_t N = n->nnodes, side = s->side, cells = side * side;
+  const float bw = (n->hi.x - n->lo.x) / (float)side, bh = (n->hi.y - n->lo.y) / (float)side;
+  s->gen = 0;
+  for (uint32_t v = 0; v < N + 2u; v++)
+    s->st[v] = (nav_state){v < N ? n->nodes[v].p : v2(0.0f, 0.0f), 0.0f, 0.0f, 0u, 0u};
+  for (uint32_t u = 0; u < N; u++)
+    for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++)
+      s->dir[k] = pseudo_angle(v2_sub(n->nodes[n->adj[k]].p, n->nodes[u].p));
+  /* Anchors: every group is an obstacle of the map (found by id). */
+  for (uint32_t gi = 0; gi < n->ngroups; gi++) {
+    const nav_group *g = &n->groups[gi];
+    steer_obstacle_desc o;
+    uint32_t id;
+    int32_t at = steer_map_find(m, g->id);
+    int ok = at >= 0 && steer_map_get(m, (uint32_t)at, &id, &o) == 0;
+    for (uint32_t k = g->first; k < g->first + g->count; k++) {
+      const uint32_t v = n->cand_live[k];
+      if (v != NAV_NONE)
+        s->anchor[v] = ok ? anchor_of(&o, s->st[v].p) : s->st[v].p; /* no anchor: never pruned */
+    }
+  }
+  /* Nodes by cell (counting sort, node order within a cell; the cell kept in
+   * mark meanwhile), then the non-empty cells compacted into blocks. */
+  memset(s->bfirst, 0, ((size_t)cells + 1u) * sizeof *s->bfirst);
+  for (uint32_t v = 0; v < N; v++) {
+    vec2 p = s->st[v].p;
+    float fx = (p.x - n->lo.x) / bw, fy = (p.y - n->lo.y) / bh;
+    uint32_t x = fx > 0.0f ? (fx < (float)side ? (uint32_t)fx : side - 1u) : 0u;
+    uint32_t y = fy > 0.0f ? (fy < (float)side ? (uint32_t)fy : side - 1u) : 0u;
+    s->st[v].mark = y * side + x;
+    s->bfirst[s->st[v].mark + 1]++;
+  }
+  for (uint32_t c = 0; c < cells; c++)
+    s->bfirst[c + 1] += s->bfirst[c];
+  for (uint32_t v = 0; v < N; v++)
+    s->bnodes[s->bfirst[s->st[v].mark]++] = v; /* advances each start to the next cell's */
+  for (uint32_t c = cells; c > 0; c--)
+    s->bfirst[c] = s->bfirst[c - 1];
+  s->bfirst[0] = 0;
+  uint32_t nb = 0;
+  for (uint32_t c = 0; c < cells; c++) /* in place: writes stay at or before c */
+    if (s->bfirst[c + 1] > s->bfirst[c])
+      s->bfirst[nb++] = s->bfirst[c];
+  s->bfirst[nb] = N;
+  s->nblocks = nb;
+  for (uint32_t b = 0; b < nb; b++) {
+    vec2 lo = v2(INFINITY, INFINITY), hi = v2(-INFINITY, -INFINITY);
+    for (uint32_t i = s->bfirst[b]; i < s->bfirst[b + 1]; i++) {
+      vec2 p = s->st[s->bnodes[i]].p;
+      lo = v2(minf(lo.x, p.x), minf(lo.y, p.y));
+      hi = v2(maxf(hi.x, p.x), maxf(hi.y, p.y));
+    }
+    s->bbox[2 * b] = lo;
+    s->bbox[2 * b + 1] = hi;
+  }
+  for (uint32_t v = 0; v < N; v++)
+    s->st[v].mark = 0;
+  s->valid = 1;
+}
+
+/* Whether one of the segments that stopped p's links lately hides the whole
+ * box [lo, hi] from p (the shadow of a segment is convex: it holds the box
+ * when it holds its four corners). Nothing in it is in p's sight then. */
+static int box_hidden(const steer_nav *n, const nav_recent *recent, vec2 p, vec2 lo, vec2 hi) {
+  const vec2 c[4] = {lo, v2(hi.x, lo.y), hi, v2(lo.x, hi.y)};
+  for (uint32_t i = 0; i < recent->n; i++) {
+    const nav_prim *w = &n->prims[recent->k[i]];
+    if (w->rad == 0.0f && seg_cross(p, c[0], w->a, w->b) && seg_cross(p, c[1], w->a, w->b) &&
+        seg_cross(p, c[2], w->a, w->b) && seg_cross(p, c[3], w->a, w->b))
+      return 1;
+  }
+  return 0;
+}
+
+static float box_dist(vec2 lo, vec2 hi, vec2 p) {
+  float dx = maxf(maxf(lo.x - p.x, p.x - hi.x), 0.0f), dy = maxf(maxf(lo.y - p.y, p.y - hi.y), 0.0f);
+  return sqrtf(dx * dx + dy * dy);
+}
+
+/* Node v's state for plan generation gen, the goal's distance filled in on
+ * first touch. */
+static inline nav_state *touch(nav_search *s, uint32_t v, uint32_t gen, vec2 to) {
+  nav_state *x = &s->st[v];
+  if ((x->mark >> 2) != gen) {
+    x->mark = gen << 2 | NAV_TOUCHED;
+    x->h = v2_len(v2_sub(to, x->p));
+  }
+  return x;
+}
+
+/* Offers v the way in through parent at g: taken and queued if it improves. */
+static inline void offer(nav_search *s, uint32_t *hs, uint32_t v, uint32_t parent, float g, uint32_t gen, vec2 to) {
+  nav_state *x = touch(s, v, gen, to);
+  const uint32_t k = x->mark & 3u;
+  if (k == NAV_CLOSED || (k == NAV_OPEN && g >= x->g))
+    return;
+  x->mark = gen << 2 | NAV_OPEN;
+  x->g = g;
+  x->parent = parent;
+  if (*hs < s->heap_cap)
+    heap_push(s->heap, hs, g + x->h, v);
+}
+
+/* One A* run (see above); 1 when the goal was reached (its parents lead
+ * back to the start). */
+static int search_run(steer_nav *n, nav_search *s, vec2 from, vec2 to, int taut, nav_recent *near_from,
+                      nav_recent *near_to, uint32_t *expanded) {
+  const uint32_t S = n->nnodes, G = n->nnodes + 1, B = n->nnodes + 2;
+  if (++s->gen >= (1u << 30)) { /* stamps wrapped: start over */
+    for (uint32_t v = 0; v < S + 2u; v++)
+      s->st[v].mark = 0;
+    s->gen = 1;
+  }
+  const uint32_t gen = s->gen;
+  s->st[S].p = from;
+  s->st[G].p = to;
+  struct heap_item *heap = s->heap;
+  uint32_t hs = 0;
+  nav_state *xs = touch(s, S, gen, to);
+  xs->mark = gen << 2 | NAV_CLOSED;
+  xs->g = 0.0f;
+  xs->parent = S;
+  touch(s, G, gen, to)->h = 0.0f;
+  (*expanded)++;
+  /* The start's links: one entry per block, opened when its key comes up. */
+  for (uint32_t b = 0; b < s->nblocks; b++) {
+    const vec2 lo = s->bbox[2 * b], hi = s->bbox[2 * b + 1];
+    heap[hs++] = (struct heap_item){box_dist(lo, hi, from) + box_dist(lo, hi, to) - 1e-3f, B + b};
+  }
+  for (uint32_t i = hs / NAV_HEAP_K + 1u; i-- > 0;)
+    if (i < hs)
+      heap_down(heap, hs, i);
+  while (hs > 0) {
+    const struct heap_item it = heap_pop(heap, &hs);
+    const uint32_t u = it.node;
+    if (u >= B) {
+      /* A block of start links: every corner tangent to the start and in
+       * its sight (walls that stopped lately tried first: most fail at
+       * once). Checked here rather than when each comes up: a corner the
+       * start does not see never enters the heap. */
+      if (box_hidden(n, near_from, from, s->bbox[2 * (u - B)], s->bbox[2 * (u - B) + 1]))
+        continue; /* wholly behind a wall that stopped a link already */
+      for (uint32_t i = s->bfirst[u - B]; i < s->bfirst[u - B + 1]; i++) {
+        const uint32_t v = s->bnodes[i];
+        if (tangent(&n->nodes[v], from) && nav_vis_pair(n, from, s->st[v].p, near_from))
+          offer(s, &hs, v, S, v2_len(v2_sub(s->st[v].p, from)), gen, to);
+      }
+      continue;
+    }
+    nav_state *xu = &s->st[u];
+    if ((xu->mark & 3u) == NAV_CLOSED || it.f > xu->g + xu->h)
+      continue; /* closed, or a stale entry */
+    xu->mark = gen << 2 | NAV_CLOSED;
+    if (u == G)
+      return 1;
+    (*expanded)++;
+    const float gu = xu->g;
+    const vec2 pu = xu->p;
+    /* Taut: the turn at u must go toward its anchor, so v must lie on the
+     * anchor's side of the way in (its direction within half a turn of the
+     * way in's, counter-clockwise when the anchor is on the left). Tested on
+     * the edges' stored directions, with a margin of NAV_TAUT_MARGIN (about
+     * 0.2 degrees) for the directions' rounding: nearly straight on or back
+     * is never pruned. No pruning when the way in points at the anchor. */
+    const vec2 din = v2_sub(pu, s->st[xu->parent].p);
+    const vec2 da = v2_sub(s->anchor[u], pu);
+    const float side = v2_cross(din, da);
+    int prune = taut && side * side > 1e-4f * v2_len2(din) * v2_len2(da);
+    const uint16_t base = (uint16_t)(pseudo_angle(din) + (side > 0.0f ? 0u : 32768u));
+    for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++) {
+      /* Counter-clockwise from the way in (anchor left), or from its
+       * reverse (anchor right): (0, 32768) from base is the allowed half. */
+      const uint16_t rel = (uint16_t)(s->dir[k] - base);
+      if (prune && rel > 32768u + NAV_TAUT_MARGIN && rel < 65536u - NAV_TAUT_MARGIN)
+        continue; /* turns away from the obstacle: never shortest */
+      const uint32_t v = n->adj[k];
+      offer(s, &hs, v, u, gu + n->adj_len[k], gen, to);
+    }
+    const nav_state *xg = &s->st[G];
+    if ((xg->mark & 3u) != NAV_CLOSED && tangent(&n->nodes[u], to) && nav_vis_pair(n, pu, to, near_to))
+      offer(s, &hs, G, u, gu + v2_len(v2_sub(to, pu)), gen, to);
+  }
+  return 0;
 }
 
 static vec2 node_pos(const steer_nav *n, uint32_t i, vec2 from, vec2 to) {
   return i < n->nnodes ? n->nodes[i].p : (i == n->nnodes ? from : to);
 }
 
-/* Relaxes the edge u -> v of length len. */
-static void relax(steer_nav *n, uint32_t *hs, uint32_t u, uint32_t v, float len, vec2 from, vec2 to) {
-  if (n->closed[v] == n->gen)
-    return;
-  float g = n->g[u] + len;
-  if (n->seen[v] == n->gen && g >= n->g[v])
-    return;
-  n->seen[v] = n->gen;
-  n->g[v] = g;
-  n->parent[v] = u;
-  if (*hs < n->heap_cap)
-    heap_push(n, hs, g + v2_len(v2_sub(to, node_pos(n, v, from, to))), v);
-}
-
-int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
-                   steer_nav_result *res) {
+static int nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
+                    steer_nav_result *res, int taut) {
   steer_nav_result dummy;
   if (!res)
     res = &dummy;
@@ -274,88 +577,29 @@ int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *o
     res->length = v2_len(v2_sub(to, from));
     return 0;
   }
-  const uint32_t S = n->nnodes, G = n->nnodes + 1;
-  if (++n->gen == 0) { /* stamps wrapped: start over */
-    memset(n->seen, 0, (S + 2) * sizeof *n->seen);
-    memset(n->closed, 0, (S + 2) * sizeof *n->closed);
-    n->gen = 1;
-  }
-  uint32_t hs = 0;
-  n->seen[S] = n->gen;
-  n->g[S] = 0.0f;
-  n->parent[S] = S;
-  n->closed[S] = n->gen;
-  res->expanded++;
-  /* The start links to every corner tangent to it (checked lazily, below):
-   * laid out at once and heapified, cheaper than a push each. */
-  for (uint32_t v = 0; v < S; v++)
-    if (tangent(&n->nodes[v], from)) {
-      float g = v2_len(v2_sub(n->nodes[v].p, from));
-      n->seen[v] = n->gen;
-      n->g[v] = g;
-      n->parent[v] = S;
-      n->heap[hs++] = (struct heap_item){g + v2_len(v2_sub(to, n->nodes[v].p)), v};
-    }
-  for (uint32_t i = hs / NAV_HEAP_K + 1u; i-- > 0;)
-    if (i < hs)
-      heap_down(n, hs, i);
-  int found = 0;
-  while (hs > 0) {
-    struct heap_item it = heap_pop(n, &hs);
-    uint32_t u = it.node;
-    if (n->closed[u] == n->gen)
-      continue;
-    n->closed[u] = n->gen;
-    if (u == G) {
-      found = 1;
-      break;
-    }
-    if (u < S && n->parent[u] == S && !nav_vis_pair(n, from, n->nodes[u].p, &near_from)) {
-      /* The start's links are checked lazily (as in Lazy Theta*): a corner
-       * it does not see takes its best closed neighbour instead, or waits
-       * for one. */
-      n->closed[u] = 0;
-      n->seen[u] = 0;
-      float best = INFINITY;
-      uint32_t bp = S;
-      for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++) {
-        uint32_t v = n->adj[k];
-        if (n->closed[v] == n->gen && n->g[v] + n->adj_len[k] < best) {
-          best = n->g[v] + n->adj_len[k];
-          bp = v;
-        }
-      }
-      if (bp != S) {
-        n->seen[u] = n->gen;
-        n->g[u] = best;
-        n->parent[u] = bp;
-        if (hs < n->heap_cap)
-          heap_push(n, &hs, best + v2_len(v2_sub(to, n->nodes[u].p)), u);
-      }
-      continue;
-    }
-    res->expanded++;
-    for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++)
-      relax(n, &hs, u, n->adj[k], n->adj_len[k], from, to);
-    if (n->closed[G] != n->gen && tangent(&n->nodes[u], to) && nav_vis_pair(n, n->nodes[u].p, to, &near_to))
-      relax(n, &hs, u, G, v2_len(v2_sub(to, n->nodes[u].p)), from, to);
-  }
+  nav_search *s = n->search;
+  if (!s->valid)
+    search_refresh(n, m);
+  int found = search_run(n, s, from, to, taut, &near_from, &near_to, &res->expanded);
+  if (!found && taut)
+    found = search_run(n, s, from, to, 0, &near_from, &near_to, &res->expanded);
   if (!found)
     return STEER_ENOENT;
   /* The route back from the goal, then string pulling: a corner is dropped
    * whenever the body sees past it (A* over tangent corners is already taut
    * in exact geometry; this removes the slack of approximated corners). */
+  const uint32_t S = n->nnodes, G = n->nnodes + 1;
   uint32_t len = 0;
-  for (uint32_t v = G; v != S; v = n->parent[v])
-    n->route[len++] = v;
+  for (uint32_t v = G; v != S; v = s->st[v].parent)
+    s->route[len++] = v;
   uint32_t w = 0;
   vec2 cur = from;
   uint32_t i = len; /* route[len-1] is the first point after from */
   while (i > 0) {
     uint32_t j = i - 1; /* furthest visible among the next points */
-    while (j > 0 && nav_vis_pair(n, cur, node_pos(n, n->route[j - 1], from, to), NULL))
+    while (j > 0 && nav_vis_pair(n, cur, node_pos(n, s->route[j - 1], from, to), NULL))
       j--;
-    vec2 p = node_pos(n, n->route[j], from, to);
+    vec2 p = node_pos(n, s->route[j], from, to);
     if (w == cap)
       return STEER_EFULL;
     out[w++] = p;
@@ -367,3 +611,12 @@ int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *o
   return 0;
 }
 
+int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
+                   steer_nav_result *res) {
+  return nav_plan(n, m, from, to, out, cap, res, 1);
+}
+
+int steer_nav_plan_plain(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
+                         steer_nav_result *res) {
+  return nav_plan(n, m, from, to, out, cap, res, 0);
+}

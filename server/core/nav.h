@@ -38,8 +38,13 @@
  *   BENCHMARKS.md, "Path planning".
  *
  * The start and the goal are not in the graph: the start connects to every
- * corner it sees (one cast per tangent corner), the goal is tried from every
- * expanded corner (one cast each), so a plan touches only what A* expands.
+ * corner tangent to it and in its sight (found block by block as the search
+ * reaches them), the goal is tried from every expanded corner (one cast
+ * each), so a plan touches only what A* reaches. The search relaxes only taut
+ * successors (nav.c: a route may pass a corner about a cm wide of the graph's
+ * best). Its tables (a 24-byte record per node, 2 bytes per directed edge, a
+ * heap of 8 bytes per directed edge) are allocated with the graph and filled
+ * by the first plan after a build or an update.
  *
  * Determinism: nodes come in map order, edges in node order, A* breaks ties by
  * node index; the same map and calls give the same route bits.
@@ -111,6 +116,12 @@ typedef struct steer_nav_result {
  * `from` is taken as is (an agent's position, free by integration). */
 int steer_nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
                    steer_nav_result *res);
+
+/* steer_nav_plan without the taut pruning (every neighbour relaxed): the
+ * graph's exact shortest route, the reference tests and benchmarks compare
+ * with. */
+int steer_nav_plan_plain(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
+                         steer_nav_result *res);
 
 /* Graphs per radius class, built lazily on first use and updated
  * (steer_nav_update) when the map version changed. */

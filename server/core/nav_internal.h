@@ -77,18 +77,8 @@ struct steer_nav {
   uint32_t *pstamp; /* per primitive: query generation that tested it */
   uint32_t pgen;
 
-  /* A* scratch (nnodes + 2: start, goal). */
-  float *g;
-  uint32_t *parent;
-  uint32_t *seen; /* generation stamps */
-  uint32_t *closed;
-  uint32_t gen;
-  struct heap_item {
-    float f;
-    uint32_t node;
-  } *heap;
-  uint32_t heap_cap;
-  uint32_t *route; /* reversed node list */
+  /* nav.c: the search's tables and scratch (nav_search_alloc). */
+  struct nav_search *search;
 };
 
 static uint64_t mix(uint64_t h, uint32_t x) { return (h ^ x) * 0x100000001b3ULL; }
@@ -212,8 +202,9 @@ int nav_vis_walk(steer_nav *n, vec2 p, vec2 q, float R, uint32_t *blocker);
 /* nav.c: whether a body of the graph's radius travels between a and b (the
  * same answer whichever order); recent (may be NULL) is tried first. */
 int nav_vis_pair(steer_nav *n, vec2 a, vec2 b, nav_recent *recent);
-/* nav.c: the A* scratch of a graph of t->nnodes nodes and t->nadj directed
- * edges (0 or STEER_ENOMEM), its release and its size. */
+/* nav.c: the search's memory for a graph of t->nnodes nodes and t->nadj
+ * directed edges (0 or STEER_ENOMEM; its tables are filled by the first
+ * plan), its release (accepts none) and its size. */
 int nav_search_alloc(steer_nav *t);
 void nav_search_free(steer_nav *n);
 size_t nav_search_memory(const steer_nav *n);
