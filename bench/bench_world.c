@@ -319,21 +319,31 @@ typedef struct floor_state {
   uint32_t n;
   float *px, *py, *vx, *vy, *th, *om, *hint;
   steer_grid g;
+  steer_grid_lists lists; /* knn == 2: the kept candidate lists */
 } floor_state;
 
 static void floor_step(floor_state *f, int io, int knn) {
-  if (knn)
+  if (knn) {
     steer_grid_build(&f->g, f->px, f->py, f->n);
+    if (knn == 2)
+      steer_grid_lists_track(&f->lists, &f->g, f->px, f->py, NULL, f->n, 0);
+  }
   float sink = 0.0f;
   for (uint32_t i = 0; i < f->n; i++) {
     if (knn) {
       uint32_t pos[8];
       float h = f->hint[i];
-      if (h > 0.0f) {
-        float reach = sqrtf(h) + 2.0f * 2.0f * DT;
-        h = reach * reach;
+      vec2 p = v2(f->px[i], f->py[i]);
+      uint32_t k;
+      if (knn == 2) {
+        k = steer_grid_nearest_kept(&f->g, &f->lists, i, p, 15.0f, pos, NULL, NULL, 8, &h, 2.0f * 2.0f * DT);
+      } else {
+        if (h > 0.0f) {
+          float reach = sqrtf(h) + 2.0f * 2.0f * DT;
+          h = reach * reach;
+        }
+        k = steer_grid_nearest_pos(&f->g, p, 15.0f, i, pos, 8, &h);
       }
-      uint32_t k = steer_grid_nearest_pos(&f->g, v2(f->px[i], f->py[i]), 15.0f, i, pos, 8, &h);
       f->hint[i] = h;
       sink += k ? f->g.sx[pos[k - 1]] : 0.0f;
     }
@@ -363,7 +373,8 @@ static void run_floor(uint32_t n, int runs, int steps) {
       fprintf(stderr, "bench_world: floor: out of memory\n");
       exit(1);
     }
-  if (steer_grid_init(&f.g, v2(0.0f, 0.0f), v2(side, side), 8.0f, n) != STEER_OK) {
+  if (steer_grid_init(&f.g, v2(0.0f, 0.0f), v2(side, side), 8.0f, n) != STEER_OK ||
+      steer_grid_lists_init(&f.lists, n) != STEER_OK) {
     fprintf(stderr, "bench_world: floor: grid init failed\n");
     exit(1);
   }
@@ -376,9 +387,9 @@ static void run_floor(uint32_t n, int runs, int steps) {
     f.vy[i] = steer_rng_range(&rng, -1.4f, 1.4f);
     f.om[i] = steer_rng_range(&rng, -1.0f, 1.0f);
   }
-  static const char *names[] = {"floor-io", "floor-knn", "floor"};
-  for (int kind = 0; kind < 3; kind++) {
-    int io = kind != 1, knn = kind != 0;
+  static const char *names[] = {"floor-io", "floor-knn", "floor-kept", "floor"};
+  for (int kind = 0; kind < 4; kind++) {
+    int io = kind == 0 || kind == 3, knn = kind == 1 ? 1 : kind >= 2 ? 2 : 0;
     for (int i = 0; i < WARMUP; i++)
       floor_step(&f, io, knn);
     double per_step[MAX_RUNS];
@@ -395,6 +406,7 @@ static void run_floor(uint32_t n, int runs, int steps) {
     fflush(stdout);
   }
   steer_grid_free(&f.g);
+  steer_grid_lists_free(&f.lists);
   for (size_t a = 0; a < sizeof(arr) / sizeof(arr[0]); a++)
     free(*arr[a]);
 }

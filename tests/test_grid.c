@@ -454,6 +454,107 @@ START_TEST(test_crowd) {
 }
 END_TEST
 
+/* The kept candidate lists against the plain query (itself checked against
+ * brute force above) and brute force, over rounds of moving points: drifting
+ * lattices with exact ties and coincident points, query points away from the
+ * agent's grid position, points that jump across the field into a crowd,
+ * points clamped in from outside the bounds, dense indices changed under a
+ * restart, and k and radius changing between rounds. The lists must be
+ * re-ranked most of the time (not just rebuilt), and give the same answer
+ * bit for bit every time. */
+START_TEST(test_kept_lists) {
+  enum { N = 900 };
+  static float px[N], py[N];
+  static uint32_t a[STEER_GRID_LIST_MAX_K], b[STEER_GRID_LIST_MAX_K];
+  static cand all[N];
+  steer_rng r;
+  steer_rng_seed(&r, 1234u + (uint64_t)_i);
+  steer_grid g;
+  steer_grid_lists L;
+  ck_assert_int_eq(steer_grid_init(&g, v2(0.0f, 0.0f), v2(60.0f, 60.0f), 2.5f, N), STEER_OK);
+  ck_assert_int_eq(steer_grid_lists_init(&L, N), STEER_OK);
+  for (uint32_t i = 0; i < N; i++) {
+    px[i] = 1.0f + 2.0f * (float)(i % 30);
+    py[i] = 1.0f + 2.0f * (float)(i / 30);
+    if (_i == 1) { /* jittered, with a crowd and coincident pairs */
+      px[i] += steer_rng_range(&r, -0.6f, 0.6f);
+      py[i] += steer_rng_range(&r, -0.6f, 0.6f);
+      if (i % 9 == 0)
+        px[i] = px[i - (i ? 1 : 0)], py[i] = py[i - (i ? 1 : 0)];
+      if (i >= 800)
+        px[i] = 30.0f + steer_rng_range(&r, -1.0f, 1.0f), py[i] = 30.0f + steer_rng_range(&r, -1.0f, 1.0f);
+    }
+  }
+  float hint_a[N] = {0}, hint_b[N] = {0};
+  uint64_t queries = 0, reranked = 0;
+  for (uint32_t round = 0; round < 120; round++) {
+    int restart = 0;
+    if (round % 23 == 22) { /* dense indices change: swap some points */
+      for (uint32_t s2 = 0; s2 < 40; s2++) {
+        uint32_t i = (uint32_t)(steer_rng_next(&r) % N), j = (uint32_t)(steer_rng_next(&r) % N);
+        float t = px[i];
+        px[i] = px[j];
+        px[j] = t;
+        t = py[i];
+        py[i] = py[j];
+        py[j] = t;
+      }
+      restart = 1;
+    }
+    steer_grid_build(&g, px, py, N);
+    steer_grid_lists_track(&L, &g, px, py, NULL, N, restart);
+    uint32_t k = round < 60 ? 8u : 1u + round % STEER_GRID_LIST_MAX_K;
+    float radius = round < 60 ? 5.0f : 2.0f + (float)(round % 5);
+    for (uint32_t d = 0; d < N; d++) {
+      /* The query point is usually the agent's position, sometimes off it. */
+      vec2 p = v2(px[d], py[d]);
+      if (d % 17 == 0)
+        p = v2(p.x + 0.25f * (float)(round % 4), p.y - 0.1f);
+      float ha = hint_a[d], hb = hint_b[d];
+      uint32_t na = steer_grid_nearest_kept(&g, &L, d, p, radius, a, NULL, NULL, k, &ha, 0.0f);
+      uint32_t nb = steer_grid_nearest_pos(&g, p, radius, d, b, k, &hb);
+      ck_assert_msg(na == nb, "round %u agent %u: kept %u, plain %u", round, d, na, nb);
+      for (uint32_t i = 0; i < na; i++)
+        ck_assert_msg(a[i] == b[i], "round %u agent %u rank %u: kept pos %u, plain %u", round, d, i, a[i],
+                      b[i]);
+      ck_assert(ha == hb);
+      hint_a[d] = ha;
+      hint_b[d] = hb;
+      queries++;
+      reranked += L.e[d].born != L.round;
+      if (d % 50 == 0) { /* and brute force, by distance */
+        uint32_t m = 0;
+        float r2 = radius * radius;
+        for (uint32_t i = 0; i < N; i++)
+          if (i != d && dist2(px[i], py[i], p) < r2)
+            all[m].d2 = dist2(px[i], py[i], p), all[m].idx = i, m++;
+        qsort(all, m, sizeof(cand), cand_cmp);
+        ck_assert_uint_eq(na, m < k ? m : k);
+        for (uint32_t i = 0; i < na; i++)
+          ck_assert(dist2(g.sx[a[i]], g.sy[a[i]], p) == all[i].d2);
+      }
+    }
+    /* Move: a small drift for everyone (a ripple, so ranks change), now and
+     * then a point jumping far into the crowd or out of the bounds. */
+    for (uint32_t i = 0; i < N; i++) {
+      px[i] += steer_rng_range(&r, -0.15f, 0.15f);
+      py[i] += steer_rng_range(&r, -0.15f, 0.15f);
+    }
+    if (round % 7 == 3) {
+      uint32_t j = (uint32_t)(steer_rng_next(&r) % N);
+      px[j] = px[(j + N / 2) % N] + 0.3f;
+      py[j] = py[(j + N / 2) % N];
+    }
+    if (round % 13 == 5)
+      px[(round * 7u) % N] = -3.0f;
+  }
+  ck_assert_msg(reranked * 2 > queries, "lists re-ranked %llu of %llu queries", (unsigned long long)reranked,
+                (unsigned long long)queries);
+  steer_grid_lists_free(&L);
+  steer_grid_free(&g);
+}
+END_TEST
+
 static Suite *grid_suite(void) {
   Suite *s = suite_create("grid");
   TCase *tc = tcase_create("nearest");
@@ -471,6 +572,7 @@ static Suite *grid_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_init_validation);
   tcase_add_test(tc, test_rebuild_after_moves);
+  tcase_add_loop_test(tc, test_kept_lists, 0, 2);
   suite_add_tcase(s, tc);
   return s;
 }

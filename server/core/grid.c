@@ -529,3 +529,249 @@ uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t 
                             float *out_d2, uint32_t max) {
   return steer_grid_nearest_hint(g, p, radius, exclude, out, out_d2, max, NULL);
 }
+
+/* ---- kept candidate lists ------------------------------------------------ */
+
+int steer_grid_lists_init(steer_grid_lists *L, uint32_t capacity) {
+  memset(L, 0, sizeof(*L));
+  L->capacity = capacity;
+  L->epoch = 1;
+  /* calloc: a world that never queries neighbours never touches these pages. */
+  L->rec = calloc(capacity, sizeof(steer_grid_rec));
+  L->e = calloc(capacity, sizeof(steer_grid_list));
+  if (!L->rec || !L->e) {
+    steer_grid_lists_free(L);
+    return STEER_ENOMEM;
+  }
+  return STEER_OK;
+}
+
+void steer_grid_lists_free(steer_grid_lists *L) {
+  free(L->rec);
+  free(L->e);
+  memset(L, 0, sizeof(*L));
+}
+
+static void lists_restart(steer_grid_lists *L) {
+  if (++L->epoch == 0) { /* stamps of 2^32 builds ago could match again */
+    L->epoch = 1;
+    for (uint32_t i = 0; i < L->capacity; i++)
+      L->e[i].stamp = 0;
+  }
+}
+
+void steer_grid_lists_track(steer_grid_lists *L, const steer_grid *g, const float *px, const float *py,
+                            const float *r, uint32_t count, int restart) {
+  if (!L->e)
+    return;
+  L->round++;
+  if (count > L->capacity)
+    count = L->capacity;
+  steer_grid_rec *rec = L->rec;
+  if (restart || !L->primed) {
+    lists_restart(L);
+  } else {
+    float m = 0.0f;
+    int bad = 0;
+    for (uint32_t i = 0; i < count; i++) {
+      float dx = px[i] - rec[i].x, dy = py[i] - rec[i].y;
+      float d2 = dx * dx + dy * dy;
+      m = d2 > m ? d2 : m;
+      bad |= !(d2 < INFINITY); /* NaN or overflow: no bound from this step */
+    }
+    if (bad)
+      lists_restart(L);
+    else /* the float square's rounding (a few ulps) is far below the factor */
+      L->moved += sqrt((double)m) * (1.0 + 1e-5) + 1e-6;
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    rec[i].x = px[i];
+    rec[i].y = py[i];
+    rec[i].pos = g->item_pos[i];
+    rec[i].r = r ? r[i] : 0.0f;
+  }
+  L->primed = 1;
+}
+
+_Static_assert(STEER_GRID_LIST == 16u, "a key holds the slot in 4 bits; the re-rank works in blocks of four");
+
+static inline float lists_key_d2(uint64_t key) {
+  uint32_t u = (uint32_t)(key >> 32);
+  float f;
+  memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+/* The plain query's guess: the last k-th distance widened by slack. */
+static inline void kept_widen(float *hint, float slack) {
+  if (hint && *hint > 0.0f) {
+    float reach = sqrtf(*hint) + slack;
+    *hint = reach * reach;
+  }
+}
+
+uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint32_t self, vec2 p,
+                                 float radius, uint32_t *out_pos, vec2 *out_xy, float *out_r, uint32_t max,
+                                 float *hint, float slack) {
+  uint32_t n;
+  if (!L->e || self >= L->capacity || self >= g->count || max == 0 || max > STEER_GRID_LIST_MAX_K ||
+      !(radius > 0.0f) || g->capacity > (1u << 28)) { /* the keys hold 28 bits of cell position */
+    kept_widen(hint, slack);
+    n = steer_grid_nearest_pos(g, p, radius, self, out_pos, max, hint);
+    goto gather;
+  }
+  steer_grid_list *e = &L->e[self];
+  const steer_grid_rec *rec = L->rec;
+  const float r2 = radius * radius;
+  /* How far the query point has moved since the build, bounded without a
+   * square root (|x| + |y| >= the length; doubles: exact differences). */
+  const double own = fabs((double)p.x - e->bx) + fabs((double)p.y - e->by);
+  float guess = 0.0f; /* a squared distance holding STEER_GRID_LIST candidates now, if known */
+  if (e->stamp == L->epoch) {
+    /* Re-rank the candidates by (d2, cell position), the query's order: a
+     * non-negative float's bits order like the float, so one 64-bit key,
+     * d2 above the cell position above the candidate's slot in the list (4
+     * bits: the slot says which candidate the key is, and never decides, since
+     * positions differ). The list is in last tick's order, so the insertion
+     * mostly only compares. */
+    uint64_t key[STEER_GRID_LIST];
+    float cx[STEER_GRID_LIST], cy[STEER_GRID_LIST], cr[STEER_GRID_LIST]; /* by slot */
+    const uint32_t m = e->n;
+#if GRID_SIMD
+    const __m128 px4 = _mm_set1_ps(p.x), py4 = _mm_set1_ps(p.y);
+    for (uint32_t i = 0; i < m; i += 4) { /* slots past m hold valid indices (the build pads) */
+      __m128 c0 = _mm_loadu_ps(&rec[e->item[i]].x), c1 = _mm_loadu_ps(&rec[e->item[i + 1]].x);
+      __m128 c2 = _mm_loadu_ps(&rec[e->item[i + 2]].x), c3 = _mm_loadu_ps(&rec[e->item[i + 3]].x);
+      _MM_TRANSPOSE4_PS(c0, c1, c2, c3); /* x, y, pos, r */
+      _mm_storeu_ps(cx + i, c0);
+      _mm_storeu_ps(cy + i, c1);
+      _mm_storeu_ps(cr + i, c3);
+      __m128 dx = _mm_sub_ps(c0, px4), dy = _mm_sub_ps(c1, py4); /* as the query computes it */
+      __m128i d2 = _mm_castps_si128(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)));
+      __m128i lo = _mm_or_si128(_mm_slli_epi32(_mm_castps_si128(c2), 4),
+                                _mm_set_epi32((int)i + 3, (int)i + 2, (int)i + 1, (int)i));
+      _mm_storeu_si128((__m128i *)(void *)(key + i), _mm_unpacklo_epi32(lo, d2));
+      _mm_storeu_si128((__m128i *)(void *)(key + i + 2), _mm_unpackhi_epi32(lo, d2));
+    }
+#else
+    for (uint32_t i = 0; i < m; i++) {
+      steer_grid_rec c = rec[e->item[i]];
+      cx[i] = c.x;
+      cy[i] = c.y;
+      cr[i] = c.r;
+      float dx = c.x - p.x, dy = c.y - p.y; /* as the query computes it */
+      float d2 = dx * dx + dy * dy;
+      uint32_t u;
+      memcpy(&u, &d2, sizeof(u));
+      key[i] = (uint64_t)u << 32 | c.pos << 4 | i;
+    }
+#endif
+    int moved = 0;
+    for (uint32_t i = 1; i < m; i++) {
+      uint64_t k = key[i];
+      if (key[i - 1] <= k)
+        continue;
+      moved = 1;
+      uint32_t at = i;
+      do {
+        key[at] = key[at - 1];
+        at--;
+      } while (at > 0 && key[at - 1] > k);
+      key[at] = k;
+    }
+    n = 0;
+    if (m >= max && lists_key_d2(key[max - 1]) < r2) /* NaN sorts last and fails */
+      n = max;
+    else
+      while (n < max && n < m && lists_key_d2(key[n]) < r2)
+        n++;
+    /* Everyone left out is now at least b = limit - moved - own away (with
+     * a factor for rounding); it must be beyond the k-th candidate (then it
+     * ranks after it whatever its cell) or, with fewer than k inside, beyond
+     * the radius: t^2 < b^2 with t that distance. */
+    const double free = (e->limit - L->moved) * (1.0 - 2e-5);
+    const double t2 = n == max ? (double)lists_key_d2(key[max - 1]) : (double)r2;
+    double b = free - own;
+    if (!(b > 0.0 && t2 < b * b)) { /* the exact move (own bounds it by up to 1.41 times) */
+      double ox = (double)p.x - e->bx, oy = (double)p.y - e->by;
+      b = free - sqrt(ox * ox + oy * oy) * (1.0 + 1e-12);
+    }
+    if (b > 0.0 && t2 < b * b) {
+      if (moved) { /* keep this tick's order for the next */
+        uint32_t old[STEER_GRID_LIST];
+        memcpy(old, e->item, sizeof(old));
+        for (uint32_t i = 0; i < m; i++)
+          e->item[i] = old[key[i] & 15u];
+      }
+      for (uint32_t i = 0; i < n; i++)
+        out_pos[i] = (uint32_t)key[i] >> 4;
+      if (out_xy)
+        for (uint32_t i = 0; i < n; i++) {
+          uint32_t slot = (uint32_t)key[i] & 15u;
+          out_xy[i] = v2(cx[slot], cy[slot]);
+          out_r[i] = cr[slot];
+        }
+      if (hint)
+        *hint = n == max ? lists_key_d2(key[max - 1]) : 0.0f;
+      return n;
+    }
+    /* The candidates are still there: the rebuild's bound is the farthest. */
+    if (m == STEER_GRID_LIST)
+      guess = lists_key_d2(key[STEER_GRID_LIST - 1]);
+  }
+  /* No valid list. One that lasted under three rounds (agents too fast for
+   * the margin, or the agent set changing every tick) is not rebuilt for a
+   * while: the plain query is cheaper then. */
+  if (e->born != 0 && L->round - e->born < 3) {
+    e->retry = L->round + 16u;
+    e->born = 0;
+  }
+  if ((int32_t)(e->retry - L->round) > 0) {
+    e->stamp = 0;
+    kept_widen(hint, slack);
+    n = steer_grid_nearest_pos(g, p, radius, self, out_pos, max, hint);
+    goto gather;
+  }
+  {
+    /* Build: the LIST nearest within 1.25 radius, the first k of which inside
+     * the radius are this tick's answer (the order is total, so the first k
+     * of the LIST nearest are the k nearest). The last list's reach widened
+     * by what can have closed since is a bound holding all its candidates. */
+    const float rr = radius * 1.25f;
+    float h = guess; /* 0 (none, or NaN) leaves the query to scan the radius */
+    if (!(h > 0.0f))
+      h = 0.0f;
+    uint32_t cpos[STEER_GRID_LIST];
+    float cd2[STEER_GRID_LIST];
+    uint32_t m = nearest_any(g, p, rr, self, cpos, cd2, STEER_GRID_LIST, &h, 1);
+    n = 0;
+    while (n < max && n < m && cd2[n] < r2)
+      n++;
+    for (uint32_t i = 0; i < n; i++)
+      out_pos[i] = cpos[i];
+    if (hint)
+      *hint = n == max ? cd2[max - 1] : 0.0f;
+    for (uint32_t i = 0; i < m; i++)
+      e->item[i] = g->items[cpos[i]];
+    for (uint32_t i = m; i < STEER_GRID_LIST; i++) /* padding the re-rank may read */
+      e->item[i] = self;
+    e->n = (uint8_t)m;
+    /* Left out: (d2, pos) after the LIST-th, so d2 >= its d2; or, with fewer
+     * found, d2 >= rr^2 (not strictly within rr). Shrunk for the float
+     * squares' rounding. */
+    float reach2 = m == STEER_GRID_LIST ? cd2[STEER_GRID_LIST - 1] : rr * rr;
+    e->reach = (float)(sqrt((double)reach2) * (1.0 - 1e-5));
+    e->bx = p.x;
+    e->by = p.y;
+    e->limit = (double)e->reach + L->moved - 1e-6;
+    e->born = L->round;
+    e->stamp = L->epoch;
+  }
+gather:
+  if (out_xy)
+    for (uint32_t i = 0; i < n; i++) {
+      out_xy[i] = v2(g->sx[out_pos[i]], g->sy[out_pos[i]]);
+      out_r[i] = g->sr[out_pos[i]];
+    }
+  return n;
+}

@@ -73,4 +73,68 @@ uint32_t steer_grid_nearest_hint(const steer_grid *g, vec2 p, float radius, uint
 uint32_t steer_grid_nearest_pos(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out_pos,
                                 uint32_t max, float *hint);
 
+/* ---- kept candidate lists (Verlet lists) ----------------------------------
+ *
+ * An exact k-nearest query that re-ranks last time's candidates instead of
+ * scanning the grid. When an agent's list is built (one query for its
+ * STEER_GRID_LIST nearest within 1.25 radius), every agent left out was at
+ * least `reach` away from the query point. Until the next build, no agent's
+ * grid position moves more than `moved` (the sum over grid builds of the
+ * largest step of any agent) and the query point moves `own`, so an agent left
+ * out is still at least reach - own - moved away; when that is beyond this
+ * tick's k-th candidate (or beyond the radius when fewer than k are inside),
+ * nobody left out can be among the k nearest, and re-ranking the candidates by
+ * (d2, cell position) gives exactly the query's result. Otherwise the list is
+ * built again. A change of the agent set (steer_grid_lists_track's restart)
+ * drops every list. The result never differs from steer_grid_nearest_pos. */
+#define STEER_GRID_LIST       16u /* candidates kept per agent */
+#define STEER_GRID_LIST_MAX_K 12u /* larger k: the plain query */
+
+typedef struct steer_grid_list {
+  uint32_t item[STEER_GRID_LIST]; /* dense indices, in last query's rank order */
+  double limit;                   /* m, reach + the lists' `moved` when built, less a margin: everyone left
+                                     out is at least limit - moved - own away, own the query point's move */
+  float bx, by;                   /* m, the query point when built */
+  float reach;                    /* m, lower bound on the distance then of everyone left out */
+  uint32_t stamp;                 /* valid while == the lists' epoch */
+  uint32_t born, retry;           /* round built; no build before round `retry` */
+  uint8_t n;
+} steer_grid_list;
+
+/* Per agent, in dense order, what the grid holds for it since its last build:
+ * one 16-byte load gives a candidate's position, cell position and radius. */
+typedef struct steer_grid_rec {
+  float x, y;   /* m, = sx, sy at pos */
+  uint32_t pos; /* its position in cell order */
+  float r;      /* m, = sr at pos */
+} steer_grid_rec;
+
+typedef struct steer_grid_lists {
+  uint32_t capacity;
+  uint32_t epoch;      /* >= 1 */
+  uint32_t round;      /* grid builds tracked */
+  double moved;        /* m, bound on any agent's grid movement, summed over builds */
+  uint8_t primed;      /* rec holds the last build's positions of the same agents */
+  steer_grid_rec *rec; /* per agent */
+  steer_grid_list *e;
+} steer_grid_lists;
+
+int steer_grid_lists_init(steer_grid_lists *L, uint32_t capacity);
+void steer_grid_lists_free(steer_grid_lists *L);
+/* After each build of g, with the positions (and radii, or NULL) it was built
+ * on. restart: the agents or their dense indices changed since the last build
+ * (spawn, despawn, load): every list is dropped. */
+void steer_grid_lists_track(steer_grid_lists *L, const steer_grid *g, const float *px, const float *py,
+                            const float *r, uint32_t count, int restart);
+/* steer_grid_nearest_pos(g, p, radius, self, out_pos, max, hint) for agent
+ * self, through its kept list; writes only self's list. out_xy and out_r (both
+ * or neither NULL) get the neighbours' positions and radii as the grid holds
+ * them (sx, sy, sr at out_pos; radii only if the grid was built with them).
+ * *hint (may be NULL) is the last answer's k-th squared distance (0: none),
+ * which the plain query, when it runs, widens by slack (m) for its guess; on
+ * return it holds this answer's, as steer_grid_nearest_hint leaves it. */
+uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint32_t self, vec2 p,
+                                 float radius, uint32_t *out_pos, vec2 *out_xy, float *out_r, uint32_t max,
+                                 float *hint, float slack);
+
 #endif /* STEER_GRID_H */

@@ -194,6 +194,8 @@ steer_world *steer_world_create(const steer_world_config *cfg) {
   w->path_free_count = w->cfg.max_paths;
   if (steer_grid_init(&w->grid, cfg->min, cfg->max, cfg->cell_size, n) != STEER_OK)
     goto fail;
+  if (steer_grid_lists_init(&w->nbr, n) != STEER_OK)
+    goto fail;
   w->map = steer_map_create(cfg->min, cfg->max, cfg->cell_size);
   if (!w->map)
     goto fail;
@@ -245,6 +247,7 @@ void steer_world_destroy(steer_world *w) {
   free(w->nlist_stamp);
   steer_map_destroy(w->map);
   steer_grid_free(&w->grid);
+  steer_grid_lists_free(&w->nbr);
   free(w);
 }
 
@@ -724,8 +727,9 @@ static float facing_angular(const steer_world *w, uint32_t d, const steer_state 
 
 /* The nearest max_neighbours of agent d (positions in the grid's cell order,
  * where their positions, velocities and radii are copied), the ones
- * separation and avoidance read. */
-static uint32_t neighbours(steer_world *w, uint32_t d, const steer_state *s, float dt, uint32_t *pos) {
+ * separation and avoidance read; xy and rad get their positions and radii. */
+static uint32_t neighbours(steer_world *w, uint32_t d, const steer_state *s, float dt, uint32_t *pos,
+                           vec2 *xy, float *rad) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
   uint32_t max =
@@ -734,14 +738,13 @@ static uint32_t neighbours(steer_world *w, uint32_t d, const steer_state *s, flo
    * query reaches that for the largest neighbour there is, so the nearest
    * max_neighbours are taken among everyone who could push. */
   float query = b->params.separation_radius + l->radius + w->max_radius;
-  /* Guess: the last query's max-th distance, plus what the pair can have closed
-   * since (both at this agent's top speed); a wrong guess only costs a rescan. */
+  /* Through the agent's kept candidate list (grid.h): the same result. The
+   * plain query, when it runs, guesses the last query's max-th distance plus
+   * what the pair can have closed since (both at this agent's top speed); a
+   * wrong guess only costs a rescan. */
   float hint = w->nhint[d];
-  if (hint > 0.0f) {
-    float reach = sqrtf(hint) + 2.0f * l->max_speed * dt;
-    hint = reach * reach;
-  }
-  uint32_t n = steer_grid_nearest_pos(&w->grid, s->position, query, d, pos, max, &hint);
+  uint32_t n = steer_grid_nearest_kept(&w->grid, &w->nbr, d, s->position, query, pos, xy, rad, max, &hint,
+                                       2.0f * l->max_speed * dt);
   w->nhint[d] = hint;
   if (b->neighbour_period > 1) {
     uint32_t *keep = w->nlist + (size_t)d * WORLD_NLIST;
@@ -754,30 +757,22 @@ static uint32_t neighbours(steer_world *w, uint32_t d, const steer_state *s, flo
 }
 
 /* The neighbours: queried, or the kept set between the agent's query ticks. */
-static uint32_t neighbours_kept(steer_world *w, uint32_t d, const steer_state *s, float dt, uint32_t *pos) {
+static uint32_t neighbours_kept(steer_world *w, uint32_t d, const steer_state *s, float dt, uint32_t *pos,
+                                vec2 *xy, float *rad) {
   const steer_behaviour *b = &w->behaviour[d];
   uint32_t period = b->neighbour_period;
   if (period <= 1 || w->nlist_stamp[d] != w->nepoch ||
       (w->tick + (w->id[d] & STEER_ID_INDEX_MASK)) % period == 0)
-    return neighbours(w, d, s, dt, pos);
+    return neighbours(w, d, s, dt, pos, xy, rad);
   const uint32_t *keep = w->nlist + (size_t)d * WORLD_NLIST;
   uint32_t n = w->nlist_n[d];
-  for (uint32_t i = 0; i < n; i++)
-    pos[i] = w->grid.item_pos[keep[i]];
-  return n;
-}
-
-static steer_output separation(const steer_world *w, uint32_t d, const steer_state *s, const uint32_t *at,
-                               uint32_t n) {
-  const steer_behaviour *b = &w->behaviour[d];
-  const steer_limits *l = &w->limits[d];
-  vec2 pos[SEPARATION_MAX_NEIGHBOURS];
-  float rad[SEPARATION_MAX_NEIGHBOURS];
   for (uint32_t i = 0; i < n; i++) {
-    pos[i] = v2(w->grid.sx[at[i]], w->grid.sy[at[i]]);
-    rad[i] = w->grid.sr[at[i]];
+    uint32_t at = w->grid.item_pos[keep[i]];
+    pos[i] = at;
+    xy[i] = v2(w->grid.sx[at], w->grid.sy[at]);
+    rad[i] = w->grid.sr[at];
   }
-  return steer_separation(s, l, &b->params, pos, rad, (int)n);
+  return n;
 }
 
 static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state *s, float dt, steer_output o);
@@ -866,9 +861,11 @@ static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
   uint32_t idx[SEPARATION_MAX_NEIGHBOURS];
-  uint32_t nn = needs_neighbours(b) ? neighbours_kept(w, d, s, dt, idx) : 0;
+  vec2 nxy[SEPARATION_MAX_NEIGHBOURS];
+  float nrad[SEPARATION_MAX_NEIGHBOURS];
+  uint32_t nn = needs_neighbours(b) ? neighbours_kept(w, d, s, dt, idx, nxy, nrad) : 0;
   if (b->separation_weight > 0.0f) {
-    steer_output sep = separation(w, d, s, idx, nn);
+    steer_output sep = steer_separation(s, l, &b->params, nxy, nrad, (int)nn);
     if (b->combine == STEER_COMBINE_PRIORITY) {
       /* Separation steers the velocity only; the orientation stays the behaviour's. */
       steer_output groups[2] = {{sep.linear, 0.0f}, o};
@@ -1350,6 +1347,9 @@ static void grid_rebuild(steer_world *w) {
    * velocities and tags. */
   steer_grid_build_payload(&w->grid, w->px, w->py, w->avoiding ? w->vx : NULL, w->vy, w->radius, w->akey,
                            w->count);
+  /* A stale grid means the agents or their dense indices may have changed:
+   * the kept candidate lists start over. */
+  steer_grid_lists_track(&w->nbr, &w->grid, w->px, w->py, w->radius, w->count, w->grid_stale);
   w->grid_stale = 0;
 }
 

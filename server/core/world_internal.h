@@ -110,6 +110,8 @@ struct steer_world {
    * after steering it (world.c, steer_range), since no agent then reads
    * another's position, velocity or orientation during the steering pass. */
   uint32_t readers;
+  /* Kept candidate lists of the neighbour query (grid.h), a cache: not saved. */
+  steer_grid_lists nbr;
 };
 
 static inline uint16_t avoid_key(const steer_behaviour *b) {
