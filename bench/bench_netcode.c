@@ -17,11 +17,19 @@
  *             server pinned to the last CPU, the workers to the others, unless
  *             --pin 0): the server's CPU share (/proc), the frames each client
  *             rebuilt per second (median, 5th percentile), kbit/s per client,
- *             and UDP receive-buffer drops (server socket, client sockets).
+ *             and UDP receive-buffer drops (server socket, client sockets);
+ *             from the server's /metrics, the loop thread's time per snapshot
+ *             for the delta clients (choosing, encoding on --threads, sending)
+ *             and its share of one core's time between snapshots.
+ *
+ * --threads T is passed to the server (its steering pass and delta encoding
+ * threads; not given: the server's default, one per core). With T > 1 and
+ * pinning, only the client workers are pinned (to the CPUs but the last); the
+ * server may use every CPU.
  *
  * usage: bench_netcode [--binary PATH] [--impair PATH] [--agents N] [--seconds S]
  *                      [--loss P] [--latency MS] [--jitter MS] [--cpu-clients K]
- *                      [--clients C] [--workers W] [--pin 0|1]
+ *                      [--clients C] [--workers W] [--pin 0|1] [--threads T]
  *                      [--only quality|cpu|capacity] */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include <errno.h>
@@ -40,6 +48,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "http_get.h"
 #include "interp.h"
 #include "mixed_world.h"
 #include "steerd_proc.h"
@@ -665,8 +674,28 @@ static double load1(void) {
   return l;
 }
 
+/* A sample's value in /metrics (the first line starting with name and a
+ * space), or -1. */
+static double metric(const char *body, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+    if (strncmp(p, name, n) == 0 && p[n] == ' ')
+      return atof(p + n + 1);
+  return -1;
+}
+
+/* The delta pass's seconds and the snapshots so far (-1 when /metrics fails). */
+static int delta_pass(const steerd_proc *srv, double *seconds, double *snapshots) {
+  static char body[65536];
+  if (!srv->http_port || http_get(srv->http_port, "/metrics", body, sizeof body, 5000) != 200)
+    return -1;
+  *seconds = metric(body, "steerd_delta_snapshot_seconds_total");
+  *snapshots = metric(body, "steerd_snapshots_total");
+  return *seconds >= 0 && *snapshots >= 0 ? 0 : -1;
+}
+
 static void capacity(const steerd_proc *srv, uint32_t clients, uint32_t workers, int pinned, float side,
-                     float radius, uint32_t seconds) {
+                     float radius, uint32_t seconds, uint32_t threads) {
   long tck = sysconf(_SC_CLK_TCK);
   /* The server alone (the bench sleeps). */
   unsigned long iu0, is0, iu1, is1;
@@ -682,7 +711,8 @@ static void capacity(const steerd_proc *srv, uint32_t clients, uint32_t workers,
   if (workers > clients)
     workers = clients;
   cap_worker *w = calloc(workers, sizeof *w);
-  pinned = pinned && pin(srv->pid, 1);
+  int server_pinned = pinned && threads == 1 && pin(srv->pid, 1);
+  pinned = pinned && (threads == 1 ? server_pinned : sysconf(_SC_NPROCESSORS_ONLN) >= 2);
   fflush(stdout);
   for (uint32_t k = 0; k < workers; k++) {
     int to[2], from[2];
@@ -740,12 +770,15 @@ static void capacity(const steerd_proc *srv, uint32_t clients, uint32_t workers,
     wt0 += a + b;
   }
   proc_ticks(srv->pid, &u0, &s0);
+  double dsec0 = 0, dsnap0 = 0, dsec1 = 0, dsnap1 = 0;
+  int have_pass = delta_pass(srv, &dsec0, &dsnap0) == 0;
   uint64_t rb0 = udp_rcvbuf_errors();
   udp_socket_drops(d0);
   uint64_t m0 = steerd_proc_now_ms();
   while (steerd_proc_now_ms() < times[1])
     steerd_proc_sleep_ms(1);
   proc_ticks(srv->pid, &u1, &s1);
+  have_pass = have_pass && delta_pass(srv, &dsec1, &dsnap1) == 0 && dsnap1 > dsnap0;
   for (uint32_t k = 0; k < workers; k++) {
     unsigned long a = 0, b = 0;
     proc_ticks(w[k].pid, &a, &b);
@@ -781,7 +814,7 @@ static void capacity(const steerd_proc *srv, uint32_t clients, uint32_t workers,
     close(w[k].from);
     free(w[k].cl);
   }
-  if (pinned)
+  if (server_pinned)
     pin(srv->pid, -1);
   double user = (double)(u1 - u0) / (double)tck / secs, sys = (double)(s1 - s0) / (double)tck / secs;
   double frames = 0; /* client-frames per second */
@@ -790,8 +823,18 @@ static void capacity(const steerd_proc *srv, uint32_t clients, uint32_t workers,
   double per = frames > 0 ? (user + sys - idle) / frames : 0; /* CPU s per client-frame */
   printf("\ncapacity: %u clients (%u connected) in %u worker processes%s, each viewing a %.1f m circle (~100 "
          "agents), %.1f s window; the clients used %.1f%% of a core; load average %.2f -> %.2f\n",
-         clients, welcomed, workers, pinned ? " (pinned: server on the last CPU, clients on the others)" : "",
+         clients, welcomed, workers,
+         server_pinned ? " (pinned: server on the last CPU, clients on the others)"
+         : pinned      ? " (clients pinned to the CPUs but the last; the server on any)"
+                       : "",
          radius, secs, (double)(wt1 - wt0) / (double)tck / secs * 100, load_start, load_end);
+  if (have_pass) {
+    double per_snap = (dsec1 - dsec0) / (dsnap1 - dsnap0);
+    printf("server --threads %u (0: one per core): delta pass on the loop thread %.2f ms per snapshot = %.1f%% "
+           "of one core's time between snapshots (%d/s), %.1f us per client-frame; %.0f snapshots in the window\n",
+           threads, per_snap * 1e3, per_snap * SNAPSHOT_RATE * 100, SNAPSHOT_RATE,
+           frames > 0 ? (dsec1 - dsec0) / (frames * secs) * 1e6 : 0.0, dsnap1 - dsnap0);
+  }
   printf(
       "| clients | server CPU %% of a core (user + sys) | idle world %% | us per client-frame | frames/s per "
       "client: median | p5 | mean | kbit/s per client (median) | frames incomplete / no baseline | UDP "
@@ -817,7 +860,7 @@ static void capacity(const steerd_proc *srv, uint32_t clients, uint32_t workers,
 int main(int argc, char **argv) {
   const char *binary = STEERD_BINARY, *impair = STEERD_IMPAIR, *only = "";
   uint32_t agents = 1000, seconds = 10, latency = 0, jitter = 0, cpu_clients = 20, clients = 1000,
-           workers = 2;
+           workers = 2, threads = 0;
   int pinned = 1;
   double loss = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -845,14 +888,19 @@ int main(int argc, char **argv) {
       workers = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--only"))
       only = argv[i + 1];
+    else if (!strcmp(argv[i], "--threads"))
+      threads = (uint32_t)atoi(argv[i + 1]);
   }
   float side = sqrtf((float)agents / 0.025f); /* 0.025 agents per m^2 */
   float radius_100 = sqrtf(100.0f / (0.025f * 3.14159265f));
   char maxc[16];
   snprintf(maxc, sizeof maxc, "%u", clients + cpu_clients + 8);
-  const char *args[] = {"--no-demo", "--rate-limit",    "1000000", "--rate-burst",
-                        "1000000",   "--max-clients",   maxc,      "--client-timeout",
-                        "10000",     "--hello-timeout", "20000",   NULL};
+  char thr[16];
+  snprintf(thr, sizeof thr, "%u", threads);
+  const char *args[] = {"--no-demo",   "--rate-limit",    "1000000", "--rate-burst", "1000000",
+                        "--max-clients", maxc,            "--client-timeout", "10000", "--hello-timeout",
+                        "20000",       "--http-port",     "auto",    "--threads",  thr,
+                        NULL};
   steerd_proc srv;
   if (steerd_proc_start(&srv, binary, args, 5000) != 0) {
     fprintf(stderr, "bench_netcode: the server did not start\n");
@@ -887,7 +935,7 @@ int main(int argc, char **argv) {
         (double)frames / cpu_clients / seconds);
   }
   if (!*only || !strcmp(only, "capacity"))
-    capacity(&srv, clients, workers, pinned, side, radius_100, seconds);
+    capacity(&srv, clients, workers, pinned, side, radius_100, seconds, threads);
   steerd_proc_stop(&srv, 3000);
   return 0;
 }

@@ -111,6 +111,9 @@ static void snapshots(out *o, const steerd_metrics_input *in) {
   counter(o, "steerd_delta_frames_without_baseline_total",
           "DELTA frames sent against no acknowledged baseline (every agent absolute).",
           in->delta_frames_without_baseline);
+  family(o, "steerd_delta_snapshot_seconds_total", "counter",
+         "Loop thread's time choosing, encoding (on --threads) and sending the DELTA frames of snapshots.");
+  put(o, "steerd_delta_snapshot_seconds_total %.9f\n", (double)st->delta_ns_total / 1e9);
 }
 
 static void checkpoints(out *o, const steerd_metrics_input *in) {
