@@ -529,7 +529,8 @@ static void cap_worker_run(const cap_worker *w, uint16_t port, float side, float
   for (uint32_t i = 0; i < w->n; i++) {
     cl[i] = make_client("load", 1, 512, NULL);
     float half = side / 2 - radius;
-    centre[i] = v2((float)(mixed_world_rnd01(&s) * 2 - 1) * half, (float)(mixed_world_rnd01(&s) * 2 - 1) * half);
+    float x = (float)(mixed_world_rnd01(&s) * 2 - 1) * half;
+    centre[i] = v2(x, (float)(mixed_world_rnd01(&s) * 2 - 1) * half);
   }
   /* A few handshakes at a time (the server keeps --max-pending, 16, before
    * WELCOME): all at once, most timed out on a busy machine. */
@@ -850,8 +851,9 @@ static void capacity(const steerd_proc *srv, uint32_t clients, uint32_t workers,
          radius, secs, (double)(wt1 - wt0) / (double)tck / secs * 100, load_start, load_end);
   if (have_pass) {
     double per_snap = (dsec1 - dsec0) / (dsnap1 - dsnap0);
-    printf("server --threads %u (0: one per core): delta pass on the loop thread %.2f ms per snapshot = %.1f%% "
-           "of one core's time between snapshots (%d/s), %.1f us per client-frame; %.0f snapshots in the window\n",
+    printf("server --threads %u (0: one per core): delta pass on the loop thread %.2f ms per snapshot = "
+           "%.1f%% of one core's time between snapshots (%d/s), %.1f us per client-frame; %.0f snapshots in "
+           "the window\n",
            threads, per_snap * 1e3, per_snap * SNAPSHOT_RATE * 100, SNAPSHOT_RATE,
            frames > 0 ? (dsec1 - dsec0) / (frames * secs) * 1e6 : 0.0, dsnap1 - dsnap0);
   }
