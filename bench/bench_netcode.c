@@ -19,8 +19,9 @@
  *             rebuilt per second (median, 5th percentile), kbit/s per client,
  *             and UDP receive-buffer drops (server socket, client sockets);
  *             from the server's /metrics, the loop thread's time per snapshot
- *             for the delta clients (choosing, encoding on --threads, sending)
- *             and its share of one core's time between snapshots.
+ *             for the delta clients (choosing, encoding on --threads, sending;
+ *             from 1.5 s before the window to its end) and its share of one
+ *             core's time between snapshots.
  *
  * --threads T is passed to the server (its steering pass and delta encoding
  * threads; not given: the server's default, one per core). With T > 1 and
@@ -782,6 +783,12 @@ static void capacity(const steerd_proc *srv, uint32_t clients, uint32_t workers,
     write_all(w[k].to, times, sizeof times);
   uint64_t *d0 = calloc(65536, sizeof *d0), *d1 = calloc(65536, sizeof *d1);
   double load_start = load1();
+  /* /metrics may take a while on a busy machine: read it before the window
+   * (the delta pass then counts from 1.5 s before it; a ratio per snapshot). */
+  while (steerd_proc_now_ms() + 1500 < times[0])
+    steerd_proc_sleep_ms(1);
+  double dsec0 = 0, dsnap0 = 0, dsec1 = 0, dsnap1 = 0;
+  int have_pass = delta_pass(srv, &dsec0, &dsnap0) == 0;
   while (steerd_proc_now_ms() < times[0])
     steerd_proc_sleep_ms(1);
   unsigned long u0, s0, u1, s1, wt0 = 0, wt1 = 0;
@@ -791,21 +798,19 @@ static void capacity(const steerd_proc *srv, uint32_t clients, uint32_t workers,
     wt0 += a + b;
   }
   proc_ticks(srv->pid, &u0, &s0);
-  double dsec0 = 0, dsnap0 = 0, dsec1 = 0, dsnap1 = 0;
-  int have_pass = delta_pass(srv, &dsec0, &dsnap0) == 0;
   uint64_t rb0 = udp_rcvbuf_errors();
   udp_socket_drops(d0);
   uint64_t m0 = steerd_proc_now_ms();
   while (steerd_proc_now_ms() < times[1])
     steerd_proc_sleep_ms(1);
   proc_ticks(srv->pid, &u1, &s1);
-  have_pass = have_pass && delta_pass(srv, &dsec1, &dsnap1) == 0 && dsnap1 > dsnap0;
   for (uint32_t k = 0; k < workers; k++) {
     unsigned long a = 0, b = 0;
     proc_ticks(w[k].pid, &a, &b);
     wt1 += a + b;
   }
   double secs = (double)(steerd_proc_now_ms() - m0) / 1000.0;
+  have_pass = have_pass && delta_pass(srv, &dsec1, &dsnap1) == 0 && dsnap1 > dsnap0;
   uint64_t rb1 = udp_rcvbuf_errors();
   udp_socket_drops(d1);
   double load_end = load1();
