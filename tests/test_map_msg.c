@@ -14,6 +14,7 @@
 #include "map_admin.h"
 #include "map_msg.h"
 #include "mapcopy.h"
+#include "md_examples.h"
 #include "protocol.h"
 
 static uint8_t buf[PROTO_MAX_MESSAGE_BYTES + 64];
@@ -130,11 +131,7 @@ static size_t ex_event_stuck(uint8_t *b, size_t cap) {
 
 static size_t ex_set_params_avoid(uint8_t *b, size_t cap);
 
-typedef size_t (*example_fn)(uint8_t *b, size_t cap);
-static const struct example {
-  const char *name;
-  example_fn fn;
-} examples[] = {{"map", ex_map},
+static const steerd_example examples[] = {{"map", ex_map},
                 {"map_changed_added", ex_map_changed_added},
                 {"map_changed_removed", ex_map_changed_removed},
                 {"add_obstacle", ex_add_obstacle},
@@ -162,79 +159,8 @@ static size_t ex_set_params_avoid(uint8_t *b, size_t cap) {
   return proto_encode_command(b, cap, &c);
 }
 
-static void dump_hex(FILE *f, const uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    fprintf(f, "%02x%s", p[i], (i % 16 == 15 || i + 1 == n) ? "\n" : " ");
-}
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long sz = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *data = malloc((size_t)sz + 1);
-  size_t got = fread(data, 1, (size_t)sz, f);
-  fclose(f);
-  data[got] = '\0';
-  *len = got;
-  return data;
-}
-
-static int hexval(char ch) {
-  if (ch >= '0' && ch <= '9')
-    return ch - '0';
-  if (ch >= 'a' && ch <= 'f')
-    return ch - 'a' + 10;
-  return -1;
-}
-
 START_TEST(protocol_md_map_examples) {
-  size_t len;
-  char *md = read_file(PROTOCOL_MD, &len);
-  ck_assert_ptr_nonnull(md);
-  int seen[EXAMPLE_COUNT] = {0};
-  const char *marker = "<!-- map-example: ";
-  for (char *p = strstr(md, marker); p; p = strstr(p + 1, marker)) {
-    char *name = p + strlen(marker);
-    char *end = strstr(name, " -->");
-    ck_assert_ptr_nonnull(end);
-    size_t k;
-    for (k = 0; k < EXAMPLE_COUNT; k++)
-      if (strlen(examples[k].name) == (size_t)(end - name) && !memcmp(examples[k].name, name, (size_t)(end - name)))
-        break;
-    ck_assert_msg(k < EXAMPLE_COUNT, "unknown map example '%.*s'", (int)(end - name), name);
-    ck_assert_msg(!seen[k], "map example %s twice", examples[k].name);
-    seen[k] = 1;
-    char *fence = strstr(end, "```");
-    ck_assert_ptr_nonnull(fence);
-    for (char *q = end + 4; q < fence; q++)
-      ck_assert_msg(*q == ' ' || *q == '\n', "text between marker and fence of %s", examples[k].name);
-    char *body = strchr(fence, '\n');
-    char *close = strstr(body, "```");
-    size_t nb = 0;
-    for (char *q = body; q < close;) {
-      if (*q == ' ' || *q == '\n') {
-        q++;
-        continue;
-      }
-      int hi = hexval(q[0]), lo = hexval(q[1]);
-      ck_assert_msg(hi >= 0 && lo >= 0, "bad hex in %s", examples[k].name);
-      buf2[nb++] = (uint8_t)(hi * 16 + lo);
-      q += 2;
-    }
-    size_t n = examples[k].fn(buf, sizeof buf);
-    if (n != nb || memcmp(buf, buf2, n) != 0) {
-      fprintf(stderr, "PROTOCOL.md map example %s differs from the encoder, which writes:\n", examples[k].name);
-      dump_hex(stderr, buf, n);
-    }
-    ck_assert_uint_eq(nb, n);
-    ck_assert_mem_eq(buf, buf2, n);
-  }
-  for (size_t k = 0; k < EXAMPLE_COUNT; k++)
-    ck_assert_msg(seen[k], "PROTOCOL.md lacks map example %s", examples[k].name);
-  free(md);
+  steerd_md_examples_check(PROTOCOL_MD, "map-example", examples, EXAMPLE_COUNT);
 }
 END_TEST
 
@@ -520,12 +446,7 @@ static Suite *map_msg_suite(void) {
 
 int main(void) {
   if (getenv("PROTO_PRINT_EXAMPLES")) {
-    for (size_t k = 0; k < EXAMPLE_COUNT; k++) {
-      size_t n = examples[k].fn(buf, sizeof buf);
-      printf("<!-- map-example: %s -->\n```\n", examples[k].name);
-      dump_hex(stdout, buf, n);
-      printf("```\n\n");
-    }
+    steerd_md_examples_print(stdout, "map-example", examples, EXAMPLE_COUNT);
     return EXIT_SUCCESS;
   }
   SRunner *sr = srunner_create(map_msg_suite());

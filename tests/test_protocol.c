@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "mbuf.h"
+#include "md_examples.h"
 #include "protocol.h"
 
 #ifndef PROTOCOL_MD
@@ -182,8 +183,6 @@ static proto_ack ex_ack(uint8_t command, uint32_t rid) {
 static const proto_pose ex_poses[2] = {{ID1, 12.5f, -3.25f, 0.75f, 1.5f, 0.5f},
                                        {ID2, -100.0f, 42.0f, -3.0f, 0.0f, 0.0f}};
 static const proto_snapshot_header ex_snap = {1235, 41166666, 0, 1, 2};
-
-typedef size_t (*example_fn)(uint8_t *b, size_t cap);
 
 static size_t enc_cmd(uint8_t *b, size_t cap, proto_command c) { return proto_encode_command(b, cap, &c); }
 
@@ -354,10 +353,7 @@ static size_t ex_error_goto_blocked(uint8_t *b, size_t cap) {
                             "behaviour.target");
 }
 
-static const struct example {
-  const char *name;
-  example_fn fn;
-} examples[] = {{"hello", ex_hello},
+static const steerd_example examples[] = {{"hello", ex_hello},
                 {"hello_token", ex_hello_token},
                 {"spawn", ex_spawn},
                 {"despawn", ex_despawn},
@@ -402,11 +398,6 @@ static uint8_t *find_bytes(uint8_t *hay, size_t n, const void *needle, size_t k)
     if (memcmp(hay + i, needle, k) == 0)
       return hay + i;
   return NULL;
-}
-
-static void dump_hex(FILE *f, const uint8_t *b, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    fprintf(f, "%02x%s", b[i], (i + 1) % 16 == 0 || i + 1 == n ? "\n" : " ");
 }
 
 static int decode_cmd_bytes(const void *b, size_t n, proto_command *c, proto_error_info *e) {
@@ -1520,7 +1511,7 @@ START_TEST(test_fuzz) {
   static proto_pose poses[64];
   size_t ok = 0;
   for (int iter = 0; iter < 300000; iter++) {
-    const struct example *ex = &examples[(size_t)iter % EXAMPLE_COUNT];
+    const steerd_example *ex = &examples[(size_t)iter % EXAMPLE_COUNT];
     size_t n = ex->fn(buf, sizeof buf);
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     int flips = 1 + (int)((s >> 60) & 3u);
@@ -1693,81 +1684,8 @@ END_TEST
 
 /* ---- PROTOCOL.md examples ---------------------------------------------------------------- */
 
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long sz = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *data = malloc((size_t)sz + 1);
-  size_t got = fread(data, 1, (size_t)sz, f);
-  fclose(f);
-  data[got] = '\0';
-  *len = got;
-  return data;
-}
-
-static int hexval(char ch) {
-  if (ch >= '0' && ch <= '9')
-    return ch - '0';
-  if (ch >= 'a' && ch <= 'f')
-    return ch - 'a' + 10;
-  if (ch >= 'A' && ch <= 'F')
-    return ch - 'A' + 10;
-  return -1;
-}
-
 START_TEST(test_protocol_md_examples) {
-  size_t len;
-  char *md = read_file(PROTOCOL_MD, &len);
-  ck_assert_msg(md != NULL, "cannot read %s", PROTOCOL_MD);
-  int seen[EXAMPLE_COUNT] = {0};
-  const char *marker = "<!-- example: ";
-  for (char *p = strstr(md, marker); p; p = strstr(p + 1, marker)) {
-    char *name = p + strlen(marker);
-    char *end = strstr(name, " -->");
-    ck_assert_ptr_nonnull(end);
-    size_t k;
-    for (k = 0; k < EXAMPLE_COUNT; k++)
-      if (strlen(examples[k].name) == (size_t)(end - name) &&
-          !memcmp(examples[k].name, name, (size_t)(end - name)))
-        break;
-    ck_assert_msg(k < EXAMPLE_COUNT, "unknown example '%.*s' in PROTOCOL.md", (int)(end - name), name);
-    ck_assert_msg(!seen[k], "example %s appears twice", examples[k].name);
-    seen[k] = 1;
-    char *fence = strstr(end, "```");
-    ck_assert_ptr_nonnull(fence);
-    char *body = strchr(fence, '\n');
-    ck_assert_ptr_nonnull(body);
-    char *close = strstr(body, "```");
-    ck_assert_ptr_nonnull(close);
-    /* Nothing but blank space between the marker and its fence. */
-    for (char *q = end + 4; q < fence; q++)
-      ck_assert_msg(*q == ' ' || *q == '\n' || *q == '\r', "text between marker and fence of %s",
-                    examples[k].name);
-    size_t nb = 0;
-    for (char *q = body; q < close;) {
-      if (*q == ' ' || *q == '\n' || *q == '\r') {
-        q++;
-        continue;
-      }
-      int hi = hexval(q[0]), lo = hexval(q[1]);
-      ck_assert_msg(hi >= 0 && lo >= 0, "bad hex in example %s", examples[k].name);
-      buf2[nb++] = (uint8_t)(hi * 16 + lo);
-      q += 2;
-    }
-    size_t n = examples[k].fn(buf, sizeof buf);
-    if (n != nb || memcmp(buf, buf2, n) != 0) {
-      fprintf(stderr, "PROTOCOL.md example %s differs from the encoder, which writes:\n", examples[k].name);
-      dump_hex(stderr, buf, n);
-    }
-    ck_assert_uint_eq(nb, n);
-    ck_assert_mem_eq(buf, buf2, n);
-  }
-  for (size_t k = 0; k < EXAMPLE_COUNT; k++)
-    ck_assert_msg(seen[k], "PROTOCOL.md lacks example %s", examples[k].name);
-  free(md);
+  steerd_md_examples_check(PROTOCOL_MD, "example", examples, EXAMPLE_COUNT);
 }
 END_TEST
 
@@ -1810,14 +1728,7 @@ START_TEST(test_events_round_trip) {
 }
 END_TEST
 
-static void print_examples(void) {
-  for (size_t k = 0; k < EXAMPLE_COUNT; k++) {
-    size_t n = examples[k].fn(buf, sizeof buf);
-    printf("<!-- example: %s -->\n```\n", examples[k].name);
-    dump_hex(stdout, buf, n);
-    printf("```\n\n");
-  }
-}
+static void print_examples(void) { steerd_md_examples_print(stdout, "example", examples, EXAMPLE_COUNT); }
 
 /* Greedy parts: what proto_snapshot_fit admits always encodes within the part
  * budget, whatever the values, and typical agents fill far more than the
