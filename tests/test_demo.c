@@ -302,7 +302,10 @@ static void on_map(void *user, const steerd_mapcopy *map, const proto_map_change
 
 START_TEST(test_server_sends_the_level_and_the_door) {
   steerd_proc p;
-  ck_assert_int_eq(steerd_proc_start(&p, STEERD_BINARY, NULL, 10000), 0);
+  /* At 120 ticks a second (4 times the default) the door's schedule, in ticks,
+   * passes in a quarter of the wall time; what a client hears of it is the same. */
+  const char *const args[] = {"--tick-rate", "120", NULL};
+  ck_assert_int_eq(steerd_proc_start(&p, STEERD_BINARY, args, 10000), 0);
   ck_assert(steerd_proc_log_contains(&p, "its level (maps/demo.json)"));
   map_seen seen;
   memset(&seen, 0, sizeof seen);
@@ -319,8 +322,9 @@ START_TEST(test_server_sends_the_level_and_the_door) {
   const steerd_mapcopy *m = steerd_client_map(c);
   ck_assert(steerd_mapcopy_current(m));
   ck_assert_uint_ge(steerd_mapcopy_count(m), 24);
-  /* The side door closes at 10 s and opens at 30 s of every 40 s (at 30 Hz):
-   * both changes arrive as MAP_CHANGED, one version each. */
+  /* The side door closes at tick 300 and opens at tick 900 of every 1200 (10 s
+   * and 30 s of every 40 s at 30 Hz, 2.5 s and 7.5 s here): both changes arrive
+   * as MAP_CHANGED, one version each. */
   uint32_t v0 = seen.version;
   deadline = steerd_proc_now_ms() + 60000;
   while ((!seen.door_added || !seen.door_removed) && steerd_proc_now_ms() < deadline)
