@@ -11,6 +11,7 @@
 
 #include "client.h"
 #include "protocol.h"
+#include "raw_peer.h"
 #include "steerd_proc.h"
 
 static uint64_t now_ms(void) { return steerd_proc_now_ms(); }
@@ -99,79 +100,51 @@ static void watcher_connect(watcher *w, const steerd_proc *s, const char *name) 
 /* ---- raw ENet peers ------------------------------------------------------------- */
 
 typedef struct raw {
-  ENetHost *host;
-  ENetPeer *peer;
-  int connected;
-  uint32_t reason; /* of the disconnect */
-  int gone;
+  steerd_raw_peer net;
   uint32_t errors[PROTO_ERR_COUNT + 1];
   uint32_t acks, welcomes;
-  uint32_t next_id;
   uint64_t opened; /* ms */
 } raw;
 
+/* CONNECT sent, not waited for. */
 static void raw_open(raw *r, uint16_t port) {
   memset(r, 0, sizeof(*r));
   r->opened = now_ms();
-  r->host = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
-  ck_assert_ptr_nonnull(r->host);
-  ENetAddress addr;
-  enet_address_set_host_ip(&addr, "127.0.0.1");
-  addr.port = port;
-  r->peer = enet_host_connect(r->host, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
-  ck_assert_ptr_nonnull(r->peer);
-  enet_host_flush(r->host);
+  ck_assert_int_eq(steerd_raw_open(&r->net, port), 0);
 }
 
-static void raw_close(raw *r) {
-  if (r->host)
-    enet_host_destroy(r->host);
-  r->host = NULL;
+/* The peer vanishes: no DISCONNECT is sent (an attacker's way). */
+static void raw_close(raw *r) { steerd_raw_drop(&r->net); }
+
+/* Counts the replies. */
+static void raw_packet(void *user, uint8_t channel, const uint8_t *data, size_t len, const proto_server_msg *m) {
+  raw *r = user;
+  (void)channel;
+  (void)data;
+  (void)len;
+  if (!m)
+    return;
+  if (m->type == PROTO_MSG_ERROR)
+    r->errors[m->error.code < PROTO_ERR_COUNT ? m->error.code : PROTO_ERR_COUNT]++;
+  else if (m->type == PROTO_MSG_ACK)
+    r->acks++;
+  else if (m->type == PROTO_MSG_WELCOME)
+    r->welcomes++;
 }
 
 /* Reads the socket: counts replies, notes connect and disconnect. */
-static void raw_pump(raw *r, uint32_t wait_ms) {
-  ENetEvent ev;
-  while (r->host && enet_host_service(r->host, &ev, wait_ms) > 0) {
-    wait_ms = 0;
-    if (ev.type == ENET_EVENT_TYPE_CONNECT) {
-      r->connected = 1;
-    } else if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
-      r->gone = 1;
-      r->connected = 0;
-      r->reason = ev.data;
-    } else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
-      proto_server_msg m;
-      if (proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0) {
-        if (m.type == PROTO_MSG_ERROR)
-          r->errors[m.error.code < PROTO_ERR_COUNT ? m.error.code : PROTO_ERR_COUNT]++;
-        else if (m.type == PROTO_MSG_ACK)
-          r->acks++;
-        else if (m.type == PROTO_MSG_WELCOME)
-          r->welcomes++;
-      }
-      enet_packet_destroy(ev.packet);
-    }
-  }
-}
+static void raw_pump(raw *r, uint32_t wait_ms) { steerd_raw_pump(&r->net, wait_ms, raw_packet, r); }
 
 static void raw_connect(raw *r, uint16_t port) {
   raw_open(r, port);
   uint64_t end = now_ms() + 3000;
-  while (!r->connected && now_ms() < end)
+  while (!r->net.connected && now_ms() < end)
     raw_pump(r, 5);
-  ck_assert_msg(r->connected, "raw peer could not connect");
+  ck_assert_msg(r->net.connected, "raw peer could not connect");
 }
 
-static void raw_send(raw *r, proto_command *cmd, uint32_t flags) {
-  uint8_t buf[1024];
-  cmd->request_id = ++r->next_id;
-  size_t n = proto_encode_command(buf, sizeof(buf), cmd);
-  ck_assert_uint_gt(n, 0);
-  ENetPacket *p = enet_packet_create(buf, n, flags);
-  if (enet_peer_send(r->peer, PROTO_CHANNEL_RELIABLE, p) != 0)
-    enet_packet_destroy(p);
-}
+/* Sends cmd with ENet flags; a send that cannot be queued is dropped (a flood may fill the queue). */
+static void raw_send(raw *r, proto_command *cmd, uint32_t flags) { (void)steerd_raw_send(&r->net, cmd, flags); }
 
 static proto_command command(uint8_t type) {
   proto_command c;
@@ -213,7 +186,7 @@ START_TEST(unreliable_flood_is_dropped_and_the_observer_keeps_its_rate) {
   while (now_ms() - t0 < 4000) {
     for (int i = 0; i < 40; i++)
       raw_send(&f, &ping, ENET_PACKET_FLAG_UNSEQUENCED);
-    enet_host_flush(f.host); /* sends, never reads */
+    enet_host_flush(f.net.host); /* sends, never reads */
     steerd_client_service(obs.c, 1);
     double r = server_rss_mb(&s);
     rss_max = r > rss_max ? r : rss_max;
@@ -248,19 +221,19 @@ START_TEST(a_peer_that_does_not_read_is_dropped_at_the_queue_cap) {
   proto_command ping = command(PROTO_MSG_PING);
   for (int i = 0; i < 3000; i++)
     raw_send(&deaf, &ping, ENET_PACKET_FLAG_RELIABLE);
-  enet_host_flush(deaf.host);
+  enet_host_flush(deaf.net.host);
   uint64_t end = now_ms() + 2500;
   while (now_ms() < end) {
-    enet_host_flush(deaf.host);
+    enet_host_flush(deaf.net.host);
     steerd_client_service(obs.c, 5);
   }
   ck_assert_msg(steerd_proc_log_contains(&s, "dropped (too slow)"), "the deaf peer was not dropped");
   /* It hears why when it finally reads (the notice is unreliable: loopback keeps it). */
   end = now_ms() + 2000;
-  while (!deaf.gone && now_ms() < end)
+  while (!deaf.net.gone && now_ms() < end)
     raw_pump(&deaf, 5);
-  ck_assert_int_eq(deaf.gone, 1);
-  ck_assert_uint_eq(deaf.reason, PROTO_DISCONNECT_TOO_SLOW);
+  ck_assert_int_eq(deaf.net.gone, 1);
+  ck_assert_uint_eq(deaf.net.reason, PROTO_DISCONNECT_TOO_SLOW);
   raw_close(&deaf);
   ck_assert_int_eq(obs.gone, 0);
   ck_assert_int_eq(steerd_client_ping(obs.c, 3000, NULL), 0);
@@ -378,14 +351,14 @@ START_TEST(before_hello_one_error_then_abuse) {
     raw_pump(&r, 5);
   ck_assert_uint_eq(r.errors[PROTO_ERR_NOT_WELCOMED], 1);
   ck_assert_uint_eq(r.acks, 0);
-  ck_assert_int_eq(r.gone, 0);
+  ck_assert_int_eq(r.net.gone, 0);
   for (int i = 0; i < 15; i++)
     raw_send(&r, &ping, ENET_PACKET_FLAG_RELIABLE);
   end = now_ms() + 2000;
-  while (!r.gone && now_ms() < end)
+  while (!r.net.gone && now_ms() < end)
     raw_pump(&r, 5);
-  ck_assert_int_eq(r.gone, 1);
-  ck_assert_uint_eq(r.reason, PROTO_DISCONNECT_ABUSE);
+  ck_assert_int_eq(r.net.gone, 1);
+  ck_assert_uint_eq(r.net.reason, PROTO_DISCONNECT_ABUSE);
   ck_assert_uint_eq(r.errors[PROTO_ERR_NOT_WELCOMED], 1); /* still the one */
   raw_close(&r);
 
@@ -424,7 +397,7 @@ START_TEST(peers_that_never_hello_do_not_lock_out_a_client) {
   while (now_ms() - t0 < 9000 || probing) {
     for (int i = 0; i < ATTACKERS; i++) {
       raw_pump(&att[i], 0);
-      if (att[i].gone || (!att[i].connected && now_ms() - att[i].opened > 2000)) {
+      if (att[i].net.gone || (!att[i].net.connected && now_ms() - att[i].opened > 2000)) {
         raw_close(&att[i]);
         raw_open(&att[i], s.port);
       }

@@ -13,6 +13,7 @@
 
 #include "client.h"
 #include "protocol.h"
+#include "raw_peer.h"
 #include "steerd_proc.h"
 
 /* ---- a raw client ---------------------------------------------------------------- */
@@ -21,9 +22,7 @@
 #define RAW_MAX_EVENTS 256
 
 typedef struct raw {
-  ENetHost *host;
-  ENetPeer *peer;
-  uint32_t next_rid;
+  steerd_raw_peer net;
   uint32_t snapshots, deltas; /* packets received on channel 1, by type */
   uint32_t bad_parts;         /* parts that did not decode alone */
   uint32_t bad_ids;           /* decoded ids that name no agent of the test (see known) */
@@ -85,68 +84,30 @@ static void raw_channel1(raw *r, const uint8_t *data, size_t len) {
   }
 }
 
+/* Channel 1 to raw_channel1; the EVENTs kept. */
+static void raw_packet(void *user, uint8_t channel, const uint8_t *data, size_t len, const proto_server_msg *m) {
+  raw *r = user;
+  if (channel == PROTO_CHANNEL_SNAPSHOT)
+    raw_channel1(r, data, len);
+  else if (m && m->type == PROTO_MSG_EVENT && r->event_count < RAW_MAX_EVENTS)
+    r->events[r->event_count++] = m->event;
+}
+
 /* Services up to ms; returns the reply (WELCOME, ACK or ERROR) to request_id in *out, or -1. */
 static int raw_service(raw *r, uint32_t request_id, uint32_t ms, proto_server_msg *out) {
-  uint64_t end = steerd_proc_now_ms() + ms;
-  int got = -1;
-  ENetEvent ev;
-  while (got < 0 && steerd_proc_now_ms() < end) {
-    if (enet_host_service(r->host, &ev, 2) <= 0)
-      continue;
-    if (ev.type != ENET_EVENT_TYPE_RECEIVE)
-      continue;
-    if (ev.channelID == PROTO_CHANNEL_SNAPSHOT) {
-      raw_channel1(r, ev.packet->data, ev.packet->dataLength);
-    } else {
-      proto_server_msg m;
-      if (proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0) {
-        if (m.type == PROTO_MSG_EVENT && r->event_count < RAW_MAX_EVENTS)
-          r->events[r->event_count++] = m.event;
-        uint32_t rid = m.type == PROTO_MSG_WELCOME ? m.welcome.request_id
-                       : m.type == PROTO_MSG_ACK   ? m.ack.request_id
-                       : m.type == PROTO_MSG_ERROR ? m.error.request_id
-                                                   : 0;
-        if (rid && rid == request_id && m.type != PROTO_MSG_EVENT) {
-          *out = m;
-          got = 0;
-        }
-      }
-    }
-    enet_packet_destroy(ev.packet);
-  }
-  return got;
+  return steerd_raw_wait_reply(&r->net, request_id, ms, raw_packet, r, out);
 }
 
 static void raw_connect(raw *r, uint16_t port) {
   memset(r, 0, sizeof *r);
-  r->host = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
-  ck_assert_ptr_nonnull(r->host);
-  ENetAddress addr;
-  enet_address_set_host_ip(&addr, "127.0.0.1");
-  addr.port = port;
-  r->peer = enet_host_connect(r->host, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
-  ck_assert_ptr_nonnull(r->peer);
-  ENetEvent ev;
-  uint64_t end = steerd_proc_now_ms() + 3000;
-  while (steerd_proc_now_ms() < end)
-    if (enet_host_service(r->host, &ev, 10) > 0 && ev.type == ENET_EVENT_TYPE_CONNECT)
-      return;
-  ck_abort_msg("no ENet connect within 3 s");
+  ck_assert_msg(steerd_raw_connect(&r->net, port, 3000) == 0, "no ENet connect within 3 s");
 }
 
-static void raw_close(raw *r) {
-  enet_peer_disconnect_now(r->peer, 0);
-  enet_host_destroy(r->host);
-}
+static void raw_close(raw *r) { steerd_raw_close(&r->net); }
 
 /* Sends cmd (request_id set here) and waits for its reply. */
 static proto_server_msg raw_command(raw *r, proto_command *cmd) {
-  cmd->request_id = ++r->next_rid;
-  uint8_t buf[4096];
-  size_t n = proto_encode_command(buf, sizeof buf, cmd);
-  ck_assert_uint_gt(n, 0);
-  ck_assert_int_eq(enet_peer_send(r->peer, PROTO_CHANNEL_RELIABLE, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE)),
-                   0);
+  ck_assert_uint_ne(steerd_raw_send(&r->net, cmd, ENET_PACKET_FLAG_RELIABLE), 0);
   proto_server_msg m;
   ck_assert_msg(raw_service(r, cmd->request_id, 3000, &m) == 0, "no reply to command %u within 3 s", cmd->type);
   return m;
@@ -436,6 +397,15 @@ START_TEST(errors_of_a_decoded_command_come_in_order) {
 END_TEST
 
 
+/* Counts the BAD_FIELD errors to request 9 (the float agent id's). */
+static void count_field_errors(void *user, uint8_t channel, const uint8_t *data, size_t len, const proto_server_msg *m) {
+  (void)channel;
+  (void)data;
+  (void)len;
+  if (m && m->type == PROTO_MSG_ERROR && m->error.code == PROTO_ERR_BAD_FIELD && m->error.request_id == 9)
+    (*(uint32_t *)user)++;
+}
+
 /* Only the decoder's errors count toward --garbage-limit: range checks and
  * other refusals of commands that decoded never do. */
 START_TEST(only_malformed_packets_count_as_garbage) {
@@ -460,26 +430,15 @@ START_TEST(only_malformed_packets_count_as_garbage) {
   /* The decoder's BAD_FIELD (a float agent id) counts: the 4th is over the limit of 3. */
   static const uint8_t bad[] = {0x93, 0x07, 0x09, 0x81, 0xa5, 'a', 'g', 'e', 'n', 't', 0xcb, 0x40, 0x14, 0, 0, 0, 0, 0, 0};
   for (int i = 0; i < 4; i++)
-    enet_peer_send(r.peer, PROTO_CHANNEL_RELIABLE, enet_packet_create(bad, sizeof bad, ENET_PACKET_FLAG_RELIABLE));
-  ENetEvent ev;
-  uint32_t reason = 0xffffffffu, field_errors = 0;
+    ck_assert_int_eq(steerd_raw_send_bytes(&r.net, bad, sizeof bad, ENET_PACKET_FLAG_RELIABLE), 0);
+  uint32_t field_errors = 0;
   uint64_t end = steerd_proc_now_ms() + 3000;
-  while (reason == 0xffffffffu && steerd_proc_now_ms() < end) {
-    if (enet_host_service(r.host, &ev, 10) <= 0)
-      continue;
-    if (ev.type == ENET_EVENT_TYPE_DISCONNECT)
-      reason = ev.data;
-    else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
-      proto_server_msg m;
-      if (proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0 &&
-          m.type == PROTO_MSG_ERROR && m.error.code == PROTO_ERR_BAD_FIELD && m.error.request_id == 9)
-        field_errors++;
-      enet_packet_destroy(ev.packet);
-    }
-  }
+  while (!r.net.gone && steerd_proc_now_ms() < end)
+    steerd_raw_pump(&r.net, 10, count_field_errors, &field_errors);
   ck_assert_uint_eq(field_errors, 4);
-  ck_assert_uint_eq(reason, PROTO_DISCONNECT_ABUSE);
-  enet_host_destroy(r.host);
+  ck_assert(r.net.gone);
+  ck_assert_uint_eq(r.net.reason, PROTO_DISCONNECT_ABUSE);
+  steerd_raw_drop(&r.net);
   ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
 }
 END_TEST

@@ -24,14 +24,13 @@
 #include "map_msg.h"
 #include "mapcopy.h"
 #include "protocol.h"
+#include "raw_peer.h"
 #include "steerd_proc.h"
 
 /* ---- a raw client that keeps the map ------------------------------------------- */
 
 typedef struct raw {
-  ENetHost *host;
-  ENetPeer *peer;
-  uint32_t next_rid;
+  steerd_raw_peer net;
   steerd_mapcopy *map;
   uint32_t map_parts, map_changed, map_complete, map_bad;
   size_t map_part_max_bytes;
@@ -74,74 +73,43 @@ static void raw_map_packet(raw *r, const uint8_t *data, size_t len) {
   r->map_bad += steerd_mapcopy_changed(r->map, &c) != STEERD_MAPCOPY_CHANGED;
 }
 
+/* MAP and MAP_CHANGED to raw_map_packet; EVENTs kept, WELCOME noted. */
+static void raw_packet(void *user, uint8_t channel, const uint8_t *data, size_t len, const proto_server_msg *m) {
+  raw *r = user;
+  if (channel != PROTO_CHANNEL_RELIABLE)
+    return;
+  uint32_t type = proto_message_type(data, len);
+  if (type == PROTO_MSG_MAP || type == PROTO_MSG_MAP_CHANGED) {
+    raw_map_packet(r, data, len);
+    return;
+  }
+  if (m && m->type == PROTO_MSG_EVENT && r->event_count < 256)
+    r->events[r->event_count++] = m->event;
+  if (m && m->type == PROTO_MSG_WELCOME)
+    r->welcomed = 1;
+}
+
 /* Services up to ms; the reply to request_id (0: none wanted) goes to *out. */
 static int raw_service(raw *r, uint32_t request_id, uint32_t ms, proto_server_msg *out) {
-  uint64_t end = steerd_proc_now_ms() + ms;
-  int got = -1;
-  ENetEvent ev;
-  while (got < 0 && steerd_proc_now_ms() < end) {
-    if (enet_host_service(r->host, &ev, 2) <= 0 || ev.type != ENET_EVENT_TYPE_RECEIVE)
-      continue;
-    const uint8_t *data = ev.packet->data;
-    size_t len = ev.packet->dataLength;
-    uint32_t type = proto_message_type(data, len);
-    if (ev.channelID == PROTO_CHANNEL_RELIABLE && (type == PROTO_MSG_MAP || type == PROTO_MSG_MAP_CHANGED)) {
-      raw_map_packet(r, data, len);
-    } else if (ev.channelID == PROTO_CHANNEL_RELIABLE) {
-      proto_server_msg m;
-      if (proto_decode_server_msg(data, len, &m, NULL, 0, NULL) == 0) {
-        if (m.type == PROTO_MSG_EVENT && r->event_count < 256)
-          r->events[r->event_count++] = m.event;
-        if (m.type == PROTO_MSG_WELCOME)
-          r->welcomed = 1;
-        uint32_t rid = m.type == PROTO_MSG_WELCOME ? m.welcome.request_id
-                       : m.type == PROTO_MSG_ACK   ? m.ack.request_id
-                       : m.type == PROTO_MSG_ERROR ? m.error.request_id
-                                                   : 0;
-        if (request_id && rid == request_id) {
-          *out = m;
-          got = 0;
-        }
-      }
-    }
-    enet_packet_destroy(ev.packet);
-  }
-  return got;
+  return steerd_raw_wait_reply(&r->net, request_id, ms, raw_packet, r, out);
 }
 
 static void raw_connect(raw *r, uint16_t port) {
   memset(r, 0, sizeof *r);
   r->map = steerd_mapcopy_create(16384, 262144);
   ck_assert_ptr_nonnull(r->map);
-  r->host = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
-  ck_assert_ptr_nonnull(r->host);
-  ENetAddress addr;
-  enet_address_set_host_ip(&addr, "127.0.0.1");
-  addr.port = port;
-  r->peer = enet_host_connect(r->host, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
-  ck_assert_ptr_nonnull(r->peer);
-  ENetEvent ev;
-  uint64_t end = steerd_proc_now_ms() + 5000;
-  while (steerd_proc_now_ms() < end)
-    if (enet_host_service(r->host, &ev, 10) > 0 && ev.type == ENET_EVENT_TYPE_CONNECT)
-      return;
-  ck_abort_msg("no ENet connect within 5 s");
+  ck_assert_msg(steerd_raw_connect(&r->net, port, 5000) == 0, "no ENet connect within 5 s");
 }
 
 static void raw_close(raw *r) {
-  enet_peer_disconnect_now(r->peer, 0);
-  enet_host_destroy(r->host);
+  steerd_raw_close(&r->net);
   steerd_mapcopy_destroy(r->map);
 }
 
 static uint32_t raw_send(raw *r, proto_command *cmd) {
-  cmd->request_id = ++r->next_rid;
-  static uint8_t buf[PROTO_MAX_MESSAGE_BYTES];
-  size_t n = proto_encode_command(buf, sizeof buf, cmd);
-  ck_assert_uint_gt(n, 0);
-  ck_assert_int_eq(
-      enet_peer_send(r->peer, PROTO_CHANNEL_RELIABLE, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE)), 0);
-  return cmd->request_id;
+  uint32_t rid = steerd_raw_send(&r->net, cmd, ENET_PACKET_FLAG_RELIABLE);
+  ck_assert_uint_ne(rid, 0);
+  return rid;
 }
 
 static proto_server_msg raw_command(raw *r, proto_command *cmd) {
@@ -436,8 +404,7 @@ END_TEST
 
 /* Sends raw bytes as one command and returns the reply. */
 static proto_server_msg raw_bytes(raw *r, const uint8_t *data, size_t n, uint32_t rid) {
-  ck_assert_int_eq(
-      enet_peer_send(r->peer, PROTO_CHANNEL_RELIABLE, enet_packet_create(data, n, ENET_PACKET_FLAG_RELIABLE)), 0);
+  ck_assert_int_eq(steerd_raw_send_bytes(&r->net, data, n, ENET_PACKET_FLAG_RELIABLE), 0);
   proto_server_msg m;
   ck_assert_msg(raw_service(r, rid, 5000, &m) == 0, "no reply to request %u", rid);
   return m;
