@@ -803,8 +803,13 @@ int main(void) {
   tcase_add_test(tc, checkpoint_keeps_goto);
   tcase_add_test(tc, client_cli_goto);
   tcase_add_test(tc, closing_doors_replans_then_unreachable_then_open);
-  tcase_add_test(tc, burst_of_ten_thousand_gotos);
   suite_add_tcase(s, tc);
+  /* Its own case: the one that computes (10 000 agents), run apart from the
+   * others by scripts/test.sh (CK_RUN_CASE, tests/CMakeLists.txt). */
+  TCase *burst = tcase_create("burst");
+  tcase_set_timeout(burst, 300);
+  tcase_add_test(burst, burst_of_ten_thousand_gotos);
+  suite_add_tcase(s, burst);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
