@@ -310,9 +310,12 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
  *   floor-io:  read and write the minimal per-agent state (position,
  *              velocity, orientation, rotation: 24 bytes in, 24 out);
  *   floor-knn: rebuild the grid and run the exact 8-nearest query within 15 m
- *              for every agent, seeded with its last k-th distance (the same
- *              grid and query the world uses: its best path);
- *   floor:     both in one pass.
+ *              for every agent, seeded with its last k-th distance (the plain
+ *              query: steer_grid_nearest_pos);
+ *   floor-kept: the same through kept candidate lists (steer_grid_nearest_kept,
+ *              the path the world uses; the agents here only oscillate, so
+ *              the lists hold: the re-rank's cost, few rebuilds);
+ *   floor:     floor-io and floor-kept in one pass.
  * The dense step minus this is what steering, separation and the world's
  * bookkeeping cost. One thread. */
 typedef struct floor_state {

@@ -741,10 +741,25 @@ static uint32_t neighbours(steer_world *w, uint32_t d, const steer_state *s, flo
   /* Through the agent's kept candidate list (grid.h): the same result. The
    * plain query, when it runs, guesses the last query's max-th distance plus
    * what the pair can have closed since (both at this agent's top speed); a
-   * wrong guess only costs a rescan. */
+   * wrong guess only costs a rescan. An agent that queries every few ticks
+   * only (neighbour_period > 1) takes the plain query: its list would have to
+   * last across several ticks' moves and is rebuilt too often to pay. */
   float hint = w->nhint[d];
-  uint32_t n = steer_grid_nearest_kept(&w->grid, &w->nbr, d, s->position, query, pos, xy, rad, max, &hint,
-                                       2.0f * l->max_speed * dt);
+  float slack = 2.0f * l->max_speed * dt;
+  uint32_t n;
+  if (b->neighbour_period <= 1) {
+    n = steer_grid_nearest_kept(&w->grid, &w->nbr, d, s->position, query, pos, xy, rad, max, &hint, slack);
+  } else {
+    if (hint > 0.0f) {
+      float reach = sqrtf(hint) + slack;
+      hint = reach * reach;
+    }
+    n = steer_grid_nearest_pos(&w->grid, s->position, query, d, pos, max, &hint);
+    for (uint32_t i = 0; i < n; i++) {
+      xy[i] = v2(w->grid.sx[pos[i]], w->grid.sy[pos[i]]);
+      rad[i] = w->grid.sr[pos[i]];
+    }
+  }
   w->nhint[d] = hint;
   if (b->neighbour_period > 1) {
     uint32_t *keep = w->nlist + (size_t)d * WORLD_NLIST;
