@@ -225,6 +225,7 @@ struct nav_search {
   nav_state *st;  /* nnodes + 2 (start, goal) */
   vec2 *anchor;   /* nnodes: the obstacle point the node turns round */
   uint16_t *dir;  /* per directed edge (as adj): its direction, pseudo-angle in 1/65536 turns */
+  uint8_t *dir_ok; /* nnodes: dir of the node's edges filled (on its first expansion) */
   /* Blocks of nodes: the non-empty cells of the side x side grid over the
    * bounds; block b's nodes are bnodes[bfirst[b] .. bfirst[b + 1]). */
   uint32_t nblocks;
@@ -260,14 +261,15 @@ int nav_search_alloc(steer_nav *t) {
   s->st = calloc((size_t)N + 2u, sizeof *s->st);
   s->anchor = malloc(((size_t)N + 1u) * sizeof *s->anchor);
   s->dir = malloc(((size_t)t->nadj + 1u) * sizeof *s->dir);
+  s->dir_ok = malloc((size_t)N + 1u);
   s->bfirst = malloc((cells + 1u) * sizeof *s->bfirst);
   s->bnodes = malloc(((size_t)N + 1u) * sizeof *s->bnodes);
   s->bbox = malloc((2u * cells) * sizeof *s->bbox);
   s->heap = malloc((size_t)s->heap_cap * sizeof *s->heap);
   s->route = malloc(((size_t)N + 2u) * sizeof *s->route);
-  if (!s->st || !s->anchor || !s->dir || !s->bfirst || !s->bnodes || !s->bbox || !s->heap || !s->route)
+  if (!s->st || !s->anchor || !s->dir || !s->dir_ok || !s->bfirst || !s->bnodes || !s->bbox || !s->heap || !s->route)
     return STEER_ENOMEM;
-  s->bytes = sizeof *s + ((size_t)N + 2u) * (sizeof(nav_state) + sizeof(uint32_t)) + (size_t)N * (sizeof(vec2) + sizeof(uint32_t)) +
+  s->bytes = sizeof *s + ((size_t)N + 2u) * (sizeof(nav_state) + sizeof(uint32_t)) + (size_t)N * (sizeof(vec2) + sizeof(uint32_t) + 1u) +
              (size_t)t->nadj * sizeof(uint16_t) + (cells + 1u) * sizeof(uint32_t) + 2u * cells * sizeof(vec2) +
              (size_t)s->heap_cap * sizeof(struct heap_item);
   return 0;
@@ -280,6 +282,7 @@ void nav_search_free(steer_nav *n) {
   free(s->st);
   free(s->anchor);
   free(s->dir);
+  free(s->dir_ok);
   free(s->bfirst);
   free(s->bnodes);
   free(s->bbox);
@@ -374,16 +377,18 @@ static void search_refresh(steer_nav *n, const steer_map *m) {
   s->gen = 0;
   for (uint32_t v = 0; v < N + 2u; v++)
     s->st[v] = (nav_state){v < N ? n->nodes[v].p : v2(0.0f, 0.0f), 0.0f, 0.0f, 0u, 0u};
-  for (uint32_t u = 0; u < N; u++)
-    for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++)
-      s->dir[k] = pseudo_angle(v2_sub(n->nodes[n->adj[k]].p, n->nodes[u].p));
-  /* Anchors: every group is an obstacle of the map (found by id). */
+  memset(s->dir_ok, 0, (size_t)N); /* directions: filled as nodes are first expanded */
+  /* Anchors: every group is an obstacle of the map, in map order (found by
+   * id should the order differ). */
   for (uint32_t gi = 0; gi < n->ngroups; gi++) {
     const nav_group *g = &n->groups[gi];
     steer_obstacle_desc o;
-    uint32_t id;
-    int32_t at = steer_map_find(m, g->id);
-    int ok = at >= 0 && steer_map_get(m, (uint32_t)at, &id, &o) == 0;
+    uint32_t id = 0;
+    int ok = steer_map_get(m, gi, &id, &o) == 0 && id == g->id;
+    if (!ok) {
+      int32_t at = steer_map_find(m, g->id);
+      ok = at >= 0 && steer_map_get(m, (uint32_t)at, &id, &o) == 0;
+    }
     for (uint32_t k = g->first; k < g->first + g->count; k++) {
       const uint32_t v = n->cand_live[k];
       if (v != NAV_NONE)
@@ -538,6 +543,11 @@ static int search_run(steer_nav *n, nav_search *s, vec2 from, vec2 to, int taut,
     const float side = v2_cross(din, da);
     int prune = taut && side * side > 1e-4f * v2_len2(din) * v2_len2(da);
     const uint16_t base = (uint16_t)(pseudo_angle(din) + (side > 0.0f ? 0u : 32768u));
+    if (!s->dir_ok[u]) { /* once per graph: the same values whenever made */
+      for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++)
+        s->dir[k] = pseudo_angle(v2_sub(s->st[n->adj[k]].p, pu));
+      s->dir_ok[u] = 1;
+    }
     for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++) {
       /* Counter-clockwise from the way in (anchor left), or from its
        * reverse (anchor right): (0, 32768) from base is the allowed half. */
