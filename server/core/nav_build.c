@@ -37,6 +37,7 @@ void nav_free_graph(steer_nav *n) {
   free(n->start);
   free(n->adj);
   free(n->adj_len);
+  free(n->reach);
   free(n->prims);
   free(n->cell_start);
   free(n->cell_items);
@@ -47,7 +48,7 @@ void nav_free_graph(steer_nav *n) {
 size_t steer_nav_memory(const steer_nav *n) {
   return sizeof *n + (size_t)n->ngroups * sizeof(nav_group) + (size_t)n->ncand * (sizeof(nav_node) + sizeof(uint32_t)) +
          (size_t)n->nnodes * sizeof(nav_node) + (n->nnodes + 1u) * sizeof(uint32_t) +
-         (size_t)n->nadj * (sizeof(uint32_t) + sizeof(float)) +
+         (size_t)n->nadj * (sizeof(uint32_t) + sizeof(float)) + (size_t)n->nnodes * sizeof(nav_box) +
          (size_t)n->nprims * (sizeof(nav_prim) + sizeof(uint32_t)) +
          ((size_t)n->cols * n->rows + 1u) * sizeof(uint32_t) +
          (n->cell_start ? (size_t)n->cell_start[(size_t)n->cols * n->rows] * sizeof(uint32_t) : 0u) +
@@ -394,6 +395,246 @@ static int shadowed(steer_nav *t, vec2 p, vec2 c, float rho2, nav_recent *walls)
   return 1;
 }
 
+/* ---- nodes by bucket, and the shadow of a wall over a bucket -------------------- */
+
+#define NAV_BUCKET_CELLS 4u   /* grid cells along a side of a node bucket */
+#define NAV_SEP_MARGIN   0.05f /* m: a wall separates a box from a disc with this much to spare */
+
+/* The graph's nodes in coarse buckets (row-major, ascending in each), with
+ * the box of each bucket's nodes. */
+typedef struct node_buckets {
+  uint32_t cols, rows, n;
+  float inv;
+  uint32_t *start, *items;
+  nav_box *box;
+} node_buckets;
+
+static void buckets_free(node_buckets *b) {
+  free(b->start);
+  free(b->items);
+  free(b->box);
+}
+
+static int buckets_make(node_buckets *b, const steer_nav *t) {
+  b->cols = (t->cols + NAV_BUCKET_CELLS - 1u) / NAV_BUCKET_CELLS;
+  b->rows = (t->rows + NAV_BUCKET_CELLS - 1u) / NAV_BUCKET_CELLS;
+  b->n = b->cols * b->rows;
+  b->inv = t->inv_cell / (float)NAV_BUCKET_CELLS;
+  b->start = calloc(b->n + 1u, sizeof *b->start);
+  b->items = malloc(((size_t)t->nnodes + 1u) * sizeof *b->items);
+  b->box = malloc(((size_t)b->n + 1u) * sizeof *b->box);
+  if (!b->start || !b->items || !b->box)
+    return STEER_ENOMEM;
+  for (uint32_t i = 0; i < b->n; i++)
+    b->box[i] = (nav_box){v2(INFINITY, INFINITY), v2(-INFINITY, -INFINITY)};
+  for (uint32_t u = 0; u < t->nnodes; u++) {
+    vec2 p = t->nodes[u].p;
+    uint32_t k = cell_of(p.y, t->lo.y, b->inv, b->rows) * b->cols + cell_of(p.x, t->lo.x, b->inv, b->cols);
+    b->start[k + 1]++;
+    b->box[k].lo = v2(minf(b->box[k].lo.x, p.x), minf(b->box[k].lo.y, p.y));
+    b->box[k].hi = v2(maxf(b->box[k].hi.x, p.x), maxf(b->box[k].hi.y, p.y));
+  }
+  for (uint32_t i = 0; i < b->n; i++)
+    b->start[i + 1] += b->start[i];
+  for (uint32_t u = 0; u < t->nnodes; u++) {
+    vec2 p = t->nodes[u].p;
+    uint32_t k = cell_of(p.y, t->lo.y, b->inv, b->rows) * b->cols + cell_of(p.x, t->lo.x, b->inv, b->cols);
+    b->items[b->start[k]++] = u;
+  }
+  for (uint32_t i = b->n; i > 0; i--) /* the fill advanced each start to the next one's */
+    b->start[i] = b->start[i - 1];
+  b->start[0] = 0;
+  return 0;
+}
+
+/* Whether segment primitive s separates the box [lo, hi] from the disc (c,
+ * rho): both lie on opposite sides of its line, and every segment from the
+ * box to the disc's square crosses the line inside s, all with
+ * NAV_SEP_MARGIN to spare (so float rounding cannot matter). The segments
+ * from a box to a square fill the hull of their 8 corners, whose cut with
+ * the line is spanned by the cuts of the 16 corner-to-corner segments. */
+static int separates_box(const nav_prim *s, vec2 lo, vec2 hi, vec2 c, float rho) {
+  if (s->rad != 0.0f)
+    return 0;
+  vec2 e = v2_sub(s->b, s->a);
+  float el = v2_len(e);
+  if (!(el > 2.0f * NAV_SEP_MARGIN))
+    return 0;
+  vec2 u = v2_scale(e, 1.0f / el), n = v2(-u.y, u.x);
+  const vec2 q[8] = {lo, v2(hi.x, lo.y), hi, v2(lo.x, hi.y), v2(c.x - rho, c.y - rho), v2(c.x + rho, c.y - rho),
+                     v2(c.x + rho, c.y + rho), v2(c.x - rho, c.y + rho)};
+  float sd[8], tt[8];
+  for (int i = 0; i < 8; i++) {
+    vec2 d = v2_sub(q[i], s->a);
+    sd[i] = v2_dot(n, d);
+    tt[i] = v2_dot(u, d);
+  }
+  float bmin = minf(minf(sd[0], sd[1]), minf(sd[2], sd[3])), bmax = maxf(maxf(sd[0], sd[1]), maxf(sd[2], sd[3]));
+  float dmin = minf(minf(sd[4], sd[5]), minf(sd[6], sd[7])), dmax = maxf(maxf(sd[4], sd[5]), maxf(sd[6], sd[7]));
+  if (!((bmin >= NAV_SEP_MARGIN && dmax <= -NAV_SEP_MARGIN) || (bmax <= -NAV_SEP_MARGIN && dmin >= NAV_SEP_MARGIN)))
+    return 0;
+  for (int i = 0; i < 4; i++)
+    for (int j = 4; j < 8; j++) {
+      float x = tt[i] + (tt[j] - tt[i]) * (sd[i] / (sd[i] - sd[j]));
+      if (!(x >= NAV_SEP_MARGIN && x <= el - NAV_SEP_MARGIN))
+        return 0;
+    }
+  return 1;
+}
+
+/* Whether one wall separates the box from the disc (c, rho): one that did
+ * lately, or what stops the way from the box's centre to c. */
+static int box_shadowed(steer_nav *t, const nav_box *b, vec2 c, float rho, nav_recent *walls) {
+  for (uint32_t i = 0; i < walls->n; i++)
+    if (separates_box(&t->prims[walls->k[i]], b->lo, b->hi, c, rho)) {
+      recent_front(walls, walls->k[i], i);
+      return 1;
+    }
+  uint32_t k;
+  vec2 m = v2_scale(v2_add(b->lo, b->hi), 0.5f);
+  if (nav_vis_walk(t, m, c, t->r + STEER_MAP_SKIN, &k) || !separates_box(&t->prims[k], b->lo, b->hi, c, rho))
+    return 0;
+  recent_front(walls, k, NAV_BLOCKERS);
+  return 1;
+}
+
+/* The nodes (but those with skip[u] set; skip may be NULL) from which the
+ * disc (c, sqrt(rho2)) is not in the shadow of one wall, into out (bucket
+ * by bucket: whole buckets in a shadow are passed over); returns how many.
+ * Every node that sees a point of the disc is among them. */
+static uint32_t unshadowed(steer_nav *t, const node_buckets *b, vec2 c, float rho2, const uint8_t *skip, uint32_t *out) {
+  nav_recent walls = {{0}, 0}, bwalls = {{0}, 0};
+  const float rho = sqrtf(rho2) + NAV_NEAR;
+  uint32_t nv = 0;
+  for (uint32_t i = 0; i < b->n; i++) {
+    const uint32_t s0 = b->start[i], s1 = b->start[i + 1];
+    if (s0 == s1 || (s1 - s0 > 1u && box_shadowed(t, &b->box[i], c, rho, &bwalls)))
+      continue;
+    for (uint32_t k = s0; k < s1; k++) {
+      const uint32_t u = b->items[k];
+      if ((!skip || !skip[u]) && !shadowed(t, t->nodes[u].p, c, rho2, &walls))
+        out[nv++] = u;
+    }
+  }
+  return nv;
+}
+
+/* Whether the box [lo, hi] meets one of the widened boxes. */
+static int box_near(const change_set *s, vec2 lo, vec2 hi) {
+  for (uint32_t i = 0; i < s->n; i++)
+    if (lo.x <= s->hi[i].x && hi.x >= s->lo[i].x && lo.y <= s->hi[i].y && hi.y >= s->lo[i].y)
+      return 1;
+  return 0;
+}
+
+/* Where v sits in u's list of o (it must be there). */
+static uint32_t old_pos(const steer_nav *o, uint32_t u, uint32_t v) {
+  uint32_t lo = o->start[u], hi = o->start[u + 1];
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (o->adj[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static void box_add(nav_box *b, vec2 p) {
+  b->lo = v2(minf(b->lo.x, p.x), minf(b->lo.y, p.y));
+  b->hi = v2(maxf(b->hi.x, p.x), maxf(b->hi.y, p.y));
+}
+
+/* t's adjacency (start, adj, adj_len, nadj, reach) from its new edges e and,
+ * when o is not NULL, o's edges: each node's old list renumbered (entries
+ * marked in dead, and neighbours that are no longer nodes, dropped; still
+ * ascending, since old_to_new keeps the order) merged with its new edges.
+ * One pass over the lists, in order: an update copies the graph at memory
+ * speed. The reach boxes of old nodes grow by their new edges (they stay
+ * large enough when edges go). */
+static int adj_make(steer_nav *t, const steer_nav *o, const edge_list *e, const uint32_t *old_to_new,
+                    const uint32_t *prev, const uint32_t *dead) {
+  const uint32_t nn = t->nnodes;
+  const size_t cap = 2u * (size_t)e->n + (o ? o->nadj : 0u);
+  uint32_t *ns = calloc(nn + 2u, sizeof *ns), *cur = malloc((nn + 1u) * sizeof *cur);
+  uint32_t *nv = malloc((2u * (size_t)e->n + 1u) * sizeof *nv);
+  float *nl = malloc((2u * (size_t)e->n + 1u) * sizeof *nl);
+  t->start = malloc((nn + 1u) * sizeof *t->start);
+  t->reach = malloc((nn + 1u) * sizeof *t->reach);
+  t->adj = malloc((cap + 1u) * sizeof *t->adj);
+  t->adj_len = malloc((cap + 1u) * sizeof *t->adj_len);
+  int rc = 0;
+  if (!ns || !cur || !nv || !nl || !t->start || !t->reach || !t->adj || !t->adj_len) {
+    rc = STEER_ENOMEM;
+    goto out;
+  }
+  /* The new edges per node, ascending (insertion sort: a build pushes them
+   * in order already, an update has few). */
+  for (uint32_t i = 0; i < e->n; i++) {
+    ns[e->v[i].a + 1]++;
+    ns[e->v[i].b + 1]++;
+  }
+  for (uint32_t i = 0; i < nn; i++)
+    ns[i + 1] += ns[i];
+  memcpy(cur, ns, nn * sizeof *cur);
+  for (uint32_t i = 0; i < e->n; i++) {
+    const nav_edge *x = &e->v[i];
+    nl[cur[x->a]] = x->len;
+    nv[cur[x->a]++] = x->b;
+    nl[cur[x->b]] = x->len;
+    nv[cur[x->b]++] = x->a;
+  }
+  for (uint32_t u = 0; u < nn; u++)
+    for (uint32_t i = ns[u] + 1u; i < ns[u + 1]; i++) {
+      uint32_t v = nv[i], j = i;
+      float lv = nl[i];
+      while (j > ns[u] && nv[j - 1] > v) {
+        nv[j] = nv[j - 1];
+        nl[j] = nl[j - 1];
+        j--;
+      }
+      nv[j] = v;
+      nl[j] = lv;
+    }
+  uint32_t pos = 0;
+  for (uint32_t u = 0; u < nn; u++) {
+    t->start[u] = pos;
+    const uint32_t ou = o ? prev[u] : NAV_NONE;
+    nav_box box = ou != NAV_NONE ? o->reach[ou] : (nav_box){t->nodes[u].p, t->nodes[u].p};
+    uint32_t i = ns[u];
+    const uint32_t iend = ns[u + 1];
+    if (ou != NAV_NONE)
+      for (uint32_t k = o->start[ou]; k < o->start[ou + 1]; k++) {
+        if (dead && (dead[k / 32u] >> (k % 32u)) & 1u)
+          continue;
+        const uint32_t v = old_to_new[o->adj[k]];
+        if (v == NAV_NONE)
+          continue;
+        for (; i < iend && nv[i] < v; i++) {
+          box_add(&box, t->nodes[nv[i]].p);
+          t->adj_len[pos] = nl[i];
+          t->adj[pos++] = nv[i];
+        }
+        t->adj_len[pos] = o->adj_len[k];
+        t->adj[pos++] = v;
+      }
+    for (; i < iend; i++) {
+      box_add(&box, t->nodes[nv[i]].p);
+      t->adj_len[pos] = nl[i];
+      t->adj[pos++] = nv[i];
+    }
+    t->reach[u] = box;
+  }
+  t->start[nn] = pos;
+  t->nadj = pos;
+out:
+  free(ns);
+  free(cur);
+  free(nv);
+  free(nl);
+  return rc;
+}
+
 /* Makes t (zeroed) the graph of m for radius r in [lo, hi]; o, when not NULL,
  * is the graph of an earlier map for the same r and bounds, reused where the
  * map did not change. */
@@ -410,6 +651,8 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
   uint8_t *state = NULL;
   uint32_t *prev = NULL, *old_to_new = NULL, *cand_prev = NULL, *gmatch = NULL, *vis_nodes = NULL;
   uint8_t *fresh = NULL;
+  uint32_t *dead = NULL; /* bits over o's directed edges: failed their test again */
+  node_buckets bk = {0};
   edge_list e = {0};
   static const change_set empty;
   change_set *added = malloc(sizeof *added), *removed = malloc(sizeof *removed);
@@ -548,24 +791,34 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
   }
 
   /* Edges kept: both ends still nodes, and nothing added near the segment
-   * (else it is tested again). */
-  if (o)
-    for (uint32_t u = 0; u < o->nnodes && rc == 0; u++) {
+   * (else it is tested again; the failed ones are marked dead, both ways).
+   * Only nodes whose reach box meets an added box can have such an edge. */
+  if (o && added->n > 0) {
+    dead = calloc(o->nadj / 32u + 1u, sizeof *dead);
+    if (!dead) {
+      rc = STEER_ENOMEM;
+      goto done;
+    }
+    for (uint32_t u = 0; u < o->nnodes; u++) {
       uint32_t nu = old_to_new[u];
-      if (nu == NAV_NONE)
+      if (nu == NAV_NONE || !box_near(added, o->reach[u].lo, o->reach[u].hi))
         continue;
-      for (uint32_t k = o->start[u]; k < o->start[u + 1] && rc == 0; k++) {
+      for (uint32_t k = o->start[u]; k < o->start[u + 1]; k++) {
         uint32_t v = o->adj[k], nv;
         if (v < u || (nv = old_to_new[v]) == NAV_NONE)
           continue;
         vec2 a = t->nodes[nu].p, c = t->nodes[nv].p;
-        if (added->n == 0 || !seg_near(added, a, c) || nav_vis_pair(t, a, c, NULL))
-          rc = edge_push(&e, nu, nv, o->adj_len[k]);
+        if (seg_near(added, a, c) && !nav_vis_pair(t, a, c, NULL)) {
+          uint32_t back = old_pos(o, v, u);
+          dead[k / 32u] |= 1u << (k % 32u);
+          dead[back / 32u] |= 1u << (back % 32u);
+        }
       }
     }
+  }
   if (o || removed->n > 0) {
     vis_nodes = malloc(((size_t)t->nnodes + 1u) * sizeof *vis_nodes);
-    if (!vis_nodes) {
+    if (!vis_nodes || buckets_make(&bk, t) != 0) {
       rc = STEER_ENOMEM;
       goto done;
     }
@@ -593,11 +846,7 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
       if (t->cand_live[k] != NAV_NONE)
         rho2 = maxf(rho2, v2_len2(v2_sub(t->cand[k].p, c)));
     rho2 = (sqrtf(rho2) + NAV_NEAR) * (sqrtf(rho2) + NAV_NEAR);
-    uint32_t nv = 0;
-    nav_recent walls = {{0}, 0};
-    for (uint32_t w = 0; w < t->nnodes; w++)
-      if (!shadowed(t, t->nodes[w].p, c, rho2, &walls))
-        vis_nodes[nv++] = w;
+    const uint32_t nv = unshadowed(t, &bk, c, rho2, NULL, vis_nodes);
     for (uint32_t k = g->first; k < g->first + g->count && rc == 0; k++) {
       const uint32_t f = t->cand_live[k];
       if (f == NAV_NONE)
@@ -640,11 +889,7 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
   for (uint32_t i = 0; i < removed->n && rc == 0; i++) {
     const vec2 c = removed->c[i];
     const float rho2 = removed->rho2[i];
-    uint32_t nv = 0;
-    nav_recent walls = {{0}, 0};
-    for (uint32_t u = 0; u < t->nnodes; u++)
-      if (!fresh[u] && !shadowed(t, t->nodes[u].p, c, rho2, &walls))
-        vis_nodes[nv++] = u;
+    const uint32_t nv = unshadowed(t, &bk, c, rho2, fresh, vis_nodes);
     for (uint32_t x = 0; x < nv && rc == 0; x++) {
       const uint32_t u = vis_nodes[x];
       const vec2 pu = t->nodes[u].p, cu = v2_sub(c, pu);
@@ -682,46 +927,11 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
     goto done;
 
   /* Adjacency, ascending per node; then the search's scratch (nav.c). */
-  t->nadj = 2 * e.n;
-  t->start = calloc(t->nnodes + 1u, sizeof *t->start);
-  t->adj = malloc(((size_t)t->nadj + 1u) * sizeof *t->adj);
-  t->adj_len = malloc(((size_t)t->nadj + 1u) * sizeof *t->adj_len);
-  if (!t->start || !t->adj || !t->adj_len || nav_search_alloc(t) != 0) {
+  rc = adj_make(t, o, &e, old_to_new, prev, dead);
+  if (rc == 0 && nav_search_alloc(t) != 0)
     rc = STEER_ENOMEM;
+  if (rc != 0)
     goto done;
-  }
-  for (uint32_t i = 0; i < e.n; i++) {
-    t->start[e.v[i].a + 1]++;
-    t->start[e.v[i].b + 1]++;
-  }
-  for (uint32_t i = 0; i < t->nnodes; i++)
-    t->start[i + 1] += t->start[i];
-  uint32_t *fill = prev; /* scratch (no longer needed): next slot per node */
-  memcpy(fill, t->start, t->nnodes * sizeof *fill);
-  for (uint32_t i = 0; i < e.n; i++) {
-    const nav_edge *x = &e.v[i];
-    t->adj_len[fill[x->a]] = x->len;
-    t->adj[fill[x->a]++] = x->b;
-    t->adj_len[fill[x->b]] = x->len;
-    t->adj[fill[x->b]++] = x->a;
-  }
-  for (uint32_t u = 0; u < t->nnodes; u++) {
-    /* Mostly in order already (kept edges come sorted): insertion sort. */
-    uint32_t *x = t->adj + t->start[u];
-    float *l = t->adj_len + t->start[u];
-    uint32_t len = t->start[u + 1] - t->start[u];
-    for (uint32_t i = 1; i < len; i++) {
-      uint32_t v = x[i], j = i;
-      float lv = l[i];
-      while (j > 0 && x[j - 1] > v) {
-        x[j] = x[j - 1];
-        l[j] = l[j - 1];
-        j--;
-      }
-      x[j] = v;
-      l[j] = lv;
-    }
-  }
   t->version = steer_map_version(m);
   t->built = 1;
 done:
@@ -733,6 +943,8 @@ done:
   free(prev);
   free(fresh);
   free(old_to_new);
+  free(dead);
+  buckets_free(&bk);
   free(e.v);
   free(added);
   free(removed);

@@ -40,6 +40,10 @@ typedef struct nav_group {
   uint32_t first, count; /* into cand */
 } nav_group;
 
+typedef struct nav_box {
+  vec2 lo, hi;
+} nav_box;
+
 /* A segment (rad 0) or a circle (a == b): what a body must keep R from. */
 typedef struct nav_prim {
   vec2 a, b;
@@ -65,6 +69,8 @@ struct steer_nav {
   uint32_t *adj;    /* neighbour indices, ascending per node */
   float *adj_len;   /* m */
   uint32_t nadj;    /* directed edges */
+  nav_box *reach;   /* per node: a box holding it and its neighbours (nav_build.c: what
+                     * an update must look at; may be larger than needed, never smaller) */
 
   /* The map's primitives in a uniform grid over [lo, hi] (clamped), each
    * cell listing the primitives whose boxes touch it. */
