@@ -32,24 +32,8 @@ void steerd_goto_warm(steer_planner *p, const steer_world *w) {
              steer_map_count(steer_world_map(w)), ms_since(&t0));
 }
 
-/* A GOTO for an agent whose radius class has no graph yet builds it here, at
- * the command, rather than in the tick that serves the plan. */
-static void warm_agent(steer_planner *p, const steer_world *w, steer_id id) {
-  steer_agent_info info;
-  if (steer_world_get(w, id, &info) != STEER_OK)
-    return;
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  int rc = steer_planner_warm_radius(p, w, info.limits.radius);
-  if (rc > 0)
-    LOG_INFO("GOTO: navigation graph for a new radius class (%.2f m) built in %.0f ms",
-             (double)steer_nav_class_radius(info.limits.radius), ms_since(&t0));
-  else if (rc < 0)
-    LOG_WARN("GOTO: navigation graph for radius class %.2f m not built (%s): its first plan builds it",
-             (double)steer_nav_class_radius(info.limits.radius), steer_strerror(rc));
-}
-
 int steerd_goto_restore(steer_planner *p, const steerd_persist_server *st) {
+  steer_planner_restoring(p); /* which classes are served is the saved state's, not the warm-up's */
   if (!st->planner_len)
     return STEER_OK; /* a version 2 file: nobody was in GOTO */
   return steer_planner_load(p, st->planner, st->planner_len);
@@ -57,7 +41,7 @@ int steerd_goto_restore(steer_planner *p, const steerd_persist_server *st) {
 
 /* Whether the planner holds anything worth saving. */
 static int planner_idle(const steer_planner *p) {
-  return steer_planner_active(p) == 0 && steer_planner_get_stats(p).queued == 0;
+  return steer_planner_idle(p);
 }
 
 int steerd_goto_save(const steer_planner *p, uint8_t **buf, size_t *cap, steerd_persist_server *st) {
@@ -166,7 +150,6 @@ int steerd_goto_set(steer_planner *p, steer_world *w, steer_id id, const proto_b
   if (rc != STEER_OK)
     return refuse(why, proto_error_from_steer(rc), "behaviour", steer_strerror(rc));
   steer_planner_cancel(p, id); /* a GOTO already queued or followed starts over */
-  warm_agent(p, w, id);
   rc = steer_planner_goto(p, w, id, &g);
   return rc == STEER_OK ? 0 : refuse(why, PROTO_ERR_INTERNAL, NULL, steer_strerror(rc));
 }
@@ -181,7 +164,6 @@ int steerd_goto_start(steer_planner *p, steer_world *w, steer_id id, const proto
   steer_goto g = steerd_goto_request(b);
   if (check(w, id, &g, why) != 0)
     return -1;
-  warm_agent(p, w, id);
   int rc = steer_planner_goto(p, w, id, &g);
   return rc == STEER_OK ? 0 : refuse(why, PROTO_ERR_INTERNAL, NULL, steer_strerror(rc));
 }

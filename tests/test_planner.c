@@ -92,6 +92,7 @@ START_TEST(reaches_the_next_room_and_stops) {
     steer_planner *p = steer_planner_create(w, &pc);
     ck_assert_ptr_nonnull(p);
     steer_id a = spawn(w, v2(-10.0f, 30.0f), 0.5f, models[k]);
+    ck_assert_int_eq(steer_planner_warm(p, w), 1); /* its class is served from the first tick */
     vec2 target = v2(10.0f, 30.0f);
     steer_goto g = goto_point(target);
     if (models[k] == STEER_MODEL_HEADING)
@@ -231,6 +232,7 @@ START_TEST(narrow_gap_by_radius) {
   steer_planner *p = steer_planner_create(w, &pc);
   steer_id small = spawn(w, v2(-10.0f, 0.0f), 0.4f, STEER_MODEL_DYNAMIC);
   steer_id big = spawn(w, v2(-10.0f, 5.0f), 0.7f, STEER_MODEL_DYNAMIC);
+  ck_assert_int_eq(steer_planner_warm(p, w), 2);
   steer_goto g = goto_point(v2(10.0f, 0.0f));
   ck_assert_int_eq(steer_planner_goto(p, w, small, &g), 0);
   ck_assert_int_eq(steer_planner_goto(p, w, big, &g), 0);
@@ -425,7 +427,7 @@ START_TEST(checkpoint_continues_bit_for_bit) {
   ck_assert_int_eq(steer_planner_load(p2, pb2, pl), STEER_ECORRUPT);
   ck_assert_int_eq(steer_planner_load(p2, pb, pl - 1), STEER_ECORRUPT);
   memcpy(pb2, pb, pl);
-  pb2[4] = 2; /* version 2, checksum repaired */
+  pb2[4] = 3; /* version 3, checksum repaired */
   uint64_t h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < pl - 8; i++)
     h = (h ^ pb2[i]) * 0x100000001b3ull;
@@ -449,10 +451,10 @@ START_TEST(checkpoint_continues_bit_for_bit) {
 END_TEST
 
 /* Warming up (steer_planner_warm) builds the graphs of the classes in use
- * before the first tick, so that tick builds none; and it changes timing only:
- * a warmed planner and a lazy one give the same events, routes and hashes,
- * through map changes made after the warm-up (incremental updates of the
- * warmed graphs against full builds in the lazy one). */
+ * before the first tick and makes them served at once: the warmed planner
+ * plans in its first tick and builds nothing in any tick, through map changes
+ * made after the warm-up (incremental updates). A lazy planner builds the same
+ * classes off the tick thread and serves them from their due tick on. */
 static void warm_world(steer_world *w, steer_id *ids) {
   two_rooms(w);
   for (uint32_t i = 0; i < 12; i++)
@@ -460,7 +462,7 @@ static void warm_world(steer_world *w, steer_id *ids) {
                    STEER_MODEL_DYNAMIC);
 }
 
-START_TEST(warm_up_builds_before_the_first_tick_same_routes) {
+START_TEST(warm_up_builds_before_the_first_tick) {
   steer_world *w[2] = {make_world(32, HALF, 1), make_world(32, HALF, 1)};
   steer_id ids[2][12];
   steer_planner *p[2];
@@ -487,7 +489,7 @@ START_TEST(warm_up_builds_before_the_first_tick_same_routes) {
       steer_goto g = goto_point(v2(10.0f + (float)(i % 4) * 8.0f, -30.0f + (float)(i / 4) * 25.0f));
       ck_assert_int_eq(steer_planner_goto(p[k], w[k], ids[k][i], &g), 0);
     }
-  uint32_t events = 0;
+  uint32_t events[2] = {0, 0};
   for (int t = 0; t < 300; t++) {
     uint64_t before = steer_planner_graph_builds(p[0]);
     if (t == 40)
@@ -496,29 +498,24 @@ START_TEST(warm_up_builds_before_the_first_tick_same_routes) {
     steer_planner_update(p[0], w[0]);
     steer_planner_update(p[1], w[1]);
     ck_assert_uint_eq(steer_planner_graph_builds(p[0]), before); /* no build in a tick of the warmed one */
-    if (t == 0) /* the lazy one built in its first tick */
-      ck_assert_uint_gt(steer_planner_graph_builds(p[1]), 0);
-    uint32_t n0, n1;
-    const steer_plan_event *e0 = steer_planner_events(p[0], &n0);
-    const steer_plan_event *e1 = steer_planner_events(p[1], &n1);
-    ck_assert_uint_eq(n0, n1);
-    for (uint32_t i = 0; i < n0; i++) {
-      ck_assert_uint_eq(e0[i].agent, e1[i].agent);
-      ck_assert_uint_eq(e0[i].type, e1[i].type);
-      ck_assert_uint_eq(e0[i].reason, e1[i].reason);
-      ck_assert_uint_eq(e0[i].points, e1[i].points);
-      ck_assert(e0[i].length == e1[i].length);
+    uint32_t n[2];
+    steer_planner_events(p[0], &n[0]);
+    steer_planner_events(p[1], &n[1]);
+    if (t == 0) {
+      ck_assert_uint_eq(n[0], 12); /* served at once */
+      ck_assert_uint_eq(n[1], 0);  /* waiting for the due tick (the build runs meanwhile) */
     }
-    events += n0;
     for (int k = 0; k < 2; k++) {
+      events[k] += n[k];
       steer_world_step(w[k], DT);
       steer_planner_observe(p[k], w[k]);
     }
-    ck_assert_uint_eq(steer_world_hash(w[0]), steer_world_hash(w[1]));
-    ck_assert_uint_eq(steer_planner_hash(p[0]), steer_planner_hash(p[1]));
   }
-  ck_assert_uint_ge(events, 12);
-  ck_assert_uint_eq(steer_planner_graph_builds(p[1]), (uint64_t)distinct); /* the same classes, lazily */
+  ck_assert_uint_ge(events[0], 12);
+  ck_assert_uint_ge(events[1], 12);
+  ck_assert_uint_eq(steer_planner_graph_builds(p[1]), (uint64_t)distinct); /* the same classes, off the tick */
+  for (int k = 0; k < 2; k++)
+    ck_assert_uint_eq(steer_planner_tick_builds(p[k]), 0);
   /* A new class at a command: built then, once; beyond the classes or bad: nothing. */
   uint64_t b = steer_planner_graph_builds(p[0]);
   ck_assert_int_eq(steer_planner_warm_radius(p[0], w[0], 1.6f), 1);
@@ -535,6 +532,164 @@ START_TEST(warm_up_builds_before_the_first_tick_same_routes) {
 }
 END_TEST
 
+/* A radius class that appears after the warm-up (an agent's radius changed
+ * mid-GOTO, a new agent of another radius) is built off the tick thread: its
+ * requests wait in the queue until the due tick (the request's tick plus
+ * build_delay), the agent keeps its old route meanwhile, no graph is built in
+ * a tick, and the results do not depend on timing: a replay gives the same
+ * events and hashes, and so does a planner restored from a checkpoint taken
+ * while the builds were under way (its graphs warmed at the restore, its
+ * classes still waiting for the same due tick), through a map change made
+ * after the builds started. */
+START_TEST(new_class_built_off_the_tick_deterministically) {
+  enum { RUNS = 3, TICKS = 200, CHANGE = 20, DELAY = 6, CHECKPOINT = 23 };
+  steer_world *w[RUNS] = {NULL};
+  steer_planner *p[RUNS] = {NULL};
+  steer_id a[2], b[2], c[2] = {0, 0};
+  steer_planner_config pc = steer_default_planner_config();
+  pc.build_delay = DELAY;
+  for (int k = 0; k < 2; k++) {
+    w[k] = make_world(16, HALF, 1);
+    two_rooms(w[k]);
+    a[k] = spawn(w[k], v2(-30.0f, 30.0f), 0.4f, STEER_MODEL_DYNAMIC);
+    b[k] = spawn(w[k], v2(-30.0f, -30.0f), 0.4f, STEER_MODEL_DYNAMIC);
+    p[k] = steer_planner_create(w[k], &pc);
+    ck_assert_int_eq(steer_planner_warm(p[k], w[k]), 1); /* the 0.5 m class */
+    steer_goto g = goto_point(v2(30.0f, 30.0f));
+    ck_assert_int_eq(steer_planner_goto(p[k], w[k], a[k], &g), 0);
+    g = goto_point(v2(30.0f, -30.0f));
+    ck_assert_int_eq(steer_planner_goto(p[k], w[k], b[k], &g), 0);
+  }
+  int b_served = -1, c_served = -1;
+  uint32_t events = 0;
+  for (int t = 0; t < TICKS; t++) {
+    if (t == CHANGE)
+      for (int k = 0; k < 2; k++) {
+        /* b grows to the 1.25 m class mid-GOTO and asks again; c, of the
+         * 1.75 m class, arrives. */
+        steer_agent_info info;
+        ck_assert_int_eq(steer_world_get(w[k], b[k], &info), 0);
+        steer_limits l = info.limits;
+        l.radius = 1.1f;
+        ck_assert_int_eq(steer_world_set_limits(w[k], b[k], &l), 0);
+        steer_goto g = goto_point(v2(30.0f, -40.0f));
+        ck_assert_int_eq(steer_planner_goto(p[k], w[k], b[k], &g), 0);
+        c[k] = spawn(w[k], v2(-35.0f, 0.0f), 1.6f, STEER_MODEL_DYNAMIC);
+        g = goto_point(v2(35.0f, 0.0f));
+        ck_assert_int_eq(steer_planner_goto(p[k], w[k], c[k], &g), 0);
+      }
+    if (t == CHANGE + 1)
+      for (int k = 0; k < RUNS; k++) /* after the builds started from copies of the map */
+        if (w[k]) {
+          vec2 ctr = v2(-20.0f, -10.0f);
+          steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &ctr, 1.5f};
+          ck_assert_int_eq(steer_world_add_obstacle(w[k], 50, &o, NULL), 0);
+        }
+    if (t == CHECKPOINT) {
+      /* A checkpoint of run 0 while its two builds wait for their due tick. */
+      size_t wl = steer_world_state_size(w[0]), pl = steer_planner_state_size(p[0]);
+      uint8_t *wb = malloc(wl), *pb = malloc(pl);
+      ck_assert_int_eq(steer_world_save(w[0], wb, wl, NULL), 0);
+      ck_assert_int_eq(steer_planner_save(p[0], pb, pl, NULL), 0);
+      w[2] = steer_world_load(wb, wl, NULL);
+      ck_assert_ptr_nonnull(w[2]);
+      p[2] = steer_planner_create(w[2], &pc);
+      ck_assert_ptr_nonnull(p[2]);
+      steer_planner_restoring(p[2]);
+      ck_assert_int_eq(steer_planner_load(p[2], pb, pl), 0);
+      ck_assert_int_eq(steer_planner_warm(p[2], w[2]), 3); /* as the server does: built, not served */
+      ck_assert_uint_eq(steer_planner_hash(p[2]), steer_planner_hash(p[0]));
+      free(wb);
+      free(pb);
+    }
+    uint32_t n[RUNS] = {0};
+    const steer_plan_event *e[RUNS] = {NULL};
+    for (int k = 0; k < RUNS; k++)
+      if (p[k]) {
+        steer_planner_update(p[k], w[k]);
+        e[k] = steer_planner_events(p[k], &n[k]);
+      }
+    for (int k = 1; k < RUNS; k++) {
+      if (!p[k])
+        continue;
+      ck_assert_uint_eq(n[k], n[0]);
+      for (uint32_t i = 0; i < n[0]; i++) {
+        ck_assert_uint_eq(e[k][i].tick, e[0][i].tick);
+        ck_assert_uint_eq(e[k][i].agent, e[0][i].agent);
+        ck_assert_uint_eq(e[k][i].type, e[0][i].type);
+        ck_assert_uint_eq(e[k][i].reason, e[0][i].reason);
+        ck_assert_uint_eq(e[k][i].points, e[0][i].points);
+        ck_assert(e[k][i].length == e[0][i].length);
+      }
+    }
+    for (uint32_t i = 0; i < n[0]; i++) {
+      if (t >= CHANGE && e[0][i].agent == b[0] && b_served < 0)
+        b_served = t;
+      if (t >= CHANGE && e[0][i].agent == c[0] && c_served < 0)
+        c_served = t;
+    }
+    events += n[0];
+    for (int k = 0; k < RUNS; k++)
+      if (p[k]) {
+        steer_world_step(w[k], DT);
+        steer_planner_observe(p[k], w[k]);
+      }
+    for (int k = 1; k < RUNS; k++)
+      if (p[k]) {
+        ck_assert_uint_eq(steer_world_hash(w[k]), steer_world_hash(w[0]));
+        ck_assert_uint_eq(steer_planner_hash(p[k]), steer_planner_hash(p[0]));
+      }
+  }
+  /* Served exactly at the due tick (the world's tick at the request was CHANGE). */
+  ck_assert_int_eq(b_served, CHANGE + DELAY);
+  ck_assert_int_eq(c_served, CHANGE + DELAY);
+  ck_assert_uint_ge(events, 4);
+  for (int k = 0; k < RUNS; k++) {
+    ck_assert_uint_eq(steer_planner_tick_builds(p[k]), 0); /* no graph built on the tick thread */
+    ck_assert_int_ne(steer_planner_status(p[k], c[k < 2 ? k : 0], NULL), STEER_GOTO_QUEUED);
+  }
+  ck_assert_uint_eq(steer_planner_graph_builds(p[0]), 3); /* warmed 0.5 m, then 1.25 m and 1.75 m off the thread */
+  for (int k = 0; k < RUNS; k++) {
+    steer_planner_destroy(p[k]);
+    steer_world_destroy(w[k]);
+  }
+}
+END_TEST
+
+/* A saved state of format version 1 (before the served classes were saved)
+ * is read with every class served. */
+START_TEST(version_1_state_serves_every_class) {
+  steer_world *w = make_world(16, HALF, 1);
+  two_rooms(w);
+  steer_planner_config pc = steer_default_planner_config();
+  steer_planner *p = steer_planner_create(w, &pc);
+  steer_id a = spawn(w, v2(-30.0f, 30.0f), 0.4f, STEER_MODEL_DYNAMIC);
+  steer_goto g = goto_point(v2(30.0f, 30.0f));
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
+  size_t pl = steer_planner_state_size(p);
+  uint8_t *pb = malloc(pl);
+  ck_assert_int_eq(steer_planner_save(p, pb, pl, NULL), 0);
+  /* Version 1: the same without the classes' part (1 + 8 x 8 bytes). */
+  size_t l1 = pl - 65u;
+  pb[4] = 1;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < l1 - 8; i++)
+    h = (h ^ pb[i]) * 0x100000001b3ull;
+  for (int i = 0; i < 8; i++)
+    pb[l1 - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+  steer_planner *q = steer_planner_create(w, &pc);
+  ck_assert_int_eq(steer_planner_load(q, pb, l1), 0);
+  steer_planner_update(q, w); /* served in its first tick: no due tick to wait for */
+  uint32_t n;
+  steer_planner_events(q, &n);
+  ck_assert_uint_eq(n, 1);
+  free(pb);
+  steer_planner_destroy(q);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("planner");
   TCase *tc = tcase_create("core");
@@ -546,7 +701,9 @@ int main(void) {
   tcase_add_test(tc, bad_requests);
   tcase_add_test(tc, burst_of_ten_thousand);
   tcase_add_test(tc, checkpoint_continues_bit_for_bit);
-  tcase_add_test(tc, warm_up_builds_before_the_first_tick_same_routes);
+  tcase_add_test(tc, warm_up_builds_before_the_first_tick);
+  tcase_add_test(tc, new_class_built_off_the_tick_deterministically);
+  tcase_add_test(tc, version_1_state_serves_every_class);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

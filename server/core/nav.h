@@ -135,8 +135,24 @@ steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r);
  * it to the map, a few ms at most, no full build). */
 int steer_nav_cache_has(const steer_nav_cache *c, float r);
 /* Full graph builds the cache has started since its creation (the costly
- * calls: a class's first use, or a rebuild after an update ran out of memory). */
+ * calls: a class's first use, or a rebuild after an update ran out of memory),
+ * on any thread, and of them those made by steer_nav_cache_get on the
+ * caller's thread. */
 uint64_t steer_nav_cache_builds(const steer_nav_cache *c);
+uint64_t steer_nav_cache_sync_builds(const steer_nav_cache *c);
+/* Starts building r's class graph on a thread of its own from a copy of m
+ * (taken now: m may change afterwards; cell is m's index cell, the world's
+ * cell_size) unless the class has a graph or a build under way. 1 started,
+ * 0 nothing to do, STEER_EINVAL (no class for r), STEER_ENOMEM (no memory or
+ * no thread: steer_nav_cache_get then builds it). The copy costs O(obstacles)
+ * on the caller's thread, the build none. */
+int steer_nav_cache_start(steer_nav_cache *c, const steer_map *m, float r, float cell);
+/* Whether r's class has a build under way (started, not yet taken). */
+int steer_nav_cache_pending(const steer_nav_cache *c, float r);
+/* Waits for r's class build under way, if any, and takes its graph; then
+ * whether the class has a graph (steer_nav_cache_get brings it up to date
+ * with the live map: an update). Also done by steer_nav_cache_get. */
+int steer_nav_cache_finish(steer_nav_cache *c, float r);
 /* The radius a body of radius r plans with (r rounded up to its class). */
 float steer_nav_class_radius(float r);
 

@@ -23,6 +23,7 @@
 #include "nav.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -985,15 +986,38 @@ int steer_nav_update(steer_nav *n, const steer_map *m) {
 
 /* ---- cache of graphs per radius class ------------------------------------------ */
 
+/* A class's first graph built on a thread of its own, from a copy of the map
+ * taken when it started (the live map may change meanwhile: the finished
+ * graph is then updated to it, which gives the same graph as a build of the
+ * live map). */
+typedef struct nav_job {
+  pthread_t thread;
+  steer_map *snap;
+  steer_nav *out;
+  float r;
+  vec2 lo, hi;
+  int rc;
+} nav_job;
+
 struct steer_nav_cache {
   vec2 lo, hi;
   steer_nav *nav[STEER_NAV_CLASSES];
-  uint64_t builds; /* full builds (steer_nav_build) so far */
+  nav_job *job[STEER_NAV_CLASSES]; /* a build running off the caller's thread */
+  uint64_t builds;      /* full builds (steer_nav_build) so far, on any thread */
+  uint64_t sync_builds; /* of which on the caller's thread (steer_nav_cache_get) */
 };
 
 float steer_nav_class_radius(float r) {
   float k = ceilf(r / STEER_NAV_CLASS - 1e-4f);
   return (k < 0.0f ? 0.0f : k) * STEER_NAV_CLASS;
+}
+
+/* The class index of r, or STEER_NAV_CLASSES (none: not finite, < 0 or too wide). */
+static uint32_t class_of(float r) {
+  if (!isfinite(r) || r < 0.0f)
+    return STEER_NAV_CLASSES;
+  uint32_t k = (uint32_t)lrintf(steer_nav_class_radius(r) / STEER_NAV_CLASS);
+  return k < STEER_NAV_CLASSES ? k : STEER_NAV_CLASSES;
 }
 
 steer_nav_cache *steer_nav_cache_create(vec2 lo, vec2 hi) {
@@ -1005,21 +1029,50 @@ steer_nav_cache *steer_nav_cache_create(vec2 lo, vec2 hi) {
   return c;
 }
 
+static void *job_run(void *arg) {
+  nav_job *j = arg;
+  j->rc = steer_nav_build(j->out, j->snap, j->r, j->lo, j->hi);
+  return NULL;
+}
+
+/* Waits for class k's job and takes its graph (when it built one). */
+static void job_join(steer_nav_cache *c, uint32_t k) {
+  nav_job *j = c->job[k];
+  if (!j)
+    return;
+  pthread_join(j->thread, NULL);
+  c->job[k] = NULL;
+  if (j->rc == 0) {
+    steer_nav_destroy(c->nav[k]);
+    c->nav[k] = j->out;
+  } else {
+    steer_nav_destroy(j->out);
+  }
+  steer_map_destroy(j->snap);
+  free(j);
+}
+
 void steer_nav_cache_destroy(steer_nav_cache *c) {
   if (!c)
     return;
-  for (uint32_t i = 0; i < STEER_NAV_CLASSES; i++)
+  for (uint32_t i = 0; i < STEER_NAV_CLASSES; i++) {
+    job_join(c, i);
     steer_nav_destroy(c->nav[i]);
+  }
   free(c);
 }
 
+static int has_graph(const steer_nav_cache *c, uint32_t k) {
+  return k < STEER_NAV_CLASSES && c->nav[k] && c->nav[k]->built &&
+         c->nav[k]->r == (float)k * STEER_NAV_CLASS;
+}
+
 steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r) {
-  if (!isfinite(r) || r < 0.0f)
-    return NULL;
-  float cr = steer_nav_class_radius(r);
-  uint32_t k = (uint32_t)lrintf(cr / STEER_NAV_CLASS);
+  uint32_t k = class_of(r);
   if (k >= STEER_NAV_CLASSES)
     return NULL;
+  job_join(c, k); /* a build started off the thread: its graph, rather than another */
+  float cr = steer_nav_class_radius(r);
   if (!c->nav[k] && !(c->nav[k] = steer_nav_create()))
     return NULL;
   steer_nav *n = c->nav[k];
@@ -1029,18 +1082,74 @@ steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r) 
   }
   if (!n->built || n->r != cr) {
     c->builds++;
+    c->sync_builds++;
     if (steer_nav_build(n, m, cr, c->lo, c->hi) != 0)
       return NULL;
   }
   return n;
 }
 
-int steer_nav_cache_has(const steer_nav_cache *c, float r) {
-  if (!isfinite(r) || r < 0.0f)
-    return 0;
-  float cr = steer_nav_class_radius(r);
-  uint32_t k = (uint32_t)lrintf(cr / STEER_NAV_CLASS);
-  return k < STEER_NAV_CLASSES && c->nav[k] && c->nav[k]->built && c->nav[k]->r == cr;
+/* A copy of m (same bounds, cell, obstacles in the same order, version). */
+static steer_map *map_copy(const steer_map *m, vec2 lo, vec2 hi, float cell) {
+  steer_map *x = steer_map_create(lo, hi, cell);
+  if (!x)
+    return NULL;
+  steer_map_hold(x);
+  int rc = 0;
+  for (uint32_t i = 0; i < steer_map_count(m) && rc == 0; i++) {
+    uint32_t id;
+    steer_obstacle_desc d;
+    rc = steer_map_get(m, i, &id, &d);
+    if (rc == 0)
+      rc = steer_map_add(x, id, &d);
+  }
+  if (steer_map_release(x) != 0 || rc != 0) {
+    steer_map_destroy(x);
+    return NULL;
+  }
+  steer_map_set_version(x, steer_map_version(m));
+  return x;
 }
 
+int steer_nav_cache_start(steer_nav_cache *c, const steer_map *m, float r, float cell) {
+  uint32_t k = class_of(r);
+  if (k >= STEER_NAV_CLASSES)
+    return STEER_EINVAL;
+  if (c->job[k] || has_graph(c, k))
+    return 0;
+  nav_job *j = calloc(1, sizeof *j);
+  if (!j)
+    return STEER_ENOMEM;
+  j->r = steer_nav_class_radius(r);
+  j->lo = c->lo;
+  j->hi = c->hi;
+  j->snap = map_copy(m, c->lo, c->hi, cell);
+  j->out = steer_nav_create();
+  if (!j->snap || !j->out || pthread_create(&j->thread, NULL, job_run, j) != 0) {
+    steer_map_destroy(j->snap);
+    steer_nav_destroy(j->out);
+    free(j);
+    return STEER_ENOMEM;
+  }
+  c->job[k] = j;
+  c->builds++;
+  return 1;
+}
+
+int steer_nav_cache_pending(const steer_nav_cache *c, float r) {
+  uint32_t k = class_of(r);
+  return k < STEER_NAV_CLASSES && c->job[k] != NULL;
+}
+
+int steer_nav_cache_finish(steer_nav_cache *c, float r) {
+  uint32_t k = class_of(r);
+  if (k >= STEER_NAV_CLASSES)
+    return 0;
+  job_join(c, k);
+  return has_graph(c, k);
+}
+
+int steer_nav_cache_has(const steer_nav_cache *c, float r) { return has_graph(c, class_of(r)); }
+
 uint64_t steer_nav_cache_builds(const steer_nav_cache *c) { return c->builds; }
+uint64_t steer_nav_cache_sync_builds(const steer_nav_cache *c) { return c->sync_builds; }

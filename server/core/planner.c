@@ -28,6 +28,14 @@ struct steer_planner {
   steer_plan_event *events;
   uint32_t nevents;
   steer_nav_cache *navs;
+  /* Radius classes whose plans are served (bit k: class k), and for those
+   * waiting for their graph the tick from which they are (0: none). Part of
+   * the saved state: when a class becomes servable is a function of the
+   * calls, never of how long its build takes or whether a graph was warmed. */
+  uint8_t ready;
+  uint64_t due[STEER_NAV_CLASSES];
+  uint8_t restoring; /* steer_planner_restoring: warming builds, never makes ready */
+  uint64_t tick_builds; /* full graph builds made by a plan, in a tick */
   vec2 *route; /* STEER_PLANNER_MAX_ROUTE + 1 */
   steer_planner_stats stats;
 };
@@ -43,7 +51,7 @@ steer_goto steer_default_goto(void) {
 }
 
 steer_planner_config steer_default_planner_config(void) {
-  steer_planner_config c = {1024u};
+  steer_planner_config c = {1024u, 0u};
   return c;
 }
 
@@ -81,16 +89,76 @@ void steer_planner_destroy(steer_planner *p) {
 
 /* ---- warming the graphs up --------------------------------------------------- */
 
+/* The radius class index of r, or STEER_NAV_CLASSES (none). */
+static uint32_t class_index(float r) {
+  if (!isfinite(r) || r < 0.0f)
+    return STEER_NAV_CLASSES;
+  float k = steer_nav_class_radius(r) / STEER_NAV_CLASS;
+  return k < (float)STEER_NAV_CLASSES - 0.5f ? (uint32_t)lrintf(k) : STEER_NAV_CLASSES;
+}
+
 int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r) {
   if (!p || !w || !isfinite(r) || r < 0.0f)
     return STEER_EINVAL;
-  if (steer_nav_class_radius(r) / STEER_NAV_CLASS >= (float)STEER_NAV_CLASSES - 0.5f)
+  uint32_t k = class_index(r);
+  if (k >= STEER_NAV_CLASSES)
     return 0; /* wider than every class: its GOTOs are unreachable, nothing to build */
-  if (steer_nav_cache_has(p->navs, r))
-    return 0;
+  if (!p->restoring && !p->due[k])
+    p->ready |= (uint8_t)(1u << k);
+  if (steer_nav_cache_has(p->navs, r) && !steer_nav_cache_pending(p->navs, r)) {
+    /* Brought up to date with the map now (a map load: maybe a rebuild). */
+    return steer_nav_cache_get(p->navs, steer_world_map(w), r) ? 0 : STEER_ENOMEM;
+  }
   if (!steer_nav_cache_get(p->navs, steer_world_map(w), r))
     return STEER_ENOMEM;
   return 1;
+}
+
+void steer_planner_restoring(steer_planner *p) { p->restoring = 1; }
+
+uint64_t steer_planner_tick_builds(const steer_planner *p) { return p->tick_builds; }
+
+/* Ticks a new class's plans wait for its graph (built meanwhile off the tick
+ * thread): the config's, or by the map's size. */
+static uint64_t build_delay(const steer_planner *p, const steer_world *w) {
+  if (p->cfg.build_delay)
+    return p->cfg.build_delay;
+  return 1u + steer_map_segment_count(steer_world_map(w)) / STEER_PLANNER_SEGMENTS_PER_TICK;
+}
+
+/* Whether agent radius r's class is served at tick; if not, the class is
+ * given its due tick (the first time) and its graph build is started off the
+ * thread. A radius with no class is "ready" (its plans are unreachable). */
+static int class_ready(steer_planner *p, const steer_world *w, float r, uint64_t tick) {
+  uint32_t k = class_index(r);
+  if (k >= STEER_NAV_CLASSES || (p->ready >> k) & 1u)
+    return 1;
+  if (!p->due[k]) {
+    p->due[k] = tick + build_delay(p, w);
+    const steer_world_config *wc = steer_world_get_config(w);
+    (void)steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size); /* else built when due */
+  }
+  return 0;
+}
+
+/* At the start of a tick: the classes due now become ready (their build is
+ * waited for, if still running: the only wait, and what keeps results
+ * independent of timing); those still waiting get their build started if it
+ * is not under way (after a restore). */
+static void settle(steer_planner *p, const steer_world *w, uint64_t tick) {
+  for (uint32_t k = 0; k < STEER_NAV_CLASSES; k++) {
+    if (!p->due[k])
+      continue;
+    float r = (float)k * STEER_NAV_CLASS;
+    if (tick >= p->due[k]) {
+      (void)steer_nav_cache_finish(p->navs, r);
+      p->ready |= (uint8_t)(1u << k);
+      p->due[k] = 0;
+    } else if (!steer_nav_cache_has(p->navs, r) && !steer_nav_cache_pending(p->navs, r)) {
+      const steer_world_config *wc = steer_world_get_config(w);
+      (void)steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size);
+    }
+  }
 }
 
 int steer_planner_warm(steer_planner *p, const steer_world *w) {
@@ -181,6 +249,10 @@ int steer_planner_goto(steer_planner *p, const steer_world *w, steer_id id, cons
   if (r->status != STEER_GOTO_FOLLOWING)
     r->status = STEER_GOTO_QUEUED;
   enqueue(p, r, STEER_PLAN_NEW);
+  /* A class without a graph: its build starts now, at the command. */
+  steer_agent_info info;
+  if (steer_world_get(w, id, &info) == 0)
+    (void)class_ready(p, w, info.limits.radius, steer_world_tick(w));
   return 0;
 }
 
@@ -326,7 +398,9 @@ static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r) {
   p->stats.plans++;
   const steer_map *m = steer_world_map(w);
   const steer_world_config *wc = steer_world_get_config(w);
+  uint64_t sync = steer_nav_cache_sync_builds(p->navs);
   steer_nav *nav = steer_nav_cache_get(p->navs, m, info.limits.radius);
+  p->tick_builds += steer_nav_cache_sync_builds(p->navs) - sync;
   if (!nav) { /* a body wider than the largest radius class, or no memory */
     unreachable(p, w, r);
     return 1;
@@ -393,14 +467,23 @@ void steer_planner_update(steer_planner *p, steer_world *w) {
   p->stats.last_served = 0;
   p->stats.last_expanded = 0;
   check_triggers(p, w);
+  const uint64_t tick = steer_world_tick(w);
+  settle(p, w, tick);
   uint32_t spent = 0;
-  while (p->count > 0 && spent < p->cfg.budget) {
+  /* Each request is looked at once per tick at most: one whose class is not
+   * ready goes back to the end of the queue (in order, so deterministically). */
+  for (uint32_t pops = p->count; pops > 0 && p->count > 0 && spent < p->cfg.budget; pops--) {
     goto_rec *r = &p->rec[p->ring[p->head]];
     p->head = (p->head + 1) % p->cap;
     p->count--;
     r->queued = 0;
     if (r->id == 0 || r->status == STEER_GOTO_NONE)
       continue; /* cancelled while queued */
+    steer_agent_info info;
+    if (steer_world_get(w, r->id, &info) == 0 && !class_ready(p, w, info.limits.radius, tick)) {
+      enqueue(p, r, r->reason);
+      continue;
+    }
     spent += serve(p, w, r);
     p->stats.last_served++;
   }
@@ -427,6 +510,7 @@ int steer_planner_get(const steer_planner *p, steer_id id, steer_goto_info *out)
 #define STATE_MAGIC  "STPL"
 #define STATE_HEAD   16u /* magic, version, capacity, records */
 #define STATE_RECORD 45u
+#define STATE_CLASSES (1u + 8u * STEER_NAV_CLASSES) /* u8 ready, u64 due per class (version 2 on) */
 
 static uint32_t record_count(const steer_planner *p) {
   uint32_t n = 0;
@@ -464,12 +548,24 @@ static void put_state(const steer_planner *p, steer_wbuf *k) {
   steer_put_u32(k, p->count);
   for (uint32_t i = 0; i < p->count; i++)
     steer_put_u32(k, p->ring[(p->head + i) % p->cap]);
+  steer_put_u8(k, p->ready);
+  for (uint32_t c = 0; c < STEER_NAV_CLASSES; c++)
+    steer_put_u64(k, p->due[c]);
 }
 
 uint32_t steer_planner_active(const steer_planner *p) { return record_count(p); }
 
+int steer_planner_idle(const steer_planner *p) {
+  if (record_count(p) != 0 || p->count != 0 || p->ready != 0)
+    return 0;
+  for (uint32_t k = 0; k < STEER_NAV_CLASSES; k++)
+    if (p->due[k])
+      return 0;
+  return 1;
+}
+
 size_t steer_planner_state_size(const steer_planner *p) {
-  return STATE_HEAD + (size_t)record_count(p) * STATE_RECORD + 4u + (size_t)p->count * 4u + 8u;
+  return STATE_HEAD + (size_t)record_count(p) * STATE_RECORD + 4u + (size_t)p->count * 4u + STATE_CLASSES + 8u;
 }
 
 int steer_planner_save(const steer_planner *p, uint8_t *buf, size_t cap, size_t *len) {
@@ -501,7 +597,8 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
     return STEER_ECORRUPT;
   steer_rbuf r = steer_rbuf_make(buf, len - 8);
   r.pos = 4;
-  if (steer_get_u32(&r) != STEER_PLANNER_STATE_VERSION)
+  uint32_t version = steer_get_u32(&r);
+  if (version != STEER_PLANNER_STATE_VERSION && version != 1u)
     return STEER_EVERSION;
   uint32_t cap = steer_get_u32(&r), n = steer_get_u32(&r);
   if (cap != p->cap || n > cap || (size_t)n * STATE_RECORD > steer_rbuf_left(&r))
@@ -552,7 +649,8 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
     }
   }
   uint32_t m = steer_get_u32(&r);
-  if (r.bad || m > cap || (size_t)m * 4u != steer_rbuf_left(&r))
+  const size_t tail = version == 1u ? 0u : STATE_CLASSES;
+  if (r.bad || m > cap || (size_t)m * 4u + tail != steer_rbuf_left(&r))
     goto out;
   for (uint32_t i = 0; i < m; i++) {
     uint32_t s = steer_get_u32(&r);
@@ -560,6 +658,19 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
       goto out;
     rec[s].queued = 1;
     ring[i] = s;
+  }
+  /* Version 1 came from planners that served every class at once. */
+  uint8_t ready = 0xffu;
+  uint64_t due[STEER_NAV_CLASSES] = {0};
+  if (version != 1u) {
+    ready = steer_get_u8(&r);
+    for (uint32_t c = 0; c < STEER_NAV_CLASSES; c++) {
+      due[c] = steer_get_u64(&r);
+      if (due[c] && (ready >> c) & 1u)
+        goto out; /* a class is ready or waiting, not both */
+    }
+    if (r.bad)
+      goto out;
   }
   for (uint32_t s = 0; s < cap; s++) /* a request waiting for its first plan is in the queue */
     if (rec[s].id != 0 && rec[s].status == STEER_GOTO_QUEUED && !rec[s].queued)
@@ -572,6 +683,9 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   p->head = 0;
   p->count = m;
   p->nevents = 0;
+  p->ready = ready;
+  memcpy(p->due, due, sizeof due);
+  p->restoring = 1;
   rc = STEER_OK;
 out:
   free(rec);

@@ -31,14 +31,20 @@
  * free point within 2 m, else UNREACHABLE.
  *
  * Graphs: one per radius class (nav.h steer_nav_cache). A class's first graph
- * is a full build (seconds at 1 000 obstacles), so the host builds the classes
- * in use before the first tick (steer_planner_warm, at start-up, after a
- * restore or a map load) and a new class when it appears (steer_planner_warm_radius,
- * at the command that brings it); a class still unbuilt is built by the first
- * plan that needs it, in the tick that serves it. After a map change a built
- * graph is updated incrementally by the next plan of its class (a few ms). The
- * graph is the same, bit for bit, whenever it is built, so warming changes
- * timing only: routes, events and hashes are the same with or without it.
+ * is a full build (up to seconds on big maps), never made inside a tick: the
+ * host builds the classes in use before the first tick (steer_planner_warm, at
+ * start-up or a map load), and those classes are served at once. A class that
+ * appears later (the first GOTO of a new radius, or an agent's radius changed
+ * mid-GOTO) gets a due tick, the tick of the request plus build_delay; its
+ * graph is built meanwhile on a thread of its own (nav.h
+ * steer_nav_cache_start, from a copy of the map), its requests wait in the
+ * queue (an agent keeps doing what it did), and from the due tick on the class
+ * is served. If the build is not done by then, that tick waits for it: when a
+ * class is served depends only on the calls, never on how long the build takes,
+ * so results are deterministic. The due ticks and the served classes are part
+ * of the saved state. After a map change a built graph is updated
+ * incrementally by the next plan of its class (a few ms). The graph is the
+ * same, bit for bit, whenever and wherever it is built.
  *
  * Deterministic: the same calls on the same world give the same routes, events
  * and queue order. */
@@ -89,7 +95,12 @@ steer_goto steer_default_goto(void);
 
 typedef struct steer_planner_config {
   uint32_t budget; /* A* expansions per tick (1024: about 9 ms of plans on a 1 km map of 100 obstacles), >= 1 */
+  /* Ticks a new radius class's plans wait for its graph, built meanwhile off
+   * the tick thread; 0 (default): 1 + the map's segments / STEER_PLANNER_SEGMENTS_PER_TICK. */
+  uint32_t build_delay;
 } steer_planner_config;
+
+#define STEER_PLANNER_SEGMENTS_PER_TICK 128u /* map segments whose graph build a tick's wait covers */
 
 steer_planner_config steer_default_planner_config(void);
 
@@ -124,6 +135,9 @@ void steer_planner_observe(steer_planner *p, const steer_world *w);
 
 /* Agents in GOTO (status not NONE). */
 uint32_t steer_planner_active(const steer_planner *p);
+/* Whether the planner's state is the one of a new planner (nobody in GOTO,
+ * nothing queued, no class served or waiting): nothing worth saving. */
+int steer_planner_idle(const steer_planner *p);
 
 /* Events of the last update; valid until the next update. */
 const steer_plan_event *steer_planner_events(const steer_planner *p, uint32_t *count);
@@ -164,18 +178,29 @@ typedef struct steer_planner_stats {
 steer_planner_stats steer_planner_get_stats(const steer_planner *p);
 
 /* Builds the graph of the radius class of r for w's map now unless the class
- * has one (or r is wider than every class: nothing to build). 1 when it built,
- * 0 when nothing was needed, STEER_EINVAL (r not finite or < 0), STEER_ENOMEM. */
+ * has one (or r is wider than every class: nothing to build), and makes the
+ * class served at once (unless restoring: steer_planner_restoring; or the
+ * class already waits for its due tick). A class with a graph has it brought
+ * up to date with the map. Outside ticks only (start-up, map load). 1 when it
+ * built, 0 when nothing was built, STEER_EINVAL (r not finite or < 0),
+ * STEER_ENOMEM. */
 int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r);
 /* steer_planner_warm_radius for every live agent's radius: the classes in
  * use. Not the default radius's class when no agent has it: a world with no
  * agents (a large map served for editing, never for GOTO) would pay a full
- * build for nothing (over 30 s for 600 40-gons on a loaded box); its first
- * GOTO builds it at the command (steer_planner_warm_radius). The count of
+ * build for nothing; its first GOTO starts the build off the tick thread and
+ * waits for its due tick (see above). The count of
  * graphs built, or STEER_EINVAL / STEER_ENOMEM (those built are kept). */
 int steer_planner_warm(steer_planner *p, const steer_world *w);
-/* Full graph builds since creation (nav.h steer_nav_cache_builds). */
+/* Full graph builds since creation (nav.h steer_nav_cache_builds), and of
+ * them those made by a plan, inside a tick (only when a build off the thread
+ * could not start, or an update ran out of memory). */
 uint64_t steer_planner_graph_builds(const steer_planner *p);
+uint64_t steer_planner_tick_builds(const steer_planner *p);
+/* The host restores a saved world: from now on warming builds graphs but no
+ * longer makes their classes served at once (which classes are served, and
+ * from when, is part of the saved state). Also set by steer_planner_load. */
+void steer_planner_restoring(steer_planner *p);
 
 /* ---- saving and loading ----------------------------------------------------
  *
@@ -185,8 +210,10 @@ uint64_t steer_planner_graph_builds(const steer_planner *p);
  *   records by ascending slot: u32 id, u8 status, u8 reason, u8 partial,
  *   u8 target kind, f32 target x, y, u32 target agent, f32 node_radius,
  *   u8 cornering, f32 replan_distance, i32 path, u32 map version, f32 goal x, y
- *   (45 bytes); u32 m queued, m x u32 slots from the head of the queue; u64
- *   FNV-1a of every byte before it.
+ *   (45 bytes); u32 m queued, m x u32 slots from the head of the queue; u8
+ *   served radius classes (bit k: class k), u64 due tick per class (0 none,
+ *   STEER_NAV_CLASSES of them; version 2 on: a version 1 state is read with
+ *   every class served); u64 FNV-1a of every byte before it.
  * Records are the agents in GOTO (status not NONE); the queue may name a slot
  * with no record (an agent that left GOTO while queued: it is skipped when
  * served). Not saved: the navigation graphs (a cache, rebuilt from the map on
@@ -196,7 +223,7 @@ uint64_t steer_planner_graph_builds(const steer_planner *p);
  * with continues exactly as the saved one would: same routes, events and
  * queue order, and steer_planner_hash equal. */
 
-#define STEER_PLANNER_STATE_VERSION 1u
+#define STEER_PLANNER_STATE_VERSION 2u
 
 /* Exact bytes steer_planner_save writes now. */
 size_t steer_planner_state_size(const steer_planner *p);
