@@ -4,6 +4,10 @@
  * opened), plans per second and p50/p99 plan time. Prints a table (figures in
  * BENCHMARKS.md, "Path planning").
  *   bench_nav [obstacles...]   (default 100 1000)
+ *   bench_nav update [obstacles] [rounds]   build, then rounds x 25 updates alone
+ *                               (wall-clock and CPU time; default 1000, 4)
+ *   bench_nav polys [n] [k]     n k-gons (default 600 40-gons): build and update
+ *                               on a map of many vertices
  *   bench_nav burst [obstacles] [budget] [warm]   10 000 GOTO in one tick on a world
  *                                            with that map (default 100, 4096); warm:
  *                                            the graphs built before the first tick
@@ -12,6 +16,7 @@
  * BENCH_NAV_VERBOSE=1 prints each update's time. Plan times are given by the
  * wall clock and by the thread's CPU time (on a shared box the wall clock also
  * counts the time other processes held the core). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,7 +188,120 @@ static int burst(uint32_t obstacles, uint32_t budget, int warm) {
   return 0;
 }
 
+/* A map of many vertices: n k-gons of radius 1.3 m on a 4 m grid (45 a row)
+ * in a 200 m square, as test_server_map's large map (600 40-gons: 24 000
+ * corners, every one a node). Full build, then updates after one k-gon is
+ * added, moved and removed; wall-clock and this thread's CPU time. */
+static void kgon(vec2 *p, uint32_t k, vec2 c) {
+  for (uint32_t j = 0; j < k; j++) {
+    double a = 2.0 * 3.141592653589793 * j / k;
+    p[j] = v2(c.x + (float)(1.3 * cos(a)), c.y + (float)(1.3 * sin(a)));
+  }
+}
+
+static int polys(uint32_t n, uint32_t k) {
+  if (k < 3 || k > STEER_MAP_MAX_VERTICES)
+    return 1;
+  steer_map *m = steer_map_create(v2(-100.0f, -100.0f), v2(100.0f, 100.0f), 8.0f);
+  vec2 p[STEER_MAP_MAX_VERTICES];
+  steer_map_hold(m);
+  for (uint32_t i = 0; i < n; i++) {
+    kgon(p, k, v2(-90.0f + (float)(i % 45) * 4.0f, -90.0f + (float)(i / 45) * 4.0f));
+    steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, k, p, 0.0f};
+    if (steer_map_add(m, i + 1, &o) != 0)
+      return 1;
+  }
+  if (steer_map_release(m) != 0)
+    return 1;
+  steer_nav *nav = steer_nav_create();
+  double t0 = now_ms(), c0 = cpu_ms();
+  if (steer_nav_build(nav, m, 0.5f, v2(-100.0f, -100.0f), v2(100.0f, 100.0f)) != 0)
+    return 1;
+  double build = now_ms() - t0, build_cpu = cpu_ms() - c0;
+  double upd[3], upd_cpu[3];
+  for (int c = 0; c < 3; c++) {
+    /* a k-gon appears in a free spot of the last row, moves, disappears */
+    kgon(p, k, v2(-90.0f + (float)(c == 0 ? 44 : 43) * 4.0f + 2.0f, 94.0f));
+    steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, k, p, 0.0f};
+    if (c > 0)
+      steer_map_remove(m, 100000);
+    if (c < 2)
+      steer_map_add(m, 100000, &o);
+    t0 = now_ms();
+    c0 = cpu_ms();
+    if (steer_nav_update(nav, m) != 0)
+      return 1;
+    upd[c] = now_ms() - t0;
+    upd_cpu[c] = cpu_ms() - c0;
+  }
+  printf("| %u-gons | corners | nodes | edges | memory (KB) | full build (ms) | build CPU (ms) | update: add / move / remove (ms) | CPU (ms) |\n", k);
+  printf("|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+  printf("| %u | %u | %u | %u | %.0f | %.0f | %.0f | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f |\n", n, n * k,
+         steer_nav_node_count(nav), steer_nav_edge_count(nav), (double)steer_nav_memory(nav) / 1024.0, build, build_cpu,
+         upd[0], upd[1], upd[2], upd_cpu[0], upd_cpu[1], upd_cpu[2]);
+  printf("graph hash %016llx\n", (unsigned long long)steer_nav_hash(nav));
+  steer_nav_destroy(nav);
+  steer_map_destroy(m);
+  return 0;
+}
+
+/* The build and the incremental update alone on the rooms map of `count`
+ * obstacles (radius 0.5 m): full build, then `rounds` x the 25 changes of the
+ * main table, each followed by steer_nav_update; wall-clock and this thread's
+ * CPU time (on a shared box the CPU time is the steadier figure). */
+static int updates(uint32_t count, uint32_t rounds) {
+  steer_map *m = make_map(count, 1);
+  steer_nav *n = steer_nav_create();
+  double t0 = now_ms(), c0 = cpu_ms();
+  if (steer_nav_build(n, m, 0.5f, v2(0.0f, 0.0f), v2(SIDE, SIDE)) != 0)
+    return 1;
+  double build = now_ms() - t0, build_cpu = cpu_ms() - c0;
+  steer_rng rng;
+  steer_rng_seed(&rng, 99);
+  float room = SIDE / (float)(count >= 400 ? 10 : 3);
+  vec2 door[2] = {v2(room, room / 2.0f - 2.0f), v2(room, room / 2.0f + 2.0f)};
+  uint32_t total = rounds * CHANGES;
+  double *wall = malloc(total * sizeof *wall), *cpu = malloc(total * sizeof *cpu);
+  if (!wall || !cpu)
+    return 1;
+  for (uint32_t k = 0; k < total; k++) {
+    vec2 c = v2(steer_rng_range(&rng, 20.0f, SIDE - 20.0f), steer_rng_range(&rng, 20.0f, SIDE - 20.0f));
+    steer_obstacle_desc pillar = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
+    steer_obstacle_desc wl = {STEER_OBSTACLE_WALL, 2, door, 0.0f};
+    switch (k % 5) {
+    case 0: steer_map_add(m, 100000, &pillar); break;
+    case 1: steer_map_remove(m, 100000); steer_map_add(m, 100000, &pillar); break;
+    case 2: steer_map_remove(m, 100000); break;
+    case 3: steer_map_add(m, 100001, &wl); break;
+    default: steer_map_remove(m, 100001); break;
+    }
+    t0 = now_ms();
+    c0 = cpu_ms();
+    if (steer_nav_update(n, m) != 0)
+      return 1;
+    wall[k] = now_ms() - t0;
+    cpu[k] = cpu_ms() - c0;
+  }
+  qsort(wall, total, sizeof *wall, cmp_double);
+  qsort(cpu, total, sizeof *cpu, cmp_double);
+  printf("| obstacles | nodes | edges | full build (ms) | build CPU (ms) | updates | update median (ms) | max (ms) | CPU median (ms) | CPU max (ms) |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf("| %u | %u | %u | %.0f | %.0f | %u | %.2f | %.2f | %.2f | %.2f |\n", steer_map_count(m), steer_nav_node_count(n),
+         steer_nav_edge_count(n), build, build_cpu, total, wall[total / 2], wall[total - 1], cpu[total / 2],
+         cpu[total - 1]);
+  printf("graph hash %016llx\n", (unsigned long long)steer_nav_hash(n));
+  free(wall);
+  free(cpu);
+  steer_nav_destroy(n);
+  steer_map_destroy(m);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "update") == 0)
+    return updates(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 1000, argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 4);
+  if (argc > 1 && strcmp(argv[1], "polys") == 0)
+    return polys(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 600, argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 40);
   if (argc > 1 && strcmp(argv[1], "burst") == 0)
     return burst(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100,
                  argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 4096, argc > 4 && strcmp(argv[4], "warm") == 0);

@@ -23,6 +23,7 @@
 #define NAV_MIN_CELL    0.5f  /* m */
 #define NAV_BLOCKERS    8u    /* primitives remembered per node while linking: tried first */
 #define NAV_MAX_CHANGES 64u   /* obstacles changed at once beyond which a full build is cheaper */
+#define NAV_FAR_SLACK   0.01f /* m, prim_stops's early answer for primitives clearly off the line */
 #define NAV_NONE        UINT32_MAX
 #define NAV_NEW         (UINT32_MAX - 1u) /* a candidate of an obstacle new to the graph */
 
@@ -162,6 +163,15 @@ static inline int prim_stops(const nav_prim *s, vec2 p, vec2 q, float R) {
     return 0;
   if (s->rad == 0.0f && seg_cross(p, q, s->a, s->b))
     return 1;
+  /* Both ends of s (its centre, for a circle) on one side of the line pq and
+   * farther from it than R + rad + NAV_FAR_SLACK: nothing of s comes within
+   * reach of the segment, nor touches its ends (the slack is far above the
+   * float error of either test, so the answer is the full test's). */
+  vec2 d = v2_sub(q, p);
+  float o1 = v2_cross(d, v2_sub(s->a, p)), o2 = v2_cross(d, v2_sub(s->b, p));
+  float m = R + s->rad + NAV_FAR_SLACK, mm = m * m * v2_len2(d);
+  if (((o1 > 0.0f && o2 > 0.0f) || (o1 < 0.0f && o2 < 0.0f)) && o1 * o1 > mm && o2 * o2 > mm)
+    return 0;
   return prim_blocks(s, p, q, R) && prim_blocks(s, q, p, R);
 }
 
