@@ -123,7 +123,8 @@ uint64_t steer_planner_tick_builds(const steer_planner *p) { return p->tick_buil
 static uint64_t build_delay(const steer_planner *p, const steer_world *w) {
   if (p->cfg.build_delay)
     return p->cfg.build_delay;
-  return 1u + steer_map_segment_count(steer_world_map(w)) / STEER_PLANNER_SEGMENTS_PER_TICK;
+  uint64_t segs = steer_map_segment_count(steer_world_map(w));
+  return 1u + segs / STEER_PLANNER_SEGMENTS_PER_TICK + segs * segs / STEER_PLANNER_SEGMENT_PAIRS_PER_TICK;
 }
 
 /* Whether agent radius r's class is served at tick; if not, the class is
