@@ -22,6 +22,7 @@
 
 #include "delta.h"
 #include "netcode.h"
+#include "netcode_world.h"
 #include "protocol.h"
 #include "world.h"
 
@@ -31,67 +32,26 @@
 #define HALF      60.0f /* world is +-HALF m */
 #define N_CLIENTS 7
 
-static uint64_t rng_state;
-static uint32_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (uint32_t)(rng_state >> 16);
-}
-static float rndf(float lo, float hi) { return lo + (hi - lo) * (float)(rnd() & 0xffffff) / 16777216.0f; }
+static steer_id ids[CAPACITY];
+static netcode_world nw = {.half = HALF, .capacity = CAPACITY, .ids = ids};
+static uint32_t rnd(void) { return netcode_world_rnd(&nw); }
+static float rndf(float lo, float hi) { return netcode_world_rndf(&nw, lo, hi); }
 static int chance(double p) { return (double)(rnd() & 0xffffff) / 16777216.0 < p; }
 
 /* ---- the world and its random changes ----------------------------------------- */
 
-static steer_id ids[CAPACITY];
-static uint32_t nids;
-
-static steer_world *make_world(void) {
-  steer_world_config wc = steer_default_world_config();
-  wc.max_agents = CAPACITY;
-  wc.min = v2(-HALF, -HALF);
-  wc.max = v2(HALF, HALF);
-  wc.seed = 7;
-  steer_world *w = steer_world_create(&wc);
-  ck_assert_ptr_nonnull(w);
-  nids = 0;
-  return w;
-}
-
-static vec2 rnd_point(void) { return v2(rndf(-HALF + 1, HALF - 1), rndf(-HALF + 1, HALF - 1)); }
-
-static void spawn_one(steer_world *w) {
-  if (nids >= CAPACITY - 1)
-    return;
-  steer_agent_desc d = steer_default_agent_desc();
-  d.model = (uint8_t)(rnd() % STEER_MODEL_COUNT);
-  d.state.position = rnd_point();
-  d.state.orientation = rndf(-3.1f, 3.1f);
-  d.limits.max_speed = rndf(0.5f, 4.0f);
-  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
-  steer_id id;
-  if (steer_world_spawn(w, &d, 1, &id) == STEER_OK)
-    ids[nids++] = id;
-}
-
-static void despawn_one(steer_world *w) {
-  if (nids == 0)
-    return;
-  uint32_t i = rnd() % nids;
-  ck_assert_int_eq(steer_world_despawn(w, ids[i]), STEER_OK);
-  ids[i] = ids[--nids];
-}
+static steer_world *make_world(void) { return netcode_world_create(&nw, 7); }
 
 static void change_one(steer_world *w) {
-  if (nids == 0)
+  if (nw.nids == 0)
     return;
-  steer_id id = ids[rnd() % nids];
+  steer_id id = ids[rnd() % nw.nids];
   switch (rnd() % 5) {
   case 0: {
     vec2 pts[4];
     uint32_t n = 1 + rnd() % 4;
     for (uint32_t i = 0; i < n; i++)
-      pts[i] = rnd_point();
+      pts[i] = netcode_world_point(&nw);
     steer_world_set_path(w, id, pts, n, 1.0f, (steer_path_mode)(rnd() % STEER_PATH_MODE_COUNT),
                          STEER_CORNER_NONE);
     break;
@@ -99,14 +59,14 @@ static void change_one(steer_world *w) {
   case 1: {
     steer_behaviour b = steer_default_behaviour(STEER_BEHAVIOUR_SEEK + rnd() % 3); /* seek, flee, arrive */
     b.target.kind = STEER_TARGET_POINT;
-    b.target.point = rnd_point();
+    b.target.point = netcode_world_point(&nw);
     steer_world_set_behaviour(w, id, &b); /* flee may not suit the model: then nothing changes */
     break;
   }
   case 2: {
     steer_behaviour b = steer_default_behaviour(STEER_BEHAVIOUR_PURSUE);
     b.target.kind = STEER_TARGET_AGENT;
-    b.target.agent = ids[rnd() % nids];
+    b.target.agent = ids[rnd() % nw.nids];
     steer_world_set_behaviour(w, id, &b);
     break;
   }
@@ -124,9 +84,9 @@ static void change_one(steer_world *w) {
 static int random_change(steer_world *w) {
   uint32_t r = rnd() % 100;
   if (r < 20)
-    spawn_one(w);
+    netcode_world_spawn_one(&nw, w);
   else if (r < 35)
-    despawn_one(w);
+    netcode_world_despawn_one(&nw, w);
   else
     change_one(w);
   return 1;
@@ -212,15 +172,15 @@ static void random_view(steerd_netcode *nc, uint32_t slot, sim_client *c, const 
   proto_view v;
   memset(&v, 0, sizeof v);
   uint32_t r = rnd() % 3;
-  if (r == 0 || nids == 0) {
+  if (r == 0 || nw.nids == 0) {
     v.kind = PROTO_VIEW_ALL;
   } else if (r == 1) {
     v.kind = PROTO_VIEW_CENTRE;
-    v.centre = rnd_point();
+    v.centre = netcode_world_point(&nw);
     v.radius = rndf(5.0f, 40.0f);
   } else {
     v.kind = PROTO_VIEW_FOLLOW;
-    v.follow = ids[rnd() % nids];
+    v.follow = ids[rnd() % nw.nids];
     v.radius = rndf(5.0f, 40.0f);
   }
   ck_assert_int_eq(steerd_netcode_set_view(nc, slot, &v, w), STEERD_NETCODE_OK);
@@ -310,11 +270,11 @@ static void check_frame(steerd_netcode *nc, const steerd_netcode_config *cfg, ui
  * rate and a pool sized by default (frames then leave agents out and lose
  * baselines: only the exactness of what the client holds is checked). */
 static void random_world(uint64_t seed, int limited, uint64_t target_changes) {
-  rng_state = seed;
+  nw.rng = seed;
   link_n = 0;
   steer_world *w = make_world();
   for (int i = 0; i < 200; i++)
-    spawn_one(w);
+    netcode_world_spawn_one(&nw, w);
   steerd_netcode_config cfg = steerd_netcode_default_config();
   cfg.max_clients = N_CLIENTS;
   cfg.max_agents = CAPACITY;
@@ -408,12 +368,12 @@ static void random_world(uint64_t seed, int limited, uint64_t target_changes) {
         link_put(c, f.client, round, NULL, 0, steerd_delta_ack(c->delta));
     }
     /* A despawned agent is gone from every complete frame that follows. */
-    if (nids > 0 && chance(0.05)) {
-      steer_id victim = ids[rnd() % nids];
-      for (uint32_t i = 0; i < nids; i++)
+    if (nw.nids > 0 && chance(0.05)) {
+      steer_id victim = ids[rnd() % nw.nids];
+      for (uint32_t i = 0; i < nw.nids; i++)
         if (ids[i] == victim) {
           ck_assert_int_eq(steer_world_despawn(w, victim), STEER_OK);
-          ids[i] = ids[--nids];
+          ids[i] = ids[--nw.nids];
           break;
         }
       steer_world_step(w, DT);
@@ -657,10 +617,10 @@ END_TEST
 #define LF_DELAY 3u
 #define LF_PARTS 32u
 START_TEST(test_lost_frame_baseline) {
-  rng_state = 0x6a09e667f3bcc908ull;
+  nw.rng = 0x6a09e667f3bcc908ull;
   steer_world *w = make_world();
   for (uint32_t i = 0; i < CAPACITY; i++)
-    spawn_one(w);
+    netcode_world_spawn_one(&nw, w);
   steerd_netcode_config cfg = steerd_netcode_default_config();
   cfg.max_clients = 1;
   cfg.max_agents = CAPACITY;
@@ -722,10 +682,10 @@ END_TEST
 /* ---- the byte budget and starvation ------------------------------------------------------------- */
 
 START_TEST(test_budget) {
-  rng_state = 0x13198a2e03707344ull;
+  nw.rng = 0x13198a2e03707344ull;
   steer_world *w = make_world();
   for (int i = 0; i < 390; i++)
-    spawn_one(w); /* all wandering: most need sending most frames */
+    netcode_world_spawn_one(&nw, w); /* all wandering: most need sending most frames */
   steerd_netcode_config cfg = steerd_netcode_default_config();
   cfg.max_clients = 2;
   cfg.max_agents = CAPACITY;
@@ -806,7 +766,7 @@ START_TEST(test_budget_parts) {
   ck_assert_ptr_nonnull(w);
   static steer_id live[BIG];
   uint32_t nlive = 0;
-  rng_state = 0xa4093822299f31d0ull;
+  nw.rng = 0xa4093822299f31d0ull;
   for (int i = 0; i < LIVE; i++) {
     steer_agent_desc d = steer_default_agent_desc();
     d.model = STEER_MODEL_DYNAMIC;
@@ -867,10 +827,10 @@ END_TEST
 /* ---- the rate: bytes per second on average, at most a budget per frame -------------------------- */
 
 START_TEST(test_rate) {
-  rng_state = 0x452821e638d01377ull;
+  nw.rng = 0x452821e638d01377ull;
   steer_world *w = make_world();
   for (int i = 0; i < 390; i++)
-    spawn_one(w);
+    netcode_world_spawn_one(&nw, w);
   steerd_netcode_config cfg = steerd_netcode_default_config();
   cfg.max_clients = 1;
   cfg.max_agents = CAPACITY;
@@ -900,7 +860,7 @@ START_TEST(test_rate) {
                       (uint64_t)cfg.rate_bytes * (uint64_t)frame * snap_us / 1000000u + cfg.budget_bytes);
     steerd_netcode_ack(nc, 0, steerd_delta_ack(d));
     if (frame == 400) /* from here on nothing moves: frames shrink and the bucket refills */
-      for (uint32_t i = 0; i < nids; i++)
+      for (uint32_t i = 0; i < nw.nids; i++)
         steer_world_stop(w, ids[i]);
     if (frame > 500)
       quiet_bytes += total;
@@ -940,7 +900,7 @@ START_TEST(test_predict_and_apply) {
   proto_record far = proto_record_predict(&r, UINT64_MAX);
   ck_assert_int_eq(far.x, 100 + 150 * 60);
   /* diff then apply gives the target back, for random pairs. */
-  rng_state = 99;
+  nw.rng = 99;
   for (int i = 0; i < 100000; i++) {
     proto_record a, b;
     memset(&a, 0, sizeof a);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "netcode.h"
+#include "netcode_world.h"
 #include "pool.h"
 #include "protocol.h"
 #include "world.h"
@@ -31,47 +32,22 @@
 #define CLIENTS  24u
 #define WAYS     4 /* serial encode; batch on 1, 2, 3 threads */
 
-static uint64_t rng_state;
-static uint32_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (uint32_t)(rng_state >> 16);
-}
-static float rndf(float lo, float hi) { return lo + (hi - lo) * (float)(rnd() & 0xffffff) / 16777216.0f; }
-
 static steer_id ids[CAPACITY];
-static uint32_t nids;
-
-static vec2 rnd_point(void) { return v2(rndf(-HALF + 1, HALF - 1), rndf(-HALF + 1, HALF - 1)); }
-
-static void spawn_one(steer_world *w) {
-  if (nids >= CAPACITY - 1)
-    return;
-  steer_agent_desc d = steer_default_agent_desc();
-  d.model = (uint8_t)(rnd() % STEER_MODEL_COUNT);
-  d.state.position = rnd_point();
-  d.state.orientation = rndf(-3.1f, 3.1f);
-  d.limits.max_speed = rndf(0.5f, 4.0f);
-  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
-  steer_id id;
-  if (steer_world_spawn(w, &d, 1, &id) == STEER_OK)
-    ids[nids++] = id;
-}
+static netcode_world nw = {.half = HALF, .capacity = CAPACITY, .ids = ids};
+static uint32_t rnd(void) { return netcode_world_rnd(&nw); }
+static float rndf(float lo, float hi) { return netcode_world_rndf(&nw, lo, hi); }
 
 static void random_change(steer_world *w) {
   uint32_t r = rnd() % 100;
   if (r < 30) {
-    spawn_one(w);
-  } else if (r < 55 && nids > 0) {
-    uint32_t i = rnd() % nids;
-    ck_assert_int_eq(steer_world_despawn(w, ids[i]), STEER_OK);
-    ids[i] = ids[--nids];
-  } else if (nids > 0) {
+    netcode_world_spawn_one(&nw, w);
+  } else if (r < 55 && nw.nids > 0) {
+    netcode_world_despawn_one(&nw, w);
+  } else if (nw.nids > 0) {
     steer_behaviour b = steer_default_behaviour(STEER_BEHAVIOUR_SEEK);
     b.target.kind = STEER_TARGET_POINT;
-    b.target.point = rnd_point();
-    steer_world_set_behaviour(w, ids[rnd() % nids], &b);
+    b.target.point = netcode_world_point(&nw);
+    steer_world_set_behaviour(w, ids[rnd() % nw.nids], &b);
   }
 }
 
@@ -82,13 +58,13 @@ static proto_view rnd_view(uint32_t client) {
   uint32_t kind = client % 6;
   if (kind == 0) {
     v.kind = PROTO_VIEW_ALL;
-  } else if (kind == 5 && nids > 0) {
+  } else if (kind == 5 && nw.nids > 0) {
     v.kind = PROTO_VIEW_FOLLOW;
-    v.follow = ids[rnd() % nids];
+    v.follow = ids[rnd() % nw.nids];
     v.radius = 25.0f;
   } else {
     v.kind = PROTO_VIEW_CENTRE;
-    v.centre = rnd_point();
+    v.centre = netcode_world_point(&nw);
     v.radius = kind == 1 ? 80.0f : rndf(10.0f, 40.0f);
   }
   return v;
@@ -108,17 +84,10 @@ typedef struct run_cfg {
 
 /* Runs every way in lockstep on one world; returns the frames compared. */
 static uint64_t run(const run_cfg *rc, uint64_t seed, steerd_netcode_stats *out_stats) {
-  rng_state = seed;
-  steer_world_config wc = steer_default_world_config();
-  wc.max_agents = CAPACITY;
-  wc.min = v2(-HALF, -HALF);
-  wc.max = v2(HALF, HALF);
-  wc.seed = 11;
-  steer_world *w = steer_world_create(&wc);
-  ck_assert_ptr_nonnull(w);
-  nids = 0;
+  nw.rng = seed;
+  steer_world *w = netcode_world_create(&nw, 11);
   for (uint32_t i = 0; i < 2000; i++)
-    spawn_one(w);
+    netcode_world_spawn_one(&nw, w);
 
   steerd_netcode_config cfg = steerd_netcode_default_config();
   cfg.max_clients = CLIENTS;
