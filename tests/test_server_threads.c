@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "protocol.h"
+#include "raw_peer.h"
 #include "state_file.h"
 #include "steerd_proc.h"
 
@@ -41,12 +42,13 @@ typedef struct frame_rec {
 } frame_rec;
 
 typedef struct raw {
-  ENetHost *host;
-  ENetPeer *peer;
-  uint32_t next_rid;
+  steerd_raw_peer peer;
   frame_rec ring[RING];
   uint32_t bad_parts;
   uint32_t with_baseline; /* parts against a baseline (none expected: no acks) */
+  uint32_t want_rid;      /* the request whose reply is awaited, 0: none */
+  int got;                /* it came, into reply */
+  proto_server_msg reply;
 } raw;
 
 static uint64_t mix(uint64_t h, uint64_t x) {
@@ -92,72 +94,59 @@ static void on_delta(raw *r, const uint8_t *data, size_t len) {
 
 static int frame_whole(const frame_rec *f) { return f->parts > 0 && f->seen == (1u << f->parts) - 1u; }
 
+static uint32_t reply_id(const proto_server_msg *m) {
+  return m->type == PROTO_MSG_WELCOME ? m->welcome.request_id
+         : m->type == PROTO_MSG_ACK   ? m->ack.request_id
+         : m->type == PROTO_MSG_ERROR ? m->error.request_id
+                                      : 0;
+}
+
+static void on_packet(void *user, uint8_t channel, const uint8_t *data, size_t len,
+                      const proto_server_msg *m) {
+  raw *r = user;
+  if (channel == PROTO_CHANNEL_SNAPSHOT) {
+    on_delta(r, data, len);
+  } else if (m && r->want_rid != 0 && reply_id(m) == r->want_rid) {
+    r->reply = *m;
+    r->got = 1;
+  }
+}
+
 /* Services every client of both servers for up to ms (or until request_id's
  * reply reaches `want`). */
 static int service(raw *cl, uint32_t count, uint32_t ms, raw *want, uint32_t request_id,
                    proto_server_msg *out) {
+  if (want) {
+    want->want_rid = request_id;
+    want->got = 0;
+  }
   uint64_t end = steerd_proc_now_ms() + ms;
-  int got = -1;
-  while (got < 0 && steerd_proc_now_ms() < end) {
+  while (!(want && want->got) && steerd_proc_now_ms() < end) {
     int any = 0;
-    for (uint32_t i = 0; i < count; i++) {
-      ENetEvent ev;
-      while (cl[i].host && enet_host_service(cl[i].host, &ev, 0) > 0) {
-        any = 1;
-        if (ev.type != ENET_EVENT_TYPE_RECEIVE)
-          continue;
-        if (ev.channelID == PROTO_CHANNEL_SNAPSHOT) {
-          on_delta(&cl[i], ev.packet->data, ev.packet->dataLength);
-        } else if (&cl[i] == want) {
-          proto_server_msg m;
-          if (proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0) {
-            uint32_t rid = m.type == PROTO_MSG_WELCOME ? m.welcome.request_id
-                           : m.type == PROTO_MSG_ACK   ? m.ack.request_id
-                           : m.type == PROTO_MSG_ERROR ? m.error.request_id
-                                                       : 0;
-            if (rid == request_id) {
-              *out = m;
-              got = 0;
-            }
-          }
-        }
-        enet_packet_destroy(ev.packet);
-      }
-    }
+    for (uint32_t i = 0; i < count; i++)
+      any |= steerd_raw_pump(&cl[i].peer, 0, on_packet, &cl[i]) > 0;
     if (!any)
       steerd_proc_sleep_ms(1);
   }
-  return got;
+  if (!want)
+    return -1;
+  want->want_rid = 0;
+  if (!want->got)
+    return -1;
+  *out = want->reply;
+  return 0;
 }
 
 static void raw_connect(raw *r, uint16_t port) {
   memset(r, 0, sizeof *r);
-  r->host = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
-  ck_assert_ptr_nonnull(r->host);
-  ENetAddress addr;
-  enet_address_set_host_ip(&addr, "127.0.0.1");
-  addr.port = port;
-  r->peer = enet_host_connect(r->host, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
-  ck_assert_ptr_nonnull(r->peer);
-  ENetEvent ev;
-  uint64_t end = steerd_proc_now_ms() + 5000;
-  while (steerd_proc_now_ms() < end)
-    if (enet_host_service(r->host, &ev, 10) > 0 && ev.type == ENET_EVENT_TYPE_CONNECT)
-      return;
-  ck_abort_msg("no ENet connect within 5 s");
+  ck_assert_msg(steerd_raw_connect(&r->peer, port, 5000) == 0, "no ENet connect within 5 s");
 }
 
 static proto_server_msg raw_command(raw *all, uint32_t count, raw *r, proto_command *cmd) {
-  cmd->request_id = ++r->next_rid;
-  uint8_t buf[1024];
-  size_t n = proto_encode_command(buf, sizeof buf, cmd);
-  ck_assert_uint_gt(n, 0);
-  ck_assert_int_eq(
-      enet_peer_send(r->peer, PROTO_CHANNEL_RELIABLE, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE)),
-      0);
+  uint32_t rid = steerd_raw_send(&r->peer, cmd, ENET_PACKET_FLAG_RELIABLE);
+  ck_assert_uint_ne(rid, 0);
   proto_server_msg m;
-  ck_assert_msg(service(all, count, 10000, r, cmd->request_id, &m) == 0, "no reply to command %u within 10 s",
-                cmd->type);
+  ck_assert_msg(service(all, count, 10000, r, rid, &m) == 0, "no reply to command %u within 10 s", cmd->type);
   return m;
 }
 
@@ -283,10 +272,8 @@ START_TEST(test_same_frames_one_and_two_threads) {
     ck_assert_msg(compared[i] >= 20, "client %u: only %u ticks both servers sent whole", i, compared[i]);
   }
   ck_assert_uint_gt(moving, 10); /* the frames follow a moving world */
-  for (uint32_t j = 0; j < 2 * CLIENTS; j++) {
-    enet_peer_disconnect_now(cl[j].peer, 0);
-    enet_host_destroy(cl[j].host);
-  }
+  for (uint32_t j = 0; j < 2 * CLIENTS; j++)
+    steerd_raw_close(&cl[j].peer);
   for (int k = 0; k < 2; k++) {
     ck_assert_int_eq(steerd_proc_stop(&srv[k], 10000), 0);
     unlink(state_path[k]);
