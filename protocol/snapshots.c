@@ -10,16 +10,19 @@
 
 /* ---- Quantization ----------------------------------------------------------- */
 
-int32_t proto_quantize_cm(float v) {
-  if (v != v)
+/* round(scaled), saturated to int32; NaN -> 0. */
+static int32_t round_sat32(double scaled) {
+  if (scaled != scaled)
     return 0;
-  double q = round((double)v * 100.0);
+  double q = round(scaled);
   if (q >= 2147483647.0)
     return INT32_MAX;
   if (q <= -2147483648.0)
     return INT32_MIN;
   return (int32_t)q;
 }
+
+int32_t proto_quantize_cm(float v) { return round_sat32((double)v * 100.0); }
 
 float proto_dequantize_cm(int32_t q) { return (float)((double)q / 100.0); }
 
@@ -240,16 +243,7 @@ int proto_decode_snapshot(const uint8_t *data, size_t len, proto_snapshot_header
 
 /* ---- Delta snapshots --------------------------------------------------------------- */
 
-int32_t proto_quantize_omega(float omega) {
-  if (omega != omega)
-    return 0;
-  double q = round((double)omega * 4096.0 / PROTO_PI_D);
-  if (q >= 2147483647.0)
-    return INT32_MAX;
-  if (q <= -2147483648.0)
-    return INT32_MIN;
-  return (int32_t)q;
-}
+int32_t proto_quantize_omega(float omega) { return round_sat32((double)omega * 4096.0 / PROTO_PI_D); }
 
 float proto_dequantize_omega(int32_t q) { return (float)((double)q * PROTO_PI_D / 4096.0); }
 
@@ -361,14 +355,8 @@ int proto_delta_apply(const proto_record *base, const proto_delta_entry *e, uint
 }
 
 proto_pose proto_record_pose(const proto_record *r) {
-  proto_pose p;
-  p.id = r->id;
-  p.x = proto_dequantize_cm(r->x);
-  p.y = proto_dequantize_cm(r->y);
-  p.theta = proto_dequantize_angle(r->theta);
-  p.vx = proto_dequantize_cm(r->vx);
-  p.vy = proto_dequantize_cm(r->vy);
-  return p;
+  const proto_pose_q q = {.id = r->id, .x = r->x, .y = r->y, .theta = r->theta, .vx = r->vx, .vy = r->vy};
+  return proto_dequantize_pose(&q);
 }
 
 size_t proto_delta_entry_size(const proto_delta_entry *e, steer_id prev_id) {
