@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "checkpoint.h"
 #include "client.h"
 #include "persist.h"
@@ -40,11 +41,6 @@ static void on_frame(void *user, const steerd_client_frame *f) {
   uint64_t s = (steerd_proc_now_ms() - o->start_ms) / 1000u;
   if (s <= MAX_SECONDS)
     o->per_second[s]++;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* N wanderers spread over a square at about 10 m^2 each, and the file image. */
@@ -227,13 +223,13 @@ out:
   uint32_t nr = 0;
   for (uint32_t s = 1; s + 1 < seconds && s < MAX_SECONDS; s++) /* whole seconds, not the first or last */
     rates[nr++] = obs.per_second[s];
-  qsort(rates, nr, sizeof(double), cmp_double);
+  qsort(rates, nr, sizeof(double), bench_cmp_double);
   double lsorted[64];
   memcpy(lsorted, loop_ms, sizeof(double) * (size_t)ck);
-  qsort(lsorted, (size_t)ck, sizeof(double), cmp_double);
+  qsort(lsorted, (size_t)ck, sizeof(double), bench_cmp_double);
   double wmax = 0.0, csorted[64];
   memcpy(csorted, cpu_ms, sizeof(double) * (size_t)ck);
-  qsort(csorted, (size_t)ck, sizeof(double), cmp_double);
+  qsort(csorted, (size_t)ck, sizeof(double), bench_cmp_double);
   for (int i = 0; i < ck; i++)
     if (write_ms[i] > wmax)
       wmax = write_ms[i];

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "netcode.h"
 #include "pool.h"
 #include "world.h"
@@ -30,28 +31,12 @@
 #define SNAPSHOT_RATE 20
 #define WARMUP        30
 
-static double now_s(clockid_t clk) {
-  struct timespec ts;
-  clock_gettime(clk, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rng;
 static double rnd01(void) {
   rng ^= rng << 13;
   rng ^= rng >> 7;
   rng ^= rng << 17;
   return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 typedef struct result {
@@ -114,8 +99,8 @@ static result run(uint32_t threads, uint32_t clients, uint32_t agents, uint32_t 
       steer_world_step(w, DT);
     uint64_t tick = steer_world_tick(w);
     tick_us = tick * 33333u;
-    double w0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID),
-           l0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+    double w0 = bench_now_s(CLOCK_MONOTONIC), c0 = bench_now_s(CLOCK_PROCESS_CPUTIME_ID),
+           l0 = bench_now_s(CLOCK_THREAD_CPUTIME_ID);
     steerd_netcode_begin(nc, w);
     steerd_netcode_encode_batch(nc, w, slots, clients, tick, tick_us);
     for (uint32_t c = 0; c < clients; c++) {
@@ -126,8 +111,8 @@ static result run(uint32_t threads, uint32_t clients, uint32_t agents, uint32_t 
         for (size_t k = 0; k < out.part_len[p]; k++)
           h = (h ^ out.part[p][k]) * 0x100000001b3ull;
     }
-    double w1 = now_s(CLOCK_MONOTONIC), c1 = now_s(CLOCK_PROCESS_CPUTIME_ID),
-           l1 = now_s(CLOCK_THREAD_CPUTIME_ID);
+    double w1 = bench_now_s(CLOCK_MONOTONIC), c1 = bench_now_s(CLOCK_PROCESS_CPUTIME_ID),
+           l1 = bench_now_s(CLOCK_THREAD_CPUTIME_ID);
     if (s >= WARMUP) {
       wall += w1 - w0;
       cpu += c1 - c0;
@@ -177,13 +162,8 @@ int main(int argc, char **argv) {
   }
   if (clients == 0 || agents == 0 || snapshots == 0 || runs == 0 || tmax == 0 || runs > 64 || tmax > 16)
     return 2;
-  FILE *la = fopen("/proc/loadavg", "r");
-  char load0[64] = "?";
-  if (la) {
-    if (!fgets(load0, sizeof load0, la))
-      strcpy(load0, "?");
-    fclose(la);
-  }
+  char load0[64];
+  bench_loadavg(load0, sizeof load0);
   static double wall[17][64], cpu[17][64], loop[17][64];
   uint64_t hash[17] = {0};
   result last[17];
@@ -200,15 +180,8 @@ int main(int argc, char **argv) {
       hash[t] = x.hash;
       last[t] = x;
     }
-  la = fopen("/proc/loadavg", "r");
-  char load1[64] = "?";
-  if (la) {
-    if (!fgets(load1, sizeof load1, la))
-      strcpy(load1, "?");
-    fclose(la);
-  }
-  load0[strcspn(load0, "\n")] = 0;
-  load1[strcspn(load1, "\n")] = 0;
+  char load1[64];
+  bench_loadavg(load1, sizeof load1);
   printf("%u clients viewing ~100 of %u agents each, %u snapshots per run after %d, %u runs (medians); "
          "load average before: %s; after: %s\n\n",
          clients, agents, snapshots, WARMUP, runs, load0, load1);
@@ -219,7 +192,8 @@ int main(int argc, char **argv) {
          1000 / SNAPSHOT_RATE);
   double w1 = 0;
   for (uint32_t t = 1; t <= tmax; t++) {
-    double mw = median(wall[t], (int)runs), mc = median(cpu[t], (int)runs), ml = median(loop[t], (int)runs);
+    double mw = bench_median(wall[t], (int)runs), mc = bench_median(cpu[t], (int)runs),
+           ml = bench_median(loop[t], (int)runs);
     if (t == 1)
       w1 = mw;
     printf("| %u | %.2f | %.1f %% | %.2f | %.1f %% | %.2f | %.2f | %.2fx | %llu | %016llx |\n", t, mw * 1e3,

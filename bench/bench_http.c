@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "client.h"
 #include "http_get.h"
 #include "mixed_world.h"
@@ -172,16 +173,6 @@ typedef struct result {
   double view_msgs; /* messages per second, all views */
 } result;
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* One window of `seconds`, scraping every second when scrape is set. */
 static int window(const steerd_proc *srv, steerd_client *c, uint32_t seconds, int scrape, views *v,
                   result *out) {
@@ -305,13 +296,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "trial %u: quiet step %.1f us cpu %.1f us/tick; views step %.1f us cpu %.1f us/tick\n",
             t + 1, q.step_us, q.cpu_us, r.step_us, r.cpu_us);
   }
-  double qs = median(q_step, (int)trials), qc = median(q_cpu, (int)trials);
-  double vs = median(v_step, (int)trials), vc = median(v_cpu, (int)trials);
+  double qs = bench_median(q_step, (int)trials), qc = bench_median(q_cpu, (int)trials);
+  double vs = bench_median(v_step, (int)trials), vc = bench_median(v_cpu, (int)trials);
   printf("| HTTP side | mean world step (us) | server CPU per tick (us) | views receive (kbit/s, all) | view "
          "messages/s (all) |\n|---|---|---|---|---|\n");
   printf("| nothing | %.1f | %.1f | | |\n", qs, qc);
   printf("| %d views + GET /metrics every second | %.1f | %.1f | %.0f | %.0f |\n", nviews, vs, vc,
-         median(v_kbps, (int)trials), median(v_msgs, (int)trials));
+         bench_median(v_kbps, (int)trials), bench_median(v_msgs, (int)trials));
   printf("| ratio | %.3f | %.3f | | |\n", vs / qs, vc / qc);
   steerd_client_destroy(c);
   steerd_proc_stop(&srv, 5000);

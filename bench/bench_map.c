@@ -14,18 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "client.h"
 #include "map.h"
 #include "map_admin.h"
 #include "map_msg.h"
 #include "mapcopy.h"
 #include "steerd_proc.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* A level of n obstacles on a grid: an 8-point polygon, a 3-point wall and a circle in turn. */
 static steer_map *make_map(uint32_t n, float half) {
@@ -84,14 +79,14 @@ static void bench_encode(void) {
       bytes = 0;
       parts = 0;
       for (;;) {
-        double t0 = now_s();
+        double t0 = bench_now_s(CLOCK_MONOTONIC);
         size_t len = steerd_mapsync_next(ms, 0, m, part, sizeof part);
-        enc += now_s() - t0;
+        enc += bench_now_s(CLOCK_MONOTONIC) - t0;
         if (len == 0)
           break;
         bytes += len;
         parts++;
-        t0 = now_s();
+        t0 = bench_now_s(CLOCK_MONOTONIC);
         proto_map_header h;
         uint32_t count;
         if (proto_decode_map(part, len, &h, obs, 1024, &count, pts, 4096, NULL) != 0 ||
@@ -99,7 +94,7 @@ static void bench_encode(void) {
           fprintf(stderr, "bench_map: a part did not decode\n");
           exit(1);
         }
-        dec += now_s() - t0;
+        dec += bench_now_s(CLOCK_MONOTONIC) - t0;
       }
     }
     if (!steerd_mapcopy_current(copy) || steerd_mapcopy_count(copy) != n) {
@@ -157,16 +152,16 @@ static void bench_stream(uint32_t n) {
     cfg.map_obstacles = n;
     cfg.map_points = 8u * n;
     steerd_client *c = steerd_client_create(&cfg);
-    double t0 = now_s();
+    double t0 = bench_now_s(CLOCK_MONOTONIC);
     if (steerd_client_connect(c, "127.0.0.1", p.port) != 0) {
       fprintf(stderr, "bench_map: connect failed\n");
       exit(1);
     }
-    double t1 = now_s();
+    double t1 = bench_now_s(CLOCK_MONOTONIC);
     const steerd_mapcopy *copy = steerd_client_map(c);
-    while (!steerd_mapcopy_current(copy) && now_s() - t1 < 60.0)
+    while (!steerd_mapcopy_current(copy) && bench_now_s(CLOCK_MONOTONIC) - t1 < 60.0)
       steerd_client_service(c, 5);
-    double t2 = now_s();
+    double t2 = bench_now_s(CLOCK_MONOTONIC);
     steerd_client_stats st;
     steerd_client_get_stats(c, &st);
     if (!steerd_mapcopy_current(copy) || steerd_mapcopy_count(copy) != n) {

@@ -48,6 +48,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "client.h"
 #include "http_get.h"
 #include "interp.h"
@@ -181,11 +182,6 @@ static pid_t start_proxy(const char *impair, uint16_t listen, uint16_t upstream,
     return -1;
   steerd_proc_sleep_ms(300);
   return pid;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 static int cmp_pose(const void *a, const void *b) {
@@ -326,7 +322,7 @@ static void quality(uint16_t port, const char *impair, uint32_t agents, uint32_t
       sum += err[ne++];
     }
   }
-  qsort(err, ne, sizeof *err, cmp_double);
+  qsort(err, ne, sizeof *err, bench_cmp_double);
   /* No visible pop: each frame-to-frame jump of an interpolated agent moving at
    * least 2 cm per frame (1.2 m/s) against its true motion between the two
    * render times (the truth, linear between its frames). */
@@ -666,7 +662,7 @@ static void udp_socket_drops(uint64_t *by_port) {
 static double pct(double *v, uint32_t n, double p) {
   if (n == 0)
     return 0;
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, bench_cmp_double);
   uint32_t i = (uint32_t)(p * (double)(n - 1) + 0.5);
   return v[i];
 }

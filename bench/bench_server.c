@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "client.h"
 #include "steerd_proc.h"
 
@@ -33,11 +34,6 @@ static void on_frame(void *user, const steerd_client_frame *f) {
       p->moving = hypotf(f->poses[i].vx, f->poses[i].vy) > 0.0f;
       p->seen_tick = f->tick;
     }
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 static int command(steerd_client *c, proto_command *cmd, steer_id *agent) {
@@ -148,7 +144,7 @@ static int run(const char *binary, uint32_t n, uint32_t seconds, int trials) {
     if (pr.moving)
       lat[done++] = (double)(steerd_client_now_us() - sent) / 1000.0;
   }
-  qsort(lat, (size_t)done, sizeof(double), cmp_double);
+  qsort(lat, (size_t)done, sizeof(double), bench_cmp_double);
   double bound = 1000.0 / TICK_RATE + 1000.0 / SNAPSHOT_RATE;
   printf("| %6u | %7.1f | %6.1f | %7.1f | %8.0f | %6.1f | %6.2f | %6.2f | %6.2f | %5.1f |\n", agents,
          frames ? (double)bytes / (double)(frames * agents) : 0.0,

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "auth.h"
 #include "client.h"
 #include "randcmd.h"
@@ -211,11 +212,6 @@ static double self_cpu_seconds(void) {
   getrusage(RUSAGE_SELF, &ru);
   return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
          (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* ---- Tallies of commands and replies ------------------------------------ */
@@ -1345,9 +1341,8 @@ int main(int argc, char **argv) {
         below++;
     }
     rmean /= nr;
-    qsort(rates, nr, sizeof *rates, cmp_double);
+    rmed = bench_median(rates, (int)nr);
     rmin = rates[0];
-    rmed = nr % 2 ? rates[nr / 2] : (rates[nr / 2 - 1] + rates[nr / 2]) / 2.0;
   }
   /* RSS after warm-up (a tenth of the run) and the slope over the second half. */
   long rss_warm = n_samples ? samples[n_samples / 10].rss_kb : rss_start;
