@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "client.h"
 #include "protocol.h"
 #include "raw_peer.h"
@@ -481,10 +482,7 @@ int main(void) {
   unsetenv("STEERD_SECRET");
   unsetenv("STEERD_SECRET_FILE");
   enet_initialize();
-  SRunner *sr = srunner_create(abuse_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int status = check_run(abuse_suite());
   enet_deinitialize();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return status;
 }

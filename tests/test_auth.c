@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "check_run.h"
 
 #define SECRET "an example secret, not for production"
 #define NOW    1767222000ull
@@ -238,9 +239,5 @@ static Suite *auth_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(auth_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(auth_suite());
 }

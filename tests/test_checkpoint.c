@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "checkpoint.h"
 
 static char dir[64];
@@ -226,9 +227,5 @@ static Suite *checkpoint_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(checkpoint_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return check_run(checkpoint_suite());
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "client.h"
 #include "protocol.h"
 
@@ -631,9 +632,5 @@ int main(void) {
   tcase_add_test(tc, server_disconnect_ends_waits_and_service);
   tcase_add_test(tc, misuse_is_refused);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return check_run(s);
 }

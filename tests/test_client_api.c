@@ -26,6 +26,7 @@
 #include <steerd/client.h>
 
 #include "auth.h"
+#include "check_run.h"
 #include "steerd_proc.h"
 
 #define SECRET     "a test secret for test_client_api, 32+ bytes long"
@@ -566,9 +567,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return check_run(suite());
 }

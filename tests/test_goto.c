@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "client.h"
 #include "protocol.h"
 #include "steerd_proc.h"
@@ -810,10 +811,7 @@ int main(void) {
   tcase_set_timeout(burst, 300);
   tcase_add_test(burst, burst_of_ten_thousand_gotos);
   suite_add_tcase(s, burst);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int status = check_run(s);
   unlink(map_path);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return status;
 }

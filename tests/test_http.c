@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "client.h"
 #include "demo.h"
 #include "http_get.h"
@@ -518,9 +519,5 @@ static Suite *http_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(http_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(http_suite());
 }

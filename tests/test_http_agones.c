@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "steerd_proc.h"
 
 /* ---- agones_sdk_stand_in ------------------------------------------------------- */
@@ -202,9 +203,5 @@ int main(void) {
   tcase_add_test(tc, test_sdk_missing);
   tcase_add_test(tc, test_bad_port_refused);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(s);
 }

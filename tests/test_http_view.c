@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "demo.h"
 #include "http_get.h"
 #include "protocol.h"
@@ -451,9 +452,5 @@ int main(void) {
   tcase_add_test(tc, test_token_required_with_a_secret);
   tcase_add_test(tc, test_map_after_welcome_and_changes);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(s);
 }

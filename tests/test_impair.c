@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "client.h"
 #include "impair.h"
 #include "impair_runner.h"
@@ -682,9 +683,5 @@ static Suite *impair_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(impair_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return check_run(impair_suite());
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "interp.h"
 
 #define PI             3.14159265358979323846
@@ -713,9 +714,5 @@ static Suite *interp_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(interp_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(interp_suite());
 }

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "client.h"
 #include "impair.h"
 #include "impair_runner.h"
@@ -610,9 +611,5 @@ static Suite *interp_link_suite(void) {
 int main(void) {
   unsetenv("STEERD_SECRET");
   unsetenv("STEERD_SECRET_FILE");
-  SRunner *sr = srunner_create(interp_link_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(interp_link_suite());
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "map.h"
 #include "rng.h"
 #include "world.h"
@@ -483,9 +484,5 @@ static Suite *map_suite(void) {
 }
 
 int main(void) {
-  SRunner *r = srunner_create(map_suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(map_suite());
 }

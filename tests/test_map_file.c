@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "map_file.h"
 #include "steerd_proc.h"
 
@@ -152,9 +153,5 @@ static Suite *map_file_suite(void) {
 }
 
 int main(void) {
-  SRunner *r = srunner_create(map_file_suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(map_file_suite());
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "map_admin.h"
 #include "map_msg.h"
 #include "mapcopy.h"
@@ -449,9 +450,5 @@ int main(void) {
     steerd_md_examples_print(stdout, "map-example", examples, EXAMPLE_COUNT);
     return EXIT_SUCCESS;
   }
-  SRunner *sr = srunner_create(map_msg_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(map_msg_suite());
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "delta.h"
 #include "netcode.h"
 #include "netcode_world.h"
@@ -959,9 +960,5 @@ static Suite *netcode_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(netcode_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return check_run(netcode_suite());
 }

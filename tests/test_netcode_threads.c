@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "netcode.h"
 #include "netcode_world.h"
 #include "pool.h"
@@ -295,9 +296,5 @@ int main(void) {
   tcase_add_test(tc, test_batch_same_bytes_short_pool);
   tcase_add_test(tc, test_batch_misuse);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(s);
 }

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "child_run.h"
 #include "client.h"
 #include "config.h"
@@ -371,9 +372,5 @@ static Suite *operators_suite(void) {
 int main(void) {
   unsetenv("STEERD_SECRET");
   unsetenv("STEERD_SECRET_FILE");
-  SRunner *sr = srunner_create(operators_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(operators_suite());
 }

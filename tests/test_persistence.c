@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "check_run.h"
 #include "client.h"
 #include "persist.h"
 #include "protocol.h"
@@ -528,9 +529,5 @@ int main(void) {
   tcase_add_test(tc, stale_temporary_files_are_removed_at_start);
   tcase_add_test(tc, version_1_files_are_still_read);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(s);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "mbuf.h"
 #include "md_examples.h"
 #include "protocol.h"
@@ -1985,9 +1986,5 @@ int main(void) {
     print_examples();
     return 0;
   }
-  SRunner *sr = srunner_create(protocol_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return check_run(protocol_suite());
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "mbuf.h"
 #include "protocol.h"
 #include "vec2.h"
@@ -263,9 +264,5 @@ static Suite *gaps_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(gaps_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(gaps_suite());
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "check_run.h"
 #include "client.h"
 #include "protocol.h"
 #include "steerd_proc.h"
@@ -1330,11 +1331,8 @@ int main(void) {
     return EXIT_FAILURE;
   close(fd);
   enet_initialize();
-  SRunner *sr = srunner_create(server_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int status = check_run(server_suite());
   enet_deinitialize();
   unlink(secret_path);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return status;
 }

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "child_run.h"
 #include "client.h"
 #include "protocol.h"
@@ -498,9 +499,5 @@ static Suite *server_delta_suite(void) {
 int main(void) {
   unsetenv("STEERD_SECRET");
   unsetenv("STEERD_SECRET_FILE");
-  SRunner *sr = srunner_create(server_delta_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(server_delta_suite());
 }

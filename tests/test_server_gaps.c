@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "client.h"
 #include "protocol.h"
 #include "raw_peer.h"
@@ -508,10 +509,7 @@ int main(void) {
   unsetenv("STEERD_SECRET_FILE");
   if (enet_initialize() != 0)
     return EXIT_FAILURE;
-  SRunner *sr = srunner_create(gaps_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int status = check_run(gaps_suite());
   enet_deinitialize();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return status;
 }

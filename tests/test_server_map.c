@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "child_run.h"
 #include "http_get.h"
 #include "map.h"
@@ -855,10 +856,7 @@ int main(void) {
   unsetenv("STEERD_MAP");
   if (enet_initialize() != 0)
     return EXIT_FAILURE;
-  SRunner *sr = srunner_create(map_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int status = check_run(map_suite());
   enet_deinitialize();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return status;
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "protocol.h"
 #include "raw_peer.h"
 #include "state_file.h"
@@ -288,9 +289,5 @@ int main(void) {
   tcase_set_timeout(tc, 180);
   tcase_add_test(tc, test_same_frames_one_and_two_threads);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(s);
 }

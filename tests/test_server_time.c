@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "client.h"
 #include "protocol.h"
 #include "steerd_proc.h"
@@ -283,9 +284,5 @@ static Suite *server_time_suite(void) {
 int main(void) {
   unsetenv("STEERD_SECRET");
   unsetenv("STEERD_SECRET_FILE");
-  SRunner *sr = srunner_create(server_time_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(server_time_suite());
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "child_run.h"
 #include "client.h"
 #include "protocol.h"
@@ -302,10 +303,7 @@ int main(void) {
   unsetenv("STEERD_SECRET");
   unsetenv("STEERD_SECRET_FILE");
   enet_initialize();
-  SRunner *sr = srunner_create(bounds_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int status = check_run(bounds_suite());
   enet_deinitialize();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return status;
 }

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "check_run.h"
 #include "rng.h"
 #include "ticker.h"
 
@@ -81,9 +82,5 @@ static Suite *ticker_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(ticker_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(ticker_suite());
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "rng.h"
 #include "world.h"
 
@@ -1712,9 +1713,5 @@ static Suite *world_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(world_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return check_run(world_suite());
 }

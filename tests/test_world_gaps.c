@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "rng.h"
 #include "world.h"
 #include "world_internal.h"
@@ -444,9 +445,5 @@ static Suite *world_gaps_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(world_gaps_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return check_run(world_gaps_suite());
 }
