@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dense.h"
 #include "grid.h"
 #include "pool.h"
 #include "simd.h"
@@ -896,6 +897,41 @@ static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state
   return o;
 }
 
+/* Whether dynamic_finish of agent d is the neighbour query, separation and
+ * its blend only (no avoidance, no map, separation blended). */
+static inline int finish_separation_only(const steer_world *w, uint32_t d) {
+  const steer_behaviour *b = &w->behaviour[d];
+  return !w->map_live && !w->akey[d] && b->separation_weight > 0.0f && b->combine != STEER_COMBINE_PRIORITY;
+}
+
+/* dynamic_finish for four such agents: the four neighbour queries one after
+ * another, then separation and blend four agents at a time
+ * (steer_separation_blend_x4), bit for bit what four dynamic_finish calls give.
+ * The queries write only their own agent's hint and kept list, as there. */
+static void dynamic_finish_x4(steer_world *w, const uint32_t dd[4], const steer_state st[4], float dt,
+                              steer_output o[4]) {
+  uint32_t idx[4][SEPARATION_MAX_NEIGHBOURS];
+  vec2 nxy[4][SEPARATION_MAX_NEIGHBOURS];
+  float nrad[4][SEPARATION_MAX_NEIGHBOURS];
+  uint32_t nn[4];
+  const steer_state *sp[4];
+  const steer_limits *lp[4];
+  const steer_params *pp[4];
+  const vec2 *xyp[4];
+  const float *rp[4];
+  float weight[4];
+  for (int j = 0; j < 4; j++) {
+    nn[j] = neighbours_kept(w, dd[j], &st[j], dt, idx[j], nxy[j], nrad[j]);
+    sp[j] = &st[j];
+    lp[j] = &w->limits[dd[j]];
+    pp[j] = &w->behaviour[dd[j]].params;
+    weight[j] = w->behaviour[dd[j]].separation_weight;
+    xyp[j] = nxy[j];
+    rp[j] = nrad[j];
+  }
+  steer_separation_blend_x4(sp, lp, pp, weight, xyp, rp, nn, o, o);
+}
+
 static steer_kinematic_output kinematic_steering(steer_world *w, uint32_t d, const steer_state *s) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
@@ -1074,10 +1110,14 @@ static void batch_quad(steer_world *w, float dt, int kind, const uint32_t *dd, u
     }
     steer_wander_x4(sp, lp, pp, wa, rng, dt, o);
   }
+  const int sep4 = finish_separation_only(w, dd[0]) && finish_separation_only(w, dd[1]) &&
+                   finish_separation_only(w, dd[2]) && finish_separation_only(w, dd[3]);
+  if (sep4)
+    dynamic_finish_x4(w, dd, st, dt, o);
   for (int j = 0; j < 4; j++) {
     uint32_t d = dd[j];
     const steer_behaviour *b = &w->behaviour[d];
-    if (!finish_plain(w, d))
+    if (!sep4 && !finish_plain(w, d))
       o[j] = dynamic_finish(w, d, &st[j], dt, o[j]);
     if (stuck_watched(w, b)) {
       w->ekind[d] = EV_GENERAL;

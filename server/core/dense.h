@@ -1,0 +1,31 @@
+/* dense.h: what follows the behaviour in a crowd, four agents at a time.
+ *
+ * The separation from the nearest neighbours and its blend with the
+ * behaviour's output, computed for four agents as the lanes of one vector
+ * (simd.h) instead of one agent after another: the four agents' square roots
+ * and divisions are independent, so they overlap instead of forming one long
+ * chain per agent that waits on that agent's neighbour query. Internal to the
+ * core. */
+#ifndef STEER_DENSE_H
+#define STEER_DENSE_H
+
+#include <stdint.h>
+
+#include "steering.h"
+
+/* For each agent j of four (s[j] four states, not necessarily different):
+ *   sep  = steer_separation(s[j], l[j], p[j], nxy[j], nrad[j], n[j]);
+ *   out[j] = steer_blend({o[j], sep}, {1, weight[j]}, 2, l[j]);
+ * bit for bit (o[j] is the behaviour's output; out may be o). Neighbour i of
+ * agent j is lane j of the i-th step, and each lane adds its pushes in
+ * neighbour order, as the scalar loop does. A lane outside the vector path's
+ * exact range (a coincident or NaN neighbour, whose push is along the heading;
+ * a sum whose square overflows) is redone by the scalar functions. nrad[j]
+ * may not be NULL. Returns the lanes the vector path computed (0 without
+ * SSE2). */
+int steer_separation_blend_x4(const steer_state *const s[4], const steer_limits *const l[4],
+                              const steer_params *const p[4], const float weight[4], const vec2 *const nxy[4],
+                              const float *const nrad[4], const uint32_t n[4], const steer_output o[4],
+                              steer_output out[4]);
+
+#endif /* STEER_DENSE_H */
