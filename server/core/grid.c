@@ -409,6 +409,32 @@ static int nearest_box(const steer_grid *g, vec2 p, float thr, float margin, uin
     sd[j] = INFINITY;
     sp[j] = INT32_MAX;
   }
+  /* First by d2 alone (two operations per four survivors instead of
+   * eight): when no two survivors have the same d2 that is the (d2, cell
+   * position) rank. Equal d2 give two survivors the same rank; then the full
+   * comparison below ranks them all again, writing every slot anew. */
+  uint64_t seen = 0;
+  for (uint32_t i = 0; i < m; i++) {
+    const __m128 di = _mm_set1_ps(sd[i]);
+    __m128i before = _mm_setzero_si128();
+    for (uint32_t j = 0; j < m; j += 4)
+      before = _mm_sub_epi32(before, _mm_castps_si128(_mm_cmplt_ps(_mm_loadu_ps(sd + j), di)));
+    before = _mm_add_epi32(before, _mm_shuffle_epi32(before, _MM_SHUFFLE(1, 0, 3, 2)));
+    before = _mm_add_epi32(before, _mm_shuffle_epi32(before, _MM_SHUFFLE(2, 3, 0, 1)));
+    uint32_t rank = (uint32_t)_mm_cvtsi128_si32(before);
+    seen |= 1ull << rank;
+    if (rank < k) {
+      uint32_t pos = (uint32_t)sp[i];
+      out[rank] = want_pos ? pos : g->items[pos];
+      if (out_d2)
+        out_d2[rank] = sd[i];
+      if (rank == k - 1)
+        *kth = sd[i];
+    }
+  }
+  _Static_assert(BOX_CAP < 64, "the ranks seen fit a 64-bit mask");
+  if (seen == (1ull << m) - 1u)
+    return 1;
   for (uint32_t i = 0; i < m; i++) {
     const __m128 di = _mm_set1_ps(sd[i]);
     const __m128i pi = _mm_set1_epi32(sp[i]);
