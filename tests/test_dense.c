@@ -13,9 +13,9 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "dense.h"
 
 static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
@@ -204,10 +204,4 @@ static Suite *dense_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(dense_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return check_run(dense_suite()); }
