@@ -38,15 +38,6 @@ typedef struct run_result {
   char out[8192], err[8192];
 } run_result;
 
-static void slurp(const char *path, char *buf, size_t cap) {
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-  buf[n] = '\0';
-  if (f)
-    fclose(f);
-  unlink(path);
-}
-
 /* The binary next to build/server/steerd: "server/steerd" or "client-sample/steerd-client". */
 static void binary(const char *rel, char *out, size_t cap) {
   ck_assert_int_eq(child_run_sibling(STEERD_BINARY, rel, out, cap), 0);
@@ -61,10 +52,9 @@ static void run(run_result *r, const char *rel, char **argv, const char *const *
   static char bin[1100];
   binary(rel, bin, sizeof bin);
   argv[0] = bin;
-  char out_path[] = "/tmp/steerd-op-out-XXXXXX", err_path[] = "/tmp/steerd-op-err-XXXXXX",
-       in_path[] = "/tmp/steerd-op-in-XXXXXX";
-  int out = mkstemp(out_path), err = mkstemp(err_path), in = mkstemp(in_path);
-  ck_assert(out >= 0 && err >= 0 && in >= 0);
+  char in_path[] = "/tmp/steerd-op-in-XXXXXX";
+  int in = mkstemp(in_path);
+  ck_assert(in >= 0);
   if (input)
     ck_assert_int_eq(write(in, input, strlen(input)), (ssize_t)strlen(input));
   close(in);
@@ -79,12 +69,10 @@ static void run(run_result *r, const char *rel, char **argv, const char *const *
   for (size_t i = 0; env && env[i] && k < n + 15; i++)
     envp[k++] = (char *)env[i];
   envp[k] = NULL;
-  ck_assert_int_eq(child_run(bin, argv, envp, in_path, out, err, timeout_ms, &r->status), 0);
+  ck_assert_int_eq(child_run_capture(bin, argv, envp, in_path, timeout_ms, &r->status, r->out, sizeof r->out,
+                                     r->err, sizeof r->err),
+                   0);
   free(envp);
-  close(out);
-  close(err);
-  slurp(out_path, r->out, sizeof r->out);
-  slurp(err_path, r->err, sizeof r->err);
   unlink(in_path);
 }
 

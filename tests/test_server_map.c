@@ -753,15 +753,6 @@ typedef struct cli_result {
   char out[65536], err[4096];
 } cli_result;
 
-static void slurp(const char *path, char *buf, size_t cap) {
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-  buf[n] = '\0';
-  if (f)
-    fclose(f);
-  unlink(path);
-}
-
 /* steerd-client --port PORT args... (NULL-terminated). */
 static void cli(cli_result *r, uint16_t port, const char *const *args) {
   static char bin[1100];
@@ -774,14 +765,9 @@ static void cli(cli_result *r, uint16_t port, const char *const *args) {
     argv[n++] = (char *)args[i];
   argv[n] = NULL;
   char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-  char out_path[] = "/tmp/steerd-map-out-XXXXXX", err_path[] = "/tmp/steerd-map-err-XXXXXX";
-  int out = mkstemp(out_path), err = mkstemp(err_path);
-  ck_assert(out >= 0 && err >= 0);
-  ck_assert_int_eq(child_run(bin, argv, envp, "/dev/null", out, err, 10000, &r->status), 0);
-  close(out);
-  close(err);
-  slurp(out_path, r->out, sizeof r->out);
-  slurp(err_path, r->err, sizeof r->err);
+  ck_assert_int_eq(child_run_capture(bin, argv, envp, "/dev/null", 10000, &r->status, r->out, sizeof r->out,
+                                     r->err, sizeof r->err),
+                   0);
 }
 
 /* steerd-client adds and removes obstacles and prints the map as a map file

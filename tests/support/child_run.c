@@ -5,8 +5,10 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "steerd_proc.h"
 
@@ -48,4 +50,36 @@ int child_run(const char *bin, char *const *argv, char *const *envp, const char 
     *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   }
   return 0;
+}
+
+/* Reads the file into buf[cap] (NUL-terminated, empty if unreadable) and removes it. */
+static void slurp(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+  buf[n] = '\0';
+  if (f)
+    fclose(f);
+  unlink(path);
+}
+
+int child_run_capture(const char *bin, char *const *argv, char *const *envp, const char *in_path,
+                      uint32_t timeout_ms, int *status, char *out, size_t out_cap, char *err,
+                      size_t err_cap) {
+  char out_path[] = "/tmp/steerd-run-out-XXXXXX", err_path[] = "/tmp/steerd-run-err-XXXXXX";
+  *status = -1;
+  int out_fd = mkstemp(out_path);
+  if (out_fd < 0)
+    return -1;
+  int err_fd = mkstemp(err_path);
+  if (err_fd < 0) {
+    close(out_fd);
+    unlink(out_path);
+    return -1;
+  }
+  int rc = child_run(bin, argv, envp, in_path, out_fd, err_fd, timeout_ms, status);
+  close(out_fd);
+  close(err_fd);
+  slurp(out_path, out, out_cap);
+  slurp(err_path, err, err_cap);
+  return rc;
 }

@@ -22,4 +22,11 @@ int child_run_sibling(const char *server_binary, const char *rel, char *out, siz
 int child_run(const char *bin, char *const *argv, char *const *envp, const char *in_path, int out_fd,
               int err_fd, uint32_t timeout_ms, int *status);
 
+/* child_run with stdout and stderr captured: each goes to a temporary file
+ * that is read into out[out_cap] and err[err_cap] (NUL-terminated, cut short
+ * if longer) and removed. Returns 0, -1 when no temporary file could be made,
+ * or child_run's error number (*status -1 then). */
+int child_run_capture(const char *bin, char *const *argv, char *const *envp, const char *in_path,
+                      uint32_t timeout_ms, int *status, char *out, size_t out_cap, char *err, size_t err_cap);
+
 #endif /* STEERD_CHILD_RUN_H */
