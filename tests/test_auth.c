@@ -238,6 +238,4 @@ static Suite *auth_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(auth_suite());
-}
+int main(void) { return check_run(auth_suite()); }

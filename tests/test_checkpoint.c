@@ -226,6 +226,4 @@ static Suite *checkpoint_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(checkpoint_suite());
-}
+int main(void) { return check_run(checkpoint_suite()); }

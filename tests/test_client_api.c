@@ -566,6 +566,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(suite());
-}
+int main(void) { return check_run(suite()); }

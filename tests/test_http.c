@@ -518,6 +518,4 @@ static Suite *http_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(http_suite());
-}
+int main(void) { return check_run(http_suite()); }

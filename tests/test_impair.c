@@ -682,6 +682,4 @@ static Suite *impair_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(impair_suite());
-}
+int main(void) { return check_run(impair_suite()); }

@@ -713,6 +713,4 @@ static Suite *interp_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(interp_suite());
-}
+int main(void) { return check_run(interp_suite()); }

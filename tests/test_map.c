@@ -483,6 +483,4 @@ static Suite *map_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(map_suite());
-}
+int main(void) { return check_run(map_suite()); }

@@ -152,6 +152,4 @@ static Suite *map_file_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(map_file_suite());
-}
+int main(void) { return check_run(map_file_suite()); }

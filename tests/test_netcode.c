@@ -959,6 +959,4 @@ static Suite *netcode_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(netcode_suite());
-}
+int main(void) { return check_run(netcode_suite()); }

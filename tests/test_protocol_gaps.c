@@ -263,6 +263,4 @@ static Suite *gaps_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(gaps_suite());
-}
+int main(void) { return check_run(gaps_suite()); }

@@ -81,6 +81,4 @@ static Suite *ticker_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(ticker_suite());
-}
+int main(void) { return check_run(ticker_suite()); }

@@ -1712,6 +1712,4 @@ static Suite *world_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(world_suite());
-}
+int main(void) { return check_run(world_suite()); }

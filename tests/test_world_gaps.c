@@ -444,6 +444,4 @@ static Suite *world_gaps_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(world_gaps_suite());
-}
+int main(void) { return check_run(world_gaps_suite()); }

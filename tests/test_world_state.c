@@ -794,6 +794,4 @@ static Suite *world_state_suite(void) {
   return s;
 }
 
-int main(void) {
-  return check_run(world_state_suite());
-}
+int main(void) { return check_run(world_state_suite()); }
