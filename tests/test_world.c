@@ -1663,50 +1663,43 @@ END_TEST
 
 /* ---- suite --------------------------------------------------------------- */
 
-static TCase *tcase(Suite *s, const char *name) {
-  TCase *tc = tcase_create(name);
-  tcase_set_timeout(tc, 120);
-  suite_add_tcase(s, tc);
-  return tc;
-}
-
 static Suite *world_suite(void) {
   Suite *s = suite_create("world");
-  TCase *tc = tcase(s, "ids");
+  TCase *tc = check_tcase(s, "ids", 120);
   tcase_add_test(tc, test_ids_never_reused);
   tcase_add_test(tc, test_ids_unknown);
   tcase_add_test(tc, test_capacity);
   tcase_add_test(tc, test_despawn_swap_remove);
-  tc = tcase(s, "validation");
+  tc = check_tcase(s, "validation", 120);
   tcase_add_test(tc, test_validation);
   tcase_add_test(tc, test_create_config);
-  tc = tcase(s, "step");
+  tc = check_tcase(s, "step", 120);
   tcase_add_test(tc, test_steering_reads_previous_tick);
   tcase_add_test(tc, test_mutual_pursuit_symmetric);
   tcase_add_test(tc, test_lost_target_comes_to_rest);
-  tc = tcase(s, "events");
+  tc = check_tcase(s, "events", 120);
   tcase_add_test(tc, test_event_arrived_once);
   tcase_add_test(tc, test_event_pingpong);
   tcase_add_test(tc, test_event_once_and_loop);
   tcase_add_loop_test(tc, test_event_overflow, 0, 1);
   tcase_add_loop_test(tc, test_event_overflow, 3, 4);
-  tc = tcase(s, "paths");
+  tc = check_tcase(s, "paths", 120);
   tcase_add_test(tc, test_path_own_freed);
   tcase_add_test(tc, test_path_shared);
   tcase_add_test(tc, test_path_pool_full);
   tcase_add_test(tc, test_interpose_same_agent);
-  tc = tcase(s, "separation");
+  tc = check_tcase(s, "separation", 120);
   tcase_add_test(tc, test_separation);
   tcase_add_test(tc, test_separation_priority);
   tcase_add_test(tc, test_separation_big_neighbour);
   tcase_add_test(tc, test_world_walls);
-  tc = tcase(s, "determinism");
+  tc = check_tcase(s, "determinism", 120);
   tcase_add_test(tc, test_determinism);
   tcase_add_test(tc, test_hash_sensitivity);
   tcase_add_test(tc, test_hash_spawn_order);
   tcase_add_test(tc, test_hash_free_lists);
   tcase_add_test(tc, test_step_no_allocation);
-  tc = tcase(s, "query");
+  tc = check_tcase(s, "query", 120);
   tcase_add_test(tc, test_query_radius);
   tcase_add_test(tc, test_query_radius_no_cap);
   return s;

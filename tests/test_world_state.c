@@ -769,16 +769,9 @@ END_TEST
 
 /* ---- suite --------------------------------------------------------------- */
 
-static TCase *tcase(Suite *s, const char *name) {
-  TCase *tc = tcase_create(name);
-  tcase_set_timeout(tc, 120);
-  suite_add_tcase(s, tc);
-  return tc;
-}
-
 static Suite *world_state_suite(void) {
   Suite *s = suite_create("world_state");
-  TCase *tc = tcase(s, "round trip");
+  TCase *tc = check_tcase(s, "round trip", 120);
   tcase_add_test(tc, test_busy_world);
   tcase_add_test(tc, test_round_trip_continues);
   tcase_add_test(tc, test_resave_identical);
@@ -786,7 +779,7 @@ static Suite *world_state_suite(void) {
   tcase_add_test(tc, test_load_anywhere);
   tcase_add_test(tc, test_empty_world);
   tcase_add_test(tc, test_save_buffer_too_small);
-  tc = tcase(s, "damage");
+  tc = check_tcase(s, "damage", 120);
   tcase_add_test(tc, test_every_truncation);
   tcase_add_test(tc, test_every_byte_flipped);
   tcase_add_test(tc, test_validated_fields);

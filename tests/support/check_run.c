@@ -10,3 +10,10 @@ int check_run(Suite *s) {
   srunner_free(sr);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+TCase *check_tcase(Suite *s, const char *name, double timeout_s) {
+  TCase *tc = tcase_create(name);
+  tcase_set_timeout(tc, timeout_s);
+  suite_add_tcase(s, tc);
+  return tc;
+}
