@@ -22,9 +22,8 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "checkpoint.h"
 #include "client.h"
-#include "persist.h"
+#include "state_file.h"
 #include "steerd_proc.h"
 #include "world.h"
 
@@ -41,49 +40,6 @@ static void on_frame(void *user, const steerd_client_frame *f) {
   uint64_t s = (steerd_proc_now_ms() - o->start_ms) / 1000u;
   if (s <= MAX_SECONDS)
     o->per_second[s]++;
-}
-
-/* N wanderers spread over a square at about 10 m^2 each, and the file image. */
-static int make_state(const char *path, uint32_t n, int v1) {
-  steer_world_config wc = steer_default_world_config();
-  float half = (float)ceil(sqrt((double)n * 10.0) / 2.0) + 10.0f;
-  wc.max_agents = n;
-  wc.min = v2(-half, -half);
-  wc.max = v2(half, half);
-  steer_world *w = steer_world_create(&wc);
-  if (!w)
-    return -1;
-  uint32_t side = (uint32_t)ceil(sqrt((double)n));
-  float step = 2.0f * (half - 10.0f) / (float)side;
-  for (uint32_t i = 0; i < n; i++) {
-    steer_agent_desc d = steer_default_agent_desc();
-    d.model = STEER_MODEL_KINEMATIC;
-    d.state.position = v2(-half + 10.0f + step * (float)(i % side), -half + 10.0f + step * (float)(i / side));
-    d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_WANDER);
-    if (steer_world_spawn(w, &d, 0, NULL) != STEER_OK) {
-      steer_world_destroy(w);
-      return -1;
-    }
-  }
-  steer_world_step(w, 1.0f / 30.0f);
-  size_t world_len = steer_world_state_size(w);
-  steerd_persist_server st;
-  memset(&st, 0, sizeof(st));
-  st.next_client_id = 1;
-  size_t cap = steerd_persist_size(world_len, &st);
-  uint8_t *buf = malloc(cap);
-  size_t len = 0;
-  int rc = -1;
-  char err[256];
-  if (buf &&
-      steer_world_save(w, buf + STEERD_PERSIST_WORLD_AT, cap - STEERD_PERSIST_WORLD_AT, &world_len) == 0 &&
-      (len = steerd_persist_encode(buf, cap, buf + STEERD_PERSIST_WORLD_AT, world_len, &st, 1)) > 0 &&
-      (!v1 || (buf[4] = 1, len -= 8, 1)) && /* version 1: no file checksum (binaries before it) */
-      steerd_checkpoint_write(path, buf, len, err, sizeof(err)) == STEERD_CHECKPOINT_OK)
-    rc = 0;
-  free(buf);
-  steer_world_destroy(w);
-  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -119,7 +75,8 @@ int main(int argc, char **argv) {
   if (fd < 0)
     return 1;
   close(fd);
-  if (make_state(state, agents, v1) != 0) {
+  /* N wanderers spread over a square at about 10 m^2 each. */
+  if ((v1 ? steerd_test_write_state_v1 : steerd_test_write_state)(state, agents, 0, NULL) != 0) {
     fprintf(stderr, "bench_checkpoint: cannot make a world of %u agents\n", agents);
     unlink(state);
     return 1;

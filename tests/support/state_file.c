@@ -9,7 +9,7 @@
 #include "persist.h"
 #include "world.h"
 
-int steerd_test_write_state(const char *path, uint32_t n, uint32_t capacity, float *half_m) {
+static int write_state(const char *path, uint32_t n, uint32_t capacity, float *half_m, int v1) {
   steer_world_config wc = steer_default_world_config();
   float half = (float)ceil(sqrt((double)n * 10.0) / 2.0) + 10.0f;
   wc.max_agents = capacity > n ? capacity : n ? n : 1;
@@ -43,6 +43,7 @@ int steerd_test_write_state(const char *path, uint32_t n, uint32_t capacity, flo
   if (buf &&
       steer_world_save(w, buf + STEERD_PERSIST_WORLD_AT, cap - STEERD_PERSIST_WORLD_AT, &world_len) == 0 &&
       (len = steerd_persist_encode(buf, cap, buf + STEERD_PERSIST_WORLD_AT, world_len, &st, 1)) > 0 &&
+      (!v1 || (buf[4] = 1, len -= 8, 1)) && /* version 1: no file checksum */
       steerd_checkpoint_write(path, buf, len, err, sizeof(err)) == STEERD_CHECKPOINT_OK)
     rc = 0;
   free(buf);
@@ -50,4 +51,12 @@ int steerd_test_write_state(const char *path, uint32_t n, uint32_t capacity, flo
   if (rc == 0 && half_m)
     *half_m = half;
   return rc;
+}
+
+int steerd_test_write_state(const char *path, uint32_t n, uint32_t capacity, float *half_m) {
+  return write_state(path, n, capacity, half_m, 0);
+}
+
+int steerd_test_write_state_v1(const char *path, uint32_t n, uint32_t capacity, float *half_m) {
+  return write_state(path, n, capacity, half_m, 1);
 }

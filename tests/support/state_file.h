@@ -13,4 +13,8 @@
  * (0: n; a restored world keeps its own). 0, or -1 on failure. */
 int steerd_test_write_state(const char *path, uint32_t n, uint32_t capacity, float *half_m);
 
+/* The same world as a file of version 1 (no file checksum): what servers from
+ * before version 2 read. */
+int steerd_test_write_state_v1(const char *path, uint32_t n, uint32_t capacity, float *half_m);
+
 #endif /* STATE_FILE_H */
