@@ -1,7 +1,5 @@
-/* fuzz_common.h: checks shared by the libFuzzer targets of fuzz/.
- *
- * A failed check prints what broke and aborts, which libFuzzer reports as a
- * crash and saves the input. FUZZ_CHECK does not depend on NDEBUG. */
+/* fuzz_common.h: the protocol's checks shared by the decoders' libFuzzer
+ * targets of fuzz/ (FUZZ_CHECK and the entry point: fuzz_check.h). */
 #ifndef STEERD_FUZZ_COMMON_H
 #define STEERD_FUZZ_COMMON_H
 
@@ -13,17 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "protocol.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_CHECK(cond)                                                                                     \
-  do {                                                                                                       \
-    if (!(cond)) {                                                                                           \
-      fprintf(stderr, "fuzz check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
-      abort();                                                                                               \
-    }                                                                                                        \
-  } while (0)
 
 /* Every "number" field of the protocol (PROTOCOL.md 2): finite, |v| <= 1e6. */
 static inline bool fuzz_number_ok(float v) { return isfinite(v) && fabsf(v) <= PROTO_MAX_ABS_FLOAT; }

@@ -8,17 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "map_file.h"
-
-#define FUZZ_CHECK(c)                                                                                        \
-  do {                                                                                                       \
-    if (!(c)) {                                                                                              \
-      fprintf(stderr, "fuzz_map_file: check failed: %s\n", #c);                                              \
-      abort();                                                                                               \
-    }                                                                                                        \
-  } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   steer_map *m = steer_map_create(v2(-100, -100), v2(100, 100), 8.0f);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "persist.h"
 #include "planner.h"
 #include "world.h"
@@ -25,16 +26,6 @@
 /* The core's checksum is file-local to world_state.c: the target compiles it
  * here instead of linking it, to repair world trailers. */
 #include "world_state.c"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_CHECK(cond)                                                                                     \
-  do {                                                                                                       \
-    if (!(cond)) {                                                                                           \
-      fprintf(stderr, "fuzz check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
-      abort();                                                                                               \
-    }                                                                                                        \
-  } while (0)
 
 #define HEADER  STEERD_PERSIST_WORLD_AT
 #define TRAILER 8u
