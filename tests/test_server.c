@@ -16,6 +16,7 @@
 #include "check_run.h"
 #include "client.h"
 #include "protocol.h"
+#include "raw_peer.h"
 #include "steerd_proc.h"
 
 /* ---- the server process ---------------------------------------------------- */
@@ -344,44 +345,24 @@ END_TEST
 /* A client that connects, spawns, then vanishes without a word (its host is
  * destroyed without a disconnect). */
 static steer_id vanishing_client(uint16_t port) {
-  ENetHost *h = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
-  ck_assert_ptr_nonnull(h);
-  ENetAddress addr;
-  enet_address_set_host_ip(&addr, "127.0.0.1");
-  addr.port = port;
-  ENetPeer *peer = enet_host_connect(h, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
-  ck_assert_ptr_nonnull(peer);
-  uint8_t buf[512];
+  steerd_raw_peer r;
+  ck_assert_int_eq(steerd_raw_connect(&r, port, 3000), 0);
   proto_command c = command(PROTO_MSG_HELLO);
-  c.request_id = 1;
   c.hello.version = PROTO_VERSION;
   strcpy(c.hello.name, "ghost");
-  int sent = 0;
+  ck_assert_uint_ne(steerd_raw_send(&r, &c, ENET_PACKET_FLAG_RELIABLE), 0);
+  c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  c.spawn.position = v2(0.0f, 0.0f);
+  c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+  c.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
+  uint32_t rid = steerd_raw_send(&r, &c, ENET_PACKET_FLAG_RELIABLE);
+  ck_assert_uint_ne(rid, 0);
+  proto_server_msg m;
   steer_id agent = 0;
-  uint64_t end = now_ms() + 3000;
-  ENetEvent ev;
-  while (!agent && now_ms() < end && enet_host_service(h, &ev, 10) >= 0) {
-    if (ev.type == ENET_EVENT_TYPE_CONNECT && !sent) {
-      size_t n = proto_encode_command(buf, sizeof(buf), &c);
-      enet_peer_send(peer, 0, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE));
-      c = command(PROTO_MSG_SPAWN);
-      c.request_id = 2;
-      c.spawn.model = STEER_MODEL_DYNAMIC;
-      c.spawn.position = v2(0.0f, 0.0f);
-      c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
-      c.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
-      n = proto_encode_command(buf, sizeof(buf), &c);
-      enet_peer_send(peer, 0, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE));
-      sent = 1;
-    } else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
-      proto_server_msg m;
-      if (proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0 &&
-          m.type == PROTO_MSG_ACK && m.ack.command == PROTO_MSG_SPAWN)
-        agent = m.ack.agent;
-      enet_packet_destroy(ev.packet);
-    }
-  }
-  enet_host_destroy(h); /* no disconnect is sent: the server only notices the silence */
+  if (steerd_raw_wait_reply(&r, rid, 3000, NULL, NULL, &m) == 0 && m.type == PROTO_MSG_ACK)
+    agent = m.ack.agent;
+  steerd_raw_drop(&r); /* no disconnect is sent: the server only notices the silence */
   ck_assert_uint_ne(agent, 0);
   return agent;
 }
@@ -409,84 +390,59 @@ START_TEST(vanished_client_times_out_and_its_agents_keep_moving) {
 }
 END_TEST
 
-/* Raw bytes on channel 0 through a second, misbehaving connection. */
-typedef struct raw_client {
-  ENetHost *host;
-  ENetPeer *peer;
-} raw_client;
+/* Raw bytes on channel 0 through a second, misbehaving connection
+ * (tests/support/raw_peer.h). */
+typedef steerd_raw_peer raw_client;
 
 static void raw_connect(raw_client *rc, uint16_t port) {
-  rc->host = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
-  ck_assert_ptr_nonnull(rc->host);
-  ENetAddress addr;
-  enet_address_set_host_ip(&addr, "127.0.0.1");
-  addr.port = port;
-  rc->peer = enet_host_connect(rc->host, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
-  ENetEvent ev;
-  uint64_t end = now_ms() + 3000;
-  while (now_ms() < end)
-    if (enet_host_service(rc->host, &ev, 10) > 0 && ev.type == ENET_EVENT_TYPE_CONNECT)
-      return;
-  ck_abort_msg("raw client could not connect");
+  ck_assert_msg(steerd_raw_connect(rc, port, 3000) == 0, "raw client could not connect");
+}
+
+typedef struct first_error {
+  int got;
+  proto_error_msg e;
+} first_error;
+
+static void on_raw_packet(void *user, uint8_t channel, const uint8_t *data, size_t len,
+                          const proto_server_msg *m) {
+  first_error *f = user;
+  (void)channel, (void)data, (void)len;
+  if (m && m->type == PROTO_MSG_ERROR && !f->got) {
+    f->got = 1;
+    f->e = m->error;
+  }
 }
 
 /* Sends bytes and returns the next ERROR's code (0 if none within 2 s). */
 static int raw_exchange(raw_client *rc, const void *data, size_t len, proto_error_msg *out) {
-  enet_peer_send(rc->peer, 0, enet_packet_create(data, len, ENET_PACKET_FLAG_RELIABLE));
-  ENetEvent ev;
+  ck_assert_int_eq(steerd_raw_send_bytes(rc, data, len, ENET_PACKET_FLAG_RELIABLE), 0);
+  first_error f = {0};
   uint64_t end = now_ms() + 2000;
-  while (now_ms() < end) {
-    if (enet_host_service(rc->host, &ev, 10) <= 0 || ev.type != ENET_EVENT_TYPE_RECEIVE)
-      continue;
-    proto_server_msg m;
-    int ok = proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0;
-    enet_packet_destroy(ev.packet);
-    if (ok && m.type == PROTO_MSG_ERROR) {
-      if (out)
-        *out = m.error;
-      return (int)m.error.code;
-    }
-  }
-  return 0;
+  while (!f.got && now_ms() < end)
+    steerd_raw_pump(rc, 10, on_raw_packet, &f);
+  if (f.got && out)
+    *out = f.e;
+  return f.got ? (int)f.e.code : 0;
 }
 
 /* HELLO (anonymous) and its WELCOME: before it, a peer gets one ERROR at most. */
 static void raw_welcome(raw_client *rc) {
-  proto_command c;
-  memset(&c, 0, sizeof(c));
-  c.type = PROTO_MSG_HELLO;
-  c.request_id = 1;
+  proto_command c = command(PROTO_MSG_HELLO);
   c.hello.version = PROTO_VERSION;
   strcpy(c.hello.name, "raw");
-  uint8_t buf[256];
-  size_t n = proto_encode_command(buf, sizeof(buf), &c);
-  enet_peer_send(rc->peer, 0, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE));
-  ENetEvent ev;
-  uint64_t end = now_ms() + 3000;
-  while (now_ms() < end) {
-    if (enet_host_service(rc->host, &ev, 10) <= 0 || ev.type != ENET_EVENT_TYPE_RECEIVE)
-      continue;
-    proto_server_msg m;
-    int ok = proto_decode_server_msg(ev.packet->data, ev.packet->dataLength, &m, NULL, 0, NULL) == 0;
-    enet_packet_destroy(ev.packet);
-    if (ok && m.type == PROTO_MSG_WELCOME)
-      return;
-  }
-  ck_abort_msg("raw client got no WELCOME");
+  uint32_t rid = steerd_raw_send(rc, &c, ENET_PACKET_FLAG_RELIABLE);
+  proto_server_msg m;
+  ck_assert_msg(rid != 0 && steerd_raw_wait_reply(rc, rid, 3000, NULL, NULL, &m) == 0 &&
+                    m.type == PROTO_MSG_WELCOME,
+                "raw client got no WELCOME");
 }
 
 /* Services a raw client for ms; returns the disconnect reason, or -1. */
 static int raw_wait_disconnect(raw_client *rc, uint32_t ms) {
   uint64_t end = now_ms() + ms;
-  ENetEvent ev;
-  while (now_ms() < end)
-    if (enet_host_service(rc->host, &ev, 5) > 0) {
-      if (ev.type == ENET_EVENT_TYPE_RECEIVE)
-        enet_packet_destroy(ev.packet);
-      else if (ev.type == ENET_EVENT_TYPE_DISCONNECT)
-        return (int)ev.data;
-    }
-  return -1;
+  while (!rc->gone && now_ms() < end)
+    steerd_raw_pump(rc, 5, NULL, NULL);
+  return rc->gone ? (int)rc->reason : -1;
 }
 
 START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
@@ -509,7 +465,7 @@ START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
   static const uint8_t unknown_type[] = {0x93, 0x63, 0x07, 0x80}; /* [99, 7, {}] */
   ck_assert_int_eq(raw_exchange(&bad, unknown_type, sizeof(unknown_type), &e), PROTO_ERR_UNKNOWN_TYPE);
   ck_assert_uint_eq(e.request_id, 7);
-  enet_host_destroy(bad.host);
+  steerd_raw_drop(&bad);
 
   /* For two seconds: a welcomed peer floods valid commands (refused beyond its
    * rate) while peer after peer floods garbage until it is dropped; the good
@@ -531,22 +487,18 @@ START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
       g_open = 1;
     }
     for (int i = 0; i < 20; i++, garbage_sent++)
-      enet_peer_send(g.peer, 0, enet_packet_create(garbage, sizeof(garbage), ENET_PACKET_FLAG_RELIABLE));
-    ENetEvent ev;
-    while (g_open && enet_host_service(g.host, &ev, 0) > 0) {
-      if (ev.type == ENET_EVENT_TYPE_RECEIVE)
-        enet_packet_destroy(ev.packet);
-      else if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
-        ck_assert_uint_eq(ev.data, PROTO_DISCONNECT_ABUSE);
-        dropped++;
-        enet_host_destroy(g.host);
-        g_open = 0;
-      }
+      steerd_raw_send_bytes(&g, garbage, sizeof(garbage), ENET_PACKET_FLAG_RELIABLE);
+    steerd_raw_pump(&g, 0, NULL, NULL);
+    if (g.gone) {
+      ck_assert_uint_eq(g.reason, PROTO_DISCONNECT_ABUSE);
+      dropped++;
+      steerd_raw_drop(&g);
+      g_open = 0;
     }
     steerd_client_service(good.client, 5);
   }
   if (g_open)
-    enet_host_destroy(g.host);
+    steerd_raw_drop(&g);
   uint64_t got = good.frames - frames0; 
   ck_assert_msg(got >= 36,
                 "good client got %llu frames in 2 s at 20 Hz while %u garbage packets and %u commands flew",
@@ -580,7 +532,7 @@ START_TEST(garbage_beyond_the_limit_disconnects) {
   /* ...the 21st gets its ERROR and the disconnect. */
   ck_assert_int_eq(raw_exchange(&bad, garbage, sizeof(garbage), NULL), PROTO_ERR_BAD_MESSAGE);
   ck_assert_int_eq(raw_wait_disconnect(&bad, 2000), PROTO_DISCONNECT_ABUSE);
-  enet_host_destroy(bad.host);
+  steerd_raw_drop(&bad);
   /* Packets on channel 1 and oversized ones count too. */
   raw_connect(&bad, s.port);
   static uint8_t big[PROTO_MAX_MESSAGE_BYTES + 1];
@@ -589,7 +541,7 @@ START_TEST(garbage_beyond_the_limit_disconnects) {
   for (int i = 0; i < 11; i++)
     enet_peer_send(bad.peer, 0, enet_packet_create(big, sizeof(big), ENET_PACKET_FLAG_RELIABLE));
   ck_assert_int_eq(raw_wait_disconnect(&bad, 3000), PROTO_DISCONNECT_ABUSE);
-  enet_host_destroy(bad.host);
+  steerd_raw_drop(&bad);
   ck_assert(log_contains(&s, "too many malformed packets"));
   server_stop(&s);
 }
@@ -605,7 +557,7 @@ START_TEST(silent_peers_are_dropped_after_the_hello_timeout) {
   ck_assert_int_eq(raw_wait_disconnect(&quiet, 3000), PROTO_DISCONNECT_TIMEOUT);
   uint64_t waited = now_ms() - t0;
   ck_assert_msg(waited >= 400 && waited < 2000, "dropped after %llu ms", (unsigned long long)waited);
-  enet_host_destroy(quiet.host);
+  steerd_raw_drop(&quiet);
   /* A peer that says HELLO in time stays well past it. */
   recorder r;
   recorder_connect(&r, &s, "prompt");
@@ -667,7 +619,7 @@ static int raw_hello(uint16_t port, const char *token, int *reason) {
   if (code)
     ck_assert_str_eq(e.field, "token");
   *reason = raw_wait_disconnect(&rc, 2000);
-  enet_host_destroy(rc.host);
+  steerd_raw_drop(&rc);
   return code;
 }
 
@@ -859,7 +811,7 @@ START_TEST(every_class_of_bad_input_gets_its_error) {
   static const uint8_t unknown[] = {0x93, 0x30, 0x05, 0x80};
   ck_assert_int_eq(raw_exchange(&raw, unknown, sizeof(unknown), &e), PROTO_ERR_UNKNOWN_TYPE);
   ck_assert_str_eq(e.field, "type");
-  enet_host_destroy(raw.host);
+  steerd_raw_drop(&raw);
   /* The agent kept its behaviour: the refused SET_PATH left no path behind. */
   c = command(PROTO_MSG_QUERY);
   c.query.agent = a;
@@ -1150,6 +1102,38 @@ START_TEST(only_the_owner_commands_an_agent) {
 }
 END_TEST
 
+/* The parts of one tick's snapshot as a raw client receives them. */
+typedef struct split_parts {
+  uint64_t tick;
+  uint32_t agents, parts, part_count;
+} split_parts;
+
+static int split_whole(const split_parts *sp) { return sp->part_count != 0 && sp->parts >= sp->part_count; }
+
+/* Every part within the budget, of the 500 agents; a new tick's part starts
+ * the count again; nothing more once a tick is whole. */
+static void on_snapshot_part(void *user, uint8_t channel, const uint8_t *data, size_t len,
+                             const proto_server_msg *m) {
+  split_parts *sp = user;
+  (void)m;
+  if (channel != PROTO_CHANNEL_SNAPSHOT || split_whole(sp))
+    return;
+  static proto_pose poses[PROTO_SNAPSHOT_PART_BYTES];
+  proto_snapshot_header h;
+  uint32_t count;
+  ck_assert_int_eq(proto_decode_snapshot(data, len, &h, poses, NULL, PROTO_SNAPSHOT_PART_BYTES, &count, NULL),
+                   0);
+  ck_assert_uint_le(len, PROTO_SNAPSHOT_PART_BYTES);
+  ck_assert_uint_eq(h.agent_total, 500);
+  if (h.tick != sp->tick) { /* a new tick: count its parts from scratch */
+    sp->tick = h.tick;
+    sp->agents = sp->parts = 0;
+    sp->part_count = h.part_count;
+  }
+  sp->agents += count;
+  sp->parts++;
+}
+
 START_TEST(large_world_snapshots_split_under_the_mtu) {
   server_proc s;
   const char *const args[] = {"--no-demo", "--rate-limit", "2000", "--rate-burst", "1000", NULL};
@@ -1172,42 +1156,17 @@ START_TEST(large_world_snapshots_split_under_the_mtu) {
   raw_client raw;
   raw_connect(&raw, s.port);
   proto_command hello = command(PROTO_MSG_HELLO);
-  hello.request_id = 1;
   hello.hello.version = PROTO_VERSION;
   strcpy(hello.hello.name, "raw");
-  uint8_t buf[256];
-  size_t n = proto_encode_command(buf, sizeof(buf), &hello);
-  enet_peer_send(raw.peer, 0, enet_packet_create(buf, n, ENET_PACKET_FLAG_RELIABLE));
-  static proto_pose poses[PROTO_SNAPSHOT_PART_BYTES];
-  uint64_t tick = 0;
-  uint32_t agents = 0, parts = 0, part_count = 0;
+  ck_assert_uint_ne(steerd_raw_send(&raw, &hello, ENET_PACKET_FLAG_RELIABLE), 0);
+  split_parts sp = {0};
   end = now_ms() + 3000;
-  while (now_ms() < end && (part_count == 0 || parts < part_count)) {
-    ENetEvent ev;
-    if (enet_host_service(raw.host, &ev, 5) <= 0 || ev.type != ENET_EVENT_TYPE_RECEIVE)
-      continue;
-    if (ev.channelID == PROTO_CHANNEL_SNAPSHOT) {
-      proto_snapshot_header h;
-      uint32_t count;
-      ck_assert_int_eq(proto_decode_snapshot(ev.packet->data, ev.packet->dataLength, &h, poses, NULL,
-                                             PROTO_SNAPSHOT_PART_BYTES, &count, NULL),
-                       0);
-      ck_assert_uint_le(ev.packet->dataLength, PROTO_SNAPSHOT_PART_BYTES);
-      ck_assert_uint_eq(h.agent_total, 500);
-      if (h.tick != tick) { /* a new tick: count its parts from scratch */
-        tick = h.tick;
-        agents = parts = 0;
-        part_count = h.part_count;
-      }
-      agents += count;
-      parts++;
-    }
-    enet_packet_destroy(ev.packet);
-  }
-  ck_assert_uint_ge(part_count, 2);
-  ck_assert_uint_eq(parts, part_count);
-  ck_assert_uint_eq(agents, 500);
-  enet_host_destroy(raw.host);
+  while (now_ms() < end && !split_whole(&sp))
+    steerd_raw_pump(&raw, 5, on_snapshot_part, &sp);
+  ck_assert_uint_ge(sp.part_count, 2);
+  ck_assert_uint_eq(sp.parts, sp.part_count);
+  ck_assert_uint_eq(sp.agents, 500);
+  steerd_raw_drop(&raw);
   recorder_close(&r);
   server_stop(&s);
 }
