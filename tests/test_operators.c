@@ -27,6 +27,7 @@
 #include "client.h"
 #include "config.h"
 #include "protocol.h"
+#include "raw_peer.h"
 #include "steerd_proc.h"
 
 extern char **environ;
@@ -191,22 +192,12 @@ START_TEST(a_disconnect_and_a_timeout_are_told_apart) {
   steerd_client_destroy(c);
   /* One falls silent (its host is destroyed without a word). */
   ck_assert_int_eq(enet_initialize(), 0);
-  ENetHost *h = enet_host_create(NULL, 1, PROTO_CHANNEL_COUNT, 0, 0);
-  ENetAddress addr;
-  enet_address_set_host_ip(&addr, "127.0.0.1");
-  addr.port = s.port;
-  ENetPeer *p = enet_host_connect(h, &addr, PROTO_CHANNEL_COUNT, PROTO_VERSION);
-  ck_assert_ptr_nonnull(p);
-  ENetEvent ev;
-  int connected = 0;
-  uint64_t end = steerd_proc_now_ms() + 3000;
-  while (!connected && steerd_proc_now_ms() < end)
-    connected = enet_host_service(h, &ev, 10) > 0 && ev.type == ENET_EVENT_TYPE_CONNECT;
-  ck_assert(connected);
-  end = steerd_proc_now_ms() + 300; /* acknowledge the connection, then fall silent */
+  steerd_raw_peer p;
+  ck_assert_int_eq(steerd_raw_connect(&p, s.port, 3000), 0);
+  uint64_t end = steerd_proc_now_ms() + 300; /* acknowledge the connection, then fall silent */
   while (steerd_proc_now_ms() < end)
-    enet_host_service(h, &ev, 10);
-  enet_host_destroy(h);
+    steerd_raw_pump(&p, 10, NULL, NULL);
+  steerd_raw_drop(&p);
   enet_deinitialize();
   end = steerd_proc_now_ms() + 8000;
   while (!steerd_proc_log_contains(&s, "timed out (silent for") && steerd_proc_now_ms() < end)
