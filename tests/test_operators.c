@@ -59,17 +59,9 @@ static void run(run_result *r, const char *rel, char **argv, const char *const *
   if (input)
     ck_assert_int_eq(write(in, input, strlen(input)), (ssize_t)strlen(input));
   close(in);
-  size_t n = 0;
-  while (environ[n] != NULL)
-    n++;
-  char **envp = calloc(n + 16, sizeof *envp);
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "STEERD_", 7) != 0)
-      envp[k++] = environ[i];
-  for (size_t i = 0; env && env[i] && k < n + 15; i++)
-    envp[k++] = (char *)env[i];
-  envp[k] = NULL;
+  static const char *const drop[] = {"STEERD_", NULL};
+  char **envp = child_run_environ(drop, env);
+  ck_assert_ptr_nonnull(envp);
   ck_assert_int_eq(child_run_capture(bin, argv, envp, in_path, timeout_ms, &r->status, r->out, sizeof r->out,
                                      r->err, sizeof r->err),
                    0);

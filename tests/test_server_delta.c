@@ -345,8 +345,6 @@ END_TEST
 
 /* ---- steerd-client --delta ------------------------------------------------- */
 
-extern char **environ;
-
 /* build/client-sample/steerd-client, next to build/server/steerd. */
 static void client_binary(char *out, size_t cap) {
   ck_assert_int_eq(child_run_sibling(STEERD_BINARY, "client-sample/steerd-client", out, cap), 0);
@@ -371,18 +369,10 @@ static void run_cli(cli_run *r, char **argv, const char *env, uint32_t timeout_m
   int out = mkstemp(r->out_path), err = mkstemp(r->err_path);
   ck_assert_int_ge(out, 0);
   ck_assert_int_ge(err, 0);
-  size_t n = 0;
-  while (environ[n] != NULL)
-    n++;
-  char **envp = calloc(n + 2, sizeof *envp);
+  static const char *const drop[] = {"STEERD_DELTA=", "STEERD_TOKEN=", NULL};
+  const char *const add[] = {env, NULL}; /* env NULL: nothing added */
+  char **envp = child_run_environ(drop, add);
   ck_assert_ptr_nonnull(envp);
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "STEERD_DELTA=", 13) != 0 && strncmp(environ[i], "STEERD_TOKEN=", 13) != 0)
-      envp[k++] = environ[i];
-  if (env != NULL)
-    envp[k++] = (char *)env;
-  envp[k] = NULL;
   ck_assert_int_eq(child_run(bin, argv, envp, "/dev/null", out, err, timeout_ms, &r->status), 0);
   free(envp);
   close(out);

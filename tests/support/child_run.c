@@ -12,6 +12,8 @@
 
 #include "steerd_proc.h"
 
+extern char **environ;
+
 int child_run_sibling(const char *server_binary, const char *rel, char *out, size_t cap) {
   char dir[1024];
   snprintf(dir, sizeof dir, "%s", server_binary);
@@ -82,4 +84,30 @@ int child_run_capture(const char *bin, char *const *argv, char *const *envp, con
   slurp(out_path, out, out_cap);
   slurp(err_path, err, err_cap);
   return rc;
+}
+
+static int dropped(const char *var, const char *const *drop) {
+  for (size_t i = 0; drop && drop[i]; i++)
+    if (strncmp(var, drop[i], strlen(drop[i])) == 0)
+      return 1;
+  return 0;
+}
+
+char **child_run_environ(const char *const *drop, const char *const *add) {
+  size_t n = 0, extra = 0;
+  while (environ[n] != NULL)
+    n++;
+  while (add && add[extra] != NULL)
+    extra++;
+  char **envp = calloc(n + extra + 1, sizeof *envp);
+  if (!envp)
+    return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!dropped(environ[i], drop))
+      envp[k++] = environ[i];
+  for (size_t i = 0; i < extra; i++)
+    envp[k++] = (char *)add[i];
+  envp[k] = NULL;
+  return envp;
 }

@@ -29,4 +29,10 @@ int child_run(const char *bin, char *const *argv, char *const *envp, const char 
 int child_run_capture(const char *bin, char *const *argv, char *const *envp, const char *in_path,
                       uint32_t timeout_ms, int *status, char *out, size_t out_cap, char *err, size_t err_cap);
 
+/* This process's environment for a child: every variable but those whose
+ * "NAME=value" starts with one of drop (NULL-terminated; may be NULL), then
+ * the entries of add (NULL-terminated; may be NULL). The strings are not
+ * copied; free() the array. NULL when out of memory. */
+char **child_run_environ(const char *const *drop, const char *const *add);
+
 #endif /* STEERD_CHILD_RUN_H */
