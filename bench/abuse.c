@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "client.h"
 #include "protocol.h"
 #include "state_file.h"
@@ -257,11 +258,6 @@ static int attacker_connect(attacker *a, int hello) {
 }
 
 /* ---- measurement ------------------------------------------------------------ */
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
 
 typedef struct probe {
   watcher w;
@@ -603,7 +599,7 @@ int main(int argc, char **argv) {
   long skipped = stop_server();
   if (big)
     unlink(state); /* the shutdown checkpoint */
-  qsort(per_second, (size_t)o.seconds, sizeof(per_second[0]), cmp_u64);
+  qsort(per_second, (size_t)o.seconds, sizeof(per_second[0]), bench_cmp_u64);
   steerd_client_welcome(obs.c);
   printf("| attack | server | observer frames/s min / median | ticks skipped | RSS MB before / max / after | "
          "fresh client connected | clients connected after | server log |\n");

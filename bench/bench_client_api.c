@@ -18,12 +18,8 @@
 
 #include <steerd/client.h>
 
+#include "bench_util.h"
 #include "steerd_proc.h"
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -102,7 +98,7 @@ static void run(uint16_t port, uint32_t agents, uint32_t frames, uint32_t mode) 
     sum += (double)poll_ns[f];
     usum += (double)update_ns[f];
   }
-  qsort(poll_ns, frames, sizeof *poll_ns, cmp_u64);
+  qsort(poll_ns, frames, sizeof *poll_ns, bench_cmp_u64);
   double mean = sum / frames;
   printf("| C        | %-5s | %6u | %6u | %8.1f | %8.1f | %8.1f | %7.1f | %9.1f |\n",
          mode == STEERDC_SNAPSHOTS_DELTA ? "delta" : "full", got, frames, mean / 1000.0,

@@ -8,6 +8,8 @@
 
 /* qsort's comparison for doubles, ascending. */
 int bench_cmp_double(const void *a, const void *b);
+/* The same for uint64_t. */
+int bench_cmp_u64(const void *a, const void *b);
 
 /* Sorts v[0..n) in place (n > 0) and returns its median: the middle value, or
  * the mean of the two middle ones when n is even. */
