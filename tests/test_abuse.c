@@ -18,12 +18,8 @@
 static uint64_t now_ms(void) { return steerd_proc_now_ms(); }
 
 static void server_start(steerd_proc *s, const char *const *extra) {
-  const char *args[40] = {"--no-demo", "--client-timeout", "3000"};
-  int n = 3;
-  for (int i = 0; extra && extra[i] && n < 39; i++)
-    args[n++] = extra[i];
-  args[n] = NULL;
-  ck_assert_msg(steerd_proc_start(s, STEERD_BINARY, args, 5000) == 0, "the server did not start");
+  static const char *const base[] = {"--no-demo", "--client-timeout", "3000", NULL};
+  ck_assert_msg(steerd_proc_start_with(s, STEERD_BINARY, base, extra, 5000) == 0, "the server did not start");
 }
 
 static double server_rss_mb(const steerd_proc *s) {

@@ -56,12 +56,9 @@ static void write_map(void) {
 }
 
 static void start(steerd_proc *p, const char *const *more) {
-  const char *args[40] = {"--no-demo", "--map", map_path, "--world", "-50,-50,50,50", "--client-timeout", "5000"};
-  int n = 7;
-  for (int i = 0; more && more[i] && n < 39; i++)
-    args[n++] = more[i];
-  args[n] = NULL;
-  ck_assert_msg(steerd_proc_start(p, STEERD_BINARY, args, 20000) == 0, "the server did not start");
+  const char *const base[] = {"--no-demo",        "--map", map_path, "--world", "-50,-50,50,50",
+                              "--client-timeout", "5000",  NULL};
+  ck_assert_msg(steerd_proc_start_with(p, STEERD_BINARY, base, more, 20000) == 0, "the server did not start");
 }
 
 /* ---- a client that keeps every event ----------------------------------------------- */

@@ -31,12 +31,8 @@
 static char body[BODY_BYTES];
 
 static void start(steerd_proc *p, const char *const *extra) {
-  const char *args[32] = {"--http-port", "auto"};
-  int n = 2;
-  for (int i = 0; extra && extra[i] && n < 31; i++)
-    args[n++] = extra[i];
-  args[n] = NULL;
-  ck_assert_msg(steerd_proc_start(p, STEERD_BINARY, args, 10000) == 0,
+  static const char *const base[] = {"--http-port", "auto", NULL};
+  ck_assert_msg(steerd_proc_start_with(p, STEERD_BINARY, base, extra, 10000) == 0,
                 "the server did not start within 10 s");
   ck_assert_uint_ne(p->http_port, 0);
 }

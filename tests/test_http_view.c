@@ -223,12 +223,8 @@ static proto_command hello(const char *token) {
 }
 
 static void start(steerd_proc *p, const char *const *extra) {
-  const char *args[16] = {"--http-port", "auto"};
-  int n = 2;
-  for (int i = 0; extra && extra[i]; i++)
-    args[n++] = extra[i];
-  args[n] = NULL;
-  ck_assert_int_eq(steerd_proc_start(p, STEERD_BINARY, args, 10000), 0);
+  static const char *const base[] = {"--http-port", "auto", NULL};
+  ck_assert_int_eq(steerd_proc_start_with(p, STEERD_BINARY, base, extra, 10000), 0);
 }
 
 /* ---- tests ----------------------------------------------------------------------------- */

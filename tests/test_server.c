@@ -31,12 +31,8 @@ static int log_contains(const server_proc *s, const char *needle) {
 
 /* Starts the server with a 1 s client timeout and extra flags. */
 static void server_start(server_proc *s, const char *const *extra) {
-  const char *args[32] = {"--client-timeout", "1000"};
-  int n = 2;
-  for (int i = 0; extra && extra[i] && n < 31; i++)
-    args[n++] = extra[i];
-  args[n] = NULL;
-  ck_assert_msg(steerd_proc_start(s, STEERD_BINARY, args, 5000) == 0,
+  static const char *const base[] = {"--client-timeout", "1000", NULL};
+  ck_assert_msg(steerd_proc_start_with(s, STEERD_BINARY, base, extra, 5000) == 0,
                 "the server did not start listening within 5 s");
 }
 

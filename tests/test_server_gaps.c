@@ -174,12 +174,8 @@ static int has_id(const steer_id *ids, uint32_t n, steer_id id) {
 }
 
 static void server_start(steerd_proc *s, const char *const *extra) {
-  const char *args[16] = {"--no-demo", "--client-timeout", "3000"};
-  int n = 3;
-  for (int i = 0; extra && extra[i] && n < 15; i++)
-    args[n++] = extra[i];
-  args[n] = NULL;
-  ck_assert_msg(steerd_proc_start(s, STEERD_BINARY, args, 5000) == 0, "the server did not start");
+  static const char *const base[] = {"--no-demo", "--client-timeout", "3000", NULL};
+  ck_assert_msg(steerd_proc_start_with(s, STEERD_BINARY, base, extra, 5000) == 0, "the server did not start");
 }
 
 /* ---- VIEW ---------------------------------------------------------------------- */

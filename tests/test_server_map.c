@@ -202,12 +202,10 @@ static const char *const LEVEL =
     "{\"id\": 3, \"type\": \"wall\", \"points\": [[-50,-20],[50,-20],[50,-40]]}]}";
 
 static void server_start(steerd_proc *s, const char *const *extra) {
-  const char *args[24] = {"--no-demo", "--client-timeout", "4000", "--world", "-100,-100,100,100"};
-  int n = 5;
-  for (int i = 0; extra && extra[i] && n < 23; i++)
-    args[n++] = extra[i];
-  args[n] = NULL;
-  ck_assert_msg(steerd_proc_start(s, STEERD_BINARY, args, 30000) == 0, "the server did not start");
+  static const char *const base[] = {"--no-demo", "--client-timeout",  "4000",
+                                     "--world",   "-100,-100,100,100", NULL};
+  ck_assert_msg(steerd_proc_start_with(s, STEERD_BINARY, base, extra, 30000) == 0,
+                "the server did not start");
 }
 
 /* ---- the map at connect and after changes ------------------------------------------ */

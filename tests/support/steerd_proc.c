@@ -92,6 +92,18 @@ int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *ext
   return 0;
 }
 
+int steerd_proc_start_with(steerd_proc *p, const char *binary, const char *const *base,
+                           const char *const *extra, uint32_t timeout_ms) {
+  const char *args[40];
+  int n = 0;
+  for (int i = 0; base && base[i] && n < 39; i++)
+    args[n++] = base[i];
+  for (int i = 0; extra && extra[i] && n < 39; i++)
+    args[n++] = extra[i];
+  args[n] = NULL;
+  return steerd_proc_start(p, binary, args, timeout_ms);
+}
+
 int steerd_proc_stop(steerd_proc *p, uint32_t timeout_ms) {
   int status = -1;
   if (p->pid > 0) {

@@ -21,6 +21,12 @@ typedef struct steerd_proc {
  * when HTTP is on). Returns 0, or -1 (the child is killed). */
 int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *extra, uint32_t timeout_ms);
 
+/* steerd_proc_start with the flags of base, then those of extra (each
+ * NULL-terminated, may be NULL; a later flag wins): a test's usual flags and
+ * one case's own. */
+int steerd_proc_start_with(steerd_proc *p, const char *binary, const char *const *base,
+                           const char *const *extra, uint32_t timeout_ms);
+
 /* SIGTERM, then SIGKILL after timeout_ms; removes the log. Returns the wait
  * status, or -1 if the process had to be killed. */
 int steerd_proc_stop(steerd_proc *p, uint32_t timeout_ms);
