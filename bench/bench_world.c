@@ -22,6 +22,10 @@
  * with T > 1 (--cpu adds up every thread's time). --min N skips sizes below N.
  * usage: bench_world [dense|avoid|obstacles|mixed|floor|all] [--min N] [--max N] [--runs R] [--steps S] [--period P]
  * --scalar turns the vector batches off (the reference path; same hashes).
+ * --split prints (stderr) the CPU time of the loop thread and of the pool's
+ * other threads over the timed runs, the serial part of the step derived from
+ * them (what only the loop thread runs) and Amdahl's bound for two cores: the
+ * scaling that does not need free cores to measure.
  *        [--threads T] [--scalar] [--cpu] [--hash] */
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +46,13 @@ static steer_pool *pool; /* --threads */
 
 static int scalar_only; /* --scalar: no vector batches (steer_world_set_simd) */
 static int use_cpu_clock; /* --cpu: this process's CPU time, not wall time (a shared machine) */
+static int print_split;   /* --split: CPU time of the loop thread against the pool's other threads */
+
+static double clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
 
 static double now_ns(void) {
   struct timespec ts;
@@ -287,17 +298,37 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
   for (int i = 0; i < WARMUP; i++)
     step(&s);
   double per_step[MAX_RUNS];
+  double loop0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), all0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   for (int r = 0; r < runs; r++) {
     double t0 = now_ns();
     for (int i = 0; i < steps; i++)
       step(&s);
     per_step[r] = (now_ns() - t0) / steps;
   }
+  double loop = clock_ns(CLOCK_THREAD_CPUTIME_ID) - loop0, all = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - all0;
   qsort(per_step, (size_t)runs, sizeof(double), cmp_double);
   double median = per_step[runs / 2];
   printf("| %-8s | %9u | %14.1f | %14.1f | %10.3f | %9llu |\n", name, n, median / n, per_step[0] / n,
          median / 1e6, (unsigned long long)s.retargets);
   fflush(stdout);
+  if (print_split) {
+    /* The step's work splits into a serial part S (the loop thread only) and
+     * a parallel part P shared by the T threads: the loop thread spends
+     * S + P/T, the others P (T - 1)/T. Amdahl's bound on T free cores is
+     * (S + P) / (S + P/T), and on two (S + P) / (S + P/2). */
+    uint32_t t = steer_pool_threads(pool);
+    double per = (double)runs * steps * n, l = loop / per, o = (all - loop) / per;
+    double p = t > 1 ? o * t / (t - 1) : l, serial = t > 1 ? l - o / (t - 1) : 0.0;
+    if (serial < 0.0)
+      serial = 0.0;
+    if (t == 1)
+      fprintf(stderr, "%s %u: CPU ns/agent-step: %.1f, one thread\n", name, n, l);
+    else
+      fprintf(stderr,
+            "%s %u: CPU ns/agent-step: loop thread %.1f, other threads %.1f (all %.1f); serial %.1f, "
+            "parallel %.1f; serial fraction %.3f, Amdahl bound on 2 cores %.2fx\n",
+            name, n, l, o, l + o, serial, p, serial / (serial + p), (serial + p) / (serial + p / 2.0));
+  }
   if (print_hash)
     fprintf(stderr, "%s %u: hash %016llx view %016llx after %llu ticks\n", name, n,
             (unsigned long long)steer_world_hash(s.w), (unsigned long long)view_hash(s.w),
@@ -439,9 +470,11 @@ int main(int argc, char **argv) {
       use_cpu_clock = 1;
     else if (strcmp(argv[i], "--hash") == 0)
       print_hash = 1;
+    else if (strcmp(argv[i], "--split") == 0)
+      print_split = 1;
     else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       printf("usage: bench_world [dense|avoid|obstacles|mixed|floor|all] [--min N] [--max N] [--runs R] [--steps S] "
-             "[--neighbours K] [--period P] [--threads T] [--scalar] [--cpu] [--hash]\n");
+             "[--neighbours K] [--period P] [--threads T] [--scalar] [--cpu] [--hash] [--split]\n");
       return 0;
     } else
       which = argv[i];

@@ -312,6 +312,20 @@ START_TEST(test_simd_same_hash_as_scalar) {
 }
 END_TEST
 
+/* The same events in the same order in two worlds; returns their count and
+ * ORs their types into *kinds. */
+static uint32_t same_events(const steer_world *a, const steer_world *b, uint32_t *kinds, const char *what, int t) {
+  uint32_t na, nb;
+  const steer_event *ea = steer_world_events(a, &na), *eb = steer_world_events(b, &nb);
+  ck_assert_msg(na == nb, "%s tick %d: %u events against %u", what, t + 1, nb, na);
+  for (uint32_t i = 0; i < na; i++) {
+    ck_assert_msg(ea[i].agent == eb[i].agent && ea[i].type == eb[i].type && ea[i].node == eb[i].node,
+                  "%s tick %d: event %u differs", what, t + 1, i);
+    *kinds |= 1u << ea[i].type;
+  }
+  return na;
+}
+
 /* The vector path integrates each block as it steers it while no agent
  * targets another (world.c, steer_range): against the scalar reference after
  * every tick while that switches on and off. The scenario above starts with
@@ -391,6 +405,7 @@ START_TEST(test_simd_fused_same_hash_as_scalar) {
       ck_assert(er[i].agent == ev[i].agent && er[i].type == ev[i].type && er[i].node == ev[i].node);
       kinds |= 1u << er[i].type;
     }
+    same_events(ref, vec2t, &kinds, "vector path, 2 threads", t);
   }
   /* Arrivals, waypoints and STUCK all came (the events pass's fast cases and its full one). */
   ck_assert(kinds & (1u << STEER_EVENT_ARRIVED));
@@ -475,19 +490,25 @@ static void retarget(steer_world *w, steer_rng *rng, float side) {
 }
 
 START_TEST(test_simd_same_hash_bench_scenarios) {
-  /* _i: 0 dense, 1 mixed */
-  const uint32_t n = 2501; /* not a multiple of the batch or block */
+  /* _i: 0 dense, 1 mixed, 2 mixed big enough that two threads take chunks
+   * of a whole block (world.c, pass_steering), with the events pass's
+   * prechecks on both threads */
+  const uint32_t n = _i == 2 ? 20011 : 2501; /* not a multiple of the batch or block */
   steer_pool *two = steer_pool_create(2);
   ck_assert_ptr_nonnull(two);
   steer_rng ra, rb, rc;
   steer_rng_seed(&ra, 7);
   steer_rng_seed(&rb, 7);
   steer_rng_seed(&rc, 7);
-  steer_world *ref = bench_like(_i, n, &ra), *vec = bench_like(_i, n, &rb), *vec2t = bench_like(_i, n, &rc);
+  int mixed = _i > 0;
+  steer_world *ref = bench_like(mixed, n, &ra), *vec = bench_like(mixed, n, &rb), *vec2t = bench_like(mixed, n, &rc);
   steer_world_set_simd(ref, 0);
   steer_world_set_pool(vec2t, two);
-  float side = 5.0f * 51.0f;
-  uint32_t arrivals = 0;
+  uint32_t per_row = 1;
+  while (per_row * per_row < n)
+    per_row++;
+  float side = 5.0f * (float)per_row;
+  uint32_t arrivals = 0, kinds = 0;
   for (int t = 0; t < 150; t++) {
     steer_world_step(ref, 0.05f);
     steer_world_step(vec, 0.05f);
@@ -496,6 +517,8 @@ START_TEST(test_simd_same_hash_bench_scenarios) {
     ck_assert_msg(steer_world_hash(vec) == h, "%s tick %d: the vector path differs", _i ? "mixed" : "dense", t + 1);
     ck_assert_msg(steer_world_hash(vec2t) == h, "%s tick %d: vector, 2 threads, differs", _i ? "mixed" : "dense",
                   t + 1);
+    same_events(ref, vec, &kinds, "vector path", t);
+    same_events(ref, vec2t, &kinds, "vector path, 2 threads", t);
     uint32_t ne;
     const steer_event *ev = steer_world_events(ref, &ne);
     for (uint32_t i = 0; i < ne; i++)
@@ -505,6 +528,8 @@ START_TEST(test_simd_same_hash_bench_scenarios) {
     retarget(vec2t, &rc, side);
   }
   ck_assert_uint_gt(arrivals, 0); /* goals were reached and redrawn: the arrive branches all ran */
+  if (mixed) /* the patrols passed nodes */
+    ck_assert(kinds & (1u << STEER_EVENT_WAYPOINT));
   steer_world_destroy(ref);
   steer_world_destroy(vec);
   steer_world_destroy(vec2t);
@@ -587,7 +612,7 @@ static Suite *pool_suite(void) {
   tcase_add_test(tc, test_pool_swapped_mid_run);
   tcase_add_test(tc, test_simd_same_hash_as_scalar);
   tcase_add_test(tc, test_simd_fused_same_hash_as_scalar);
-  tcase_add_loop_test(tc, test_simd_same_hash_bench_scenarios, 0, 2);
+  tcase_add_loop_test(tc, test_simd_same_hash_bench_scenarios, 0, 3);
   suite_add_tcase(s, tc);
   tc = tcase_create("server");
   tcase_set_timeout(tc, 300);

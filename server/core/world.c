@@ -1031,6 +1031,43 @@ static inline int stuck_watched(const steer_world *w, const steer_behaviour *b) 
   return w->stuck_watch && b->stuck_time > 0.0f;
 }
 
+static inline int path_quiet(const steer_world *w, uint32_t d);
+
+/* Agent d's events scratch (EV_*) for an agent of batch kind `kind`, steered
+ * this step by the vector path (in a quad or as a leftover). */
+static inline void events_mark(steer_world *w, uint32_t d, int kind) {
+  const steer_behaviour *b = &w->behaviour[d];
+  if (kind == BATCH_NONE || stuck_watched(w, b)) {
+    w->ekind[d] = EV_GENERAL;
+  } else if (kind == BATCH_PATH_HEADING) {
+    w->ekind[d] = EV_PATH;
+    w->er[d] = b->params.turn_trigger_distance;
+  } else if (kind == BATCH_ARRIVE_LOOK && !w->arrived[d]) {
+    w->ekind[d] = EV_ARRIVE;
+    w->ept[d] = b->target.point;
+    w->er[d] = b->params.target_radius;
+  } else {
+    w->ekind[d] = EV_NONE;
+  }
+}
+
+/* The events pass's own first look at agent d, done where d was integrated
+ * (on any thread: it reads only d's new state, its cursor and the paths, and
+ * writes only d's scratch): an arrival that did not happen and a path node
+ * that is out of reach become EV_NONE, so the events pass, which must run on
+ * one thread (events are emitted in dense order), only walks the kind bytes
+ * and handles the few agents with something to do, as before. */
+static inline void events_precheck(steer_world *w, uint32_t d) {
+  uint8_t k = w->ekind[d];
+  if (k == EV_ARRIVE) {
+    float r = w->er[d];
+    if (!(v2_len2(v2_sub(w->ept[d], v2(w->px[d], w->py[d]))) < r * r))
+      w->ekind[d] = EV_NONE;
+  } else if (k == EV_PATH && path_quiet(w, d)) {
+    w->ekind[d] = EV_NONE;
+  }
+}
+
 /* Whether agent d's dynamic output goes to integration as it is: no
  * separation, no avoidance and no map, so dynamic_finish has nothing to add. */
 static inline int finish_plain(const steer_world *w, uint32_t d) {
@@ -1073,14 +1110,14 @@ static void batch_quad(steer_world *w, float dt, int kind, const uint32_t *dd, u
       pv[j] = path_view(w, w->path[dd[j]]);
       pvp[j] = &pv[j];
       cp[j] = &w->cursor[dd[j]];
-      w->ekind[dd[j]] = stuck_watched(w, &w->behaviour[dd[j]]) ? EV_GENERAL : EV_PATH;
-      w->er[dd[j]] = pp[j]->turn_trigger_distance;
+      events_mark(w, dd[j], kind);
     }
     steer_path_steer_heading_x4(sp, lp, pp, pvp, cp, ho);
     if (fused) {
       steer_integrate_heading_x4(sm, lp, ho, dt);
       for (int j = 0; j < 4; j++) {
         integrate_store(w, dd[j], &st[j]);
+        events_precheck(w, dd[j]);
         done[dd[j] - begin] = 3;
       }
     } else {
@@ -1116,23 +1153,15 @@ static void batch_quad(steer_world *w, float dt, int kind, const uint32_t *dd, u
     dynamic_finish_x4(w, dd, st, dt, o);
   for (int j = 0; j < 4; j++) {
     uint32_t d = dd[j];
-    const steer_behaviour *b = &w->behaviour[d];
     if (!sep4 && !finish_plain(w, d))
       o[j] = dynamic_finish(w, d, &st[j], dt, o[j]);
-    if (stuck_watched(w, b)) {
-      w->ekind[d] = EV_GENERAL;
-    } else if (kind == BATCH_ARRIVE_LOOK && !w->arrived[d]) {
-      w->ekind[d] = EV_ARRIVE;
-      w->ept[d] = b->target.point;
-      w->er[d] = b->params.target_radius;
-    } else {
-      w->ekind[d] = EV_NONE;
-    }
+    events_mark(w, d, kind);
   }
   if (fused) {
     steer_integrate_dynamic_x4(sm, lp, o, dt);
     for (int j = 0; j < 4; j++) {
       integrate_store(w, dd[j], &st[j]);
+      events_precheck(w, dd[j]);
       done[dd[j] - begin] = 3;
     }
   } else {
@@ -1173,7 +1202,7 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
   }
 }
 
-static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t end);
+static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t end, int precheck);
 
 /* Steers agents [begin, end): each reads last tick's state of anyone and writes
  * only its own command, query hint, kept neighbour set, wander angle, generator
@@ -1201,7 +1230,7 @@ static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end, 
       if (done[d - b0])
         continue;
       if (vector)
-        w->ekind[d] = EV_GENERAL;
+        events_mark(w, d, batch_kind(w, d));
       steer_state s = state_of(w, d);
       command3 *c = &w->cmd[d];
       switch (w->model[d]) {
@@ -1233,7 +1262,7 @@ static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end, 
     if (fused) /* the agents the vector path did not integrate */
       for (uint32_t d = b0; d < stop; d++)
         if (done[d - b0] != 3)
-          integrate_range(w, dt, d, d + 1);
+          integrate_range(w, dt, d, d + 1, 1);
   }
 }
 
@@ -1253,9 +1282,17 @@ static void steer_chunk(void *ctx, uint32_t begin, uint32_t end) {
 #define STEER_CHUNK 256u
 
 static void pass_steering(steer_world *w, float dt, int fused) {
-  if (steer_pool_threads(w->pool) > 1 && w->count > STEER_CHUNK) {
+  uint32_t threads = steer_pool_threads(w->pool);
+  if (threads > 1 && w->count > STEER_CHUNK) {
     steer_job j = {w, dt, fused};
-    steer_pool_run(w->pool, w->count, STEER_CHUNK, steer_chunk, &j);
+    /* Bigger worlds take chunks of up to one block: the vector path forms its
+     * quads within a block, and leaves fewer agents to the scalar path the
+     * bigger the block (at most three of a kind per block); at least eight
+     * chunks per thread keep the threads even. Any split gives the same
+     * results (steer_range). */
+    uint32_t chunk = w->count / (threads * 8u) / 64u * 64u;
+    chunk = chunk < STEER_CHUNK ? STEER_CHUNK : chunk > STEER_BLOCK ? STEER_BLOCK : chunk;
+    steer_pool_run(w->pool, w->count, chunk, steer_chunk, &j);
   } else {
     steer_range(w, dt, 0, w->count, fused);
   }
@@ -1290,7 +1327,7 @@ static void integrate_store(steer_world *w, uint32_t d, steer_state *s) {
 /* Integrates agents [begin, end): each reads its own command and state and the
  * map, and writes only its own state, so ranges can run on different threads
  * (after the steering pass: it reads everyone's state of the last tick). */
-static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t end) {
+static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t end, int precheck) {
   for (uint32_t d = begin; d < end; d++) {
     steer_state s = state_of(w, d);
     const command3 *c = &w->cmd[d];
@@ -1313,24 +1350,27 @@ static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t e
     }
     }
     integrate_store(w, d, &s);
+    if (precheck)
+      events_precheck(w, d);
   }
 }
 
 static void integrate_chunk(void *ctx, uint32_t begin, uint32_t end) {
   const steer_job *j = ctx;
-  integrate_range(j->w, j->dt, begin, end);
+  integrate_range(j->w, j->dt, begin, end, j->fused);
 }
 
 /* Integration is a few ns per agent without a map: waking the workers pays
  * only for bigger worlds and chunks. */
 #define INTEGRATE_CHUNK 2048u
 
-static void pass_integrate(steer_world *w, float dt) {
+/* precheck: the vector path's steering pass left w->ekind (events_precheck). */
+static void pass_integrate(steer_world *w, float dt, int precheck) {
   if (steer_pool_threads(w->pool) > 1 && w->count > INTEGRATE_CHUNK) {
-    steer_job j = {w, dt, 0};
+    steer_job j = {w, dt, precheck}; /* .fused carries precheck here */
     steer_pool_run(w->pool, w->count, INTEGRATE_CHUNK, integrate_chunk, &j);
   } else {
-    integrate_range(w, dt, 0, w->count);
+    integrate_range(w, dt, 0, w->count, precheck);
   }
 }
 
@@ -1358,6 +1398,16 @@ static inline int path_quiet(const steer_world *w, uint32_t d) {
 static void pass_events(steer_world *w, float dt, int fast) {
   for (uint32_t d = 0; d < w->count; d++) {
     if (fast) {
+      /* Most agents have nothing to do (events_precheck): skip eight at a time. */
+      while (d + 8u <= w->count) {
+        uint64_t k8;
+        memcpy(&k8, &w->ekind[d], sizeof(k8));
+        if (k8 != 0x0101010101010101ULL * EV_NONE)
+          break;
+        d += 8u;
+      }
+      if (d >= w->count)
+        break;
       uint8_t k = w->ekind[d];
       if (k == EV_NONE || (k == EV_PATH && path_quiet(w, d)))
         continue;
@@ -1430,7 +1480,7 @@ void steer_world_step(steer_world *w, float dt) {
   int fused = STEER_SIMD && !w->scalar_only && w->readers == 0;
   pass_steering(w, dt, fused);
   if (!fused)
-    pass_integrate(w, dt);
+    pass_integrate(w, dt, STEER_SIMD && !w->scalar_only);
   pass_events(w, dt, STEER_SIMD && !w->scalar_only); /* may change velocities (a stuck agent's nudge) */
   /* Rebuilt on the new positions for the next step; with nobody separating it is
    * left for steer_world_query_radius to build if it is asked. */
