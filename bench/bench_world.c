@@ -298,6 +298,7 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
   for (int i = 0; i < WARMUP; i++)
     step(&s);
   double per_step[MAX_RUNS];
+  steer_pool_measure(pool, print_split);
   double loop0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), all0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   for (int r = 0; r < runs; r++) {
     double t0 = now_ns();
@@ -306,28 +307,31 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
     per_step[r] = (now_ns() - t0) / steps;
   }
   double loop = clock_ns(CLOCK_THREAD_CPUTIME_ID) - loop0, all = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - all0;
+  double in_pool = (double)steer_pool_caller_ns(pool);
+  steer_pool_measure(pool, 0);
   qsort(per_step, (size_t)runs, sizeof(double), cmp_double);
   double median = per_step[runs / 2];
   printf("| %-8s | %9u | %14.1f | %14.1f | %10.3f | %9llu |\n", name, n, median / n, per_step[0] / n,
          median / 1e6, (unsigned long long)s.retargets);
   fflush(stdout);
   if (print_split) {
-    /* The step's work splits into a serial part S (the loop thread only) and
-     * a parallel part P shared by the T threads: the loop thread spends
-     * S + P/T, the others P (T - 1)/T. Amdahl's bound on T free cores is
-     * (S + P) / (S + P/T), and on two (S + P) / (S + P/2). */
+    /* The step's work splits into a serial part S, which the loop thread
+     * runs outside the pool's runs (the events pass, the bookkeeping, the
+     * host's retargeting), and a parallel part P, the runs, shared by the T
+     * threads. S is measured directly (the pool adds up the loop thread's
+     * CPU time inside its runs), so a busy machine does not blur it; P is
+     * every thread's CPU time minus S. Amdahl's bound on two free cores is
+     * (S + P) / (S + P/2). */
     uint32_t t = steer_pool_threads(pool);
     double per = (double)runs * steps * n, l = loop / per, o = (all - loop) / per;
-    double p = t > 1 ? o * t / (t - 1) : l, serial = t > 1 ? l - o / (t - 1) : 0.0;
-    if (serial < 0.0)
-      serial = 0.0;
+    double serial = (loop - in_pool) / per, p = (all - (loop - in_pool)) / per;
     if (t == 1)
-      fprintf(stderr, "%s %u: CPU ns/agent-step: %.1f, one thread\n", name, n, l);
+      fprintf(stderr, "%s %u: --split needs --threads 2 or more (one thread runs no pool)\n", name, n);
     else
       fprintf(stderr,
-            "%s %u: CPU ns/agent-step: loop thread %.1f, other threads %.1f (all %.1f); serial %.1f, "
-            "parallel %.1f; serial fraction %.3f, Amdahl bound on 2 cores %.2fx\n",
-            name, n, l, o, l + o, serial, p, serial / (serial + p), (serial + p) / (serial + p / 2.0));
+              "%s %u: CPU ns/agent-step with %u threads: loop thread %.1f (outside the pool %.1f), others %.1f; "
+              "serial %.1f, parallel %.1f; serial fraction %.3f, Amdahl bound on 2 cores %.2fx\n",
+              name, n, t, l, serial, o, serial, p, serial / (serial + p), (serial + p) / (serial + p / 2.0));
   }
   if (print_hash)
     fprintf(stderr, "%s %u: hash %016llx view %016llx after %llu ticks\n", name, n,

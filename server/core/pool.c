@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 struct steer_pool {
@@ -24,7 +25,16 @@ struct steer_pool {
   void *ctx;
   uint32_t count, chunk;
   atomic_uint_fast64_t next; /* start of the next chunk to hand out */
+  int measure;               /* steer_pool_measure */
+  uint64_t caller_ns;        /* the caller's CPU time inside runs while measuring */
 };
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void pool_work(steer_pool *p) {
   const uint64_t count = p->count, chunk = p->chunk;
@@ -107,7 +117,29 @@ void steer_pool_destroy(steer_pool *p) {
 
 uint32_t steer_pool_threads(const steer_pool *p) { return p ? p->threads : 1u; }
 
+static void pool_run(steer_pool *p, uint32_t count, uint32_t chunk, steer_pool_fn fn, void *ctx);
+
 void steer_pool_run(steer_pool *p, uint32_t count, uint32_t chunk, steer_pool_fn fn, void *ctx) {
+  if (p && p->measure) {
+    uint64_t t0 = thread_cpu_ns();
+    pool_run(p, count, chunk, fn, ctx);
+    p->caller_ns += thread_cpu_ns() - t0;
+  } else {
+    pool_run(p, count, chunk, fn, ctx);
+  }
+}
+
+void steer_pool_measure(steer_pool *p, int on) {
+  if (!p)
+    return;
+  if (on && !p->measure)
+    p->caller_ns = 0;
+  p->measure = on != 0;
+}
+
+uint64_t steer_pool_caller_ns(const steer_pool *p) { return p ? p->caller_ns : 0u; }
+
+static void pool_run(steer_pool *p, uint32_t count, uint32_t chunk, steer_pool_fn fn, void *ctx) {
   if (chunk == 0)
     chunk = 1;
   if (!p || p->threads == 1 || count <= chunk) {

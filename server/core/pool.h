@@ -33,6 +33,14 @@ uint32_t steer_pool_threads(const steer_pool *p);
  * it calls fn(ctx, 0, count) on the calling thread. One run at a time per pool. */
 void steer_pool_run(steer_pool *p, uint32_t count, uint32_t chunk, steer_pool_fn fn, void *ctx);
 
+/* Measurement (benchmarks): while on, the pool adds up the CPU time the
+ * calling thread spends inside steer_pool_run (two clock reads per run), so
+ * that what a tick runs outside the pool, its serial part, is the caller's
+ * CPU time minus this. Off at creation; accepts NULL. */
+void steer_pool_measure(steer_pool *p, int on);
+/* The caller's CPU ns inside runs since measuring was turned on (0 for NULL). */
+uint64_t steer_pool_caller_ns(const steer_pool *p);
+
 /* The number of online processors (at least 1): the default thread count. */
 uint32_t steer_pool_cores(void);
 
