@@ -338,6 +338,29 @@ unsigned steer_path_advance(const steer_path *path, steer_path_cursor *c, const 
   return events;
 }
 
+#if STEER_SIMD
+/* The lanes' ends (f4_finish_lanes) of steer_path_steer_heading_x4. */
+typedef struct heading_lanes {
+  const steer_state *const *s;
+  const steer_limits *const *l;
+  const steer_params *const *p;
+  const steer_path *const *path;
+  const steer_path_cursor *const *c;
+  steer_heading_output *out;
+} heading_lanes;
+
+static inline void heading_keep(void *ctx, int i, const float (*r)[4]) {
+  heading_lanes *h = ctx;
+  h->out[i].rotation = r[0][i];
+  h->out[i].speed = r[1][i];
+}
+
+static inline void heading_redo(void *ctx, int i) {
+  heading_lanes *h = ctx;
+  h->out[i] = steer_path_steer_heading(h->s[i], h->l[i], h->p[i], h->path[i], h->c[i]);
+}
+#endif
+
 int steer_path_steer_heading_x4(const steer_state *const s[4], const steer_limits *const l[4],
                                 const steer_params *const p[4], const steer_path *const path[4],
                                 const steer_path_cursor *const c[4], steer_heading_output out[4]) {
@@ -410,20 +433,9 @@ int steer_path_steer_heading_x4(const steer_state *const s[4], const steer_limit
   f4 out_rot = f4_sel(is_turn, _mm_loadu_ps(rate), rot);
   f4 out_speed = f4_sel(is_turn, turn_speed, speed);
   bad = f4_sel(is_turn, bad_turn, bad);
-  float rr[4], rs[4];
-  _mm_storeu_ps(rr, out_rot);
-  _mm_storeu_ps(rs, out_speed);
-  int redo = _mm_movemask_ps(bad) | scalar, done = 0;
-  for (int i = 0; i < 4; i++) {
-    if (redo & (1 << i)) {
-      out[i] = steer_path_steer_heading(s[i], l[i], p[i], path[i], c[i]);
-    } else {
-      out[i].rotation = rr[i];
-      out[i].speed = rs[i];
-      done++;
-    }
-  }
-  return done;
+  const f4 res[] = {out_rot, out_speed};
+  heading_lanes lanes = {s, l, p, path, c, out};
+  return f4_finish_lanes(res, 2, bad, scalar, heading_keep, heading_redo, &lanes);
 #undef LANES
 #undef PX
 #undef PY

@@ -132,6 +132,33 @@ SIMD_INLINE void f4_sincos(f4 theta, f4 *s, f4 *c, f4 *bad) {
   *c = f4_sel(c_neg, f4_neg(rc), rc);
 }
 
+/* The end of every four-lane kernel: v[0..n) are its results (n <= 8). The
+ * lanes set in bad (a compare mask) or in the bits of also (bit i: lane i)
+ * are outside the vector path's exact range: redo(ctx, i) computes them with
+ * the scalar code. The other lanes are handed to keep(ctx, i, r), where
+ * r[k][i] is lane i of v[k]. Returns the number of lanes kept, which the kernels
+ * return (what the vector path did, for the tests). Inlined, so keep and redo
+ * are direct calls. */
+typedef void (*f4_keep_fn)(void *ctx, int lane, const float (*r)[4]);
+typedef void (*f4_redo_fn)(void *ctx, int lane);
+
+SIMD_INLINE int f4_finish_lanes(const f4 *v, int n, f4 bad, int also, f4_keep_fn keep, f4_redo_fn redo,
+                                void *ctx) {
+  float t[8][4];
+  for (int k = 0; k < n; k++)
+    _mm_storeu_ps(t[k], v[k]);
+  int redo_mask = _mm_movemask_ps(bad) | also, kept = 0;
+  for (int i = 0; i < 4; i++) {
+    if (redo_mask & (1 << i)) {
+      redo(ctx, i);
+      continue;
+    }
+    keep(ctx, i, t);
+    kept++;
+  }
+  return kept;
+}
+
 #else
 #define STEER_SIMD 0
 #endif

@@ -477,6 +477,78 @@ SIMD_INLINE f4 f4_face_dir(f4 dx, f4 dy, f4 theta, f4 omega, f4 mr, f4 maa, f4 a
   f4 turn = f4_clamp(_mm_div_ps(_mm_sub_ps(rate, omega), attt), nmaa, maa);
   return f4_sel(_mm_or_ps(still, _mm_cmplt_ps(size, atr)), brake, turn);
 }
+
+/* The lanes' ends (f4_finish_lanes) of the kernels below. */
+typedef struct arrive_look_lanes {
+  const steer_state *const *s;
+  const steer_limits *const *l;
+  const steer_params *const *p;
+  const vec2 *target;
+  steer_output *out;
+} arrive_look_lanes;
+
+static inline void arrive_look_keep(void *ctx, int i, const float (*r)[4]) {
+  arrive_look_lanes *c = ctx;
+  c->out[i].linear = v2(r[0][i], r[1][i]);
+  c->out[i].angular = r[2][i];
+}
+
+static inline void arrive_look_redo(void *ctx, int i) {
+  arrive_look_lanes *c = ctx;
+  c->out[i].linear = steer_arrive(c->s[i], c->l[i], c->p[i], c->target[i]).linear;
+  c->out[i].angular = steer_look_where_going(c->s[i], c->l[i], c->p[i]).angular;
+}
+
+typedef struct wander_lanes {
+  const steer_state *const *s;
+  const steer_limits *const *l;
+  const steer_params *const *p;
+  float *const *wander_orientation;
+  steer_rng *const *rng;
+  const steer_rng *saved; /* the generators before the batch */
+  float dt;
+  steer_output *out;
+} wander_lanes;
+
+static inline void wander_keep(void *ctx, int i, const float (*r)[4]) {
+  wander_lanes *c = ctx;
+  c->out[i].linear = v2(r[0][i], r[1][i]);
+  c->out[i].angular = r[2][i];
+  *c->wander_orientation[i] = r[3][i];
+}
+
+static inline void wander_redo(void *ctx, int i) {
+  wander_lanes *c = ctx;
+  *c->rng[i] = c->saved[i];
+  c->out[i] = steer_wander(c->s[i], c->l[i], c->p[i], c->wander_orientation[i], c->rng[i], c->dt);
+}
+
+/* Both integrators: results position, velocity, orientation, rotation. */
+typedef struct integrate_lanes {
+  steer_state *const *s;
+  const steer_limits *const *l;
+  const steer_output *dyn;         /* dynamic outputs, or NULL */
+  const steer_heading_output *hdg; /* heading outputs */
+  float dt;
+} integrate_lanes;
+
+static inline void integrate_keep(void *ctx, int i, const float (*r)[4]) {
+  integrate_lanes *c = ctx;
+  c->s[i]->position = v2(r[0][i], r[1][i]);
+  c->s[i]->velocity = v2(r[2][i], r[3][i]);
+  c->s[i]->orientation = r[4][i];
+  c->s[i]->rotation = r[5][i];
+}
+
+static inline void integrate_dynamic_redo(void *ctx, int i) {
+  integrate_lanes *c = ctx;
+  steer_integrate_dynamic(c->s[i], c->l[i], c->dyn[i], c->dt);
+}
+
+static inline void integrate_heading_redo(void *ctx, int i) {
+  integrate_lanes *c = ctx;
+  steer_integrate_heading(c->s[i], c->l[i], c->hdg[i], c->dt);
+}
 #endif
 
 int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *const l[4],
@@ -520,22 +592,9 @@ int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *cons
   f4_clip(&lx, &ly, ma, &bad);
   /* steer_look_where_going: face along the velocity. */
   f4 angular = f4_face_dir(vx, vy, theta, omega, LANES(MR), LANES(MAA), LANES(ATTT), LANES(ATR), LANES(ASR), &bad);
-  float rx[4], ry[4], ra[4];
-  _mm_storeu_ps(rx, lx);
-  _mm_storeu_ps(ry, ly);
-  _mm_storeu_ps(ra, angular);
-  int redo = _mm_movemask_ps(bad), done = 0;
-  for (int i = 0; i < 4; i++) {
-    if (redo & (1 << i)) {
-      out[i].linear = steer_arrive(s[i], l[i], p[i], target[i]).linear;
-      out[i].angular = steer_look_where_going(s[i], l[i], p[i]).angular;
-    } else {
-      out[i].linear = v2(rx[i], ry[i]);
-      out[i].angular = ra[i];
-      done++;
-    }
-  }
-  return done;
+  const f4 res[] = {lx, ly, angular};
+  arrive_look_lanes lanes = {s, l, p, target, out};
+  return f4_finish_lanes(res, 3, bad, 0, arrive_look_keep, arrive_look_redo, &lanes);
 #undef LANES
 #undef PX
 #undef PY
@@ -605,24 +664,9 @@ int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4
   f4 angular = f4_face_dir(_mm_sub_ps(tx, px), _mm_sub_ps(ty, py), theta, LANES(OM), LANES(MR), maa, LANES(ATTT),
                            LANES(ATR), LANES(ASR), &bad);
   f4 ma = LANES(MA);
-  float rx[4], ry[4], ra[4], rw[4];
-  _mm_storeu_ps(rx, _mm_mul_ps(hc, ma));
-  _mm_storeu_ps(ry, _mm_mul_ps(hs, ma));
-  _mm_storeu_ps(ra, angular);
-  _mm_storeu_ps(rw, wa);
-  int redo = _mm_movemask_ps(bad), done = 0;
-  for (int i = 0; i < 4; i++) {
-    if (redo & (1 << i)) {
-      *rng[i] = saved[i];
-      out[i] = steer_wander(s[i], l[i], p[i], wander_orientation[i], rng[i], dt);
-    } else {
-      *wander_orientation[i] = rw[i];
-      out[i].linear = v2(rx[i], ry[i]);
-      out[i].angular = ra[i];
-      done++;
-    }
-  }
-  return done;
+  const f4 res[] = {_mm_mul_ps(hc, ma), _mm_mul_ps(hs, ma), angular, wa};
+  wander_lanes lanes = {s, l, p, wander_orientation, rng, saved, dt, out};
+  return f4_finish_lanes(res, 4, bad, 0, wander_keep, wander_redo, &lanes);
 #undef LANES
 #undef PX
 #undef PY
@@ -674,26 +718,9 @@ int steer_integrate_dynamic_x4(steer_state *const s[4], const steer_limits *cons
     f4 rot = f4_clamp(_mm_add_ps(LANES(OM), _mm_mul_ps(ang, t)), f4_neg(mr), mr);
     f4 px = _mm_add_ps(LANES(PX), _mm_mul_ps(vx, t)), py = _mm_add_ps(LANES(PY), _mm_mul_ps(vy, t));
     f4 th = f4_wrap_angle(_mm_add_ps(LANES(TH), _mm_mul_ps(rot, t)), &bad);
-    float rpx[4], rpy[4], rvx[4], rvy[4], rth[4], rom[4];
-    _mm_storeu_ps(rpx, px);
-    _mm_storeu_ps(rpy, py);
-    _mm_storeu_ps(rvx, vx);
-    _mm_storeu_ps(rvy, vy);
-    _mm_storeu_ps(rth, th);
-    _mm_storeu_ps(rom, rot);
-    int redo = _mm_movemask_ps(bad), done = 0;
-    for (int i = 0; i < 4; i++) {
-      if (redo & (1 << i)) {
-        steer_integrate_dynamic(s[i], l[i], o[i], dt);
-      } else {
-        s[i]->position = v2(rpx[i], rpy[i]);
-        s[i]->velocity = v2(rvx[i], rvy[i]);
-        s[i]->orientation = rth[i];
-        s[i]->rotation = rom[i];
-        done++;
-      }
-    }
-    return done;
+    const f4 res[] = {px, py, vx, vy, th, rot};
+    integrate_lanes lanes = {s, l, o, NULL, dt};
+    return f4_finish_lanes(res, 6, bad, 0, integrate_keep, integrate_dynamic_redo, &lanes);
 #undef LANES
 #undef PX
 #undef PY
@@ -748,26 +775,9 @@ int steer_integrate_heading_x4(steer_state *const s[4], const steer_limits *cons
     f4_sincos(th, &hs, &hc, &bad);
     f4 run = _mm_mul_ps(speed, t);
     f4 px = _mm_add_ps(LANES(PX), _mm_mul_ps(hc, run)), py = _mm_add_ps(LANES(PY), _mm_mul_ps(hs, run));
-    float rpx[4], rpy[4], rvx[4], rvy[4], rth[4], rom[4];
-    _mm_storeu_ps(rpx, px);
-    _mm_storeu_ps(rpy, py);
-    _mm_storeu_ps(rvx, _mm_mul_ps(hc, speed));
-    _mm_storeu_ps(rvy, _mm_mul_ps(hs, speed));
-    _mm_storeu_ps(rth, th);
-    _mm_storeu_ps(rom, rot);
-    int redo = _mm_movemask_ps(bad), done = 0;
-    for (int i = 0; i < 4; i++) {
-      if (redo & (1 << i)) {
-        steer_integrate_heading(s[i], l[i], o[i], dt);
-      } else {
-        s[i]->position = v2(rpx[i], rpy[i]);
-        s[i]->velocity = v2(rvx[i], rvy[i]);
-        s[i]->orientation = rth[i];
-        s[i]->rotation = rom[i];
-        done++;
-      }
-    }
-    return done;
+    const f4 res[] = {px, py, _mm_mul_ps(hc, speed), _mm_mul_ps(hs, speed), th, rot};
+    integrate_lanes lanes = {s, l, NULL, o, dt};
+    return f4_finish_lanes(res, 6, bad, 0, integrate_keep, integrate_heading_redo, &lanes);
 #undef LANES
 #undef PX
 #undef PY
