@@ -54,6 +54,7 @@
 #include "interp.h"
 #include "mixed_world.h"
 #include "steerd_proc.h"
+#include "udp_stats.h"
 
 extern char **environ;
 
@@ -616,26 +617,6 @@ static int proc_ticks(pid_t pid, unsigned long *ut, unsigned long *st) {
   const char *rest = strrchr(buf, ')');
   return rest && sscanf(rest + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", ut, st) == 2 ? 0
                                                                                                       : -1;
-}
-
-/* UDP receive-buffer drops (RcvbufErrors in /proc/net/snmp), system-wide. */
-static uint64_t udp_rcvbuf_errors(void) {
-  FILE *f = fopen("/proc/net/snmp", "r");
-  char head[1024], line[1024];
-  uint64_t v = 0;
-  if (!f)
-    return 0;
-  while (fgets(head, sizeof head, f) && fgets(line, sizeof line, f)) {
-    if (strncmp(head, "Udp:", 4) != 0)
-      continue;
-    char *hs, *ls, *h = strtok_r(head, " \n", &hs), *l = strtok_r(line, " \n", &ls);
-    for (; h && l; h = strtok_r(NULL, " \n", &hs), l = strtok_r(NULL, " \n", &ls))
-      if (!strcmp(h, "RcvbufErrors"))
-        v = strtoull(l, NULL, 10);
-    break;
-  }
-  fclose(f);
-  return v;
 }
 
 /* Per-socket drops of 127.0.0.1 sockets (/proc/net/udp: the last field), by port. */

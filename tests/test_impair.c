@@ -23,6 +23,7 @@
 #include "impair.h"
 #include "impair_runner.h"
 #include "steerd_proc.h"
+#include "udp_stats.h"
 
 #define MAX_SEQ   4096
 #define MAX_PORTS 16
@@ -237,6 +238,42 @@ static void round_trip(const steerd_impair_config *cfg, uint32_t count, uint32_t
   *stats = r.stats;
 }
 
+/* A round whose arrivals must match the proxy's own decisions exactly (ok()
+ * says whether they do) is made again when they do not and the kernel dropped
+ * datagrams meanwhile (RcvbufErrors moved: a socket's buffer filled because a
+ * thread was not scheduled in time on a loaded machine, losses that are not the
+ * proxy's), at most 4 times. When the kernel dropped nothing, a mismatch is
+ * the proxy's and the caller's assertions report it. */
+static void round_trip_exact(const steerd_impair_config *cfg, uint32_t count, uint32_t per_ms, size_t size,
+                             arrivals *a, steerd_impair_stats *stats,
+                             int (*ok)(const arrivals *, const steerd_impair_stats *, uint32_t)) {
+  for (int attempt = 0;; attempt++) {
+    uint64_t before = udp_rcvbuf_errors();
+    round_trip(cfg, count, per_ms, size, a, stats);
+    uint64_t kernel = udp_rcvbuf_errors() - before;
+    if (ok(a, stats, count) || kernel == 0 || attempt == 3)
+      return;
+    printf("round %d: %u of %u arrived and the kernel dropped %llu datagrams (system-wide): again\n", attempt,
+           a->count, count, (unsigned long long)kernel);
+  }
+}
+
+/* Every probe came back, in order. */
+static int all_in_order(const arrivals *a, const steerd_impair_stats *s, uint32_t n) {
+  (void)s;
+  if (a->count != n)
+    return 0;
+  for (uint32_t i = 0; i < a->count; i++)
+    if (a->seq[i] != i)
+      return 0;
+  return 1;
+}
+
+/* Every probe the proxy did not drop came back. */
+static int all_but_dropped(const arrivals *a, const steerd_impair_stats *s, uint32_t n) {
+  return s->dir[STEERD_IMPAIR_UP].received == n && a->count == n - s->dir[STEERD_IMPAIR_UP].dropped;
+}
+
 /* ---- tests ---------------------------------------------------------------------------- */
 
 START_TEST(test_clean) {
@@ -245,7 +282,7 @@ START_TEST(test_clean) {
   steerd_impair_config cfg = config_for(&e);
   static arrivals a;
   steerd_impair_stats s;
-  round_trip(&cfg, 1000, 20, 64, &a, &s);
+  round_trip_exact(&cfg, 1000, 20, 64, &a, &s, all_in_order);
   ck_assert_uint_eq(a.count, 1000);
   for (uint32_t i = 0; i < a.count; i++)
     ck_assert_uint_eq(a.seq[i], i);
@@ -268,7 +305,7 @@ START_TEST(test_loss) {
   static arrivals a;
   steerd_impair_stats s;
   const uint32_t n = 2000;
-  round_trip(&cfg, n, 20, 64, &a, &s);
+  round_trip_exact(&cfg, n, 20, 64, &a, &s, all_but_dropped);
   double lost = 1.0 - (double)a.count / n;
   double sigma = sqrt(0.3 * 0.7 / n);
   printf("loss 0.3: %u of %u lost (%.3f, 5 sigma = %.3f)\n", n - a.count, n, lost, 5 * sigma);
