@@ -32,6 +32,8 @@ int steerd_proc_log_contains(const steerd_proc *p, const char *needle) {
   return found;
 }
 
+/* The port of the first log line with marker followed by "address:port"
+ * (the address as the server prints it: what --bind resolved to). */
 static uint16_t find_port(const steerd_proc *p, const char *marker) {
   FILE *f = fopen(p->log_path, "r");
   if (!f)
@@ -40,8 +42,15 @@ static uint16_t find_port(const steerd_proc *p, const char *marker) {
   uint16_t port = 0;
   while (!port && fgets(line, sizeof(line), f)) {
     const char *at = strstr(line, marker);
-    if (at)
-      port = (uint16_t)atoi(at + strlen(marker));
+    if (!at)
+      continue;
+    at += strlen(marker);
+    const char *colon = NULL;
+    for (const char *c = at; *c && *c != ' ' && *c != '\n'; c++)
+      if (*c == ':' && c[1] >= '0' && c[1] <= '9')
+        colon = c; /* the last ':' before digits: "127.0.0.1:4000:" gives 4000 */
+    if (colon)
+      port = (uint16_t)atoi(colon + 1);
   }
   fclose(f);
   return port;
@@ -74,8 +83,8 @@ int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *ext
   }
   close(fd);
   uint64_t deadline = steerd_proc_now_ms() + timeout_ms;
-  while (!(p->port = find_port(p, "listening on 127.0.0.1:")) ||
-         (http && !(p->http_port = find_port(p, "http on 127.0.0.1:")))) {
+  while (!(p->port = find_port(p, "listening on ")) ||
+         (http && !(p->http_port = find_port(p, "http on ")))) {
     if (steerd_proc_now_ms() >= deadline)
       break;
     if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {

@@ -17,8 +17,9 @@ typedef struct steerd_proc {
 /* Starts `binary --bind 127.0.0.1 --port 0 --http-port 0 <extra...>` (extra is
  * NULL-terminated, may be NULL; a later flag wins, so "--http-port", "auto"
  * opens an ephemeral HTTP port: parallel tests never share a fixed one) and
- * waits up to timeout_ms for its "listening on" line (and its "http on" line
- * when HTTP is on). Returns 0, or -1 (the child is killed). */
+ * waits up to timeout_ms for its "listening on <address>:<port>" line (and its
+ * "http on" line when HTTP is on; the address is what --bind resolved to).
+ * Returns 0, or -1 (the child is killed). */
 int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *extra, uint32_t timeout_ms);
 
 /* steerd_proc_start with the flags of base, then those of extra (each
