@@ -51,14 +51,16 @@ static long log_lines(const steerd_proc *s) {
 typedef struct watcher {
   steerd_client *c;
   uint64_t frames;
+  uint64_t tick; /* of the last frame */
   uint64_t events;
   int gone;
   uint32_t reason;
 } watcher;
 
 static void on_frame(void *user, const steerd_client_frame *f) {
-  (void)f;
-  ((watcher *)user)->frames++;
+  watcher *w = user;
+  w->frames++;
+  w->tick = f->tick;
 }
 
 static void on_event(void *user, const proto_event *e) {
@@ -93,6 +95,21 @@ static void watcher_connect(watcher *w, const steerd_proc *s, const char *name) 
   int rc = steerd_client_connect(w->c, "127.0.0.1", s->port);
   ck_assert_msg(rc == 0, "%s: connect: %s", name, steerd_client_strerror(rc));
 }
+
+/* The server's tick now, as w sees it: the tick of the second frame from
+ * now (the first may have waited in the socket). Fails after 10 s without. */
+static uint64_t server_tick(watcher *w) {
+  uint64_t want = w->frames + 2, end = now_ms() + 10000;
+  while (w->frames < want && now_ms() < end)
+    steerd_client_service(w->c, 5);
+  ck_assert_msg(w->frames >= want, "no frame in 10 s");
+  return w->tick;
+}
+
+/* Snapshots the server made (20 a second at 30 ticks a second, the defaults)
+ * between two ticks. On a loaded machine the server may tick late; how many a
+ * client got is measured against this, not against the wall clock. */
+static uint64_t snapshots_between(uint64_t tick0, uint64_t tick1) { return (tick1 - tick0) * 20 / 30; }
 
 /* ---- raw ENet peers ------------------------------------------------------------- */
 
@@ -177,7 +194,7 @@ START_TEST(unreliable_flood_is_dropped_and_the_observer_keeps_its_rate) {
   raw f;
   raw_connect(&f, s.port);
   raw_hello(&f);
-  uint64_t frames0 = obs.frames, t0 = now_ms();
+  uint64_t tick0 = server_tick(&obs), frames0 = obs.frames, t0 = now_ms();
   proto_command ping = command(PROTO_MSG_PING);
   double rss_max = rss0;
   while (now_ms() - t0 < 4000) {
@@ -188,9 +205,11 @@ START_TEST(unreliable_flood_is_dropped_and_the_observer_keeps_its_rate) {
     double r = server_rss_mb(&s);
     rss_max = r > rss_max ? r : rss_max;
   }
-  uint64_t got = obs.frames - frames0;
-  /* 20 snapshots/s for 4 s: at least half, whatever the machine is doing. */
-  ck_assert_msg(got >= 40, "observer got %llu frames in 4 s", (unsigned long long)got);
+  uint64_t got = obs.frames - frames0, made = snapshots_between(tick0, server_tick(&obs));
+  /* At least half of the snapshots the server made meanwhile (80 in 4 s when
+   * the server has its core), whatever the machine is doing. */
+  ck_assert_msg(got * 2 >= made && made >= 10, "observer got %llu frames of %llu in 4 s", (unsigned long long)got,
+                (unsigned long long)made);
   ck_assert_int_eq(obs.gone, 0);
   ck_assert_msg(rss_max - rss0 < 20.0, "server RSS grew from %.1f to %.1f MB", rss0, rss_max);
   raw_pump(&f, 0);
@@ -275,7 +294,7 @@ START_TEST(an_event_burst_leaves_every_client_connected) {
     if (i % 10 == 9) /* the spawner reads its ACKs; the viewers read; the sleeper does not */
       steerd_client_service(spawner.c, 1);
   }
-  uint64_t frames0[BURST_CLIENTS];
+  uint64_t frames0[BURST_CLIENTS], tick0 = server_tick(&cl[0]);
   for (int i = 0; i < BURST_CLIENTS; i++)
     frames0[i] = cl[i].frames;
   uint64_t end = now_ms() + 4000;
@@ -293,6 +312,7 @@ START_TEST(an_event_burst_leaves_every_client_connected) {
   uint64_t frames4[BURST_CLIENTS];
   for (int i = 0; i < BURST_CLIENTS; i++)
     frames4[i] = cl[i].frames;
+  uint64_t made = snapshots_between(tick0, server_tick(&cl[0]));
   end = now_ms() + 20000;
   for (int behind = 1; behind && now_ms() < end;) {
     behind = 0;
@@ -313,10 +333,10 @@ START_TEST(an_event_burst_leaves_every_client_connected) {
     /* Every SPAWNED came, or was counted lost. */
     ck_assert_msg(st.events + st.events_lost >= BURST_AGENTS, "viewer %d: %llu events + %llu lost", i,
                   (unsigned long long)st.events, (unsigned long long)st.events_lost);
-    /* 4 s at 20 snapshots/s: at least a third, even on a busy machine (full
-     * snapshots of 5 000 agents are ~85 packets each). */
-    ck_assert_msg(frames4[i] - frames0[i] >= 25, "viewer %d: %llu frames in 4 s", i,
-                  (unsigned long long)(frames4[i] - frames0[i]));
+    /* At least a third of the snapshots the server made in those 4 s (80
+     * when it has its core; full snapshots of 5 000 agents are ~85 packets). */
+    ck_assert_msg((frames4[i] - frames0[i]) * 3 >= made && made >= 10, "viewer %d: %llu frames of %llu in 4 s", i,
+                  (unsigned long long)(frames4[i] - frames0[i]), (unsigned long long)made);
   }
   ck_assert_int_eq(sleeper.gone, 0);
   steerd_client_stats st;
