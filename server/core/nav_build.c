@@ -283,6 +283,29 @@ static int edge_push(edge_list *e, uint32_t a, uint32_t b, float len) {
   return 0;
 }
 
+/* The edges of new node f (of an update): with every node of list (all nodes
+ * when list is NULL; n of them) but itself, each pair once (a fresh node w
+ * above f links it when its own turn comes), tangent at both ends and in
+ * sight. 0 or STEER_ENOMEM. */
+static int link_new(steer_nav *t, edge_list *e, const uint8_t *fresh, uint32_t f, const uint32_t *list, uint32_t n) {
+  nav_recent recent = {{0}, 0};
+  const nav_node *nf = &t->nodes[f];
+  for (uint32_t x = 0; x < n; x++) {
+    const uint32_t w = list ? list[x] : x;
+    if (w == f || (fresh[w] && w > f))
+      continue;
+    const nav_node *nw = &t->nodes[w];
+    if (!tangent(nf, nw->p) || !tangent(nw, nf->p))
+      continue;
+    if (nav_vis_pair(t, nf->p, nw->p, &recent)) {
+      int rc = edge_push(e, f, w, v2_len(v2_sub(nf->p, nw->p)));
+      if (rc != 0)
+        return rc;
+    }
+  }
+  return 0;
+}
+
 /* The boxes of the obstacles that changed, widened by what they can reach. */
 typedef struct change_set {
   vec2 lo[NAV_MAX_CHANGES], hi[NAV_MAX_CHANGES];
@@ -853,36 +876,14 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
       if (f == NAV_NONE)
         continue;
       fresh[f] = 2;
-      nav_recent recent = {{0}, 0};
-      const nav_node *nf = &t->nodes[f];
-      for (uint32_t x = 0; x < nv && rc == 0; x++) {
-        const uint32_t w = vis_nodes[x];
-        if (w == f || (fresh[w] && w > f))
-          continue;
-        const nav_node *nw = &t->nodes[w];
-        if (!tangent(nf, nw->p) || !tangent(nw, nf->p))
-          continue;
-        if (nav_vis_pair(t, nf->p, nw->p, &recent))
-          rc = edge_push(&e, f, w, v2_len(v2_sub(nf->p, nw->p)));
-      }
+      rc = link_new(t, &e, fresh, f, vis_nodes, nv);
     }
   }
   /* Edges of the other new nodes (all of them from scratch; revived ones):
    * every other node, each pair once. */
   for (uint32_t f = 0; f < t->nnodes && rc == 0; f++) {
-    if (fresh[f] != 1)
-      continue;
-    nav_recent recent = {{0}, 0};
-    const nav_node *nf = &t->nodes[f];
-    for (uint32_t w = 0; w < t->nnodes && rc == 0; w++) {
-      if (w == f || (fresh[w] && w > f))
-        continue;
-      const nav_node *nw = &t->nodes[w];
-      if (!tangent(nf, nw->p) || !tangent(nw, nf->p))
-        continue;
-      if (nav_vis_pair(t, nf->p, nw->p, &recent))
-        rc = edge_push(&e, f, w, v2_len(v2_sub(nf->p, nw->p)));
-    }
+    if (fresh[f] == 1)
+      rc = link_new(t, &e, fresh, f, NULL, t->nnodes);
   }
   /* Pairs of old nodes that may see each other now something is gone: those
    * whose segment passes near a removed obstacle and were not edges. Only
