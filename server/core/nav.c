@@ -234,6 +234,7 @@ struct nav_search {
   vec2 *bbox;       /* 2 per block: lo, hi of its nodes */
   struct heap_item *heap;
   uint32_t heap_cap;
+  uint32_t *hpos; /* nnodes + 2 + blocks: where an open node's (or a block's) entry is in heap */
   uint32_t *route; /* nnodes + 2: the reversed node list of a route */
   size_t bytes;
 };
@@ -257,7 +258,8 @@ int nav_search_alloc(steer_nav *t) {
   const size_t cells = (size_t)s->side * s->side;
   /* Pushes: one per improving relaxation (each directed edge once), the
    * start's and the goal's links, one per block. */
-  s->heap_cap = t->nadj + 3u * (N + 2u) + (uint32_t)cells + 1u;
+  /* Entries: one per open node (an improvement moves it), one per block. */
+  s->heap_cap = N + 2u + (uint32_t)cells + 1u;
   s->st = calloc((size_t)N + 2u, sizeof *s->st);
   s->anchor = malloc(((size_t)N + 1u) * sizeof *s->anchor);
   s->dir = malloc(((size_t)t->nadj + 1u) * sizeof *s->dir);
@@ -266,12 +268,13 @@ int nav_search_alloc(steer_nav *t) {
   s->bnodes = malloc(((size_t)N + 1u) * sizeof *s->bnodes);
   s->bbox = malloc((2u * cells) * sizeof *s->bbox);
   s->heap = malloc((size_t)s->heap_cap * sizeof *s->heap);
+  s->hpos = malloc((size_t)s->heap_cap * sizeof *s->hpos);
   s->route = malloc(((size_t)N + 2u) * sizeof *s->route);
-  if (!s->st || !s->anchor || !s->dir || !s->dir_ok || !s->bfirst || !s->bnodes || !s->bbox || !s->heap || !s->route)
+  if (!s->st || !s->anchor || !s->dir || !s->dir_ok || !s->bfirst || !s->bnodes || !s->bbox || !s->heap || !s->hpos || !s->route)
     return STEER_ENOMEM;
   s->bytes = sizeof *s + ((size_t)N + 2u) * (sizeof(nav_state) + sizeof(uint32_t)) + (size_t)N * (sizeof(vec2) + sizeof(uint32_t) + 1u) +
              (size_t)t->nadj * sizeof(uint16_t) + (cells + 1u) * sizeof(uint32_t) + 2u * cells * sizeof(vec2) +
-             (size_t)s->heap_cap * sizeof(struct heap_item);
+             (size_t)s->heap_cap * (sizeof(struct heap_item) + sizeof(uint32_t));
   return 0;
 }
 
@@ -287,6 +290,7 @@ void nav_search_free(steer_nav *n) {
   free(s->bnodes);
   free(s->bbox);
   free(s->heap);
+  free(s->hpos);
   free(s->route);
   free(s);
   n->search = NULL;
@@ -299,24 +303,27 @@ static int heap_less(const struct heap_item *x, const struct heap_item *y) {
 }
 
 /* A 4-ary heap: half the depth of a binary one, and a node's children share
- * a cache line. */
+ * a cache line. Indexed (pos: where each entry's node sits), so an open
+ * node's better way in moves its entry up instead of adding another: the
+ * heap holds the open nodes and the unopened blocks, nothing stale. The
+ * order (f, then node) is total, so the pops are the same as with lazy
+ * deletion. */
 #define NAV_HEAP_K 4u
 
-static void heap_push(struct heap_item *heap, uint32_t *size, float f, uint32_t node) {
-  uint32_t i = (*size)++;
-  struct heap_item x = {f, node};
+static inline void heap_up(struct heap_item *heap, uint32_t *pos, uint32_t i, struct heap_item x) {
   while (i > 0) {
     uint32_t p = (i - 1) / NAV_HEAP_K;
     if (!heap_less(&x, &heap[p]))
       break;
     heap[i] = heap[p];
+    pos[heap[i].node] = i;
     i = p;
   }
   heap[i] = x;
+  pos[x.node] = i;
 }
 
-static void heap_down(struct heap_item *heap, uint32_t size, uint32_t i) {
-  struct heap_item x = heap[i];
+static void heap_down(struct heap_item *heap, uint32_t *pos, uint32_t size, uint32_t i, struct heap_item x) {
   for (;;) {
     uint32_t c = NAV_HEAP_K * i + 1, end = c + NAV_HEAP_K, s = NAV_NONE;
     if (end > size)
@@ -330,15 +337,17 @@ static void heap_down(struct heap_item *heap, uint32_t size, uint32_t i) {
     if (s == NAV_NONE)
       break;
     heap[i] = heap[s];
+    pos[heap[i].node] = i;
     i = s;
   }
   heap[i] = x;
+  pos[x.node] = i;
 }
 
-static struct heap_item heap_pop(struct heap_item *heap, uint32_t *size) {
+static struct heap_item heap_pop(struct heap_item *heap, uint32_t *pos, uint32_t *size) {
   struct heap_item top = heap[0];
-  heap[0] = heap[--(*size)];
-  heap_down(heap, *size, 0);
+  if (--(*size) > 0)
+    heap_down(heap, pos, *size, 0, heap[*size]);
   return top;
 }
 
@@ -470,11 +479,15 @@ static inline void offer(nav_search *s, uint32_t *hs, uint32_t v, uint32_t paren
   const uint32_t k = x->mark & 3u;
   if (k == NAV_CLOSED || (k == NAV_OPEN && g >= x->g))
     return;
-  x->mark = gen << 2 | NAV_OPEN;
   x->g = g;
   x->parent = parent;
-  if (*hs < s->heap_cap)
-    heap_push(s->heap, hs, g + x->h, v);
+  const struct heap_item it = {g + x->h, v};
+  if (k == NAV_OPEN) { /* in the heap: moves up */
+    heap_up(s->heap, s->hpos, s->hpos[v], it);
+    return;
+  }
+  x->mark = gen << 2 | NAV_OPEN;
+  heap_up(s->heap, s->hpos, (*hs)++, it);
 }
 
 /* One A* run (see above); 1 when the goal was reached (its parents lead
@@ -505,9 +518,9 @@ static int search_run(steer_nav *n, nav_search *s, vec2 from, vec2 to, int taut,
   }
   for (uint32_t i = hs / NAV_HEAP_K + 1u; i-- > 0;)
     if (i < hs)
-      heap_down(heap, hs, i);
+      heap_down(heap, s->hpos, hs, i, heap[i]);
   while (hs > 0) {
-    const struct heap_item it = heap_pop(heap, &hs);
+    const struct heap_item it = heap_pop(heap, s->hpos, &hs);
     const uint32_t u = it.node;
     if (u >= B) {
       /* A block of start links: every corner tangent to the start and in
@@ -524,8 +537,6 @@ static int search_run(steer_nav *n, nav_search *s, vec2 from, vec2 to, int taut,
       continue;
     }
     nav_state *xu = &s->st[u];
-    if ((xu->mark & 3u) == NAV_CLOSED || it.f > xu->g + xu->h)
-      continue; /* closed, or a stale entry */
     xu->mark = gen << 2 | NAV_CLOSED;
     if (u == G)
       return 1;
