@@ -201,6 +201,11 @@ int nav_vis_pair(steer_nav *n, vec2 a, vec2 b, nav_recent *recent) {
 #define NAV_BLOCK_NODES 24u /* mean corners per block of start links */
 #define NAV_TAUT_MARGIN 40u /* pseudo-angle units (1/65536 turn, ~0.2 degrees at most) */
 
+struct nav_arc {
+  uint32_t v;
+  float len; /* m */
+};
+
 struct heap_item {
   float f; /* m, key */
   uint32_t node;
@@ -224,8 +229,12 @@ struct nav_search {
   uint32_t side;  /* cells of the block grid per side */
   nav_state *st;  /* nnodes + 2 (start, goal) */
   vec2 *anchor;   /* nnodes: the obstacle point the node turns round */
-  uint16_t *dir;  /* per directed edge (as adj): its direction, pseudo-angle in 1/65536 turns */
-  uint8_t *dir_ok; /* nnodes: dir of the node's edges filled (on its first expansion) */
+  /* Per node, its edges sorted by direction (in place of adj's order, same
+   * ranges): arc (the neighbour and the length) and dir (its direction,
+   * pseudo-angle in 1/65536 turns); made on the node's first expansion. */
+  struct nav_arc *arc;
+  uint16_t *dir;
+  uint8_t *dir_ok; /* nnodes: the node's arcs made */
   /* Blocks of nodes: the non-empty cells of the side x side grid over the
    * bounds; block b's nodes are bnodes[bfirst[b] .. bfirst[b + 1]). */
   uint32_t nblocks;
@@ -263,6 +272,7 @@ int nav_search_alloc(steer_nav *t) {
   s->st = calloc((size_t)N + 2u, sizeof *s->st);
   s->anchor = malloc(((size_t)N + 1u) * sizeof *s->anchor);
   s->dir = malloc(((size_t)t->nadj + 1u) * sizeof *s->dir);
+  s->arc = malloc(((size_t)t->nadj + 1u) * sizeof *s->arc);
   s->dir_ok = malloc((size_t)N + 1u);
   s->bfirst = malloc((cells + 1u) * sizeof *s->bfirst);
   s->bnodes = malloc(((size_t)N + 1u) * sizeof *s->bnodes);
@@ -270,10 +280,10 @@ int nav_search_alloc(steer_nav *t) {
   s->heap = malloc((size_t)s->heap_cap * sizeof *s->heap);
   s->hpos = malloc((size_t)s->heap_cap * sizeof *s->hpos);
   s->route = malloc(((size_t)N + 2u) * sizeof *s->route);
-  if (!s->st || !s->anchor || !s->dir || !s->dir_ok || !s->bfirst || !s->bnodes || !s->bbox || !s->heap || !s->hpos || !s->route)
+  if (!s->st || !s->anchor || !s->dir || !s->arc || !s->dir_ok || !s->bfirst || !s->bnodes || !s->bbox || !s->heap || !s->hpos || !s->route)
     return STEER_ENOMEM;
   s->bytes = sizeof *s + ((size_t)N + 2u) * (sizeof(nav_state) + sizeof(uint32_t)) + (size_t)N * (sizeof(vec2) + sizeof(uint32_t) + 1u) +
-             (size_t)t->nadj * sizeof(uint16_t) + (cells + 1u) * sizeof(uint32_t) + 2u * cells * sizeof(vec2) +
+             (size_t)t->nadj * (sizeof(uint16_t) + sizeof(struct nav_arc)) + (cells + 1u) * sizeof(uint32_t) + 2u * cells * sizeof(vec2) +
              (size_t)s->heap_cap * (sizeof(struct heap_item) + sizeof(uint32_t));
   return 0;
 }
@@ -285,6 +295,7 @@ void nav_search_free(steer_nav *n) {
   free(s->st);
   free(s->anchor);
   free(s->dir);
+  free(s->arc);
   free(s->dir_ok);
   free(s->bfirst);
   free(s->bnodes);
@@ -490,6 +501,26 @@ static inline void offer(nav_search *s, uint32_t *hs, uint32_t v, uint32_t paren
   heap_up(s->heap, s->hpos, (*hs)++, it);
 }
 
+/* Makes node u's arcs: its edges sorted by direction (then neighbour). A
+ * function of the graph alone. */
+static void sort_arcs(const steer_nav *n, nav_search *s, uint32_t u) {
+  const uint32_t k0 = n->start[u], k1 = n->start[u + 1];
+  const vec2 pu = s->st[u].p;
+  for (uint32_t k = k0; k < k1; k++) { /* insertion sort: a few tens of edges */
+    const struct nav_arc x = {n->adj[k], n->adj_len[k]};
+    const uint16_t d = pseudo_angle(v2_sub(s->st[x.v].p, pu));
+    uint32_t j = k;
+    while (j > k0 && (s->dir[j - 1] > d || (s->dir[j - 1] == d && s->arc[j - 1].v > x.v))) {
+      s->dir[j] = s->dir[j - 1];
+      s->arc[j] = s->arc[j - 1];
+      j--;
+    }
+    s->dir[j] = d;
+    s->arc[j] = x;
+  }
+  s->dir_ok[u] = 1;
+}
+
 /* One A* run (see above); 1 when the goal was reached (its parents lead
  * back to the start). */
 static int search_run(steer_nav *n, nav_search *s, vec2 from, vec2 to, int taut, nav_recent *near_from,
@@ -554,19 +585,33 @@ static int search_run(steer_nav *n, nav_search *s, vec2 from, vec2 to, int taut,
     const float side = v2_cross(din, da);
     int prune = taut && side * side > 1e-4f * v2_len2(din) * v2_len2(da);
     const uint16_t base = (uint16_t)(pseudo_angle(din) + (side > 0.0f ? 0u : 32768u));
-    if (!s->dir_ok[u]) { /* once per graph: the same values whenever made */
-      for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++)
-        s->dir[k] = pseudo_angle(v2_sub(s->st[n->adj[k]].p, pu));
-      s->dir_ok[u] = 1;
+    const uint32_t k0 = n->start[u], deg = n->start[u + 1] - k0;
+    if (!s->dir_ok[u]) /* once per graph: the same values whenever made */
+      sort_arcs(n, s, u);
+    /* Counter-clockwise from the way in (anchor left), or from its reverse
+     * (anchor right): (0, 32768) from base is the allowed half, with the
+     * margin on both sides: the arcs from the first at or after base -
+     * margin, in direction order, while within the window. The others turn
+     * away from the obstacle: never shortest. */
+    uint32_t first = 0, count = deg;
+    const uint16_t a = (uint16_t)(base - NAV_TAUT_MARGIN);
+    if (prune) {
+      uint32_t lo = 0, hi = deg; /* the first dir >= a (deg: none, so the first of all) */
+      while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2u;
+        if (s->dir[k0 + mid] < a)
+          lo = mid + 1u;
+        else
+          hi = mid;
+      }
+      first = lo == deg ? 0u : lo;
     }
-    for (uint32_t k = n->start[u]; k < n->start[u + 1]; k++) {
-      /* Counter-clockwise from the way in (anchor left), or from its
-       * reverse (anchor right): (0, 32768) from base is the allowed half. */
-      const uint16_t rel = (uint16_t)(s->dir[k] - base);
-      if (prune && rel > 32768u + NAV_TAUT_MARGIN && rel < 65536u - NAV_TAUT_MARGIN)
-        continue; /* turns away from the obstacle: never shortest */
-      const uint32_t v = n->adj[k];
-      offer(s, &hs, v, u, gu + n->adj_len[k], gen, to);
+    const struct nav_arc *arc = s->arc + k0;
+    const uint16_t *dir = s->dir + k0;
+    for (uint32_t t = 0, i = first; t < count; t++, i = i + 1u == deg ? 0u : i + 1u) {
+      if (prune && (uint16_t)(dir[i] - a) > 32768u + 2u * NAV_TAUT_MARGIN)
+        break;
+      offer(s, &hs, arc[i].v, u, gu + arc[i].len, gen, to);
     }
     const nav_state *xg = &s->st[G];
     if ((xg->mark & 3u) != NAV_CLOSED && tangent(&n->nodes[u], to) && nav_vis_pair(n, pu, to, near_to))
