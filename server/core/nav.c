@@ -611,7 +611,16 @@ static int search_run(steer_nav *n, nav_search *s, vec2 from, vec2 to, int taut,
     for (uint32_t t = 0, i = first; t < count; t++, i = i + 1u == deg ? 0u : i + 1u) {
       if (prune && (uint16_t)(dir[i] - a) > 32768u + 2u * NAV_TAUT_MARGIN)
         break;
+      const uint32_t ahead = i + 4u < deg ? i + 4u : i + 4u - deg;
+      if (t + 4u < count)
+        __builtin_prefetch(&s->st[arc[ahead].v]);
       offer(s, &hs, arc[i].v, u, gu + arc[i].len, gen, to);
+    }
+    if (hs > 0 && heap[0].node < S && s->dir_ok[heap[0].node]) { /* most likely the next expanded */
+      const uint32_t nx = n->start[heap[0].node];
+      __builtin_prefetch(&s->dir[nx]);
+      __builtin_prefetch(&s->arc[nx]);
+      __builtin_prefetch(&s->arc[nx] + 8);
     }
     const nav_state *xg = &s->st[G];
     if ((xg->mark & 3u) != NAV_CLOSED && tangent(&n->nodes[u], to) && nav_vis_pair(n, pu, to, near_to))
