@@ -174,8 +174,11 @@ int nav_vis_pair(steer_nav *n, vec2 a, vec2 b, nav_recent *recent) {
  * - Taut successors: a shortest route bends only round an obstacle, toward
  *   it. So a corner u reached from p passes on only to the neighbours v for
  *   which p -> u -> v turns toward u's anchor (the corner's vertex, a circle's
- *   centre, a wall's end), tested on a 16-bit direction stored per edge so a
- *   pruned edge costs no look at v: ~16 600 relaxations become ~6 300. In
+ *   centre, a wall's end). A node's edges are kept sorted by direction (16-bit
+ *   pseudo-angles beside 8-byte arcs: neighbour and length, made on the
+ *   node's first expansion), so the allowed half-turn is one contiguous run
+ *   found by a binary search and a pruned edge costs nothing at all:
+ *   ~16 600 relaxations become ~6 300. In
  *   exact geometry this loses nothing; on the graph, whose corners are
  *   circumscribed, a route may turn away from u's obstacle where another
  *   obstacle's inflated edge clips the straight way (its own corners sit a
@@ -184,14 +187,33 @@ int nav_vis_pair(steer_nav *n, vec2 a, vec2 b, nav_recent *recent) {
  *   test_nav's comparisons, over routes of 10-90 m). The search runs again
  *   without pruning before it reports no route.
  * - Per-node state in one record (position, g, h, parent, stamp): a
- *   relaxation reads one cache line.
+ *   relaxation reads one cache line (prefetched a few arcs ahead, and the
+ *   heap top's arcs, the likely next expansion, while the current one ends).
+ * - An indexed 4-ary heap: an open node's better way in moves its entry up,
+ *   so the heap holds only the open nodes and the unopened blocks (~1 700
+ *   pushes a plan had left ~1 200 stale entries behind).
+ *
+ * Where a plan's time goes now (perf, bench_nav 1000, 368 expansions): the
+ * relaxations, ~40 % (mostly cache misses on the arcs and the records), the
+ * sight checks of the start's and the goal's links ~38 % (~680 a plan, ~90 %
+ * settled by the few walls that stopped lately, ~67 walks), the heap ~10 %.
+ * Fewer expansions need a heuristic that knows the walls, see below.
  *
  * Evaluated and not taken (BENCHMARKS.md): landmarks (ALT). On the map of 100
  * rooms 8 landmarks cut expansions only 368 -> 306 (216 if the goal's
  * landmark distances were exact, 152 with 32 landmarks; a perfect heuristic
  * expands 21): with doors in every wall many routes are nearly as short as the
  * best, and a landmark bound is tight only along its own shortest paths. They
- * would cost 8 Dijkstras (~8 ms) after every map change and 1.6 MB.
+ * would cost 8 Dijkstras (~8 ms) after every map change and 1.6 MB. Nor
+ * (2026-11-26, measured, BENCHMARKS.md): a landmark per cell of the block
+ * grid, the goal's cell's and its 8 neighbours' used (expansions 368 -> 242,
+ * but 9 table reads per touched node and the goal's sight checks of its
+ * cell's corners ate the gain: +5 % once every table was made, 2.5x slower
+ * while they are made, a Dijkstra each); a table per goal cell of the
+ * distance to the cell through the corners not hidden from it by one wall
+ * (no gain: a wall piece of a room hides a 60 m cell from almost no corner,
+ * 367 expansions); per-block culling of the goal's links by the walls that
+ * stopped them (no measurable gain: the recent walls settle them already).
  *
  * The tables (positions, anchors, edge directions, blocks) are a function of
  * the graph and its map alone, made again by the first plan after a build or

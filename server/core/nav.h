@@ -29,8 +29,8 @@
  * - Cost: nodes are O(corners) (convex corners only, one per 45 degrees of
  *   turn; 8 per circle; 4 per wall end); edges are O(n^2) in the worst case (open rooms) but pruned to pairs
  *   tangent at both ends, typically a few tens per node. Memory is
- *   nodes * 28 B + edges * 16 B (both directions stored) plus A* scratch of
- *   nodes * 24 B and a heap of 8 B per directed edge; for the updates every
+ *   nodes * 28 B + edges * 16 B (both directions stored) plus A* tables of
+ *   ~nodes * 60 B and 20 B per edge (see below); for the updates every
  *   candidate corner (32 B), the map's primitives (36 B) and a 128 x 128
  *   grid of them are kept too. The build is O(n^2) cheap tangent tests plus
  *   one swept-disc test per surviving pair (settled by a crossing test
@@ -42,9 +42,10 @@
  * reaches them), the goal is tried from every expanded corner (one cast
  * each), so a plan touches only what A* reaches. The search relaxes only taut
  * successors (nav.c: a route may pass a corner about a cm wide of the graph's
- * best). Its tables (a 24-byte record per node, 2 bytes per directed edge, a
- * heap of 8 bytes per directed edge) are allocated with the graph and filled
- * by the first plan after a build or an update.
+ * best). Its tables (a 24-byte record per node, a heap of 12 bytes per node,
+ * 10 bytes per directed edge: its direction and a copy sorted by direction)
+ * are allocated with the graph and filled by the first plan after a build or
+ * an update.
  *
  * Determinism: nodes come in map order, edges in node order, A* breaks ties by
  * node index; the same map and calls give the same route bits.
