@@ -42,7 +42,7 @@
  * reaches them), the goal is tried from every expanded corner (one cast
  * each), so a plan touches only what A* reaches. The search relaxes only taut
  * successors (nav.c: a route may pass a corner about a cm wide of the graph's
- * best). Its tables (a 24-byte record per node, a heap of 12 bytes per node,
+ * best). Its tables (a 24-byte record per node in two parts, a heap of 12 bytes per node,
  * 10 bytes per directed edge: its direction and a copy sorted by direction)
  * are allocated with the graph and filled by the first plan after a build or
  * an update.
