@@ -122,26 +122,37 @@ static void run_quads(uint32_t seed, int rounds, int edgy_every, long *vector_la
   }
 }
 
+/* Both vector paths: four lanes (SSE2), and eight (AVX) where the processor
+ * has it. */
 START_TEST(test_separation_blend_x4_ordinary) {
-  long lanes = 0, ordinary = 0;
-  run_quads(13u, 30000, 0, &lanes, &ordinary);
-  ck_assert_int_eq(ordinary, 30000);
+  for (int avx = 0; avx <= steer_dense_avx_supported(); avx++) {
+    int was = steer_dense_set_avx(avx);
+    ck_assert_int_eq(steer_dense_avx(), avx);
+    long lanes = 0, ordinary = 0;
+    run_quads(13u + (uint32_t)avx, 30000, 0, &lanes, &ordinary);
+    ck_assert_int_eq(ordinary, 30000);
 #if defined(__SSE2__)
-  ck_assert_int_eq(lanes, 4 * ordinary);
+    ck_assert_int_eq(lanes, 4 * ordinary);
 #endif
+    steer_dense_set_avx(was);
+  }
 }
 END_TEST
 
 START_TEST(test_separation_blend_x4_edges) {
-  long lanes = 0, ordinary = 0;
-  run_quads(2026u, 60000, 2, &lanes, &ordinary);
-  ck_assert_int_gt(ordinary, 20000);
+  for (int avx = 0; avx <= steer_dense_avx_supported(); avx++) {
+    int was = steer_dense_set_avx(avx);
+    long lanes = 0, ordinary = 0;
+    run_quads(2026u + (uint32_t)avx, 60000, 2, &lanes, &ordinary);
+    ck_assert_int_gt(ordinary, 20000);
 #if defined(__SSE2__)
-  /* The edge rounds must have sent some lanes to the scalar code, and the
-   * ordinary ones none. */
-  ck_assert_int_gt(lanes, 4 * ordinary);
-  ck_assert_int_lt(lanes, 4 * 60000);
+    /* The edge rounds must have sent some lanes to the scalar code, and the
+     * ordinary ones none. */
+    ck_assert_int_gt(lanes, 4 * ordinary);
+    ck_assert_int_lt(lanes, 4 * 60000);
 #endif
+    steer_dense_set_avx(was);
+  }
 }
 END_TEST
 

@@ -1,18 +1,52 @@
-/* dense.c: separation and its blend, four agents at a time (dense.h). */
+/* dense.c: separation and its blend, four agents at a time (dense.h).
+ *
+ * Two vector paths with the same results: four lanes with SSE2 (x86-64's
+ * baseline), and, where the processor has AVX (checked once at run time),
+ * eight lanes that take two neighbours of the four agents at a time. The
+ * pushes are computed with the same operations (IEEE single sqrt and
+ * division round alike in every width), and each agent's pushes are still
+ * added one by one in neighbour order, so both are the scalar code's results
+ * to the bit. The separation is divider-bound (a square root and two
+ * divisions per neighbour), which the eight lanes halve. */
 #include "dense.h"
 
 #include <float.h>
 
 #include "simd.h"
 
-/* The scalar reference: what dynamic_finish does for one agent. */
-static steer_output separation_blend(const steer_state *s, const steer_limits *l, const steer_params *p,
-                                     float weight, const vec2 *nxy, const float *nrad, uint32_t n,
-                                     steer_output o) {
-  steer_output sep = steer_separation(s, l, p, nxy, nrad, (int)n);
-  steer_output both[2] = {o, sep};
-  float weights[2] = {1.0f, weight};
-  return steer_blend(both, weights, 2, l);
+#if STEER_SIMD && defined(__GNUC__) && !defined(__AVX__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define DENSE_AVX 1 /* an AVX variant chosen at run time */
+#else
+#define DENSE_AVX 0
+#endif
+
+/* -1: not decided yet. Relaxed atomics: threads deciding at once all store
+ * the same value. */
+static int use_avx = -1;
+
+int steer_dense_set_avx(int on) {
+  int was = steer_dense_avx();
+  __atomic_store_n(&use_avx, on && DENSE_AVX ? steer_dense_avx_supported() : 0, __ATOMIC_RELAXED);
+  return was;
+}
+
+int steer_dense_avx_supported(void) {
+#if DENSE_AVX
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx") ? 1 : 0;
+#else
+  return 0;
+#endif
+}
+
+int steer_dense_avx(void) {
+  int on = __atomic_load_n(&use_avx, __ATOMIC_RELAXED);
+  if (on < 0) {
+    on = steer_dense_avx_supported();
+    __atomic_store_n(&use_avx, on, __ATOMIC_RELAXED);
+  }
+  return on;
 }
 
 #if STEER_SIMD
@@ -28,13 +62,92 @@ SIMD_INLINE void f4_clip(f4 *x, f4 *y, f4 max, f4 *bad) {
   *x = f4_sel(over, _mm_mul_ps(*x, k), *x);
   *y = f4_sel(over, _mm_mul_ps(*y, k), *y);
 }
+
+/* After the sums of the pushes (sx, sy): steer_separation's clip, and the
+ * scalar steer_separation for the lanes in bad. */
+SIMD_INLINE int sep_finish(f4 sx, f4 sy, f4 bad, const steer_state *const s[4], const steer_limits *const l[4],
+                           const steer_params *const p[4], const vec2 *const nxy[4], const float *const nrad[4],
+                           const uint32_t n[4], steer_output sep[4]) {
+  const f4 vacc = _mm_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
+                              l[3]->max_acceleration);
+  f4_clip(&sx, &sy, vacc, &bad);
+  float rx[4], ry[4];
+  _mm_storeu_ps(rx, sx);
+  _mm_storeu_ps(ry, sy);
+  int redo = _mm_movemask_ps(bad), done = 0;
+  for (int j = 0; j < 4; j++) {
+    if (redo & (1 << j)) {
+      sep[j] = steer_separation(s[j], l[j], p[j], nxy[j], nrad[j], (int)n[j]);
+    } else {
+      sep[j].linear = v2(rx[j], ry[j]);
+      sep[j].angular = 0.0f;
+      done++;
+    }
+  }
+  return done;
+}
 #endif
 
-int steer_separation_blend_x4(const steer_state *const s[4], const steer_limits *const l[4],
-                              const steer_params *const p[4], const float weight[4], const vec2 *const nxy[4],
-                              const float *const nrad[4], const uint32_t n[4], const steer_output o[4],
-                              steer_output out[4]) {
+int steer_blend_separation_x4(const steer_output o[4], const steer_output sep[4], const float weight[4],
+                              const steer_limits *const l[4], steer_output out[4]) {
 #if STEER_SIMD
+  /* steer_blend: from zero, + o * 1, + sep * weight, then the clips. */
+  const f4 zero = _mm_setzero_ps(), one = f4_set(1.0f);
+  const f4 vacc = _mm_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
+                              l[3]->max_acceleration);
+  const f4 vw = _mm_setr_ps(weight[0], weight[1], weight[2], weight[3]);
+  const f4 ox = _mm_setr_ps(o[0].linear.x, o[1].linear.x, o[2].linear.x, o[3].linear.x);
+  const f4 oy = _mm_setr_ps(o[0].linear.y, o[1].linear.y, o[2].linear.y, o[3].linear.y);
+  const f4 oa = _mm_setr_ps(o[0].angular, o[1].angular, o[2].angular, o[3].angular);
+  const f4 sx = _mm_setr_ps(sep[0].linear.x, sep[1].linear.x, sep[2].linear.x, sep[3].linear.x);
+  const f4 sy = _mm_setr_ps(sep[0].linear.y, sep[1].linear.y, sep[2].linear.y, sep[3].linear.y);
+  const f4 sa = _mm_setr_ps(sep[0].angular, sep[1].angular, sep[2].angular, sep[3].angular);
+  f4 bad = zero;
+  f4 bx = _mm_add_ps(_mm_add_ps(zero, _mm_mul_ps(ox, one)), _mm_mul_ps(sx, vw));
+  f4 by = _mm_add_ps(_mm_add_ps(zero, _mm_mul_ps(oy, one)), _mm_mul_ps(sy, vw));
+  f4 ba = _mm_add_ps(_mm_add_ps(zero, _mm_mul_ps(oa, one)), _mm_mul_ps(sa, vw));
+  f4_clip(&bx, &by, vacc, &bad);
+  const f4 vaacc = _mm_setr_ps(l[0]->max_angular_acceleration, l[1]->max_angular_acceleration,
+                               l[2]->max_angular_acceleration, l[3]->max_angular_acceleration);
+  ba = f4_clamp(ba, f4_neg(vaacc), vaacc);
+  /* A NaN's sign and payload depend on which operand the compiled scalar
+   * code names first: NaN lanes take the scalar code. */
+  bad = _mm_or_ps(bad, _mm_or_ps(_mm_cmpunord_ps(bx, by), _mm_cmpunord_ps(ba, ba)));
+  float rx[4], ry[4], ra[4];
+  _mm_storeu_ps(rx, bx);
+  _mm_storeu_ps(ry, by);
+  _mm_storeu_ps(ra, ba);
+  int redo = _mm_movemask_ps(bad), done = 0;
+  for (int j = 0; j < 4; j++) {
+    if (redo & (1 << j)) {
+      steer_output both[2] = {o[j], sep[j]};
+      float weights[2] = {1.0f, weight[j]};
+      out[j] = steer_blend(both, weights, 2, l[j]);
+    } else {
+      out[j].linear = v2(rx[j], ry[j]);
+      out[j].angular = ra[j];
+      done++;
+    }
+  }
+  return done;
+#else
+  for (int j = 0; j < 4; j++) {
+    steer_output both[2] = {o[j], sep[j]};
+    float weights[2] = {1.0f, weight[j]};
+    out[j] = steer_blend(both, weights, 2, l[j]);
+  }
+  return 0;
+#endif
+}
+
+#if STEER_SIMD
+/* Neighbour i of agent j, or zeros past its count (those lanes are masked). */
+#define NB_X(j, i) ((i) < n[j] ? nxy[j][i].x : 0.0f)
+#define NB_Y(j, i) ((i) < n[j] ? nxy[j][i].y : 0.0f)
+#define NB_R(j, i) ((i) < n[j] ? nrad[j][i] : 0.0f)
+
+static int sep_sse(const steer_state *const s[4], const steer_limits *const l[4], const steer_params *const p[4],
+                   const vec2 *const nxy[4], const float *const nrad[4], const uint32_t n[4], steer_output sep[4]) {
   /* Built from scalars with set (not stored and loaded back as a vector:
    * four narrow stores do not forward to one wide load). */
   uint32_t most = n[0];
@@ -51,15 +164,9 @@ int steer_separation_blend_x4(const steer_state *const s[4], const steer_limits 
   const __m128i count = _mm_setr_epi32((int)n[0], (int)n[1], (int)n[2], (int)n[3]);
   f4 sx = zero, sy = zero, bad = zero;
   for (uint32_t i = 0; i < most; i++) {
-    /* Lanes past their agent's count are masked off (and read neighbour 0,
-     * or zeros when there is none). */
-    uint32_t a0 = i < n[0] ? i : 0, a1 = i < n[1] ? i : 0, a2 = i < n[2] ? i : 0, a3 = i < n[3] ? i : 0;
-    f4 nx = _mm_setr_ps(n[0] ? nxy[0][a0].x : 0.0f, n[1] ? nxy[1][a1].x : 0.0f, n[2] ? nxy[2][a2].x : 0.0f,
-                        n[3] ? nxy[3][a3].x : 0.0f);
-    f4 ny = _mm_setr_ps(n[0] ? nxy[0][a0].y : 0.0f, n[1] ? nxy[1][a1].y : 0.0f, n[2] ? nxy[2][a2].y : 0.0f,
-                        n[3] ? nxy[3][a3].y : 0.0f);
-    f4 nr = _mm_setr_ps(n[0] ? nrad[0][a0] : 0.0f, n[1] ? nrad[1][a1] : 0.0f, n[2] ? nrad[2][a2] : 0.0f,
-                        n[3] ? nrad[3][a3] : 0.0f);
+    f4 nx = _mm_setr_ps(NB_X(0, i), NB_X(1, i), NB_X(2, i), NB_X(3, i));
+    f4 ny = _mm_setr_ps(NB_Y(0, i), NB_Y(1, i), NB_Y(2, i), NB_Y(3, i));
+    f4 nr = _mm_setr_ps(NB_R(0, i), NB_R(1, i), NB_R(2, i), NB_R(3, i));
     f4 live = _mm_castsi128_ps(_mm_cmpgt_epi32(count, _mm_set1_epi32((int)i)));
     f4 reach = _mm_add_ps(vbase, nr);
     f4 ax = _mm_sub_ps(vpx, nx), ay = _mm_sub_ps(vpy, ny);
@@ -74,37 +181,120 @@ int steer_separation_blend_x4(const steer_state *const s[4], const steer_limits 
     sx = f4_sel(in, _mm_add_ps(sx, _mm_mul_ps(_mm_mul_ps(ax, inv), f)), sx);
     sy = f4_sel(in, _mm_add_ps(sy, _mm_mul_ps(_mm_mul_ps(ay, inv), f)), sy);
   }
-  f4_clip(&sx, &sy, vacc, &bad); /* steer_separation's clip */
-  /* steer_blend: from zero, + o * 1, + sep * weight (sep's angular part is 0). */
-  const f4 vw = _mm_setr_ps(weight[0], weight[1], weight[2], weight[3]);
-  const f4 ox = _mm_setr_ps(o[0].linear.x, o[1].linear.x, o[2].linear.x, o[3].linear.x);
-  const f4 oy = _mm_setr_ps(o[0].linear.y, o[1].linear.y, o[2].linear.y, o[3].linear.y);
-  const f4 oa = _mm_setr_ps(o[0].angular, o[1].angular, o[2].angular, o[3].angular);
-  f4 bx = _mm_add_ps(_mm_add_ps(zero, _mm_mul_ps(ox, one)), _mm_mul_ps(sx, vw));
-  f4 by = _mm_add_ps(_mm_add_ps(zero, _mm_mul_ps(oy, one)), _mm_mul_ps(sy, vw));
-  f4 ba = _mm_add_ps(_mm_add_ps(zero, _mm_mul_ps(oa, one)), _mm_mul_ps(zero, vw));
-  f4_clip(&bx, &by, vacc, &bad);
-  const f4 vaacc = _mm_setr_ps(l[0]->max_angular_acceleration, l[1]->max_angular_acceleration,
-                               l[2]->max_angular_acceleration, l[3]->max_angular_acceleration);
-  ba = f4_clamp(ba, f4_neg(vaacc), vaacc);
-  float rx[4], ry[4], ra[4];
-  _mm_storeu_ps(rx, bx);
-  _mm_storeu_ps(ry, by);
-  _mm_storeu_ps(ra, ba);
-  int redo = _mm_movemask_ps(bad), done = 0;
-  for (int j = 0; j < 4; j++) {
-    if (redo & (1 << j)) {
-      out[j] = separation_blend(s[j], l[j], p[j], weight[j], nxy[j], nrad[j], n[j], o[j]);
-    } else {
-      out[j].linear = v2(rx[j], ry[j]);
-      out[j].angular = ra[j];
-      done++;
+  return sep_finish(sx, sy, bad, s, l, p, nxy, nrad, n, sep);
+}
+
+#if DENSE_AVX
+/* The same with eight lanes: lanes 0-3 neighbour i of agents 0-3, lanes 4-7
+ * neighbour i + 1; the sums take the low half, then the high half. The
+ * predicates are the SSE ones (ordered greater-than; "not greater or equal",
+ * true for NaN). */
+__attribute__((target("avx"))) static int sep_avx(const steer_state *const s[4], const steer_limits *const l[4],
+                                                  const steer_params *const p[4], const vec2 *const nxy[4],
+                                                  const float *const nrad[4], const uint32_t n[4],
+                                                  steer_output sep[4]) {
+  uint32_t most = n[0];
+  for (int j = 1; j < 4; j++)
+    most = n[j] > most ? n[j] : most;
+  const float b0 = p[0]->separation_radius + l[0]->radius, b1 = p[1]->separation_radius + l[1]->radius,
+              b2 = p[2]->separation_radius + l[2]->radius, b3 = p[3]->separation_radius + l[3]->radius;
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  const __m256 vbase = _mm256_setr_ps(b0, b1, b2, b3, b0, b1, b2, b3);
+  const __m256 vacc = _mm256_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
+                                     l[3]->max_acceleration, l[0]->max_acceleration, l[1]->max_acceleration,
+                                     l[2]->max_acceleration, l[3]->max_acceleration);
+  const __m256 vpx = _mm256_setr_ps(s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x,
+                                    s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x);
+  const __m256 vpy = _mm256_setr_ps(s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y,
+                                    s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y);
+  /* Counts and indices up to 32: exact as floats. */
+  const __m256 count = _mm256_setr_ps((float)n[0], (float)n[1], (float)n[2], (float)n[3], (float)n[0],
+                                      (float)n[1], (float)n[2], (float)n[3]);
+  const __m256 step = _mm256_setr_ps(0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f);
+  __m128 sx = _mm_setzero_ps(), sy = _mm_setzero_ps();
+  __m256 bad = zero;
+  /* The pushes of two neighbours of each agent, added in neighbour order. */
+#define SEP_AVX_PUSHES(nx, ny, nr, live)                                                                      \
+  do {                                                                                                        \
+    __m256 reach = _mm256_add_ps(vbase, nr);                                                                  \
+    __m256 ax = _mm256_sub_ps(vpx, nx), ay = _mm256_sub_ps(vpy, ny);                                          \
+    __m256 d2 = _mm256_add_ps(_mm256_mul_ps(ax, ax), _mm256_mul_ps(ay, ay));                                  \
+    __m256 in = _mm256_and_ps(live, _mm256_and_ps(_mm256_cmp_ps(reach, zero, _CMP_GT_OQ),                     \
+                                                  _mm256_cmp_ps(d2, _mm256_mul_ps(reach, reach), _CMP_NGE_UQ))); \
+    __m256 d = _mm256_sqrt_ps(d2);                                                                            \
+    bad = _mm256_or_ps(bad, _mm256_andnot_ps(_mm256_cmp_ps(d, zero, _CMP_GT_OQ), in));                        \
+    __m256 inv = _mm256_div_ps(one, d);                                                                       \
+    __m256 f = _mm256_div_ps(_mm256_mul_ps(vacc, _mm256_sub_ps(reach, d)), reach);                            \
+    __m256 px = _mm256_mul_ps(_mm256_mul_ps(ax, inv), f), py = _mm256_mul_ps(_mm256_mul_ps(ay, inv), f);      \
+    __m128 in0 = _mm256_castps256_ps128(in), in1 = _mm256_extractf128_ps(in, 1);                              \
+    sx = _mm_blendv_ps(sx, _mm_add_ps(sx, _mm256_castps256_ps128(px)), in0);                                  \
+    sy = _mm_blendv_ps(sy, _mm_add_ps(sy, _mm256_castps256_ps128(py)), in0);                                  \
+    sx = _mm_blendv_ps(sx, _mm_add_ps(sx, _mm256_extractf128_ps(px, 1)), in1);                                \
+    sy = _mm_blendv_ps(sy, _mm_add_ps(sy, _mm256_extractf128_ps(py, 1)), in1);                                \
+  } while (0)
+  if (n[1] == n[0] && n[2] == n[0] && n[3] == n[0] && n[0] % 2 == 0) {
+    /* The crowd's case: the same even count for all four, so neighbours i
+     * and i + 1 of an agent are one 16-byte load, and a transpose gives the
+     * lanes. */
+    const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+    for (uint32_t i = 0; i < most; i += 2) {
+      __m128 a0 = _mm_loadu_ps(&nxy[0][i].x), a1 = _mm_loadu_ps(&nxy[1][i].x);
+      __m128 a2 = _mm_loadu_ps(&nxy[2][i].x), a3 = _mm_loadu_ps(&nxy[3][i].x);
+      _MM_TRANSPOSE4_PS(a0, a1, a2, a3); /* x of i, y of i, x of i + 1, y of i + 1 */
+      __m256 nx = _mm256_insertf128_ps(_mm256_castps128_ps256(a0), a2, 1);
+      __m256 ny = _mm256_insertf128_ps(_mm256_castps128_ps256(a1), a3, 1);
+      __m128 r0 = _mm_castpd_ps(_mm_load_sd((const double *)(const void *)&nrad[0][i]));
+      __m128 r1 = _mm_castpd_ps(_mm_load_sd((const double *)(const void *)&nrad[1][i]));
+      __m128 r2 = _mm_castpd_ps(_mm_load_sd((const double *)(const void *)&nrad[2][i]));
+      __m128 r3 = _mm_castpd_ps(_mm_load_sd((const double *)(const void *)&nrad[3][i]));
+      __m128 u01 = _mm_unpacklo_ps(r0, r1), u23 = _mm_unpacklo_ps(r2, r3); /* ri0 ri1 rh0 rh1 */
+      __m256 nr = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_movelh_ps(u01, u23)), _mm_movehl_ps(u23, u01), 1);
+      SEP_AVX_PUSHES(nx, ny, nr, all);
     }
+    __m128 bad4 = _mm_or_ps(_mm256_castps256_ps128(bad), _mm256_extractf128_ps(bad, 1));
+    return sep_finish(sx, sy, bad4, s, l, p, nxy, nrad, n, sep);
   }
-  return done;
+  for (uint32_t i = 0; i < most; i += 2) {
+    const uint32_t h = i + 1;
+    __m256 nx = _mm256_setr_ps(NB_X(0, i), NB_X(1, i), NB_X(2, i), NB_X(3, i), NB_X(0, h), NB_X(1, h),
+                               NB_X(2, h), NB_X(3, h));
+    __m256 ny = _mm256_setr_ps(NB_Y(0, i), NB_Y(1, i), NB_Y(2, i), NB_Y(3, i), NB_Y(0, h), NB_Y(1, h),
+                               NB_Y(2, h), NB_Y(3, h));
+    __m256 nr = _mm256_setr_ps(NB_R(0, i), NB_R(1, i), NB_R(2, i), NB_R(3, i), NB_R(0, h), NB_R(1, h),
+                               NB_R(2, h), NB_R(3, h));
+    __m256 live = _mm256_cmp_ps(_mm256_add_ps(_mm256_set1_ps((float)i), step), count, _CMP_LT_OQ);
+    SEP_AVX_PUSHES(nx, ny, nr, live);
+  }
+#undef SEP_AVX_PUSHES
+  __m128 bad4 = _mm_or_ps(_mm256_castps256_ps128(bad), _mm256_extractf128_ps(bad, 1));
+  return sep_finish(sx, sy, bad4, s, l, p, nxy, nrad, n, sep);
+}
+#endif
+#endif /* STEER_SIMD */
+
+int steer_separation_x4(const steer_state *const s[4], const steer_limits *const l[4],
+                        const steer_params *const p[4], const vec2 *const nxy[4], const float *const nrad[4],
+                        const uint32_t n[4], steer_output sep[4]) {
+#if DENSE_AVX
+  if (steer_dense_avx())
+    return sep_avx(s, l, p, nxy, nrad, n, sep);
+#endif
+#if STEER_SIMD
+  return sep_sse(s, l, p, nxy, nrad, n, sep);
 #else
   for (int j = 0; j < 4; j++)
-    out[j] = separation_blend(s[j], l[j], p[j], weight[j], nxy[j], nrad[j], n[j], o[j]);
+    sep[j] = steer_separation(s[j], l[j], p[j], nxy[j], nrad[j], (int)n[j]);
   return 0;
 #endif
+}
+
+int steer_separation_blend_x4(const steer_state *const s[4], const steer_limits *const l[4],
+                              const steer_params *const p[4], const float weight[4], const vec2 *const nxy[4],
+                              const float *const nrad[4], const uint32_t n[4], const steer_output o[4],
+                              steer_output out[4]) {
+  steer_output sep[4];
+  int a = steer_separation_x4(s, l, p, nxy, nrad, n, sep);
+  int b = steer_blend_separation_x4(o, sep, weight, l, out);
+  /* Lanes that took the vector path in both. */
+  return a < b ? a : b;
 }

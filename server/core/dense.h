@@ -22,10 +22,29 @@
  * exact range (a coincident or NaN neighbour, whose push is along the heading;
  * a sum whose square overflows) is redone by the scalar functions. nrad[j]
  * may not be NULL. Returns the lanes the vector path computed (0 without
- * SSE2). */
+ * SSE2; the fewer of the two halves below). */
 int steer_separation_blend_x4(const steer_state *const s[4], const steer_limits *const l[4],
                               const steer_params *const p[4], const float weight[4], const vec2 *const nxy[4],
                               const float *const nrad[4], const uint32_t n[4], const steer_output o[4],
                               steer_output out[4]);
+
+/* The two halves, so a caller can start the separation (which needs only
+ * the neighbours) before the behaviour's output is known:
+ *   sep[j] = steer_separation(s[j], l[j], p[j], nxy[j], nrad[j], n[j]);
+ *   out[j] = steer_blend({o[j], sep[j]}, {1, weight[j]}, 2, l[j]);
+ * bit for bit, each returning the lanes its vector path computed. */
+int steer_separation_x4(const steer_state *const s[4], const steer_limits *const l[4],
+                        const steer_params *const p[4], const vec2 *const nxy[4], const float *const nrad[4],
+                        const uint32_t n[4], steer_output sep[4]);
+int steer_blend_separation_x4(const steer_output o[4], const steer_output sep[4], const float weight[4],
+                              const steer_limits *const l[4], steer_output out[4]);
+
+/* The eight-lane (AVX) path: whether the processor has it, whether it is in
+ * use (by default where supported), and a switch for tests and benchmarks
+ * (returns the previous setting; on is ignored where unsupported). Both
+ * paths give the same results. Not to be switched while a step runs. */
+int steer_dense_avx_supported(void);
+int steer_dense_avx(void);
+int steer_dense_set_avx(int on);
 
 #endif /* STEER_DENSE_H */

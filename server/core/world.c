@@ -904,12 +904,15 @@ static inline int finish_separation_only(const steer_world *w, uint32_t d) {
   return !w->map_live && !w->akey[d] && b->separation_weight > 0.0f && b->combine != STEER_COMBINE_PRIORITY;
 }
 
-/* dynamic_finish for four such agents: the four neighbour queries one after
- * another, then separation and blend four agents at a time
- * (steer_separation_blend_x4), bit for bit what four dynamic_finish calls give.
- * The queries write only their own agent's hint and kept list, as there. */
-static void dynamic_finish_x4(steer_world *w, const uint32_t dd[4], const steer_state st[4], float dt,
-                              steer_output o[4]) {
+/* The first half of dynamic_finish for four such agents: the four neighbour
+ * queries one after another, then their separation four agents at a time
+ * (steer_separation_x4). It does not need the behaviour's output, so the
+ * caller runs it first and the separation's square roots and divisions
+ * overlap the behaviour's arithmetic; steer_blend_separation_x4 then gives
+ * bit for bit what four dynamic_finish calls give. The queries write only
+ * their own agent's hint and kept list, as there. */
+static void separation_x4_of(steer_world *w, const uint32_t dd[4], const steer_state st[4], float dt,
+                             steer_output sep[4], float weight[4]) {
   uint32_t idx[4][SEPARATION_MAX_NEIGHBOURS];
   vec2 nxy[4][SEPARATION_MAX_NEIGHBOURS];
   float nrad[4][SEPARATION_MAX_NEIGHBOURS];
@@ -919,7 +922,6 @@ static void dynamic_finish_x4(steer_world *w, const uint32_t dd[4], const steer_
   const steer_params *pp[4];
   const vec2 *xyp[4];
   const float *rp[4];
-  float weight[4];
   for (int j = 0; j < 4; j++) {
     nn[j] = neighbours_kept(w, dd[j], &st[j], dt, idx[j], nxy[j], nrad[j]);
     sp[j] = &st[j];
@@ -929,7 +931,7 @@ static void dynamic_finish_x4(steer_world *w, const uint32_t dd[4], const steer_
     xyp[j] = nxy[j];
     rp[j] = nrad[j];
   }
-  steer_separation_blend_x4(sp, lp, pp, weight, xyp, rp, nn, o, o);
+  steer_separation_x4(sp, lp, pp, xyp, rp, nn, sep);
 }
 
 static steer_kinematic_output kinematic_steering(steer_world *w, uint32_t d, const steer_state *s) {
@@ -1131,7 +1133,14 @@ static void batch_quad(steer_world *w, float dt, int kind, const uint32_t *dd, u
     }
     return;
   }
-  /* Dynamic: arrive + look where going, or wander. */
+  /* Dynamic: arrive + look where going, or wander; separation first when
+   * all four blend it and nothing else follows (separation_x4_of). */
+  const int sep4 = finish_separation_only(w, dd[0]) && finish_separation_only(w, dd[1]) &&
+                   finish_separation_only(w, dd[2]) && finish_separation_only(w, dd[3]);
+  steer_output sep[4];
+  float weight[4];
+  if (sep4)
+    separation_x4_of(w, dd, st, dt, sep, weight);
   steer_output o[4];
   if (kind == BATCH_ARRIVE_LOOK) {
     vec2 tp[4];
@@ -1147,10 +1156,8 @@ static void batch_quad(steer_world *w, float dt, int kind, const uint32_t *dd, u
     }
     steer_wander_x4(sp, lp, pp, wa, rng, dt, o);
   }
-  const int sep4 = finish_separation_only(w, dd[0]) && finish_separation_only(w, dd[1]) &&
-                   finish_separation_only(w, dd[2]) && finish_separation_only(w, dd[3]);
   if (sep4)
-    dynamic_finish_x4(w, dd, st, dt, o);
+    steer_blend_separation_x4(o, sep, weight, lp, o);
   for (int j = 0; j < 4; j++) {
     uint32_t d = dd[j];
     if (!sep4 && !finish_plain(w, d))
