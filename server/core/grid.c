@@ -661,17 +661,18 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
      * positions differ). The list is in last tick's order, so the insertion
      * mostly only compares. */
     uint64_t key[STEER_GRID_LIST];
-    float cx[STEER_GRID_LIST], cy[STEER_GRID_LIST], cr[STEER_GRID_LIST]; /* by slot */
+    steer_grid_rec crec[STEER_GRID_LIST]; /* by slot: what the output reads, one 16-byte load each */
     const uint32_t m = e->n;
 #if GRID_SIMD
     const __m128 px4 = _mm_set1_ps(p.x), py4 = _mm_set1_ps(p.y);
     for (uint32_t i = 0; i < m; i += 4) { /* slots past m hold valid indices (the build pads) */
       __m128 c0 = _mm_loadu_ps(&rec[e->item[i]].x), c1 = _mm_loadu_ps(&rec[e->item[i + 1]].x);
       __m128 c2 = _mm_loadu_ps(&rec[e->item[i + 2]].x), c3 = _mm_loadu_ps(&rec[e->item[i + 3]].x);
+      _mm_storeu_ps(&crec[i].x, c0);
+      _mm_storeu_ps(&crec[i + 1].x, c1);
+      _mm_storeu_ps(&crec[i + 2].x, c2);
+      _mm_storeu_ps(&crec[i + 3].x, c3);
       _MM_TRANSPOSE4_PS(c0, c1, c2, c3); /* x, y, pos, r */
-      _mm_storeu_ps(cx + i, c0);
-      _mm_storeu_ps(cy + i, c1);
-      _mm_storeu_ps(cr + i, c3);
       __m128 dx = _mm_sub_ps(c0, px4), dy = _mm_sub_ps(c1, py4); /* as the query computes it */
       __m128i d2 = _mm_castps_si128(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)));
       __m128i lo = _mm_or_si128(_mm_slli_epi32(_mm_castps_si128(c2), 4),
@@ -682,9 +683,7 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
 #else
     for (uint32_t i = 0; i < m; i++) {
       steer_grid_rec c = rec[e->item[i]];
-      cx[i] = c.x;
-      cy[i] = c.y;
-      cr[i] = c.r;
+      crec[i] = c;
       float dx = c.x - p.x, dy = c.y - p.y; /* as the query computes it */
       float d2 = dx * dx + dy * dy;
       uint32_t u;
@@ -692,19 +691,25 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
       key[i] = (uint64_t)u << 32 | c.pos << 4 | i;
     }
 #endif
-    int moved = 0;
+    /* first: the lowest slot whose key changed (m: none). The largest key so
+     * far stays in a register: mostly one load and one compare per key. */
+    uint32_t first = m;
+    uint64_t top = key[0];
     for (uint32_t i = 1; i < m; i++) {
       uint64_t k = key[i];
-      if (key[i - 1] <= k)
+      if (__builtin_expect(top <= k, 1)) {
+        top = k;
         continue;
-      moved = 1;
+      }
       uint32_t at = i;
       do {
         key[at] = key[at - 1];
         at--;
       } while (at > 0 && key[at - 1] > k);
       key[at] = k;
+      first = at < first ? at : first;
     }
+    const int moved = first < m;
     n = 0;
     if (m >= max && lists_key_d2(key[max - 1]) < r2) /* NaN sorts last and fails */
       n = max;
@@ -723,20 +728,24 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
       b = free - sqrt(ox * ox + oy * oy) * (1.0 + 1e-12);
     }
     if (b > 0.0 && t2 < b * b) {
-      if (moved) { /* keep this tick's order for the next */
+      if (moved) { /* keep this tick's order for the next (slots before first are as they were) */
         uint32_t old[STEER_GRID_LIST];
         memcpy(old, e->item, sizeof(old));
-        for (uint32_t i = 0; i < m; i++)
+        for (uint32_t i = first; i < m; i++)
           e->item[i] = old[key[i] & 15u];
       }
-      for (uint32_t i = 0; i < n; i++)
-        out_pos[i] = (uint32_t)key[i] >> 4;
-      if (out_xy)
+      if (out_xy) {
         for (uint32_t i = 0; i < n; i++) {
-          uint32_t slot = (uint32_t)key[i] & 15u;
-          out_xy[i] = v2(cx[slot], cy[slot]);
-          out_r[i] = cr[slot];
+          const uint32_t lo = (uint32_t)key[i];
+          const steer_grid_rec *c = &crec[lo & 15u];
+          out_pos[i] = lo >> 4;
+          out_xy[i] = v2(c->x, c->y);
+          out_r[i] = c->r;
         }
+      } else {
+        for (uint32_t i = 0; i < n; i++)
+          out_pos[i] = (uint32_t)key[i] >> 4;
+      }
       if (hint)
         *hint = n == max ? lists_key_d2(key[max - 1]) : 0.0f;
       return n;
