@@ -379,6 +379,22 @@ static int nearest_box(const steer_grid *g, vec2 p, float thr, float margin, uin
   float sd[BOX_CAP + 8];
   int32_t sp[BOX_CAP + 8];
   uint32_t m = 0;
+  /* The rows are fetched first, all of them, so their cache misses overlap
+   * instead of coming one row after the other (a rebuilt kept list's box is
+   * far from what the step has touched lately); items too, which the caller
+   * reads at the survivors' positions. */
+  for (uint32_t row = r0; row <= r1; row++) {
+    const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
+    uint32_t a = rs[c0], end = rs[c1 + 1];
+    if (a < end) {
+      __builtin_prefetch(sx + a);
+      __builtin_prefetch(sy + a);
+      __builtin_prefetch(g->items + a);
+      __builtin_prefetch(sx + end - 1);
+      __builtin_prefetch(sy + end - 1);
+      __builtin_prefetch(g->items + end - 1);
+    }
+  }
   for (uint32_t row = r0; row <= r1; row++) {
     const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
     uint32_t a = rs[c0], end = rs[c1 + 1];
