@@ -707,11 +707,17 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
       key[i] = (uint64_t)u << 32 | c.pos << 4 | i;
     }
 #endif
-    /* first: the lowest slot whose key changed (m: none). The largest key so
-     * far stays in a register: mostly one load and one compare per key. */
+    /* Only the first k need an order: the first k slots (last time's k
+     * nearest, in order) are sorted by insertion, then each of the rest that
+     * sorts before the k-th takes its place (the k-th moves to its slot) and
+     * is inserted. The rest stay a set in any order. The largest key so far
+     * stays in a register: mostly one load and one compare per key, and an
+     * order change among the far candidates costs nothing. first: the lowest
+     * slot whose key changed (m: none). */
     uint32_t first = m;
+    const uint32_t head = m < max ? m : max;
     uint64_t top = key[0];
-    for (uint32_t i = 1; i < m; i++) {
+    for (uint32_t i = 1; i < head; i++) {
       uint64_t k = key[i];
       if (__builtin_expect(top <= k, 1)) {
         top = k;
@@ -723,6 +729,20 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
         at--;
       } while (at > 0 && key[at - 1] > k);
       key[at] = k;
+      first = at < first ? at : first;
+    }
+    for (uint32_t i = head; i < m; i++) { /* head == max here, top == key[max - 1] */
+      uint64_t k = key[i];
+      if (__builtin_expect(k >= top, 1))
+        continue;
+      key[i] = top; /* the k-th leaves the first k */
+      uint32_t at = head - 1;
+      while (at > 0 && key[at - 1] > k) {
+        key[at] = key[at - 1];
+        at--;
+      }
+      key[at] = k;
+      top = key[head - 1];
       first = at < first ? at : first;
     }
     const int moved = first < m;
@@ -767,8 +787,12 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
       return n;
     }
     /* The candidates are still there: the rebuild's bound is the farthest. */
-    if (m == STEER_GRID_LIST)
-      guess = lists_key_d2(key[STEER_GRID_LIST - 1]);
+    if (m == STEER_GRID_LIST) { /* the farthest: the largest key */
+      uint64_t far = key[0];
+      for (uint32_t i = 1; i < m; i++)
+        far = key[i] > far ? key[i] : far;
+      guess = lists_key_d2(far);
+    }
   }
   /* No valid list. One that lasted under three rounds (agents too fast for
    * the margin, or the agent set changing every tick) is not rebuilt for a
