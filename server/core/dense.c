@@ -226,11 +226,14 @@ __attribute__((target("avx"))) static int sep_avx(const steer_state *const s[4],
     __m256 inv = _mm256_div_ps(one, d);                                                                       \
     __m256 f = _mm256_div_ps(_mm256_mul_ps(vacc, _mm256_sub_ps(reach, d)), reach);                            \
     __m256 px = _mm256_mul_ps(_mm256_mul_ps(ax, inv), f), py = _mm256_mul_ps(_mm256_mul_ps(ay, inv), f);      \
-    __m128 in0 = _mm256_castps256_ps128(in), in1 = _mm256_extractf128_ps(in, 1);                              \
-    sx = _mm_blendv_ps(sx, _mm_add_ps(sx, _mm256_castps256_ps128(px)), in0);                                  \
-    sy = _mm_blendv_ps(sy, _mm_add_ps(sy, _mm256_castps256_ps128(py)), in0);                                  \
-    sx = _mm_blendv_ps(sx, _mm_add_ps(sx, _mm256_extractf128_ps(px, 1)), in1);                                \
-    sy = _mm_blendv_ps(sy, _mm_add_ps(sy, _mm256_extractf128_ps(py, 1)), in1);                                \
+    /* A lane out of reach adds +0, which leaves a sum as it is: it starts at \
+     * +0 and a sum of floats is never -0 in round-to-nearest. */               \
+    px = _mm256_and_ps(in, px);                                                                               \
+    py = _mm256_and_ps(in, py);                                                                               \
+    sx = _mm_add_ps(sx, _mm256_castps256_ps128(px));                                                          \
+    sy = _mm_add_ps(sy, _mm256_castps256_ps128(py));                                                          \
+    sx = _mm_add_ps(sx, _mm256_extractf128_ps(px, 1));                                                        \
+    sy = _mm_add_ps(sy, _mm256_extractf128_ps(py, 1));                                                        \
   } while (0)
   if (n[1] == n[0] && n[2] == n[0] && n[3] == n[0] && n[0] % 2 == 0) {
     /* The crowd's case: the same even count for all four, so neighbours i

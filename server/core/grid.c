@@ -841,6 +841,13 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
     e->limit = (double)e->reach + L->moved - 1e-6;
     e->born = L->round;
     e->stamp = L->epoch;
+    if (out_xy) /* from the records (dense order, mostly in cache), not the grid's cell-order copies */
+      for (uint32_t i = 0; i < n; i++) {
+        const steer_grid_rec *c = &rec[e->item[i]];
+        out_xy[i] = v2(c->x, c->y);
+        out_r[i] = c->r;
+      }
+    return n;
   }
 gather:
   if (out_xy)
