@@ -114,23 +114,37 @@ void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, c
     start[c + 1] += start[c];
   /* Scatter with start[c] as the running cursor; afterwards start[c] holds the end
    * of cell c, which is the start of cell c + 1, so shift back by one cell. */
-  for (uint32_t i = 0; i < count; i++) {
-    uint32_t slot = start[g->item_pos[i]]++;
-    g->item_pos[i] = slot;
-    g->items[slot] = i;
-    g->sx[slot] = px[i];
-    g->sy[slot] = py[i];
-  }
-  if (r)
-    for (uint32_t i = 0; i < count; i++)
-      g->sr[g->item_pos[i]] = r[i];
-  if (vx)
+  if (r && vx) { /* the world's build: one pass */
     for (uint32_t i = 0; i < count; i++) {
-      uint32_t slot = g->item_pos[i];
+      uint32_t slot = start[g->item_pos[i]]++;
+      g->item_pos[i] = slot;
+      g->items[slot] = i;
+      g->sx[slot] = px[i];
+      g->sy[slot] = py[i];
+      g->sr[slot] = r[i];
       g->svx[slot] = vx[i];
       g->svy[slot] = vy[i];
       g->skey[slot] = key[i];
     }
+  } else {
+    for (uint32_t i = 0; i < count; i++) {
+      uint32_t slot = start[g->item_pos[i]]++;
+      g->item_pos[i] = slot;
+      g->items[slot] = i;
+      g->sx[slot] = px[i];
+      g->sy[slot] = py[i];
+    }
+    if (r)
+      for (uint32_t i = 0; i < count; i++)
+        g->sr[g->item_pos[i]] = r[i];
+    if (vx)
+      for (uint32_t i = 0; i < count; i++) {
+        uint32_t slot = g->item_pos[i];
+        g->svx[slot] = vx[i];
+        g->svy[slot] = vy[i];
+        g->skey[slot] = key[i];
+      }
+  }
   memmove(start + 1, start, cells * sizeof(uint32_t));
   start[0] = 0;
   g->count = count;
@@ -612,7 +626,15 @@ void steer_grid_lists_track(steer_grid_lists *L, const steer_grid *g, const floa
   steer_grid_rec *rec = L->rec;
   if (restart || !L->primed) {
     lists_restart(L);
+    for (uint32_t i = 0; i < count; i++) {
+      rec[i].x = px[i];
+      rec[i].y = py[i];
+      rec[i].pos = g->item_pos[i];
+      rec[i].r = r ? r[i] : 0.0f;
+    }
   } else {
+    /* The largest step since the last build, and the new records, in one
+     * pass. */
     float m = 0.0f;
     int bad = 0;
     for (uint32_t i = 0; i < count; i++) {
@@ -620,17 +642,15 @@ void steer_grid_lists_track(steer_grid_lists *L, const steer_grid *g, const floa
       float d2 = dx * dx + dy * dy;
       m = d2 > m ? d2 : m;
       bad |= !(d2 < INFINITY); /* NaN or overflow: no bound from this step */
+      rec[i].x = px[i];
+      rec[i].y = py[i];
+      rec[i].pos = g->item_pos[i];
+      rec[i].r = r ? r[i] : 0.0f;
     }
     if (bad)
       lists_restart(L);
     else /* the float square's rounding (a few ulps) is far below the factor */
       L->moved += sqrt((double)m) * (1.0 + 1e-5) + 1e-6;
-  }
-  for (uint32_t i = 0; i < count; i++) {
-    rec[i].x = px[i];
-    rec[i].y = py[i];
-    rec[i].pos = g->item_pos[i];
-    rec[i].r = r ? r[i] : 0.0f;
   }
   L->primed = 1;
 }
