@@ -246,6 +246,7 @@ void steer_world_destroy(steer_world *w) {
   free(w->nlist);
   free(w->nlist_n);
   free(w->nlist_stamp);
+  world_contact_free(w);
   steer_map_destroy(w->map);
   steer_grid_free(&w->grid);
   steer_grid_lists_free(&w->nbr);
@@ -893,7 +894,7 @@ static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state
     }
   }
   if (w->akey[d] || w->map_live) /* the compact tag, not the behaviour's far end */
-    o.linear = world_avoid_dynamic(w, d, s, o.linear, idx, nn);
+    o.linear = world_avoid_dynamic(w, d, s, o.linear, idx, nn, dt);
   return o;
 }
 
@@ -1488,6 +1489,7 @@ void steer_world_step(steer_world *w, float dt) {
   pass_steering(w, dt, fused);
   if (!fused)
     pass_integrate(w, dt, STEER_SIMD && !w->scalar_only);
+  world_contact(w, dt); /* overlapping avoiders pushed apart (contact.c) */
   pass_events(w, dt, STEER_SIMD && !w->scalar_only); /* may change velocities (a stuck agent's nudge) */
   /* Rebuilt on the new positions for the next step; with nobody separating it is
    * left for steer_world_query_radius to build if it is asked. */

@@ -112,6 +112,13 @@ struct steer_world {
   uint32_t readers;
   /* Kept candidate lists of the neighbour query (grid.h), a cache: not saved. */
   steer_grid_lists nbr;
+  /* The contact pass (contact.c), a cache of one tick (never saved): each
+   * avoider's contact candidates, noted in the steering pass and consumed by
+   * the pass after integration; allocated when an agent first avoids. */
+  uint32_t *ctc;      /* WORLD_CONTACT_MAX dense indices per agent */
+  uint8_t *ctc_n;     /* per agent; all 0 between steps */
+  uint32_t *ctc_act;  /* scratch: the agents with candidates */
+  float *ctc_disp;    /* scratch: their displacements (x, y) */
 };
 
 static inline uint16_t avoid_key(const steer_behaviour *b) {
@@ -132,7 +139,7 @@ static inline int needs_neighbours(const steer_behaviour *b) {
  * pos/n are its neighbours (positions in the grid's cell order) when it has
  * queried them. */
 vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s, vec2 o, const uint32_t *pos,
-                         uint32_t n);
+                         uint32_t n, float dt);
 /* A kinematic agent's velocity turned away from walls. */
 vec2 world_avoid_kinematic(const steer_world *w, uint32_t d, const steer_state *s, vec2 vel);
 /* Clips agent d's move from p0 to s->position against the map. */
@@ -147,8 +154,23 @@ int world_points_blocked(const steer_world *w, const vec2 *points, uint32_t coun
 /* Whether a body of radius r at p is free of the map (with 1 mm slack). */
 int world_body_free(const steer_world *w, vec2 p, float r);
 void world_emit(steer_world *w, steer_id agent, uint8_t type, uint32_t node);
-/* Allocates the kept neighbour sets if b needs them (0 or STEER_ENOMEM). */
+/* Allocates the kept neighbour sets and the contact lists if b needs them (0
+ * or STEER_ENOMEM). */
 int world_nlist_need(steer_world *w, const steer_behaviour *b);
+
+/* ---- contact.c: the contact pass after integration -------------------------- */
+
+#define WORLD_CONTACT_MAX 6u /* contact candidates per agent */
+
+/* Allocates the contact lists if b avoids (0 or STEER_ENOMEM); frees them. */
+int world_contact_need(steer_world *w, const steer_behaviour *b);
+void world_contact_free(steer_world *w);
+/* Notes agent d's contact candidates among its n neighbours (their positions,
+ * velocities and radii, and dense indices), nearest first. */
+void world_contact_note(const steer_world *w, uint32_t d, const float *px, const float *py, const float *vx,
+                        const float *vy, const float *r, const uint32_t *dense, uint32_t n, float dt);
+/* Pushes overlapping avoiders apart (after integration), clipped to the map. */
+void world_contact(steer_world *w, float dt);
 
 /* ---- validation (shared with loading) ----------------------------------- */
 

@@ -168,7 +168,7 @@ int steer_world_remove_obstacle(steer_world *w, uint32_t id) {
 /* ---- steering ------------------------------------------------------------ */
 
 vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s, vec2 o, const uint32_t *pos,
-                         uint32_t n) {
+                         uint32_t n, float dt) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
   /* Avoidance works on the velocity the behaviour is heading for (what its
@@ -197,6 +197,10 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
         nb.tie[i] = w->id[d] < w->id[g->items[k]] ? 1.0f : -1.0f; /* coincident: by id */
     }
     nb.count = (int)n;
+    uint32_t dense[STEER_AVOID_MAX];
+    for (uint32_t i = 0; i < n; i++)
+      dense[i] = g->items[pos[i]];
+    world_contact_note(w, d, nb.px, nb.py, nb.vx, nb.vy, nb.r, dense, n, dt);
     vec2 f = steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, &nb);
     if (f.x != 0.0f || f.y != 0.0f) {
       want = v2_clip(v2_add(want, v2_scale(f, b->avoid_weight * AVOID_RESPONSE)), l->max_speed);
@@ -332,6 +336,8 @@ void world_stuck(steer_world *w, uint32_t d, float dt) {
 /* ---- kept neighbour sets ------------------------------------------------- */
 
 int world_nlist_need(steer_world *w, const steer_behaviour *b) {
+  if (world_contact_need(w, b) != STEER_OK)
+    return STEER_ENOMEM;
   if (w->nlist || b->neighbour_period <= 1 || !needs_neighbours(b))
     return STEER_OK;
   w->nlist = malloc((size_t)w->cfg.max_agents * WORLD_NLIST * sizeof(uint32_t));

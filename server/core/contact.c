@@ -1,0 +1,173 @@
+/* contact.c: the hard contact pass of the tick. Avoidance is a force, so in a
+ * crush (a door, the centre of a circle swap) bodies would press into each
+ * other; after integration this pass pushes overlapping bodies apart, as
+ * DetourCrowd's collision handling does: a few Jacobi iterations, each
+ * computing every body's displacement from the positions the iteration
+ * started from (so the result does not depend on the order agents are stored
+ * or visited in), then applying them. Every displacement is clipped against the
+ * map and the world's bounds like any move, so no body is ever pushed into
+ * geometry.
+ *
+ * Who takes part: agents that avoid (avoid_weight > 0, dynamic model). During
+ * the steering pass each notes its contact candidates (world_contact_note):
+ * the nearest of the neighbours it read that the pair can reach within the
+ * tick. A pair of avoiders shares each overlap by their avoidance priorities
+ * (steer_avoid_share: equal halves; a "bully" takes less); an avoider
+ * overlapping an agent that does not avoid takes all of it. The pass keeps no
+ * state between ticks: the lists are consumed and cleared. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "avoid.h"
+#include "map.h"
+#include "world_internal.h"
+
+#define CONTACT_ITERATIONS 4
+#define CONTACT_SLOP       1e-4f /* m, overlaps below this are left (float noise) */
+#define CONTACT_REACH_PAD  0.05f /* m, beyond what the pair can close in a tick */
+
+int world_contact_need(steer_world *w, const steer_behaviour *b) {
+  if (w->ctc || !(b->avoid_weight > 0.0f))
+    return STEER_OK;
+  size_t n = w->cfg.max_agents;
+  uint32_t *list = malloc(n * WORLD_CONTACT_MAX * sizeof(*list));
+  uint8_t *cnt = calloc(n, sizeof(*cnt));
+  uint32_t *act = malloc(n * sizeof(*act));
+  float *disp = malloc(n * 4 * sizeof(*disp));
+  if (!list || !cnt || !act || !disp) {
+    free(list);
+    free(cnt);
+    free(act);
+    free(disp);
+    return STEER_ENOMEM;
+  }
+  w->ctc = list;
+  w->ctc_n = cnt;
+  w->ctc_act = act;
+  w->ctc_disp = disp;
+  return STEER_OK;
+}
+
+void world_contact_free(steer_world *w) {
+  free(w->ctc);
+  free(w->ctc_n);
+  free(w->ctc_act);
+  free(w->ctc_disp);
+  w->ctc = NULL;
+  w->ctc_n = NULL;
+  w->ctc_act = NULL;
+  w->ctc_disp = NULL;
+}
+
+void world_contact_note(const steer_world *w, uint32_t d, const float *px, const float *py, const float *vx,
+                        const float *vy, const float *r, const uint32_t *dense, uint32_t n, float dt) {
+  if (!w->ctc)
+    return;
+  const float x = w->px[d], y = w->py[d];
+  const float own_speed = sqrtf(w->vx[d] * w->vx[d] + w->vy[d] * w->vy[d]);
+  const float acc = w->limits[d].max_acceleration;
+  uint32_t *list = w->ctc + (size_t)d * WORLD_CONTACT_MAX;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < n && k < WORLD_CONTACT_MAX; i++) {
+    float dx = px[i] - x, dy = py[i] - y;
+    float speed = own_speed + sqrtf(vx[i] * vx[i] + vy[i] * vy[i]);
+    /* What the pair can close within the tick (both accelerating), padded. */
+    float reach = r[i] + w->radius[d] + (speed + 2.0f * acc * dt) * dt + CONTACT_REACH_PAD;
+    if (dx * dx + dy * dy < reach * reach)
+      list[k++] = dense[i];
+  }
+  w->ctc_n[d] = (uint8_t)k;
+}
+
+/* Displacement of agent d out of its candidates' bodies, from the current
+ * positions; returns whether it overlaps any. */
+static int contact_disp(const steer_world *w, uint32_t d, float *ox, float *oy) {
+  const uint32_t *list = w->ctc + (size_t)d * WORLD_CONTACT_MAX;
+  const uint32_t n = w->ctc_n[d];
+  const float x = w->px[d], y = w->py[d], r = w->radius[d];
+  const uint8_t prio = w->behaviour[d].avoid_priority;
+  float sx = 0.0f, sy = 0.0f;
+  uint32_t hits = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t j = list[i];
+    float dx = x - w->px[j], dy = y - w->py[j];
+    float R = r + w->radius[j];
+    float d2 = dx * dx + dy * dy;
+    if (!(d2 < R * R))
+      continue;
+    float dist = sqrtf(d2);
+    float pen = R - dist;
+    if (!(pen > CONTACT_SLOP))
+      continue;
+    float nx, ny;
+    if (dist > 1e-6f) {
+      nx = dx / dist;
+      ny = dy / dist;
+    } else { /* coincident: apart along x, the side by id */
+      nx = w->id[d] < w->id[j] ? -1.0f : 1.0f;
+      ny = 0.0f;
+    }
+    uint16_t key = w->akey[j];
+    float part = 0.5f * steer_avoid_share(prio, key ? (uint8_t)(key - 1u) : 0u, key != 0);
+    sx += nx * pen * part;
+    sy += ny * pen * part;
+    hits++;
+  }
+  *ox = sx;
+  *oy = sy;
+  return hits > 0;
+}
+
+void world_contact(steer_world *w, float dt) {
+  if (!w->ctc || !w->avoiding)
+    return;
+  uint32_t *act = w->ctc_act;
+  float *disp = w->ctc_disp;
+  uint32_t m = 0;
+  for (uint32_t d = 0; d < w->count; d++)
+    if (w->ctc_n[d])
+      act[m++] = d;
+  const vec2 lo = w->cfg.min, hi = w->cfg.max;
+  float *tot = disp + 2 * (size_t)m;
+  memset(tot, 0, 2 * (size_t)m * sizeof(*tot));
+  for (int it = 0; it < CONTACT_ITERATIONS && m > 0; it++) {
+    uint32_t moving = 0;
+    for (uint32_t k = 0; k < m; k++) {
+      uint32_t d = act[k];
+      if (contact_disp(w, d, &disp[2 * k], &disp[2 * k + 1]))
+        moving++;
+    }
+    if (!moving)
+      break;
+    for (uint32_t k = 0; k < m; k++) {
+      float ddx = disp[2 * k], ddy = disp[2 * k + 1];
+      if (ddx == 0.0f && ddy == 0.0f)
+        continue;
+      uint32_t d = act[k];
+      vec2 p0 = v2(w->px[d], w->py[d]);
+      vec2 p1 = v2(steer_clampf(p0.x + ddx, lo.x, hi.x), steer_clampf(p0.y + ddy, lo.y, hi.y));
+      vec2 v = v2(w->vx[d], w->vy[d]);
+      if (w->map_live && steer_map_move(w->map, p0, &p1, w->radius[d], &v, lo, hi) > 0) {
+        w->vx[d] = v.x;
+        w->vy[d] = v.y;
+      }
+      tot[2 * k] += p1.x - p0.x;
+      tot[2 * k + 1] += p1.y - p0.y;
+      w->px[d] = p1.x;
+      w->py[d] = p1.y;
+    }
+  }
+  /* The velocity follows the position (as in position-based dynamics): what
+   * the pass moved a body by is taken off its closing speed. */
+  const float inv_dt = 1.0f / dt;
+  for (uint32_t k = 0; k < m; k++) {
+    uint32_t d = act[k];
+    w->ctc_n[d] = 0;
+    if (tot[2 * k] == 0.0f && tot[2 * k + 1] == 0.0f)
+      continue;
+    vec2 v = v2(w->vx[d] + tot[2 * k] * inv_dt, w->vy[d] + tot[2 * k + 1] * inv_dt);
+    v = v2_clip(v, w->limits[d].max_speed);
+    w->vx[d] = v.x;
+    w->vy[d] = v.y;
+  }
+}
