@@ -244,6 +244,7 @@ int main(int argc, char **argv) {
     doorway(1, 1.0f);
     doorway(4, 1.0f);
     doorway(1, 3.0f);
+    doorway(4, 3.0f);
   }
   if (all || strcmp(which, "level") == 0)
     level();

@@ -10,6 +10,10 @@
 #endif
 
 #define AVOID_SIDE      0.5f /* weight of the pass-on-the-right term when head on */
+#define LANE_RANGE      6.0f /* m, oncoming agents this far ahead make an agent keep right */
+#define LANE_WIDTH      0.3f /* m, beyond both radii: an oncoming agent further to the side is passing clear */
+#define LANE_ONCOMING   0.2f /* of max_speed: slower toward us is not oncoming */
+#define LANE_STRENGTH   1.5f /* of max_speed, the sideways velocity added at full oncoming traffic */
 
 float steer_avoid_share(uint8_t own, uint8_t other, int other_avoids) {
   if (!other_avoids)
@@ -160,6 +164,32 @@ vec2 steer_avoid_agents(vec2 p, vec2 v, float r, float max_acc, float horizon, s
   if (!isfinite(f.x) || !isfinite(f.y))
     return v2(0.0f, 0.0f); /* a neighbour's state was not finite: no push rather than a NaN */
   return v2_clip(f, max_acc);
+}
+
+vec2 steer_avoid_lane(vec2 p, vec2 want, float r, float max_speed, const steer_avoid_set *n) {
+  float wl = sqrtf(want.x * want.x + want.y * want.y);
+  if (!(wl > 0.1f) || !(max_speed > 0.0f))
+    return want;
+  float ux = want.x / wl, uy = want.y / wl, rx = uy, ry = -ux; /* ahead, and to our right */
+  float lane = 0.0f;
+  int count = n->count < STEER_AVOID_MAX ? n->count : STEER_AVOID_MAX;
+  for (int i = 0; i < count; i++) {
+    float dx = n->px[i] - p.x, dy = n->py[i] - p.y;
+    float ahead = dx * ux + dy * uy;
+    if (!(ahead > 0.0f) || !(ahead < LANE_RANGE))
+      continue;
+    float on = -(n->vx[i] * ux + n->vy[i] * uy) / max_speed;
+    if (!(on > LANE_ONCOMING))
+      continue;
+    float lat = dx * rx + dy * ry, width = n->r[i] + r + LANE_WIDTH;
+    if (lat > width || lat < -width)
+      continue;
+    lane += on * (1.0f - ahead / LANE_RANGE) * n->share[i]; /* a bully keeps its line */
+  }
+  if (!(lane > 0.0f))
+    return want;
+  lane = (lane < 1.0f ? lane : 1.0f) * LANE_STRENGTH * max_speed;
+  return v2_clip(v2(want.x + rx * lane, want.y + ry * lane), max_speed);
 }
 
 vec2 steer_avoid_walls(const steer_map *m, vec2 p, float r, vec2 v_des, float lookahead, float margin) {

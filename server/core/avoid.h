@@ -57,6 +57,17 @@ vec2 steer_avoid_agents(vec2 p, vec2 v, float r, float max_acc, float horizon, s
  * priority other (0..2, 1 when equal); other_avoids 0: all of it (2). */
 float steer_avoid_share(uint8_t own, uint8_t other, int other_avoids);
 
+/* Keeping right in a counterflow: the wanted velocity want of a body of
+ * radius r at p, turned toward its right by the oncoming traffic in its
+ * corridor ahead (neighbours of n within LANE_RANGE ahead, moving toward it,
+ * not clear to either side), weighted by how near they are: the flows of a
+ * door or a corridor split into a lane each way before anyone meets head on
+ * (the time-to-collision side term acts only when a collision is predicted,
+ * which in a crowd is too late and, with a long horizon, makes both flows
+ * brake and freeze). Clipped to max_speed; unchanged with no oncoming
+ * traffic. */
+vec2 steer_avoid_lane(vec2 p, vec2 want, float r, float max_speed, const steer_avoid_set *n);
+
 /* The desired velocity v_des of a body of radius r at p, turned away from the
  * geometry within lookahead seconds (margin m of clearance). Unchanged when
  * the way is clear or lookahead is 0. */

@@ -201,6 +201,10 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
     for (uint32_t i = 0; i < n; i++)
       dense[i] = g->items[pos[i]];
     world_contact_note(w, d, nb.px, nb.py, nb.vx, nb.vy, nb.r, dense, n, dt);
+    /* Keep right of oncoming traffic first, then avoid what is still predicted. */
+    vec2 kept = steer_avoid_lane(s->position, want, l->radius, l->max_speed, &nb);
+    changed |= kept.x != want.x || kept.y != want.y;
+    want = kept;
     vec2 f = steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, &nb);
     if (f.x != 0.0f || f.y != 0.0f) {
       want = v2_clip(v2_add(want, v2_scale(f, b->avoid_weight * AVOID_RESPONSE)), l->max_speed);
