@@ -17,7 +17,7 @@
 #include "world_fixture.h"
 
 #define DT 0.05f
-#define CONTACT_TOLERANCE 0.06f /* m, the most two bodies may overlap after a step (world.h) */
+#define CONTACT_TOLERANCE 0.05f /* m, the most two bodies may overlap after a step (world.h) */
 
 /* A pedestrian: dynamic, radius 0.4 m, 1.5 m/s, avoidance on (10 neighbours
  * within 6 m), arriving at goal. */
@@ -232,7 +232,7 @@ START_TEST(test_doorway_swap) {
           "%.3f m, %u STUCK\n",
           _i ? 4 : 1, finished, t - 1, (double)worst, (double)gap, stuck);
   ck_assert_msg(finished == 100, "%u of 100 through the door after %u ticks (%u STUCK)", finished, t, stuck);
-  ck_assert_msg(t <= 4000, "doorway swap took %u ticks", t); /* 200 s, both ways through 3 m */
+  ck_assert_msg(t <= 3200, "doorway swap took %u ticks", t); /* 160 s, both ways through 3 m (horizon 1 s took 155 s before the lane rule and the contact pass; 3 s did not finish) */
   ck_assert_float_le(worst, 1e-3f);
   ck_assert_msg(gap > -CONTACT_TOLERANCE, "bodies overlapped by %.3f m in the door", (double)-gap);
   steer_world_destroy(w);

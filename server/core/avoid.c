@@ -13,7 +13,9 @@
 #define LANE_RANGE      6.0f /* m, oncoming agents this far ahead make an agent keep right */
 #define LANE_WIDTH      0.3f /* m, beyond both radii: an oncoming agent further to the side is passing clear */
 #define LANE_ONCOMING   0.2f /* of max_speed: slower toward us is not oncoming */
-#define LANE_STRENGTH   1.5f /* of max_speed, the sideways velocity added at full oncoming traffic */
+#define LANE_STRENGTH   1.5f
+#define LANE_NEAR       0.3f /* m, beyond both radii: a neighbour this near ahead presses against us */
+#define LANE_PRESS      0.5f /* lane weight of each such neighbour, whatever its velocity */ /* of max_speed, the sideways velocity added at full oncoming traffic */
 
 float steer_avoid_share(uint8_t own, uint8_t other, int other_avoids) {
   if (!other_avoids)
@@ -179,6 +181,14 @@ vec2 steer_avoid_lane(vec2 p, vec2 want, float r, float max_speed, const steer_a
     if (!(ahead > 0.0f) || !(ahead < LANE_RANGE))
       continue;
     float on = -(n->vx[i] * ux + n->vy[i] * uy) / max_speed;
+    /* Pressed against one ahead (within 60 degrees of our way) that is not
+     * walking away from us: in a jam nobody moves, so velocities tell nothing;
+     * everyone sliding to their own right is what unpicks two facing crowds. */
+    float d2 = dx * dx + dy * dy, near = n->r[i] + r + LANE_NEAR;
+    if (d2 < near * near && ahead * ahead > 0.25f * d2 && on > -0.5f) {
+      lane += LANE_PRESS * n->share[i];
+      continue;
+    }
     if (!(on > LANE_ONCOMING))
       continue;
     float lat = dx * rx + dy * ry, width = n->r[i] + r + LANE_WIDTH;

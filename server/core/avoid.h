@@ -64,8 +64,11 @@ float steer_avoid_share(uint8_t own, uint8_t other, int other_avoids);
  * door or a corridor split into a lane each way before anyone meets head on
  * (the time-to-collision side term acts only when a collision is predicted,
  * which in a crowd is too late and, with a long horizon, makes both flows
- * brake and freeze). Clipped to max_speed; unchanged with no oncoming
- * traffic. */
+ * brake and freeze). A neighbour pressing against it from ahead counts too,
+ * whatever its velocity: in a jam nobody moves, and everyone sliding to
+ * their own right is what unpicks two facing crowds. Each neighbour counts by
+ * its share (a bully keeps its line). Clipped to max_speed; unchanged with no
+ * oncoming traffic. */
 vec2 steer_avoid_lane(vec2 p, vec2 want, float r, float max_speed, const steer_avoid_set *n);
 
 /* The desired velocity v_des of a body of radius r at p, turned away from the
