@@ -15,6 +15,7 @@
  * (steer_avoid_share: equal halves; a "bully" takes less); an avoider
  * overlapping an agent that does not avoid takes all of it. The pass keeps no
  * state between ticks: the lists are consumed and cleared. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,17 +64,16 @@ void world_contact_note(const steer_world *w, uint32_t d, const float *px, const
                         const float *vy, const float *r, const uint32_t *dense, uint32_t n, float dt) {
   if (!w->ctc)
     return;
-  const float x = w->px[d], y = w->py[d];
-  const float own_speed = sqrtf(w->vx[d] * w->vx[d] + w->vy[d] * w->vy[d]);
-  const float acc = w->limits[d].max_acceleration;
+  const float x = w->px[d], y = w->py[d], ovx = w->vx[d], ovy = w->vy[d];
+  /* What the pair can close within the tick: their relative speed (bounded
+   * by |x| + |y|, no square root) and both accelerating, padded. */
+  const float pad = 2.0f * w->limits[d].max_acceleration * dt * dt + CONTACT_REACH_PAD + w->radius[d];
   uint32_t *list = w->ctc + (size_t)d * WORLD_CONTACT_MAX;
   uint32_t k = 0;
-  for (uint32_t i = 0; i < n && k < WORLD_CONTACT_MAX; i++) {
+  for (uint32_t i = 0; i < n; i++) {
     float dx = px[i] - x, dy = py[i] - y;
-    float speed = own_speed + sqrtf(vx[i] * vx[i] + vy[i] * vy[i]);
-    /* What the pair can close within the tick (both accelerating), padded. */
-    float reach = r[i] + w->radius[d] + (speed + 2.0f * acc * dt) * dt + CONTACT_REACH_PAD;
-    if (dx * dx + dy * dy < reach * reach)
+    float reach = r[i] + pad + (fabsf(vx[i] - ovx) + fabsf(vy[i] - ovy)) * dt;
+    if (dx * dx + dy * dy < reach * reach && k < WORLD_CONTACT_MAX)
       list[k++] = dense[i];
   }
   w->ctc_n[d] = (uint8_t)k;
