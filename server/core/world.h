@@ -118,11 +118,11 @@ typedef struct steer_behaviour {
   steer_params params;
   /* Predictive avoidance of other agents (dynamic model; avoid.h): opt-in.
    * Neighbours are the same max_neighbours nearest within separation_radius +
-   * own + largest radius as for separation (one query serves both). It is a
-   * force: in a crush bodies may press into each other (test_avoid: under one
-   * radius in the 100-agent circle swap); they never press into geometry. A
-   * dense flow through a door wants a short horizon (1 s): with 3 s two crowds
-   * freeze in front of it. */
+   * own + largest radius as for separation (one query serves both). An
+   * avoider keeps right of oncoming traffic (steer_avoid_lane), and after each
+   * step a contact pass (contact.c) pushes overlapping avoiders apart, shared
+   * by avoid_priority: bodies overlap by at most a few cm (test_avoid: 5 cm in
+   * the circle swap and the doorway); they never press into geometry. */
   float avoid_weight;     /* 0 turns it off; the force is blended in with this weight (0) */
   float avoid_horizon;    /* s, collisions further ahead are ignored (3) */
   uint8_t avoid_priority; /* 0..255, higher takes a smaller share of each pair's avoidance (0) */
