@@ -160,7 +160,7 @@ static int crowd(steerd_demo *d, steer_world *w, int east) {
     a.behaviour.params.separation_radius = 5.0f;
     a.behaviour.max_neighbours = 10;
     a.behaviour.avoid_weight = 1.0f;
-    a.behaviour.avoid_horizon = 1.0f; /* a dense flow: with a long horizon a crowd freezes at the door */
+    a.behaviour.avoid_horizon = 1.0f; /* a dense counterflow: fewer STUCK here than with the default 3 s */
     a.behaviour.stuck_time = CROWD_STUCK;
     a.behaviour.stuck_reaction = STEER_STUCK_REPORT;
     steer_id id;

@@ -326,6 +326,59 @@ START_TEST(test_dead_end_nudges) {
 }
 END_TEST
 
+/* A path follower pushed back through the door after it passed the door's
+ * node: the straight way to its next node runs into the wall, so it slides
+ * along the wall until STUCK; then it aims again at the nearest earlier node
+ * it can reach in a straight line (the one before the door) and the path
+ * leads it through the door again to the end. The push is an admin's
+ * obstacle laid over the far room, which moves the agent to the nearest free
+ * point (in front of the door), and taken away at once. Without the step
+ * back it presses into the wall for good. */
+START_TEST(test_path_steps_back_after_push) {
+  steer_world *w = make_world(4, 30.0f, 4);
+  build_rooms(w);
+  steer_agent_desc d = walker(v2(-8.0f, 0.0f), v2(0, 0));
+  d.behaviour.stuck_time = 3.0f; /* report only */
+  steer_id id;
+  ck_assert_int_eq(steer_world_spawn(w, &d, 0, &id), STEER_OK);
+  vec2 pts[3] = {{-3.0f, 0.0f}, {3.0f, 0.0f}, {4.0f, -12.0f}};
+  ck_assert_int_eq(steer_world_set_path(w, id, pts, 3, 1.2f, STEER_PATH_ONCE, STEER_CORNER_NONE), STEER_OK);
+  uint32_t t, pushed = 0, stuck = 0, finished = 0, stuck_node = 99;
+  for (t = 1; t <= 3000 && !finished; t++) {
+    steer_world_step(w, DT);
+    uint32_t n;
+    const steer_event *ev = steer_world_events(w, &n);
+    for (uint32_t i = 0; i < n; i++) {
+      if (ev[i].type == STEER_EVENT_WAYPOINT && ev[i].node == 1 && !pushed) {
+        /* Past the door's far node, aiming at the last: pushed back. */
+        vec2 far[] = {{-2.5f, -19}, {19, -19}, {19, 19}, {-2.5f, 19}};
+        steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, far, 0.0f};
+        uint32_t moved = 0;
+        ck_assert_int_eq(steer_world_add_obstacle(w, 9, &o, &moved), STEER_OK);
+        ck_assert_uint_eq(moved, 1);
+        ck_assert_int_eq(steer_world_remove_obstacle(w, 9), STEER_OK);
+        steer_agent_info info;
+        steer_world_get(w, id, &info);
+        ck_assert_float_lt(info.state.position.x, -2.5f); /* in front of the door, the far node behind the wall */
+        pushed = t;
+      }
+      if (ev[i].type == STEER_EVENT_STUCK) {
+        stuck++;
+        stuck_node = ev[i].node;
+      }
+      finished |= ev[i].type == STEER_EVENT_PATH_FINISHED;
+    }
+  }
+  fprintf(stderr, "pushed back at tick %u, %u STUCK (node %u), finished at tick %u\n", pushed, stuck, stuck_node,
+          finished ? t - 1 : 0);
+  ck_assert_uint_gt(pushed, 0);
+  ck_assert_uint_ge(stuck, 1);        /* it did press into the wall */
+  ck_assert_uint_eq(stuck_node, 2);   /* aiming at the last node */
+  ck_assert_msg(finished, "the path never finished after the push (%u STUCK)", stuck);
+  steer_world_destroy(w);
+}
+END_TEST
+
 /* ---- determinism ------------------------------------------------------------------ */
 
 static steer_world *busy_world(void) {
@@ -439,6 +492,7 @@ static Suite *avoid_suite(void) {
   tcase_add_test(g, test_dead_end_reports_stuck);
   tcase_add_test(g, test_dead_end_gives_up);
   tcase_add_test(g, test_dead_end_nudges);
+  tcase_add_test(g, test_path_steps_back_after_push);
   suite_add_tcase(s, g);
   TCase *d = tcase_create("determinism");
   tcase_set_timeout(d, 600);

@@ -13,9 +13,9 @@
 #define LANE_RANGE      6.0f /* m, oncoming agents this far ahead make an agent keep right */
 #define LANE_WIDTH      0.3f /* m, beyond both radii: an oncoming agent further to the side is passing clear */
 #define LANE_ONCOMING   0.2f /* of max_speed: slower toward us is not oncoming */
-#define LANE_STRENGTH   1.5f
+#define LANE_STRENGTH   1.0f /* of max_speed, the sideways velocity added at full oncoming traffic */
 #define LANE_NEAR       0.3f /* m, beyond both radii: a neighbour this near ahead presses against us */
-#define LANE_PRESS      0.5f /* lane weight of each such neighbour, whatever its velocity */ /* of max_speed, the sideways velocity added at full oncoming traffic */
+#define LANE_PRESS      0.5f /* lane weight of each such neighbour that comes toward us */
 
 float steer_avoid_share(uint8_t own, uint8_t other, int other_avoids) {
   if (!other_avoids)
@@ -184,10 +184,12 @@ vec2 steer_avoid_lane(vec2 p, vec2 want, float r, float max_speed, const steer_a
     float on = -(n->vx[i] * ux + n->vy[i] * uy) * inv_speed;
     float d2 = dx * dx + dy * dy, near = n->r[i] + r + LANE_NEAR, width = n->r[i] + r + LANE_WIDTH;
     int in_front = ahead > 0.0f && ahead < LANE_RANGE;
-    /* Pressed against one ahead (within 60 degrees of our way) that is not
-     * walking away from us: in a jam nobody moves, so velocities tell nothing;
-     * everyone sliding to their own right is what unpicks two facing crowds. */
-    int press = d2 < near * near && ahead * ahead > 0.25f * d2 && on > -0.5f;
+    /* Pressed against one ahead (within 60 degrees of our way) that comes
+     * toward us, however slowly: in a jam of two facing crowds everyone
+     * sliding to their own right is what unpicks it. One that walks our way,
+     * however slowly (a queue at a door), does not count: sliding right there
+     * only pushes the queue into the wall beside the door. */
+    int press = d2 < near * near && ahead * ahead > 0.25f * d2 && on > 0.0f;
     int oncoming = on > LANE_ONCOMING && lat <= width && lat >= -width;
     float wgt = press ? LANE_PRESS : oncoming ? on * (1.0f - ahead * inv_range) : 0.0f;
     lane += in_front ? wgt * n->share[i] : 0.0f; /* by share: a bully keeps its line */

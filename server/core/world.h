@@ -137,7 +137,11 @@ typedef struct steer_behaviour {
   float wall_lookahead; /* s, 0 turns it off (1) */
   float wall_margin;    /* m, clearance the feeler keeps (0.25) */
   /* No progress toward the goal (target point or path node) by 0.1 m for
-   * stuck_time seconds is a STUCK event (seek, arrive, pursue, follow path). */
+   * stuck_time seconds is a STUCK event (seek, arrive, pursue, follow path).
+   * Unless the reaction is GIVE_UP, a path follower whose straight way to its
+   * node is then blocked by the map (pushed back through a door after passing
+   * its node) aims at the nearest of the 4 nodes before it that it can reach
+   * in a straight line instead (a new episode, no nudge). */
   float stuck_time;       /* s, 0 turns detection off (0) */
   uint8_t stuck_reaction; /* steer_stuck_reaction (REPORT) */
 } steer_behaviour;

@@ -289,6 +289,42 @@ static int stuck_goal(const steer_world *w, uint32_t d, vec2 *goal, float *near,
   }
 }
 
+/* A path follower that reports STUCK while the geometry blocks the straight
+ * way to the node it aims at (a crowd pushed it back through a door after it
+ * passed the door's node, or a map change closed the leg) aims again at the
+ * nearest earlier node it can reach in a straight line (a body of its radius
+ * swept there touches nothing), searching back at most PATH_BACK_MAX nodes;
+ * from there the path leads it round again. Returns whether it stepped back.
+ * Only on STUCK, so a path that really runs through a wall still reports STUCK
+ * every stuck_time. */
+#define PATH_BACK_MAX 4u
+static int stuck_path_back(steer_world *w, uint32_t d, vec2 p, vec2 goal) {
+  if (!w->map_live || w->behaviour[d].kind != STEER_BEHAVIOUR_FOLLOW_PATH)
+    return 0;
+  const float r = w->radius[d];
+  vec2 q = goal;
+  if (steer_map_move(w->map, p, &q, r, NULL, w->cfg.min, w->cfg.max) == 0)
+    return 0; /* the way is clear: stuck in a crowd, not behind a wall */
+  int32_t h = w->path[d];
+  const path_entry *e = &w->paths[h];
+  steer_path path = {w->path_points + (size_t)h * w->cfg.max_path_points, e->count, e->radius, e->mode,
+                     e->cornering};
+  steer_path_cursor c = w->cursor[d];
+  for (uint32_t k = 0; k < PATH_BACK_MAX; k++) {
+    uint32_t prev = steer_path_prev_node(&path, &c);
+    if (prev == c.node)
+      return 0;
+    c.node = prev;
+    q = path.points[prev];
+    if (steer_map_move(w->map, p, &q, r, NULL, w->cfg.min, w->cfg.max) == 0) {
+      w->cursor[d].node = prev;
+      w->cursor[d].turn_time_left = 0.0f;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 void world_stuck(steer_world *w, uint32_t d, float dt) {
   const steer_behaviour *b = &w->behaviour[d];
   vec2 goal;
@@ -312,6 +348,10 @@ void world_stuck(steer_world *w, uint32_t d, float dt) {
   w->stuck_flag[d] = 1;
   w->stuck_count++;
   world_emit(w, w->id[d], STEER_EVENT_STUCK, node);
+  if (b->stuck_reaction != STEER_STUCK_GIVE_UP && stuck_path_back(w, d, p, goal)) {
+    world_stuck_reset(w, d); /* a new goal (instead of a nudge): a new episode */
+    return;
+  }
   switch (b->stuck_reaction) {
   case STEER_STUCK_NUDGE: {
     /* Sideways at half speed, the side from the agent's own generator; a new
