@@ -68,8 +68,8 @@ float steer_avoid_share(uint8_t own, uint8_t other, int other_avoids);
  * whatever its velocity: in a jam nobody moves, and everyone sliding to
  * their own right is what unpicks two facing crowds. Each neighbour counts by
  * its share (a bully keeps its line). Clipped to max_speed; unchanged with no
- * oncoming traffic. */
-vec2 steer_avoid_lane(vec2 p, vec2 want, float r, float max_speed, const steer_avoid_set *n);
+ * oncoming traffic. Pads the set like steer_avoid_agents. */
+vec2 steer_avoid_lane(vec2 p, vec2 want, float r, float max_speed, steer_avoid_set *n);
 
 /* The desired velocity v_des of a body of radius r at p, turned away from the
  * geometry within lookahead seconds (margin m of clearance). Unchanged when

@@ -19,6 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define CONTACT_SIMD 1
+#else
+#define CONTACT_SIMD 0
+#endif
+
 #include "avoid.h"
 #include "map.h"
 #include "world_internal.h"
@@ -33,17 +40,20 @@ int world_contact_need(steer_world *w, const steer_behaviour *b) {
   size_t n = w->cfg.max_agents;
   uint32_t *list = malloc(n * WORLD_CONTACT_MAX * sizeof(*list));
   uint8_t *cnt = calloc(n, sizeof(*cnt));
+  uint8_t *moved = calloc(n, sizeof(*moved));
   uint32_t *act = malloc(n * sizeof(*act));
   float *disp = malloc(n * 4 * sizeof(*disp));
-  if (!list || !cnt || !act || !disp) {
+  if (!list || !cnt || !moved || !act || !disp) {
     free(list);
     free(cnt);
+    free(moved);
     free(act);
     free(disp);
     return STEER_ENOMEM;
   }
   w->ctc = list;
   w->ctc_n = cnt;
+  w->ctc_moved = moved;
   w->ctc_act = act;
   w->ctc_disp = disp;
   return STEER_OK;
@@ -52,29 +62,48 @@ int world_contact_need(steer_world *w, const steer_behaviour *b) {
 void world_contact_free(steer_world *w) {
   free(w->ctc);
   free(w->ctc_n);
+  free(w->ctc_moved);
   free(w->ctc_act);
   free(w->ctc_disp);
   w->ctc = NULL;
   w->ctc_n = NULL;
+  w->ctc_moved = NULL;
   w->ctc_act = NULL;
   w->ctc_disp = NULL;
 }
 
-void world_contact_note(const steer_world *w, uint32_t d, const float *px, const float *py, const float *vx,
-                        const float *vy, const float *r, const uint32_t *dense, uint32_t n, float dt) {
+void world_contact_note(const steer_world *w, uint32_t d, const struct steer_avoid_set *nb, const uint32_t *pos,
+                        uint32_t n, float dt) {
   if (!w->ctc)
     return;
   const float x = w->px[d], y = w->py[d], ovx = w->vx[d], ovy = w->vy[d];
   /* What the pair can close within the tick: their relative speed (bounded
    * by |x| + |y|, no square root) and both accelerating, padded. */
   const float pad = 2.0f * w->limits[d].max_acceleration * dt * dt + CONTACT_REACH_PAD + w->radius[d];
+  const uint32_t *items = w->grid.items;
   uint32_t *list = w->ctc + (size_t)d * WORLD_CONTACT_MAX;
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    float dx = px[i] - x, dy = py[i] - y;
-    float reach = r[i] + pad + (fabsf(vx[i] - ovx) + fabsf(vy[i] - ovy)) * dt;
-    if (dx * dx + dy * dy < reach * reach && k < WORLD_CONTACT_MAX)
-      list[k++] = dense[i];
+  uint32_t k = 0, i = 0;
+#if CONTACT_SIMD
+  /* Four at a time, the same arithmetic as the scalar tail; only the hits
+   * look up their agent (a scattered read). */
+  const __m128 vx0 = _mm_set1_ps(x), vy0 = _mm_set1_ps(y), vvx = _mm_set1_ps(ovx), vvy = _mm_set1_ps(ovy);
+  const __m128 vpad = _mm_set1_ps(pad), vdt = _mm_set1_ps(dt), abs = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  for (; i + 4 <= n && k < WORLD_CONTACT_MAX; i += 4) {
+    __m128 dx = _mm_sub_ps(_mm_loadu_ps(nb->px + i), vx0), dy = _mm_sub_ps(_mm_loadu_ps(nb->py + i), vy0);
+    __m128 rel = _mm_add_ps(_mm_and_ps(_mm_sub_ps(_mm_loadu_ps(nb->vx + i), vvx), abs),
+                            _mm_and_ps(_mm_sub_ps(_mm_loadu_ps(nb->vy + i), vvy), abs));
+    __m128 reach = _mm_add_ps(_mm_add_ps(_mm_loadu_ps(nb->r + i), vpad), _mm_mul_ps(rel, vdt));
+    int hit = _mm_movemask_ps(
+        _mm_cmplt_ps(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)), _mm_mul_ps(reach, reach)));
+    for (; hit && k < WORLD_CONTACT_MAX; hit &= hit - 1)
+      list[k++] = items[pos[i + (uint32_t)__builtin_ctz((unsigned)hit)]];
+  }
+#endif
+  for (; i < n && k < WORLD_CONTACT_MAX; i++) {
+    float dx = nb->px[i] - x, dy = nb->py[i] - y;
+    float reach = nb->r[i] + pad + (fabsf(nb->vx[i] - ovx) + fabsf(nb->vy[i] - ovy)) * dt;
+    if (dx * dx + dy * dy < reach * reach)
+      list[k++] = items[pos[i]];
   }
   w->ctc_n[d] = (uint8_t)k;
 }
@@ -85,7 +114,7 @@ static int contact_disp(const steer_world *w, uint32_t d, float *ox, float *oy) 
   const uint32_t *list = w->ctc + (size_t)d * WORLD_CONTACT_MAX;
   const uint32_t n = w->ctc_n[d];
   const float x = w->px[d], y = w->py[d], r = w->radius[d];
-  const uint8_t prio = w->behaviour[d].avoid_priority;
+  const uint8_t prio = (uint8_t)(w->akey[d] - 1u); /* an avoider: akey is 1 + its priority */
   float sx = 0.0f, sy = 0.0f;
   uint32_t hits = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -123,6 +152,7 @@ void world_contact(steer_world *w, float dt) {
     return;
   uint32_t *act = w->ctc_act;
   float *disp = w->ctc_disp;
+  uint8_t *moved = w->ctc_moved; /* iteration + 1 of an agent's last move in this pass, else 0 */
   uint32_t m = 0;
   for (uint32_t d = 0; d < w->count; d++)
     if (w->ctc_n[d])
@@ -134,6 +164,19 @@ void world_contact(steer_world *w, float dt) {
     uint32_t moving = 0;
     for (uint32_t k = 0; k < m; k++) {
       uint32_t d = act[k];
+      if (it > 0 && moved[d] != it) {
+        /* Its displacement was 0 in the last iteration (it did not move);
+         * unless a candidate moved since, it is 0 again: skip the work. */
+        const uint32_t *list = w->ctc + (size_t)d * WORLD_CONTACT_MAX;
+        uint32_t n = w->ctc_n[d], i = 0;
+        while (i < n && moved[list[i]] != it)
+          i++;
+        if (i == n) {
+          disp[2 * k] = 0.0f;
+          disp[2 * k + 1] = 0.0f;
+          continue;
+        }
+      }
       if (contact_disp(w, d, &disp[2 * k], &disp[2 * k + 1]))
         moving++;
     }
@@ -144,6 +187,7 @@ void world_contact(steer_world *w, float dt) {
       if (ddx == 0.0f && ddy == 0.0f)
         continue;
       uint32_t d = act[k];
+      moved[d] = (uint8_t)(it + 1);
       vec2 p0 = v2(w->px[d], w->py[d]);
       vec2 p1 = v2(steer_clampf(p0.x + ddx, lo.x, hi.x), steer_clampf(p0.y + ddy, lo.y, hi.y));
       vec2 v = v2(w->vx[d], w->vy[d]);
@@ -163,6 +207,7 @@ void world_contact(steer_world *w, float dt) {
   for (uint32_t k = 0; k < m; k++) {
     uint32_t d = act[k];
     w->ctc_n[d] = 0;
+    moved[d] = 0;
     if (tot[2 * k] == 0.0f && tot[2 * k + 1] == 0.0f)
       continue;
     vec2 v = v2(w->vx[d] + tot[2 * k] * inv_dt, w->vy[d] + tot[2 * k + 1] * inv_dt);

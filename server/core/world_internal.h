@@ -117,6 +117,7 @@ struct steer_world {
    * the pass after integration; allocated when an agent first avoids. */
   uint32_t *ctc;      /* WORLD_CONTACT_MAX dense indices per agent */
   uint8_t *ctc_n;     /* per agent; all 0 between steps */
+  uint8_t *ctc_moved; /* scratch per agent: the pass iteration (+ 1) it last moved in; all 0 between steps */
   uint32_t *ctc_act;  /* scratch: the agents with candidates */
   float *ctc_disp;    /* scratch: their displacements (x, y) */
 };
@@ -162,13 +163,15 @@ int world_nlist_need(steer_world *w, const steer_behaviour *b);
 
 #define WORLD_CONTACT_MAX 6u /* contact candidates per agent */
 
+struct steer_avoid_set; /* avoid.h */
+
 /* Allocates the contact lists if b avoids (0 or STEER_ENOMEM); frees them. */
 int world_contact_need(steer_world *w, const steer_behaviour *b);
 void world_contact_free(steer_world *w);
-/* Notes agent d's contact candidates among its n neighbours (their positions,
- * velocities and radii, and dense indices), nearest first. */
-void world_contact_note(const steer_world *w, uint32_t d, const float *px, const float *py, const float *vx,
-                        const float *vy, const float *r, const uint32_t *dense, uint32_t n, float dt);
+/* Notes agent d's contact candidates among its n neighbours nb (pos: their
+ * places in the grid's cell order), nearest first. */
+void world_contact_note(const steer_world *w, uint32_t d, const struct steer_avoid_set *nb, const uint32_t *pos,
+                        uint32_t n, float dt);
 /* Pushes overlapping avoiders apart (after integration), clipped to the map. */
 void world_contact(steer_world *w, float dt);
 

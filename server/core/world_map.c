@@ -197,12 +197,7 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
         nb.tie[i] = w->id[d] < w->id[g->items[k]] ? 1.0f : -1.0f; /* coincident: by id */
     }
     nb.count = (int)n;
-    if (w->ctc) {
-      uint32_t dense[STEER_AVOID_MAX];
-      for (uint32_t i = 0; i < n; i++)
-        dense[i] = g->items[pos[i]];
-      world_contact_note(w, d, nb.px, nb.py, nb.vx, nb.vy, nb.r, dense, n, dt);
-    }
+    world_contact_note(w, d, &nb, pos, n, dt);
     /* Keep right of oncoming traffic first, then avoid what is still predicted. */
     vec2 kept = steer_avoid_lane(s->position, want, l->radius, l->max_speed, &nb);
     changed |= kept.x != want.x || kept.y != want.y;
