@@ -614,6 +614,21 @@ static void print_agent(const proto_agent_report *q) {
     print_num(stdout, "%.4g", lv[i]);
   }
   printf("},\"owner\":%lu", (unsigned long)q->owner);
+  if (q->has_tuning) {
+    const proto_tuning *t = &q->tuning;
+    const char *react = proto_stuck_reaction_name(t->stuck_reaction);
+    fputs(",\"tuning\":{\"avoid_weight\":", stdout);
+    print_num(stdout, "%.4g", t->avoid_weight);
+    fputs(",\"avoid_horizon\":", stdout);
+    print_num(stdout, "%.4g", t->avoid_horizon);
+    printf(",\"avoid_priority\":%u,\"wall_lookahead\":", (unsigned)t->avoid_priority);
+    print_num(stdout, "%.4g", t->wall_lookahead);
+    fputs(",\"wall_margin\":", stdout);
+    print_num(stdout, "%.4g", t->wall_margin);
+    fputs(",\"stuck_time\":", stdout);
+    print_num(stdout, "%.4g", t->stuck_time);
+    printf(",\"stuck_reaction\":\"%s\"}", react ? react : "?");
+  }
   if (q->has_goto) {
     const proto_goto_report *g = &q->go;
     const char *st = proto_goto_status_name(g->status), *why = proto_goto_reason_name(g->reason);

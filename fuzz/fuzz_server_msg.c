@@ -66,6 +66,15 @@ static void check_msg(const proto_server_msg *m, uint32_t cap) {
       FUZZ_CHECK(fuzz_number_ok(q->state.velocity.x) && fuzz_number_ok(q->state.velocity.y));
       FUZZ_CHECK(fuzz_number_ok(q->state.rotation) && fuzz_angle_ok(q->state.orientation));
       FUZZ_CHECK(limits_ok(&q->limits));
+      if (q->has_tuning) {
+        const proto_tuning *t = &q->tuning;
+        FUZZ_CHECK(fuzz_number_ok(t->avoid_weight) && t->avoid_weight >= 0.0f);
+        FUZZ_CHECK(fuzz_number_ok(t->avoid_horizon) && t->avoid_horizon > 0.0f);
+        FUZZ_CHECK(fuzz_number_ok(t->wall_lookahead) && t->wall_lookahead >= 0.0f);
+        FUZZ_CHECK(fuzz_number_ok(t->wall_margin) && t->wall_margin >= 0.0f);
+        FUZZ_CHECK(fuzz_number_ok(t->stuck_time) && t->stuck_time >= 0.0f);
+        FUZZ_CHECK(t->stuck_reaction < STEER_STUCK_REACTION_COUNT);
+      }
     }
     break;
   }
@@ -107,6 +116,13 @@ static bool eq_snapshot(const proto_snapshot *a, const proto_snapshot *b) {
 }
 
 static bool same_point(vec2 a, vec2 b) { return same_float(a.x, b.x) && same_float(a.y, b.y); }
+
+static bool same_tuning(const proto_tuning *a, const proto_tuning *b) {
+  return same_float(a->avoid_weight, b->avoid_weight) && same_float(a->avoid_horizon, b->avoid_horizon) &&
+         a->avoid_priority == b->avoid_priority && same_float(a->wall_lookahead, b->wall_lookahead) &&
+         same_float(a->wall_margin, b->wall_margin) && same_float(a->stuck_time, b->stuck_time) &&
+         a->stuck_reaction == b->stuck_reaction;
+}
 
 static bool same_goto(const proto_goto_report *a, const proto_goto_report *b) {
   if (a->status != b->status || a->reason != b->reason || a->target_kind != b->target_kind ||
@@ -156,7 +172,8 @@ static bool eq_msg(const proto_server_msg *a, const proto_server_msg *b) {
            same_float(p->state.velocity.y, q->state.velocity.y) &&
            same_float(p->state.rotation, q->state.rotation) &&
            memcmp(&p->limits, &q->limits, sizeof p->limits) == 0 && p->has_goto == q->has_goto &&
-           (!p->has_goto || same_goto(&p->go, &q->go));
+           (!p->has_goto || same_goto(&p->go, &q->go)) && p->has_tuning == q->has_tuning &&
+           (!p->has_tuning || same_tuning(&p->tuning, &q->tuning));
   }
   case PROTO_MSG_ERROR: {
     const proto_error_msg *x = &a->error, *y = &b->error;

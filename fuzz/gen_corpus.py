@@ -221,6 +221,14 @@ def server_seeds():
                                    "goal": [3, 4], "partial": True, "route": [[i, -i] for i in range(256)]}})])
     s["ack_query_goto_both_targets"] = pack([33, 8, 8, dict(report, **{
         "goto": {"status": "queued", "reason": "new", "target": [1, 1], "target_agent": A2}})])
+    tuning = {"avoid_weight": 1, "avoid_horizon": F64(3), "avoid_priority": 255, "wall_lookahead": 0,
+              "wall_margin": 0.25, "stuck_time": 600, "stuck_reaction": "give_up"}
+    s["ack_query_tuning"] = pack([33, 8, 8, dict(report, **{"behaviour": "seek", "tuning": tuning})])
+    s["ack_query_tuning_missing_key"] = pack([33, 8, 8, dict(report, **{
+        "tuning": {k: v for k, v in tuning.items() if k != "stuck_time"}})])
+    s["ack_query_tuning_bad_reaction"] = pack([33, 8, 8, dict(report, **{
+        "tuning": dict(tuning, stuck_reaction="panic")})])
+    s["ack_query_tuning_zero_horizon"] = pack([33, 8, 8, dict(report, **{"tuning": dict(tuning, avoid_horizon=0)})])
     s["ack_unknown_command"] = pack([33, 1, 1, {"agent": 1}])
     s.update(snapshot_seeds())
     return s

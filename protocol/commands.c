@@ -454,6 +454,28 @@ static int rd_params(reader *r, proto_params *p) {
   return rd_map(r, param_keys, PARAM_KEY_COUNT, 0, params_fn, p, &p->present);
 }
 
+void pack_tuning(msgpack_packer *pk, const proto_tuning *t) {
+  proto_params p;
+  memset(&p, 0, sizeof p);
+  p.present = PROTO_PARAM_TUNING;
+  p.tuning = *t;
+  pack_params(pk, &p);
+}
+
+/* Only the tuning keys, every one (a key of the other params is unknown here). */
+static int tuning_fn(reader *r, int key, void *ctx) { return params_fn(r, key + PROTO_PARAM_COUNT, ctx); }
+
+int rd_tuning(reader *r, proto_tuning *t) {
+  proto_params p;
+  uint32_t seen = 0;
+  memset(&p, 0, sizeof p);
+  const uint32_t all = (1u << PROTO_TUNING_COUNT) - 1u;
+  if (rd_map(r, param_keys + PROTO_PARAM_COUNT, PROTO_TUNING_COUNT, all, tuning_fn, &p, &seen))
+    return -1;
+  *t = p.tuning;
+  return 0;
+}
+
 
 /* ---- Decoding: command bodies ---------------------------------------------------- */
 

@@ -438,6 +438,10 @@ typedef struct proto_agent_report {
   steer_state state; /* position, orientation, velocity, rotation */
   steer_limits limits;
   uint32_t owner;   /* client id, 0 = server */
+  /* The agent's avoidance, wall feeler and stuck detection (PROTOCOL.md 6.8
+   * "tuning": the seven tuning keys of 5.2); the server always sends it. */
+  uint8_t has_tuning;
+  proto_tuning tuning;
   uint8_t has_goto; /* the agent is in GOTO, or its last GOTO was unreachable: go is set */
   proto_goto_report go;
 } proto_agent_report;

@@ -119,7 +119,9 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
         (q->behaviour >= STEER_BEHAVIOUR_COUNT && q->behaviour != PROTO_BEHAVIOUR_GOTO) ||
         (q->has_goto && !goto_report_valid(&q->go)))
       return 0;
-    msgpack_pack_map(&pk, q->has_goto ? 15 : 14);
+    if (q->has_tuning && q->tuning.stuck_reaction >= STEER_STUCK_REACTION_COUNT)
+      return 0;
+    msgpack_pack_map(&pk, 14u + (q->has_tuning ? 1u : 0u) + (q->has_goto ? 1u : 0u));
     pack_ku(&pk, "agent", a->agent);
     pack_ku(&pk, "tick", q->tick);
     pack_ks(&pk, "model", model_names[q->model]);
@@ -146,6 +148,10 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
       pack_limits(&pk, &l);
     }
     pack_ku(&pk, "owner", q->owner);
+    if (q->has_tuning) {
+      pack_key(&pk, "tuning");
+      pack_tuning(&pk, &q->tuning);
+    }
     if (q->has_goto)
       pack_goto_report(&pk, &q->go);
     break;
@@ -282,9 +288,10 @@ static int welcome_fn(reader *r, int key, void *ctx) {
 
 static const char *const query_keys[] = {"agent",       "tick",      "model",  "x",        "y",
                                          "orientation", "vx",        "vy",     "rotation", "behaviour",
-                                         "arrived",     "path_node", "limits", "owner",    "goto"};
-#define QUERY_KEY_COUNT    15
-#define QUERY_KEY_REQUIRED ((1u << 14) - 1u) /* all but "goto" */
+                                         "arrived",     "path_node", "limits", "owner",    "goto",
+                                         "tuning"};
+#define QUERY_KEY_COUNT    16
+#define QUERY_KEY_REQUIRED ((1u << 14) - 1u) /* all but "goto" and "tuning" */
 
 /* QUERY's "goto" map (PROTOCOL.md 6.8). */
 static const char *const goto_keys[] = {"status", "reason", "target", "target_agent", "goal", "partial", "route"};
@@ -400,9 +407,12 @@ static int query_fn(reader *r, int key, void *ctx) {
   }
   case 13:
     return rd_u32(r, &q->owner);
-  default:
+  case 14:
     q->has_goto = 1;
     return rd_goto_report(r, &q->go);
+  default:
+    q->has_tuning = 1;
+    return rd_tuning(r, &q->tuning);
   }
 }
 

@@ -127,6 +127,10 @@ int rd_frame_expect(reader *r, uint8_t want, uint32_t min, uint32_t max, uint32_
 
 void pack_limits(msgpack_packer *pk, const proto_limits *l);
 int rd_limits(reader *r, proto_limits *l);
+/* The seven tuning keys of PARAMS (PROTOCOL.md 5.2) as a map of their own:
+ * QUERY's "tuning" (6.8). Packed all seven; read all seven, nothing else. */
+void pack_tuning(msgpack_packer *pk, const proto_tuning *t);
+int rd_tuning(reader *r, proto_tuning *t);
 int agent_fn(reader *r, int key, void *ctx);
 
 /* ---- snapshots.c: a SNAPSHOT's elements after the type (decode_server's SNAPSHOT) */

@@ -1019,6 +1019,14 @@ static void cmd_query(steerd_server *s, client *c, const proto_command *cmd, pro
   r->state = info.state;
   r->limits = info.limits;
   r->owner = info.owner;
+  r->has_tuning = 1; /* the agent's avoidance, wall feeler and stuck detection (PROTOCOL.md 6.8) */
+  r->tuning.avoid_weight = info.behaviour.avoid_weight;
+  r->tuning.avoid_horizon = info.behaviour.avoid_horizon;
+  r->tuning.avoid_priority = info.behaviour.avoid_priority;
+  r->tuning.wall_lookahead = info.behaviour.wall_lookahead;
+  r->tuning.wall_margin = info.behaviour.wall_margin;
+  r->tuning.stuck_time = info.behaviour.stuck_time;
+  r->tuning.stuck_reaction = info.behaviour.stuck_reaction;
   steerd_goto_report(s->planner, s->world, r);
   send_ack(s, c, ack);
 }

@@ -7,7 +7,8 @@
  *   - a client leaving says whether it disconnected or timed out;
  *   - steerd-client honours STEERD_HOST/STEERD_PORT, names unknown flags, has
  *     per-command --help, says what a bad value may be, hints on a timeout,
- *     and its shell prompts (on a terminal), helps and quits.
+ *     and its shell prompts (on a terminal), helps and quits; query prints the
+ *     agent with its tuning (avoidance and stuck detection).
  *
  * The real binaries as child processes on 127.0.0.1. */
 #define _GNU_SOURCE /* posix_openpt, ptsname */
@@ -268,6 +269,15 @@ START_TEST(client_cli_environment_and_shell) {
   const char *first = strstr(r.out, "over 1 pings");
   ck_assert_ptr_nonnull(first);
   ck_assert_ptr_null(strstr(first + 1, "over 1 pings")); /* one ping: the second came after quit */
+  /* query prints the agent with its tuning (PROTOCOL.md 6.8): the 5.2 defaults here. The first
+   * agent of a fresh world is 4194304 (slot 0, generation 1 << 22), as spawn prints. */
+  run(&r, CLI, shell, env, "spawn --model dynamic --x 1 --y 2\nquery 4194304\nquit\n", 8000);
+  ck_assert_msg(r.status == 0, "spawn and query: %s", r.err);
+  ck_assert_msg(strstr(r.out, "4194304\n") != NULL, "spawn printed: %s", r.out);
+  ck_assert_msg(strstr(r.out, "\"tuning\":{\"avoid_weight\":0,\"avoid_horizon\":3,\"avoid_priority\":0,"
+                              "\"wall_lookahead\":1,\"wall_margin\":0.25,\"stuck_time\":0,"
+                              "\"stuck_reaction\":\"report\"}") != NULL,
+                "query printed: %s", r.out);
   ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
 }
 END_TEST

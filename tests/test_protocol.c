@@ -171,6 +171,15 @@ static proto_ack ex_ack(uint8_t command, uint32_t rid) {
     q->limits.max_angular_acceleration = 12.0f;
     q->limits.radius = 0.5f;
     q->owner = 3;
+    /* An avoider with stuck detection (the server always sends the tuning). */
+    q->has_tuning = 1;
+    q->tuning.avoid_weight = 1.0f;
+    q->tuning.avoid_horizon = 3.0f;
+    q->tuning.avoid_priority = 0;
+    q->tuning.wall_lookahead = 1.0f;
+    q->tuning.wall_margin = 0.25f;
+    q->tuning.stuck_time = 5.0f;
+    q->tuning.stuck_reaction = STEER_STUCK_REPORT;
   }
   if (command == PROTO_MSG_PING) {
     a.agent = 0;

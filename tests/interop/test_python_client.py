@@ -157,7 +157,10 @@ SPEC_EXAMPLES = {
                              "behaviour": "follow_path", "arrived": False, "path_node": 2,
                              "limits": {"max_speed": 3, "max_acceleration": 10,
                                         "max_rotation": 3, "max_angular_acceleration": 12,
-                                        "radius": 0.5}, "owner": 3}],
+                                        "radius": 0.5}, "owner": 3,
+                             "tuning": {"avoid_weight": 1, "avoid_horizon": 3, "avoid_priority": 0,
+                                        "wall_lookahead": 1, "wall_margin": 0.25, "stuck_time": 5,
+                                        "stuck_reaction": "report"}}],
     "ack_ping": [33, 9, 9, {"client_time_us": 1700000000000000, "server_time_us": 41166666,
                             "tick": 1235}],
     "ack_set_params_target_lost": [33, 6, 6, {"agent": 4194305, "target_lost": True}],
@@ -184,6 +187,9 @@ SPEC_EXAMPLES = {
                                    "behaviour": "goto", "arrived": False, "path_node": 0,
                                    "limits": {"max_speed": 3, "max_acceleration": 10, "max_rotation": 3,
                                               "max_angular_acceleration": 12, "radius": 0.5}, "owner": 3,
+                                   "tuning": {"avoid_weight": 1, "avoid_horizon": 3, "avoid_priority": 0,
+                                              "wall_lookahead": 1, "wall_margin": 0.25, "stuck_time": 5,
+                                              "stuck_reaction": "report"},
                                    "goto": {"status": "following", "reason": "new", "target": [30, 12.5],
                                             "goal": [30, 12.5], "partial": False,
                                             "route": [[-0.75, 21.25], [0.75, 21.25], [30, 12.5]]}}],
@@ -1068,9 +1074,15 @@ def scenario(server, port, clients):
         print("QUERY (tick %d): %r" % (T, qb))
         print("snapshot tick %d: %r" % (T, snap))
         keys = ("agent", "tick", "model", "x", "y", "orientation", "vx", "vy", "rotation",
-                "behaviour", "arrived", "path_node", "limits", "owner")
+                "behaviour", "arrived", "path_node", "limits", "owner", "tuning")
         check(all(k in qb for k in keys), "QUERY ACK has every §6.8 key",
               [k for k in keys if k not in qb])
+        tun = qb.get("tuning", {})
+        check(isinstance(tun, dict) and same_value(tun.get("avoid_weight"), 0.0)
+              and same_value(tun.get("avoid_horizon"), 3.0) and tun.get("avoid_priority") == 0
+              and same_value(tun.get("wall_lookahead"), 1.0) and same_value(tun.get("wall_margin"), 0.25)
+              and same_value(tun.get("stuck_time"), 0.0) and tun.get("stuck_reaction") == "report",
+              "QUERY: tuning has the §5.2 defaults of an agent spawned without them", tun)
         check(qb.get("agent") == aid and qb.get("model") == "dynamic"
               and qb.get("behaviour") == "follow_path" and qb.get("owner") == cid
               and qb.get("arrived") in (True, False)
@@ -1347,6 +1359,12 @@ def map_scenario(port):
         rep = a.request(SET_PARAMS, {"agent": seeker, "params": {"avoid_weight": 1.5, "avoid_priority": 3,
                                                                  "stuck_reaction": "give_up"}})
         check(is_ack(rep, SET_PARAMS), "§5.2: avoidance and stuck keys in SET_PARAMS", describe(rep))
+        rep = a.request(QUERY, {"agent": seeker})
+        tun = rep[3].get("tuning", {}) if is_ack(rep, QUERY) else {}
+        check(same_value(tun.get("avoid_weight"), 1.5) and tun.get("avoid_priority") == 3
+              and tun.get("stuck_reaction") == "give_up" and same_value(tun.get("stuck_time"), 0.5)
+              and same_value(tun.get("wall_lookahead"), 0.0),
+              "§6.8: QUERY's tuning reports the agent's avoidance and stuck parameters as set", describe(rep))
         # a controller may not change the map: none here (anonymous admins); a repeated HELLO resends the map
         parts = b.map_parts
         b.hello()
