@@ -380,30 +380,10 @@ static void cmd_hello(steerd_http *h, http_view *v, const proto_command *cmd) {
 }
 
 static void cmd_query(steerd_http *h, http_view *v, const proto_command *cmd, proto_ack *ack) {
-  const steer_world *w = steerd_server_world(h->server);
-  steer_agent_info info;
-  if (steer_world_get(w, cmd->query.agent, &info) != STEER_OK) {
+  if (steerd_server_agent_report(h->server, cmd->query.agent, &ack->query) != STEER_OK) {
     send_error(h, v, cmd->request_id, PROTO_ERR_NO_SUCH_AGENT, steer_strerror(STEER_ENOENT), "agent");
     return;
   }
-  proto_agent_report *r = &ack->query;
-  r->agent = info.id;
-  r->tick = steer_world_tick(w);
-  r->model = info.model;
-  r->behaviour = info.behaviour.kind;
-  r->arrived = info.arrived;
-  r->path_node = info.path >= 0 ? (int32_t)info.cursor.node : -1;
-  r->state = info.state;
-  r->limits = info.limits;
-  r->owner = info.owner;
-  r->has_tuning = 1; /* the agent's avoidance, wall feeler and stuck detection (PROTOCOL.md 6.8) */
-  r->tuning.avoid_weight = info.behaviour.avoid_weight;
-  r->tuning.avoid_horizon = info.behaviour.avoid_horizon;
-  r->tuning.avoid_priority = info.behaviour.avoid_priority;
-  r->tuning.wall_lookahead = info.behaviour.wall_lookahead;
-  r->tuning.wall_margin = info.behaviour.wall_margin;
-  r->tuning.stuck_time = info.behaviour.stuck_time;
-  r->tuning.stuck_reaction = info.behaviour.stuck_reaction;
   send_ack(h, v, ack);
 }
 

@@ -1002,14 +1002,11 @@ static void cmd_set_params(steerd_server *s, client *c, const proto_command *cmd
   send_ack(s, c, ack);
 }
 
-static void cmd_query(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
+int steerd_server_agent_report(const steerd_server *s, steer_id id, proto_agent_report *r) {
   steer_agent_info info;
-  int rc = steer_world_get(s->world, cmd->query.agent, &info);
-  if (rc != STEER_OK) {
-    send_world_error(s, c, cmd->request_id, rc, "agent");
-    return;
-  }
-  proto_agent_report *r = &ack->query;
+  int rc = steer_world_get(s->world, id, &info);
+  if (rc != STEER_OK)
+    return rc;
   r->agent = info.id;
   r->tick = steer_world_tick(s->world); /* the state after the last completed tick */
   r->model = info.model;
@@ -1028,6 +1025,15 @@ static void cmd_query(steerd_server *s, client *c, const proto_command *cmd, pro
   r->tuning.stuck_time = info.behaviour.stuck_time;
   r->tuning.stuck_reaction = info.behaviour.stuck_reaction;
   steerd_goto_report(s->planner, s->world, r);
+  return STEER_OK;
+}
+
+static void cmd_query(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
+  int rc = steerd_server_agent_report(s, cmd->query.agent, &ack->query);
+  if (rc != STEER_OK) {
+    send_world_error(s, c, cmd->request_id, rc, "agent");
+    return;
+  }
   send_ack(s, c, ack);
 }
 

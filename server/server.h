@@ -105,6 +105,10 @@ void steerd_server_clients_by_role(const steerd_server *s, uint32_t out[STEERD_R
 const steer_world *steerd_server_world(const steerd_server *s);
 const steerd_config *steerd_server_config(const steerd_server *s);
 uint64_t steerd_server_time_us(const steerd_server *s); /* as in snapshots */
+/* QUERY's reply for agent id (PROTOCOL.md 6.8: state, limits, owner, tuning
+ * and the GOTO report), the same for ENet clients and the live view. Returns
+ * steer_world_get's result; r is filled only on STEER_OK. */
+int steerd_server_agent_report(const steerd_server *s, steer_id id, proto_agent_report *r);
 /* Frames the delta encoder sent without an acknowledged baseline (and all of them). */
 void steerd_server_delta_frames(const steerd_server *s, uint64_t *frames, uint64_t *without_baseline);
 
