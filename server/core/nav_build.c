@@ -364,7 +364,8 @@ static int seg_near(const change_set *s, vec2 p, vec2 q) {
 /* Per candidate of the new graph: where it came from. */
 enum { CAND_NEW = 0, CAND_WAS_LIVE, CAND_WAS_DEAD };
 
-static int old_edge(const steer_nav *o, uint32_t u, uint32_t v) {
+/* Where v sits in u's sorted list of o, or would (the first entry not below v). */
+static uint32_t old_pos(const steer_nav *o, uint32_t u, uint32_t v) {
   uint32_t lo = o->start[u], hi = o->start[u + 1];
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
@@ -373,7 +374,12 @@ static int old_edge(const steer_nav *o, uint32_t u, uint32_t v) {
     else
       hi = mid;
   }
-  return lo < o->start[u + 1] && o->adj[lo] == v;
+  return lo;
+}
+
+static int old_edge(const steer_nav *o, uint32_t u, uint32_t v) {
+  uint32_t p = old_pos(o, u, v);
+  return p < o->start[u + 1] && o->adj[p] == v;
 }
 
 /* Whether every segment from p to the disc (c, sqrt(rho2)) crosses one
@@ -551,18 +557,6 @@ static int box_near(const change_set *s, vec2 lo, vec2 hi) {
   return 0;
 }
 
-/* Where v sits in u's list of o (it must be there). */
-static uint32_t old_pos(const steer_nav *o, uint32_t u, uint32_t v) {
-  uint32_t lo = o->start[u], hi = o->start[u + 1];
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (o->adj[mid] < v)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
 
 static void box_add(nav_box *b, vec2 p) {
   b->lo = v2(minf(b->lo.x, p.x), minf(b->lo.y, p.y));
