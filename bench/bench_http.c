@@ -99,27 +99,11 @@ static void *views_main(void *arg) {
   views *v = arg;
   static const struct lws_protocols protocols[] = {
       {"steerd-view", view_callback, sizeof(int), 65536, 0, NULL, 0}, {NULL, NULL, 0, 0, 0, NULL, 0}};
-  struct lws_context_creation_info info;
-  memset(&info, 0, sizeof info);
-  info.port = CONTEXT_PORT_NO_LISTEN;
-  info.protocols = protocols;
-  info.user = v;
-  info.options = LWS_SERVER_OPTION_DISABLE_IPV6;
-  struct lws_context *ctx = lws_create_context(&info);
+  struct lws_context *ctx = http_client_context(protocols, v);
   if (!ctx)
     return NULL;
-  for (int i = 0; i < v->count; i++) {
-    struct lws_client_connect_info ci;
-    memset(&ci, 0, sizeof ci);
-    ci.context = ctx;
-    ci.address = "127.0.0.1";
-    ci.port = v->port;
-    ci.path = "/";
-    ci.host = "127.0.0.1";
-    ci.origin = "127.0.0.1";
-    ci.protocol = "steerd-view";
-    lws_client_connect_via_info(&ci);
-  }
+  for (int i = 0; i < v->count; i++)
+    http_client_connect(ctx, v->port, "/", "steerd-view", NULL);
   while (!v->stop)
     lws_service(ctx, 50);
   lws_context_destroy(ctx);

@@ -97,24 +97,9 @@ static ws_client *ws_open(uint16_t port) {
                                                    {NULL, NULL, 0, 0, 0, NULL, 0}};
   ws_client *c = calloc(1, sizeof *c);
   lws_set_log_level(LLL_ERR, NULL);
-  struct lws_context_creation_info info;
-  memset(&info, 0, sizeof info);
-  info.port = CONTEXT_PORT_NO_LISTEN;
-  info.protocols = protocols;
-  info.user = c;
-  info.options = LWS_SERVER_OPTION_DISABLE_IPV6;
-  c->ctx = lws_create_context(&info);
+  c->ctx = http_client_context(protocols, c);
   ck_assert_ptr_nonnull(c->ctx);
-  struct lws_client_connect_info ci;
-  memset(&ci, 0, sizeof ci);
-  ci.context = c->ctx;
-  ci.address = "127.0.0.1";
-  ci.port = port;
-  ci.path = "/";
-  ci.host = "127.0.0.1";
-  ci.origin = "127.0.0.1";
-  ci.protocol = "steerd-view";
-  c->wsi = lws_client_connect_via_info(&ci);
+  c->wsi = http_client_connect(c->ctx, port, "/", "steerd-view", NULL);
   uint64_t deadline = steerd_proc_now_ms() + 5000;
   while (!c->established && !c->failed && steerd_proc_now_ms() < deadline)
     ws_service(c);

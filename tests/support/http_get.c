@@ -44,22 +44,18 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
   return lws_callback_http_dummy(wsi, reason, user, in, len);
 }
 
-int http_get(uint16_t port, const char *path, char *body, size_t cap, uint32_t timeout_ms) {
-  static const struct lws_protocols protocols[] = {{"http", callback, 0, 0, 0, NULL, 0},
-                                                   {NULL, NULL, 0, 0, 0, NULL, 0}};
-  get_state st = {0, 0, body, cap, 0};
-  if (body && cap)
-    body[0] = '\0';
-  lws_set_log_level(LLL_ERR, NULL);
+struct lws_context *http_client_context(const struct lws_protocols *protocols, void *user) {
   struct lws_context_creation_info info;
   memset(&info, 0, sizeof info);
   info.port = CONTEXT_PORT_NO_LISTEN;
   info.protocols = protocols;
-  info.user = &st;
+  info.user = user;
   info.options = LWS_SERVER_OPTION_DISABLE_IPV6;
-  struct lws_context *ctx = lws_create_context(&info);
-  if (!ctx)
-    return 0;
+  return lws_create_context(&info);
+}
+
+struct lws *http_client_connect(struct lws_context *ctx, uint16_t port, const char *path,
+                                const char *protocol, const char *method) {
   struct lws_client_connect_info ci;
   memset(&ci, 0, sizeof ci);
   ci.context = ctx;
@@ -68,11 +64,24 @@ int http_get(uint16_t port, const char *path, char *body, size_t cap, uint32_t t
   ci.path = path;
   ci.host = "127.0.0.1";
   ci.origin = "127.0.0.1";
-  ci.method = "GET";
-  ci.protocol = "http";
+  ci.method = method;
+  ci.protocol = protocol;
+  return lws_client_connect_via_info(&ci);
+}
+
+int http_get(uint16_t port, const char *path, char *body, size_t cap, uint32_t timeout_ms) {
+  static const struct lws_protocols protocols[] = {{"http", callback, 0, 0, 0, NULL, 0},
+                                                   {NULL, NULL, 0, 0, 0, NULL, 0}};
+  get_state st = {0, 0, body, cap, 0};
+  if (body && cap)
+    body[0] = '\0';
+  lws_set_log_level(LLL_ERR, NULL);
+  struct lws_context *ctx = http_client_context(protocols, &st);
+  if (!ctx)
+    return 0;
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (lws_client_connect_via_info(&ci)) {
+  if (http_client_connect(ctx, port, path, "http", "GET")) {
     while (!st.done) {
       lws_service(ctx, 50);
       clock_gettime(CLOCK_MONOTONIC, &now);

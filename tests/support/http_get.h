@@ -1,14 +1,30 @@
 /* http_get.h: a blocking HTTP GET on 127.0.0.1 for tests, with libwebsockets'
- * client (the same library the server uses; no HTTP written by hand). */
+ * client (the same library the server uses; no HTTP written by hand), and the
+ * client context and connection it is made of, for the tests' and benchmarks'
+ * own WebSocket clients (live views). */
 #ifndef STEERD_HTTP_GET_H
 #define STEERD_HTTP_GET_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+struct lws;
+struct lws_context;
+struct lws_protocols;
+
 /* GET path from 127.0.0.1:port. Returns the HTTP status (0 when no answer came
  * within timeout_ms); the body, NUL-terminated and cut at cap - 1 bytes, goes
  * to body (may be NULL). */
 int http_get(uint16_t port, const char *path, char *body, size_t cap, uint32_t timeout_ms);
+
+/* A client context (no listening socket, IPv4) for protocols, with user as its
+ * user data (lws_context_user). NULL on failure. */
+struct lws_context *http_client_context(const struct lws_protocols *protocols, void *user);
+
+/* Starts a connection to 127.0.0.1:port for path over protocol: a WebSocket
+ * subprotocol (method NULL) or plain HTTP ("http", method "GET"). The wsi, or
+ * NULL when it could not start. */
+struct lws *http_client_connect(struct lws_context *ctx, uint16_t port, const char *path,
+                                const char *protocol, const char *method);
 
 #endif /* STEERD_HTTP_GET_H */
