@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "grid.h"
 #include "rng.h"
 #include "world.h"
@@ -577,10 +578,4 @@ static Suite *grid_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(grid_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return check_run(grid_suite()); }

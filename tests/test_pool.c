@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "check_run.h"
 #include "pool.h"
 #include "rng.h"
 #include "steerd_proc.h"
@@ -622,10 +623,4 @@ static Suite *pool_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(pool_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return check_run(pool_suite()); }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "steering.h"
 
 #define DT     0.05f
@@ -1220,10 +1221,4 @@ static Suite *steering_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(steering_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return check_run(steering_suite()); }
