@@ -169,6 +169,8 @@ steer_world *steer_world_create(const steer_world_config *cfg) {
   ALLOC(ept, n);
   ALLOC(er, n);
   ALLOC(nhint, n);
+  ALLOC(bkind, n);
+  ALLOC(brec, n);
   ALLOC(slot_dense, n);
   ALLOC(slot_gen, n);
   ALLOC(free_ring, n);
@@ -232,6 +234,8 @@ void steer_world_destroy(steer_world *w) {
   free(w->ept);
   free(w->er);
   free(w->nhint);
+  free(w->bkind);
+  free(w->brec);
   free(w->slot_dense);
   free(w->slot_gen);
   free(w->free_ring);
@@ -358,6 +362,7 @@ int steer_world_follow_path(steer_world *w, steer_id id, int path) {
   w->readers -= reads_agents(b);
   b->kind = STEER_BEHAVIOUR_FOLLOW_PATH;
   b->target.kind = STEER_TARGET_NONE;
+  world_batch_refresh(w, d);
   w->arrived[d] = 0;
   return STEER_OK;
 }
@@ -454,6 +459,7 @@ int steer_world_spawn(steer_world *w, const steer_agent_desc *desc, uint32_t own
   w->nlist_stamp[d] = 0; /* no kept set */
   if (needs_neighbours(&desc->behaviour))
     w->separating++;
+  world_batch_refresh(w, d);
   w->grid_stale = 1;
   if (out_id)
     *out_id = id;
@@ -481,6 +487,8 @@ static void dense_move(steer_world *w, uint32_t to, uint32_t from) {
   w->cursor[to] = w->cursor[from];
   w->cmd[to] = w->cmd[from];
   w->nhint[to] = w->nhint[from];
+  w->bkind[to] = w->bkind[from];
+  w->brec[to] = w->brec[from];
   w->stuck_best[to] = w->stuck_best[from];
   w->stuck_timer[to] = w->stuck_timer[from];
   w->stuck_flag[to] = w->stuck_flag[from];
@@ -551,6 +559,7 @@ int steer_world_set_behaviour(steer_world *w, steer_id id, const steer_behaviour
   w->readers -= reads_agents(&w->behaviour[d]);
   w->readers += reads_agents(b);
   w->behaviour[d] = *b;
+  world_batch_refresh(w, d);
   w->arrived[d] = 0;
   world_stuck_reset(w, d);
   if (w->akey[d] != avoid_key(b)) {
@@ -568,6 +577,7 @@ int steer_world_set_params(steer_world *w, steer_id id, const steer_params *p) {
   if (!p || !valid_params(p))
     return STEER_EINVAL;
   w->behaviour[d].params = *p;
+  world_batch_refresh(w, d);
   w->arrived[d] = 0;
   world_stuck_reset(w, d);
   return STEER_OK;
@@ -596,6 +606,7 @@ int steer_world_set_tuning(steer_world *w, steer_id id, const steer_behaviour *s
   w->stuck_watch -= w->behaviour[d].stuck_time > 0.0f;
   w->stuck_watch += b.stuck_time > 0.0f;
   w->behaviour[d] = b;
+  world_batch_refresh(w, d);
   world_stuck_reset(w, d);
   if (w->akey[d] != avoid_key(&b)) {
     w->avoiding += (avoid_key(&b) != 0) - (w->akey[d] != 0);
@@ -627,6 +638,7 @@ int steer_world_set_limits(steer_world *w, steer_id id, const steer_limits *l) {
   else if (w->radius[d] >= w->max_radius && l->radius < w->radius[d])
     w->max_radius_stale = 1;
   w->limits[d] = *l;
+  world_batch_refresh(w, d);
   if (w->radius[d] != l->radius)
     w->grid_stale = 1; /* the grid holds a copy */
   w->radius[d] = l->radius;
@@ -641,6 +653,7 @@ int steer_world_stop(steer_world *w, steer_id id) {
   w->readers -= reads_agents(&w->behaviour[d]);
   w->behaviour[d].kind = STEER_BEHAVIOUR_NONE;
   w->behaviour[d].target.kind = STEER_TARGET_NONE;
+  world_batch_refresh(w, d);
   w->arrived[d] = 0;
   world_stuck_reset(w, d);
   return STEER_OK;
@@ -1003,52 +1016,29 @@ static steer_heading_output heading_steering(steer_world *w, uint32_t d, const s
 /* Agents steered per block: the batches are formed within one. */
 #define STEER_BLOCK 1024u
 
-/* Kinds steered four at a time (steering.h): a dynamic agent arriving at a
- * point and looking where it goes (steer_arrive_look_x4), a dynamic wanderer
- * (steer_wander_x4); 0 for the rest. */
-enum { BATCH_NONE = 0, BATCH_ARRIVE_LOOK, BATCH_WANDER, BATCH_PATH_HEADING };
-
-static inline int batch_kind(const steer_world *w, uint32_t d) {
-  const steer_behaviour *b = &w->behaviour[d];
-  if (w->model[d] != STEER_MODEL_DYNAMIC)
-    return w->model[d] == STEER_MODEL_HEADING && b->kind == STEER_BEHAVIOUR_FOLLOW_PATH ? BATCH_PATH_HEADING
-                                                                                       : BATCH_NONE;
-  if (b->kind == STEER_BEHAVIOUR_ARRIVE)
-    return b->target.kind == STEER_TARGET_POINT && b->facing != STEER_FACING_TARGET &&
-                   b->facing != STEER_FACING_NONE
-               ? BATCH_ARRIVE_LOOK
-               : BATCH_NONE;
-  return b->kind == STEER_BEHAVIOUR_WANDER ? BATCH_WANDER : BATCH_NONE;
-}
+/* Agent d's batch kind (world_internal.h; steered four at a time by
+ * steer_arrive_look_x4, steer_wander_x4, steer_path_steer_heading_x4, or
+ * eight with its neighbours in a lean batch), from the cache
+ * (world_batch_refresh). */
+static inline int batch_kind(const steer_world *w, uint32_t d) { return w->bkind[d] & BATCH_KIND_MASK; }
 
 static void integrate_store(steer_world *w, uint32_t d, steer_state *s);
-
-/* What the events pass looks at for an agent (w->ekind, written by the vector
- * path's steering pass): everything (the scalar code, from the behaviour);
- * nothing (no path, no arrival to detect, no stuck detection); a path
- * follower's node (w->er: turn_trigger_distance); an arrival at a point
- * (w->ept, w->er: target_radius). */
-enum { EV_GENERAL = 0, EV_NONE, EV_PATH, EV_ARRIVE };
-
-static inline int stuck_watched(const steer_world *w, const steer_behaviour *b) {
-  return w->stuck_watch && b->stuck_time > 0.0f;
-}
 
 static inline int path_quiet(const steer_world *w, uint32_t d);
 
 /* Agent d's events scratch (EV_*) for an agent of batch kind `kind`, steered
  * this step by the vector path (in a quad or as a leftover). */
 static inline void events_mark(steer_world *w, uint32_t d, int kind) {
-  const steer_behaviour *b = &w->behaviour[d];
-  if (kind == BATCH_NONE || stuck_watched(w, b)) {
+  const world_batch_rec *r = &w->brec[d]; /* the cache of the behaviour (world_batch_refresh) */
+  if (kind == BATCH_NONE || (w->bkind[d] & BATCH_STUCK)) {
     w->ekind[d] = EV_GENERAL;
   } else if (kind == BATCH_PATH_HEADING) {
     w->ekind[d] = EV_PATH;
-    w->er[d] = b->params.turn_trigger_distance;
+    w->er[d] = r->k[0];
   } else if (kind == BATCH_ARRIVE_LOOK && !w->arrived[d]) {
     w->ekind[d] = EV_ARRIVE;
-    w->ept[d] = b->target.point;
-    w->er[d] = b->params.target_radius;
+    w->ept[d] = v2(r->k[6], r->k[7]);
+    w->er[d] = r->k[1];
   } else {
     w->ekind[d] = EV_NONE;
   }
@@ -1189,25 +1179,53 @@ static void batch_quad(steer_world *w, float dt, int kind, const uint32_t *dd, u
  * query hint, kept neighbour set and events scratch, as in the scalar path. */
 #define BATCH_AHEAD 16u /* agents */
 
+/* Hands the lean batch lean[0..n) of kind k to world_batch_lean and marks
+ * the agents it did. */
+static void lean_flush(steer_world *w, float dt, int k, const uint32_t *lean, uint32_t n, uint8_t *done,
+                       uint32_t begin) {
+  unsigned did = world_batch_lean(w, dt, k, lean, n);
+  for (uint32_t j = 0; j < n; j++)
+    if (did & (1u << j))
+      done[lean[j] - begin] = 3;
+}
+
 static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, uint8_t *done, int fused) {
   uint32_t quad[4][4], nq[4] = {0, 0, 0, 0};
+  /* Lean agents (no neighbours, no stuck watch: world_internal.h) of a world
+   * without a map, fused: a batch of world_batch_width() per kind, stepped
+   * whole by batch.c; the block's last ones of a kind as a shorter batch. */
+  uint32_t lean[4][8], nl[4] = {0, 0, 0, 0};
+  const uint32_t width = world_batch_width();
+  const int lean_ok = fused && !w->map_live;
   memset(done, 0, end - begin);
   for (uint32_t d = begin; d < end; d++) {
-    /* The behaviours (120 bytes each) are the step's biggest stream: fetched
+    uint8_t bk = w->bkind[d];
+    int k = bk & BATCH_KIND_MASK;
+    if (k == BATCH_NONE)
+      continue;
+    if (lean_ok && bk == k) {
+      lean[k][nl[k]++] = d;
+      if (nl[k] == width) {
+        lean_flush(w, dt, k, lean[k], width, done, begin);
+        nl[k] = 0;
+      }
+      continue;
+    }
+    /* The behaviours (120 bytes each) are the quads' biggest stream: fetched
      * ahead, their misses overlap the quads' arithmetic. */
     if (d + BATCH_AHEAD < end) {
       __builtin_prefetch(&w->behaviour[d + BATCH_AHEAD]);
       __builtin_prefetch((const char *)&w->behaviour[d + BATCH_AHEAD] + 64);
     }
-    int k = batch_kind(w, d);
-    if (k == BATCH_NONE)
-      continue;
     quad[k][nq[k]++] = d;
     if (nq[k] == 4) {
       batch_quad(w, dt, k, quad[k], done, begin, fused);
       nq[k] = 0;
     }
   }
+  for (int k = 1; k < 4; k++)
+    if (nl[k] > 0)
+      lean_flush(w, dt, k, lean[k], nl[k], done, begin);
 }
 
 static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t end, int precheck);

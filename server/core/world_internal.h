@@ -31,6 +31,39 @@ typedef struct command3 {
   float a, b, c;
 } command3;
 
+/* What the vector path's batches read of a batchable agent (world_batch_*,
+ * batch.c), a cache of its limits and behaviour kept by world_batch_refresh:
+ * the steering of a batch reads this record (48 bytes) instead of the
+ * behaviour (120) and the limits. k[] by batch kind: arrive + look where
+ * going: time_to_target, target_radius, slow_radius, align_target_radius,
+ * align_slow_radius, align_time_to_target, target point x, y; wander:
+ * wander_rate, wander_offset, wander_radius, align_target_radius,
+ * align_slow_radius, align_time_to_target; heading path follower:
+ * turn_trigger_distance. */
+typedef struct world_batch_rec {
+  float max_speed, max_acceleration, max_rotation, max_angular_acceleration;
+  float k[8];
+} world_batch_rec;
+
+/* Batch kinds (w->bkind's low bits): a dynamic agent arriving at a point and
+ * looking where it goes; a dynamic wanderer; a heading-model path follower;
+ * BATCH_NONE for the rest (the scalar path). */
+enum { BATCH_NONE = 0, BATCH_ARRIVE_LOOK, BATCH_WANDER, BATCH_PATH_HEADING };
+#define BATCH_KIND_MASK 3u
+/* Flags of w->bkind: the behaviour reads neighbours (separation or
+ * avoidance); it watches for being stuck (stuck_time > 0). An agent of a
+ * batch kind with neither is "lean": without a map, its whole step is the
+ * batch's arithmetic (world_batch_lean). */
+#define BATCH_NEIGHBOURS 4u
+#define BATCH_STUCK      8u
+
+/* What the events pass looks at for an agent (w->ekind, written by the vector
+ * path's steering pass): everything (the scalar code, from the behaviour);
+ * nothing (no path, no arrival to detect, no stuck detection); a path
+ * follower's node (w->er: turn_trigger_distance); an arrival at a point
+ * (w->ept, w->er: target_radius). */
+enum { EV_GENERAL = 0, EV_NONE, EV_PATH, EV_ARRIVE };
+
 /* world_state.c saves every field except the caches, which loading rebuilds:
  * radius, cmd, nhint, the grid and its flag, separating, max_radius and the
  * last step's events. A field added here must be saved there too (and the
@@ -63,6 +96,11 @@ struct steer_world {
   vec2 *ept;
   float *er;
   float *nhint;  /* m^2, last separation query's max-th distance squared (0: none); a guess, not state */
+  /* Caches of model, behaviour and limits for the vector path (world_batch_rec
+   * above), kept by world_batch_refresh wherever those change: the batch
+   * kind and flags, and the record (valid when the kind is not BATCH_NONE). */
+  uint8_t *bkind;
+  world_batch_rec *brec;
 
   /* slots */
   uint32_t *slot_dense;
@@ -158,6 +196,25 @@ void world_emit(steer_world *w, steer_id agent, uint8_t type, uint32_t node);
 /* Allocates the kept neighbour sets and the contact lists if b needs them (0
  * or STEER_ENOMEM). */
 int world_nlist_need(steer_world *w, const steer_behaviour *b);
+
+/* ---- batch.c: the vector path's lean batches ------------------------------ */
+
+/* Recomputes agent d's w->bkind and w->brec from its model, behaviour and
+ * limits; called wherever one of those changes (and for every agent when a
+ * world is loaded). */
+void world_batch_refresh(steer_world *w, uint32_t d);
+/* The lanes one lean batch takes: 8 where the processor has AVX (checked
+ * once at run time), else 4. world_batch_set_avx(0) forces the four lanes
+ * (tests; returns the previous setting; 1 gives AVX only where supported). */
+uint32_t world_batch_width(void);
+int world_batch_avx_supported(void);
+int world_batch_set_avx(int on);
+/* Steers, integrates and prechecks the events of n (1..world_batch_width())
+ * lean agents dd[] of batch kind `kind` (all with bkind == kind: no flags),
+ * in a world without a map, as the scalar path would to the bit (the fused
+ * step, steer_range). Returns a bit per lane it did; the others (outside the
+ * vector path's exact range) are left untouched for the scalar path. */
+unsigned world_batch_lean(steer_world *w, float dt, int kind, const uint32_t *dd, uint32_t n);
 
 /* ---- contact.c: the contact pass after integration -------------------------- */
 

@@ -620,6 +620,7 @@ static int load(const uint8_t *buf, size_t len, steer_world **out) {
   float max_radius = 0.0f;
   for (uint32_t d = 0; d < count; d++) {
     w->radius[d] = w->limits[d].radius;
+    world_batch_refresh(w, d);
     max_radius = w->radius[d] > max_radius ? w->radius[d] : max_radius;
     w->separating += needs_neighbours(&w->behaviour[d]);
     w->akey[d] = avoid_key(&w->behaviour[d]);
