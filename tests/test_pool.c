@@ -25,6 +25,7 @@
 #include "rng.h"
 #include "steerd_proc.h"
 #include "world.h"
+#include "world_internal.h" /* world_batch_set_avx: the lean batches four or eight lanes wide */
 
 /* ---- the pool ------------------------------------------------------------ */
 
@@ -383,6 +384,7 @@ static void fused_script(steer_world *w, int t) {
 }
 
 START_TEST(test_simd_fused_same_hash_as_scalar) {
+  const int avx_was = world_batch_set_avx(_i == 0); /* _i 1: the lean batches four lanes wide */
   steer_pool *two = steer_pool_create(2);
   ck_assert_ptr_nonnull(two);
   steer_world *ref = make_world(), *vec = make_world(), *vec2t = make_world();
@@ -416,6 +418,7 @@ START_TEST(test_simd_fused_same_hash_as_scalar) {
   steer_world_destroy(vec);
   steer_world_destroy(vec2t);
   steer_pool_destroy(two);
+  world_batch_set_avx(avx_was);
 }
 END_TEST
 
@@ -491,17 +494,20 @@ static void retarget(steer_world *w, steer_rng *rng, float side) {
 }
 
 START_TEST(test_simd_same_hash_bench_scenarios) {
-  /* _i: 0 dense, 1 mixed, 2 mixed big enough that two threads take chunks
-   * of a whole block (world.c, pass_steering), with the events pass's
-   * prechecks on both threads */
-  const uint32_t n = _i == 2 ? 20011 : 2501; /* not a multiple of the batch or block */
+  /* _i % 3: 0 dense, 1 mixed, 2 mixed big enough that two threads take
+   * chunks of a whole block (world.c, pass_steering), with the events pass's
+   * prechecks on both threads; _i < 3 with the lean batches as wide as the
+   * processor allows (eight lanes with AVX), else four lanes. */
+  const int avx_was = world_batch_set_avx(_i < 3);
+  const int scenario = _i % 3;
+  const uint32_t n = scenario == 2 ? 20011 : 2501; /* not a multiple of the batch or block */
   steer_pool *two = steer_pool_create(2);
   ck_assert_ptr_nonnull(two);
   steer_rng ra, rb, rc;
   steer_rng_seed(&ra, 7);
   steer_rng_seed(&rb, 7);
   steer_rng_seed(&rc, 7);
-  int mixed = _i > 0;
+  int mixed = scenario > 0;
   steer_world *ref = bench_like(mixed, n, &ra), *vec = bench_like(mixed, n, &rb), *vec2t = bench_like(mixed, n, &rc);
   steer_world_set_simd(ref, 0);
   steer_world_set_pool(vec2t, two);
@@ -515,8 +521,9 @@ START_TEST(test_simd_same_hash_bench_scenarios) {
     steer_world_step(vec, 0.05f);
     steer_world_step(vec2t, 0.05f);
     uint64_t h = steer_world_hash(ref);
-    ck_assert_msg(steer_world_hash(vec) == h, "%s tick %d: the vector path differs", _i ? "mixed" : "dense", t + 1);
-    ck_assert_msg(steer_world_hash(vec2t) == h, "%s tick %d: vector, 2 threads, differs", _i ? "mixed" : "dense",
+    ck_assert_msg(steer_world_hash(vec) == h, "%s tick %d: the vector path differs", mixed ? "mixed" : "dense",
+                  t + 1);
+    ck_assert_msg(steer_world_hash(vec2t) == h, "%s tick %d: vector, 2 threads, differs", mixed ? "mixed" : "dense",
                   t + 1);
     same_events(ref, vec, &kinds, "vector path", t);
     same_events(ref, vec2t, &kinds, "vector path, 2 threads", t);
@@ -535,6 +542,7 @@ START_TEST(test_simd_same_hash_bench_scenarios) {
   steer_world_destroy(vec);
   steer_world_destroy(vec2t);
   steer_pool_destroy(two);
+  world_batch_set_avx(avx_was);
 }
 END_TEST
 
@@ -612,8 +620,8 @@ static Suite *pool_suite(void) {
   tcase_add_test(tc, test_step_same_hash_any_threads);
   tcase_add_test(tc, test_pool_swapped_mid_run);
   tcase_add_test(tc, test_simd_same_hash_as_scalar);
-  tcase_add_test(tc, test_simd_fused_same_hash_as_scalar);
-  tcase_add_loop_test(tc, test_simd_same_hash_bench_scenarios, 0, 3);
+  tcase_add_loop_test(tc, test_simd_fused_same_hash_as_scalar, 0, 2);
+  tcase_add_loop_test(tc, test_simd_same_hash_bench_scenarios, 0, 6);
   suite_add_tcase(s, tc);
   tc = tcase_create("server");
   tcase_set_timeout(tc, 300);
