@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "map.h"
 #include "rng.h"
 #include "world.h"
@@ -482,11 +483,9 @@ static Suite *avoid_suite(void) {
   tcase_add_test(p, test_head_on_sides);
   tcase_add_test(p, test_priority_bully);
   suite_add_tcase(s, p);
-  TCase *c = tcase_create("crowds");
-  tcase_set_timeout(c, 600);
+  TCase *c = check_tcase(s, "crowds", 600);
   tcase_add_loop_test(c, test_circle_swap, 0, 3);
   tcase_add_loop_test(c, test_doorway_swap, 0, 2);
-  suite_add_tcase(s, c);
   TCase *g = tcase_create("geometry");
   tcase_add_test(g, test_pillar_seek_round);
   tcase_add_test(g, test_dead_end_reports_stuck);
@@ -494,18 +493,10 @@ static Suite *avoid_suite(void) {
   tcase_add_test(g, test_dead_end_nudges);
   tcase_add_test(g, test_path_steps_back_after_push);
   suite_add_tcase(s, g);
-  TCase *d = tcase_create("determinism");
-  tcase_set_timeout(d, 600);
+  TCase *d = check_tcase(s, "determinism", 600);
   tcase_add_test(d, test_determinism_and_restore);
   tcase_add_test(d, test_order_independent);
-  suite_add_tcase(s, d);
   return s;
 }
 
-int main(void) {
-  SRunner *r = srunner_create(avoid_suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return check_run(avoid_suite()); }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "client.h"
 #include "demo.h"
 #include "map.h"
@@ -346,26 +347,14 @@ static Suite *demo_suite(void) {
   tcase_add_test(l, test_no_level_when_it_does_not_fit);
   tcase_add_test(l, test_side_door_closes_and_opens);
   suite_add_tcase(s, l);
-  TCase *c = tcase_create("crowds");
-  tcase_set_timeout(c, 300);
+  TCase *c = check_tcase(s, "crowds", 300);
   tcase_add_test(c, test_crowds_cross_both_ways);
   tcase_add_test(c, test_deterministic_and_restored);
-  suite_add_tcase(s, c);
-  TCase *g = tcase_create("goto");
-  tcase_set_timeout(g, 300);
+  TCase *g = check_tcase(s, "goto", 300);
   tcase_add_test(g, test_goto_npcs_go_between_rooms);
-  suite_add_tcase(s, g);
-  TCase *v = tcase_create("server");
-  tcase_set_timeout(v, 120);
+  TCase *v = check_tcase(s, "server", 120);
   tcase_add_test(v, test_server_sends_the_level_and_the_door);
-  suite_add_tcase(s, v);
   return s;
 }
 
-int main(void) {
-  SRunner *r = srunner_create(demo_suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return check_run(demo_suite()); }

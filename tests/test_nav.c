@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "check_run.h"
 #include "map.h"
 #include "nav.h"
 #include "rng.h"
@@ -509,10 +510,9 @@ START_TEST(search_matches_reference) {
 }
 END_TEST
 
-int main(void) {
+static Suite *nav_suite(void) {
   Suite *s = suite_create("nav");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "core", 120);
   tcase_add_test(tc, next_room_through_the_door);
   tcase_add_test(tc, straight_when_in_sight);
   tcase_add_test(tc, round_a_box_within_one_percent);
@@ -522,10 +522,7 @@ int main(void) {
   tcase_add_test(tc, random_rooms_clear_and_deterministic);
   tcase_add_test(tc, update_equals_build);
   tcase_add_test(tc, search_matches_reference);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return s;
 }
+
+int main(void) { return check_run(nav_suite()); }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "path.h"
 
 #define DT         0.05f
@@ -673,18 +674,10 @@ static Suite *path_suite(void) {
       {"heading_x4", test_heading_x4_bit_identical},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    TCase *tc = tcase_create(cases[i].name);
-    tcase_set_timeout(tc, 60);
+    TCase *tc = check_tcase(s, cases[i].name, 60);
     tcase_add_test(tc, cases[i].test);
-    suite_add_tcase(s, tc);
   }
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(path_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return check_run(path_suite()); }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "map.h"
 #include "planner.h"
 #include "world.h"
@@ -690,10 +691,9 @@ START_TEST(version_1_state_serves_every_class) {
 }
 END_TEST
 
-int main(void) {
+static Suite *planner_suite(void) {
   Suite *s = suite_create("planner");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = check_tcase(s, "core", 300);
   tcase_add_test(tc, reaches_the_next_room_and_stops);
   tcase_add_test(tc, closed_door_replans_then_unreachable_then_open);
   tcase_add_test(tc, follows_a_moving_agent);
@@ -704,10 +704,7 @@ int main(void) {
   tcase_add_test(tc, warm_up_builds_before_the_first_tick);
   tcase_add_test(tc, new_class_built_off_the_tick_deterministically);
   tcase_add_test(tc, version_1_state_serves_every_class);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return s;
 }
+
+int main(void) { return check_run(planner_suite()); }
