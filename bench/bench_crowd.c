@@ -14,8 +14,9 @@
  *           slowest minute, STUCK reports, the deepest contact with geometry.
  *
  * Bodies 0.4 m, 1.5 m/s, dynamic, avoidance on (10 neighbours), dt 0.05 s in
- * the first two (as tests/test_avoid.c). Each row ends with the world's state
- * hash, so a change to the core can be checked to change nothing.
+ * the first two: the scenes of tests/support/crowd_scenes.h, which
+ * tests/test_avoid.c asserts on. Each row ends with the world's state hash,
+ * so a change to the core can be checked to change nothing.
  *   sweep   the doorway from 8 jittered starts (each start moved by up to
  *           0.5 m): runs that finish, median and slowest completion, flow.
  *   bench_crowd [circle|doorway|sweep|level|all] */
@@ -25,70 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crowd_scenes.h"
 #include "demo.h"
-#include "rng.h"
 #include "map.h"
 #include "world.h"
 
-#define DT 0.05f
-#define R  0.4f
-
-static steer_world *make_world(uint32_t max_agents, float half, uint64_t seed) {
-  steer_world_config c = steer_default_world_config();
-  c.max_agents = max_agents;
-  c.max_events = 3 * max_agents;
-  c.min = v2(-half, -half);
-  c.max = v2(half, half);
-  c.cell_size = 4.0f;
-  c.seed = seed;
-  return steer_world_create(&c);
-}
-
-static steer_agent_desc walker(vec2 at, vec2 goal, uint8_t period, float stuck_time) {
-  steer_agent_desc d = steer_default_agent_desc();
-  d.model = STEER_MODEL_DYNAMIC;
-  d.limits.radius = R;
-  d.limits.max_speed = 1.5f;
-  d.limits.max_acceleration = 4.0f;
-  d.state.position = at;
-  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
-  d.behaviour.target.kind = STEER_TARGET_POINT;
-  d.behaviour.target.point = goal;
-  d.behaviour.params.target_radius = 0.5f;
-  d.behaviour.params.slow_radius = 2.0f;
-  d.behaviour.max_neighbours = 10;
-  d.behaviour.params.separation_radius = 5.0f;
-  d.behaviour.avoid_weight = 1.0f;
-  d.behaviour.neighbour_period = period;
-  d.behaviour.stuck_time = stuck_time;
-  d.behaviour.stuck_reaction = STEER_STUCK_REPORT;
-  return d;
-}
-
-/* Smallest gap between two bodies of radius R (negative: overlap). */
-static float min_gap(const steer_world *w) {
-  steer_world_view v = steer_world_get_view(w);
-  float best = INFINITY;
-  for (uint32_t i = 0; i < v.count; i++)
-    for (uint32_t j = i + 1; j < v.count; j++)
-      best = fminf(best, hypotf(v.px[i] - v.px[j], v.py[i] - v.py[j]) - 2.0f * R);
-  return best;
-}
-
-/* Deepest any body is in the geometry (m; <= 0: clear of it). */
-static float deepest(const steer_world *w) {
-  const steer_map *m = steer_world_map(w);
-  steer_world_view v = steer_world_get_view(w);
-  float worst = -INFINITY;
-  for (uint32_t i = 0; i < v.count; i++) {
-    steer_agent_info info;
-    steer_world_get(w, v.id[i], &info);
-    float r = info.limits.radius;
-    vec2 p = v2(v.px[i], v.py[i]);
-    worst = fmaxf(worst, steer_map_inside(m, p) ? r + 1.0f : r - steer_map_distance(m, p, r + 1.0f));
-  }
-  return worst;
-}
+#define DT CROWD_DT
 
 /* Smallest gap between two bodies of their own radii inside the level's box. */
 static float level_gap(const steer_world *w) {
@@ -108,96 +51,35 @@ static float level_gap(const steer_world *w) {
   return best;
 }
 
-static uint32_t count(const steer_world *w, uint8_t type) {
-  uint32_t n, k = 0;
-  const steer_event *ev = steer_world_events(w, &n);
-  for (uint32_t i = 0; i < n; i++)
-    k += ev[i].type == type;
-  return k;
-}
-
-static void circle(uint8_t period) {
-  const uint32_t n = 100, max_ticks = 6000;
-  steer_world *w = make_world(n, 80.0f, 3);
-  for (uint32_t i = 0; i < n; i++) {
-    float a = STEER_TWO_PI * (float)i / (float)n;
-    vec2 p = v2(50.0f * cosf(a), 50.0f * sinf(a));
-    steer_agent_desc d = walker(p, v2_scale(p, -1.0f), period, 5.0f);
-    steer_world_spawn(w, &d, 0, NULL);
-  }
-  uint32_t arrived = 0, stuck = 0, t;
-  float gap = INFINITY;
-  for (t = 1; t <= max_ticks && arrived < n; t++) {
-    steer_world_step(w, DT);
-    arrived += count(w, STEER_EVENT_ARRIVED);
-    stuck += count(w, STEER_EVENT_STUCK);
-    gap = fminf(gap, min_gap(w));
-  }
-  float straight = 100.0f / 1.5f / DT;
-  printf("| circle swap, 100 on a 50 m circle | %u | %u of %u, %u ticks (%.1f s) | %.0f ticks | %.2fx | %.3f "
-         "m | — "
-         "| %u | `%016llx` |\n",
-         period, arrived, n, t - 1, (double)(t - 1) * DT, (double)straight, (double)(t - 1) / straight,
-         (double)gap, stuck, (unsigned long long)steer_world_hash(w));
-  steer_world_destroy(w);
-}
-
-/* Two rooms, x < -1.5 and x > 1.5 (walls 3 m thick), joined by a 3 m door
- * (as test_avoid.c). */
-static void build_rooms(steer_world *w) {
-  vec2 left[] = {{-1.5f, 1.5f}, {-1.5f, 20}, {1.5f, 20}, {1.5f, 1.5f}};
-  vec2 right[] = {{-1.5f, -20}, {-1.5f, -1.5f}, {1.5f, -1.5f}, {1.5f, -20}};
-  steer_obstacle_desc a = {STEER_OBSTACLE_POLYGON, 4, left, 0.0f},
-                      b = {STEER_OBSTACLE_POLYGON, 4, right, 0.0f};
-  steer_world_add_obstacle(w, 1, &a, NULL);
-  steer_world_add_obstacle(w, 2, &b, NULL);
-  vec2 outer[] = {{-20, -20}, {20, -20}, {20, 20}, {-20, 20}, {-20, -20}};
-  steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 5, outer, 0.0f};
-  steer_world_add_obstacle(w, 3, &o, NULL);
-}
-
-/* The doorway's 100 agents; variant > 0 jitters every start by up to 0.5 m
- * (its own generator), so a sweep shows how robust the flow is rather than
- * one chaotic run. */
-static steer_world *doorway_world(uint8_t period, float horizon, uint32_t variant) {
-  steer_world *w = make_world(100, 30.0f, 4);
-  build_rooms(w);
-  steer_rng rng;
-  steer_rng_seed(&rng, 1000u + variant);
-  for (uint32_t i = 0; i < 100; i++) {
-    int left = i < 50;
-    uint32_t k = i % 50;
-    vec2 at = v2((left ? -14.0f : 4.0f) + 2.0f * (float)(k % 5), -9.0f + 2.0f * (float)(k / 5));
-    if (variant > 0)
-      at = v2_add(at, v2(steer_rng_range(&rng, -0.5f, 0.5f), steer_rng_range(&rng, -0.5f, 0.5f)));
-    vec2 goal = v2(at.x + (left ? 18.0f : -18.0f), at.y);
-    steer_agent_desc d = walker(at, goal, period, 20.0f);
-    d.behaviour.avoid_horizon = horizon;
-    steer_id id;
-    steer_world_spawn(w, &d, 0, &id);
-    vec2 pts[3] = {{left ? -3.0f : 3.0f, 0}, {left ? 3.0f : -3.0f, 0}, goal};
-    steer_world_set_path(w, id, pts, 3, 1.2f, STEER_PATH_ONCE, STEER_CORNER_NONE);
+/* The scene, or the benchmark stops: its figures would be of nothing. */
+static steer_world *built(steer_world *w, const char *scene) {
+  if (!w) {
+    fprintf(stderr, "bench_crowd: the %s did not build\n", scene);
+    exit(1);
   }
   return w;
 }
 
+static void circle(uint8_t period) {
+  steer_world *w = built(crowd_circle(period), "circle swap");
+  crowd_run r = crowd_run_until(w, STEER_EVENT_ARRIVED, CROWD_CIRCLE_N, 6000, 0);
+  float straight = 100.0f / 1.5f / DT;
+  printf("| circle swap, 100 on a 50 m circle | %u | %u of %u, %u ticks (%.1f s) | %.0f ticks | %.2fx | %.3f "
+         "m | — "
+         "| %u | `%016llx` |\n",
+         period, r.done, CROWD_CIRCLE_N, r.ticks, (double)r.ticks * DT, (double)straight, (double)r.ticks / straight,
+         (double)r.gap, r.stuck, (unsigned long long)steer_world_hash(w));
+  steer_world_destroy(w);
+}
+
 static void doorway(uint8_t period, float horizon) {
-  const uint32_t max_ticks = 6000;
-  steer_world *w = doorway_world(period, horizon, 0);
-  uint32_t finished = 0, stuck = 0, t;
-  float gap = INFINITY, worst = -INFINITY;
-  for (t = 1; t <= max_ticks && finished < 100; t++) {
-    steer_world_step(w, DT);
-    finished += count(w, STEER_EVENT_PATH_FINISHED);
-    stuck += count(w, STEER_EVENT_STUCK);
-    gap = fminf(gap, min_gap(w));
-    worst = fmaxf(worst, deepest(w));
-  }
+  steer_world *w = built(crowd_doorway(period, horizon, 0), "doorway");
+  crowd_run r = crowd_run_until(w, STEER_EVENT_PATH_FINISHED, CROWD_DOORWAY_N, 6000, 1);
   printf("| doorway, 50 + 50 through 3 m (horizon %.0f s) | %u | %u of 100, %u ticks (%.1f s)%s | — | — | "
          "%.3f m | "
          "%.3f m | %u | `%016llx` |\n",
-         (double)horizon, period, finished, t - 1, (double)(t - 1) * DT,
-         finished < 100 ? " **deadlock**" : "", (double)gap, (double)worst, stuck,
+         (double)horizon, period, r.done, r.ticks, (double)r.ticks * DT,
+         r.done < CROWD_DOORWAY_N ? " **deadlock**" : "", (double)r.gap, (double)r.deepest, r.stuck,
          (unsigned long long)steer_world_hash(w));
   steer_world_destroy(w);
 }
@@ -214,16 +96,12 @@ static void doorway_sweep(uint8_t period, float horizon, uint32_t runs) {
   const uint32_t max_ticks = 6000;
   uint32_t done[64], ok = 0;
   float gap = INFINITY;
-  for (uint32_t r = 0; r < runs && r < 64; r++) {
-    steer_world *w = doorway_world(period, horizon, r + 1);
-    uint32_t finished = 0, t;
-    for (t = 1; t <= max_ticks && finished < 100; t++) {
-      steer_world_step(w, DT);
-      finished += count(w, STEER_EVENT_PATH_FINISHED);
-      gap = fminf(gap, min_gap(w));
-    }
-    ok += finished == 100;
-    done[r] = finished == 100 ? t - 1 : UINT32_MAX;
+  for (uint32_t i = 0; i < runs && i < 64; i++) {
+    steer_world *w = built(crowd_doorway(period, horizon, i + 1), "doorway");
+    crowd_run r = crowd_run_until(w, STEER_EVENT_PATH_FINISHED, CROWD_DOORWAY_N, max_ticks, 0);
+    gap = fminf(gap, r.gap);
+    ok += r.done == CROWD_DOORWAY_N;
+    done[i] = r.done == CROWD_DOORWAY_N ? r.ticks : UINT32_MAX;
     steer_world_destroy(w);
   }
   qsort(done, runs, sizeof(done[0]), cmp_u32);
@@ -252,7 +130,7 @@ static void level(void) {
     uint32_t n;
     const steer_event *ev = steer_world_events(w, &n);
     steerd_demo_update(&d, w, ev, n);
-    worst = fmaxf(worst, deepest(w));
+    worst = fmaxf(worst, crowd_deepest(w));
     gap = fminf(gap, level_gap(w));
     if (t % (60 * rate) == 0)
       for (int k = 0; k < 2; k++) {

@@ -12,71 +12,14 @@
 #include <string.h>
 
 #include "check_run.h"
+#include "crowd_scenes.h"
 #include "map.h"
 #include "rng.h"
 #include "world.h"
 #include "world_fixture.h"
 
-#define DT 0.05f
+#define DT CROWD_DT /* s: every test here ticks as the scenes do */
 #define CONTACT_TOLERANCE 0.05f /* m, the most two bodies may overlap after a step (world.h) */
-
-/* A pedestrian: dynamic, radius 0.4 m, 1.5 m/s, avoidance on (10 neighbours
- * within 6 m), arriving at goal. */
-static steer_agent_desc walker(vec2 at, vec2 goal) {
-  steer_agent_desc d = steer_default_agent_desc();
-  d.model = STEER_MODEL_DYNAMIC;
-  d.limits.radius = 0.4f;
-  d.limits.max_speed = 1.5f;
-  d.limits.max_acceleration = 4.0f;
-  d.state.position = at;
-  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
-  d.behaviour.target.kind = STEER_TARGET_POINT;
-  d.behaviour.target.point = goal;
-  d.behaviour.params.target_radius = 0.5f;
-  d.behaviour.params.slow_radius = 2.0f;
-  d.behaviour.max_neighbours = 10;
-  d.behaviour.params.separation_radius = 5.0f;
-  d.behaviour.avoid_weight = 1.0f;
-  return d;
-}
-
-/* Smallest gap between two bodies (negative: overlap). */
-static float min_gap(const steer_world *w, float r) {
-  steer_world_view v = steer_world_get_view(w);
-  float best = INFINITY;
-  for (uint32_t i = 0; i < v.count; i++)
-    for (uint32_t j = i + 1; j < v.count; j++) {
-      float d = hypotf(v.px[i] - v.px[j], v.py[i] - v.py[j]) - 2.0f * r;
-      best = fminf(best, d);
-    }
-  return best;
-}
-
-static uint32_t count_events(const steer_world *w, uint8_t type) {
-  uint32_t n, k = 0;
-  const steer_event *ev = steer_world_events(w, &n);
-  for (uint32_t i = 0; i < n; i++)
-    k += ev[i].type == type;
-  return k;
-}
-
-/* Runs until every agent has arrived or max_ticks; returns the ticks taken
- * (max_ticks + 1 when not all arrived) and the smallest gap seen. */
-static uint32_t run_until_arrived(steer_world *w, uint32_t n, uint32_t max_ticks, float r, float *gap,
-                                  uint32_t *stuck) {
-  uint32_t arrived = 0;
-  *gap = INFINITY;
-  *stuck = 0;
-  for (uint32_t t = 1; t <= max_ticks; t++) {
-    steer_world_step(w, DT);
-    arrived += count_events(w, STEER_EVENT_ARRIVED);
-    *stuck += count_events(w, STEER_EVENT_STUCK);
-    *gap = fminf(*gap, min_gap(w, r));
-    if (arrived == n)
-      return t;
-  }
-  return max_ticks + 1;
-}
 
 /* ---- pairs ------------------------------------------------------------------ */
 
@@ -84,18 +27,17 @@ START_TEST(test_head_on_pair_passes) {
   /* Exactly symmetric: same speeds, on one line. Without a tie-breaker both
    * only brake and meet in the middle. */
   steer_world *w = make_world(4, 50.0f, 1);
-  steer_agent_desc a = walker(v2(-10, 0), v2(10, 0)), b = walker(v2(10, 0), v2(-10, 0));
+  steer_agent_desc a = crowd_walker(v2(-10, 0), v2(10, 0)), b = crowd_walker(v2(10, 0), v2(-10, 0));
   a.state.velocity = v2(1.5f, 0);
   b.state.velocity = v2(-1.5f, 0);
   steer_id ia, ib;
   ck_assert_int_eq(steer_world_spawn(w, &a, 0, &ia), STEER_OK);
   ck_assert_int_eq(steer_world_spawn(w, &b, 0, &ib), STEER_OK);
-  float gap;
-  uint32_t stuck;
-  uint32_t ticks = run_until_arrived(w, 2, 1200, 0.4f, &gap, &stuck);
+  crowd_run r = crowd_run_until(w, STEER_EVENT_ARRIVED, 2, 1200, 0);
   /* 20 m at 1.5 m/s is 13.3 s = 267 ticks; allow the detour and the arrival. */
-  ck_assert_uint_le(ticks, 400);
-  ck_assert_float_gt(gap, 0.0f); /* they never touched */
+  ck_assert_uint_eq(r.done, 2);
+  ck_assert_uint_le(r.ticks, 400);
+  ck_assert_float_gt(r.gap, 0.0f); /* they never touched */
   /* Both went to their own right: a (heading +x) passed below, b above. */
   steer_world_destroy(w);
 }
@@ -103,7 +45,7 @@ END_TEST
 
 START_TEST(test_head_on_sides) {
   steer_world *w = make_world(4, 50.0f, 1);
-  steer_agent_desc a = walker(v2(-10, 0), v2(10, 0)), b = walker(v2(10, 0), v2(-10, 0));
+  steer_agent_desc a = crowd_walker(v2(-10, 0), v2(10, 0)), b = crowd_walker(v2(10, 0), v2(-10, 0));
   a.state.velocity = v2(1.5f, 0);
   b.state.velocity = v2(-1.5f, 0);
   steer_id ia, ib;
@@ -128,7 +70,7 @@ START_TEST(test_priority_bully) {
   /* A bully (255) and a civilian (0) head on: the civilian does most of the
    * moving aside. */
   steer_world *w = make_world(4, 50.0f, 1);
-  steer_agent_desc a = walker(v2(-10, 0), v2(10, 0)), b = walker(v2(10, 0), v2(-10, 0));
+  steer_agent_desc a = crowd_walker(v2(-10, 0), v2(10, 0)), b = crowd_walker(v2(10, 0), v2(-10, 0));
   a.behaviour.avoid_priority = 255;
   a.state.velocity = v2(1.5f, 0);
   b.state.velocity = v2(-1.5f, 0);
@@ -151,91 +93,43 @@ END_TEST
 
 /* ---- crowds ------------------------------------------------------------------ */
 
-#define SWAP_N 100
-
-/* Neighbour sets queried every tick, or kept for 4 or 8 ticks (_i = 0, 1, 2). */
+/* The circle swap (crowd_scenes.h), neighbour sets queried every tick, or
+ * kept for 4 or 8 ticks (_i = 0, 1, 2). */
 START_TEST(test_circle_swap) {
   static const uint8_t periods[] = {1, 4, 8};
-  steer_world *w = make_world(SWAP_N, 80.0f, 3);
-  for (uint32_t i = 0; i < SWAP_N; i++) {
-    float a = STEER_TWO_PI * (float)i / SWAP_N;
-    vec2 p = v2(50.0f * cosf(a), 50.0f * sinf(a));
-    steer_agent_desc d = walker(p, v2_scale(p, -1.0f));
-    d.behaviour.neighbour_period = periods[_i];
-    ck_assert_int_eq(steer_world_spawn(w, &d, 0, NULL), STEER_OK);
-  }
-  float gap;
-  uint32_t stuck;
-  uint32_t ticks = run_until_arrived(w, SWAP_N, 4000, 0.4f, &gap, &stuck);
+  steer_world *w = crowd_circle(periods[_i]);
+  ck_assert_ptr_nonnull(w);
+  crowd_run r = crowd_run_until(w, STEER_EVENT_ARRIVED, CROWD_CIRCLE_N, 4000, 0);
   float straight = 100.0f / 1.5f / DT; /* 1333 ticks */
-  fprintf(stderr, "circle swap (neighbour_period %u): %u ticks (straight line %.0f), smallest gap %.3f m, %u STUCK\n",
-          (unsigned)periods[_i], ticks,
-          (double)straight, (double)gap, stuck);
-  ck_assert_msg(ticks <= (uint32_t)(2.5f * straight), "circle swap took %u ticks (straight line %.0f)", ticks,
+  fprintf(stderr, "circle swap (neighbour_period %u): %u of %u arrived, %u ticks (straight line %.0f), smallest gap "
+          "%.3f m, %u STUCK\n",
+          (unsigned)periods[_i], r.done, CROWD_CIRCLE_N, r.ticks, (double)straight, (double)r.gap, r.stuck);
+  ck_assert_msg(r.done == CROWD_CIRCLE_N && r.ticks <= (uint32_t)(2.5f * straight),
+                "circle swap: %u of %u arrived in %u ticks (straight line %.0f)", r.done, CROWD_CIRCLE_N, r.ticks,
                 (double)straight);
   /* Documented tolerance (BENCHMARKS.md, world.h): the contact pass pushes
    * overlapping avoiders apart after every step, so even in this crush at the
    * centre bodies of 0.4 m overlap by at most CONTACT_TOLERANCE. */
-  ck_assert_msg(gap > -CONTACT_TOLERANCE, "bodies overlapped by %.3f m", (double)-gap);
+  ck_assert_msg(r.gap > -CONTACT_TOLERANCE, "bodies overlapped by %.3f m", (double)-r.gap);
   steer_world_destroy(w);
 }
 END_TEST
 
-/* Two rooms, x < -1.5 and x > 1.5 (walls 3 m thick), joined by a 3 m door. */
-static void build_rooms(steer_world *w) {
-  vec2 left[] = {{-1.5f, 1.5f}, {-1.5f, 20}, {1.5f, 20}, {1.5f, 1.5f}};
-  vec2 right[] = {{-1.5f, -20}, {-1.5f, -1.5f}, {1.5f, -1.5f}, {1.5f, -20}};
-  steer_obstacle_desc a = {STEER_OBSTACLE_POLYGON, 4, left, 0.0f}, b = {STEER_OBSTACLE_POLYGON, 4, right, 0.0f};
-  ck_assert_int_eq(steer_world_add_obstacle(w, 1, &a, NULL), STEER_OK);
-  ck_assert_int_eq(steer_world_add_obstacle(w, 2, &b, NULL), STEER_OK);
-  vec2 outer[] = {{-20, -20}, {20, -20}, {20, 20}, {-20, 20}, {-20, -20}};
-  steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 5, outer, 0.0f};
-  ck_assert_int_eq(steer_world_add_obstacle(w, 3, &o, NULL), STEER_OK);
-}
-
-/* _i = 0, 1: neighbour sets queried every tick, or kept for 4 ticks; the
- * default avoidance parameters (horizon 3 s). */
+/* The doorway swap (crowd_scenes.h), _i = 0, 1: neighbour sets queried
+ * every tick, or kept for 4 ticks; the default avoidance horizon (3 s). */
 START_TEST(test_doorway_swap) {
-  steer_world *w = make_world(100, 30.0f, 4);
-  build_rooms(w);
-  for (uint32_t i = 0; i < 100; i++) {
-    int left = i < 50;
-    uint32_t k = i % 50;
-    vec2 at = v2((left ? -14.0f : 4.0f) + 2.0f * (float)(k % 5), -9.0f + 2.0f * (float)(k / 5));
-    vec2 goal = v2(at.x + (left ? 18.0f : -18.0f), at.y);
-    steer_agent_desc d = walker(at, goal);
-    d.behaviour.stuck_time = 20.0f; /* report only */
-    d.behaviour.neighbour_period = _i ? 4 : 1;
-    steer_id id;
-    ck_assert_int_eq(steer_world_spawn(w, &d, 0, &id), STEER_OK);
-    /* Through the door: a two-point path, the door then the goal. */
-    vec2 pts[3] = {{left ? -3.0f : 3.0f, 0}, {left ? 3.0f : -3.0f, 0}, goal};
-    ck_assert_int_eq(steer_world_set_path(w, id, pts, 3, 1.2f, STEER_PATH_ONCE, STEER_CORNER_NONE), STEER_OK);
-  }
-  uint32_t finished = 0, stuck = 0, t;
-  float worst = -INFINITY, gap = INFINITY;
-  for (t = 1; t <= 6000 && finished < 100; t++) {
-    steer_world_step(w, DT);
-    gap = fminf(gap, min_gap(w, 0.4f));
-    finished += count_events(w, STEER_EVENT_PATH_FINISHED);
-    stuck += count_events(w, STEER_EVENT_STUCK);
-    steer_world_view v = steer_world_get_view(w);
-    for (uint32_t i = 0; i < v.count; i++) {
-      vec2 p = v2(v.px[i], v.py[i]);
-      float over = 0.4f - steer_map_distance(steer_world_map(w), p, 2.0f);
-      if (steer_map_inside(steer_world_map(w), p))
-        over = 1.0f;
-      worst = fmaxf(worst, over);
-    }
-  }
+  steer_world *w = crowd_doorway(_i ? 4 : 1, 3.0f, 0);
+  ck_assert_ptr_nonnull(w);
+  crowd_run r = crowd_run_until(w, STEER_EVENT_PATH_FINISHED, CROWD_DOORWAY_N, 6000, 1);
   fprintf(stderr,
-          "doorway (neighbour_period %d): %u of 100 through after %u ticks, worst wall overlap %.4f m, smallest gap "
+          "doorway (neighbour_period %d): %u of 100 through after %u ticks, deepest into a wall %.4f m, smallest gap "
           "%.3f m, %u STUCK\n",
-          _i ? 4 : 1, finished, t - 1, (double)worst, (double)gap, stuck);
-  ck_assert_msg(finished == 100, "%u of 100 through the door after %u ticks (%u STUCK)", finished, t, stuck);
-  ck_assert_msg(t <= 3200, "doorway swap took %u ticks", t); /* 160 s, both ways through 3 m (horizon 1 s took 155 s before the lane rule and the contact pass; 3 s did not finish) */
-  ck_assert_float_le(worst, 1e-3f);
-  ck_assert_msg(gap > -CONTACT_TOLERANCE, "bodies overlapped by %.3f m in the door", (double)-gap);
+          _i ? 4 : 1, r.done, r.ticks, (double)r.deepest, (double)r.gap, r.stuck);
+  ck_assert_msg(r.done == CROWD_DOORWAY_N, "%u of 100 through the door after %u ticks (%u STUCK)", r.done, r.ticks,
+                r.stuck);
+  ck_assert_msg(r.ticks < 3200, "doorway swap took %u ticks", r.ticks); /* 160 s, both ways through 3 m (horizon 1 s took 155 s before the lane rule and the contact pass; 3 s did not finish) */
+  ck_assert_float_le(r.deepest, 1e-3f);
+  ck_assert_msg(r.gap > -CONTACT_TOLERANCE, "bodies overlapped by %.3f m in the door", (double)-r.gap);
   steer_world_destroy(w);
 }
 END_TEST
@@ -247,16 +141,15 @@ START_TEST(test_pillar_seek_round) {
   vec2 c = v2(0, 0);
   steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, 2.0f};
   ck_assert_int_eq(steer_world_add_obstacle(w, 1, &o, NULL), STEER_OK);
-  steer_agent_desc d = walker(v2(-10, 0), v2(10, 0)); /* dead centre behind it */
+  steer_agent_desc d = crowd_walker(v2(-10, 0), v2(10, 0)); /* dead centre behind it */
   d.behaviour.avoid_weight = 0.0f;
   d.behaviour.stuck_time = 2.0f;
   steer_id id;
   ck_assert_int_eq(steer_world_spawn(w, &d, 0, &id), STEER_OK);
-  float gap;
-  uint32_t stuck;
-  uint32_t ticks = run_until_arrived(w, 1, 1000, 0.4f, &gap, &stuck);
-  ck_assert_uint_le(ticks, 20.0f / 1.5f / DT * 1.6f); /* round it, not much longer than straight */
-  ck_assert_uint_eq(stuck, 0);
+  crowd_run r = crowd_run_until(w, STEER_EVENT_ARRIVED, 1, 1000, 0);
+  ck_assert_uint_eq(r.done, 1);
+  ck_assert_uint_le(r.ticks, 20.0f / 1.5f / DT * 1.6f); /* round it, not much longer than straight */
+  ck_assert_uint_eq(r.stuck, 0);
   ck_assert_uint_eq(steer_world_stuck_count(w), 0);
   /* Smooth: it never touched the pillar (the feeler keeps it off). */
   steer_world_destroy(w);
@@ -269,7 +162,7 @@ static steer_world *dead_end(uint8_t reaction, steer_id *id) {
   vec2 u[] = {{0, 3}, {8, 3}, {8, -3}, {0, -3}};
   steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 4, u, 0.0f};
   ck_assert_int_eq(steer_world_add_obstacle(w, 1, &o, NULL), STEER_OK);
-  steer_agent_desc d = walker(v2(2, 0), v2(20, 0));
+  steer_agent_desc d = crowd_walker(v2(2, 0), v2(20, 0));
   d.behaviour.kind = STEER_BEHAVIOUR_SEEK;
   d.behaviour.avoid_weight = 0.0f;
   d.behaviour.stuck_time = 2.0f;
@@ -284,7 +177,7 @@ START_TEST(test_dead_end_reports_stuck) {
   uint32_t first = 0, total = 0;
   for (uint32_t t = 1; t <= 400; t++) {
     steer_world_step(w, DT);
-    uint32_t n = count_events(w, STEER_EVENT_STUCK);
+    uint32_t n = crowd_count_events(w, STEER_EVENT_STUCK);
     if (n && !first)
       first = t;
     total += n;
@@ -337,8 +230,8 @@ END_TEST
  * back it presses into the wall for good. */
 START_TEST(test_path_steps_back_after_push) {
   steer_world *w = make_world(4, 30.0f, 4);
-  build_rooms(w);
-  steer_agent_desc d = walker(v2(-8.0f, 0.0f), v2(0, 0));
+  ck_assert_int_eq(crowd_rooms(w), STEER_OK);
+  steer_agent_desc d = crowd_walker(v2(-8.0f, 0.0f), v2(0, 0));
   d.behaviour.stuck_time = 3.0f; /* report only */
   steer_id id;
   ck_assert_int_eq(steer_world_spawn(w, &d, 0, &id), STEER_OK);
@@ -384,7 +277,7 @@ END_TEST
 
 static steer_world *busy_world(void) {
   steer_world *w = make_world(400, 30.0f, 9);
-  build_rooms(w);
+  ck_assert_int_eq(crowd_rooms(w), STEER_OK);
   steer_rng r;
   steer_rng_seed(&r, 77);
   for (uint32_t i = 0; i < 300; i++) {
@@ -396,7 +289,7 @@ static steer_world *busy_world(void) {
     do
       goal = v2(steer_rng_range(&r, -19, 19), steer_rng_range(&r, -19, 19));
     while (steer_map_inside(steer_world_map(w), goal));
-    steer_agent_desc d = walker(at, goal);
+    steer_agent_desc d = crowd_walker(at, goal);
     d.behaviour.avoid_priority = (uint8_t)(i % 3 * 100);
     d.behaviour.stuck_time = 3.0f;
     d.behaviour.stuck_reaction = (uint8_t)(i % 3);
@@ -453,7 +346,7 @@ START_TEST(test_order_independent) {
   for (int i = 0; i < 40; i++) {
     float ang = STEER_TWO_PI * (float)i / 40.0f;
     vec2 p = v2(10.0f * cosf(ang), 10.0f * sinf(ang));
-    ds[i] = walker(p, v2_scale(p, -1.0f));
+    ds[i] = crowd_walker(p, v2_scale(p, -1.0f));
   }
   steer_id ia[40], ib[40];
   for (int i = 0; i < 40; i++)

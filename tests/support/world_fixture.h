@@ -8,7 +8,8 @@
 #include "world.h"
 
 /* A world of [-half, half] x [-half, half] m for max_agents agents (3 events
- * each), 4 m cells, the given seed; otherwise steer_default_world_config(). */
+ * each), 4 m cells, the given seed; otherwise steer_default_world_config()
+ * (crowd_world of crowd_scenes.h, the benchmarks' worlds). */
 steer_world *make_world(uint32_t max_agents, float half, uint64_t seed);
 
 #endif /* STEERD_WORLD_FIXTURE_H */
