@@ -35,6 +35,31 @@ static void two_rooms(steer_world *w) {
   wall(w, 3, v2(0.0f, 21.5f), v2(0.0f, HALF));
 }
 
+/* The two rooms in a world for 16 agents. */
+static steer_world *rooms(void) {
+  steer_world *w = make_world(16, HALF, 1);
+  two_rooms(w);
+  return w;
+}
+
+/* A planner of the default configuration on w. */
+static steer_planner *planner(steer_world *w) {
+  steer_planner_config pc = steer_default_planner_config();
+  steer_planner *p = steer_planner_create(w, &pc);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+/* A saved state's checksum made right again after its bytes were changed:
+ * FNV-1a 64 of all but the last 8 bytes, stored little-endian in them. */
+static void reseal(uint8_t *b, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < len - 8; i++)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  for (int i = 0; i < 8; i++)
+    b[len - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+}
+
 static steer_id spawn(steer_world *w, vec2 p, float radius, uint8_t model) {
   steer_agent_desc d = steer_default_agent_desc();
   d.model = model;
@@ -87,11 +112,8 @@ static steer_goto goto_point(vec2 t) {
 START_TEST(reaches_the_next_room_and_stops) {
   static const uint8_t models[] = {STEER_MODEL_DYNAMIC, STEER_MODEL_KINEMATIC, STEER_MODEL_HEADING};
   for (unsigned k = 0; k < 3; k++) {
-    steer_world *w = make_world(16, HALF, 1);
-    two_rooms(w);
-    steer_planner_config pc = steer_default_planner_config();
-    steer_planner *p = steer_planner_create(w, &pc);
-    ck_assert_ptr_nonnull(p);
+    steer_world *w = rooms();
+    steer_planner *p = planner(w);
     steer_id a = spawn(w, v2(-10.0f, 30.0f), 0.5f, models[k]);
     ck_assert_int_eq(steer_planner_warm(p, w), 1); /* its class is served from the first tick */
     vec2 target = v2(10.0f, 30.0f);
@@ -144,10 +166,8 @@ START_TEST(reaches_the_next_room_and_stops) {
 END_TEST
 
 START_TEST(closed_door_replans_then_unreachable_then_open) {
-  steer_world *w = make_world(16, HALF, 1);
-  two_rooms(w);
-  steer_planner_config pc = steer_default_planner_config();
-  steer_planner *p = steer_planner_create(w, &pc);
+  steer_world *w = rooms();
+  steer_planner *p = planner(w);
   steer_id a = spawn(w, v2(-10.0f, 25.0f), 0.5f, STEER_MODEL_DYNAMIC);
   vec2 target = v2(10.0f, 25.0f);
   steer_goto g = goto_point(target);
@@ -192,10 +212,8 @@ START_TEST(closed_door_replans_then_unreachable_then_open) {
 END_TEST
 
 START_TEST(follows_a_moving_agent) {
-  steer_world *w = make_world(16, HALF, 1);
-  two_rooms(w);
-  steer_planner_config pc = steer_default_planner_config();
-  steer_planner *p = steer_planner_create(w, &pc);
+  steer_world *w = rooms();
+  steer_planner *p = planner(w);
   steer_id a = spawn(w, v2(-10.0f, 25.0f), 0.5f, STEER_MODEL_DYNAMIC);
   steer_id b = spawn(w, v2(10.0f, 25.0f), 0.5f, STEER_MODEL_KINEMATIC);
   steer_goto g = steer_default_goto();
@@ -229,8 +247,7 @@ START_TEST(narrow_gap_by_radius) {
   steer_world *w = make_world(16, HALF, 1);
   wall(w, 1, v2(0.0f, -HALF), v2(0.0f, -0.6f));
   wall(w, 2, v2(0.0f, 0.6f), v2(0.0f, HALF)); /* a 1.2 m gap */
-  steer_planner_config pc = steer_default_planner_config();
-  steer_planner *p = steer_planner_create(w, &pc);
+  steer_planner *p = planner(w);
   steer_id small = spawn(w, v2(-10.0f, 0.0f), 0.4f, STEER_MODEL_DYNAMIC);
   steer_id big = spawn(w, v2(-10.0f, 5.0f), 0.7f, STEER_MODEL_DYNAMIC);
   ck_assert_int_eq(steer_planner_warm(p, w), 2);
@@ -252,13 +269,11 @@ START_TEST(narrow_gap_by_radius) {
 END_TEST
 
 START_TEST(bad_requests) {
-  steer_world *w = make_world(16, HALF, 1);
-  two_rooms(w);
+  steer_world *w = rooms();
   vec2 box[4] = {v2(-30.0f, -30.0f), v2(-25.0f, -30.0f), v2(-25.0f, -25.0f), v2(-30.0f, -25.0f)};
   steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, box, 0.0f};
   ck_assert_int_eq(steer_world_add_obstacle(w, 20, &o, NULL), 0);
-  steer_planner_config pc = steer_default_planner_config();
-  steer_planner *p = steer_planner_create(w, &pc);
+  steer_planner *p = planner(w);
   steer_id a = spawn(w, v2(-10.0f, 0.0f), 0.5f, STEER_MODEL_DYNAMIC);
   steer_goto g = goto_point(v2(-27.0f, -27.0f));
   ck_assert_int_eq(steer_planner_goto(p, w, a, &g), STEER_EBLOCKED);
@@ -429,11 +444,7 @@ START_TEST(checkpoint_continues_bit_for_bit) {
   ck_assert_int_eq(steer_planner_load(p2, pb, pl - 1), STEER_ECORRUPT);
   memcpy(pb2, pb, pl);
   pb2[4] = 3; /* version 3, checksum repaired */
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < pl - 8; i++)
-    h = (h ^ pb2[i]) * 0x100000001b3ull;
-  for (int i = 0; i < 8; i++)
-    pb2[pl - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+  reseal(pb2, pl);
   ck_assert_int_eq(steer_planner_load(p2, pb2, pl), STEER_EVERSION);
   steer_world *small = make_world(32, HALF, 1);
   steer_planner *p3 = steer_planner_create(small, &pc);
@@ -550,8 +561,7 @@ START_TEST(new_class_built_off_the_tick_deterministically) {
   steer_planner_config pc = steer_default_planner_config();
   pc.build_delay = DELAY;
   for (int k = 0; k < 2; k++) {
-    w[k] = make_world(16, HALF, 1);
-    two_rooms(w[k]);
+    w[k] = rooms();
     a[k] = spawn(w[k], v2(-30.0f, 30.0f), 0.4f, STEER_MODEL_DYNAMIC);
     b[k] = spawn(w[k], v2(-30.0f, -30.0f), 0.4f, STEER_MODEL_DYNAMIC);
     p[k] = steer_planner_create(w[k], &pc);
@@ -660,10 +670,8 @@ END_TEST
 /* A saved state of format version 1 (before the served classes were saved)
  * is read with every class served. */
 START_TEST(version_1_state_serves_every_class) {
-  steer_world *w = make_world(16, HALF, 1);
-  two_rooms(w);
-  steer_planner_config pc = steer_default_planner_config();
-  steer_planner *p = steer_planner_create(w, &pc);
+  steer_world *w = rooms();
+  steer_planner *p = planner(w);
   steer_id a = spawn(w, v2(-30.0f, 30.0f), 0.4f, STEER_MODEL_DYNAMIC);
   steer_goto g = goto_point(v2(30.0f, 30.0f));
   ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
@@ -673,12 +681,8 @@ START_TEST(version_1_state_serves_every_class) {
   /* Version 1: the same without the classes' part (1 + 8 x 8 bytes). */
   size_t l1 = pl - 65u;
   pb[4] = 1;
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < l1 - 8; i++)
-    h = (h ^ pb[i]) * 0x100000001b3ull;
-  for (int i = 0; i < 8; i++)
-    pb[l1 - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
-  steer_planner *q = steer_planner_create(w, &pc);
+  reseal(pb, l1);
+  steer_planner *q = planner(w);
   ck_assert_int_eq(steer_planner_load(q, pb, l1), 0);
   steer_planner_update(q, w); /* served in its first tick: no due tick to wait for */
   uint32_t n;
