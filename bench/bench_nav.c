@@ -108,6 +108,35 @@ static void fill(void *m, add_fn add, uint32_t count, uint64_t seed) {
   }
 }
 
+/* Admin change k of the series the tables measure (k % 5): a pillar appears
+ * (id 100000), moves (removed and added elsewhere in one update), disappears;
+ * the door in the middle of the first wall of rooms (fill's `count`) closes
+ * (id 100001), opens. Each draws the pillar's centre from rng, whichever the
+ * change. */
+static void admin_change(steer_map *m, uint32_t count, steer_rng *rng, uint32_t k) {
+  float room = SIDE / (float)(count >= 400 ? 10 : 3);
+  vec2 door[2] = {v2(room, room / 2.0f - 2.0f), v2(room, room / 2.0f + 2.0f)};
+  vec2 c = v2(steer_rng_range(rng, 20.0f, SIDE - 20.0f), steer_rng_range(rng, 20.0f, SIDE - 20.0f));
+  steer_obstacle_desc pillar = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
+  steer_obstacle_desc wall = {STEER_OBSTACLE_WALL, 2, door, 0.0f};
+  switch (k % 5) {
+  case 0: steer_map_add(m, 100000, &pillar); break;
+  case 1: steer_map_remove(m, 100000); steer_map_add(m, 100000, &pillar); break;
+  case 2: steer_map_remove(m, 100000); break;
+  case 3: steer_map_add(m, 100001, &wall); break;
+  default: steer_map_remove(m, 100001); break;
+  }
+}
+
+/* A plan's start and goal, both free for a body of radius r, drawn from rng
+ * (a pair with a point in the geometry is drawn again). */
+static void free_pair(const steer_map *m, float r, steer_rng *rng, vec2 *a, vec2 *b) {
+  do {
+    *a = v2(steer_rng_range(rng, 5.0f, SIDE - 5.0f), steer_rng_range(rng, 5.0f, SIDE - 5.0f));
+    *b = v2(steer_rng_range(rng, 5.0f, SIDE - 5.0f), steer_rng_range(rng, 5.0f, SIDE - 5.0f));
+  } while (!steer_map_free(m, *a, r, 0.0f) || !steer_map_free(m, *b, r, 0.0f));
+}
+
 /* 10 000 kinematic agents at random free points all GOTO random free points in
  * one tick; each tick runs planner update + world step (20 Hz). */
 static int burst(uint32_t obstacles, uint32_t budget, int warm) {
@@ -258,23 +287,12 @@ static int updates(uint32_t count, uint32_t rounds) {
   double build = now_ms() - t0, build_cpu = cpu_ms() - c0;
   steer_rng rng;
   steer_rng_seed(&rng, 99);
-  float room = SIDE / (float)(count >= 400 ? 10 : 3);
-  vec2 door[2] = {v2(room, room / 2.0f - 2.0f), v2(room, room / 2.0f + 2.0f)};
   uint32_t total = rounds * CHANGES;
   double *wall = malloc(total * sizeof *wall), *cpu = malloc(total * sizeof *cpu);
   if (!wall || !cpu)
     return 1;
   for (uint32_t k = 0; k < total; k++) {
-    vec2 c = v2(steer_rng_range(&rng, 20.0f, SIDE - 20.0f), steer_rng_range(&rng, 20.0f, SIDE - 20.0f));
-    steer_obstacle_desc pillar = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
-    steer_obstacle_desc wl = {STEER_OBSTACLE_WALL, 2, door, 0.0f};
-    switch (k % 5) {
-    case 0: steer_map_add(m, 100000, &pillar); break;
-    case 1: steer_map_remove(m, 100000); steer_map_add(m, 100000, &pillar); break;
-    case 2: steer_map_remove(m, 100000); break;
-    case 3: steer_map_add(m, 100001, &wl); break;
-    default: steer_map_remove(m, 100001); break;
-    }
+    admin_change(m, count, &rng, k);
     t0 = now_ms();
     c0 = cpu_ms();
     if (steer_nav_update(n, m) != 0)
@@ -324,24 +342,12 @@ int main(int argc, char **argv) {
       return 1;
     double build = now_ms() - t0;
     /* Admin changes, each followed by steer_nav_update (what the planner's
-     * cache does on the next plan): a pillar appears, moves (removed and added
-     * elsewhere in one update), disappears; a door closes, opens. */
+     * cache does on the next plan). */
     steer_rng rng;
     steer_rng_seed(&rng, 99);
-    float room = SIDE / (float)(sizes[s] >= 400 ? 10 : 3);
-    vec2 door[2] = {v2(room, room / 2.0f - 2.0f), v2(room, room / 2.0f + 2.0f)};
     static double upd[CHANGES];
     for (int k = 0; k < CHANGES; k++) {
-      vec2 c = v2(steer_rng_range(&rng, 20.0f, SIDE - 20.0f), steer_rng_range(&rng, 20.0f, SIDE - 20.0f));
-      steer_obstacle_desc pillar = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
-      steer_obstacle_desc wall = {STEER_OBSTACLE_WALL, 2, door, 0.0f};
-      switch (k % 5) {
-      case 0: steer_map_add(m, 100000, &pillar); break;
-      case 1: steer_map_remove(m, 100000); steer_map_add(m, 100000, &pillar); break;
-      case 2: steer_map_remove(m, 100000); break;
-      case 3: steer_map_add(m, 100001, &wall); break;
-      default: steer_map_remove(m, 100001); break;
-      }
+      admin_change(m, sizes[s], &rng, (uint32_t)k);
       t0 = now_ms();
       if (steer_nav_update(n, m) != 0)
         return 1;
@@ -356,14 +362,11 @@ int main(int argc, char **argv) {
     const char *prof = getenv("BENCH_NAV_PROFILE");
     for (int pass = prof ? atoi(prof) : 0; pass > 0; pass--) {
       steer_rng pr = rng;
-      for (int k = 0; k < PLANS;) {
-        vec2 a = v2(steer_rng_range(&pr, 5.0f, SIDE - 5.0f), steer_rng_range(&pr, 5.0f, SIDE - 5.0f));
-        vec2 b = v2(steer_rng_range(&pr, 5.0f, SIDE - 5.0f), steer_rng_range(&pr, 5.0f, SIDE - 5.0f));
-        if (!steer_map_free(m, a, r, 0.0f) || !steer_map_free(m, b, r, 0.0f))
-          continue;
+      for (int k = 0; k < PLANS; k++) {
+        vec2 a, b;
+        free_pair(m, r, &pr, &a, &b);
         steer_nav_result res;
         steer_nav_plan(n, m, a, b, pts, CAP, &res);
-        k++;
       }
     }
     static double times[PLANS], ctimes[PLANS];
@@ -372,10 +375,8 @@ int main(int argc, char **argv) {
     uint64_t expanded = 0;
     double total = 0.0, length = 0.0;
     while (done < PLANS) {
-      vec2 a = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
-      vec2 b = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
-      if (!steer_map_free(m, a, r, 0.0f) || !steer_map_free(m, b, r, 0.0f))
-        continue;
+      vec2 a, b;
+      free_pair(m, r, &rng, &a, &b);
       steer_nav_result res;
       double c0 = cpu_ms();
       t0 = now_ms();
