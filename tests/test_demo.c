@@ -27,6 +27,7 @@
 #include "map_file.h"
 #include "steerd_proc.h"
 #include "world.h"
+#include "world_fixture.h"
 
 #define RATE   30u
 #define DT     (1.0f / (float)RATE)
@@ -39,26 +40,6 @@ static steer_world *demo_world(steerd_demo *d, unsigned flags) {
   ck_assert_ptr_nonnull(w);
   ck_assert_int_eq(steerd_demo_create_ex(d, w, cfg.seed, flags), STEER_OK);
   return w;
-}
-
-/* Deepest any body is in the geometry (m; <= 0: clear), and whether a centre left the bounds. */
-static float worst_overlap(const steer_world *w, int *outside) {
-  const steer_map *m = steer_world_map(w);
-  const steer_world_config *c = steer_world_get_config(w);
-  steer_world_view v = steer_world_get_view(w);
-  float worst = -INFINITY;
-  *outside = 0;
-  for (uint32_t i = 0; i < v.count; i++) {
-    steer_agent_info info;
-    steer_world_get(w, v.id[i], &info);
-    float r = info.limits.radius;
-    vec2 p = v2(v.px[i], v.py[i]);
-    float over = steer_map_inside(m, p) ? r + 1.0f : r - steer_map_distance(m, p, r + 1.0f);
-    worst = fmaxf(worst, over);
-    if (p.x < c->min.x || p.x > c->max.x || p.y < c->min.y || p.y > c->max.y)
-      *outside = 1;
-  }
-  return worst;
 }
 
 static void step(steerd_demo *d, steer_world *w) {

@@ -55,29 +55,6 @@ static void build_level(steer_world *w) {
   ck_assert_int_eq(add_poly(w, 20, t, 3), STEER_OK);
 }
 
-/* Worst overlap of any body with the geometry (m, > 0 is inside), and whether
- * a centre left the bounds. */
-static float worst_overlap(const steer_world *w, int *outside) {
-  const steer_map *m = steer_world_map(w);
-  const steer_world_config *c = steer_world_get_config(w);
-  steer_world_view v = steer_world_get_view(w);
-  float worst = -INFINITY;
-  *outside = 0;
-  for (uint32_t i = 0; i < v.count; i++) {
-    steer_agent_info info;
-    steer_world_get(w, v.id[i], &info);
-    float r = info.limits.radius;
-    vec2 p = v2(v.px[i], v.py[i]);
-    float over = r - steer_map_distance(m, p, r + 1.0f);
-    if (steer_map_inside(m, p))
-      over = fmaxf(over, r + 1.0f);
-    worst = fmaxf(worst, over);
-    if (p.x < c->min.x || p.x > c->max.x || p.y < c->min.y || p.y > c->max.y)
-      *outside = 1;
-  }
-  return worst;
-}
-
 static vec2 free_point(steer_world *w, steer_rng *rng, float half, float r) {
   for (;;) {
     vec2 p = v2(steer_rng_range(rng, -half, half), steer_rng_range(rng, -half, half));

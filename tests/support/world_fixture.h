@@ -12,4 +12,9 @@
  * (crowd_world of crowd_scenes.h, the benchmarks' worlds). */
 steer_world *make_world(uint32_t max_agents, float half, uint64_t seed);
 
+/* Deepest any body is in the geometry (crowd_deepest of crowd_scenes.h: m,
+ * <= 0 clear of it, a centre inside counts as radius + 1 m), and in *outside
+ * whether a centre left the world's bounds. */
+float worst_overlap(const steer_world *w, int *outside);
+
 #endif /* STEERD_WORLD_FIXTURE_H */
