@@ -158,6 +158,17 @@ typedef struct packet {
 static packet packets[MAX_FRAMES];
 static double errs[CASE_COUNT][MAX_RENDERS], th_errs[CASE_COUNT][MAX_RENDERS];
 
+/* Packets in the order they arrive (an insertion sort: stable, so packets
+ * arriving in the same microsecond keep the order they were sent in). */
+static void sort_by_arrival(packet *p, size_t n) {
+  for (size_t i = 1; i < n; i++)
+    for (size_t k = i; k > 0 && p[k].arrival_us < p[k - 1].arrival_us; k--) {
+      packet t = p[k];
+      p[k] = p[k - 1];
+      p[k - 1] = t;
+    }
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -196,12 +207,7 @@ static void run_sim(const sim_cfg *sc, sim_result *res) {
     packets[np].arrival_us = st + TRUE_OFFSET_US + (int64_t)llround(lat * 1000.0);
     np++;
   }
-  for (size_t i = 1; i < np; i++) /* insertion sort by arrival */
-    for (size_t k = i; k > 0 && packets[k].arrival_us < packets[k - 1].arrival_us; k--) {
-      packet t = packets[k];
-      packets[k] = packets[k - 1];
-      packets[k - 1] = t;
-    }
+  sort_by_arrival(packets, np);
 
   steerd_interp_config cfg = steerd_interp_default_config();
   cfg.max_agents = 16;
@@ -423,12 +429,7 @@ static void run_pop(double loss, uint64_t seed, int stamp_deadline, pop_result *
     packets[np].arrival_us = packets[np].server_us + TRUE_OFFSET_US + (int64_t)llround(lat * 1000.0);
     np++;
   }
-  for (size_t i = 1; i < np; i++) /* insertion sort by arrival */
-    for (size_t k = i; k > 0 && packets[k].arrival_us < packets[k - 1].arrival_us; k--) {
-      packet t = packets[k];
-      packets[k] = packets[k - 1];
-      packets[k - 1] = t;
-    }
+  sort_by_arrival(packets, np);
 
   steerd_interp_config cfg = steerd_interp_default_config();
   cfg.max_agents = 4;
