@@ -40,6 +40,16 @@
  * forward to a wide load). */
 #define VGATHER(e)  _mm_setr_ps(e(0), e(1), e(2), e(3))
 
+/* Four consecutive floats at p[i] (lane i) as four vectors (a transpose). */
+BL_INLINE void BL(vrows4)(const float *const p[4], VF out[4]) {
+  VF a = _mm_loadu_ps(p[0]), b = _mm_loadu_ps(p[1]), c = _mm_loadu_ps(p[2]), d = _mm_loadu_ps(p[3]);
+  _MM_TRANSPOSE4_PS(a, b, c, d);
+  out[0] = a;
+  out[1] = b;
+  out[2] = c;
+  out[3] = d;
+}
+
 /* floorf for |x| < 2^23: truncate, and step down where that rounded up. */
 BL_INLINE VF BL(vfloor)(VF x) {
   VF t = _mm_cvtepi32_ps(_mm_cvttps_epi32(x));
@@ -84,6 +94,20 @@ BL_INLINE VF BL(vwrap_d)(VF a) {
 #define VGATHER(e)  _mm256_setr_ps(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7))
 
 BL_INLINE VF BL(vfloor)(VF x) { return _mm256_floor_ps(x); }
+
+/* Four consecutive floats at p[i] (lane i) as four vectors: lanes i and
+ * i + 4 share a row, and the four rows are transposed within each half. */
+BL_INLINE void BL(vrows4)(const float *const p[8], VF out[4]) {
+  VF r[4];
+  for (int i = 0; i < 4; i++)
+    r[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(p[i])), _mm_loadu_ps(p[i + 4]), 1);
+  VF t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  VF t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  out[0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  out[1] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  out[2] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  out[3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+}
 
 BL_INLINE __m256d d4_wrap(__m256d a) {
   const __m256d pi = _mm256_set1_pd(3.14159265358979323846), two_pi = _mm256_set1_pd(6.28318530717958647692);
@@ -243,6 +267,17 @@ BL_INLINE void BL(vedge)(VF *p, VF *v, float lo, float hi) {
   *v = VANDN(out, *v);
 }
 
+/* The first 4 * parts floats of the agents' records (world_batch_rec):
+ * f[0..3] the limits, f[4 + j] k[j]. */
+BL_INLINE void BL(vrec)(const world_batch_rec *rec, const uint32_t *dd, int parts, VF *f) {
+  for (int part = 0; part < parts; part++) {
+    const float *p[BL_W];
+    for (unsigned i = 0; i < VW; i++)
+      p[i] = &rec[dd[i]].max_speed + 4 * part;
+    BL(vrows4)(p, f + 4 * part);
+  }
+}
+
 /* Stores state lanes res (px py vx vy theta omega) of the kept lanes. */
 BL_INLINE void BL(vstore_state)(steer_world *w, const uint32_t *dd, unsigned keep, VF px, VF py, VF vx, VF vy,
                                 VF th, VF om) {
@@ -277,28 +312,18 @@ BL_FN unsigned BL(lean_arrive)(steer_world *w, float dt, const uint32_t *dd, uns
 #define VY(i)   w->vy[dd[i]]
 #define TH(i)   w->theta[dd[i]]
 #define OM(i)   w->omega[dd[i]]
-#define MS(i)   rec[dd[i]].max_speed
-#define MA(i)   rec[dd[i]].max_acceleration
-#define MR(i)   rec[dd[i]].max_rotation
-#define MAA(i)  rec[dd[i]].max_angular_acceleration
-#define TTT(i)  rec[dd[i]].k[0]
-#define TR(i)   rec[dd[i]].k[1]
-#define SR(i)   rec[dd[i]].k[2]
-#define ATR(i)  rec[dd[i]].k[3]
-#define ASR(i)  rec[dd[i]].k[4]
-#define ATTT(i) rec[dd[i]].k[5]
-#define TX(i)   rec[dd[i]].k[6]
-#define TY(i)   rec[dd[i]].k[7]
   const VF zero = VZERO, t = V1(dt);
   VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH), om = VGATHER(OM);
-  VF ms = VGATHER(MS), ma = VGATHER(MA), ttt = VGATHER(TTT), tr = VGATHER(TR);
-  VF tx = VGATHER(TX), ty = VGATHER(TY);
+  VF f[12];
+  BL(vrec)(rec, dd, 3, f);
+  const VF ms = f[0], ma = f[1], mr = f[2], maa = f[3];
+  const VF ttt = f[4], tr = f[5], sr = f[6], atr = f[7], asr = f[8], attt = f[9], tx = f[10], ty = f[11];
   VF bad = zero;
   /* steer_arrive: approach_velocity outside target_radius, else rest. */
   VF ox = tx - px, oy = ty - py;
   VF o2 = ox * ox + oy * oy;
   VF dist = VSQRT(o2);
-  VF speed = BL(vapproach)(dist, ms, ma, VGATHER(SR), ttt);
+  VF speed = BL(vapproach)(dist, ms, ma, sr, ttt);
   VF k = speed / dist;
   VF go = VAND(VGE(o2, tr * tr), VGT(dist, zero));
   VF dx = VAND(go, ox * k), dy = VAND(go, oy * k);
@@ -307,8 +332,7 @@ BL_FN unsigned BL(lean_arrive)(steer_world *w, float dt, const uint32_t *dd, uns
   VF inv = V1(1.0f) / ttt;
   VF lx = (dx - vx) * inv, ly = (dy - vy) * inv;
   BL(vclip)(&lx, &ly, ma, &bad);
-  VF mr = VGATHER(MR), maa = VGATHER(MAA);
-  VF ang = BL(vface)(vx, vy, th, om, mr, maa, VGATHER(ATTT), VGATHER(ATR), VGATHER(ASR), &bad);
+  VF ang = BL(vface)(vx, vy, th, om, mr, maa, attt, atr, asr, &bad);
   BL(vintegrate_dynamic)(lx, ly, ang, ms, ma, mr, maa, t, &px, &py, &vx, &vy, &th, &om, &bad);
   BL(vedge)(&px, &vx, w->cfg.min.x, w->cfg.max.x);
   BL(vedge)(&py, &vy, w->cfg.min.y, w->cfg.max.y);
@@ -338,18 +362,6 @@ BL_FN unsigned BL(lean_arrive)(steer_world *w, float dt, const uint32_t *dd, uns
 #undef VY
 #undef TH
 #undef OM
-#undef MS
-#undef MA
-#undef MR
-#undef MAA
-#undef TTT
-#undef TR
-#undef SR
-#undef ATR
-#undef ASR
-#undef ATTT
-#undef TX
-#undef TY
 }
 
 /* A dynamic wanderer: steer_wander (its generator advanced, its wander angle
@@ -369,29 +381,21 @@ BL_FN unsigned BL(lean_wander)(steer_world *w, float dt, const uint32_t *dd, uns
 #define TH(i)   w->theta[dd[i]]
 #define OM(i)   w->omega[dd[i]]
 #define WA(i)   w->wander[dd[i]]
-#define MS(i)   rec[dd[i]].max_speed
-#define MA(i)   rec[dd[i]].max_acceleration
-#define MR(i)   rec[dd[i]].max_rotation
-#define MAA(i)  rec[dd[i]].max_angular_acceleration
-#define WR(i)   rec[dd[i]].k[0]
-#define WO(i)   rec[dd[i]].k[1]
-#define WRAD(i) rec[dd[i]].k[2]
-#define ATR(i)  rec[dd[i]].k[3]
-#define ASR(i)  rec[dd[i]].k[4]
-#define ATTT(i) rec[dd[i]].k[5]
   const VF t = V1(dt);
   VF bad = VZERO;
   VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH), om = VGATHER(OM);
-  VF wa = BL(vwrap)(VGATHER(WA) + (VLOAD(bin) * VGATHER(WR)) * t, &bad);
+  VF f[12];
+  BL(vrec)(rec, dd, 3, f);
+  const VF ms = f[0], ma = f[1], mr = f[2], maa = f[3];
+  const VF wr = f[4], off = f[5], rad = f[6], atr = f[7], asr = f[8], attt = f[9];
+  VF wa = BL(vwrap)(VGATHER(WA) + (VLOAD(bin) * wr) * t, &bad);
   VF hs, hc, ts, tc;
   BL(vsincos)(th, &hs, &hc, &bad);
-  VF off = VGATHER(WO), rad = VGATHER(WRAD);
   VF cx = px + hc * off, cy = py + hs * off;
   BL(vsincos)(th + wa, &ts, &tc, &bad);
   VF tx = cx + tc * rad, ty = cy + ts * rad;
-  VF mr = VGATHER(MR), maa = VGATHER(MAA), ma = VGATHER(MA);
-  VF ang = BL(vface)(tx - px, ty - py, th, om, mr, maa, VGATHER(ATTT), VGATHER(ATR), VGATHER(ASR), &bad);
-  BL(vintegrate_dynamic)(hc * ma, hs * ma, ang, VGATHER(MS), ma, mr, maa, t, &px, &py, &vx, &vy, &th, &om, &bad);
+  VF ang = BL(vface)(tx - px, ty - py, th, om, mr, maa, attt, atr, asr, &bad);
+  BL(vintegrate_dynamic)(hc * ma, hs * ma, ang, ms, ma, mr, maa, t, &px, &py, &vx, &vy, &th, &om, &bad);
   BL(vedge)(&px, &vx, w->cfg.min.x, w->cfg.max.x);
   BL(vedge)(&py, &vy, w->cfg.min.y, w->cfg.max.y);
   unsigned keep = want & ~(unsigned)VMASK(bad);
@@ -414,16 +418,6 @@ BL_FN unsigned BL(lean_wander)(steer_world *w, float dt, const uint32_t *dd, uns
 #undef TH
 #undef OM
 #undef WA
-#undef MS
-#undef MA
-#undef MR
-#undef MAA
-#undef WR
-#undef WO
-#undef WRAD
-#undef ATR
-#undef ASR
-#undef ATTT
 }
 
 /* A heading-model path follower: steer_path_steer_heading (any cornering
@@ -463,13 +457,11 @@ BL_FN unsigned BL(lean_path)(steer_world *w, float dt, const uint32_t *dd, unsig
 #define VX(i)  w->vx[dd[i]]
 #define VY(i)  w->vy[dd[i]]
 #define TH(i)  w->theta[dd[i]]
-#define MS(i)  rec[dd[i]].max_speed
-#define MA(i)  rec[dd[i]].max_acceleration
-#define MR(i)  rec[dd[i]].max_rotation
-#define TTD(i) rec[dd[i]].k[0]
   const VF zero = VZERO, one = V1(1.0f), t = V1(dt);
   VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH);
-  VF ms = VGATHER(MS), ma = VGATHER(MA), mr = VGATHER(MR);
+  VF f[8];
+  BL(vrec)(rec, dd, 2, f);
+  const VF ms = f[0], ma = f[1], mr = f[2], ttd = f[4];
   VF is_turn = VEQ(VLOAD(turn), one), is_fin = VEQ(VLOAD(fin), one);
   VF tx = VLOAD(nx), ty = VLOAD(ny);
   VF bad_turn = zero, bad = zero;
@@ -531,7 +523,6 @@ BL_FN unsigned BL(lean_path)(steer_world *w, float dt, const uint32_t *dd, unsig
    * cornering) further than the turn trigger distance. */
   VF ex = px - tx, ey = py - ty;
   VF nd = VSQRT(ex * ex + ey * ey);
-  VF ttd = VGATHER(TTD);
   VF far_arc = VOR(VEQ(VLOAD(arc), zero), VGT(nd, ttd));
   VF quiet = VANDN(is_turn, VANDN(VLE(nd, VLOAD(pr)), far_arc));
   unsigned quiet_bits = (unsigned)VMASK(quiet);
@@ -552,10 +543,6 @@ BL_FN unsigned BL(lean_path)(steer_world *w, float dt, const uint32_t *dd, unsig
 #undef VX
 #undef VY
 #undef TH
-#undef MS
-#undef MA
-#undef MR
-#undef TTD
 }
 
 #undef VF

@@ -1189,6 +1189,28 @@ static void lean_flush(steer_world *w, float dt, int k, const uint32_t *lean, ui
       done[lean[j] - begin] = 3;
 }
 
+/* The other batchable agents (not lean, or lean where lean batches do not
+ * run): four of a kind at a time (batch_quad). */
+static inline void quad_add(steer_world *w, float dt, uint32_t d, uint32_t end, uint32_t (*quad)[4], uint32_t *nq,
+                            uint8_t *done, uint32_t begin, int fused) {
+  int k = batch_kind(w, d);
+  /* The behaviours (120 bytes each) are the quads' biggest stream: fetched
+   * ahead, their misses overlap the quads' arithmetic. */
+  if (d + BATCH_AHEAD < end) {
+    __builtin_prefetch(&w->behaviour[d + BATCH_AHEAD]);
+    __builtin_prefetch((const char *)&w->behaviour[d + BATCH_AHEAD] + 64);
+  }
+  quad[k][nq[k]++] = d;
+  if (nq[k] == 4) {
+    batch_quad(w, dt, k, quad[k], done, begin, fused);
+    nq[k] = 0;
+  }
+}
+
+/* Agents ahead of the scan whose records and states are fetched early (the
+ * lean batches' streams). */
+#define LEAN_AHEAD 64u
+
 static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, uint8_t *done, int fused) {
   uint32_t quad[4][4], nq[4] = {0, 0, 0, 0};
   /* Lean agents (no neighbours, no stuck watch: world_internal.h) of a world
@@ -1198,31 +1220,49 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
   const uint32_t width = world_batch_width();
   const int lean_ok = fused && !w->map_live;
   memset(done, 0, end - begin);
-  for (uint32_t d = begin; d < end; d++) {
-    uint8_t bk = w->bkind[d];
-    int k = bk & BATCH_KIND_MASK;
-    if (k == BATCH_NONE)
-      continue;
-    if (lean_ok && bk == k) {
-      lean[k][nl[k]++] = d;
-      if (nl[k] == width) {
-        lean_flush(w, dt, k, lean[k], width, done, begin);
-        nl[k] = 0;
+#if STEER_SIMD
+  /* Sixteen kind bytes at a time: a bit per agent of each lean kind, and of
+   * the other batchable ones. */
+  for (uint32_t c0 = begin; c0 < end; c0 += 16u) {
+    uint32_t m = end - c0 < 16u ? end - c0 : 16u;
+    uint8_t kinds[16] = {0};
+    memcpy(kinds, &w->bkind[c0], m);
+    const __m128i kb = _mm_loadu_si128((const __m128i *)(const void *)kinds);
+    unsigned batchable = 0xffffu & ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(kb, _mm_setzero_si128()));
+    if (lean_ok) {
+      if (c0 + LEAN_AHEAD + 16u <= end) {
+        const char *r = (const char *)&w->brec[c0 + LEAN_AHEAD];
+        for (uint32_t off = 0; off < 16u * sizeof(world_batch_rec); off += 64u)
+          __builtin_prefetch(r + off);
       }
-      continue;
+      for (int k = BATCH_ARRIVE_LOOK; k <= BATCH_PATH_HEADING; k++) {
+        unsigned bits = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(kb, _mm_set1_epi8((char)k)));
+        batchable &= ~bits;
+        uint32_t n = nl[k]; /* in a register, not through memory */
+        while (bits) {
+          uint32_t d = c0 + (uint32_t)__builtin_ctz(bits);
+          bits &= bits - 1u;
+          lean[k][n++] = d;
+          if (n == width) {
+            lean_flush(w, dt, k, lean[k], width, done, begin);
+            n = 0;
+          }
+        }
+        nl[k] = n;
+      }
     }
-    /* The behaviours (120 bytes each) are the quads' biggest stream: fetched
-     * ahead, their misses overlap the quads' arithmetic. */
-    if (d + BATCH_AHEAD < end) {
-      __builtin_prefetch(&w->behaviour[d + BATCH_AHEAD]);
-      __builtin_prefetch((const char *)&w->behaviour[d + BATCH_AHEAD] + 64);
-    }
-    quad[k][nq[k]++] = d;
-    if (nq[k] == 4) {
-      batch_quad(w, dt, k, quad[k], done, begin, fused);
-      nq[k] = 0;
+    while (batchable) {
+      uint32_t d = c0 + (uint32_t)__builtin_ctz(batchable);
+      batchable &= batchable - 1u;
+      quad_add(w, dt, d, end, quad, nq, done, begin, fused);
     }
   }
+#else
+  (void)lean_ok;
+  for (uint32_t d = begin; d < end; d++)
+    if (batch_kind(w, d) != BATCH_NONE)
+      quad_add(w, dt, d, end, quad, nq, done, begin, fused);
+#endif
   for (int k = 1; k < 4; k++)
     if (nl[k] > 0)
       lean_flush(w, dt, k, lean[k], nl[k], done, begin);
@@ -1253,6 +1293,16 @@ static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end, 
     else
       memset(done, 0, sizeof(done));
     for (uint32_t d = b0; d < stop; d++) {
+      /* Mostly all done by the batches: eight at a time. */
+      while (d + 8u <= stop) {
+        uint64_t d8;
+        memcpy(&d8, &done[d - b0], sizeof(d8));
+        if (d8 != 0x0303030303030303ULL)
+          break;
+        d += 8u;
+      }
+      if (d >= stop)
+        break;
       if (done[d - b0])
         continue;
       if (vector)
@@ -1286,9 +1336,17 @@ static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end, 
       }
     }
     if (fused) /* the agents the vector path did not integrate */
-      for (uint32_t d = b0; d < stop; d++)
-        if (done[d - b0] != 3)
+      for (uint32_t d = b0; d < stop; d++) {
+        while (d + 8u <= stop) {
+          uint64_t d8;
+          memcpy(&d8, &done[d - b0], sizeof(d8));
+          if (d8 != 0x0303030303030303ULL)
+            break;
+          d += 8u;
+        }
+        if (d < stop && done[d - b0] != 3)
           integrate_range(w, dt, d, d + 1, 1);
+      }
   }
 }
 
