@@ -1230,7 +1230,7 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
     const __m128i kb = _mm_loadu_si128((const __m128i *)(const void *)kinds);
     unsigned batchable = 0xffffu & ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(kb, _mm_setzero_si128()));
     if (lean_ok) {
-      if (c0 + LEAN_AHEAD + 16u <= end) {
+      if (c0 + LEAN_AHEAD + 16u <= w->count) { /* past the block too: the next one's start */
         const char *r = (const char *)&w->brec[c0 + LEAN_AHEAD];
         for (uint32_t off = 0; off < 16u * sizeof(world_batch_rec); off += 64u)
           __builtin_prefetch(r + off);
