@@ -278,6 +278,14 @@ BL_INLINE void BL(vrec)(const world_batch_rec *rec, const uint32_t *dd, int part
   }
 }
 
+/* The lanes to keep of want: not in bad, and no NaN in the new state (a
+ * NaN's sign and payload depend on which operand the compiled scalar code
+ * names first: such lanes take the scalar code). */
+BL_INLINE unsigned BL(vkeep)(unsigned want, VF bad, VF px, VF py, VF vx, VF vy, VF th, VF om) {
+  bad = VOR(bad, VOR(VUNORD(px, py), VOR(VUNORD(vx, vy), VUNORD(th, om))));
+  return want & ~(unsigned)VMASK(bad);
+}
+
 /* Stores state lanes res (px py vx vy theta omega) of the kept lanes. */
 BL_INLINE void BL(vstore_state)(steer_world *w, const uint32_t *dd, unsigned keep, VF px, VF py, VF vx, VF vy,
                                 VF th, VF om) {
@@ -336,7 +344,7 @@ BL_FN unsigned BL(lean_arrive)(steer_world *w, float dt, const uint32_t *dd, uns
   BL(vintegrate_dynamic)(lx, ly, ang, ms, ma, mr, maa, t, &px, &py, &vx, &vy, &th, &om, &bad);
   BL(vedge)(&px, &vx, w->cfg.min.x, w->cfg.max.x);
   BL(vedge)(&py, &vy, w->cfg.min.y, w->cfg.max.y);
-  unsigned keep = want & ~(unsigned)VMASK(bad);
+  unsigned keep = BL(vkeep)(want, bad, px, py, vx, vy, th, om);
   BL(vstore_state)(w, dd, keep, px, py, vx, vy, th, om);
   /* events_mark and events_precheck: an arrival to report when not arrived
    * before and now inside target_radius (the rare case: the point and
@@ -398,7 +406,7 @@ BL_FN unsigned BL(lean_wander)(steer_world *w, float dt, const uint32_t *dd, uns
   BL(vintegrate_dynamic)(hc * ma, hs * ma, ang, ms, ma, mr, maa, t, &px, &py, &vx, &vy, &th, &om, &bad);
   BL(vedge)(&px, &vx, w->cfg.min.x, w->cfg.max.x);
   BL(vedge)(&py, &vy, w->cfg.min.y, w->cfg.max.y);
-  unsigned keep = want & ~(unsigned)VMASK(bad);
+  unsigned keep = BL(vkeep)(want, bad, px, py, vx, vy, th, om);
   BL(vstore_state)(w, dd, keep, px, py, vx, vy, th, om);
   float was[BL_W];
   VSTORE(was, wa);
@@ -517,7 +525,7 @@ BL_FN unsigned BL(lean_path)(steer_world *w, float dt, const uint32_t *dd, unsig
   vy = hs * sp;
   BL(vedge)(&px, &vx, w->cfg.min.x, w->cfg.max.x);
   BL(vedge)(&py, &vy, w->cfg.min.y, w->cfg.max.y);
-  unsigned keep = want & ~(unsigned)VMASK(bad);
+  unsigned keep = BL(vkeep)(want, bad, px, py, vx, vy, th, r);
   BL(vstore_state)(w, dd, keep, px, py, vx, vy, th, r);
   /* path_quiet: not in a turn, the node out of its radius and (arc
    * cornering) further than the turn trigger distance. */

@@ -1029,16 +1029,18 @@ static inline int path_quiet(const steer_world *w, uint32_t d);
 /* Agent d's events scratch (EV_*) for an agent of batch kind `kind`, steered
  * this step by the vector path (in a quad or as a leftover). */
 static inline void events_mark(steer_world *w, uint32_t d, int kind) {
-  const world_batch_rec *r = &w->brec[d]; /* the cache of the behaviour (world_batch_refresh) */
+  /* The quads and the scalar path have just read the behaviour: it is in
+   * cache (the lean batches mark their own, from the record). */
+  const steer_behaviour *b = &w->behaviour[d];
   if (kind == BATCH_NONE || (w->bkind[d] & BATCH_STUCK)) {
     w->ekind[d] = EV_GENERAL;
   } else if (kind == BATCH_PATH_HEADING) {
     w->ekind[d] = EV_PATH;
-    w->er[d] = r->k[0];
+    w->er[d] = b->params.turn_trigger_distance;
   } else if (kind == BATCH_ARRIVE_LOOK && !w->arrived[d]) {
     w->ekind[d] = EV_ARRIVE;
-    w->ept[d] = v2(r->k[6], r->k[7]);
-    w->er[d] = r->k[1];
+    w->ept[d] = b->target.point;
+    w->er[d] = b->params.target_radius;
   } else {
     w->ekind[d] = EV_NONE;
   }
@@ -1228,7 +1230,8 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
     uint8_t kinds[16] = {0};
     memcpy(kinds, &w->bkind[c0], m);
     const __m128i kb = _mm_loadu_si128((const __m128i *)(const void *)kinds);
-    unsigned batchable = 0xffffu & ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(kb, _mm_setzero_si128()));
+    const __m128i kind = _mm_and_si128(kb, _mm_set1_epi8((char)BATCH_KIND_MASK)); /* without the flags */
+    unsigned batchable = 0xffffu & ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(kind, _mm_setzero_si128()));
     if (lean_ok) {
       if (c0 + LEAN_AHEAD + 16u <= w->count) { /* past the block too: the next one's start */
         const char *r = (const char *)&w->brec[c0 + LEAN_AHEAD];
