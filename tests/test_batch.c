@@ -16,9 +16,9 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "world.h"
 #include "world_internal.h"
 
@@ -353,22 +353,13 @@ END_TEST
 
 static Suite *batch_suite(void) {
   Suite *s = suite_create("batch");
-  TCase *tc = tcase_create("lanes");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "lanes", 120);
   tcase_add_loop_test(tc, test_lean_lanes_match_scalar, 0, 2);
   tcase_add_loop_test(tc, test_lean_redo_lanes_untouched, 0, 2);
   tcase_add_test(tc, test_lean_short_batches);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("cache");
+  tc = check_tcase(s, "cache", 60);
   tcase_add_test(tc, test_cache_follows_changes);
-  suite_add_tcase(s, tc);
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(batch_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return check_run(batch_suite()); }
