@@ -489,15 +489,13 @@ END_TEST
 
 static Suite *abuse_suite(void) {
   Suite *s = suite_create("abuse");
-  TCase *tc = tcase_create("attacks");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "attacks", 120);
   tcase_add_test(tc, unreliable_flood_is_dropped_and_the_observer_keeps_its_rate);
   tcase_add_test(tc, a_peer_that_does_not_read_is_dropped_at_the_queue_cap);
   tcase_add_test(tc, before_hello_one_error_then_abuse);
   tcase_add_test(tc, an_event_burst_leaves_every_client_connected);
   tcase_add_test(tc, peers_that_never_hello_do_not_lock_out_a_client);
   tcase_add_test(tc, half_open_handshakes_do_not_lock_out_a_client);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -216,13 +216,11 @@ END_TEST
 
 static Suite *checkpoint_suite(void) {
   Suite *s = suite_create("checkpoint");
-  TCase *tc = tcase_create("files");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "files", 120);
   tcase_add_test(tc, test_round_trip);
   tcase_add_test(tc, test_missing_and_unreadable);
   tcase_add_test(tc, test_failed_write_keeps_old);
   tcase_add_test(tc, test_stats_counters);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -618,8 +618,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("client");
-  TCase *tc = tcase_create("fake server");
-  tcase_set_timeout(tc, 30);
+  TCase *tc = check_tcase(s, "fake server", 30);
   tcase_add_test(tc, handshake_fills_the_welcome);
   tcase_add_test(tc, async_connect_is_carried_by_service);
   tcase_add_test(tc, connect_failures_are_reported);
@@ -631,6 +630,5 @@ int main(void) {
   tcase_add_test(tc, parts_that_disagree_abandon_the_frame);
   tcase_add_test(tc, server_disconnect_ends_waits_and_service);
   tcase_add_test(tc, misuse_is_refused);
-  suite_add_tcase(s, tc);
   return check_run(s);
 }

@@ -554,15 +554,13 @@ END_TEST
 
 static Suite *suite(void) {
   Suite *s = suite_create("client_api");
-  TCase *tc = tcase_create("api");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "api", 120);
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_abi_layout);
   tcase_add_test(tc, test_token);
   tcase_add_loop_test(tc, test_commands, STEERDC_SNAPSHOTS_FULL, STEERDC_SNAPSHOTS_DELTA + 1);
   tcase_add_test(tc, test_polling);
   tcase_add_test(tc, test_map);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -793,21 +793,17 @@ END_TEST
 int main(void) {
   write_map();
   Suite *s = suite_create("goto");
-  TCase *tc = tcase_create("server");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = check_tcase(s, "server", 300);
   tcase_add_test(tc, goto_behind_a_wall_arrives);
   tcase_add_test(tc, walled_in_target_is_unreachable);
   tcase_add_test(tc, bad_gotos_are_refused);
   tcase_add_test(tc, checkpoint_keeps_goto);
   tcase_add_test(tc, client_cli_goto);
   tcase_add_test(tc, closing_doors_replans_then_unreachable_then_open);
-  suite_add_tcase(s, tc);
   /* Its own case: the one that computes (10 000 agents), run apart from the
    * others by scripts/test.sh (CK_RUN_CASE, tests/CMakeLists.txt). */
-  TCase *burst = tcase_create("burst");
-  tcase_set_timeout(burst, 300);
+  TCase *burst = check_tcase(s, "burst", 300);
   tcase_add_test(burst, burst_of_ten_thousand_gotos);
-  suite_add_tcase(s, burst);
   int status = check_run(s);
   unlink(map_path);
   return status;

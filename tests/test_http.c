@@ -498,8 +498,7 @@ END_TEST
 
 static Suite *http_suite(void) {
   Suite *s = suite_create("http");
-  TCase *tc = tcase_create("http");
-  tcase_set_timeout(tc, 180);
+  TCase *tc = check_tcase(s, "http", 180);
   tcase_add_test(tc, test_probes_and_pages);
   tcase_add_test(tc, test_healthcheck_command);
   tcase_add_test(tc, test_port_in_use_refuses_to_start);
@@ -510,7 +509,6 @@ static Suite *http_suite(void) {
   tcase_add_test(tc, test_json_logs);
   tcase_add_test(tc, test_map_api);
   tcase_add_test(tc, test_drain_on_sigterm);
-  suite_add_tcase(s, tc);
   return s;
 }
 

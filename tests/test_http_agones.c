@@ -197,11 +197,9 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("http_agones");
-  TCase *tc = tcase_create("agones");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "agones", 120);
   tcase_add_test(tc, test_ready_health_shutdown);
   tcase_add_test(tc, test_sdk_missing);
   tcase_add_test(tc, test_bad_port_refused);
-  suite_add_tcase(s, tc);
   return check_run(s);
 }

@@ -426,12 +426,10 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("http_view");
-  TCase *tc = tcase_create("view");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "view", 120);
   tcase_add_test(tc, test_session_view_query);
   tcase_add_test(tc, test_read_only_and_malformed);
   tcase_add_test(tc, test_token_required_with_a_secret);
   tcase_add_test(tc, test_map_after_welcome_and_changes);
-  suite_add_tcase(s, tc);
   return check_run(s);
 }

@@ -710,8 +710,7 @@ END_TEST
 
 static Suite *impair_suite(void) {
   Suite *s = suite_create("impair");
-  TCase *tc = tcase_create("proxy");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "proxy", 120);
   tcase_add_test(tc, test_clean);
   tcase_add_test(tc, test_loss);
   tcase_add_test(tc, test_latency);
@@ -724,7 +723,6 @@ static Suite *impair_suite(void) {
   tcase_add_test(tc, test_bandwidth_and_queue);
   tcase_add_test(tc, test_loopback_only);
   tcase_add_test(tc, test_enet_through_proxy);
-  suite_add_tcase(s, tc);
   return s;
 }
 

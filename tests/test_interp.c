@@ -698,8 +698,7 @@ END_TEST
 
 static Suite *interp_suite(void) {
   Suite *s = suite_create("interp");
-  TCase *tc = tcase_create("interp");
-  tcase_set_timeout(tc, 60);
+  TCase *tc = check_tcase(s, "interp", 60);
   tcase_add_test(tc, accuracy_without_loss);
   tcase_add_test(tc, accuracy_with_loss);
   tcase_add_test(tc, delay_adapts_to_jitter);
@@ -710,7 +709,6 @@ static Suite *interp_suite(void) {
   tcase_add_test(tc, agents_come_and_go);
   tcase_add_test(tc, id_table_churn);
   tcase_add_test(tc, bad_input);
-  suite_add_tcase(s, tc);
   return s;
 }
 

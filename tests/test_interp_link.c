@@ -613,10 +613,8 @@ END_TEST
 
 static Suite *interp_link_suite(void) {
   Suite *s = suite_create("interp_link");
-  TCase *tc = tcase_create("e2e");
-  tcase_set_timeout(tc, 60);
+  TCase *tc = check_tcase(s, "e2e", 60);
   tcase_add_test(tc, interpolation_through_lossy_latent_link);
-  suite_add_tcase(s, tc);
   return s;
 }
 

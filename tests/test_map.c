@@ -451,12 +451,10 @@ static Suite *map_suite(void) {
   tcase_add_test(t, test_obstacle_on_agent_moves_it);
   tcase_add_test(t, test_bulk_load_same_map);
   suite_add_tcase(s, t);
-  TCase *g = tcase_create("guarantee");
-  tcase_set_timeout(g, 600);
+  TCase *g = check_tcase(s, "guarantee", 600);
   tcase_add_test(g, test_no_penetration_level);
   tcase_add_test(g, test_no_penetration_admin);
   tcase_add_test(g, test_map_in_checkpoint);
-  suite_add_tcase(s, g);
   return s;
 }
 

@@ -144,11 +144,9 @@ static Suite *map_file_suite(void) {
   tcase_add_test(t, test_good_file);
   tcase_add_loop_test(t, test_bad_files, 0, (int)(sizeof bad / sizeof bad[0]));
   suite_add_tcase(s, t);
-  TCase *srv = tcase_create("server");
-  tcase_set_timeout(srv, 120);
+  TCase *srv = check_tcase(s, "server", 120);
   tcase_add_test(srv, test_server_loads_map);
   tcase_add_test(srv, test_server_refuses_bad_map);
-  suite_add_tcase(s, srv);
   return s;
 }
 

@@ -941,8 +941,7 @@ END_TEST
 
 static Suite *netcode_suite(void) {
   Suite *s = suite_create("netcode");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = check_tcase(s, "core", 300);
   tcase_add_test(tc, test_predict_and_apply);
   tcase_add_test(tc, test_view_in_out);
   tcase_add_test(tc, test_quota_isolation);
@@ -951,11 +950,8 @@ static Suite *netcode_suite(void) {
   tcase_add_test(tc, test_rate);
   tcase_add_test(tc, test_random_world);
   tcase_add_loop_test(tc, test_random_world_limited, 0, 4);
-  suite_add_tcase(s, tc);
-  TCase *hang = tcase_create("no hang"); /* the bug it guards against loops forever: fail fast */
-  tcase_set_timeout(hang, 30);
+  TCase *hang = check_tcase(s, "no hang", 30); /* the bug it guards against loops forever: fail fast */
   tcase_add_test(hang, test_budget_parts);
-  suite_add_tcase(s, hang);
   return s;
 }
 

@@ -289,12 +289,10 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("netcode_threads");
-  TCase *tc = tcase_create("batch");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = check_tcase(s, "batch", 300);
   tcase_add_test(tc, test_batch_same_bytes);
   tcase_add_test(tc, test_batch_same_bytes_large_frames);
   tcase_add_test(tc, test_batch_same_bytes_short_pool);
   tcase_add_test(tc, test_batch_misuse);
-  suite_add_tcase(s, tc);
   return check_run(s);
 }

@@ -337,8 +337,7 @@ END_TEST
 
 static Suite *operators_suite(void) {
   Suite *s = suite_create("operators");
-  TCase *tc = tcase_create("operators");
-  tcase_set_timeout(tc, 60);
+  TCase *tc = check_tcase(s, "operators", 60);
   tcase_add_test(tc, every_loopback_address_is_loopback);
   tcase_add_test(tc, a_bad_value_says_what_is_allowed);
   tcase_add_test(tc, no_state_file_line_only_when_the_server_starts);
@@ -346,7 +345,6 @@ static Suite *operators_suite(void) {
   tcase_add_test(tc, client_cli_names_what_is_wrong);
   tcase_add_test(tc, client_cli_environment_and_shell);
   tcase_add_test(tc, client_shell_prompts_on_a_terminal);
-  suite_add_tcase(s, tc);
   return s;
 }
 

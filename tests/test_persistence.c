@@ -516,8 +516,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("persistence");
-  TCase *tc = tcase_create("state file");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "state file", 120);
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, sigkill_then_restore_gives_the_same_world);
   tcase_add_test(tc, sigterm_writes_a_checkpoint_and_the_demo_resumes);
@@ -528,6 +527,5 @@ int main(void) {
   tcase_add_test(tc, unusable_state_paths_stop_the_server);
   tcase_add_test(tc, stale_temporary_files_are_removed_at_start);
   tcase_add_test(tc, version_1_files_are_still_read);
-  suite_add_tcase(s, tc);
   return check_run(s);
 }

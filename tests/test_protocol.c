@@ -1965,8 +1965,7 @@ END_TEST
 
 static Suite *protocol_suite(void) {
   Suite *s = suite_create("protocol");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 60);
+  TCase *tc = check_tcase(s, "core", 60);
   tcase_add_test(tc, test_exact_bytes);
   tcase_add_test(tc, test_roundtrip_commands);
   tcase_add_test(tc, test_roundtrip_server);
@@ -1986,7 +1985,6 @@ static Suite *protocol_suite(void) {
   tcase_add_test(tc, test_protocol_md_examples);
   tcase_add_test(tc, test_goto_wire);
   tcase_add_test(tc, test_delta_messages);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -1247,8 +1247,7 @@ END_TEST
 
 static Suite *server_suite(void) {
   Suite *s = suite_create("server");
-  TCase *tc = tcase_create("end to end");
-  tcase_set_timeout(tc, 60);
+  TCase *tc = check_tcase(s, "end to end", 60);
   tcase_add_test(tc, ping_pong_path_reverses_in_events_and_snapshots);
   tcase_add_test(tc, arrive_ends_at_rest_inside_the_radius);
   tcase_add_test(tc, two_clients_see_identical_snapshots);
@@ -1272,7 +1271,6 @@ static Suite *server_suite(void) {
   tcase_add_test(tc, orphans_despawn_after_the_grace);
   tcase_add_test(tc, no_secret_off_loopback_needs_insecure);
   tcase_add_test(tc, token_subcommand_issues_tokens);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -474,15 +474,11 @@ END_TEST
 
 static Suite *server_delta_suite(void) {
   Suite *s = suite_create("server_delta");
-  TCase *tc = tcase_create("e2e");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "e2e", 120);
   tcase_add_test(tc, test_delta_matches_full);
   tcase_add_test(tc, test_events_follow_view);
-  suite_add_tcase(s, tc);
-  TCase *cli = tcase_create("cli");
-  tcase_set_timeout(cli, 30);
+  TCase *cli = check_tcase(s, "cli", 30);
   tcase_add_test(cli, test_cli_delta_watch);
-  suite_add_tcase(s, cli);
   return s;
 }
 

@@ -487,8 +487,7 @@ END_TEST
 
 static Suite *gaps_suite(void) {
   Suite *s = suite_create("server_gaps");
-  TCase *tc = tcase_create("gaps");
-  tcase_set_timeout(tc, 60);
+  TCase *tc = check_tcase(s, "gaps", 60);
   tcase_add_test(tc, view_follow_of_a_missing_agent_is_one_answer);
   tcase_add_test(tc, view_and_snapshot_mode_across_hellos);
   tcase_add_test(tc, spawned_follows_the_view_circle);
@@ -496,7 +495,6 @@ static Suite *gaps_suite(void) {
   tcase_add_test(tc, errors_of_a_decoded_command_come_in_order);
   tcase_add_test(tc, only_malformed_packets_count_as_garbage);
   tcase_add_test(tc, set_params_with_a_lost_target_is_applied);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -819,8 +819,7 @@ END_TEST
 
 static Suite *map_suite(void) {
   Suite *s = suite_create("server_map");
-  TCase *tc = tcase_create("map");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "map", 120);
   tcase_add_test(tc, map_at_welcome_and_after_every_change);
   tcase_add_test(tc, empty_map_is_one_empty_part);
   tcase_add_test(tc, large_map_in_parts);
@@ -830,7 +829,6 @@ static Suite *map_suite(void) {
   tcase_add_test(tc, checkpoint_keeps_the_map);
   tcase_add_test(tc, steerd_client_prints_and_edits_the_map);
   tcase_add_test(tc, stuck_event_and_metrics);
-  suite_add_tcase(s, tc);
   return s;
 }
 

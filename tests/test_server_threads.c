@@ -285,9 +285,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("server_threads");
-  TCase *tc = tcase_create("threads");
-  tcase_set_timeout(tc, 180);
+  TCase *tc = check_tcase(s, "threads", 180);
   tcase_add_test(tc, test_same_frames_one_and_two_threads);
-  suite_add_tcase(s, tc);
   return check_run(s);
 }

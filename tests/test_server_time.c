@@ -273,11 +273,9 @@ END_TEST
 
 static Suite *server_time_suite(void) {
   Suite *s = suite_create("server_time");
-  TCase *tc = tcase_create("snapshots");
-  tcase_set_timeout(tc, 60);
+  TCase *tc = check_tcase(s, "snapshots", 60);
   tcase_add_test(tc, snapshots_carry_the_time_of_their_tick);
   tcase_add_test(tc, spawns_and_despawns_appear_in_the_right_snapshot);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -321,12 +321,10 @@ END_TEST
 
 static Suite *bounds_suite(void) {
   Suite *s = suite_create("snapshot_bounds");
-  TCase *tc = tcase_create("server");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "server", 120);
   tcase_add_test(tc, a_full_snapshot_client_is_held_to_its_rate);
   tcase_add_test(tc, clients_size_their_buffers_from_welcome);
   tcase_add_test(tc, other_clients_never_overwrite_a_clients_baseline);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -71,13 +71,11 @@ END_TEST
 
 static Suite *ticker_suite(void) {
   Suite *s = suite_create("ticker");
-  TCase *tc = tcase_create("schedule");
-  tcase_set_timeout(tc, 60);
+  TCase *tc = check_tcase(s, "schedule", 60);
   tcase_add_test(tc, deadlines_are_exact_multiples);
   tcase_add_test(tc, no_drift_over_an_hour);
   tcase_add_test(tc, stall_is_caught_up_boundedly);
   tcase_add_test(tc, late_by_two_ticks_runs_both);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -430,8 +430,7 @@ END_TEST
 
 static Suite *world_gaps_suite(void) {
   Suite *s = suite_create("world_gaps");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = check_tcase(s, "core", 120);
   tcase_add_test(tc, the_world_refuses_what_could_make_a_nan);
   tcase_add_test(tc, a_huge_vector_is_clipped_not_zeroed);
   tcase_add_test(tc, no_nan_for_any_accepted_input);
@@ -440,7 +439,6 @@ static Suite *world_gaps_suite(void) {
   tcase_add_test(tc, velocity_match_clips_the_target_velocity);
   tcase_add_test(tc, first_arrival_at_node_zero_is_no_reversal);
   tcase_add_test(tc, seed_draws_come_in_a_fixed_order);
-  suite_add_tcase(s, tc);
   return s;
 }
 
