@@ -22,6 +22,8 @@
  * with T > 1 (--cpu adds up every thread's time). --min N skips sizes below N.
  * usage: bench_world [dense|avoid|obstacles|mixed|floor|all] [--min N] [--max N] [--runs R] [--steps S] [--period P]
  * --scalar turns the vector batches off (the reference path; same hashes).
+ * --lanes4 keeps the lean batches (server/core/batch.c) at four lanes where
+ * the processor has AVX for eight (same hashes).
  * --split prints (stderr) the CPU time of the loop thread and of the pool's
  * other threads over the timed runs, the serial part of the step derived from
  * them (what only the loop thread runs) and Amdahl's bound for two cores: the
@@ -36,6 +38,7 @@
 #include "grid.h"
 #include "pool.h"
 #include "world.h"
+#include "world_internal.h" /* world_batch_set_avx (--lanes4) */
 
 #define DT       0.05f
 #define WARMUP   20
@@ -470,6 +473,8 @@ int main(int argc, char **argv) {
       neighbour_period = atoi(argv[++i]);
     else if (strcmp(argv[i], "--scalar") == 0)
       scalar_only = 1;
+    else if (strcmp(argv[i], "--lanes4") == 0)
+      world_batch_set_avx(0);
     else if (strcmp(argv[i], "--cpu") == 0)
       use_cpu_clock = 1;
     else if (strcmp(argv[i], "--hash") == 0)
@@ -478,7 +483,7 @@ int main(int argc, char **argv) {
       print_split = 1;
     else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       printf("usage: bench_world [dense|avoid|obstacles|mixed|floor|all] [--min N] [--max N] [--runs R] [--steps S] "
-             "[--neighbours K] [--period P] [--threads T] [--scalar] [--cpu] [--hash] [--split]\n");
+             "[--neighbours K] [--period P] [--threads T] [--scalar] [--lanes4] [--cpu] [--hash] [--split]\n");
       return 0;
     } else
       which = argv[i];
