@@ -113,6 +113,33 @@ static void run_quads(uint32_t seed, int rounds, int edgy_every, long *vector_la
                     n[j], (double)out[j].linear.x, (double)out[j].linear.y, (double)out[j].angular,
                     (double)want.linear.x, (double)want.linear.y, (double)want.angular);
     }
+    /* The neighbours by index into records (the kept query's answer), with
+     * the records scattered and other agents' records in between: the same
+     * separation, bit for bit. */
+    static steer_grid_rec rec[4 * NMAX + 7];
+    uint32_t idx[4][NMAX];
+    const uint32_t *nbp[4];
+    memset(rec, 0x7f, sizeof rec);
+    for (int j = 0; j < 4; j++) {
+      for (uint32_t i = 0; i < n[j]; i++) {
+        uint32_t at = (uint32_t)(((uint32_t)j * NMAX + i) * 7u + 3u) % (4 * NMAX + 7); /* 7 and 135: coprime */
+        idx[j][i] = at;
+        rec[at].x = nxy[j][i].x;
+        rec[at].y = nxy[j][i].y;
+        rec[at].pos = at;
+        rec[at].r = nrad[j][i];
+      }
+      nbp[j] = idx[j];
+    }
+    steer_output sa[4], sb[4];
+    int da = steer_separation_x4(sp, lp, pp, xyp, rp, n, sa);
+    int db = steer_separation_x4_idx(sp, lp, pp, rec, nbp, n, sb);
+    ck_assert_int_eq(da, db);
+    for (int j = 0; j < 4; j++)
+      ck_assert_msg(same_bits(sa[j].linear.x, sb[j].linear.x) && same_bits(sa[j].linear.y, sb[j].linear.y) &&
+                        same_bits(sa[j].angular, sb[j].angular),
+                    "seed %u round %d lane %d (n %u): by index (%a, %a), copied (%a, %a)", seed, round, j, n[j],
+                    (double)sb[j].linear.x, (double)sb[j].linear.y, (double)sa[j].linear.x, (double)sa[j].linear.y);
     /* In place (out = o), as the world calls it. */
     steer_output io[4];
     memcpy(io, o, sizeof io);

@@ -455,6 +455,13 @@ START_TEST(test_crowd) {
 }
 END_TEST
 
+/* The answer's indices, each below the agent count: returns n. */
+static uint32_t nb_count_check(const uint32_t *nb, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    ck_assert_uint_lt(nb[i], 900u);
+  return n;
+}
+
 /* The kept candidate lists against the plain query (itself checked against
  * brute force above) and brute force, over rounds of moving points: drifting
  * lattices with exact ties and coincident points, query points away from the
@@ -471,9 +478,10 @@ START_TEST(test_kept_lists) {
   steer_rng r;
   steer_rng_seed(&r, 1234u + (uint64_t)_i);
   steer_grid g;
-  steer_grid_lists L;
+  steer_grid_lists L, L2; /* L2: the same lists through steer_grid_nearest_kept_idx */
   ck_assert_int_eq(steer_grid_init(&g, v2(0.0f, 0.0f), v2(60.0f, 60.0f), 2.5f, N), STEER_OK);
   ck_assert_int_eq(steer_grid_lists_init(&L, N), STEER_OK);
+  ck_assert_int_eq(steer_grid_lists_init(&L2, N), STEER_OK);
   for (uint32_t i = 0; i < N; i++) {
     px[i] = 1.0f + 2.0f * (float)(i % 30);
     py[i] = 1.0f + 2.0f * (float)(i / 30);
@@ -486,7 +494,10 @@ START_TEST(test_kept_lists) {
         px[i] = 30.0f + steer_rng_range(&r, -1.0f, 1.0f), py[i] = 30.0f + steer_rng_range(&r, -1.0f, 1.0f);
     }
   }
-  float hint_a[N] = {0}, hint_b[N] = {0};
+  static float rad[N];
+  for (uint32_t i = 0; i < N; i++)
+    rad[i] = 0.5f + 0.001f * (float)i;
+  float hint_a[N] = {0}, hint_b[N] = {0}, hint_c[N] = {0};
   uint64_t queries = 0, reranked = 0;
   for (uint32_t round = 0; round < 120; round++) {
     int restart = 0;
@@ -502,8 +513,9 @@ START_TEST(test_kept_lists) {
       }
       restart = 1;
     }
-    steer_grid_build(&g, px, py, N);
+    steer_grid_build_payload(&g, px, py, NULL, NULL, rad, NULL, N);
     steer_grid_lists_track(&L, &g, px, py, NULL, N, restart);
+    steer_grid_lists_track(&L2, &g, px, py, rad, N, restart);
     uint32_t k = round < 60 ? 8u : 1u + round % STEER_GRID_LIST_MAX_K;
     float radius = round < 60 ? 5.0f : 2.0f + (float)(round % 5);
     for (uint32_t d = 0; d < N; d++) {
@@ -519,8 +531,24 @@ START_TEST(test_kept_lists) {
         ck_assert_msg(a[i] == b[i], "round %u agent %u rank %u: kept pos %u, plain %u", round, d, i, a[i],
                       b[i]);
       ck_assert(ha == hb);
+      /* By index: the same agents (dense indices of the same cell positions),
+       * with their records as the grid holds them. */
+      uint32_t scratch[STEER_GRID_LIST];
+      const uint32_t *nbi = NULL;
+      float hc = hint_c[d];
+      uint32_t nc = steer_grid_nearest_kept_idx(&g, &L2, d, p, radius, k, &hc, 0.0f, scratch, &nbi);
+      ck_assert_msg(nc == nb_count_check(nbi, nc) && nc == na, "round %u agent %u: by index %u, kept %u", round, d,
+                    nc, na);
+      for (uint32_t i = 0; i < nc; i++) {
+        const steer_grid_rec *c = &L2.rec[nbi[i]];
+        ck_assert_msg(nbi[i] == g.items[b[i]], "round %u agent %u rank %u: index %u, plain %u", round, d, i, nbi[i],
+                      g.items[b[i]]);
+        ck_assert(c->pos == b[i] && c->x == g.sx[b[i]] && c->y == g.sy[b[i]] && c->r == g.sr[b[i]]);
+      }
+      ck_assert(hc == hb);
       hint_a[d] = ha;
       hint_b[d] = hb;
+      hint_c[d] = hc;
       queries++;
       reranked += L.e[d].born != L.round;
       if (d % 50 == 0) { /* and brute force, by distance */
@@ -551,6 +579,7 @@ START_TEST(test_kept_lists) {
   }
   ck_assert_msg(reranked * 2 > queries, "lists re-ranked %llu of %llu queries", (unsigned long long)reranked,
                 (unsigned long long)queries);
+  steer_grid_lists_free(&L2);
   steer_grid_lists_free(&L);
   steer_grid_free(&g);
 }

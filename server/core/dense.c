@@ -63,27 +63,54 @@ SIMD_INLINE void f4_clip(f4 *x, f4 *y, f4 max, f4 *bad) {
   *y = f4_sel(over, _mm_mul_ps(*y, k), *y);
 }
 
-/* After the sums of the pushes (sx, sy): steer_separation's clip, and the
- * scalar steer_separation for the lanes in bad. */
-SIMD_INLINE int sep_finish(f4 sx, f4 sy, f4 bad, const steer_state *const s[4], const steer_limits *const l[4],
-                           const steer_params *const p[4], const vec2 *const nxy[4], const float *const nrad[4],
-                           const uint32_t n[4], steer_output sep[4]) {
+/* After the sums of the pushes (sx, sy): steer_separation's clip, stored in
+ * the lanes not in bad; returns the lanes in bad (bit j: lane j), which the
+ * caller redoes with the scalar steer_separation. */
+SIMD_INLINE int sep_clip_store(f4 sx, f4 sy, f4 bad, const steer_limits *const l[4], steer_output sep[4]) {
   const f4 vacc = _mm_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
                               l[3]->max_acceleration);
   f4_clip(&sx, &sy, vacc, &bad);
   float rx[4], ry[4];
   _mm_storeu_ps(rx, sx);
   _mm_storeu_ps(ry, sy);
-  int redo = _mm_movemask_ps(bad), done = 0;
+  int redo = _mm_movemask_ps(bad);
   for (int j = 0; j < 4; j++) {
+    sep[j].linear = v2(rx[j], ry[j]);
+    sep[j].angular = 0.0f;
+  }
+  return redo;
+}
+
+/* sep_clip_store, then the scalar steer_separation for the lanes in bad;
+ * returns the lanes the vector path computed. */
+SIMD_INLINE int sep_finish(f4 sx, f4 sy, f4 bad, const steer_state *const s[4], const steer_limits *const l[4],
+                           const steer_params *const p[4], const vec2 *const nxy[4], const float *const nrad[4],
+                           const uint32_t n[4], steer_output sep[4]) {
+  int redo = sep_clip_store(sx, sy, bad, l, sep), done = 4;
+  for (int j = 0; j < 4; j++)
     if (redo & (1 << j)) {
       sep[j] = steer_separation(s[j], l[j], p[j], nxy[j], nrad[j], (int)n[j]);
-    } else {
-      sep[j].linear = v2(rx[j], ry[j]);
-      sep[j].angular = 0.0f;
-      done++;
+      done--;
     }
-  }
+  return done;
+}
+
+/* The same for neighbours given by index into rec. */
+static int sep_finish_idx(f4 sx, f4 sy, f4 bad, const steer_state *const s[4], const steer_limits *const l[4],
+                          const steer_params *const p[4], const steer_grid_rec *rec, const uint32_t *const nb[4],
+                          const uint32_t n[4], steer_output sep[4]) {
+  int redo = sep_clip_store(sx, sy, bad, l, sep), done = 4;
+  for (int j = 0; j < 4; j++)
+    if (redo & (1 << j)) {
+      vec2 xy[STEER_SEPARATION_X4_MAX];
+      float r[STEER_SEPARATION_X4_MAX];
+      for (uint32_t i = 0; i < n[j]; i++) {
+        xy[i] = v2(rec[nb[j][i]].x, rec[nb[j][i]].y);
+        r[i] = rec[nb[j][i]].r;
+      }
+      sep[j] = steer_separation(s[j], l[j], p[j], xy, r, (int)n[j]);
+      done--;
+    }
   return done;
 }
 #endif
@@ -268,11 +295,99 @@ __attribute__((target("avx"))) static int sep_avx(const steer_state *const s[4],
     __m256 live = _mm256_cmp_ps(_mm256_add_ps(_mm256_set1_ps((float)i), step), count, _CMP_LT_OQ);
     SEP_AVX_PUSHES(nx, ny, nr, live);
   }
-#undef SEP_AVX_PUSHES
   __m128 bad4 = _mm_or_ps(_mm256_castps256_ps128(bad), _mm256_extractf128_ps(bad, 1));
   return sep_finish(sx, sy, bad4, s, l, p, nxy, nrad, n, sep);
 }
+
+/* sep_avx for neighbours by index. A record (x, y, cell position, radius) is
+ * one 16-byte load; two agents' records of neighbours i and i + 1 in the two
+ * halves of a register, unpacked, give the lanes. Lanes past a count read a
+ * record of zeros and are masked off. */
+__attribute__((target("avx"))) static int sep_avx_idx(const steer_state *const s[4],
+                                                      const steer_limits *const l[4],
+                                                      const steer_params *const p[4], const steer_grid_rec *rec,
+                                                      const uint32_t *const nb[4], const uint32_t n[4],
+                                                      steer_output sep[4]) {
+  uint32_t most = n[0];
+  for (int j = 1; j < 4; j++)
+    most = n[j] > most ? n[j] : most;
+  const float b0 = p[0]->separation_radius + l[0]->radius, b1 = p[1]->separation_radius + l[1]->radius,
+              b2 = p[2]->separation_radius + l[2]->radius, b3 = p[3]->separation_radius + l[3]->radius;
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  const __m256 vbase = _mm256_setr_ps(b0, b1, b2, b3, b0, b1, b2, b3);
+  const __m256 vacc = _mm256_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
+                                     l[3]->max_acceleration, l[0]->max_acceleration, l[1]->max_acceleration,
+                                     l[2]->max_acceleration, l[3]->max_acceleration);
+  const __m256 vpx = _mm256_setr_ps(s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x,
+                                    s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x);
+  const __m256 vpy = _mm256_setr_ps(s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y,
+                                    s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y);
+  const __m256 count = _mm256_setr_ps((float)n[0], (float)n[1], (float)n[2], (float)n[3], (float)n[0],
+                                      (float)n[1], (float)n[2], (float)n[3]);
+  const __m256 step = _mm256_setr_ps(0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f);
+  static const float none[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  __m128 sx = _mm_setzero_ps(), sy = _mm_setzero_ps();
+  __m256 bad = zero;
+  const int even = n[1] == n[0] && n[2] == n[0] && n[3] == n[0] && n[0] % 2 == 0;
+  for (uint32_t i = 0; i < most; i += 2) {
+    const uint32_t h = i + 1;
+    __m256 y[4];
+    for (int j = 0; j < 4; j++) {
+      const float *a = i < n[j] ? &rec[nb[j][i]].x : none, *c = h < n[j] ? &rec[nb[j][h]].x : none;
+      y[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(a)), _mm_loadu_ps(c), 1);
+    }
+    __m256 u01 = _mm256_unpacklo_ps(y[0], y[1]), u23 = _mm256_unpacklo_ps(y[2], y[3]); /* x0 x1 y0 y1 | ... */
+    __m256 v01 = _mm256_unpackhi_ps(y[0], y[1]), v23 = _mm256_unpackhi_ps(y[2], y[3]); /* p0 p1 r0 r1 | ... */
+    __m256 nx = _mm256_shuffle_ps(u01, u23, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 ny = _mm256_shuffle_ps(u01, u23, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 nr = _mm256_shuffle_ps(v01, v23, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 live = even ? _mm256_castsi256_ps(_mm256_set1_epi32(-1))
+                       : _mm256_cmp_ps(_mm256_add_ps(_mm256_set1_ps((float)i), step), count, _CMP_LT_OQ);
+    SEP_AVX_PUSHES(nx, ny, nr, live);
+  }
+#undef SEP_AVX_PUSHES
+  __m128 bad4 = _mm_or_ps(_mm256_castps256_ps128(bad), _mm256_extractf128_ps(bad, 1));
+  return sep_finish_idx(sx, sy, bad4, s, l, p, rec, nb, n, sep);
+}
 #endif
+
+/* sep_sse for neighbours by index: four records, transposed. */
+static int sep_sse_idx(const steer_state *const s[4], const steer_limits *const l[4],
+                       const steer_params *const p[4], const steer_grid_rec *rec, const uint32_t *const nb[4],
+                       const uint32_t n[4], steer_output sep[4]) {
+  uint32_t most = n[0];
+  for (int j = 1; j < 4; j++)
+    most = n[j] > most ? n[j] : most;
+  const f4 zero = _mm_setzero_ps(), one = f4_set(1.0f);
+  const f4 vbase = _mm_setr_ps(p[0]->separation_radius + l[0]->radius, p[1]->separation_radius + l[1]->radius,
+                               p[2]->separation_radius + l[2]->radius, p[3]->separation_radius + l[3]->radius);
+  const f4 vacc = _mm_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
+                              l[3]->max_acceleration);
+  const f4 vpx = _mm_setr_ps(s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x);
+  const f4 vpy = _mm_setr_ps(s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y);
+  const __m128i count = _mm_setr_epi32((int)n[0], (int)n[1], (int)n[2], (int)n[3]);
+  static const float none[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  f4 sx = zero, sy = zero, bad = zero;
+  for (uint32_t i = 0; i < most; i++) {
+    f4 c[4];
+    for (int j = 0; j < 4; j++)
+      c[j] = _mm_loadu_ps(i < n[j] ? &rec[nb[j][i]].x : none);
+    _MM_TRANSPOSE4_PS(c[0], c[1], c[2], c[3]); /* x, y, cell position, radius */
+    const f4 nx = c[0], ny = c[1], nr = c[3];
+    f4 live = _mm_castsi128_ps(_mm_cmpgt_epi32(count, _mm_set1_epi32((int)i)));
+    f4 reach = _mm_add_ps(vbase, nr);
+    f4 ax = _mm_sub_ps(vpx, nx), ay = _mm_sub_ps(vpy, ny);
+    f4 d2 = _mm_add_ps(_mm_mul_ps(ax, ax), _mm_mul_ps(ay, ay));
+    f4 in = _mm_and_ps(live, _mm_and_ps(_mm_cmpgt_ps(reach, zero), _mm_cmpnge_ps(d2, _mm_mul_ps(reach, reach))));
+    f4 d = _mm_sqrt_ps(d2);
+    bad = _mm_or_ps(bad, _mm_andnot_ps(_mm_cmpgt_ps(d, zero), in));
+    f4 inv = _mm_div_ps(one, d);
+    f4 f = _mm_div_ps(_mm_mul_ps(vacc, _mm_sub_ps(reach, d)), reach);
+    sx = f4_sel(in, _mm_add_ps(sx, _mm_mul_ps(_mm_mul_ps(ax, inv), f)), sx);
+    sy = f4_sel(in, _mm_add_ps(sy, _mm_mul_ps(_mm_mul_ps(ay, inv), f)), sy);
+  }
+  return sep_finish_idx(sx, sy, bad, s, l, p, rec, nb, n, sep);
+}
 #endif /* STEER_SIMD */
 
 int steer_separation_x4(const steer_state *const s[4], const steer_limits *const l[4],
@@ -287,6 +402,29 @@ int steer_separation_x4(const steer_state *const s[4], const steer_limits *const
 #else
   for (int j = 0; j < 4; j++)
     sep[j] = steer_separation(s[j], l[j], p[j], nxy[j], nrad[j], (int)n[j]);
+  return 0;
+#endif
+}
+
+int steer_separation_x4_idx(const steer_state *const s[4], const steer_limits *const l[4],
+                            const steer_params *const p[4], const steer_grid_rec *rec, const uint32_t *const nb[4],
+                            const uint32_t n[4], steer_output sep[4]) {
+#if DENSE_AVX
+  if (steer_dense_avx())
+    return sep_avx_idx(s, l, p, rec, nb, n, sep);
+#endif
+#if STEER_SIMD
+  return sep_sse_idx(s, l, p, rec, nb, n, sep);
+#else
+  for (int j = 0; j < 4; j++) {
+    vec2 xy[STEER_SEPARATION_X4_MAX];
+    float r[STEER_SEPARATION_X4_MAX];
+    for (uint32_t i = 0; i < n[j]; i++) {
+      xy[i] = v2(rec[nb[j][i]].x, rec[nb[j][i]].y);
+      r[i] = rec[nb[j][i]].r;
+    }
+    sep[j] = steer_separation(s[j], l[j], p[j], xy, r, (int)n[j]);
+  }
   return 0;
 #endif
 }

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "grid.h"
 #include "steering.h"
 
 /* For each agent j of four (s[j] four states, not necessarily different):
@@ -38,6 +39,16 @@ int steer_separation_x4(const steer_state *const s[4], const steer_limits *const
                         const uint32_t n[4], steer_output sep[4]);
 int steer_blend_separation_x4(const steer_output o[4], const steer_output sep[4], const float weight[4],
                               const steer_limits *const l[4], steer_output out[4]);
+
+/* steer_separation_x4 with the neighbours given as dense indices into the
+ * kept lists' records (steer_grid_nearest_kept_idx): neighbour i of agent j
+ * is at rec[nb[j][i]].x, .y with radius rec[nb[j][i]].r. The same results,
+ * bit for bit, without copying the neighbours out first. n[j] <=
+ * STEER_SEPARATION_X4_MAX. */
+#define STEER_SEPARATION_X4_MAX 32u
+int steer_separation_x4_idx(const steer_state *const s[4], const steer_limits *const l[4],
+                            const steer_params *const p[4], const steer_grid_rec *rec, const uint32_t *const nb[4],
+                            const uint32_t n[4], steer_output sep[4]);
 
 /* The eight-lane (AVX) path: whether the processor has it, whether it is in
  * use (by default where supported), and a switch for tests and benchmarks

@@ -148,6 +148,7 @@ void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, c
   memmove(start + 1, start, cells * sizeof(uint32_t));
   start[0] = 0;
   g->count = count;
+  g->radii = r != NULL;
 }
 
 static inline float grid_maxf(float a, float b) { return a > b ? a : b; }
@@ -672,16 +673,145 @@ static inline void kept_widen(float *hint, float slack) {
   }
 }
 
-uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint32_t self, vec2 p,
-                                 float radius, uint32_t *out_pos, vec2 *out_xy, float *out_r, uint32_t max,
-                                 float *hint, float slack) {
-  uint32_t n;
-  if (!L->e || self >= L->capacity || self >= g->count || max == 0 || max > STEER_GRID_LIST_MAX_K ||
-      !(radius > 0.0f) || g->capacity > (1u << 28)) { /* the keys hold 28 bits of cell position */
-    kept_widen(hint, slack);
-    n = steer_grid_nearest_pos(g, p, radius, self, out_pos, max, hint);
-    goto gather;
+/* The plain query's answer as dense indices, in out. */
+static uint32_t kept_plain(const steer_grid *g, vec2 p, float radius, uint32_t self, uint32_t *out,
+                           uint32_t max, float *hint, float slack) {
+  kept_widen(hint, slack);
+  uint32_t n = steer_grid_nearest_pos(g, p, radius, self, out, max, hint);
+  for (uint32_t i = 0; i < n; i++)
+    out[i] = g->items[out[i]];
+  return n;
+}
+
+/* The candidates' squared distances from p (as the query computes them) by
+ * slot into d2; every slot is computed (slots past the list's count m hold
+ * valid indices: the build pads). Returns whether the slots are still in the
+ * query's order: the first h strictly increasing in d2 and the others of the
+ * m beyond the h-th (then the order by (d2, cell position) is the order by
+ * d2 alone, and nobody's rank changed; NaN fails); *inside gets the slots
+ * with d2 < r2 (bit i: slot i). The comparisons work on the vectors just
+ * computed (reading d2 back at an offset would stall on the stores). */
+static inline int kept_in_order(const steer_grid_rec *rec, const uint32_t *item, vec2 p, uint32_t m, uint32_t h,
+                                float r2, float *d2, uint32_t *inside) {
+  uint32_t lt = 0, gt = 0, in = 0;
+#if GRID_SIMD
+  const __m128 px4 = _mm_set1_ps(p.x), py4 = _mm_set1_ps(p.y);
+  __m128 d[STEER_GRID_LIST / 4];
+#define KEPT_D2(v)                                                                                               \
+  do {                                                                                                           \
+    const uint32_t i = 4 * (v);                                                                                  \
+    /* x, y of two candidates per pair of 8-byte loads: no transpose */                                          \
+    __m128 a = _mm_loadh_pi(_mm_loadl_pi(px4, (const __m64 *)(const void *)&rec[item[i]].x),                     \
+                            (const __m64 *)(const void *)&rec[item[i + 1]].x);                                   \
+    __m128 b = _mm_loadh_pi(_mm_loadl_pi(px4, (const __m64 *)(const void *)&rec[item[i + 2]].x),                 \
+                            (const __m64 *)(const void *)&rec[item[i + 3]].x);                                   \
+    __m128 dx = _mm_sub_ps(_mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), px4);                                  \
+    __m128 dy = _mm_sub_ps(_mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)), py4);                                  \
+    d[v] = _mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy));                                                   \
+    _mm_storeu_ps(d2 + i, d[v]);                                                                                 \
+  } while (0)
+  KEPT_D2(0);
+  KEPT_D2(1);
+  KEPT_D2(2);
+  KEPT_D2(3);
+#undef KEPT_D2
+  _Static_assert(STEER_GRID_LIST == 16u, "four vectors of distances");
+  if (h == 0) {
+    *inside = 0;
+    return 1;
   }
+  /* The h-th distance, from the vectors. */
+  const __m128 dh = d[(h - 1) / 4];
+  const uint32_t lane = (h - 1) % 4;
+  const __m128 kth = lane == 0   ? _mm_shuffle_ps(dh, dh, _MM_SHUFFLE(0, 0, 0, 0))
+                     : lane == 1 ? _mm_shuffle_ps(dh, dh, _MM_SHUFFLE(1, 1, 1, 1))
+                     : lane == 2 ? _mm_shuffle_ps(dh, dh, _MM_SHUFFLE(2, 2, 2, 2))
+                                 : _mm_shuffle_ps(dh, dh, _MM_SHUFFLE(3, 3, 3, 3));
+  const __m128 vr2 = _mm_set1_ps(r2), inf = _mm_set1_ps(INFINITY);
+#define KEPT_CMP(v, next)                                                                                        \
+  do {                                                                                                           \
+    /* each lane's next slot: d1 d2 d3 and the next vector's d0 */                                               \
+    __m128 t = _mm_shuffle_ps(d[v], next, _MM_SHUFFLE(0, 0, 3, 3));                                              \
+    __m128 shifted = _mm_shuffle_ps(d[v], t, _MM_SHUFFLE(2, 0, 2, 1));                                           \
+    lt |= (uint32_t)_mm_movemask_ps(_mm_cmplt_ps(d[v], shifted)) << 4 * (v);                                     \
+    gt |= (uint32_t)_mm_movemask_ps(_mm_cmpgt_ps(d[v], kth)) << 4 * (v);                                         \
+    in |= (uint32_t)_mm_movemask_ps(_mm_cmplt_ps(d[v], vr2)) << 4 * (v);                                         \
+  } while (0)
+  KEPT_CMP(0, d[1]);
+  KEPT_CMP(1, d[2]);
+  KEPT_CMP(2, d[3]);
+  KEPT_CMP(3, inf);
+#undef KEPT_CMP
+#else
+  for (uint32_t i = 0; i < STEER_GRID_LIST; i++) {
+    float dx = rec[item[i]].x - p.x, dy = rec[item[i]].y - p.y;
+    d2[i] = dx * dx + dy * dy;
+  }
+  if (h == 0) {
+    *inside = 0;
+    return 1;
+  }
+  const float kth = d2[h - 1];
+  for (uint32_t i = 0; i < STEER_GRID_LIST; i++) {
+    lt |= (uint32_t)(d2[i] < (i + 1 < STEER_GRID_LIST ? d2[i + 1] : INFINITY)) << i;
+    gt |= (uint32_t)(d2[i] > kth) << i;
+    in |= (uint32_t)(d2[i] < r2) << i;
+  }
+#endif
+  *inside = in;
+  const uint32_t need_lt = (1u << (h - 1)) - 1u, need_gt = ((1u << m) - 1u) & ~((1u << h) - 1u);
+  return ((lt & need_lt) ^ need_lt) == 0 && ((gt & need_gt) ^ need_gt) == 0;
+}
+
+/* Sorts key[0, m) into the query's order where it matters: the first h
+ * (last time's k nearest, in order) by insertion, then each of the rest
+ * that sorts before the h-th takes its place (the h-th moves to its slot)
+ * and is inserted; the rest stay a set in any order. The largest key so far
+ * stays in a register: mostly one load and one compare per key. Returns the
+ * lowest slot whose key changed. */
+static uint32_t kept_sort(uint64_t *key, uint32_t m, uint32_t h) {
+  uint32_t first = m;
+  uint64_t top = key[0];
+  for (uint32_t i = 1; i < h; i++) {
+    uint64_t k = key[i];
+    if (top <= k) {
+      top = k;
+      continue;
+    }
+    uint32_t at = i;
+    do {
+      key[at] = key[at - 1];
+      at--;
+    } while (at > 0 && key[at - 1] > k);
+    key[at] = k;
+    first = at < first ? at : first;
+  }
+  for (uint32_t i = h; i < m; i++) { /* h == k here, top == key[h - 1] */
+    uint64_t k = key[i];
+    if (k >= top)
+      continue;
+    key[i] = top; /* the h-th leaves the first h */
+    uint32_t at = h - 1;
+    while (at > 0 && key[at - 1] > k) {
+      key[at] = key[at - 1];
+      at--;
+    }
+    key[at] = k;
+    top = key[h - 1];
+    first = at < first ? at : first;
+  }
+  return first;
+}
+
+uint32_t steer_grid_nearest_kept_idx(const steer_grid *g, steer_grid_lists *L, uint32_t self, vec2 p,
+                                     float radius, uint32_t max, float *hint, float slack, uint32_t *scratch,
+                                     const uint32_t **out) {
+  *out = scratch;
+  if (max > STEER_GRID_LIST)
+    max = STEER_GRID_LIST;
+  if (!L->e || self >= L->capacity || self >= g->count || max == 0 || max > STEER_GRID_LIST_MAX_K ||
+      !(radius > 0.0f) || g->capacity > (1u << 28)) /* the keys hold 28 bits of cell position */
+    return kept_plain(g, p, radius, self, scratch, max, hint, slack);
   steer_grid_list *e = &L->e[self];
   const steer_grid_rec *rec = L->rec;
   const float r2 = radius * radius;
@@ -689,25 +819,22 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
    * square root (|x| + |y| >= the length; doubles: exact differences). */
   const double own = fabs((double)p.x - e->bx) + fabs((double)p.y - e->by);
   float guess = 0.0f; /* a squared distance holding STEER_GRID_LIST candidates now, if known */
+  uint32_t n;
   if (e->stamp == L->epoch) {
-    /* Re-rank the candidates by (d2, cell position), the query's order: a
-     * non-negative float's bits order like the float, so one 64-bit key,
-     * d2 above the cell position above the candidate's slot in the list (4
-     * bits: the slot says which candidate the key is, and never decides, since
-     * positions differ). The list is in last tick's order, so the insertion
-     * mostly only compares. */
+    /* Re-rank the candidates by (d2, cell position), the query's order. The
+     * list is in last time's order (the first k sorted, the rest a set), and
+     * mostly still is: checking that costs a few compares. Otherwise one
+     * 64-bit key per candidate: a non-negative float's bits order like the
+     * float, so d2 above the cell position above the candidate's slot in the
+     * list (4 bits: the slot says which candidate the key is, and never
+     * decides, since positions differ). */
+    const uint32_t m = e->n, head = m < max ? m : max;
     uint64_t key[STEER_GRID_LIST];
-    steer_grid_rec crec[STEER_GRID_LIST]; /* by slot: what the output reads, one 16-byte load each */
-    const uint32_t m = e->n;
 #if GRID_SIMD
     const __m128 px4 = _mm_set1_ps(p.x), py4 = _mm_set1_ps(p.y);
-    for (uint32_t i = 0; i < m; i += 4) { /* slots past m hold valid indices (the build pads) */
+    for (uint32_t i = 0; i < STEER_GRID_LIST; i += 4) { /* slots past m hold valid indices (the build pads) */
       __m128 c0 = _mm_loadu_ps(&rec[e->item[i]].x), c1 = _mm_loadu_ps(&rec[e->item[i + 1]].x);
       __m128 c2 = _mm_loadu_ps(&rec[e->item[i + 2]].x), c3 = _mm_loadu_ps(&rec[e->item[i + 3]].x);
-      _mm_storeu_ps(&crec[i].x, c0);
-      _mm_storeu_ps(&crec[i + 1].x, c1);
-      _mm_storeu_ps(&crec[i + 2].x, c2);
-      _mm_storeu_ps(&crec[i + 3].x, c3);
       _MM_TRANSPOSE4_PS(c0, c1, c2, c3); /* x, y, pos, r */
       __m128 dx = _mm_sub_ps(c0, px4), dy = _mm_sub_ps(c1, py4); /* as the query computes it */
       __m128i d2 = _mm_castps_si128(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)));
@@ -719,7 +846,6 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
 #else
     for (uint32_t i = 0; i < m; i++) {
       steer_grid_rec c = rec[e->item[i]];
-      crec[i] = c;
       float dx = c.x - p.x, dy = c.y - p.y; /* as the query computes it */
       float d2 = dx * dx + dy * dy;
       uint32_t u;
@@ -727,87 +853,41 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
       key[i] = (uint64_t)u << 32 | c.pos << 4 | i;
     }
 #endif
-    /* Only the first k need an order: the first k slots (last time's k
-     * nearest, in order) are sorted by insertion, then each of the rest that
-     * sorts before the k-th takes its place (the k-th moves to its slot) and
-     * is inserted. The rest stay a set in any order. The largest key so far
-     * stays in a register: mostly one load and one compare per key, and an
-     * order change among the far candidates costs nothing. first: the lowest
-     * slot whose key changed (m: none). */
-    uint32_t first = m;
-    const uint32_t head = m < max ? m : max;
-    uint64_t top = key[0];
-    for (uint32_t i = 1; i < head; i++) {
-      uint64_t k = key[i];
-      if (__builtin_expect(top <= k, 1)) {
-        top = k;
-        continue;
-      }
-      uint32_t at = i;
-      do {
-        key[at] = key[at - 1];
-        at--;
-      } while (at > 0 && key[at - 1] > k);
-      key[at] = k;
-      first = at < first ? at : first;
-    }
-    for (uint32_t i = head; i < m; i++) { /* head == max here, top == key[max - 1] */
-      uint64_t k = key[i];
-      if (__builtin_expect(k >= top, 1))
-        continue;
-      key[i] = top; /* the k-th leaves the first k */
-      uint32_t at = head - 1;
-      while (at > 0 && key[at - 1] > k) {
-        key[at] = key[at - 1];
-        at--;
-      }
-      key[at] = k;
-      top = key[head - 1];
-      first = at < first ? at : first;
-    }
-    const int moved = first < m;
-    n = 0;
-    if (m >= max && lists_key_d2(key[max - 1]) < r2) /* NaN sorts last and fails */
+    uint32_t first = kept_sort(key, m, head);
+    n = 0; /* those inside the radius are a prefix (NaN sorts last and fails) */
+    if (m >= max && lists_key_d2(key[max - 1]) < r2)
       n = max;
     else
-      while (n < max && n < m && lists_key_d2(key[n]) < r2)
+      while (n < head && lists_key_d2(key[n]) < r2)
         n++;
+    float kth = head ? lists_key_d2(key[head - 1]) : 0.0f;
     /* Everyone left out is now at least b = limit - moved - own away (with
      * a factor for rounding); it must be beyond the k-th candidate (then it
      * ranks after it whatever its cell) or, with fewer than k inside, beyond
      * the radius: t^2 < b^2 with t that distance. */
     const double free = (e->limit - L->moved) * (1.0 - 2e-5);
-    const double t2 = n == max ? (double)lists_key_d2(key[max - 1]) : (double)r2;
+    const double t2 = n == max ? (double)kth : (double)r2;
     double b = free - own;
     if (!(b > 0.0 && t2 < b * b)) { /* the exact move (own bounds it by up to 1.41 times) */
       double ox = (double)p.x - e->bx, oy = (double)p.y - e->by;
       b = free - sqrt(ox * ox + oy * oy) * (1.0 + 1e-12);
     }
     if (b > 0.0 && t2 < b * b) {
-      if (moved) { /* keep this tick's order for the next (slots before first are as they were) */
+      if (first < m) { /* this tick's order, kept for the next (slots before first are as they were) */
         uint32_t old[STEER_GRID_LIST];
-        memcpy(old, e->item, sizeof(old));
+        for (uint32_t i = first; i < m; i++)
+          old[i] = e->item[i];
         for (uint32_t i = first; i < m; i++)
           e->item[i] = old[key[i] & 15u];
       }
-      if (out_xy) {
-        for (uint32_t i = 0; i < n; i++) {
-          const uint32_t lo = (uint32_t)key[i];
-          const steer_grid_rec *c = &crec[lo & 15u];
-          out_pos[i] = lo >> 4;
-          out_xy[i] = v2(c->x, c->y);
-          out_r[i] = c->r;
-        }
-      } else {
-        for (uint32_t i = 0; i < n; i++)
-          out_pos[i] = (uint32_t)key[i] >> 4;
-      }
       if (hint)
-        *hint = n == max ? lists_key_d2(key[max - 1]) : 0.0f;
+        *hint = n == max ? kth : 0.0f;
+      *out = e->item;
       return n;
     }
-    /* The candidates are still there: the rebuild's bound is the farthest. */
-    if (m == STEER_GRID_LIST) { /* the farthest: the largest key */
+    /* The candidates are still there: the rebuild's bound is the farthest
+     * (the largest key's d2: the largest bits). */
+    if (m == STEER_GRID_LIST) {
       uint64_t far = key[0];
       for (uint32_t i = 1; i < m; i++)
         far = key[i] > far ? key[i] : far;
@@ -823,57 +903,67 @@ uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint3
   }
   if ((int32_t)(e->retry - L->round) > 0) {
     e->stamp = 0;
+    return kept_plain(g, p, radius, self, scratch, max, hint, slack);
+  }
+  /* Build: the LIST nearest within 1.25 radius, the first k of which inside
+   * the radius are this tick's answer (the order is total, so the first k of
+   * the LIST nearest are the k nearest). The last list's reach widened by
+   * what can have closed since is a bound holding all its candidates. */
+  const float rr = radius * 1.25f;
+  float h = guess; /* 0 (none, or NaN) leaves the query to scan the radius */
+  if (!(h > 0.0f))
+    h = 0.0f;
+  uint32_t cpos[STEER_GRID_LIST];
+  float cd2[STEER_GRID_LIST];
+  uint32_t m = nearest_any(g, p, rr, self, cpos, cd2, STEER_GRID_LIST, &h, 1);
+  n = 0;
+  while (n < max && n < m && cd2[n] < r2)
+    n++;
+  if (hint)
+    *hint = n == max ? cd2[max - 1] : 0.0f;
+  for (uint32_t i = 0; i < m; i++)
+    e->item[i] = g->items[cpos[i]];
+  for (uint32_t i = m; i < STEER_GRID_LIST; i++) /* padding the re-rank reads */
+    e->item[i] = self;
+  e->n = (uint8_t)m;
+  /* Left out: (d2, pos) after the LIST-th, so d2 >= its d2; or, with fewer
+   * found, d2 >= rr^2 (not strictly within rr). Shrunk for the float squares'
+   * rounding. */
+  float reach2 = m == STEER_GRID_LIST ? cd2[STEER_GRID_LIST - 1] : rr * rr;
+  e->reach = (float)(sqrt((double)reach2) * (1.0 - 1e-5));
+  e->bx = p.x;
+  e->by = p.y;
+  e->limit = (double)e->reach + L->moved - 1e-6;
+  e->born = L->round;
+  e->stamp = L->epoch;
+  *out = e->item;
+  return n;
+}
+
+uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint32_t self, vec2 p,
+                                 float radius, uint32_t *out_pos, vec2 *out_xy, float *out_r, uint32_t max,
+                                 float *hint, float slack) {
+  uint32_t n;
+  if (max > STEER_GRID_LIST || !L->rec) { /* beyond the lists: the plain query */
     kept_widen(hint, slack);
     n = steer_grid_nearest_pos(g, p, radius, self, out_pos, max, hint);
-    goto gather;
-  }
-  {
-    /* Build: the LIST nearest within 1.25 radius, the first k of which inside
-     * the radius are this tick's answer (the order is total, so the first k
-     * of the LIST nearest are the k nearest). The last list's reach widened
-     * by what can have closed since is a bound holding all its candidates. */
-    const float rr = radius * 1.25f;
-    float h = guess; /* 0 (none, or NaN) leaves the query to scan the radius */
-    if (!(h > 0.0f))
-      h = 0.0f;
-    uint32_t cpos[STEER_GRID_LIST];
-    float cd2[STEER_GRID_LIST];
-    uint32_t m = nearest_any(g, p, rr, self, cpos, cd2, STEER_GRID_LIST, &h, 1);
-    n = 0;
-    while (n < max && n < m && cd2[n] < r2)
-      n++;
-    for (uint32_t i = 0; i < n; i++)
-      out_pos[i] = cpos[i];
-    if (hint)
-      *hint = n == max ? cd2[max - 1] : 0.0f;
-    for (uint32_t i = 0; i < m; i++)
-      e->item[i] = g->items[cpos[i]];
-    for (uint32_t i = m; i < STEER_GRID_LIST; i++) /* padding the re-rank may read */
-      e->item[i] = self;
-    e->n = (uint8_t)m;
-    /* Left out: (d2, pos) after the LIST-th, so d2 >= its d2; or, with fewer
-     * found, d2 >= rr^2 (not strictly within rr). Shrunk for the float
-     * squares' rounding. */
-    float reach2 = m == STEER_GRID_LIST ? cd2[STEER_GRID_LIST - 1] : rr * rr;
-    e->reach = (float)(sqrt((double)reach2) * (1.0 - 1e-5));
-    e->bx = p.x;
-    e->by = p.y;
-    e->limit = (double)e->reach + L->moved - 1e-6;
-    e->born = L->round;
-    e->stamp = L->epoch;
-    if (out_xy) /* from the records (dense order, mostly in cache), not the grid's cell-order copies */
+    if (out_xy)
       for (uint32_t i = 0; i < n; i++) {
-        const steer_grid_rec *c = &rec[e->item[i]];
-        out_xy[i] = v2(c->x, c->y);
-        out_r[i] = c->r;
+        out_xy[i] = v2(g->sx[out_pos[i]], g->sy[out_pos[i]]);
+        out_r[i] = g->radii ? g->sr[out_pos[i]] : 0.0f;
       }
     return n;
   }
-gather:
-  if (out_xy)
-    for (uint32_t i = 0; i < n; i++) {
-      out_xy[i] = v2(g->sx[out_pos[i]], g->sy[out_pos[i]]);
-      out_r[i] = g->sr[out_pos[i]];
+  uint32_t scratch[STEER_GRID_LIST];
+  const uint32_t *nb;
+  n = steer_grid_nearest_kept_idx(g, L, self, p, radius, max, hint, slack, scratch, &nb);
+  for (uint32_t i = 0; i < n; i++) {
+    const steer_grid_rec *c = &L->rec[nb[i]];
+    out_pos[i] = c->pos;
+    if (out_xy) {
+      out_xy[i] = v2(c->x, c->y);
+      out_r[i] = c->r;
     }
+  }
   return n;
 }

@@ -26,6 +26,7 @@ typedef struct steer_grid {
   float *svx, *svy;  /* m/s, velocities */
   float *sr;         /* m, body radii */
   uint16_t *skey;    /* caller's per-agent tag */
+  uint8_t radii;     /* sr was filled by the last build */
 } steer_grid;
 
 #define STEER_GRID_MAX_CELLS (1u << 22)
@@ -136,5 +137,16 @@ void steer_grid_lists_track(steer_grid_lists *L, const steer_grid *g, const floa
 uint32_t steer_grid_nearest_kept(const steer_grid *g, steer_grid_lists *L, uint32_t self, vec2 p,
                                  float radius, uint32_t *out_pos, vec2 *out_xy, float *out_r, uint32_t max,
                                  float *hint, float slack);
+
+/* steer_grid_nearest_kept giving dense indices: *out points at the n
+ * nearest's (n returned), in the agent's kept list (valid until the next
+ * query for the same agent, or the next build) or in scratch, which must hold
+ * STEER_GRID_LIST entries. Their positions, cell positions and radii are
+ * L->rec[index] (the lists track every build of g). max > STEER_GRID_LIST is
+ * taken as STEER_GRID_LIST. The same answer and hint as
+ * steer_grid_nearest_kept. */
+uint32_t steer_grid_nearest_kept_idx(const steer_grid *g, steer_grid_lists *L, uint32_t self, vec2 p,
+                                     float radius, uint32_t max, float *hint, float slack, uint32_t *scratch,
+                                     const uint32_t **out);
 
 #endif /* STEER_GRID_H */

@@ -918,34 +918,60 @@ static inline int finish_separation_only(const steer_world *w, uint32_t d) {
   return !w->map_live && !w->akey[d] && b->separation_weight > 0.0f && b->combine != STEER_COMBINE_PRIORITY;
 }
 
+/* The neighbours of agent d as neighbours_kept finds them, as dense indices
+ * (*nb; their records are w->nbr.rec[index]): straight from the kept list
+ * when the agent queries every tick and wants few enough, otherwise through
+ * neighbours_kept (scratch holds SEPARATION_MAX_NEIGHBOURS). */
+static uint32_t neighbours_idx(steer_world *w, uint32_t d, const steer_state *s, float dt, uint32_t *scratch,
+                               const uint32_t **nb) {
+  const steer_behaviour *b = &w->behaviour[d];
+  const steer_limits *l = &w->limits[d];
+  uint32_t max =
+      b->max_neighbours < SEPARATION_MAX_NEIGHBOURS ? b->max_neighbours : SEPARATION_MAX_NEIGHBOURS;
+  if (b->neighbour_period <= 1 && max <= STEER_GRID_LIST_MAX_K) { /* as in neighbours() */
+    float query = b->params.separation_radius + l->radius + w->max_radius;
+    float hint = w->nhint[d];
+    uint32_t n = steer_grid_nearest_kept_idx(&w->grid, &w->nbr, d, s->position, query, max, &hint,
+                                             2.0f * l->max_speed * dt, scratch, nb);
+    w->nhint[d] = hint;
+    return n;
+  }
+  uint32_t pos[SEPARATION_MAX_NEIGHBOURS];
+  vec2 xy[SEPARATION_MAX_NEIGHBOURS];
+  float rad[SEPARATION_MAX_NEIGHBOURS];
+  uint32_t n = neighbours_kept(w, d, s, dt, pos, xy, rad);
+  for (uint32_t i = 0; i < n; i++)
+    scratch[i] = w->grid.items[pos[i]];
+  *nb = scratch;
+  return n;
+}
+
 /* The first half of dynamic_finish for four such agents: the four neighbour
  * queries one after another, then their separation four agents at a time
- * (steer_separation_x4). It does not need the behaviour's output, so the
- * caller runs it first and the separation's square roots and divisions
- * overlap the behaviour's arithmetic; steer_blend_separation_x4 then gives
- * bit for bit what four dynamic_finish calls give. The queries write only
- * their own agent's hint and kept list, as there. */
+ * (steer_separation_x4_idx, reading the neighbours where the queries left
+ * them). It does not need the behaviour's output, so the caller runs it
+ * first and the separation's square roots and divisions overlap the
+ * behaviour's arithmetic; steer_blend_separation_x4 then gives bit for bit
+ * what four dynamic_finish calls give. The queries write only their own
+ * agent's hint and kept list, as there. */
 static void separation_x4_of(steer_world *w, const uint32_t dd[4], const steer_state st[4], float dt,
                              steer_output sep[4], float weight[4]) {
-  uint32_t idx[4][SEPARATION_MAX_NEIGHBOURS];
-  vec2 nxy[4][SEPARATION_MAX_NEIGHBOURS];
-  float nrad[4][SEPARATION_MAX_NEIGHBOURS];
+  _Static_assert(SEPARATION_MAX_NEIGHBOURS <= STEER_SEPARATION_X4_MAX, "the separation's cap");
+  _Static_assert(SEPARATION_MAX_NEIGHBOURS >= STEER_GRID_LIST, "scratch for the kept query");
+  uint32_t scratch[4][SEPARATION_MAX_NEIGHBOURS];
+  const uint32_t *nb[4];
   uint32_t nn[4];
   const steer_state *sp[4];
   const steer_limits *lp[4];
   const steer_params *pp[4];
-  const vec2 *xyp[4];
-  const float *rp[4];
   for (int j = 0; j < 4; j++) {
-    nn[j] = neighbours_kept(w, dd[j], &st[j], dt, idx[j], nxy[j], nrad[j]);
+    nn[j] = neighbours_idx(w, dd[j], &st[j], dt, scratch[j], &nb[j]);
     sp[j] = &st[j];
     lp[j] = &w->limits[dd[j]];
     pp[j] = &w->behaviour[dd[j]].params;
     weight[j] = w->behaviour[dd[j]].separation_weight;
-    xyp[j] = nxy[j];
-    rp[j] = nrad[j];
   }
-  steer_separation_x4(sp, lp, pp, xyp, rp, nn, sep);
+  steer_separation_x4_idx(sp, lp, pp, w->nbr.rec, nb, nn, sep);
 }
 
 static steer_kinematic_output kinematic_steering(steer_world *w, uint32_t d, const steer_state *s) {
