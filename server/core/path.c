@@ -339,6 +339,9 @@ unsigned steer_path_advance(const steer_path *path, steer_path_cursor *c, const 
 }
 
 #if STEER_SIMD
+#define BL_W 4
+#include "simdw.h" /* vpath_heading_4 */
+
 /* The lanes' ends (f4_finish_lanes) of steer_path_steer_heading_x4. */
 typedef struct heading_lanes {
   const steer_state *const *s;
@@ -397,42 +400,11 @@ int steer_path_steer_heading_x4(const steer_state *const s[4], const steer_limit
 #define MS(i) l[i]->max_speed
 #define MA(i) l[i]->max_acceleration
 #define MR(i) l[i]->max_rotation
-  const f4 zero = _mm_setzero_ps();
-  f4 px = LANES(PX), py = LANES(PY), vx = LANES(VX), vy = LANES(VY), th = LANES(TH);
-  f4 ms = LANES(MS), ma = LANES(MA), mr = LANES(MR);
-  f4 is_turn = _mm_loadu_ps(turn), is_fin = _mm_loadu_ps(fin);
-  f4 bad_turn = zero, bad = zero;
-  f4 speed_now = _mm_sqrt_ps(_mm_add_ps(_mm_mul_ps(vx, vx), _mm_mul_ps(vy, vy)));
-  /* A running arc: its rate, at the speed it started with. */
-  f4 turn_speed = f4_fmin(speed_now, ms, &bad_turn);
-  /* Else toward the node. */
-  f4 ox = _mm_sub_ps(_mm_loadu_ps(tx), px), oy = _mm_sub_ps(_mm_loadu_ps(ty), py);
-  f4 d2 = _mm_add_ps(_mm_mul_ps(ox, ox), _mm_mul_ps(oy, oy));
-  f4 dist = _mm_sqrt_ps(d2);
-  f4 bad_fin = zero;
-  f4 room = f4_fmax(_mm_sub_ps(dist, _mm_loadu_ps(hr)), zero, &bad_fin);
-  f4 brake = f4_fmin(ms, _mm_sqrt_ps(_mm_mul_ps(_mm_mul_ps(f4_set(2.0f), ma), room)), &bad_fin);
-  bad = _mm_or_ps(bad, _mm_and_ps(is_fin, bad_fin));
-  f4 speed = f4_sel(is_fin, brake, ms);
-  /* reachable_speed */
-  f4 hs, hc;
-  f4_sincos(th, &hs, &hc, &bad);
-  f4 sin_b = _mm_div_ps(f4_abs(_mm_sub_ps(_mm_mul_ps(hc, oy), _mm_mul_ps(hs, ox))), dist);
-  f4 cap = _mm_div_ps(_mm_mul_ps(mr, dist), _mm_mul_ps(f4_set(2.0f), sin_b));
-  f4 capped = f4_sel(_mm_cmplt_ps(cap, speed), cap, speed);
-  speed = f4_sel(_mm_or_ps(_mm_cmple_ps(dist, zero), _mm_cmple_ps(sin_b, zero)), speed, capped);
-  /* turn_gain, then steer_heading_turn_toward with it */
-  f4 fast = f4_fmax(speed, speed_now, &bad);
-  f4 near = _mm_and_ps(_mm_cmplt_ps(dist, f4_set(PATH_GAIN_DISTANCE)), _mm_cmpgt_ps(dist, zero));
-  f4 gain = f4_sel(near, _mm_mul_ps(fast, _mm_div_ps(f4_set(PATH_GAIN_DISTANCE), dist)), fast);
-  f4 still = _mm_cmpeq_ps(d2, zero);
-  f4 wrap_bad = zero;
-  f4 diff = f4_wrap_angle(_mm_sub_ps(f4_atan2(oy, ox), th), &wrap_bad);
-  bad = _mm_or_ps(bad, _mm_andnot_ps(still, wrap_bad));
-  f4 rot = _mm_andnot_ps(still, f4_clamp(_mm_mul_ps(diff, gain), f4_neg(mr), mr));
-  f4 out_rot = f4_sel(is_turn, _mm_loadu_ps(rate), rot);
-  f4 out_speed = f4_sel(is_turn, turn_speed, speed);
-  bad = f4_sel(is_turn, bad_turn, bad);
+  f4 bad = _mm_setzero_ps(), out_rot, out_speed, speed_now;
+  vpath_heading_4(LANES(PX), LANES(PY), LANES(VX), LANES(VY), LANES(TH), LANES(MS), LANES(MA), LANES(MR),
+                  _mm_loadu_ps(tx), _mm_loadu_ps(ty), _mm_loadu_ps(hr), _mm_loadu_ps(fin), _mm_loadu_ps(turn),
+                  _mm_loadu_ps(rate), &out_rot, &out_speed, &speed_now, &bad);
+  (void)speed_now;
   const f4 res[] = {out_rot, out_speed};
   heading_lanes lanes = {s, l, p, path, c, out};
   return f4_finish_lanes(res, 2, bad, scalar, heading_keep, heading_redo, &lanes);

@@ -439,44 +439,8 @@ void steer_integrate_heading(steer_state *s, const steer_limits *l, steer_headin
 }
 
 #if STEER_SIMD
-/* v2_clip over four lanes; *bad gets the lanes whose square overflowed (the
- * scalar code rescales those first). */
-SIMD_INLINE void f4_clip(f4 *x, f4 *y, f4 max_len, f4 *bad) {
-  f4 l2 = _mm_add_ps(_mm_mul_ps(*x, *x), _mm_mul_ps(*y, *y));
-  f4 cut = _mm_and_ps(_mm_cmpgt_ps(l2, _mm_mul_ps(max_len, max_len)), _mm_cmpgt_ps(l2, _mm_setzero_ps()));
-  *bad = _mm_or_ps(*bad, _mm_andnot_ps(_mm_cmple_ps(l2, f4_set(FLT_MAX)), cut));
-  f4 k = _mm_div_ps(max_len, _mm_sqrt_ps(l2));
-  *x = f4_sel(cut, _mm_mul_ps(*x, k), *x);
-  *y = f4_sel(cut, _mm_mul_ps(*y, k), *y);
-}
-
-/* approach_speed over four lanes. */
-SIMD_INLINE f4 f4_approach_speed(f4 dist, f4 max_speed, f4 max_acc, f4 slow_radius, f4 time_to_target) {
-  f4 speed = f4_sel(_mm_cmplt_ps(dist, slow_radius), _mm_div_ps(_mm_mul_ps(max_speed, dist), slow_radius),
-                    max_speed);
-  f4 braking = _mm_sqrt_ps(_mm_mul_ps(max_acc, dist));
-  speed = f4_sel(_mm_cmplt_ps(braking, speed), braking, speed);
-  f4 damped = _mm_div_ps(dist, _mm_mul_ps(f4_set(4.0f), time_to_target));
-  return f4_sel(_mm_cmplt_ps(damped, speed), damped, speed);
-}
-
-/* The angular part of steer_face toward direction (dx, dy) (steer_look_where_going
- * with the velocity): brake the rotation when the direction is zero or inside
- * the align dead band, else steer_align to its orientation. */
-SIMD_INLINE f4 f4_face_dir(f4 dx, f4 dy, f4 theta, f4 omega, f4 mr, f4 maa, f4 attt, f4 atr, f4 asr, f4 *bad) {
-  const f4 zero = _mm_setzero_ps();
-  f4 nmaa = f4_neg(maa);
-  f4 brake = f4_clamp(_mm_div_ps(f4_neg(omega), attt), nmaa, maa);
-  f4 still = _mm_cmpeq_ps(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)), zero);
-  f4 wrap_bad = zero;
-  f4 error = f4_wrap_angle(_mm_sub_ps(f4_atan2(dy, dx), theta), &wrap_bad);
-  *bad = _mm_or_ps(*bad, _mm_andnot_ps(still, wrap_bad)); /* a still direction brakes: no angle read */
-  f4 size = f4_abs(error);
-  f4 rate = f4_approach_speed(size, mr, maa, asr, attt);
-  rate = f4_sel(_mm_cmplt_ps(error, zero), f4_neg(rate), rate);
-  f4 turn = f4_clamp(_mm_div_ps(_mm_sub_ps(rate, omega), attt), nmaa, maa);
-  return f4_sel(_mm_or_ps(still, _mm_cmplt_ps(size, atr)), brake, turn);
-}
+#define BL_W 4
+#include "simdw.h" /* the helpers and the batch kinds' steering, four lanes (varrive_look_4, ...) */
 
 /* The lanes' ends (f4_finish_lanes) of the kernels below. */
 typedef struct arrive_look_lanes {
@@ -573,25 +537,11 @@ int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *cons
 #define ATR(i)  p[i]->align_target_radius
 #define ASR(i)  p[i]->align_slow_radius
 #define ATTT(i) p[i]->align_time_to_target
-  const f4 zero = _mm_setzero_ps();
-  f4 px = LANES(PX), py = LANES(PY), vx = LANES(VX), vy = LANES(VY), theta = LANES(TH), omega = LANES(OM);
-  f4 ms = LANES(MS), ma = LANES(MA), ttt = LANES(TTT), tr = LANES(TR);
-  f4 bad = zero;
-  /* steer_arrive: approach_velocity outside target_radius, else rest. */
-  f4 ox = _mm_sub_ps(LANES(TX), px), oy = _mm_sub_ps(LANES(TY), py);
-  f4 o2 = _mm_add_ps(_mm_mul_ps(ox, ox), _mm_mul_ps(oy, oy));
-  f4 dist = _mm_sqrt_ps(o2);
-  f4 speed = f4_approach_speed(dist, ms, ma, LANES(SR), ttt);
-  f4 k = _mm_div_ps(speed, dist);
-  f4 go = _mm_and_ps(_mm_cmpge_ps(o2, _mm_mul_ps(tr, tr)), _mm_cmpgt_ps(dist, zero));
-  f4 dx = _mm_and_ps(go, _mm_mul_ps(ox, k)), dy = _mm_and_ps(go, _mm_mul_ps(oy, k));
-  f4_clip(&dx, &dy, ms, &bad);
-  /* seek_linear */
-  f4 inv = _mm_div_ps(f4_set(1.0f), ttt);
-  f4 lx = _mm_mul_ps(_mm_sub_ps(dx, vx), inv), ly = _mm_mul_ps(_mm_sub_ps(dy, vy), inv);
-  f4_clip(&lx, &ly, ma, &bad);
-  /* steer_look_where_going: face along the velocity. */
-  f4 angular = f4_face_dir(vx, vy, theta, omega, LANES(MR), LANES(MAA), LANES(ATTT), LANES(ATR), LANES(ASR), &bad);
+  /* The lanes of the limits and parameters, laid out as world_batch_rec. */
+  const f4 f[12] = {LANES(MS),  LANES(MA),  LANES(MR),   LANES(MAA), LANES(TTT), LANES(TR),
+                    LANES(SR),  LANES(ATR), LANES(ASR),  LANES(ATTT), LANES(TX), LANES(TY)};
+  f4 bad = _mm_setzero_ps(), lx, ly, angular;
+  varrive_look_4(LANES(PX), LANES(PY), LANES(VX), LANES(VY), LANES(TH), LANES(OM), f, &lx, &ly, &angular, &bad);
   const f4 res[] = {lx, ly, angular};
   arrive_look_lanes lanes = {s, l, p, target, out};
   return f4_finish_lanes(res, 3, bad, 0, arrive_look_keep, arrive_look_redo, &lanes);
@@ -650,21 +600,13 @@ int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4
     saved[i] = *rng[i];
     bin[i] = steer_rng_binomial(rng[i]);
   }
-  const f4 dt4 = f4_set(dt);
-  f4 bad = _mm_setzero_ps();
-  f4 px = LANES(PX), py = LANES(PY), theta = LANES(TH);
-  f4 wa = f4_wrap_angle(_mm_add_ps(LANES(WA), _mm_mul_ps(_mm_mul_ps(LANES(BIN), LANES(WR)), dt4)), &bad);
-  f4 hs, hc, ts, tc;
-  f4_sincos(theta, &hs, &hc, &bad);
-  f4 off = LANES(WO), rad = LANES(WRAD);
-  f4 cx = _mm_add_ps(px, _mm_mul_ps(hc, off)), cy = _mm_add_ps(py, _mm_mul_ps(hs, off));
-  f4_sincos(_mm_add_ps(theta, wa), &ts, &tc, &bad);
-  f4 tx = _mm_add_ps(cx, _mm_mul_ps(tc, rad)), ty = _mm_add_ps(cy, _mm_mul_ps(ts, rad));
-  f4 maa = LANES(MAA);
-  f4 angular = f4_face_dir(_mm_sub_ps(tx, px), _mm_sub_ps(ty, py), theta, LANES(OM), LANES(MR), maa, LANES(ATTT),
-                           LANES(ATR), LANES(ASR), &bad);
-  f4 ma = LANES(MA);
-  const f4 res[] = {_mm_mul_ps(hc, ma), _mm_mul_ps(hs, ma), angular, wa};
+  const f4 zero = _mm_setzero_ps();
+  const f4 f[12] = {zero,       LANES(MA),  LANES(MR),  LANES(MAA), LANES(WR), LANES(WO),
+                    LANES(WRAD), LANES(ATR), LANES(ASR), LANES(ATTT), zero,     zero};
+  f4 bad = zero, lx, ly, angular, wa;
+  vwander_4(LANES(PX), LANES(PY), LANES(TH), LANES(OM), LANES(WA), LANES(BIN), f4_set(dt), f, &lx, &ly, &angular,
+            &wa, &bad);
+  const f4 res[] = {lx, ly, angular, wa};
   wander_lanes lanes = {s, l, p, wander_orientation, rng, saved, dt, out};
   return f4_finish_lanes(res, 4, bad, 0, wander_keep, wander_redo, &lanes);
 #undef LANES
@@ -708,16 +650,10 @@ int steer_integrate_dynamic_x4(steer_state *const s[4], const steer_limits *cons
 #define MA(i)  l[i]->max_acceleration
 #define MR(i)  l[i]->max_rotation
 #define MAA(i) l[i]->max_angular_acceleration
-    const f4 t = f4_set(dt);
     f4 bad = _mm_setzero_ps();
-    f4 lx = LANES(OX), ly = LANES(OY), maa = LANES(MAA), mr = LANES(MR);
-    f4_clip(&lx, &ly, LANES(MA), &bad);
-    f4 ang = f4_clamp(LANES(OA), f4_neg(maa), maa);
-    f4 vx = _mm_add_ps(LANES(VX), _mm_mul_ps(lx, t)), vy = _mm_add_ps(LANES(VY), _mm_mul_ps(ly, t));
-    f4_clip(&vx, &vy, LANES(MS), &bad);
-    f4 rot = f4_clamp(_mm_add_ps(LANES(OM), _mm_mul_ps(ang, t)), f4_neg(mr), mr);
-    f4 px = _mm_add_ps(LANES(PX), _mm_mul_ps(vx, t)), py = _mm_add_ps(LANES(PY), _mm_mul_ps(vy, t));
-    f4 th = f4_wrap_angle(_mm_add_ps(LANES(TH), _mm_mul_ps(rot, t)), &bad);
+    f4 px = LANES(PX), py = LANES(PY), vx = LANES(VX), vy = LANES(VY), th = LANES(TH), rot = LANES(OM);
+    vintegrate_dynamic_4(LANES(OX), LANES(OY), LANES(OA), LANES(MS), LANES(MA), LANES(MR), LANES(MAA), f4_set(dt), &px,
+                         &py, &vx, &vy, &th, &rot, &bad);
     const f4 res[] = {px, py, vx, vy, th, rot};
     integrate_lanes lanes = {s, l, o, NULL, dt};
     return f4_finish_lanes(res, 6, bad, 0, integrate_keep, integrate_dynamic_redo, &lanes);
@@ -757,25 +693,12 @@ int steer_integrate_heading_x4(steer_state *const s[4], const steer_limits *cons
 #define MS(i) l[i]->max_speed
 #define MA(i) l[i]->max_acceleration
 #define MR(i) l[i]->max_rotation
-    const f4 t = f4_set(dt), zero = _mm_setzero_ps();
-    f4 bad = zero, bad_up = zero, bad_down = zero;
-    f4 vx = LANES(VX), vy = LANES(VY), ms = LANES(MS), mr = LANES(MR);
+    f4 bad = _mm_setzero_ps();
+    f4 vx = LANES(VX), vy = LANES(VY), px = LANES(PX), py = LANES(PY), th = LANES(TH), rot;
     f4 speed = _mm_sqrt_ps(_mm_add_ps(_mm_mul_ps(vx, vx), _mm_mul_ps(vy, vy)));
-    f4 want = f4_clamp(LANES(OS), zero, ms);
-    f4 step = _mm_mul_ps(LANES(MA), t);
-    f4 up = _mm_cmpgt_ps(want, speed);
-    f4 faster = f4_fmin(want, _mm_add_ps(speed, step), &bad_up);
-    f4 slower = f4_fmax(want, _mm_sub_ps(speed, step), &bad_down);
-    bad = f4_sel(up, bad_up, bad_down);
-    speed = f4_sel(up, faster, slower);
-    speed = f4_sel(_mm_cmpgt_ps(speed, ms), ms, speed);
-    f4 rot = f4_clamp(LANES(OR), f4_neg(mr), mr);
-    f4 th = f4_wrap_angle(_mm_add_ps(LANES(TH), _mm_mul_ps(rot, t)), &bad);
-    f4 hs, hc;
-    f4_sincos(th, &hs, &hc, &bad);
-    f4 run = _mm_mul_ps(speed, t);
-    f4 px = _mm_add_ps(LANES(PX), _mm_mul_ps(hc, run)), py = _mm_add_ps(LANES(PY), _mm_mul_ps(hs, run));
-    const f4 res[] = {px, py, _mm_mul_ps(hc, speed), _mm_mul_ps(hs, speed), th, rot};
+    vintegrate_heading_4(LANES(OR), LANES(OS), speed, LANES(MS), LANES(MA), LANES(MR), f4_set(dt), &px, &py, &vx, &vy,
+                         &th, &rot, &bad);
+    const f4 res[] = {px, py, vx, vy, th, rot};
     integrate_lanes lanes = {s, l, NULL, o, dt};
     return f4_finish_lanes(res, 6, bad, 0, integrate_keep, integrate_heading_redo, &lanes);
 #undef LANES

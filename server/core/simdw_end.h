@@ -1,0 +1,29 @@
+/* simdw_end.h: undefines simdw.h's macros (before it is included again
+ * with another width). */
+#undef VF
+#undef BL
+#undef BL_INLINE
+#undef BL_FN
+#undef V1
+#undef VZERO
+#undef VSQRT
+#undef VAND
+#undef VOR
+#undef VANDN
+#undef VXOR
+#undef VMIN
+#undef VMAX
+#undef VSEL
+#undef VLT
+#undef VLE
+#undef VGT
+#undef VGE
+#undef VEQ
+#undef VUNORD
+#undef VMASK
+#undef VSTORE
+#undef VLOAD
+#undef VGATHER
+#undef VALL
+#undef VW
+#undef VFULL
