@@ -87,17 +87,23 @@ static void check_query(const steer_grid *g, const float *px, const float *py, u
   float kth = m > 0 ? all[(want > 0 ? want : 1) - 1].d2 : 1.0f;
   float wide = sqrtf(kth) + 0.01f * radius;
   const float hints[] = {0.0f, 1e-6f, 0.5f * r2, kth, wide * wide, r2, 4.0f * r2};
-  for (size_t h = 0; h < sizeof(hints) / sizeof(hints[0]); h++) {
-    float hint = hints[h];
+  /* Both paths of the guessed-bound query: four lanes, and eight (AVX2)
+   * where the processor has it. */
+  const size_t nh = sizeof(hints) / sizeof(hints[0]);
+  const int was = steer_grid_avx2();
+  for (size_t h = 0; h < nh * (size_t)(1 + steer_grid_avx2_supported()); h++) {
+    steer_grid_set_avx2(h >= nh);
+    float hint = hints[h % nh];
     static float d2h[NMAX];
     got2 = steer_grid_nearest_hint(g, p, radius, exclude, out2, d2h, max, &hint);
     ck_assert_uint_eq(got2, got);
-    ck_assert_msg(memcmp(out, out2, got * sizeof(uint32_t)) == 0, "hint %g changed the answer",
-                  (double)hints[h]);
+    ck_assert_msg(memcmp(out, out2, got * sizeof(uint32_t)) == 0, "hint %g changed the answer (avx2 %d)",
+                  (double)hints[h % nh], steer_grid_avx2());
     ck_assert(memcmp(d2, d2h, got * sizeof(float)) == 0);
     if (max <= STEER_GRID_FAST_K)
       ck_assert_msg(hint == (got == max ? d2[max - 1] : 0.0f), "hint out %g", (double)hint);
   }
+  steer_grid_set_avx2(was);
   if (max <= STEER_GRID_FAST_K) {
     uint32_t big = STEER_GRID_FAST_K + 1;
     got2 = steer_grid_nearest(g, p, radius, exclude, out2, NULL, big);
@@ -475,8 +481,12 @@ START_TEST(test_kept_lists) {
   static float px[N], py[N];
   static uint32_t a[STEER_GRID_LIST_MAX_K], b[STEER_GRID_LIST_MAX_K];
   static cand all[N];
+  /* _i 0, 1: two point sets; 2, 3: the same without the AVX2 path (its
+   * rebuilds through the four-lane guessed-bound query). */
+  const int was = steer_grid_set_avx2(_i < 2);
+  const int set = _i % 2;
   steer_rng r;
-  steer_rng_seed(&r, 1234u + (uint64_t)_i);
+  steer_rng_seed(&r, 1234u + (uint64_t)set);
   steer_grid g;
   steer_grid_lists L, L2; /* L2: the same lists through steer_grid_nearest_kept_idx */
   ck_assert_int_eq(steer_grid_init(&g, v2(0.0f, 0.0f), v2(60.0f, 60.0f), 2.5f, N), STEER_OK);
@@ -485,7 +495,7 @@ START_TEST(test_kept_lists) {
   for (uint32_t i = 0; i < N; i++) {
     px[i] = 1.0f + 2.0f * (float)(i % 30);
     py[i] = 1.0f + 2.0f * (float)(i / 30);
-    if (_i == 1) { /* jittered, with a crowd and coincident pairs */
+    if (set == 1) { /* jittered, with a crowd and coincident pairs */
       px[i] += steer_rng_range(&r, -0.6f, 0.6f);
       py[i] += steer_rng_range(&r, -0.6f, 0.6f);
       if (i % 9 == 0)
@@ -581,6 +591,7 @@ START_TEST(test_kept_lists) {
                 (unsigned long long)queries);
   steer_grid_lists_free(&L2);
   steer_grid_lists_free(&L);
+  steer_grid_set_avx2(was);
   steer_grid_free(&g);
 }
 END_TEST
@@ -602,7 +613,7 @@ static Suite *grid_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_init_validation);
   tcase_add_test(tc, test_rebuild_after_moves);
-  tcase_add_loop_test(tc, test_kept_lists, 0, 2);
+  tcase_add_loop_test(tc, test_kept_lists, 0, 4);
   suite_add_tcase(s, tc);
   return s;
 }

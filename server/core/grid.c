@@ -30,11 +30,46 @@
 #define GRID_SIMD 0
 #endif
 
+#if GRID_SIMD && defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define GRID_AVX2 1 /* an AVX2 variant of the boxed query, chosen at run time */
+#else
+#define GRID_AVX2 0
+#endif
+
 #include "world.h"
 
-/* Slots after the last in sx and sy, so a block of four may start at any
- * position (its lanes past the end are masked off). */
-#define GRID_PAD 4u
+/* Slots after the last in sx and sy, so a block of four (eight with AVX2)
+ * may start at any position (its lanes past the end are masked off). */
+#define GRID_PAD 8u
+
+/* -1: not decided yet. Relaxed atomics: threads deciding at once all store
+ * the same value. */
+static int grid_use_avx2 = -1;
+
+int steer_grid_avx2_supported(void) {
+#if GRID_AVX2
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
+#else
+  return 0;
+#endif
+}
+
+int steer_grid_avx2(void) {
+  int on = __atomic_load_n(&grid_use_avx2, __ATOMIC_RELAXED);
+  if (on < 0) {
+    on = steer_grid_avx2_supported();
+    __atomic_store_n(&grid_use_avx2, on, __ATOMIC_RELAXED);
+  }
+  return on;
+}
+
+int steer_grid_set_avx2(int on) {
+  int was = steer_grid_avx2();
+  __atomic_store_n(&grid_use_avx2, on ? steer_grid_avx2_supported() : 0, __ATOMIC_RELAXED);
+  return was;
+}
 
 int steer_grid_init(steer_grid *g, vec2 min, vec2 max, float cell, uint32_t capacity) {
   memset(g, 0, sizeof(*g));
@@ -377,6 +412,9 @@ static void fast_scan(fast_query *q, float radius, int nv) {
  * caller's running top-k is cheaper there). */
 #define BOX_CAP 48u
 
+static int box_rank(const steer_grid *g, float *sd, int32_t *sp, uint32_t m, uint32_t k, uint32_t *out,
+                    float *out_d2, int want_pos, float *kth);
+
 static int nearest_box(const steer_grid *g, vec2 p, float thr, float margin, uint32_t excl, uint32_t k,
                        uint32_t *out, float *out_d2, int want_pos, float *kth) {
   const float half = sqrtf(thr) + margin;
@@ -436,6 +474,14 @@ static int nearest_box(const steer_grid *g, vec2 p, float thr, float margin, uin
   }
   if (m < k || m > BOX_CAP)
     return 0;
+  return box_rank(g, sd, sp, m, k, out, out_d2, want_pos, kth);
+}
+
+/* Ranks the m survivors of a box (sd, sp: squared distances and cell
+ * positions, with room for padding to a multiple of four) by (d2, cell
+ * position) and writes the first k. Returns 1. */
+static int box_rank(const steer_grid *g, float *sd, int32_t *sp, uint32_t m, uint32_t k, uint32_t *out,
+                    float *out_d2, int want_pos, float *kth) {
   for (uint32_t j = m; j < ((m + 3) & ~3u); j++) { /* padding sorts after everyone */
     sd[j] = INFINITY;
     sp[j] = INT32_MAX;
@@ -492,6 +538,137 @@ static int nearest_box(const steer_grid *g, vec2 p, float thr, float margin, uin
   return 1;
 }
 
+#if GRID_AVX2
+/* nearest_box with eight lanes. The compaction moves the survivors of a
+ * block of eight to the front with one permute (the lanes to keep, from the
+ * mask with pdep/pext) instead of a store per candidate; up to
+ * BOX_RANK_MAX survivors are ranked with the survivors in four registers and
+ * every survivor compared against all of them at once (the counts of
+ * survivors sorting before each accumulate in the lanes: no horizontal sums),
+ * and placed by rank. The same survivors, ranks and output as nearest_box
+ * (ties by cell position: a second pass with the full comparison when two
+ * survivors have the same d2). */
+#define BOX_RANK_MAX 32u
+
+__attribute__((target("avx2,bmi2,popcnt"))) static int nearest_box_avx2(const steer_grid *g, vec2 p, float thr,
+                                                                        float margin, uint32_t excl, uint32_t k,
+                                                                        uint32_t *out, float *out_d2,
+                                                                        int want_pos, float *kth) {
+  const float half = sqrtf(thr) + margin;
+  uint32_t c0 = grid_col(g, p.x - half), c1 = grid_col(g, p.x + half);
+  uint32_t r0 = grid_row(g, p.y - half), r1 = grid_row(g, p.y + half);
+  const float *sx = g->sx, *sy = g->sy;
+  const __m256 px8 = _mm256_set1_ps(p.x), py8 = _mm256_set1_ps(p.y), thr8 = _mm256_set1_ps(thr);
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  /* BOX_CAP survivors plus one block, plus padding to BOX_RANK_MAX. */
+  float sd[BOX_CAP + 16];
+  int32_t sp[BOX_CAP + 16];
+  uint32_t m = 0;
+  for (uint32_t row = r0; row <= r1; row++) { /* as nearest_box: the rows' misses overlap */
+    const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
+    uint32_t a = rs[c0], end = rs[c1 + 1];
+    if (a < end) {
+      __builtin_prefetch(sx + a);
+      __builtin_prefetch(sy + a);
+      __builtin_prefetch(g->items + a);
+      __builtin_prefetch(sx + end - 1);
+      __builtin_prefetch(sy + end - 1);
+      __builtin_prefetch(g->items + end - 1);
+    }
+  }
+  for (uint32_t row = r0; row <= r1; row++) {
+    const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
+    uint32_t a = rs[c0], end = rs[c1 + 1];
+    /* The last block may read up to seven slots past the row (GRID_PAD). */
+    for (; a < end; a += 8) {
+      if (m > BOX_CAP)
+        return 0;
+      __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(sx + a), px8), dy = _mm256_sub_ps(_mm256_loadu_ps(sy + a), py8);
+      __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
+      uint32_t pass = (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(d2, thr8, _CMP_LE_OQ));
+      if (end - a < 8)
+        pass &= (1u << (end - a)) - 1u;
+      if (excl - a < 8)
+        pass &= ~(1u << (excl - a));
+      /* the kept lanes' numbers, packed: one byte per lane kept */
+      uint64_t lanes = _pext_u64(0x0706050403020100ull, _pdep_u64(pass, 0x0101010101010101ull) * 0xffu);
+      __m256i idx = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)lanes));
+      _mm256_storeu_ps(sd + m, _mm256_permutevar8x32_ps(d2, idx));
+      _mm256_storeu_si256((__m256i *)(void *)(sp + m),
+                          _mm256_permutevar8x32_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32((int)a)), idx));
+      m += (uint32_t)__builtin_popcount(pass);
+    }
+  }
+  if (m < k || m > BOX_CAP)
+    return 0;
+  if (m > BOX_RANK_MAX)
+    return box_rank(g, sd, sp, m, k, out, out_d2, want_pos, kth);
+  for (uint32_t j = m; j < BOX_RANK_MAX; j++) { /* padding: never before a survivor */
+    sd[j] = INFINITY;
+    sp[j] = INT32_MAX;
+  }
+  const __m256 d0 = _mm256_loadu_ps(sd), d1 = _mm256_loadu_ps(sd + 8), d2 = _mm256_loadu_ps(sd + 16),
+               d3 = _mm256_loadu_ps(sd + 24);
+  __m256i n0 = _mm256_setzero_si256(), n1 = n0, n2 = n0, n3 = n0;
+  /* First by d2 alone: with no two survivors at the same d2 that is the
+   * (d2, cell position) rank. */
+  for (uint32_t j = 0; j < m; j++) {
+    const __m256 dj = _mm256_broadcast_ss(sd + j);
+    n0 = _mm256_sub_epi32(n0, _mm256_castps_si256(_mm256_cmp_ps(dj, d0, _CMP_LT_OQ)));
+    n1 = _mm256_sub_epi32(n1, _mm256_castps_si256(_mm256_cmp_ps(dj, d1, _CMP_LT_OQ)));
+    n2 = _mm256_sub_epi32(n2, _mm256_castps_si256(_mm256_cmp_ps(dj, d2, _CMP_LT_OQ)));
+    n3 = _mm256_sub_epi32(n3, _mm256_castps_si256(_mm256_cmp_ps(dj, d3, _CMP_LT_OQ)));
+  }
+  uint32_t rank[BOX_RANK_MAX], tp[BOX_RANK_MAX];
+  float td[BOX_RANK_MAX];
+  _mm256_storeu_si256((__m256i *)(void *)rank, n0);
+  _mm256_storeu_si256((__m256i *)(void *)(rank + 8), n1);
+  _mm256_storeu_si256((__m256i *)(void *)(rank + 16), n2);
+  _mm256_storeu_si256((__m256i *)(void *)(rank + 24), n3);
+  uint64_t seen = 0;
+  for (uint32_t i = 0; i < m; i++) {
+    seen |= 1ull << rank[i];
+    tp[rank[i]] = (uint32_t)sp[i];
+    td[rank[i]] = sd[i];
+  }
+  if (seen != (1ull << m) - 1u) { /* equal d2: ranked again by (d2, cell position) */
+    const __m256i p0 = _mm256_loadu_si256((const __m256i *)(const void *)sp),
+                  p1 = _mm256_loadu_si256((const __m256i *)(const void *)(sp + 8)),
+                  p2 = _mm256_loadu_si256((const __m256i *)(const void *)(sp + 16)),
+                  p3 = _mm256_loadu_si256((const __m256i *)(const void *)(sp + 24));
+    n0 = n1 = n2 = n3 = _mm256_setzero_si256();
+#define BOX_BEFORE(dv, pv)                                                                                      \
+  _mm256_castps_si256(_mm256_or_ps(                                                                             \
+      _mm256_cmp_ps(dj, dv, _CMP_LT_OQ),                                                                        \
+      _mm256_and_ps(_mm256_cmp_ps(dj, dv, _CMP_EQ_OQ), _mm256_castsi256_ps(_mm256_cmpgt_epi32(pv, pj)))))
+    for (uint32_t j = 0; j < m; j++) {
+      const __m256 dj = _mm256_broadcast_ss(sd + j);
+      const __m256i pj = _mm256_set1_epi32(sp[j]);
+      n0 = _mm256_sub_epi32(n0, BOX_BEFORE(d0, p0));
+      n1 = _mm256_sub_epi32(n1, BOX_BEFORE(d1, p1));
+      n2 = _mm256_sub_epi32(n2, BOX_BEFORE(d2, p2));
+      n3 = _mm256_sub_epi32(n3, BOX_BEFORE(d3, p3));
+    }
+#undef BOX_BEFORE
+    _mm256_storeu_si256((__m256i *)(void *)rank, n0);
+    _mm256_storeu_si256((__m256i *)(void *)(rank + 8), n1);
+    _mm256_storeu_si256((__m256i *)(void *)(rank + 16), n2);
+    _mm256_storeu_si256((__m256i *)(void *)(rank + 24), n3);
+    for (uint32_t i = 0; i < m; i++) {
+      tp[rank[i]] = (uint32_t)sp[i];
+      td[rank[i]] = sd[i];
+    }
+  }
+  for (uint32_t i = 0; i < k; i++) {
+    out[i] = want_pos ? tp[i] : g->items[tp[i]];
+    if (out_d2)
+      out_d2[i] = td[i];
+  }
+  *kth = td[k - 1];
+  return 1;
+}
+#endif /* GRID_AVX2 */
+
 static void fast_reset(fast_query *q, float r2, float thr) {
   q->thr = thr;
   for (int v = 0; v < GRID_TOP_V; v++) {
@@ -516,9 +693,16 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
   q.excl = excl;
   q.k = max;
   float full = float_below(r2);
-  if (hint && *hint > 0.0f && *hint < full &&
-      nearest_box(g, p, *hint, q.margin, excl, max, out, out_d2, want_pos, hint))
-    return max;
+  if (hint && *hint > 0.0f && *hint < full) {
+#if GRID_AVX2
+    int boxed = steer_grid_avx2() ? nearest_box_avx2(g, p, *hint, q.margin, excl, max, out, out_d2, want_pos, hint)
+                                  : nearest_box(g, p, *hint, q.margin, excl, max, out, out_d2, want_pos, hint);
+#else
+    int boxed = nearest_box(g, p, *hint, q.margin, excl, max, out, out_d2, want_pos, hint);
+#endif
+    if (boxed)
+      return max;
+  }
   /* topk_keys fills keys[0, 4 nv), which covers max; zeroed so gcc -O3 can see
    * that keys[max - 1] is set (64 bytes, once per query). */
   float keys[4 * GRID_TOP_V] = {0};

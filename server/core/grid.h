@@ -54,6 +54,15 @@ void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, c
 uint32_t steer_grid_nearest(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out,
                             float *out_d2, uint32_t max);
 
+/* The AVX2 path of the guessed-bound query (nearest_box): whether the
+ * processor has it (AVX2, BMI2, POPCNT), whether it is in use (by default
+ * where supported), and a switch for tests and benchmarks (returns the
+ * previous setting; on is ignored where unsupported). Both paths give the
+ * same results. Not to be switched while queries run. */
+int steer_grid_avx2_supported(void);
+int steer_grid_avx2(void);
+int steer_grid_set_avx2(int on);
+
 /* Dense indices of the points strictly within radius of p, in cell order (not
  * sorted by distance: cheaper than steer_grid_nearest when the order does not
  * matter), at most max; returns the number written. */
