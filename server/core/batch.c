@@ -168,3 +168,16 @@ unsigned world_batch_lean(steer_world *w, float dt, int kind, const uint32_t *dd
   return 0;
 #endif
 }
+
+unsigned world_batch_finish_dynamic(steer_world *w, float dt, int kind, const uint32_t dd[4], const steer_output o[4]) {
+#if STEER_SIMD
+  return finish_dynamic_4(w, dt, kind, dd, o);
+#else
+  (void)w;
+  (void)dt;
+  (void)kind;
+  (void)dd;
+  (void)o;
+  return 0;
+#endif
+}

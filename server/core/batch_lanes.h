@@ -235,4 +235,67 @@ BL_FN unsigned BL(lean_path)(steer_world *w, float dt, const uint32_t *dd, unsig
 #undef TH
 }
 
+#if BL_W == 4
+/* The end of a quad of dynamic agents of `kind` (arrive + look, or wander)
+ * whose outputs o[] are final (after separation, avoidance): as
+ * steer_integrate_dynamic, integrate_store in a world without a map and
+ * events_mark + events_precheck. Lanes of agents with stuck detection are
+ * not done (the events pass reads their behaviour). */
+BL_FN unsigned BL(finish_dynamic)(steer_world *w, float dt, int kind, const uint32_t *dd, const steer_output *o) {
+  const world_batch_rec *rec = w->brec;
+  unsigned want = 0;
+  for (unsigned i = 0; i < VW; i++)
+    if (!(w->bkind[dd[i]] & BATCH_STUCK))
+      want |= 1u << i;
+  if (!want)
+    return 0;
+#define PX(i) w->px[dd[i]]
+#define PY(i) w->py[dd[i]]
+#define VX(i) w->vx[dd[i]]
+#define VY(i) w->vy[dd[i]]
+#define TH(i) w->theta[dd[i]]
+#define OM(i) w->omega[dd[i]]
+#define OX(i) o[i].linear.x
+#define OY(i) o[i].linear.y
+#define OA(i) o[i].angular
+  VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH), om = VGATHER(OM);
+  VF f[12];
+  BL(vrec)(rec, dd, kind == BATCH_ARRIVE_LOOK ? 3 : 1, f);
+  VF bad = VZERO;
+  BL(vintegrate_dynamic)(VGATHER(OX), VGATHER(OY), VGATHER(OA), f[0], f[1], f[2], f[3], V1(dt), &px, &py, &vx, &vy,
+                         &th, &om, &bad);
+  BL(vedge)(&px, &vx, w->cfg.min.x, w->cfg.max.x);
+  BL(vedge)(&py, &vy, w->cfg.min.y, w->cfg.max.y);
+  unsigned keep = BL(vkeep)(want, bad, px, py, vx, vy, th, om);
+  BL(vstore_state)(w, dd, keep, px, py, vx, vy, th, om);
+  unsigned inside = 0;
+  if (kind == BATCH_ARRIVE_LOOK) {
+    VF ex = f[10] - px, ey = f[11] - py;
+    inside = (unsigned)VMASK(VLT(ex * ex + ey * ey, f[5] * f[5]));
+  }
+  for (unsigned i = 0; i < VW; i++) {
+    if (!(keep & (1u << i)))
+      continue;
+    uint32_t d = dd[i];
+    if ((inside & (1u << i)) && !w->arrived[d]) {
+      w->ekind[d] = EV_ARRIVE;
+      w->ept[d] = v2(rec[d].k[6], rec[d].k[7]);
+      w->er[d] = rec[d].k[1];
+    } else {
+      w->ekind[d] = EV_NONE;
+    }
+  }
+  return keep;
+#undef PX
+#undef PY
+#undef VX
+#undef VY
+#undef TH
+#undef OM
+#undef OX
+#undef OY
+#undef OA
+}
+#endif
+
 #include "simdw_end.h"

@@ -1181,17 +1181,26 @@ static void batch_quad(steer_world *w, float dt, int kind, const uint32_t *dd, u
     uint32_t d = dd[j];
     if (!sep4 && !finish_plain(w, d))
       o[j] = dynamic_finish(w, d, &st[j], dt, o[j]);
-    events_mark(w, d, kind);
   }
   if (fused) {
-    steer_integrate_dynamic_x4(sm, lp, o, dt);
-    for (int j = 0; j < 4; j++) {
-      integrate_store(w, dd[j], &st[j]);
-      events_precheck(w, dd[j]);
-      done[dd[j] - begin] = 3;
+    /* Without a map, integration, store and the events' marks straight to
+     * the world's arrays (batch.c); the rest as below. */
+    unsigned did = w->map_live ? 0u : world_batch_finish_dynamic(w, dt, kind, dd, o);
+    if (did != 0xfu) {
+      steer_integrate_dynamic_x4(sm, lp, o, dt);
+      for (int j = 0; j < 4; j++) {
+        if (did & (1u << j))
+          continue;
+        events_mark(w, dd[j], kind);
+        integrate_store(w, dd[j], &st[j]);
+        events_precheck(w, dd[j]);
+      }
     }
+    for (int j = 0; j < 4; j++)
+      done[dd[j] - begin] = 3;
   } else {
     for (int j = 0; j < 4; j++) {
+      events_mark(w, dd[j], kind);
       put_dynamic(w, dd[j], o[j]);
       done[dd[j] - begin] = 2;
     }

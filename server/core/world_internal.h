@@ -215,6 +215,13 @@ int world_batch_set_avx(int on);
  * step, steer_range). Returns a bit per lane it did; the others (outside the
  * vector path's exact range) are left untouched for the scalar path. */
 unsigned world_batch_lean(steer_world *w, float dt, int kind, const uint32_t *dd, uint32_t n);
+/* The end of a fused quad of dynamic agents dd[] of batch kind `kind`
+ * (arrive + look, or wander) whose outputs o[] are final, in a world
+ * without a map: steer_integrate_dynamic, integrate_store, events_mark and
+ * events_precheck, as the scalar path to the bit. Returns a bit per agent
+ * it did; the others (stuck detection, outside the exact range) are left
+ * untouched. */
+unsigned world_batch_finish_dynamic(steer_world *w, float dt, int kind, const uint32_t dd[4], const steer_output o[4]);
 
 /* ---- contact.c: the contact pass after integration -------------------------- */
 
