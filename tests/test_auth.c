@@ -225,7 +225,7 @@ END_TEST
 
 static Suite *auth_suite(void) {
   Suite *s = suite_create("auth");
-  TCase *tc = tcase_create("tokens");
+  TCase *tc = check_tcase(s, "tokens", 60);
   tcase_add_test(tc, test_issue_and_verify);
   tcase_add_test(tc, test_protocol_md_example);
   tcase_add_test(tc, test_expiry);
@@ -234,7 +234,6 @@ static Suite *auth_suite(void) {
   tcase_add_test(tc, test_overlong);
   tcase_add_test(tc, test_bad_arguments);
   tcase_add_test(tc, test_roles);
-  suite_add_tcase(s, tc);
   return s;
 }
 

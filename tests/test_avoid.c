@@ -371,21 +371,19 @@ END_TEST
 
 static Suite *avoid_suite(void) {
   Suite *s = suite_create("avoid");
-  TCase *p = tcase_create("pairs");
+  TCase *p = check_tcase(s, "pairs", 120);
   tcase_add_test(p, test_head_on_pair_passes);
   tcase_add_test(p, test_head_on_sides);
   tcase_add_test(p, test_priority_bully);
-  suite_add_tcase(s, p);
   TCase *c = check_tcase(s, "crowds", 600);
   tcase_add_loop_test(c, test_circle_swap, 0, 3);
   tcase_add_loop_test(c, test_doorway_swap, 0, 2);
-  TCase *g = tcase_create("geometry");
+  TCase *g = check_tcase(s, "geometry", 120);
   tcase_add_test(g, test_pillar_seek_round);
   tcase_add_test(g, test_dead_end_reports_stuck);
   tcase_add_test(g, test_dead_end_gives_up);
   tcase_add_test(g, test_dead_end_nudges);
   tcase_add_test(g, test_path_steps_back_after_push);
-  suite_add_tcase(s, g);
   TCase *d = check_tcase(s, "determinism", 600);
   tcase_add_test(d, test_determinism_and_restore);
   tcase_add_test(d, test_order_independent);

@@ -323,11 +323,10 @@ END_TEST
 
 static Suite *demo_suite(void) {
   Suite *s = suite_create("demo");
-  TCase *l = tcase_create("level");
+  TCase *l = check_tcase(s, "level", 120);
   tcase_add_test(l, test_level_file_loads);
   tcase_add_test(l, test_no_level_when_it_does_not_fit);
   tcase_add_test(l, test_side_door_closes_and_opens);
-  suite_add_tcase(s, l);
   TCase *c = check_tcase(s, "crowds", 300);
   tcase_add_test(c, test_crowds_cross_both_ways);
   tcase_add_test(c, test_deterministic_and_restored);

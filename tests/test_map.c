@@ -444,13 +444,12 @@ END_TEST
 
 static Suite *map_suite(void) {
   Suite *s = suite_create("map");
-  TCase *t = tcase_create("geometry");
+  TCase *t = check_tcase(s, "geometry", 120);
   tcase_add_test(t, test_validation);
   tcase_add_test(t, test_queries);
   tcase_add_test(t, test_placement_rules);
   tcase_add_test(t, test_obstacle_on_agent_moves_it);
   tcase_add_test(t, test_bulk_load_same_map);
-  suite_add_tcase(s, t);
   TCase *g = check_tcase(s, "guarantee", 600);
   tcase_add_test(g, test_no_penetration_level);
   tcase_add_test(g, test_no_penetration_admin);

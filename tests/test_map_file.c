@@ -140,10 +140,9 @@ END_TEST
 
 static Suite *map_file_suite(void) {
   Suite *s = suite_create("map_file");
-  TCase *t = tcase_create("parse");
+  TCase *t = check_tcase(s, "parse", 60);
   tcase_add_test(t, test_good_file);
   tcase_add_loop_test(t, test_bad_files, 0, (int)(sizeof bad / sizeof bad[0]));
-  suite_add_tcase(s, t);
   TCase *srv = check_tcase(s, "server", 120);
   tcase_add_test(srv, test_server_loads_map);
   tcase_add_test(srv, test_server_refuses_bad_map);

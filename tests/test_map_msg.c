@@ -433,7 +433,7 @@ END_TEST
 
 static Suite *map_msg_suite(void) {
   Suite *s = suite_create("map_msg");
-  TCase *tc = tcase_create("core");
+  TCase *tc = check_tcase(s, "core", 60);
   tcase_add_test(tc, protocol_md_map_examples);
   tcase_add_test(tc, map_round_trip);
   tcase_add_test(tc, map_changed_round_trip);
@@ -441,7 +441,6 @@ static Suite *map_msg_suite(void) {
   tcase_add_test(tc, mapcopy_follows_parts_and_changes);
   tcase_add_test(tc, map_edit_checks_name_the_field);
   tcase_add_test(tc, map_edit_moves_or_refuses);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -252,14 +252,13 @@ END_TEST
 
 static Suite *gaps_suite(void) {
   Suite *s = suite_create("protocol_gaps");
-  TCase *tc = tcase_create("gaps");
+  TCase *tc = check_tcase(s, "gaps", 60);
   tcase_add_test(tc, large_orientations_reduce_exactly);
   tcase_add_test(tc, core_wrap_is_exact);
   tcase_add_test(tc, cut_after_the_request_id_names_body);
   tcase_add_test(tc, view_with_two_kinds_names_the_first_in_table_order);
   tcase_add_test(tc, target_conflicts_name_their_field);
   tcase_add_test(tc, decoder_faults_come_in_order);
-  suite_add_tcase(s, tc);
   return s;
 }
 
