@@ -96,9 +96,10 @@ SIMD_INLINE int sep_finish(f4 sx, f4 sy, f4 bad, const steer_state *const s[4], 
 }
 
 /* The same for neighbours given by index into rec. */
-static int sep_finish_idx(f4 sx, f4 sy, f4 bad, const steer_state *const s[4], const steer_limits *const l[4],
-                          const steer_params *const p[4], const steer_grid_rec *rec, const uint32_t *const nb[4],
-                          const uint32_t n[4], steer_output sep[4]) {
+SIMD_INLINE int sep_finish_idx(f4 sx, f4 sy, f4 bad, const steer_state *const s[4],
+                               const steer_limits *const l[4], const steer_params *const p[4],
+                               const steer_grid_rec *rec, const uint32_t *const nb[4], const uint32_t n[4],
+                               steer_output sep[4]) {
   int redo = sep_clip_store(sx, sy, bad, l, sep), done = 4;
   for (int j = 0; j < 4; j++)
     if (redo & (1 << j)) {

@@ -161,6 +161,15 @@ void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, c
       g->svy[slot] = vy[i];
       g->skey[slot] = key[i];
     }
+  } else if (r && !vx) { /* the world's build without avoidance: one pass too */
+    for (uint32_t i = 0; i < count; i++) {
+      uint32_t slot = start[g->item_pos[i]]++;
+      g->item_pos[i] = slot;
+      g->items[slot] = i;
+      g->sx[slot] = px[i];
+      g->sy[slot] = py[i];
+      g->sr[slot] = r[i];
+    }
   } else {
     for (uint32_t i = 0; i < count; i++) {
       uint32_t slot = start[g->item_pos[i]]++;
