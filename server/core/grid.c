@@ -810,43 +810,78 @@ static void lists_restart(steer_grid_lists *L) {
   }
 }
 
-void steer_grid_lists_track(steer_grid_lists *L, const steer_grid *g, const float *px, const float *py,
-                            const float *r, uint32_t count, int restart) {
+void steer_grid_lists_track_begin(steer_grid_lists *L, int restart) {
   if (!L->e)
     return;
   L->round++;
-  if (count > L->capacity)
-    count = L->capacity;
-  steer_grid_rec *rec = L->rec;
-  if (restart || !L->primed) {
+  L->stepping = !restart && L->primed;
+  if (!L->stepping)
     lists_restart(L);
-    for (uint32_t i = 0; i < count; i++) {
+  L->step_bits = 0;
+  L->step_bad = 0;
+}
+
+void steer_grid_lists_track_range(steer_grid_lists *L, const steer_grid *g, const float *px, const float *py,
+                                  const float *r, uint32_t begin, uint32_t end) {
+  if (!L->e)
+    return;
+  if (end > L->capacity)
+    end = L->capacity;
+  steer_grid_rec *rec = L->rec;
+  if (!L->stepping) {
+    for (uint32_t i = begin; i < end; i++) {
       rec[i].x = px[i];
       rec[i].y = py[i];
       rec[i].pos = g->item_pos[i];
       rec[i].r = r ? r[i] : 0.0f;
     }
-  } else {
-    /* The largest step since the last build, and the new records, in one
-     * pass. */
-    float m = 0.0f;
-    int bad = 0;
-    for (uint32_t i = 0; i < count; i++) {
-      float dx = px[i] - rec[i].x, dy = py[i] - rec[i].y;
-      float d2 = dx * dx + dy * dy;
-      m = d2 > m ? d2 : m;
-      bad |= !(d2 < INFINITY); /* NaN or overflow: no bound from this step */
-      rec[i].x = px[i];
-      rec[i].y = py[i];
-      rec[i].pos = g->item_pos[i];
-      rec[i].r = r ? r[i] : 0.0f;
-    }
-    if (bad)
+    return;
+  }
+  /* The largest step since the last build, and the new records, in one
+   * pass. */
+  float m = 0.0f;
+  int bad = 0;
+  for (uint32_t i = begin; i < end; i++) {
+    float dx = px[i] - rec[i].x, dy = py[i] - rec[i].y;
+    float d2 = dx * dx + dy * dy;
+    m = d2 > m ? d2 : m;
+    bad |= !(d2 < INFINITY); /* NaN or overflow: no bound from this step */
+    rec[i].x = px[i];
+    rec[i].y = py[i];
+    rec[i].pos = g->item_pos[i];
+    rec[i].r = r ? r[i] : 0.0f;
+  }
+  /* Merged with the other ranges': m is a non-negative float (NaN never
+   * wins the compare above), whose bits order like it. */
+  uint32_t mb, cur = __atomic_load_n(&L->step_bits, __ATOMIC_RELAXED);
+  memcpy(&mb, &m, sizeof(mb));
+  while (mb > cur &&
+         !__atomic_compare_exchange_n(&L->step_bits, &cur, mb, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  if (bad)
+    __atomic_store_n(&L->step_bad, 1, __ATOMIC_RELAXED);
+}
+
+void steer_grid_lists_track_end(steer_grid_lists *L) {
+  if (!L->e)
+    return;
+  if (L->stepping) {
+    if (L->step_bad) {
       lists_restart(L);
-    else /* the float square's rounding (a few ulps) is far below the factor */
+    } else { /* the float square's rounding (a few ulps) is far below the factor */
+      float m;
+      memcpy(&m, &L->step_bits, sizeof(m));
       L->moved += sqrt((double)m) * (1.0 + 1e-5) + 1e-6;
+    }
   }
   L->primed = 1;
+}
+
+void steer_grid_lists_track(steer_grid_lists *L, const steer_grid *g, const float *px, const float *py,
+                            const float *r, uint32_t count, int restart) {
+  steer_grid_lists_track_begin(L, restart);
+  steer_grid_lists_track_range(L, g, px, py, r, 0, count);
+  steer_grid_lists_track_end(L);
 }
 
 _Static_assert(STEER_GRID_LIST == 16u, "a key holds the slot in 4 bits; the re-rank works in blocks of four");

@@ -125,6 +125,9 @@ typedef struct steer_grid_lists {
   uint32_t round;      /* grid builds tracked */
   double moved;        /* m, bound on any agent's grid movement, summed over builds */
   uint8_t primed;      /* rec holds the last build's positions of the same agents */
+  uint8_t stepping;    /* the round being tracked measures the step (track_begin) */
+  int step_bad;        /* this round: a step with no bound (NaN, overflow) */
+  uint32_t step_bits;  /* this round: the largest step squared so far, as a float's bits */
   steer_grid_rec *rec; /* per agent */
   steer_grid_list *e;
 } steer_grid_lists;
@@ -136,6 +139,15 @@ void steer_grid_lists_free(steer_grid_lists *L);
  * (spawn, despawn, load): every list is dropped. */
 void steer_grid_lists_track(steer_grid_lists *L, const steer_grid *g, const float *px, const float *py,
                             const float *r, uint32_t count, int restart);
+/* The same in three parts, so that several threads can write the records:
+ * begin (one thread), then range for [begin, end) of the agents, from any
+ * threads, every agent in exactly one range (ranges may run at the same
+ * time), then end (one thread, after every range). The same result whatever
+ * the split. */
+void steer_grid_lists_track_begin(steer_grid_lists *L, int restart);
+void steer_grid_lists_track_range(steer_grid_lists *L, const steer_grid *g, const float *px, const float *py,
+                                  const float *r, uint32_t begin, uint32_t end);
+void steer_grid_lists_track_end(steer_grid_lists *L);
 /* steer_grid_nearest_pos(g, p, radius, self, out_pos, max, hint) for agent
  * self, through its kept list; writes only self's list. out_xy and out_r (both
  * or neither NULL) get the neighbours' positions and radii as the grid holds

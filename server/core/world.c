@@ -1569,14 +1569,30 @@ static void pass_events(steer_world *w, float dt, int fast) {
   }
 }
 
-static void grid_rebuild(steer_world *w) {
+static void track_chunk(void *ctx, uint32_t begin, uint32_t end) {
+  steer_world *w = ctx;
+  steer_grid_lists_track_range(&w->nbr, &w->grid, w->px, w->py, w->radius, begin, end);
+}
+
+/* Agents per chunk of the lists' tracking on the pool. */
+#define TRACK_CHUNK 16384u
+
+/* threaded: from the step (the pool is free); queries between steps track on
+ * the calling thread. */
+static void grid_rebuild(steer_world *w, int threaded) {
   /* Separation reads the radii copied in cell order; avoidance also the
    * velocities and tags. */
   steer_grid_build_payload(&w->grid, w->px, w->py, w->avoiding ? w->vx : NULL, w->vy, w->radius, w->akey,
                            w->count);
   /* A stale grid means the agents or their dense indices may have changed:
-   * the kept candidate lists start over. */
-  steer_grid_lists_track(&w->nbr, &w->grid, w->px, w->py, w->radius, w->count, w->grid_stale);
+   * the kept candidate lists start over. The records are written by the
+   * pool's threads (any split gives the same lists). */
+  steer_grid_lists_track_begin(&w->nbr, w->grid_stale);
+  if (threaded && steer_pool_threads(w->pool) > 1 && w->count > 2u * TRACK_CHUNK)
+    steer_pool_run(w->pool, w->count, TRACK_CHUNK, track_chunk, w);
+  else
+    steer_grid_lists_track_range(&w->nbr, &w->grid, w->px, w->py, w->radius, 0, w->count);
+  steer_grid_lists_track_end(&w->nbr);
   w->grid_stale = 0;
 }
 
@@ -1596,7 +1612,7 @@ void steer_world_step(steer_world *w, float dt) {
    * end of the last step; spawns and despawns since then invalidate it. Only
    * separation reads it during a step. */
   if (w->separating > 0 && w->grid_stale)
-    grid_rebuild(w);
+    grid_rebuild(w, 1);
   /* The vector path integrates each block as it steers it when no agent reads
    * another's live state (steer_range); the scalar path is the reference. */
   int fused = STEER_SIMD && !w->scalar_only && w->readers == 0;
@@ -1608,7 +1624,7 @@ void steer_world_step(steer_world *w, float dt) {
   /* Rebuilt on the new positions for the next step; with nobody separating it is
    * left for steer_world_query_radius to build if it is asked. */
   if (w->separating > 0)
-    grid_rebuild(w);
+    grid_rebuild(w, 1);
   else
     w->grid_stale = 1;
 }
@@ -1646,7 +1662,7 @@ uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radiu
     /* The grid is a cache of the positions: build it on demand (so a query is
      * not thread-safe against another query on the same world). The world
      * itself is not const: every steer_world is created non-const. */
-    grid_rebuild((steer_world *)w);
+    grid_rebuild((steer_world *)w, 0);
   }
   uint32_t n = steer_grid_nearest(&w->grid, centre, radius, NO_DENSE, out, NULL, max);
   for (uint32_t i = 0; i < n; i++)
@@ -1657,7 +1673,7 @@ uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radiu
 uint32_t steer_world_query_within(const steer_world *w, vec2 centre, float radius, steer_id *out,
                                   uint32_t max) {
   if (w->grid_stale)
-    grid_rebuild((steer_world *)w); /* as in steer_world_query_radius */
+    grid_rebuild((steer_world *)w, 0); /* as in steer_world_query_radius */
   uint32_t n = steer_grid_within(&w->grid, centre, radius, out, max);
   for (uint32_t i = 0; i < n; i++)
     out[i] = w->id[out[i]];
