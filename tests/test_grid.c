@@ -488,10 +488,11 @@ START_TEST(test_kept_lists) {
   steer_rng r;
   steer_rng_seed(&r, 1234u + (uint64_t)set);
   steer_grid g;
-  steer_grid_lists L, L2; /* L2: the same lists through steer_grid_nearest_kept_idx */
+  steer_grid_lists L, L2, L3; /* L2: the same lists through steer_grid_nearest_kept_idx; L3: its tracking */
   ck_assert_int_eq(steer_grid_init(&g, v2(0.0f, 0.0f), v2(60.0f, 60.0f), 2.5f, N), STEER_OK);
   ck_assert_int_eq(steer_grid_lists_init(&L, N), STEER_OK);
   ck_assert_int_eq(steer_grid_lists_init(&L2, N), STEER_OK);
+  ck_assert_int_eq(steer_grid_lists_init(&L3, N), STEER_OK);
   for (uint32_t i = 0; i < N; i++) {
     px[i] = 1.0f + 2.0f * (float)(i % 30);
     py[i] = 1.0f + 2.0f * (float)(i / 30);
@@ -525,7 +526,17 @@ START_TEST(test_kept_lists) {
     }
     steer_grid_build_payload(&g, px, py, NULL, NULL, rad, NULL, N);
     steer_grid_lists_track(&L, &g, px, py, NULL, N, restart);
-    steer_grid_lists_track(&L2, &g, px, py, rad, N, restart);
+    /* L2 tracked in ranges, out of order, as the world's threads do: the same
+     * records, bound and epoch as one pass (L3, checked then dropped). */
+    steer_grid_lists_track_begin(&L2, restart);
+    uint32_t cut = 1u + (uint32_t)(steer_rng_next(&r) % (N - 1));
+    steer_grid_lists_track_range(&L2, &g, px, py, rad, cut, N);
+    steer_grid_lists_track_range(&L2, &g, px, py, rad, 0, cut / 3);
+    steer_grid_lists_track_range(&L2, &g, px, py, rad, cut / 3, cut);
+    steer_grid_lists_track_end(&L2);
+    steer_grid_lists_track(&L3, &g, px, py, rad, N, restart);
+    ck_assert(memcmp(L2.rec, L3.rec, N * sizeof(*L2.rec)) == 0);
+    ck_assert(L2.moved == L3.moved && L2.epoch == L3.epoch && L2.round == L3.round);
     uint32_t k = round < 60 ? 8u : 1u + round % STEER_GRID_LIST_MAX_K;
     float radius = round < 60 ? 5.0f : 2.0f + (float)(round % 5);
     for (uint32_t d = 0; d < N; d++) {
@@ -589,6 +600,7 @@ START_TEST(test_kept_lists) {
   }
   ck_assert_msg(reranked * 2 > queries, "lists re-ranked %llu of %llu queries", (unsigned long long)reranked,
                 (unsigned long long)queries);
+  steer_grid_lists_free(&L3);
   steer_grid_lists_free(&L2);
   steer_grid_lists_free(&L);
   steer_grid_set_avx2(was);
