@@ -1236,6 +1236,10 @@ static inline void quad_add(steer_world *w, float dt, uint32_t d, uint32_t end, 
   if (d + BATCH_AHEAD < end) {
     __builtin_prefetch(&w->behaviour[d + BATCH_AHEAD]);
     __builtin_prefetch((const char *)&w->behaviour[d + BATCH_AHEAD] + 64);
+    /* and the record (48 bytes: one or two lines), read by the quad's end
+     * (world_batch_finish_dynamic) */
+    __builtin_prefetch(&w->brec[d + BATCH_AHEAD]);
+    __builtin_prefetch((const char *)&w->brec[d + BATCH_AHEAD] + sizeof(world_batch_rec) - 1);
   }
   quad[k][nq[k]++] = d;
   if (nq[k] == 4) {
