@@ -95,7 +95,7 @@ static void fill(void *m, add_fn add, uint32_t count, uint64_t seed) {
       id += add_wall(m, add, id, v2(mid + 2.0f, c), v2(y0 + room, c));
     }
   while (id <= count) {
-    vec2 c = v2(steer_rng_range(&rng, 10.0f, SIDE - 10.0f), steer_rng_range(&rng, 10.0f, SIDE - 10.0f));
+    vec2 c = steer_rng_point(&rng, 10.0f, SIDE - 10.0f, 10.0f, SIDE - 10.0f);
     float s = steer_rng_range(&rng, 0.5f, 3.0f);
     steer_obstacle_desc o;
     vec2 p[4] = {v2(c.x - s, c.y - s), v2(c.x + s, c.y - s), v2(c.x + s, c.y + s), v2(c.x - s, c.y + s)};
@@ -116,7 +116,7 @@ static void fill(void *m, add_fn add, uint32_t count, uint64_t seed) {
 static void admin_change(steer_map *m, uint32_t count, steer_rng *rng, uint32_t k) {
   float room = SIDE / (float)(count >= 400 ? 10 : 3);
   vec2 door[2] = {v2(room, room / 2.0f - 2.0f), v2(room, room / 2.0f + 2.0f)};
-  vec2 c = v2(steer_rng_range(rng, 20.0f, SIDE - 20.0f), steer_rng_range(rng, 20.0f, SIDE - 20.0f));
+  vec2 c = steer_rng_point(rng, 20.0f, SIDE - 20.0f, 20.0f, SIDE - 20.0f);
   steer_obstacle_desc pillar = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
   steer_obstacle_desc wall = {STEER_OBSTACLE_WALL, 2, door, 0.0f};
   switch (k % 5) {
@@ -132,8 +132,8 @@ static void admin_change(steer_map *m, uint32_t count, steer_rng *rng, uint32_t 
  * (a pair with a point in the geometry is drawn again). */
 static void free_pair(const steer_map *m, float r, steer_rng *rng, vec2 *a, vec2 *b) {
   do {
-    *a = v2(steer_rng_range(rng, 5.0f, SIDE - 5.0f), steer_rng_range(rng, 5.0f, SIDE - 5.0f));
-    *b = v2(steer_rng_range(rng, 5.0f, SIDE - 5.0f), steer_rng_range(rng, 5.0f, SIDE - 5.0f));
+    *a = steer_rng_point(rng, 5.0f, SIDE - 5.0f, 5.0f, SIDE - 5.0f);
+    *b = steer_rng_point(rng, 5.0f, SIDE - 5.0f, 5.0f, SIDE - 5.0f);
   } while (!steer_map_free(m, *a, r, 0.0f) || !steer_map_free(m, *b, r, 0.0f));
 }
 
@@ -158,7 +158,7 @@ static int burst(uint32_t obstacles, uint32_t budget, int warm) {
     steer_agent_desc d = steer_default_agent_desc();
     d.model = STEER_MODEL_KINEMATIC;
     d.limits.radius = 0.4f;
-    d.state.position = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
+    d.state.position = steer_rng_point(&rng, 5.0f, SIDE - 5.0f, 5.0f, SIDE - 5.0f);
     steer_id id;
     if (steer_map_free(m, d.state.position, 0.5f, 0.0f) && steer_world_spawn(w, &d, 0, &id) == 0)
       i++;
@@ -178,7 +178,7 @@ static int burst(uint32_t obstacles, uint32_t budget, int warm) {
   for (uint32_t i = 0; i < N; i++) {
     steer_goto g = steer_default_goto();
     do
-      g.target.point = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
+      g.target.point = steer_rng_point(&rng, 5.0f, SIDE - 5.0f, 5.0f, SIDE - 5.0f);
     while (!steer_map_free(m, g.target.point, 0.5f, 0.0f));
     if (steer_planner_goto(p, w, v.id[i], &g) != 0)
       return 1;

@@ -76,7 +76,7 @@ typedef struct scenario {
 } scenario;
 
 static vec2 random_goal(scenario *s) {
-  return v2(steer_rng_range(&s->rng, 0.0f, s->side), steer_rng_range(&s->rng, 0.0f, s->side));
+  return steer_rng_point(&s->rng, 0.0f, s->side, 0.0f, s->side);
 }
 
 static steer_world *make_world(uint32_t n, float side, uint32_t max_paths) {
@@ -199,8 +199,7 @@ static int setup_mixed(scenario *s, uint32_t n) {
   vec2 starts[MIXED_PATHS], seconds[MIXED_PATHS];
   for (int p = 0; p < MIXED_PATHS; p++) {
     vec2 pts[5];
-    vec2 c = v2(steer_rng_range(&s->rng, 60.0f, s->side - 60.0f),
-                steer_rng_range(&s->rng, 60.0f, s->side - 60.0f));
+    vec2 c = steer_rng_point(&s->rng, 60.0f, s->side - 60.0f, 60.0f, s->side - 60.0f);
     if (s->side < 130.0f)
       c = v2(s->side * 0.5f, s->side * 0.5f);
     for (int k = 0; k < 5; k++)
@@ -219,7 +218,7 @@ static int setup_mixed(scenario *s, uint32_t n) {
     steer_agent_desc d = steer_default_agent_desc();
     steer_id id;
     d.limits.max_speed = 2.0f;
-    d.state.position = v2(steer_rng_range(&s->rng, 0.0f, s->side), steer_rng_range(&s->rng, 0.0f, s->side));
+    d.state.position = steer_rng_point(&s->rng, 0.0f, s->side, 0.0f, s->side);
     switch (i % 3) {
     case 0: {
       int p = (int)(i / 3) % MIXED_PATHS;

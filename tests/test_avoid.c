@@ -283,11 +283,11 @@ static steer_world *busy_world(void) {
   for (uint32_t i = 0; i < 300; i++) {
     vec2 at;
     do
-      at = v2(steer_rng_range(&r, -19, 19), steer_rng_range(&r, -19, 19));
+      at = steer_rng_point(&r, -19, 19, -19, 19);
     while (!steer_map_free(steer_world_map(w), at, 0.45f, 0.0f));
     vec2 goal;
     do
-      goal = v2(steer_rng_range(&r, -19, 19), steer_rng_range(&r, -19, 19));
+      goal = steer_rng_point(&r, -19, 19, -19, 19);
     while (steer_map_inside(steer_world_map(w), goal));
     steer_agent_desc d = crowd_walker(at, goal);
     d.behaviour.avoid_priority = (uint8_t)(i % 3 * 100);

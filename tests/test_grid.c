@@ -350,7 +350,7 @@ START_TEST(test_init_validation) {
   }
   steer_grid_build(&g, px, py, 256);
   for (int q = 0; q < 50; q++) {
-    vec2 p = v2(steer_rng_range(&r, -1.1e5f, 1.1e5f), steer_rng_range(&r, -1.1e5f, 1.1e5f));
+    vec2 p = steer_rng_point(&r, -1.1e5f, 1.1e5f, -1.1e5f, 1.1e5f);
     check_query(&g, px, py, 256, p, steer_rng_range(&r, 10.0f, 3e4f), UINT32_MAX, 8);
   }
   steer_grid_free(&g);
@@ -373,7 +373,7 @@ START_TEST(test_rebuild_after_moves) {
   for (int round = 0; round < 30; round++) {
     steer_grid_build(&g, px, py, n);
     for (int q = 0; q < 10; q++) {
-      vec2 p = v2(steer_rng_range(&r, -22.0f, 22.0f), steer_rng_range(&r, -22.0f, 22.0f));
+      vec2 p = steer_rng_point(&r, -22.0f, 22.0f, -22.0f, 22.0f);
       check_query(&g, px, py, n, p, steer_rng_range(&r, 0.5f, 8.0f), q == 0 ? 0 : UINT32_MAX, 32);
     }
     /* Move everyone a little (some far), sometimes drop points off the end. */
@@ -452,7 +452,7 @@ START_TEST(test_crowd) {
   for (uint32_t q = 0; q < 60; q++) {
     vec2 p = q % 3 == 0   ? v2(20.0f, 20.0f)
              : q % 3 == 1 ? v2(16.0f + steer_rng_range(&r, -1.0f, 1.0f), 16.0f + steer_rng_range(&r, -1.0f, 1.0f))
-                          : v2(steer_rng_range(&r, 0.0f, 64.0f), steer_rng_range(&r, 0.0f, 64.0f));
+                          : steer_rng_point(&r, 0.0f, 64.0f, 0.0f, 64.0f);
     uint32_t exclude = q % 2 ? 400u + q : UINT32_MAX;
     for (uint32_t max = 1; max <= STEER_GRID_FAST_K; max += 3)
       check_query(&g, px, py, n, p, 2.0f + (float)(q % 7) * 3.0f, exclude, max);

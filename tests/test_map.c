@@ -57,7 +57,7 @@ static void build_level(steer_world *w) {
 
 static vec2 free_point(steer_world *w, steer_rng *rng, float half, float r) {
   for (;;) {
-    vec2 p = v2(steer_rng_range(rng, -half, half), steer_rng_range(rng, -half, half));
+    vec2 p = steer_rng_point(rng, -half, half, -half, half);
     if (steer_map_free(steer_world_map(w), p, r + 0.01f, 0.0f))
       return p;
   }
@@ -179,7 +179,7 @@ static void retarget(crowd *c, steer_id id) {
   if (b.kind != STEER_BEHAVIOUR_ARRIVE && b.kind != STEER_BEHAVIOUR_SEEK)
     return;
   for (int k = 0; k < 100; k++) {
-    b.target.point = v2(steer_rng_range(&c->rng, -c->half, c->half), steer_rng_range(&c->rng, -c->half, c->half));
+    b.target.point = steer_rng_point(&c->rng, -c->half, c->half, -c->half, c->half);
     if (steer_world_set_behaviour(c->w, id, &b) == STEER_OK)
       return;
   }
@@ -362,7 +362,7 @@ START_TEST(test_bulk_load_same_map) {
   steer_rng rng;
   steer_rng_seed(&rng, 5);
   for (int i = 0; i < 2000; i++) {
-    vec2 p = v2(steer_rng_range(&rng, -60, 60), steer_rng_range(&rng, -60, 60));
+    vec2 p = steer_rng_point(&rng, -60, 60, -60, 60);
     ck_assert_int_eq(steer_map_inside(m, p), steer_map_inside(src, p));
     ck_assert_int_eq(steer_map_free(m, p, 0.7f, 0.0f), steer_map_free(src, p, 0.7f, 0.0f));
   }

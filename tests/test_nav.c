@@ -244,7 +244,7 @@ START_TEST(random_rooms_clear_and_deterministic) {
   steer_rng rng;
   steer_rng_seed(&rng, 7);
   for (int i = 0; i < 20; i++) {
-    vec2 c = v2(steer_rng_range(&rng, -45.0f, 45.0f), steer_rng_range(&rng, -45.0f, 45.0f));
+    vec2 c = steer_rng_point(&rng, -45.0f, 45.0f, -45.0f, 45.0f);
     float rad = steer_rng_range(&rng, 0.3f, 1.5f);
     steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, rad};
     if (steer_map_check(m, id, &o) == 0)
@@ -257,8 +257,8 @@ START_TEST(random_rooms_clear_and_deterministic) {
   ck_assert_uint_gt(steer_nav_memory(a), 0);
   int found = 0;
   for (int q = 0; q < 60; q++) {
-    vec2 from = v2(steer_rng_range(&rng, -48.0f, 48.0f), steer_rng_range(&rng, -48.0f, 48.0f));
-    vec2 to = v2(steer_rng_range(&rng, -48.0f, 48.0f), steer_rng_range(&rng, -48.0f, 48.0f));
+    vec2 from = steer_rng_point(&rng, -48.0f, 48.0f, -48.0f, 48.0f);
+    vec2 to = steer_rng_point(&rng, -48.0f, 48.0f, -48.0f, 48.0f);
     if (!steer_map_free(m, from, r, 0.0f))
       continue;
     vec2 pa[CAP], pb[CAP];
@@ -330,7 +330,7 @@ START_TEST(update_equals_build) {
         removals++;
         continue;
       }
-      vec2 c = v2(steer_rng_range(&rng, -40.0f, 40.0f), steer_rng_range(&rng, -40.0f, 40.0f));
+      vec2 c = steer_rng_point(&rng, -40.0f, 40.0f, -40.0f, 40.0f);
       float s = steer_rng_range(&rng, 0.3f, 4.0f), kind = steer_rng_float(&rng);
       if (kind < 0.1f) /* a door closes */
         add_wall(m, next_id++, v2(0.0f, -1.5f), v2(0.0f, 1.5f));
@@ -357,8 +357,8 @@ START_TEST(update_equals_build) {
       steer_nav *fresh = build(m, radii[k]);
       assert_same_graph(inc[k], fresh);
       for (int q = 0; q < 4; q++) {
-        vec2 from = v2(steer_rng_range(&rng, -48.0f, 48.0f), steer_rng_range(&rng, -48.0f, 48.0f));
-        vec2 to = v2(steer_rng_range(&rng, -48.0f, 48.0f), steer_rng_range(&rng, -48.0f, 48.0f));
+        vec2 from = steer_rng_point(&rng, -48.0f, 48.0f, -48.0f, 48.0f);
+        vec2 to = steer_rng_point(&rng, -48.0f, 48.0f, -48.0f, 48.0f);
         if (!steer_map_free(m, from, radii[k], 0.0f))
           continue;
         vec2 pa[CAP], pb[CAP];
@@ -457,7 +457,7 @@ START_TEST(search_matches_reference) {
   steer_rng rng;
   steer_rng_seed(&rng, 23);
   for (int i = 0; i < 60; i++) {
-    vec2 c = v2(steer_rng_range(&rng, -45.0f, 45.0f), steer_rng_range(&rng, -45.0f, 45.0f));
+    vec2 c = steer_rng_point(&rng, -45.0f, 45.0f, -45.0f, 45.0f);
     float s = steer_rng_range(&rng, 0.3f, 2.0f), kind = steer_rng_float(&rng);
     vec2 box[4] = {v2(c.x - s, c.y - s), v2(c.x + s, c.y - 0.5f * s), v2(c.x + s, c.y + s), v2(c.x - 0.5f * s, c.y + s)};
     vec2 bent[3] = {c, v2(c.x + 3.0f * s, c.y + s), v2(c.x + s, c.y + 2.5f * s)};
@@ -474,8 +474,8 @@ START_TEST(search_matches_reference) {
     const float r = radii[k];
     steer_nav *fast = build(m, r), *plain = build(m, r);
     for (int q = 0; q < 80; q++) {
-      vec2 from = v2(steer_rng_range(&rng, -48.0f, 48.0f), steer_rng_range(&rng, -48.0f, 48.0f));
-      vec2 to = v2(steer_rng_range(&rng, -48.0f, 48.0f), steer_rng_range(&rng, -48.0f, 48.0f));
+      vec2 from = steer_rng_point(&rng, -48.0f, 48.0f, -48.0f, 48.0f);
+      vec2 to = steer_rng_point(&rng, -48.0f, 48.0f, -48.0f, 48.0f);
       if (!steer_map_free(m, from, r, 0.0f) || !steer_map_free(m, to, r, 0.0f))
         continue;
       vec2 pa[CAP], pb[CAP];

@@ -576,7 +576,7 @@ START_TEST(test_heading_x4_bit_identical) {
     for (int i = 0; i < 4; i++) {
       uint32_t count = 1u + steer_rng_next(&r) % 5u;
       for (uint32_t k = 0; k < count; k++)
-        pts[i][k] = v2(steer_rng_range(&r, -50.0f, 50.0f), steer_rng_range(&r, -50.0f, 50.0f));
+        pts[i][k] = steer_rng_point(&r, -50.0f, 50.0f, -50.0f, 50.0f);
       path[i].points = pts[i];
       path[i].count = count;
       path[i].radius = steer_rng_range(&r, 0.1f, 3.0f);
@@ -604,7 +604,7 @@ START_TEST(test_heading_x4_bit_identical) {
       if (where == 0)
         st[i].position = node; /* on the node */
       else if (where == 1) /* within a metre */
-        st[i].position = v2_add(node, v2(steer_rng_range(&r, -0.7f, 0.7f), steer_rng_range(&r, -0.7f, 0.7f)));
+        st[i].position = v2_add(node, steer_rng_point(&r, -0.7f, 0.7f, -0.7f, 0.7f));
       else if (where == 2) { /* at the edge of the braking room: fmaxf(+0, 0), libm's to choose */
         st[i].position = v2_add(node, v2(0.5f * path[i].radius, 0.0f));
         ordinary = 0;

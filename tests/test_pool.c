@@ -159,9 +159,9 @@ static steer_world *make_world(void) {
     steer_agent_desc d = steer_default_agent_desc();
     d.limits.radius = 0.6f;
     d.limits.max_speed = 2.5f;
-    d.state.position = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
-    d.state.velocity = v2(steer_rng_range(&rng, -1.0f, 1.0f), steer_rng_range(&rng, -1.0f, 1.0f));
-    vec2 goal = v2(steer_rng_range(&rng, 5.0f, SIDE - 5.0f), steer_rng_range(&rng, 5.0f, SIDE - 5.0f));
+    d.state.position = steer_rng_point(&rng, 5.0f, SIDE - 5.0f, 5.0f, SIDE - 5.0f);
+    d.state.velocity = steer_rng_point(&rng, -1.0f, 1.0f, -1.0f, 1.0f);
+    vec2 goal = steer_rng_point(&rng, 5.0f, SIDE - 5.0f, 5.0f, SIDE - 5.0f);
     int follow = 0;
     switch (i % 6) {
     case 0: /* arrive with predictive avoidance */
@@ -452,9 +452,9 @@ static steer_world *bench_like(int mixed, uint32_t n, steer_rng *rng) {
     d.model = STEER_MODEL_DYNAMIC;
     d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
     d.behaviour.target.kind = STEER_TARGET_POINT;
-    d.behaviour.target.point = v2(steer_rng_range(rng, 0.0f, side), steer_rng_range(rng, 0.0f, side));
-    d.state.position = v2(2.5f + 5.0f * (float)(i % per_row) + steer_rng_range(rng, -1.0f, 1.0f),
-                          2.5f + 5.0f * (float)(i / per_row) + steer_rng_range(rng, -1.0f, 1.0f));
+    d.behaviour.target.point = steer_rng_point(rng, 0.0f, side, 0.0f, side);
+    d.state.position = v2_add(v2(2.5f + 5.0f * (float)(i % per_row), 2.5f + 5.0f * (float)(i / per_row)),
+                              steer_rng_point(rng, -1.0f, 1.0f, -1.0f, 1.0f));
     int follow = 0;
     if (!mixed) {
       d.limits.radius = 1.5f;
@@ -488,7 +488,7 @@ static void retarget(steer_world *w, steer_rng *rng, float side) {
     steer_agent_info info;
     ck_assert_int_eq(steer_world_get(w, ev[i].agent, &info), STEER_OK);
     steer_behaviour b = info.behaviour;
-    b.target.point = v2(steer_rng_range(rng, 0.0f, side), steer_rng_range(rng, 0.0f, side));
+    b.target.point = steer_rng_point(rng, 0.0f, side, 0.0f, side);
     ck_assert_int_eq(steer_world_set_behaviour(w, ev[i].agent, &b), STEER_OK);
   }
 }

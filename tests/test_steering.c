@@ -682,8 +682,9 @@ START_TEST(test_separation_matches_scalar_definition) {
   steer_rng r;
   steer_rng_seed(&r, 99);
   for (int t = 0; t < 2000; t++) {
-    steer_state s = state_at(steer_rng_range(&r, -20.0f, 20.0f), steer_rng_range(&r, -20.0f, 20.0f),
-                             steer_rng_range(&r, -3.0f, 3.0f));
+    float o = steer_rng_range(&r, -3.0f, 3.0f);
+    vec2 at = steer_rng_point(&r, -20.0f, 20.0f, -20.0f, 20.0f);
+    steer_state s = state_at(at.x, at.y, o);
     steer_limits l = steer_default_limits();
     l.radius = steer_rng_range(&r, 0.0f, 2.0f);
     l.max_acceleration = steer_rng_range(&r, 0.5f, 20.0f);
@@ -699,8 +700,7 @@ START_TEST(test_separation_matches_scalar_definition) {
       else if (k == 1 && i > 0)
         nb[i] = nb[i - 1]; /* a tie */
       else
-        nb[i] = v2(s.position.x + steer_rng_range(&r, -20.0f, 20.0f),
-                   s.position.y + steer_rng_range(&r, -20.0f, 20.0f));
+        nb[i] = v2_add(s.position, steer_rng_point(&r, -20.0f, 20.0f, -20.0f, 20.0f));
       nr[i] = (t % 5 == 0) ? 0.0f : steer_rng_range(&r, 0.0f, 3.0f);
     }
     const float *radii = (t & 1) ? nr : NULL;

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "vec2.h"
+
 typedef struct steer_rng {
   uint64_t state;
 } steer_rng;
@@ -44,6 +46,16 @@ static inline float steer_rng_binomial(steer_rng *r) {
 /* Uniform in [lo, hi). */
 static inline float steer_rng_range(steer_rng *r, float lo, float hi) {
   return lo + (hi - lo) * steer_rng_float(r);
+}
+
+/* A point uniform in [x0, x1) x [y0, y1). y is drawn before x: C leaves the
+ * order of a call's arguments unspecified, so v2(steer_rng_range(..),
+ * steer_rng_range(..)) draws x first with clang and y first with GCC; this is
+ * GCC's order, which the figures and hashes recorded so far were made with. */
+static inline vec2 steer_rng_point(steer_rng *r, float x0, float x1, float y0, float y1) {
+  float y = steer_rng_range(r, y0, y1);
+  float x = steer_rng_range(r, x0, x1);
+  return v2(x, y);
 }
 
 #endif /* STEER_RNG_H */

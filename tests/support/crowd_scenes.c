@@ -79,7 +79,7 @@ steer_world *crowd_doorway(uint8_t period, float horizon, uint32_t variant) {
     uint32_t k = i % (CROWD_DOORWAY_N / 2);
     vec2 at = v2((left ? -14.0f : 4.0f) + 2.0f * (float)(k % 5), -9.0f + 2.0f * (float)(k / 5));
     if (variant > 0)
-      at = v2_add(at, v2(steer_rng_range(&rng, -0.5f, 0.5f), steer_rng_range(&rng, -0.5f, 0.5f)));
+      at = v2_add(at, steer_rng_point(&rng, -0.5f, 0.5f, -0.5f, 0.5f));
     vec2 goal = v2(at.x + (left ? 18.0f : -18.0f), at.y);
     steer_agent_desc d = crowd_walker(at, goal);
     d.behaviour.neighbour_period = period;
