@@ -349,9 +349,10 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
  *   floor-knn: rebuild the grid and run the exact 8-nearest query within 15 m
  *              for every agent, seeded with its last k-th distance (the plain
  *              query: steer_grid_nearest_pos);
- *   floor-kept: the same through kept candidate lists (steer_grid_nearest_kept,
- *              the path the world uses; the agents here only oscillate, so
- *              the lists hold: the re-rank's cost, few rebuilds);
+ *   floor-kept: the same through kept candidate lists
+ *              (steer_grid_nearest_kept_idx, the path the world uses;
+ *              the agents here only oscillate, so the lists hold: the
+ *              re-rank's cost, few rebuilds);
  *   floor:     floor-io and floor-kept in one pass.
  * The dense step minus this is what steering, separation and the world's
  * bookkeeping cost. One thread. */
@@ -375,17 +376,20 @@ static void floor_step(floor_state *f, int io, int knn) {
       float h = f->hint[i];
       vec2 p = v2(f->px[i], f->py[i]);
       uint32_t k;
-      if (knn == 2) {
-        k = steer_grid_nearest_kept(&f->g, &f->lists, i, p, 15.0f, pos, NULL, NULL, 8, &h, 2.0f * 2.0f * DT);
+      if (knn == 2) { /* as the world queries: the answer as dense indices into the lists' records */
+        uint32_t scratch[STEER_GRID_LIST];
+        const uint32_t *nb;
+        k = steer_grid_nearest_kept_idx(&f->g, &f->lists, i, p, 15.0f, 8, &h, 2.0f * 2.0f * DT, scratch, &nb);
+        sink += k ? f->lists.rec[nb[k - 1]].x : 0.0f;
       } else {
         if (h > 0.0f) {
           float reach = sqrtf(h) + 2.0f * 2.0f * DT;
           h = reach * reach;
         }
         k = steer_grid_nearest_pos(&f->g, p, 15.0f, i, pos, 8, &h);
+        sink += k ? f->g.sx[pos[k - 1]] : 0.0f;
       }
       f->hint[i] = h;
-      sink += k ? f->g.sx[pos[k - 1]] : 0.0f;
     }
     if (io) {
       float x = f->px[i], y = f->py[i], vx = f->vx[i], vy = f->vy[i];
