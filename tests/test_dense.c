@@ -18,7 +18,11 @@
 #include "check_run.h"
 #include "dense.h"
 
-static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+/* The same bits, or both NaN: a NaN's sign and payload are not kept by the
+ * compilers through arithmetic (GCC at -O3 folds the scalar code's negations
+ * and subtractions so that a NaN comes out with the other sign), so where
+ * the scalar code gives NaN the batch must give NaN, of any sign. */
+static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)); }
 
 static float pick(steer_rng *r, float lo, float hi, int edgy) {
   uint32_t k = steer_rng_next(r) % 64u;
