@@ -213,6 +213,36 @@ static int sep_sse(const steer_state *const s[4], const steer_limits *const l[4]
 }
 
 #if DENSE_AVX
+/* The eight-lane paths' constants: lanes 0-3 and 4-7 are agents 0-3 (for
+ * neighbours i and i + 1). Returns the largest count. */
+typedef struct sep8 {
+  __m256 base, acc, px, py; /* separation radius + own radius, max acceleration, position */
+  __m256 count, step;       /* the counts (up to 32: exact as floats), and 0 | 1 for neighbour i | i + 1 */
+} sep8;
+
+__attribute__((target("avx"), always_inline)) static inline uint32_t sep8_setup(const steer_state *const s[4],
+                                                                              const steer_limits *const l[4],
+                                                                              const steer_params *const p[4],
+                                                                              const uint32_t n[4], sep8 *c) {
+  uint32_t most = n[0];
+  for (int j = 1; j < 4; j++)
+    most = n[j] > most ? n[j] : most;
+  const float b0 = p[0]->separation_radius + l[0]->radius, b1 = p[1]->separation_radius + l[1]->radius,
+              b2 = p[2]->separation_radius + l[2]->radius, b3 = p[3]->separation_radius + l[3]->radius;
+  c->base = _mm256_setr_ps(b0, b1, b2, b3, b0, b1, b2, b3);
+  c->acc = _mm256_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
+                          l[3]->max_acceleration, l[0]->max_acceleration, l[1]->max_acceleration,
+                          l[2]->max_acceleration, l[3]->max_acceleration);
+  c->px = _mm256_setr_ps(s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x,
+                         s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x);
+  c->py = _mm256_setr_ps(s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y,
+                         s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y);
+  c->count = _mm256_setr_ps((float)n[0], (float)n[1], (float)n[2], (float)n[3], (float)n[0], (float)n[1],
+                            (float)n[2], (float)n[3]);
+  c->step = _mm256_setr_ps(0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f);
+  return most;
+}
+
 /* The same with eight lanes: lanes 0-3 neighbour i of agents 0-3, lanes 4-7
  * neighbour i + 1; the sums take the low half, then the high half. The
  * predicates are the SSE ones (ordered greater-than; "not greater or equal",
@@ -221,24 +251,10 @@ __attribute__((target("avx"))) static int sep_avx(const steer_state *const s[4],
                                                   const steer_params *const p[4], const vec2 *const nxy[4],
                                                   const float *const nrad[4], const uint32_t n[4],
                                                   steer_output sep[4]) {
-  uint32_t most = n[0];
-  for (int j = 1; j < 4; j++)
-    most = n[j] > most ? n[j] : most;
-  const float b0 = p[0]->separation_radius + l[0]->radius, b1 = p[1]->separation_radius + l[1]->radius,
-              b2 = p[2]->separation_radius + l[2]->radius, b3 = p[3]->separation_radius + l[3]->radius;
+  sep8 k;
+  const uint32_t most = sep8_setup(s, l, p, n, &k);
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
-  const __m256 vbase = _mm256_setr_ps(b0, b1, b2, b3, b0, b1, b2, b3);
-  const __m256 vacc = _mm256_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
-                                     l[3]->max_acceleration, l[0]->max_acceleration, l[1]->max_acceleration,
-                                     l[2]->max_acceleration, l[3]->max_acceleration);
-  const __m256 vpx = _mm256_setr_ps(s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x,
-                                    s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x);
-  const __m256 vpy = _mm256_setr_ps(s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y,
-                                    s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y);
-  /* Counts and indices up to 32: exact as floats. */
-  const __m256 count = _mm256_setr_ps((float)n[0], (float)n[1], (float)n[2], (float)n[3], (float)n[0],
-                                      (float)n[1], (float)n[2], (float)n[3]);
-  const __m256 step = _mm256_setr_ps(0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f);
+  const __m256 vbase = k.base, vacc = k.acc, vpx = k.px, vpy = k.py, count = k.count, step = k.step;
   __m128 sx = _mm_setzero_ps(), sy = _mm_setzero_ps();
   __m256 bad = zero;
   /* The pushes of two neighbours of each agent, added in neighbour order. */
@@ -309,23 +325,10 @@ __attribute__((target("avx"))) static int sep_avx_idx(const steer_state *const s
                                                       const steer_params *const p[4], const steer_grid_rec *rec,
                                                       const uint32_t *const nb[4], const uint32_t n[4],
                                                       steer_output sep[4]) {
-  uint32_t most = n[0];
-  for (int j = 1; j < 4; j++)
-    most = n[j] > most ? n[j] : most;
-  const float b0 = p[0]->separation_radius + l[0]->radius, b1 = p[1]->separation_radius + l[1]->radius,
-              b2 = p[2]->separation_radius + l[2]->radius, b3 = p[3]->separation_radius + l[3]->radius;
+  sep8 k;
+  const uint32_t most = sep8_setup(s, l, p, n, &k);
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
-  const __m256 vbase = _mm256_setr_ps(b0, b1, b2, b3, b0, b1, b2, b3);
-  const __m256 vacc = _mm256_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
-                                     l[3]->max_acceleration, l[0]->max_acceleration, l[1]->max_acceleration,
-                                     l[2]->max_acceleration, l[3]->max_acceleration);
-  const __m256 vpx = _mm256_setr_ps(s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x,
-                                    s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x);
-  const __m256 vpy = _mm256_setr_ps(s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y,
-                                    s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y);
-  const __m256 count = _mm256_setr_ps((float)n[0], (float)n[1], (float)n[2], (float)n[3], (float)n[0],
-                                      (float)n[1], (float)n[2], (float)n[3]);
-  const __m256 step = _mm256_setr_ps(0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f);
+  const __m256 vbase = k.base, vacc = k.acc, vpx = k.px, vpy = k.py, count = k.count, step = k.step;
   static const float none[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   __m128 sx = _mm_setzero_ps(), sy = _mm_setzero_ps();
   __m256 bad = zero;
