@@ -59,6 +59,26 @@ BL_INLINE void BL(vstore_state)(steer_world *w, const uint32_t *dd, unsigned kee
   }
 }
 
+/* events_mark and events_precheck for the kept lanes of an arrive+look or
+ * dynamic batch: an arrival to report when not arrived before and now
+ * inside target_radius (bit i of inside: the rare case, the point and radius
+ * go to the events pass); else nothing for the events pass to look at. */
+BL_INLINE void BL(vmark_events)(steer_world *w, const uint32_t *dd, unsigned keep, unsigned inside) {
+  const world_batch_rec *rec = w->brec;
+  for (unsigned i = 0; i < VW; i++) {
+    if (!(keep & (1u << i)))
+      continue;
+    uint32_t d = dd[i];
+    if ((inside & (1u << i)) && !w->arrived[d]) {
+      w->ekind[d] = EV_ARRIVE;
+      w->ept[d] = v2(rec[d].k[6], rec[d].k[7]);
+      w->er[d] = rec[d].k[1];
+    } else {
+      w->ekind[d] = EV_NONE;
+    }
+  }
+}
+
 /* A dynamic agent arriving at a point and looking where it goes
  * (steer_arrive's linear part, steer_look_where_going's angular part), then
  * steer_integrate_dynamic, integrate_store and events_precheck. */
@@ -87,18 +107,7 @@ BL_FN unsigned BL(lean_arrive)(steer_world *w, float dt, const uint32_t *dd, uns
    * radius go to the events pass). */
   VF ex = tx - px, ey = ty - py;
   unsigned inside = (unsigned)VMASK(VLT(ex * ex + ey * ey, tr * tr));
-  for (unsigned i = 0; i < VW; i++) {
-    if (!(keep & (1u << i)))
-      continue;
-    uint32_t d = dd[i];
-    if ((inside & (1u << i)) && !w->arrived[d]) {
-      w->ekind[d] = EV_ARRIVE;
-      w->ept[d] = v2(rec[d].k[6], rec[d].k[7]);
-      w->er[d] = rec[d].k[1];
-    } else {
-      w->ekind[d] = EV_NONE;
-    }
-  }
+  BL(vmark_events)(w, dd, keep, inside);
   return keep;
 #undef PX
 #undef PY
@@ -273,18 +282,7 @@ BL_FN unsigned BL(finish_dynamic)(steer_world *w, float dt, int kind, const uint
     VF ex = f[10] - px, ey = f[11] - py;
     inside = (unsigned)VMASK(VLT(ex * ex + ey * ey, f[5] * f[5]));
   }
-  for (unsigned i = 0; i < VW; i++) {
-    if (!(keep & (1u << i)))
-      continue;
-    uint32_t d = dd[i];
-    if ((inside & (1u << i)) && !w->arrived[d]) {
-      w->ekind[d] = EV_ARRIVE;
-      w->ept[d] = v2(rec[d].k[6], rec[d].k[7]);
-      w->er[d] = rec[d].k[1];
-    } else {
-      w->ekind[d] = EV_NONE;
-    }
-  }
+  BL(vmark_events)(w, dd, keep, inside);
   return keep;
 #undef PX
 #undef PY
