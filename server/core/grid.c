@@ -424,6 +424,25 @@ static void fast_scan(fast_query *q, float radius, int nv) {
 static int box_rank(const steer_grid *g, float *sd, int32_t *sp, uint32_t m, uint32_t k, uint32_t *out,
                     float *out_d2, int want_pos, float *kth);
 
+/* Fetches the box's rows (columns c0..c1 of rows r0..r1: positions and
+ * items) all at once, before the query reads them, so their cache misses
+ * overlap instead of coming one row after the other. */
+static inline __attribute__((always_inline)) void box_prefetch(const steer_grid *g, uint32_t c0, uint32_t c1,
+                                                               uint32_t r0, uint32_t r1) {
+  for (uint32_t row = r0; row <= r1; row++) {
+    const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
+    uint32_t a = rs[c0], end = rs[c1 + 1];
+    if (a < end) {
+      __builtin_prefetch(g->sx + a);
+      __builtin_prefetch(g->sy + a);
+      __builtin_prefetch(g->items + a);
+      __builtin_prefetch(g->sx + end - 1);
+      __builtin_prefetch(g->sy + end - 1);
+      __builtin_prefetch(g->items + end - 1);
+    }
+  }
+}
+
 static int nearest_box(const steer_grid *g, vec2 p, float thr, float margin, uint32_t excl, uint32_t k,
                        uint32_t *out, float *out_d2, int want_pos, float *kth) {
   const float half = sqrtf(thr) + margin;
@@ -445,18 +464,7 @@ static int nearest_box(const steer_grid *g, vec2 p, float thr, float margin, uin
    * instead of coming one row after the other (a rebuilt kept list's box is
    * far from what the step has touched lately); items too, which the caller
    * reads at the survivors' positions. */
-  for (uint32_t row = r0; row <= r1; row++) {
-    const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
-    uint32_t a = rs[c0], end = rs[c1 + 1];
-    if (a < end) {
-      __builtin_prefetch(sx + a);
-      __builtin_prefetch(sy + a);
-      __builtin_prefetch(g->items + a);
-      __builtin_prefetch(sx + end - 1);
-      __builtin_prefetch(sy + end - 1);
-      __builtin_prefetch(g->items + end - 1);
-    }
-  }
+  box_prefetch(g, c0, c1, r0, r1);
   for (uint32_t row = r0; row <= r1; row++) {
     const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
     uint32_t a = rs[c0], end = rs[c1 + 1];
@@ -573,18 +581,7 @@ __attribute__((target("avx2,bmi2,popcnt"))) static int nearest_box_avx2(const st
   float sd[BOX_CAP + 16];
   int32_t sp[BOX_CAP + 16];
   uint32_t m = 0;
-  for (uint32_t row = r0; row <= r1; row++) { /* as nearest_box: the rows' misses overlap */
-    const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
-    uint32_t a = rs[c0], end = rs[c1 + 1];
-    if (a < end) {
-      __builtin_prefetch(sx + a);
-      __builtin_prefetch(sy + a);
-      __builtin_prefetch(g->items + a);
-      __builtin_prefetch(sx + end - 1);
-      __builtin_prefetch(sy + end - 1);
-      __builtin_prefetch(g->items + end - 1);
-    }
-  }
+  box_prefetch(g, c0, c1, r0, r1); /* as nearest_box */
   for (uint32_t row = r0; row <= r1; row++) {
     const uint32_t *rs = g->cell_start + (size_t)row * g->cols;
     uint32_t a = rs[c0], end = rs[c1 + 1];
