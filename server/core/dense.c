@@ -174,40 +174,59 @@ int steer_blend_separation_x4(const steer_output o[4], const steer_output sep[4]
 #define NB_Y(j, i) ((i) < n[j] ? nxy[j][i].y : 0.0f)
 #define NB_R(j, i) ((i) < n[j] ? nrad[j][i] : 0.0f)
 
-static int sep_sse(const steer_state *const s[4], const steer_limits *const l[4], const steer_params *const p[4],
-                   const vec2 *const nxy[4], const float *const nrad[4], const uint32_t n[4], steer_output sep[4]) {
-  /* Built from scalars with set (not stored and loaded back as a vector:
-   * four narrow stores do not forward to one wide load). */
+/* The four-lane separations' constants (agent j in lane j). Built from
+ * scalars with set (not stored and loaded back as a vector: four narrow
+ * stores do not forward to one wide load). Returns the largest count. */
+typedef struct sep4 {
+  f4 base, acc, px, py; /* separation radius + own radius (reach = it + the neighbour's radius, as
+                           separation_push adds them), max acceleration, position */
+  __m128i count;
+} sep4;
+
+SIMD_INLINE uint32_t sep4_setup(const steer_state *const s[4], const steer_limits *const l[4],
+                                const steer_params *const p[4], const uint32_t n[4], sep4 *k) {
   uint32_t most = n[0];
   for (int j = 1; j < 4; j++)
     most = n[j] > most ? n[j] : most;
+  k->base = _mm_setr_ps(p[0]->separation_radius + l[0]->radius, p[1]->separation_radius + l[1]->radius,
+                        p[2]->separation_radius + l[2]->radius, p[3]->separation_radius + l[3]->radius);
+  k->acc = _mm_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
+                       l[3]->max_acceleration);
+  k->px = _mm_setr_ps(s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x);
+  k->py = _mm_setr_ps(s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y);
+  k->count = _mm_setr_epi32((int)n[0], (int)n[1], (int)n[2], (int)n[3]);
+  return most;
+}
+
+/* Neighbour i of the four agents (nx, ny, nr), pushed into the sums of the
+ * lanes that have one (i below their count). */
+SIMD_INLINE void sep4_push(const sep4 *k, uint32_t i, f4 nx, f4 ny, f4 nr, f4 *sx, f4 *sy, f4 *bad) {
   const f4 zero = _mm_setzero_ps(), one = f4_set(1.0f);
-  /* reach = this + the neighbour's radius, as separation_push adds them */
-  const f4 vbase = _mm_setr_ps(p[0]->separation_radius + l[0]->radius, p[1]->separation_radius + l[1]->radius,
-                               p[2]->separation_radius + l[2]->radius, p[3]->separation_radius + l[3]->radius);
-  const f4 vacc = _mm_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
-                              l[3]->max_acceleration);
-  const f4 vpx = _mm_setr_ps(s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x);
-  const f4 vpy = _mm_setr_ps(s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y);
-  const __m128i count = _mm_setr_epi32((int)n[0], (int)n[1], (int)n[2], (int)n[3]);
-  f4 sx = zero, sy = zero, bad = zero;
+  f4 live = _mm_castsi128_ps(_mm_cmpgt_epi32(k->count, _mm_set1_epi32((int)i)));
+  f4 reach = _mm_add_ps(k->base, nr);
+  f4 ax = _mm_sub_ps(k->px, nx), ay = _mm_sub_ps(k->py, ny);
+  f4 d2 = _mm_add_ps(_mm_mul_ps(ax, ax), _mm_mul_ps(ay, ay));
+  /* separation_push: reach > 0 and not d2 >= reach^2 (NaN as there). */
+  f4 in = _mm_and_ps(live, _mm_and_ps(_mm_cmpgt_ps(reach, zero), _mm_cmpnge_ps(d2, _mm_mul_ps(reach, reach))));
+  f4 d = _mm_sqrt_ps(d2);
+  /* Not d > 0 (coincident, or NaN): the push is along the heading. */
+  *bad = _mm_or_ps(*bad, _mm_andnot_ps(_mm_cmpgt_ps(d, zero), in));
+  f4 inv = _mm_div_ps(one, d);
+  f4 f = _mm_div_ps(_mm_mul_ps(k->acc, _mm_sub_ps(reach, d)), reach);
+  *sx = f4_sel(in, _mm_add_ps(*sx, _mm_mul_ps(_mm_mul_ps(ax, inv), f)), *sx);
+  *sy = f4_sel(in, _mm_add_ps(*sy, _mm_mul_ps(_mm_mul_ps(ay, inv), f)), *sy);
+}
+
+static int sep_sse(const steer_state *const s[4], const steer_limits *const l[4], const steer_params *const p[4],
+                   const vec2 *const nxy[4], const float *const nrad[4], const uint32_t n[4], steer_output sep[4]) {
+  sep4 k;
+  const uint32_t most = sep4_setup(s, l, p, n, &k);
+  f4 sx = _mm_setzero_ps(), sy = sx, bad = sx;
   for (uint32_t i = 0; i < most; i++) {
     f4 nx = _mm_setr_ps(NB_X(0, i), NB_X(1, i), NB_X(2, i), NB_X(3, i));
     f4 ny = _mm_setr_ps(NB_Y(0, i), NB_Y(1, i), NB_Y(2, i), NB_Y(3, i));
     f4 nr = _mm_setr_ps(NB_R(0, i), NB_R(1, i), NB_R(2, i), NB_R(3, i));
-    f4 live = _mm_castsi128_ps(_mm_cmpgt_epi32(count, _mm_set1_epi32((int)i)));
-    f4 reach = _mm_add_ps(vbase, nr);
-    f4 ax = _mm_sub_ps(vpx, nx), ay = _mm_sub_ps(vpy, ny);
-    f4 d2 = _mm_add_ps(_mm_mul_ps(ax, ax), _mm_mul_ps(ay, ay));
-    /* separation_push: reach > 0 and not d2 >= reach^2 (NaN as there). */
-    f4 in = _mm_and_ps(live, _mm_and_ps(_mm_cmpgt_ps(reach, zero), _mm_cmpnge_ps(d2, _mm_mul_ps(reach, reach))));
-    f4 d = _mm_sqrt_ps(d2);
-    /* Not d > 0 (coincident, or NaN): the push is along the heading. */
-    bad = _mm_or_ps(bad, _mm_andnot_ps(_mm_cmpgt_ps(d, zero), in));
-    f4 inv = _mm_div_ps(one, d);
-    f4 f = _mm_div_ps(_mm_mul_ps(vacc, _mm_sub_ps(reach, d)), reach);
-    sx = f4_sel(in, _mm_add_ps(sx, _mm_mul_ps(_mm_mul_ps(ax, inv), f)), sx);
-    sy = f4_sel(in, _mm_add_ps(sy, _mm_mul_ps(_mm_mul_ps(ay, inv), f)), sy);
+    sep4_push(&k, i, nx, ny, nr, &sx, &sy, &bad);
   }
   return sep_finish(sx, sy, bad, s, l, p, nxy, nrad, n, sep);
 }
@@ -359,36 +378,17 @@ __attribute__((target("avx"))) static int sep_avx_idx(const steer_state *const s
 static int sep_sse_idx(const steer_state *const s[4], const steer_limits *const l[4],
                        const steer_params *const p[4], const steer_grid_rec *rec, const uint32_t *const nb[4],
                        const uint32_t n[4], steer_output sep[4]) {
-  uint32_t most = n[0];
-  for (int j = 1; j < 4; j++)
-    most = n[j] > most ? n[j] : most;
-  const f4 zero = _mm_setzero_ps(), one = f4_set(1.0f);
-  const f4 vbase = _mm_setr_ps(p[0]->separation_radius + l[0]->radius, p[1]->separation_radius + l[1]->radius,
-                               p[2]->separation_radius + l[2]->radius, p[3]->separation_radius + l[3]->radius);
-  const f4 vacc = _mm_setr_ps(l[0]->max_acceleration, l[1]->max_acceleration, l[2]->max_acceleration,
-                              l[3]->max_acceleration);
-  const f4 vpx = _mm_setr_ps(s[0]->position.x, s[1]->position.x, s[2]->position.x, s[3]->position.x);
-  const f4 vpy = _mm_setr_ps(s[0]->position.y, s[1]->position.y, s[2]->position.y, s[3]->position.y);
-  const __m128i count = _mm_setr_epi32((int)n[0], (int)n[1], (int)n[2], (int)n[3]);
+  sep4 k;
+  const uint32_t most = sep4_setup(s, l, p, n, &k);
   static const float none[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  f4 sx = zero, sy = zero, bad = zero;
+  f4 sx = _mm_setzero_ps(), sy = sx, bad = sx;
   for (uint32_t i = 0; i < most; i++) {
     f4 c[4];
     for (int j = 0; j < 4; j++)
       c[j] = _mm_loadu_ps(i < n[j] ? &rec[nb[j][i]].x : none);
     _MM_TRANSPOSE4_PS(c[0], c[1], c[2], c[3]); /* x, y, cell position, radius */
     const f4 nx = c[0], ny = c[1], nr = c[3];
-    f4 live = _mm_castsi128_ps(_mm_cmpgt_epi32(count, _mm_set1_epi32((int)i)));
-    f4 reach = _mm_add_ps(vbase, nr);
-    f4 ax = _mm_sub_ps(vpx, nx), ay = _mm_sub_ps(vpy, ny);
-    f4 d2 = _mm_add_ps(_mm_mul_ps(ax, ax), _mm_mul_ps(ay, ay));
-    f4 in = _mm_and_ps(live, _mm_and_ps(_mm_cmpgt_ps(reach, zero), _mm_cmpnge_ps(d2, _mm_mul_ps(reach, reach))));
-    f4 d = _mm_sqrt_ps(d2);
-    bad = _mm_or_ps(bad, _mm_andnot_ps(_mm_cmpgt_ps(d, zero), in));
-    f4 inv = _mm_div_ps(one, d);
-    f4 f = _mm_div_ps(_mm_mul_ps(vacc, _mm_sub_ps(reach, d)), reach);
-    sx = f4_sel(in, _mm_add_ps(sx, _mm_mul_ps(_mm_mul_ps(ax, inv), f)), sx);
-    sy = f4_sel(in, _mm_add_ps(sy, _mm_mul_ps(_mm_mul_ps(ay, inv), f)), sy);
+    sep4_push(&k, i, nx, ny, nr, &sx, &sy, &bad);
   }
   return sep_finish_idx(sx, sy, bad, s, l, p, rec, nb, n, sep);
 }
