@@ -49,6 +49,19 @@ int steer_dense_avx(void) {
   return on;
 }
 
+/* steer_separation for one agent whose n neighbours are records rec[nb[i]]
+ * (the scalar code the index paths are checked against and fall back to). */
+static steer_output separation_idx(const steer_state *s, const steer_limits *l, const steer_params *p,
+                                   const steer_grid_rec *rec, const uint32_t *nb, uint32_t n) {
+  vec2 xy[STEER_SEPARATION_X4_MAX];
+  float r[STEER_SEPARATION_X4_MAX];
+  for (uint32_t i = 0; i < n; i++) {
+    xy[i] = v2(rec[nb[i]].x, rec[nb[i]].y);
+    r[i] = rec[nb[i]].r;
+  }
+  return steer_separation(s, l, p, xy, r, (int)n);
+}
+
 #if STEER_SIMD
 /* v2_clip(a, max) lane by lane, for the lanes whose length squared does not
  * overflow (*bad gets the others). The scalar code computes the square root
@@ -103,13 +116,7 @@ SIMD_INLINE int sep_finish_idx(f4 sx, f4 sy, f4 bad, const steer_state *const s[
   int redo = sep_clip_store(sx, sy, bad, l, sep), done = 4;
   for (int j = 0; j < 4; j++)
     if (redo & (1 << j)) {
-      vec2 xy[STEER_SEPARATION_X4_MAX];
-      float r[STEER_SEPARATION_X4_MAX];
-      for (uint32_t i = 0; i < n[j]; i++) {
-        xy[i] = v2(rec[nb[j][i]].x, rec[nb[j][i]].y);
-        r[i] = rec[nb[j][i]].r;
-      }
-      sep[j] = steer_separation(s[j], l[j], p[j], xy, r, (int)n[j]);
+      sep[j] = separation_idx(s[j], l[j], p[j], rec, nb[j], n[j]);
       done--;
     }
   return done;
@@ -421,13 +428,7 @@ int steer_separation_x4_idx(const steer_state *const s[4], const steer_limits *c
   return sep_sse_idx(s, l, p, rec, nb, n, sep);
 #else
   for (int j = 0; j < 4; j++) {
-    vec2 xy[STEER_SEPARATION_X4_MAX];
-    float r[STEER_SEPARATION_X4_MAX];
-    for (uint32_t i = 0; i < n[j]; i++) {
-      xy[i] = v2(rec[nb[j][i]].x, rec[nb[j][i]].y);
-      r[i] = rec[nb[j][i]].r;
-    }
-    sep[j] = steer_separation(s[j], l[j], p[j], xy, r, (int)n[j]);
+    sep[j] = separation_idx(s[j], l[j], p[j], rec, nb[j], n[j]);
   }
   return 0;
 #endif

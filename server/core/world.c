@@ -1312,6 +1312,19 @@ static void batch_block(steer_world *w, float dt, uint32_t begin, uint32_t end, 
 
 static void integrate_range(steer_world *w, float dt, uint32_t begin, uint32_t end, int precheck);
 
+/* The first agent from d on (before stop) that the batches did not step and
+ * integrate whole (done[] 3, fused), passing eight such agents at a time. */
+static inline uint32_t skip_done(const uint8_t *done, uint32_t b0, uint32_t d, uint32_t stop) {
+  while (d + 8u <= stop) {
+    uint64_t d8;
+    memcpy(&d8, &done[d - b0], sizeof(d8));
+    if (d8 != 0x0303030303030303ULL)
+      break;
+    d += 8u;
+  }
+  return d;
+}
+
 /* Steers agents [begin, end): each reads last tick's state of anyone and writes
  * only its own command, query hint, kept neighbour set, wander angle, generator
  * and events scratch (and, fused, its own state), so ranges can run on
@@ -1335,14 +1348,7 @@ static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end, 
     else
       memset(done, 0, sizeof(done));
     for (uint32_t d = b0; d < stop; d++) {
-      /* Mostly all done by the batches: eight at a time. */
-      while (d + 8u <= stop) {
-        uint64_t d8;
-        memcpy(&d8, &done[d - b0], sizeof(d8));
-        if (d8 != 0x0303030303030303ULL)
-          break;
-        d += 8u;
-      }
+      d = skip_done(done, b0, d, stop); /* mostly all done by the batches */
       if (d >= stop)
         break;
       if (done[d - b0])
@@ -1379,13 +1385,7 @@ static void steer_range(steer_world *w, float dt, uint32_t begin, uint32_t end, 
     }
     if (fused) /* the agents the vector path did not integrate */
       for (uint32_t d = b0; d < stop; d++) {
-        while (d + 8u <= stop) {
-          uint64_t d8;
-          memcpy(&d8, &done[d - b0], sizeof(d8));
-          if (d8 != 0x0303030303030303ULL)
-            break;
-          d += 8u;
-        }
+        d = skip_done(done, b0, d, stop);
         if (d < stop && done[d - b0] != 3)
           integrate_range(w, dt, d, d + 1, 1);
       }
