@@ -44,6 +44,8 @@ uint32_t steer_nav_neighbours(const steer_nav *n, uint32_t i, const uint32_t **o
 
 
 uint64_t steer_nav_hash(const steer_nav *n) {
+  if (n->mesh)
+    return steer_mesh_hash(n->mesh);
   uint64_t h = 0xcbf29ce484222325ULL;
   h = mix(h, fbits(n->r));
   h = mix(h, n->nnodes);
@@ -677,6 +679,26 @@ static vec2 node_pos(const steer_nav *n, uint32_t i, vec2 from, vec2 to) {
   return i < n->nnodes ? n->nodes[i].p : (i == n->nnodes ? from : to);
 }
 
+/* On the mesh: a goal the body fits at but within the mesh's margin of the
+ * geometry is reached from the nearest point of the mesh (a step of mm). */
+static int mesh_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
+                     steer_nav_result *res) {
+  vec2 goal;
+  if (steer_mesh_nearest(n->mesh, to, STEER_MESH_MARGIN + STEER_MAP_SKIN, &goal) != 0)
+    return STEER_EBLOCKED;
+  int extra = goal.x != to.x || goal.y != to.y;
+  if (extra && !steer_nav_clear(m, goal, to, n->r))
+    return STEER_EBLOCKED;
+  int rc = steer_mesh_plan(n->mesh, from, goal, out, extra ? cap - 1u : cap, res);
+  if (rc == 0 && extra) {
+    out[res->count++] = to;
+    res->length += v2_len(v2_sub(to, goal));
+  } else if (rc == STEER_EFULL && extra) {
+    res->count++;
+  }
+  return rc;
+}
+
 static int nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
                     steer_nav_result *res, int taut) {
   steer_nav_result dummy;
@@ -689,6 +711,8 @@ static int nav_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *
   const float r = n->r;
   if (steer_map_count(m) > 0 && !steer_map_free(m, to, r, 0.0f))
     return STEER_EBLOCKED;
+  if (n->mesh)
+    return mesh_plan(n, m, from, to, out, cap, res);
   nav_recent near_from = {{0}, 0}, near_to = {{0}, 0}; /* what stops the start's and the goal's links */
   if (nav_vis_pair(n, from, to, &near_from)) {
     out[0] = to;

@@ -74,6 +74,13 @@ void steer_nav_destroy(steer_nav *n); /* accepts NULL */
 /* Builds the graph of map m for bodies of radius r (>= 0, finite) inside the
  * bounds [lo, hi]. 0, STEER_EINVAL or STEER_ENOMEM (the old graph is kept). */
 int steer_nav_build(steer_nav *n, const steer_map *m, float r, vec2 lo, vec2 hi);
+/* The same for the navigation mesh (navmesh.h) instead of the visibility
+ * graph: what steer_nav_cache builds, for levels of any size (a build is
+ * O(map), milliseconds where the graph's is seconds). steer_nav_plan then
+ * plans on the mesh (a goal within the mesh's margin of the free space is
+ * reached from the nearest free point), steer_nav_update rebuilds it. The
+ * graph's own queries (nodes, neighbours) see an empty graph. */
+int steer_nav_build_mesh(steer_nav *n, const steer_map *m, float r, vec2 lo, vec2 hi);
 /* Brings a built graph up to date with m (same radius and bounds), reusing
  * what the changes since the graph's map cannot affect; the result equals
  * steer_nav_build's. Obstacles are matched by id and shape in map order, so

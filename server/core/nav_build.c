@@ -31,6 +31,8 @@
 #include "world.h" /* error codes */
 
 void nav_free_graph(steer_nav *n) {
+  steer_mesh_destroy(n->mesh);
+  n->mesh = NULL;
   free(n->groups);
   free(n->cand);
   free(n->cand_live);
@@ -47,6 +49,8 @@ void nav_free_graph(steer_nav *n) {
 }
 
 size_t steer_nav_memory(const steer_nav *n) {
+  if (n->mesh)
+    return sizeof *n + steer_mesh_memory(n->mesh);
   return sizeof *n + (size_t)n->ngroups * sizeof(nav_group) + (size_t)n->ncand * (sizeof(nav_node) + sizeof(uint32_t)) +
          (size_t)n->nnodes * sizeof(nav_node) + (n->nnodes + 1u) * sizeof(uint32_t) +
          (size_t)n->nadj * (sizeof(uint32_t) + sizeof(float)) + (size_t)n->nnodes * sizeof(nav_box) +
@@ -962,11 +966,30 @@ int steer_nav_build(steer_nav *n, const steer_map *m, float r, vec2 lo, vec2 hi)
   return 0;
 }
 
+int steer_nav_build_mesh(steer_nav *n, const steer_map *m, float r, vec2 lo, vec2 hi) {
+  if (!n || !m || !isfinite(r) || r < 0.0f || !(lo.x < hi.x) || !(lo.y < hi.y))
+    return STEER_EINVAL;
+  steer_mesh *mesh = steer_mesh_build(m, r, lo, hi);
+  if (!mesh)
+    return STEER_ENOMEM;
+  nav_free_graph(n);
+  memset(n, 0, sizeof *n);
+  n->r = r;
+  n->lo = lo;
+  n->hi = hi;
+  n->version = steer_map_version(m);
+  n->built = 1;
+  n->mesh = mesh;
+  return 0;
+}
+
 int steer_nav_update(steer_nav *n, const steer_map *m) {
   if (!n || !m || !n->built)
     return STEER_EINVAL;
   if (n->version == steer_map_version(m))
     return 0;
+  if (n->mesh)
+    return steer_nav_build_mesh(n, m, n->r, n->lo, n->hi);
   steer_nav t;
   memset(&t, 0, sizeof t);
   int rc = nav_make(&t, n, m, n->r, n->lo, n->hi);
@@ -1026,7 +1049,7 @@ steer_nav_cache *steer_nav_cache_create(vec2 lo, vec2 hi) {
 
 static void *job_run(void *arg) {
   nav_job *j = arg;
-  j->rc = steer_nav_build(j->out, j->snap, j->r, j->lo, j->hi);
+  j->rc = steer_nav_build_mesh(j->out, j->snap, j->r, j->lo, j->hi);
   return NULL;
 }
 
@@ -1078,7 +1101,7 @@ steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r) 
   if (!n->built || n->r != cr) {
     c->builds++;
     c->sync_builds++;
-    if (steer_nav_build(n, m, cr, c->lo, c->hi) != 0)
+    if (steer_nav_build_mesh(n, m, cr, c->lo, c->hi) != 0)
       return NULL;
   }
   return n;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "nav.h"
+#include "navmesh.h"
 
 #define NAV_PI          3.14159265358979f
 #define NAV_PIECE       8.0f  /* m, steer_nav_clear casts a long segment in pieces this long */
@@ -86,6 +87,10 @@ struct steer_nav {
 
   /* nav.c: the search's tables and scratch (nav_search_alloc). */
   struct nav_search *search;
+
+  /* When set (steer_nav_build_mesh), the graph is this navigation mesh and
+   * none of the above is built: plans and updates go to it. */
+  struct steer_mesh *mesh;
 };
 
 static uint64_t mix(uint64_t h, uint32_t x) { return (h ^ x) * 0x100000001b3ULL; }

@@ -40,7 +40,7 @@
 #include "nav.h"
 #include "vec2.h"
 
-#define STEER_MESH_TILE 8.0f /* m, side of a tile of the sweep */
+#define STEER_MESH_TILE   16.0f  /* m, side of a tile of the sweep */
 #define STEER_MESH_MARGIN                                                                                    \
   0.005f /* m, beyond r + skin: the route's points are floats (6e-5 m apart at 1 km) */
 
@@ -62,6 +62,9 @@ uint64_t steer_mesh_hash(const steer_mesh *mesh);
 
 /* Whether p is in the mesh's free space (a body of the mesh's radius fits). */
 int steer_mesh_free(const steer_mesh *mesh, vec2 p);
+/* The free point nearest p within reach (p itself when free): 0 with *out
+ * set, or STEER_ENOENT. */
+int steer_mesh_nearest(const steer_mesh *mesh, vec2 p, float reach, vec2 *out);
 
 /* The shortest route from `from` to `to` for the mesh's radius: its corners
  * then `to` written to out (at most cap points). Returns 0, or

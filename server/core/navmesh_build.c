@@ -1321,3 +1321,16 @@ uint64_t steer_mesh_hash(const steer_mesh *m) {
 }
 
 int steer_mesh_free(const steer_mesh *m, vec2 p) { return mesh_locate(m, (mpt){p.x, p.y}) != MESH_NONE; }
+
+int steer_mesh_nearest(const steer_mesh *m, vec2 p, float reach, vec2 *out) {
+  if (steer_mesh_free(m, p)) {
+    *out = p;
+    return 0;
+  }
+  mpt q;
+  int32_t c;
+  if (!mesh_nearest(m, (mpt){p.x, p.y}, (double)reach, &q, &c))
+    return STEER_ENOENT;
+  *out = v2((float)q.x, (float)q.y);
+  return 0;
+}
