@@ -1,4 +1,4 @@
-/* test_world_gaps.c: the movement core's answers to issue 14.
+/* test_world_gaps.c: the movement core's answers to inputs at its edges.
  *
  *   - the world refuses limits, params, bounds and steps that could produce a
  *     NaN or a silent zero (ranges in world.h), and a property test: no state
