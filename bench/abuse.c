@@ -1,4 +1,4 @@
-/* abuse.c: the attacks of issue 15, replayed against the real steerd on
+/* abuse.c: peers attacking the server, replayed against the real steerd on
  * 127.0.0.1, with a well-behaved observer measuring what they do to others.
  *
  *   build/bench/abuse ATTACK [options]      ATTACK: flood, halfopen, nohello, burst, bigworld

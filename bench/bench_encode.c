@@ -1,5 +1,5 @@
 /* bench_encode.c: the delta clients' frames of one snapshot encoded with 1
- * and 2 (or more) threads (steerd_netcode_encode_batch, issue 13), in one
+ * and 2 (or more) threads (steerd_netcode_encode_batch), in one
  * process, without the network: what the server's loop thread waits for
  * before it sends, and what the threads add up to.
  *

@@ -7,8 +7,8 @@
  *   CLIENTS - 3 bots     each spawns its share of AGENTS, then issues mixed
  *                        valid commands at --rate Hz (set_behaviour, set_path,
  *                        set_params, stop, query, ping, view, despawn and
- *                        respawn); delta snapshots with a small VIEW (issue 4's
- *                        interest management), or --bot-snapshots full;
+ *                        respawn); delta snapshots with a small VIEW (interest
+ *                        management), or --bot-snapshots full;
  *   one garbage peer     raw ENet: random bytes, truncated msgpack, wrong types,
  *                        huge arrays, channel-1 junk, forged and expired tokens;
  *                        reconnects whenever the server drops it;

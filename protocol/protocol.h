@@ -239,7 +239,7 @@ enum {
   PROTO_BHV_REPLAN_DISTANCE = 1u << 10   /* replan_distance (goto only) */
 };
 
-/* "goto" (PROTOCOL.md 5.3, issue 10): a behaviour kind of the wire only. The
+/* "goto" (PROTOCOL.md 5.3, 5.6): a behaviour kind of the wire only. The
  * server plans a route on the map (server/core/planner.h) and the agent
  * follows it as its own once path; QUERY reports it. */
 #define PROTO_BEHAVIOUR_GOTO 100u

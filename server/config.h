@@ -81,7 +81,7 @@ typedef struct steerd_config {
   /* Threads (README "Threads"). */
   uint32_t threads; /* threads of the steering pass, 0 = one per core (STEERD_THREADS, 0) */
 
-  /* GOTO path planning (issue 10, server/goto.h). */
+  /* GOTO path planning (server/goto.h). */
   uint32_t plan_budget; /* A* expansions the plan queue may spend per tick (STEERD_PLAN_BUDGET, 1024) */
 } steerd_config;
 

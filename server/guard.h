@@ -1,4 +1,4 @@
-/* guard.h: what keeps one peer from hurting the others (issue 15).
+/* guard.h: what keeps one peer from hurting the others.
  *
  * - The bytes a peer has queued to it and not yet acknowledged, measured in
  *   ENet's own queues, so the server can drop a peer that does not read its

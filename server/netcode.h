@@ -47,7 +47,7 @@
  * bytes). Agents the client may hold that left the view or the world are
  * removed; removals always go, before any change.
  *
- * Memory (issue 14). Frames' entries live in one pool of records, the
+ * Memory. Frames' entries live in one pool of records, the
  * server-wide cap (pool_records), handed out in chunks of 1024 records
  * (64 KB). Each client writes its frames into its own ring of at most
  * client_records records (its quota, whole chunks), backed by pool chunks
@@ -65,7 +65,7 @@
  * cannot be kept, not at all (frames_unkept). The pool is allocated at create and its pages are touched
  * only as chunks are used, so memory grows with what clients actually hold.
  *
- * Threads (issue 13). A batch encodes the frames of many clients split over
+ * Threads. A batch encodes the frames of many clients split over
  * a pool of threads by ranges of client slots, each range with its own
  * scratch and output (sized by set_pool). A client's frame depends only on
  * its own state, the world and its own chunks, so which range or thread

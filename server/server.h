@@ -42,7 +42,7 @@ typedef struct steerd_server_stats {
   uint64_t delta_frames;      /* DELTA frames encoded (one per delta client per snapshot) */
   uint64_t delta_bytes;       /* their payload bytes */
   uint64_t delta_ns_total;    /* time spent choosing and encoding them, sending included */
-  /* Abuse (issue 15). */
+  /* Abuse: what the limits on each peer (guard.h) did. */
   uint64_t queue_overflows;   /* peers dropped (reason 8) for more than --client-queue-kb queued */
   uint64_t queue_dropped;     /* packets not queued to such a peer before it went */
   uint64_t errors_suppressed; /* ERRORs not sent: all but the first before WELCOME */
@@ -63,7 +63,7 @@ typedef struct steerd_server_stats {
   uint64_t errors_by_code[PROTO_ERR_COUNT];                 /* ERRORs sent, by code */
   uint64_t tick_seconds_bucket[STEERD_TICK_BUCKETS];        /* steps that took <= bucket bound */
 
-  /* The map (issue 9; PROTOCOL.md 17). */
+  /* The map (PROTOCOL.md 17). */
   uint64_t stuck_events;     /* STUCK events of the world since it was created (saved with it) */
   uint32_t map_obstacles;    /* obstacles in the map now */
   uint32_t map_version;      /* the map's version now */

@@ -1,4 +1,4 @@
-/* test_abuse.c: the attacks of issue 15 against the real server on 127.0.0.1
+/* test_abuse.c: peers attacking the real server on 127.0.0.1
  * (raw ENet attackers, the client library for the well-behaved), each shown
  * contained. Bounds are generous: the machine is a noisy 2-core box. */
 #define _DEFAULT_SOURCE

@@ -170,7 +170,7 @@ START_TEST(test_metrics_promtool_and_counts) {
   ck_assert_double_eq(metric(body, "steerd_tick_duration_seconds_count"), ticks);
   ck_assert_double_eq(metric(body, "steerd_tick_duration_seconds_bucket{le=\"+Inf\"}"), ticks);
   ck_assert_double_gt(metric(body, "steerd_snapshot_packets_sent_total{kind=\"full\"}"), 0);
-  /* Every series the issue names is there. */
+  /* Every series below is exported. */
   static const char *const names[] = {"steerd_tick_overruns_total ",
                                       "steerd_ticks_skipped_total ",
                                       "steerd_commands_rate_limited_total ",

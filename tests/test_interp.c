@@ -494,7 +494,7 @@ START_TEST(no_visible_pop) {
              losses[l] * 100, (unsigned long long)seed, tick_time.max_ratio, tick_time.max_jump_cm,
              tick_time.true_cm, deadline.max_ratio, deadline.max_jump_cm, deadline.true_cm);
       ck_assert_uint_gt(tick_time.frames, 3000);
-      /* The promise (issue 14): at most 2x. The guard: measured 1.10-1.13 x;
+      /* The promise: a frame jumps at most 2x the true motion. The guard: measured 1.10-1.13 x;
        * the deadline stamps give 1.59-1.87 x (a 3 m/s NPC rendered at 2 and
        * 4 m/s by turns), which the promise alone would let through. */
       ck_assert_double_le(tick_time.max_ratio, 2.0);

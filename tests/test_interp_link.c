@@ -8,7 +8,7 @@
  *           server time, poses);
  *   viewer  delta snapshots, through the impairment proxy (tools/impair) at
  *           5 % loss both ways and 100 ms +- 20 ms (uniform) latency ONE WAY,
- *           in each direction: a round trip of 200 +- 40 ms. The issue's
+ *           in each direction: a round trip of 200 +- 40 ms. An
  *           earlier benchmark read "100 ms" as the round trip (50 +- 10 ms one
  *           way); one way is the harsher reading, so this test uses it.
  *           Every rebuilt frame goes into a steerd_interp buffer, as
@@ -57,7 +57,7 @@
 #define MEASURE_US   8000000ll
 #define TRUTH_GAP_US 120000ll /* truth snapshots further apart than this do not bracket a sample */
 
-/* The bounds. The promise (the issue's targets): mean <= 5 cm and p99 <= 20 cm
+/* The bounds. The promise: mean <= 5 cm and p99 <= 20 cm
  * at 5 % loss. Measured on a 2-core VM (RelWithDebInfo; ASan+UBSan alike):
  * with the netcode of commit 5b61b7c, 6+ runs: mean 1.56-1.62 cm, p99 5.7-5.9
  * cm, max 8.6-10.3 cm, 1.0-2.5 % of the samples extrapolated; with the delta

@@ -503,7 +503,7 @@ START_TEST(test_view_in_out) {
 }
 END_TEST
 
-/* ---- memory: each client's frames in its own quota (issue 14) ------------------------------------ */
+/* ---- memory: each client's frames in its own quota ----------------------------------------------- */
 
 /* Encodes slot's frame of the world's current tick; with d, the client takes
  * it (and acknowledges it when ack). Returns the frame's baseline tick. */

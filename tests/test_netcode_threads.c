@@ -1,5 +1,5 @@
 /* test_netcode_threads.c: the clients' delta frames encoded on a pool of
- * threads (steerd_netcode_encode_batch, issue 13) are byte for byte the frames
+ * threads (steerd_netcode_encode_batch) are byte for byte the frames
  * of one thread, and of the serial steerd_netcode_encode.
  *
  * One real world of wandering agents under random changes (spawns, despawns,

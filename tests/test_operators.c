@@ -1,4 +1,4 @@
-/* test_operators.c: what an operator sees (issue 14, "Operators' surprises").
+/* test_operators.c: what an operator sees, so that none of it surprises them:
  *
  *   - every loopback address is loopback for --bind (localhost, ::1);
  *   - a bad option value says what is allowed;

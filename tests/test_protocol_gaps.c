@@ -1,5 +1,5 @@
-/* test_protocol_gaps.c: the decoder's behaviour where PROTOCOL.md once left a
- * gap (issue 14), each pinned to what the document now states, and the
+/* test_protocol_gaps.c: the decoder's behaviour in the corners of PROTOCOL.md,
+ * each pinned to what the document states, and the
  * precision of angle reduction (section 3, "Orientation range"). */
 #include <check.h>
 #include <math.h>

@@ -448,7 +448,7 @@ START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
   recorder_connect(&good, &s, "good");
   raw_client bad;
   raw_connect(&bad, s.port);
-  /* Before HELLO a peer gets one ERROR (issue 15; test_abuse.c shows the rest). */
+  /* Before HELLO a peer gets one ERROR (test_abuse.c shows the rest). */
   static const uint8_t before_hello[] = {0x93, 0x08, 0x05, 0x81, 0xa5, 'a', 'g', 'e', 'n', 't', 0x01};
   ck_assert_int_eq(raw_exchange(&bad, before_hello, sizeof(before_hello), NULL), PROTO_ERR_NOT_WELCOMED);
   raw_welcome(&bad);

@@ -1,5 +1,5 @@
-/* test_server_gaps.c: the server's answers where PROTOCOL.md once left a gap
- * (issue 14), each pinned to what the document now states.
+/* test_server_gaps.c: the server's answers in the corners of PROTOCOL.md,
+ * each pinned to what the document states.
  *
  * The real server on 127.0.0.1 (ephemeral port). A raw ENet client (no client
  * library: it sends HELLO as often as a test likes, never acknowledges a

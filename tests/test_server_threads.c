@@ -1,5 +1,5 @@
 /* test_server_threads.c: the real server encodes its delta clients' frames on
- * its pool of threads (--threads, issue 13), and what a client receives is
+ * its pool of threads (--threads), and what a client receives is
  * the same with one thread and with two.
  *
  * Two steerd child processes, --threads 1 and --threads 2, start from copies

@@ -1,5 +1,5 @@
 /* test_snapshot_bounds.c: what one client's snapshots may cost the others,
- * against the real server on 127.0.0.1 (issue 15 item 6, issue 14): a
+ * against the real server on 127.0.0.1: a
  * full-snapshot client of a big world is held to --full-rate-kbps. Bounds are
  * generous: the machine is a noisy 2-core box, and nothing here is timed
  * tighter than whole seconds. */
@@ -105,7 +105,7 @@ static void service_all(watcher *w, int n, uint32_t ms) {
   }
 }
 
-/* ---- issue 15 item 6: a full-snapshot client of a big world ------------------------- */
+/* ---- a full-snapshot client of a big world ------------------------------------------ */
 
 #define BIG_AGENTS     3000u
 #define FULL_RATE_KBPS 800u /* 100 000 bytes/s */
@@ -154,7 +154,7 @@ START_TEST(a_full_snapshot_client_is_held_to_its_rate) {
 }
 END_TEST
 
-/* ---- issue 15 item 6: clients sized from WELCOME --------------------------------------- */
+/* ---- clients sized from WELCOME -------------------------------------------------------- */
 
 #define WIDE_AGENTS 12000u /* more than the 10 000 a client held by default */
 
@@ -217,7 +217,7 @@ START_TEST(clients_size_their_buffers_from_welcome) {
 }
 END_TEST
 
-/* ---- issue 14: each delta client's frames in its own quota -------------------------------- */
+/* ---- each delta client's frames in its own quota ------------------------------------------ */
 
 #define SHARED_AGENTS 2000u
 #define FAST_CLIENTS  5
@@ -249,10 +249,10 @@ static void pump_clients_measured(watcher *w, int n, uint32_t ms, uint64_t *last
  * its socket only every 800 ms, so its baseline is ~17 frames old when its
  * next frame is encoded. Each frame of a whole-world client holds a record per
  * agent: the fast ones write ~200 000 records a second. In one circular pool
- * of 98 304 records shared by all (--delta-pool), as before issue 14, they
- * overwrote the slow client's baseline within ~0.5 s, and its frames went
- * without one: each then held only the few agents its budget could carry. Now
- * its frames live in its own ring within its quota (10 x the world's
+ * of 98 304 records shared by all (--delta-pool), they would overwrite the
+ * slow client's baseline within ~0.5 s, and its frames would go without one:
+ * each would hold only the few agents its budget could carry. Instead its
+ * frames live in its own ring within its quota (10 x the world's
  * capacity of 6 000: 60 000 records, ~30 of its frames), which other
  * clients' frames never touch: once it has learned the
  * world, every frame it rebuilds holds every agent. (The same pool holds the

@@ -1,4 +1,4 @@
-/* test_world_gaps.c: the movement core's answers to issue 14.
+/* test_world_gaps.c: the movement core's answers to inputs at its edges.
  *
  *   - the world refuses limits, params, bounds and steps that could produce a
  *     NaN or a silent zero (ranges in world.h), and a property test: no state
@@ -56,7 +56,7 @@ static steer_state state_of(const steer_world *w, steer_id id) {
 
 /* ---- refusals ------------------------------------------------------------------- */
 
-/* Values the issue found to give zero steering (time_to_target 1e-20), NaN
+/* Values that would give zero steering (time_to_target 1e-20), NaN
  * positions (1e-39) or NaN at tick 25 (max_speed 1e-38 under interpose): refused. */
 START_TEST(the_world_refuses_what_could_make_a_nan) {
   steer_world *w = make_world(100, 1);

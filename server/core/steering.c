@@ -2,8 +2,9 @@
  *
  * Pure functions of their arguments: no allocation, no I/O, no hidden state; the
  * only randomness comes from the steer_rng the caller passes. The dynamic
- * behaviours follow seed 000 (Millington) and seed 001 (Buckland) with the fixes of
- * BEHAVIOURS.md; see approach_speed() for how arrive and align avoid overshoot. */
+ * behaviours follow seed 000 (Millington) and seed 001 (Buckland) with the fixes
+ * docs/behaviours.md describes; see approach_speed() for how arrive and align
+ * avoid overshoot. */
 #include "steering.h"
 
 #include <float.h>

@@ -6,7 +6,7 @@
  * (steer_integrate_*), so a world can compute every agent's steering from the
  * previous tick's state before it moves anyone.
  *
- * Three movement models (../shared/BEHAVIOURS.md):
+ * Three movement models (docs/behaviours.md):
  *   kinematic: behaviours output a velocity; the agent faces where it moves.
  *   dynamic:   behaviours output accelerations (steer_output); semi-implicit Euler.
  *   heading:   the agent moves along heading(theta); behaviours output a turn rate
@@ -149,7 +149,7 @@ float steer_heading_turn_toward(const steer_state *s, const steer_limits *l, flo
  * max_speed and |rotation| <= max_rotation, and does nothing unless dt > 0.
  * Kinematic: stores the (clipped) output as velocity and rotation, p += v dt,
  * then theta += rotation dt, or theta = atan2(v) when rotation is 0 and v is not.
- * Dynamic: semi-implicit Euler (BEHAVIOURS.md); it clips the accelerations too. */
+ * Dynamic: semi-implicit Euler (docs/behaviours.md); it clips the accelerations too. */
 void steer_integrate_kinematic(steer_state *s, const steer_limits *l, steer_kinematic_output o, float dt);
 void steer_integrate_dynamic(steer_state *s, const steer_limits *l, steer_output o, float dt);
 /* speed changes toward o.speed by at most max_acceleration*dt; theta turns first,

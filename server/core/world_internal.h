@@ -290,7 +290,7 @@ static inline int valid_params(const steer_params *p) {
 
 /* The avoidance, wall and stuck fields of a behaviour. */
 static inline int valid_avoidance(const steer_behaviour *b) {
-  /* The ranges of world.h: beyond them a step could produce a NaN (issue 14). */
+  /* The ranges of world.h: beyond them a step could produce a NaN. */
   return b->neighbour_period >= 1 && b->neighbour_period <= 16 && in_range(b->avoid_weight, 0.0f, STEER_MAX_FACTOR) &&
          in_range(b->avoid_horizon, STEER_MIN_TIME, STEER_MAX_TIME) &&
          in_range(b->wall_lookahead, 0.0f, STEER_MAX_TIME) && in_range(b->wall_margin, 0.0f, STEER_MAX_DISTANCE) &&
