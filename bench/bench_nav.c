@@ -19,8 +19,9 @@
  *                               file): build time, memory, plan CPU time,
  *                               route length against the grid's optimum, and
  *                               the routes checked against the grid itself
- * Environment: BENCH_NAV_PLAIN=1 plans with steer_nav_plan_plain (no taut
- * pruning); BENCH_NAV_PROFILE=k runs the plans k more times first (for perf);
+ * Environment: BENCH_NAV_PLANNER=NAME picks scen's planner (graph, the
+ * visibility graph of nav.h, by default); BENCH_NAV_PLAIN=1 plans with
+ * steer_nav_plan_plain (no taut pruning); BENCH_NAV_PROFILE=k runs the plans k more times first (for perf);
  * BENCH_NAV_VERBOSE=1 prints each update's time. Plan times are given by the
  * wall clock and by the thread's CPU time (on a shared box the wall clock also
  * counts the time other processes held the core). */
