@@ -11,8 +11,17 @@
  *   bench_nav burst [obstacles] [budget] [warm]   10 000 GOTO in one tick on a world
  *                                            with that map (default 100, 4096); warm:
  *                                            the graphs built before the first tick
- * Environment: BENCH_NAV_PLAIN=1 plans with steer_nav_plan_plain (no taut
- * pruning); BENCH_NAV_PROFILE=k runs the plans k more times first (for perf);
+ *   bench_nav scen MAP.map SCEN.scen [radius] [limit]   a Moving AI grid map and
+ *                               its problems (tools/mapgen, or movingai.com's):
+ *                               the graph built for radius (0.25 m) over the
+ *                               map's bounds, then every problem planned (at
+ *                               most limit of them, spread evenly over the
+ *                               file): build time, memory, plan CPU time,
+ *                               route length against the grid's optimum, and
+ *                               the routes checked against the grid itself
+ * Environment: BENCH_NAV_PLANNER=NAME picks scen's planner (graph, the
+ * visibility graph of nav.h, by default); BENCH_NAV_PLAIN=1 plans with
+ * steer_nav_plan_plain (no taut pruning); BENCH_NAV_PROFILE=k runs the plans k more times first (for perf);
  * BENCH_NAV_VERBOSE=1 prints each update's time. Plan times are given by the
  * wall clock and by the thread's CPU time (on a shared box the wall clock also
  * counts the time other processes held the core). */
@@ -23,6 +32,7 @@
 #include <time.h>
 
 #include "map.h"
+#include "map_file.h"
 #include "nav.h"
 #include "planner.h"
 #include "rng.h"
@@ -315,9 +325,396 @@ static int updates(uint32_t count, uint32_t rounds) {
   return 0;
 }
 
+/* ---- scen: Moving AI grid maps and their problems ------------------------ */
+
+/* A planner as the scen mode drives it: built once for the map and a radius,
+ * then asked for routes. Another planner (a navigation mesh) is one more
+ * entry of `planners` below. plan returns 0, STEER_ENOENT (no route) or
+ * another error; it writes the route's corners then `to` into out. */
+typedef struct bench_route {
+  uint32_t count;    /* points written to out */
+  float length;      /* m, from `from` through the points */
+  uint32_t expanded; /* search nodes expanded, if the planner counts them */
+} bench_route;
+
+typedef struct bench_planner {
+  const char *name;
+  void *(*build)(const steer_map *m, float r, vec2 lo, vec2 hi); /* NULL on failure */
+  int (*plan)(void *p, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap, bench_route *res);
+  size_t (*memory)(const void *p);
+  void (*describe)(const void *p, char *buf, size_t len); /* its size, for the table */
+  void (*destroy)(void *p);
+} bench_planner;
+
+static int graph_plain; /* BENCH_NAV_PLAIN, read once (not inside the timed plans) */
+
+static void *graph_build(const steer_map *m, float r, vec2 lo, vec2 hi) {
+  steer_nav *n = steer_nav_create();
+  graph_plain = getenv("BENCH_NAV_PLAIN") != NULL;
+  if (n && steer_nav_build(n, m, r, lo, hi) == 0)
+    return n;
+  steer_nav_destroy(n);
+  return NULL;
+}
+
+static int graph_plan(void *p, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
+                      bench_route *res) {
+  steer_nav_result r = {0, 0.0f, 0};
+  int rc = graph_plain ? steer_nav_plan_plain(p, m, from, to, out, cap, &r)
+                       : steer_nav_plan(p, m, from, to, out, cap, &r);
+  *res = (bench_route){r.count, r.length, r.expanded};
+  return rc;
+}
+
+static size_t graph_memory(const void *p) { return steer_nav_memory(p); }
+
+static void graph_describe(const void *p, char *buf, size_t len) {
+  snprintf(buf, len, "%u nodes, %u edges", steer_nav_node_count(p), steer_nav_edge_count(p));
+}
+
+static void graph_destroy(void *p) { steer_nav_destroy(p); }
+
+static const bench_planner planners[] = {
+    {"graph", graph_build, graph_plan, graph_memory, graph_describe, graph_destroy},
+    /* A navigation mesh (server/core/navmesh.h: steer_mesh_build(map, r, lo,
+     * hi), steer_mesh_plan(mesh, from, to, out, cap, &res)) goes here, behind
+     * #ifdef STEER_HAVE_NAVMESH: four adapters as the graph's above, and
+     * BENCH_NAV_PLANNER=mesh picks it. */
+};
+
+typedef struct scen_problem {
+  uint32_t sx, sy, gx, gy;
+  double optimal;
+} scen_problem;
+
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  size_t cap = 1 << 20, n = 0;
+  char *buf = malloc(cap + 1);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n, f);
+    if (n < cap)
+      break;
+    char *more = realloc(buf, 2 * cap + 1);
+    if (!more) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = more;
+    cap *= 2;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(buf);
+    return NULL;
+  }
+  if (buf)
+    buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+/* "version 1", then bucket, map, width, height, sx, sy, gx, gy, optimal,
+ * tab-separated; the problems into *out (allocated), their count returned,
+ * or -1 with a message printed. */
+static long read_scen(const char *path, uint32_t w, uint32_t h, scen_problem **out) {
+  size_t len;
+  char *text = read_all(path, &len);
+  if (!text) {
+    fprintf(stderr, "bench_nav: cannot read %s\n", path);
+    return -1;
+  }
+  size_t cap = 1024, n = 0;
+  scen_problem *p = malloc(cap * sizeof *p);
+  long line = 0;
+  char *save = NULL;
+  for (char *l = strtok_r(text, "\n", &save); l && p; l = strtok_r(NULL, "\n", &save)) {
+    line++;
+    if (line == 1 && strncmp(l, "version", 7) == 0)
+      continue;
+    unsigned b, mw, mh, sx, sy, gx, gy;
+    double opt;
+    char name[512];
+    if (sscanf(l, "%u\t%511[^\t]\t%u\t%u\t%u\t%u\t%u\t%u\t%lf", &b, name, &mw, &mh, &sx, &sy, &gx, &gy,
+               &opt) != 9) {
+      if (strspn(l, " \t\r") == strlen(l))
+        continue;
+      fprintf(stderr, "bench_nav: %s line %ld: not a problem line\n", path, line);
+      free(p);
+      free(text);
+      return -1;
+    }
+    if (mw != w || mh != h || sx >= w || gx >= w || sy >= h || gy >= h) {
+      fprintf(stderr, "bench_nav: %s line %ld: a problem of a %u x %u map or outside this %u x %u one\n",
+              path, line, mw, mh, w, h);
+      free(p);
+      free(text);
+      return -1;
+    }
+    if (n == cap) {
+      scen_problem *more = realloc(p, 2 * cap * sizeof *p);
+      if (!more)
+        free(p);
+      p = more;
+      cap *= 2;
+      if (!p)
+        break;
+    }
+    p[n++] = (scen_problem){sx, sy, gx, gy, opt};
+  }
+  free(text);
+  if (!p) {
+    fprintf(stderr, "bench_nav: out of memory\n");
+    return -1;
+  }
+  *out = p;
+  return (long)n;
+}
+
+/* Distance from segment ab to the square [x, x+1] x [y, y+1]: 0 when they
+ * meet, else the least of the ends' distances to the square and the
+ * corners' distances to the segment (two disjoint convex sets are closest at
+ * a vertex of one of them). */
+static double point_square(double px, double py, double x, double y) {
+  double dx = px < x ? x - px : px > x + 1.0 ? px - x - 1.0 : 0.0;
+  double dy = py < y ? y - py : py > y + 1.0 ? py - y - 1.0 : 0.0;
+  return sqrt(dx * dx + dy * dy);
+}
+
+static double point_segment(double px, double py, double ax, double ay, double bx, double by) {
+  double dx = bx - ax, dy = by - ay, l2 = dx * dx + dy * dy;
+  double t = l2 > 0.0 ? ((px - ax) * dx + (py - ay) * dy) / l2 : 0.0;
+  t = t < 0.0 ? 0.0 : t > 1.0 ? 1.0 : t;
+  double qx = ax + t * dx - px, qy = ay + t * dy - py;
+  return sqrt(qx * qx + qy * qy);
+}
+
+/* Whether ab meets the square (slab test on the segment's parameter). */
+static int segment_meets_square(double ax, double ay, double bx, double by, double x, double y) {
+  double t0 = 0.0, t1 = 1.0, d[2] = {bx - ax, by - ay}, a[2] = {ax, ay}, lo[2] = {x, y};
+  for (int k = 0; k < 2; k++) {
+    if (d[k] == 0.0) {
+      if (a[k] < lo[k] || a[k] > lo[k] + 1.0)
+        return 0;
+      continue;
+    }
+    double u = (lo[k] - a[k]) / d[k], v = (lo[k] + 1.0 - a[k]) / d[k];
+    if (u > v) {
+      double t = u;
+      u = v;
+      v = t;
+    }
+    t0 = u > t0 ? u : t0;
+    t1 = v < t1 ? v : t1;
+    if (t0 > t1)
+      return 0;
+  }
+  return 1;
+}
+
+static double segment_square(double ax, double ay, double bx, double by, double x, double y) {
+  if (segment_meets_square(ax, ay, bx, by, x, y))
+    return 0.0;
+  double best = point_square(ax, ay, x, y), d = point_square(bx, by, x, y);
+  best = d < best ? d : best;
+  for (int c = 0; c < 4; c++) {
+    d = point_segment(x + (c & 1), y + (c >> 1), ax, ay, bx, by);
+    best = d < best ? d : best;
+  }
+  return best;
+}
+
+#define CLEAR_REACH 1 /* cells around the walk whose distance is measured: clearances cap at 1 m */
+
+/* Walks the cells leg ab touches (a supercover walk: through a grid corner it
+ * takes both cells beside it), counting the blocked ones, and lowers *clear
+ * to the exact distance from the leg to every blocked cell within
+ * CLEAR_REACH of the walk. Returns the blocked cells the leg touches. */
+static uint32_t check_leg(const steerd_grid_map *g, vec2 a, vec2 b, double *clear) {
+  double ax = a.x, ay = a.y, bx = b.x, by = b.y, dx = bx - ax, dy = by - ay;
+  int64_t cx = (int64_t)floor(ax), cy = (int64_t)floor(ay);
+  int sx = dx > 0.0 ? 1 : -1, sy = dy > 0.0 ? 1 : -1;
+  double tx = dx > 0.0 ? ((double)cx + 1.0 - ax) / dx : dx < 0.0 ? (ax - (double)cx) / -dx : INFINITY;
+  double ty = dy > 0.0 ? ((double)cy + 1.0 - ay) / dy : dy < 0.0 ? (ay - (double)cy) / -dy : INFINITY;
+  double ddx = dx != 0.0 ? 1.0 / fabs(dx) : INFINITY, ddy = dy != 0.0 ? 1.0 / fabs(dy) : INFINITY;
+  uint32_t hits = 0;
+  for (;;) {
+    int64_t visit[3][2] = {{cx, cy}, {cx + sx, cy}, {cx, cy + sy}};
+    int nv = tx == ty && tx <= 1.0 ? 3 : 1; /* through a corner exactly: both cells beside it */
+    for (int v = 0; v < nv; v++) {
+      int64_t vx = visit[v][0], vy = visit[v][1];
+      if (vx >= 0 && vy >= 0 && vx < g->width && vy < g->height && g->blocked[vy * g->width + vx])
+        hits++;
+      for (int64_t y = vy - CLEAR_REACH; y <= vy + CLEAR_REACH; y++)
+        for (int64_t x = vx - CLEAR_REACH; x <= vx + CLEAR_REACH; x++)
+          if (x >= 0 && y >= 0 && x < g->width && y < g->height && g->blocked[y * g->width + x]) {
+            double d = segment_square(ax, ay, bx, by, (double)x, (double)y);
+            *clear = d < *clear ? d : *clear;
+          }
+    }
+    double t = tx < ty ? tx : ty;
+    if (t > 1.0)
+      break;
+    if (tx <= ty) {
+      cx += sx;
+      tx += ddx;
+    }
+    if (ty <= t) {
+      cy += sy;
+      ty += ddy;
+    }
+  }
+  return hits;
+}
+
+static int scen(const char *map_path, const char *scen_path, float r, long limit) {
+  const char *which = getenv("BENCH_NAV_PLANNER") ? getenv("BENCH_NAV_PLANNER") : "graph";
+  const bench_planner *pl = NULL;
+  for (size_t i = 0; i < sizeof planners / sizeof planners[0]; i++)
+    if (strcmp(planners[i].name, which) == 0)
+      pl = &planners[i];
+  if (!pl) {
+    fprintf(stderr, "bench_nav: no planner %s (BENCH_NAV_PLANNER)\n", which);
+    return 1;
+  }
+  size_t len;
+  char *text = read_all(map_path, &len), err[256];
+  steerd_grid_map g;
+  if (!text || steerd_grid_map_read(text, len, &g, err, sizeof err) != 0) {
+    fprintf(stderr, "bench_nav: %s: %s\n", map_path, text ? err : "cannot read");
+    return 1;
+  }
+  free(text);
+  vec2 lo = v2(0.0f, 0.0f), hi = v2((float)g.width, (float)g.height);
+  /* the index's cell as the server's default world (--map uses the world's) */
+  steer_map *m = steer_map_create(lo, hi, steer_default_world_config().cell_size);
+  if (!m || steerd_grid_map_add(&g, m, err, sizeof err) != 0) {
+    fprintf(stderr, "bench_nav: %s: %s\n", map_path, m ? err : "out of memory");
+    return 1;
+  }
+  scen_problem *all;
+  long total = read_scen(scen_path, g.width, g.height, &all);
+  if (total <= 0) {
+    if (total == 0)
+      fprintf(stderr, "bench_nav: %s has no problems\n", scen_path);
+    return 1;
+  }
+  /* every k-th problem: the file is sorted by bucket, so its first problems
+   * would all be short */
+  long count = limit > 0 && limit < total ? limit : total;
+  scen_problem *probs = malloc((size_t)count * sizeof *probs);
+  if (!probs)
+    return 1;
+  for (long i = 0; i < count; i++)
+    probs[i] = all[(size_t)((double)i * (double)total / (double)count)];
+  free(all);
+
+  double t0 = now_ms(), c0 = cpu_ms();
+  void *p = pl->build(m, r, lo, hi);
+  double build = now_ms() - t0, build_cpu = cpu_ms() - c0;
+  if (!p) {
+    fprintf(stderr, "bench_nav: the %s planner could not be built\n", pl->name);
+    return 1;
+  }
+  char size[128];
+  pl->describe(p, size, sizeof size);
+
+  enum { ROUTE_CAP = 16384 };
+  static vec2 pts[ROUTE_CAP];
+  double *cpu = malloc((size_t)count * sizeof *cpu), *ratio = malloc((size_t)count * sizeof *ratio);
+  double *least = malloc((size_t)count * sizeof *least);
+  if (!cpu || !ratio || !least)
+    return 1;
+  bench_route res;
+  /* one plan first, not counted: it fills the search's tables (nav.h) */
+  pl->plan(p, m, v2((float)probs[0].sx + 0.5f, (float)probs[0].sy + 0.5f),
+           v2((float)probs[0].gx + 0.5f, (float)probs[0].gy + 0.5f), pts, ROUTE_CAP, &res);
+  long answered = 0, unreachable = 0, failed = 0, crossing = 0, narrow = 0;
+  int first_fail = 0;
+  double cpu_total = 0.0, edge = INFINITY, worst_clear = INFINITY;
+  uint64_t expanded = 0, points = 0;
+  for (long i = 0; i < count; i++) {
+    const scen_problem *q = &probs[i];
+    vec2 from = v2((float)q->sx + 0.5f, (float)q->sy + 0.5f),
+         to = v2((float)q->gx + 0.5f, (float)q->gy + 0.5f);
+    c0 = cpu_ms();
+    int rc = pl->plan(p, m, from, to, pts, ROUTE_CAP, &res);
+    cpu[i] = (cpu_ms() - c0) * 1e3;
+    cpu_total += cpu[i];
+    if (rc == STEER_ENOENT) {
+      unreachable++;
+      continue;
+    }
+    if (rc != 0) {
+      if (!failed++)
+        first_fail = rc;
+      continue;
+    }
+    expanded += res.expanded;
+    points += res.count;
+    ratio[answered] = q->optimal > 0.0 ? res.length / q->optimal : 1.0;
+    double clear = CLEAR_REACH;
+    uint32_t through = 0;
+    vec2 a = from;
+    for (uint32_t k = 0; k < res.count; k++) {
+      through += check_leg(&g, a, pts[k], &clear);
+      double e = fmin(fmin(pts[k].x, hi.x - pts[k].x), fmin(pts[k].y, hi.y - pts[k].y));
+      edge = e < edge ? e : edge;
+      a = pts[k];
+    }
+    crossing += through > 0;
+    narrow += clear < r;
+    worst_clear = clear < worst_clear ? clear : worst_clear;
+    least[answered++] = clear;
+  }
+  qsort(cpu, (size_t)count, sizeof *cpu, cmp_double);
+  qsort(ratio, (size_t)answered, sizeof *ratio, cmp_double);
+  qsort(least, (size_t)answered, sizeof *least, cmp_double);
+  printf("map %s: %u x %u, %u rectangles; %ld of the %ld problems of %s%s; radius %.2f m; planner %s (%s)\n",
+         map_path, g.width, g.height, steer_map_count(m), count, total, scen_path,
+         count < total ? " (spread evenly over the file)" : "", (double)r, pl->name, size);
+  printf(
+      "| build (ms) | build CPU (ms) | memory (MB) | plans | answered | unreachable | failed | plan CPU p50 "
+      "(us) | "
+      "p99 (us) | max (us) | plans per CPU s | route / optimal: min | median | max | least clearance (m) | "
+      "routes closer than r | routes through a blocked cell |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf("| %.0f | %.0f | %.1f | %ld | %ld | %ld | %ld | %.0f | %.0f | %.0f | %.0f | %.4f | %.4f | %.4f | "
+         "%.4f | %ld | "
+         "%ld |\n",
+         build, build_cpu, (double)pl->memory(p) / (1024.0 * 1024.0), count, answered, unreachable, failed,
+         cpu[count / 2], cpu[count * 99 / 100], cpu[count - 1],
+         cpu_total > 0.0 ? (double)count / (cpu_total / 1e6) : 0.0, answered ? ratio[0] : 0.0,
+         answered ? ratio[answered / 2] : 0.0, answered ? ratio[answered - 1] : 0.0,
+         answered ? worst_clear : 0.0, narrow, crossing);
+  printf("per route: median least clearance %.3f m (capped at %d m), least distance of a corner to the map's "
+         "edge "
+         "%.3f m, mean %.1f points, mean %.0f nodes expanded%s%s\n",
+         answered ? least[answered / 2] : 0.0, CLEAR_REACH, answered ? edge : 0.0,
+         answered ? (double)points / (double)answered : 0.0,
+         answered ? (double)expanded / (double)answered : 0.0, failed ? "; first failure: " : "",
+         failed ? steer_strerror(first_fail) : "");
+  pl->destroy(p);
+  free(cpu);
+  free(ratio);
+  free(least);
+  free(probs);
+  steer_map_destroy(m);
+  steerd_grid_map_free(&g);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 3 && strcmp(argv[1], "scen") == 0)
+    return scen(argv[2], argv[3], argc > 4 ? strtof(argv[4], NULL) : 0.25f,
+                argc > 5 ? strtol(argv[5], NULL, 10) : 0);
   if (argc > 1 && strcmp(argv[1], "update") == 0)
-    return updates(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 1000, argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 4);
+    return updates(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 1000,
+                   argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 4);
   if (argc > 1 && strcmp(argv[1], "polys") == 0)
     return polys(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 600, argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 40);
   if (argc > 1 && strcmp(argv[1], "burst") == 0)

@@ -1,4 +1,4 @@
-/* map_file.c: the JSON map file, parsed with jansson (see map_file.h). */
+/* map_file.c: the JSON map file, parsed with jansson, and Moving AI grid maps (see map_file.h). */
 #include "map_file.h"
 
 #include <errno.h>
@@ -154,6 +154,8 @@ done:
   return rc;
 }
 
+static int load_text(const char *text, size_t len, int grid, steer_world *w, char *err, size_t errlen);
+
 int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
   if (!f)
@@ -169,15 +171,24 @@ int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t err
     return fail(err, errlen, "map file %s: %s", path, rd_err ? "read error" : "larger than 64 MiB");
   }
   char why[256];
-  int rc = steerd_map_text_load(buf, len, w, why, sizeof why);
+  size_t plen = strlen(path);
+  int grid = steerd_map_is_movingai(buf, len) || (plen >= 4 && strcmp(path + plen - 4, ".map") == 0);
+  int rc = load_text(buf, len, grid, w, why, sizeof why);
   free(buf);
   return rc != 0 ? fail(err, errlen, "map file %s: %s", path, why) : 0;
 }
 
 int steerd_map_text_load(const char *text, size_t len, steer_world *w, char *err, size_t errlen) {
+  return load_text(text, len, steerd_map_is_movingai(text, len), w, err, errlen);
+}
+
+/* grid: a Moving AI map, else JSON. */
+static int load_text(const char *text, size_t len, int grid, steer_world *w, char *err, size_t errlen) {
   const steer_world_config *c = steer_world_get_config(w);
   steer_map *m = steer_map_create(c->min, c->max, c->cell_size);
-  int rc = m ? steerd_map_parse(text, len, m, err, errlen) : fail(err, errlen, "out of memory");
+  int rc = !m     ? fail(err, errlen, "out of memory")
+           : grid ? steerd_map_parse_movingai(text, len, m, err, errlen)
+                  : steerd_map_parse(text, len, m, err, errlen);
   if (rc != 0) {
     steer_map_destroy(m);
     return -1;
@@ -189,6 +200,256 @@ int steerd_map_text_load(const char *text, size_t len, steer_world *w, char *err
   if (arc == STEER_OK)
     return 0;
   if (failed < n)
-    return fail(err, errlen, "obstacles[%u]: %s", failed, steer_strerror(arc));
+    return fail(err, errlen, grid ? "rectangle %u: %s" : "obstacles[%u]: %s", grid ? failed + 1 : failed,
+                steer_strerror(arc));
   return fail(err, errlen, "the map: %s", steer_strerror(arc));
+}
+
+/* ---- Moving AI grid maps -------------------------------------------------- */
+
+/* The lines of a text, one at a time: its bytes without the '\n' and a CR
+ * before it; no and n count from 1 for the messages. */
+typedef struct line_reader {
+  const char *p, *end;
+  uint32_t no;
+} line_reader;
+
+static int next_line(line_reader *r, const char **line, size_t *n) {
+  if (r->p >= r->end)
+    return 0;
+  const char *nl = memchr(r->p, '\n', (size_t)(r->end - r->p));
+  const char *stop = nl ? nl : r->end;
+  *line = r->p;
+  *n = (size_t)(stop - r->p);
+  if (*n && (*line)[*n - 1] == '\r')
+    (*n)--;
+  r->p = nl ? nl + 1 : r->end;
+  r->no++;
+  return 1;
+}
+
+/* The line without its trailing blanks. */
+static size_t trimmed(const char *line, size_t n) {
+  while (n && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+    n--;
+  return n;
+}
+
+static int line_is(const char *line, size_t n, const char *word) {
+  return trimmed(line, n) == strlen(word) && memcmp(line, word, n < strlen(word) ? n : strlen(word)) == 0;
+}
+
+/* "KEY N" with N a decimal 1..STEERD_GRID_MAP_MAX_SIDE; 0 on anything else. */
+static uint32_t header_number(const char *line, size_t n, const char *key) {
+  size_t k = strlen(key), end = trimmed(line, n);
+  if (end <= k || memcmp(line, key, k) != 0 || (line[k] != ' ' && line[k] != '\t'))
+    return 0;
+  size_t i = k;
+  while (i < end && (line[i] == ' ' || line[i] == '\t'))
+    i++;
+  uint64_t v = 0;
+  if (i == end)
+    return 0;
+  for (; i < end; i++) {
+    if (line[i] < '0' || line[i] > '9')
+      return 0;
+    v = v * 10u + (uint64_t)(line[i] - '0');
+    if (v > STEERD_GRID_MAP_MAX_SIDE)
+      return 0;
+  }
+  return (uint32_t)v;
+}
+
+int steerd_map_is_movingai(const char *text, size_t len) {
+  line_reader r = {text, text + len, 0};
+  const char *line;
+  size_t n;
+  return text && next_line(&r, &line, &n) && line_is(line, n, "type octile");
+}
+
+/* 1 blocked, 0 free, -1 not a cell. */
+static int cell_kind(unsigned char c) {
+  if (c == '.' || c == 'G')
+    return 0;
+  if (c == '@' || c == 'O' || c == 'T' || c == 'S' || c == 'W')
+    return 1;
+  return -1;
+}
+
+void steerd_grid_map_free(steerd_grid_map *g) {
+  if (!g)
+    return;
+  free(g->blocked);
+  g->blocked = NULL;
+  g->width = g->height = 0;
+}
+
+int steerd_grid_map_read(const char *text, size_t len, steerd_grid_map *g, char *err, size_t errlen) {
+  g->width = g->height = 0;
+  g->blocked = NULL;
+  line_reader r = {text, text + len, 0};
+  const char *line;
+  size_t n;
+  if (!text || !next_line(&r, &line, &n) || !line_is(line, n, "type octile"))
+    return fail(err, errlen, "line 1: not a Moving AI map (the first line is not \"type octile\")");
+  uint32_t w = 0, h = 0;
+  /* height and width, either order (the benchmark's files give height first) */
+  for (int k = 0; k < 2; k++) {
+    if (!next_line(&r, &line, &n))
+      return fail(err, errlen, "line %u: the file ends in the header (height H, width W, map)", r.no + 1);
+    uint32_t v;
+    if (!h && (v = header_number(line, n, "height")) != 0)
+      h = v;
+    else if (!w && (v = header_number(line, n, "width")) != 0)
+      w = v;
+    else
+      return fail(err, errlen, "line %u: not \"%s N\" with N from 1 to %u", r.no, h ? "width" : "height",
+                  STEERD_GRID_MAP_MAX_SIDE);
+  }
+  if (!next_line(&r, &line, &n))
+    return fail(err, errlen, "line %u: the file ends before \"map\" (the line before the rows)", r.no + 1);
+  if (!line_is(line, n, "map"))
+    return fail(err, errlen, "line %u: not \"map\" (the line before the rows)", r.no);
+  uint8_t *cells = malloc((size_t)w * h);
+  if (!cells)
+    return fail(err, errlen, "out of memory for a %u x %u map", w, h);
+  for (uint32_t y = 0; y < h; y++) {
+    if (!next_line(&r, &line, &n)) {
+      free(cells);
+      return fail(err, errlen, "line %u: the file ends after %u of %u rows", r.no + 1, y, h);
+    }
+    size_t check = n < w ? n : w;
+    for (size_t x = 0; x < check; x++) {
+      int k = cell_kind((unsigned char)line[x]);
+      if (k < 0) {
+        unsigned char c = (unsigned char)line[x];
+        free(cells);
+        if (c >= 0x21 && c < 0x7f)
+          return fail(err, errlen,
+                      "line %u, column %zu: '%c' is not a map cell (. G free; @ O T S W blocked)", r.no,
+                      x + 1, c);
+        return fail(err, errlen,
+                    "line %u, column %zu: byte 0x%02x is not a map cell (. G free; @ O T S W blocked)", r.no,
+                    x + 1, c);
+      }
+      cells[(size_t)y * w + x] = (uint8_t)k;
+    }
+    if (n != w) {
+      free(cells);
+      return fail(err, errlen, "line %u: a row of %zu cells, the map is %u wide", r.no, n, w);
+    }
+  }
+  while (next_line(&r, &line, &n))
+    if (trimmed(line, n) != 0) {
+      free(cells);
+      return fail(err, errlen, "line %u: more rows than the map's height (%u)", r.no, h);
+    }
+  g->width = w;
+  g->height = h;
+  g->blocked = cells;
+  return 0;
+}
+
+typedef struct grid_rect {
+  uint32_t x0, y0, x1, y1; /* cells [x0, x1) x [y0, y1) */
+} grid_rect;
+
+int steerd_grid_map_add(const steerd_grid_map *g, steer_map *m, char *err, size_t errlen) {
+  uint32_t w = g->width, h = g->height;
+  /* The bounds first: a map that would not fit is refused whole, with what
+   * the world needs, not at its first rectangle outside. */
+  vec2 corners[2] = {v2(0.0f, 0.0f), v2((float)w, (float)h)};
+  steer_obstacle_desc probe = {STEER_OBSTACLE_WALL, 2, corners, 0.0f};
+  uint32_t probe_id = 1;
+  while (steer_map_find(m, probe_id) >= 0)
+    probe_id++;
+  if (steer_map_check(m, probe_id, &probe) == STEER_EINVAL)
+    return fail(err, errlen,
+                "the map is %u x %u m: start the server with bounds covering [0,%u]x[0,%u] (--world "
+                "0,0,%u,%u)",
+                w, h, w, h, w, h);
+  /* Rectangles in the order of their top-left cells: a run of row y extends
+   * the rectangle whose x-span it repeats from row y - 1 (open[x0] holds it,
+   * one slot per first column), else starts a new one. */
+  size_t cap = 1024, count = 0;
+  grid_rect *rects = malloc(cap * sizeof *rects);
+  uint32_t *open = malloc((size_t)w * sizeof *open);
+  if (!rects || !open) {
+    free(rects);
+    free(open);
+    return fail(err, errlen, "out of memory");
+  }
+  for (uint32_t x = 0; x < w; x++)
+    open[x] = UINT32_MAX;
+  for (uint32_t y = 0; y < h; y++) {
+    const uint8_t *row = g->blocked + (size_t)y * w;
+    for (uint32_t x = 0; x < w;) {
+      if (!row[x]) {
+        open[x++] = UINT32_MAX; /* no run starts here in this row */
+        continue;
+      }
+      uint32_t x0 = x;
+      while (x < w && row[x])
+        x++;
+      uint32_t r = open[x0];
+      if (r != UINT32_MAX && rects[r].x1 == x && rects[r].y1 == y) {
+        rects[r].y1 = y + 1;
+      } else {
+        if (count == cap) {
+          grid_rect *more = realloc(rects, 2 * cap * sizeof *rects);
+          if (!more) {
+            free(rects);
+            free(open);
+            return fail(err, errlen, "out of memory");
+          }
+          rects = more;
+          cap *= 2;
+        }
+        rects[count] = (grid_rect){x0, y, x, y + 1};
+        r = (uint32_t)count++;
+      }
+      open[x0] = r;
+      for (uint32_t k = x0 + 1; k < x; k++)
+        open[k] = UINT32_MAX;
+    }
+  }
+  free(open);
+  if (steer_map_count(m) + count > STEER_MAP_MAX_OBSTACLES) {
+    free(rects);
+    return fail(err, errlen,
+                "the map's blocked cells make %zu rectangles, more than the %u obstacles a map holds", count,
+                STEER_MAP_MAX_OBSTACLES);
+  }
+  int rc = 0;
+  steer_map_hold(m); /* one index build for the whole map */
+  for (size_t i = 0; i < count && rc == 0; i++) {
+    const grid_rect *q = &rects[i];
+    vec2 p[4] = {v2((float)q->x0, (float)q->y0), v2((float)q->x1, (float)q->y0),
+                 v2((float)q->x1, (float)q->y1), v2((float)q->x0, (float)q->y1)};
+    steer_obstacle_desc d = {STEER_OBSTACLE_POLYGON, 4, p, 0.0f};
+    uint32_t id = (uint32_t)i + 1;
+    int arc = steer_map_add(m, id, &d);
+    if (arc == STEER_EFULL)
+      rc = fail(err, errlen,
+                "rectangle %u (cells %u..%u x %u..%u): the map is full (%u obstacles, %u segments)", id,
+                q->x0, q->x1 - 1, q->y0, q->y1 - 1, STEER_MAP_MAX_OBSTACLES, STEER_MAP_MAX_SEGMENTS);
+    else if (arc == STEER_ENOMEM)
+      rc = fail(err, errlen, "out of memory");
+    else if (arc != STEER_OK)
+      rc = fail(err, errlen, "rectangle %u (cells %u..%u x %u..%u): id %u is used by another obstacle", id,
+                q->x0, q->x1 - 1, q->y0, q->y1 - 1, id);
+  }
+  if (steer_map_release(m) != STEER_OK && rc == 0)
+    rc = fail(err, errlen, "out of memory");
+  free(rects);
+  return rc;
+}
+
+int steerd_map_parse_movingai(const char *text, size_t len, steer_map *m, char *err, size_t errlen) {
+  steerd_grid_map g;
+  if (steerd_grid_map_read(text, len, &g, err, errlen) != 0)
+    return -1;
+  int rc = steerd_grid_map_add(&g, m, err, errlen);
+  steerd_grid_map_free(&g);
+  return rc;
 }

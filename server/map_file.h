@@ -11,11 +11,28 @@
  * winding, 3..256 points, solid; a wall is an open polyline of 2..256 points
  * with thickness 0. Every point must lie inside the world bounds (a circle
  * entirely). Unknown fields are errors (a typo is not silently ignored).
- * protocol/PROTOCOL.md "Map file" is the normative description. */
+ * protocol/PROTOCOL.md "Map file" is the normative description.
+ *
+ * --map also reads Moving AI grid maps (movingai.com's benchmark format):
+ *
+ *   type octile
+ *   height H
+ *   width W
+ *   map
+ *   H rows of W cells: '.' and 'G' free; '@', 'O', 'T', 'S' and 'W' blocked
+ *
+ * told by their first line ("type octile"), whatever the file's name. Cell
+ * (x, y) (column x, row y, as .scen files give them) covers [x, x+1] x
+ * [y, y+1] metres. The blocked cells become axis-aligned rectangles (polygon
+ * obstacles): each row's maximal runs of blocked cells, and runs with the
+ * same x-span on consecutive rows merged into one rectangle; ids 1, 2, ... in
+ * row-major order of their top-left cells. The world's bounds must contain
+ * [0, W] x [0, H]. */
 #ifndef STEERD_MAP_FILE_H
 #define STEERD_MAP_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "map.h"
 #include "world.h"
@@ -30,13 +47,46 @@
  * may hold the obstacles before the bad one. */
 int steerd_map_parse(const char *text, size_t len, steer_map *m, char *err, size_t errlen);
 
+/* Whether len bytes are a Moving AI grid map: the first line is "type octile"
+ * (trailing blanks and a CR aside). */
+int steerd_map_is_movingai(const char *text, size_t len);
+
+/* A Moving AI grid map's cells: blocked[y * width + x] is 1 for a blocked
+ * cell, 0 for a free one. */
+typedef struct steerd_grid_map {
+  uint32_t width, height;
+  uint8_t *blocked;
+} steerd_grid_map;
+
+#define STEERD_GRID_MAP_MAX_SIDE 8192u /* cells; a larger width or height is refused */
+
+/* Reads the header and the rows into g (blocked allocated here; free with
+ * steerd_grid_map_free). Returns 0, or -1 with err naming the line (and the
+ * column for a bad cell), e.g. "line 7, column 12: 'x' is not a map cell (.
+ * G free; @ O T S W blocked)"; g is then empty. */
+int steerd_grid_map_read(const char *text, size_t len, steerd_grid_map *g, char *err, size_t errlen);
+void steerd_grid_map_free(steerd_grid_map *g); /* accepts an empty one */
+
+/* Adds g's blocked cells to m as rectangles (the rule above). Returns 0, or
+ * -1 with err saying why: the bounds of m do not contain the map ("the map is
+ * 512 x 512 m: start the server with bounds covering [0,512]x[0,512] (--world
+ * 0,0,512,512)"), more rectangles than a map holds, an id already used. */
+int steerd_grid_map_add(const steerd_grid_map *g, steer_map *m, char *err, size_t errlen);
+
+/* steerd_grid_map_read then steerd_grid_map_add: the Moving AI map in len
+ * bytes into m (created by the caller over bounds containing the map). */
+int steerd_map_parse_movingai(const char *text, size_t len, steer_map *m, char *err, size_t errlen);
+
 /* Reads path and adds its obstacles to w (agents in the way are moved, as for
- * an admin's add). Returns 0, or -1 with err naming the file, element and
- * field. */
+ * an admin's add): a Moving AI map when its content says so (or its name
+ * ends in .map: then a wrong first line is reported as such), else JSON.
+ * Returns 0, or -1 with err naming the file, element and field (line and
+ * column for a grid map). */
 int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t errlen);
 
-/* The same from len bytes of JSON in memory (the demo's compiled-in level);
- * err names the element and field, without a file name. */
+/* The same from len bytes in memory (the demo's compiled-in level), JSON or
+ * a Moving AI map told by its content; err names the element and field,
+ * without a file name. */
 int steerd_map_text_load(const char *text, size_t len, steer_world *w, char *err, size_t errlen);
 
 #endif /* STEERD_MAP_FILE_H */

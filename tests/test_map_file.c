@@ -1,7 +1,10 @@
 /* test_map_file.c: the JSON map file (server/map_file.c): a good file becomes
  * the map; every class of bad file is refused with an error that names the
  * element and the field; the real server loads --map at start and refuses to
- * start on a bad one, saying where. */
+ * start on a bad one, saying where. Moving AI grid maps: their blocked cells
+ * become the rectangles of the rule, .scen points land in their cells, bad
+ * files are refused with line and column, and the server loads them and
+ * refuses one its bounds do not contain, saying which bounds it needs. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,14 +141,249 @@ START_TEST(test_server_refuses_bad_map) {
 }
 END_TEST
 
+/* ---- Moving AI grid maps -------------------------------------------------- */
+
+/* Rows 0 and 1 repeat the run 0..1 (one 2 x 2 rectangle) but not the run
+ * 4..5 (row 1 has 4 alone), row 3 ends with a tree. CR LF line ends. */
+static const char *GRID = "type octile\r\nheight 4\r\nwidth 6\r\nmap\r\n"
+                          "@@..@@\r\n"
+                          "@@..@.\r\n"
+                          "G.....\r\n"
+                          ".@@@@T\r\n";
+
+static void expect_rect(const steer_map *m, uint32_t i, float x0, float y0, float x1, float y1) {
+  uint32_t id;
+  steer_obstacle_desc d;
+  ck_assert_int_eq(steer_map_get(m, i, &id, &d), STEER_OK);
+  ck_assert_uint_eq(id, i + 1);
+  ck_assert_uint_eq(d.kind, STEER_OBSTACLE_POLYGON);
+  ck_assert_uint_eq(d.count, 4);
+  const vec2 want[4] = {v2(x0, y0), v2(x1, y0), v2(x1, y1), v2(x0, y1)};
+  for (int k = 0; k < 4; k++)
+    ck_assert_msg(d.points[k].x == want[k].x && d.points[k].y == want[k].y,
+                  "rectangle %u point %d: (%g, %g), not (%g, %g)", id, k, (double)d.points[k].x,
+                  (double)d.points[k].y, (double)want[k].x, (double)want[k].y);
+}
+
+START_TEST(test_grid_rectangles) {
+  ck_assert(steerd_map_is_movingai(GRID, strlen(GRID)));
+  ck_assert(!steerd_map_is_movingai(GOOD, strlen(GOOD)));
+  steer_map *m = new_map();
+  char err[256] = "";
+  ck_assert_msg(steerd_map_parse_movingai(GRID, strlen(GRID), m, err, sizeof err) == 0, "%s", err);
+  ck_assert_uint_eq(steer_map_count(m), 4);
+  expect_rect(m, 0, 0, 0, 2, 2); /* ids in row-major order of the top-left cells */
+  expect_rect(m, 1, 4, 0, 6, 1);
+  expect_rect(m, 2, 4, 1, 5, 2);
+  expect_rect(m, 3, 1, 3, 6, 4);
+  steer_map_destroy(m);
+}
+END_TEST
+
+/* A run whose x-span comes back after a row without it starts a rectangle of
+ * its own; a run under a wider one does too; every blocked letter blocks. */
+START_TEST(test_grid_merge_rule) {
+  const char *t = "type octile\nheight 5\nwidth 4\nmap\n"
+                  ".OO.\n"
+                  ".SW.\n"
+                  "....\n"
+                  ".@@.\n"
+                  "@@@@";
+  steer_map *m = new_map();
+  char err[256] = "";
+  ck_assert_msg(steerd_map_parse_movingai(t, strlen(t), m, err, sizeof err) == 0, "%s", err);
+  ck_assert_uint_eq(steer_map_count(m), 3);
+  expect_rect(m, 0, 1, 0, 3, 2);
+  expect_rect(m, 1, 1, 3, 3, 4);
+  expect_rect(m, 2, 0, 4, 4, 5);
+  steer_map_destroy(m);
+}
+END_TEST
+
+/* A .scen problem's cells (sx, sy) are the world points (sx + 0.5, sy + 0.5):
+ * the centre of the file's cell, free, half a metre from its blocked
+ * neighbours. */
+START_TEST(test_grid_scen_points) {
+  const char *t = "type octile\nheight 3\nwidth 5\nmap\n"
+                  "@@@@@\n"
+                  "@@.@.\n"
+                  "@@.@@\n";
+  steer_map *m = new_map();
+  char err[256] = "";
+  ck_assert_msg(steerd_map_parse_movingai(t, strlen(t), m, err, sizeof err) == 0, "%s", err);
+  /* bucket map w h sx sy gx gy optimal: from the free cell (2, 1) to (2, 2) */
+  const char *scen = "0\tt.map\t5\t3\t2\t1\t2\t2\t1.00000000";
+  unsigned b, w, h, sx, sy, gx, gy;
+  double opt;
+  char name[32];
+  ck_assert_int_eq(
+      sscanf(scen, "%u\t%31s\t%u\t%u\t%u\t%u\t%u\t%u\t%lf", &b, name, &w, &h, &sx, &sy, &gx, &gy, &opt), 9);
+  vec2 s = v2((float)sx + 0.5f, (float)sy + 0.5f), g = v2((float)gx + 0.5f, (float)gy + 0.5f);
+  ck_assert(!steer_map_inside(m, s));
+  ck_assert(!steer_map_inside(m, g));
+  ck_assert(steer_map_free(m, s, 0.25f, 0.0f));
+  ck_assert(steer_map_free(m, g, 0.25f, 0.0f));
+  ck_assert_float_eq_tol(steer_map_distance(m, s, 10.0f), 0.5f, 1e-6f);
+  ck_assert(steer_map_inside(m, v2(1.5f, 1.5f)));  /* cell (1, 1), blocked */
+  ck_assert(steer_map_inside(m, v2(3.5f, 1.5f)));  /* cell (3, 1) */
+  ck_assert(!steer_map_inside(m, v2(4.5f, 1.5f))); /* cell (4, 1), free */
+  ck_assert(steer_map_inside(m, v2(4.5f, 2.5f)));  /* cell (4, 2) */
+  ck_assert(steer_map_inside(m, v2(2.5f, 0.5f)));  /* row 0 */
+  steer_map_destroy(m);
+}
+END_TEST
+
+static const bad_case bad_grids[] = {
+    {"type tile\nheight 1\nwidth 1\nmap\n.\n", "line 1: not a Moving AI map"},
+    {"", "line 1: not a Moving AI map"},
+    {"type octile\nheight x\nwidth 1\nmap\n.\n", "line 2: not \"height N\""},
+    {"type octile\nheight 0\nwidth 1\nmap\n.\n", "line 2:"},
+    {"type octile\nheight 1\nheight 1\nmap\n.\n", "line 3: not \"width N\""},
+    {"type octile\nheight 1\nwidth 99999\nmap\n.\n", "line 3:"},
+    {"type octile\nheight 1\n", "line 3: the file ends in the header"},
+    {"type octile\nheight 1\nwidth 1\nmaps\n.\n", "line 4: not \"map\""},
+    {"type octile\nheight 1\nwidth 1\n", "line 4: the file ends before \"map\""},
+    {"type octile\nheight 2\nwidth 3\nmap\n...\n..x\n", "line 6, column 3: 'x' is not a map cell"},
+    {"type octile\nheight 2\nwidth 3\nmap\n. .\n...\n", "line 5, column 2: byte 0x20 is not a map cell"},
+    {"type octile\nheight 2\nwidth 3\nmap\n...\n....\n", "line 6: a row of 4 cells, the map is 3 wide"},
+    {"type octile\nheight 2\nwidth 3\nmap\n..\n...\n", "line 5: a row of 2 cells, the map is 3 wide"},
+    {"type octile\nheight 3\nwidth 3\nmap\n...\n...\n", "line 7: the file ends after 2 of 3 rows"},
+    {"type octile\nheight 1\nwidth 3\nmap\n...\n...\n", "line 6: more rows than the map's height (1)"},
+    {"type octile\nheight 2\nwidth 300\nmap\n", "the map is 300 x 2 m: start the server with bounds covering "
+                                                "[0,300]x[0,2] (--world 0,0,300,2)"},
+};
+
+START_TEST(test_bad_grids) {
+  const bad_case *c = &bad_grids[_i];
+  steer_map *m = new_map();
+  char err[256] = "";
+  char *text = NULL;
+  size_t len = strlen(c->json);
+  if (strstr(c->json, "width 300")) { /* the rows of a map wider than the bounds (-100..100) */
+    text = malloc(len + 2 * 301 + 1);
+    ck_assert_ptr_nonnull(text);
+    memcpy(text, c->json, len);
+    for (int r = 0; r < 2; r++, len += 301) {
+      memset(text + len, '.', 300);
+      text[len + 300] = '\n';
+    }
+  }
+  ck_assert_int_eq(steerd_map_parse_movingai(text ? text : c->json, len, m, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, c->says) != NULL, "case %d: error \"%s\" does not say \"%s\"", _i, err, c->says);
+  ck_assert_uint_eq(steer_map_count(m), 0);
+  free(text);
+  steer_map_destroy(m);
+}
+END_TEST
+
+/* One more isolated blocked cell than a map holds obstacles: refused before
+ * any is added, with the count. */
+START_TEST(test_grid_too_many_rectangles) {
+  uint32_t w = 512, h = 2 * (STEER_MAP_MAX_OBSTACLES / (w / 2)) + 2;
+  size_t cap = 64 + (size_t)h * (w + 1);
+  char *t = malloc(cap);
+  ck_assert_ptr_nonnull(t);
+  size_t n = (size_t)snprintf(t, cap, "type octile\nheight %u\nwidth %u\nmap\n", h, w);
+  for (uint32_t y = 0; y < h; y++) {
+    for (uint32_t x = 0; x < w; x++)
+      t[n++] = (x + y) % 2 ? '.' : '@';
+    t[n++] = '\n';
+  }
+  steer_map *m = steer_map_create(v2(0, 0), v2((float)w, (float)h), 8.0f);
+  ck_assert_ptr_nonnull(m);
+  char err[256] = "";
+  ck_assert_int_eq(steerd_map_parse_movingai(t, n, m, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "rectangles, more than the") != NULL, "error: %s", err);
+  ck_assert_uint_eq(steer_map_count(m), 0);
+  steer_map_destroy(m);
+  free(t);
+}
+END_TEST
+
+/* The world loader tells the formats by content; a file named .map that is
+ * not a grid map says so rather than failing as JSON. */
+START_TEST(test_grid_world_load) {
+  steer_world_config c = steer_default_world_config();
+  steer_world *w = steer_world_create(&c);
+  ck_assert_ptr_nonnull(w);
+  char err[256] = "";
+  ck_assert_msg(steerd_map_text_load(GRID, strlen(GRID), w, err, sizeof err) == 0, "%s", err);
+  ck_assert_uint_eq(steer_map_count(steer_world_map(w)), 4);
+  steer_world_destroy(w);
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/steerd_grid_%d.map", (int)getpid());
+  write_file(path, GOOD);
+  w = steer_world_create(&c);
+  ck_assert_int_eq(steerd_map_file_load(path, w, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "not a Moving AI map") != NULL, "error: %s", err);
+  steer_world_destroy(w);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(test_server_loads_grid_map) {
+  char path[] = "/tmp/steerd_grid_XXXXXX"; /* no .map: told by its content */
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  write_file(path, GRID);
+  const char *extra[] = {"--map", path, "--no-demo", "--world", "0,0,6,4", NULL};
+  steerd_proc p;
+  ck_assert_int_eq(steerd_proc_start(&p, STEERD_BINARY, extra, 20000), 0);
+  ck_assert(steerd_proc_log_contains(&p, "4 obstacles, 16 segments"));
+  steerd_proc_stop(&p, 5000);
+  unlink(path);
+}
+END_TEST
+
+/* A map the default bounds (-500..500) do not contain: the server does not
+ * start and names the bounds and the option. */
+START_TEST(test_server_refuses_grid_outside_bounds) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/steerd_wide_%d.map", (int)getpid());
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "type octile\nheight 2\nwidth 512\nmap\n");
+  for (int r = 0; r < 2; r++) {
+    for (int x = 0; x < 512; x++)
+      fputc(x == 100 ? '@' : '.', f);
+    fputc('\n', f);
+  }
+  fclose(f);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s --bind 127.0.0.1 --port 0 --http-port 0 --no-demo --map %s 2>&1",
+           STEERD_BINARY, path);
+  FILE *out = popen(cmd, "r");
+  ck_assert_ptr_nonnull(out);
+  char text[8192];
+  size_t n = fread(text, 1, sizeof text - 1, out);
+  text[n] = '\0';
+  int status = pclose(out);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  ck_assert_msg(strstr(text, "the map is 512 x 2 m: start the server with bounds covering [0,512]x[0,2] "
+                             "(--world 0,0,512,2)") != NULL,
+                "output: %s", text);
+  unlink(path);
+}
+END_TEST
+
 static Suite *map_file_suite(void) {
   Suite *s = suite_create("map_file");
   TCase *t = check_tcase(s, "parse", 60);
   tcase_add_test(t, test_good_file);
   tcase_add_loop_test(t, test_bad_files, 0, (int)(sizeof bad / sizeof bad[0]));
+  TCase *grid = check_tcase(s, "grid", 60);
+  tcase_add_test(grid, test_grid_rectangles);
+  tcase_add_test(grid, test_grid_merge_rule);
+  tcase_add_test(grid, test_grid_scen_points);
+  tcase_add_loop_test(grid, test_bad_grids, 0, (int)(sizeof bad_grids / sizeof bad_grids[0]));
+  tcase_add_test(grid, test_grid_too_many_rectangles);
+  tcase_add_test(grid, test_grid_world_load);
   TCase *srv = check_tcase(s, "server", 120);
   tcase_add_test(srv, test_server_loads_map);
   tcase_add_test(srv, test_server_refuses_bad_map);
+  tcase_add_test(srv, test_server_loads_grid_map);
+  tcase_add_test(srv, test_server_refuses_grid_outside_bounds);
   return s;
 }
 
