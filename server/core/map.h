@@ -29,9 +29,9 @@
 
 #include "vec2.h"
 
-#define STEER_MAP_MAX_OBSTACLES 16384u  /* per map */
-#define STEER_MAP_MAX_VERTICES  256u    /* per polygon or wall */
-#define STEER_MAP_MAX_SEGMENTS  262144u /* per map, all obstacles together */
+#define STEER_MAP_MAX_OBSTACLES 65536u   /* per map */
+#define STEER_MAP_MAX_VERTICES  256u     /* per polygon or wall */
+#define STEER_MAP_MAX_SEGMENTS  1048576u /* per map, all obstacles together */
 #define STEER_MAP_MAX_CELLS     (1u << 20)
 #define STEER_MAP_SKIN          2e-3f /* m, clearance kept on top of a body's radius */
 #define STEER_MAP_MIN_EXTENT    1e-3f /* m, shortest segment, smallest circle radius */
