@@ -314,8 +314,8 @@ END_TEST
 
 /* 600 polygons of 40 points (about 270 KB of map): many parts, none over the
  * packet limit, every obstacle once, in order; a change while a client is being
- * sent the parts restarts them at the new version. (Not more: loading a map
- * file rebuilds the map's index per obstacle, 2 000 such polygons take seconds.) */
+ * sent the parts restarts them at the new version. (Not more: at the default
+ * --client-queue-kb the parts go about 32 KB a tick, a second per megabyte.) */
 START_TEST(large_map_in_parts) {
   size_t cap = 4u << 20;
   char *json = malloc(cap);
