@@ -511,6 +511,32 @@ START_TEST(test_segment_cap) {
 }
 END_TEST
 
+/* A dense cluster (600 short walls in one 8 m cell, more than one query
+ * took before the caps grew) is answered, not given up on: the free point
+ * beside it is free and outside, and a body there moves. */
+START_TEST(test_dense_cell) {
+  steer_map *m = steer_map_create(v2(-50, -50), v2(50, 50), 8.0f);
+  ck_assert_ptr_nonnull(m);
+  steer_map_hold(m);
+  uint32_t id = 0;
+  for (uint32_t j = 0; j < 20; j++)
+    for (uint32_t i = 0; i < 30; i++) {
+      vec2 w[2] = {{0.13f * (float)i, 0.2f * (float)j}, {0.13f * (float)i + 0.1f, 0.2f * (float)j}};
+      steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 2, w, 0.0f};
+      ck_assert_int_eq(steer_map_add(m, ++id, &o), STEER_OK);
+    }
+  ck_assert_int_eq(steer_map_release(m), STEER_OK);
+  vec2 p = v2(5.5f, 5.5f); /* in the walls' cell (-2..6 m), 1.5 m off the nearest */
+  ck_assert(!steer_map_inside(m, p));
+  ck_assert(steer_map_free(m, p, 0.5f, 0.0f));
+  ck_assert_float_eq_tol(steer_map_distance(m, p, 3.0f), v2_len(v2_sub(p, v2(3.87f, 3.8f))), 1e-4f);
+  vec2 to = v2(5.5f, 5.9f);
+  ck_assert_int_eq(steer_map_move(m, p, &to, 0.5f, NULL, v2(-50, -50), v2(50, 50)), 0);
+  ck_assert_float_eq(to.y, 5.9f);
+  steer_map_destroy(m);
+}
+END_TEST
+
 /* ---- checkpoint ------------------------------------------------------------ */
 
 START_TEST(test_map_in_checkpoint) {
@@ -611,6 +637,7 @@ static Suite *map_suite(void) {
   TCase *caps = check_tcase(s, "caps", 120);
   tcase_add_test(caps, test_obstacle_cap);
   tcase_add_test(caps, test_segment_cap);
+  tcase_add_test(caps, test_dense_cell);
   tcase_add_test(caps, test_large_map_in_checkpoint);
   TCase *g = check_tcase(s, "guarantee", 600);
   tcase_add_test(g, test_no_penetration_level);

@@ -16,7 +16,12 @@
 #define MAP_SLOT_FREE    UINT32_MAX /* an empty slot of the id table */
 #define MAP_CONTACT_EPS  1e-3f /* m, within r + skin + this a body touches a surface */
 #define MAP_LEG_SLACK    5e-4f /* m, a leg may end this much inside r (float rounding) */
-#define MAP_MAX_CAND     512u  /* primitives one move considers; more: the body stays */
+/* Primitives one query considers; more: the body stays (and the point counts
+ * as taken). A map at its caps in a 512 m world holds some 250 segments per
+ * 8 m cell (the world's default), and the box of a move shorter than a cell
+ * touches up to 4 cells: 4 096 keep such maps clear of the fallback, for 16 KB
+ * of stack per query. */
+#define MAP_MAX_CAND     4096u
 #define MAP_MOVE_LEGS    4
 
 typedef struct map_obstacle {
