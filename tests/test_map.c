@@ -511,6 +511,52 @@ START_TEST(test_segment_cap) {
 }
 END_TEST
 
+/* Ids are found through a hash table: after any mix of adds, removals (the
+ * last obstacle, or one in the middle) and clears, steer_map_find agrees with
+ * a walk over the map. */
+START_TEST(test_find_after_changes) {
+  steer_map *m = steer_map_create(v2(-50, -50), v2(50, 50), 4.0f);
+  ck_assert_ptr_nonnull(m);
+  steer_map_hold(m);
+  steer_rng rng;
+  steer_rng_seed(&rng, 11);
+  vec2 c = v2(0.0f, 0.0f);
+  steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, 0.5f};
+  for (int step = 0; step < 3000; step++) {
+    uint32_t n = steer_map_count(m), r = steer_rng_next(&rng);
+    if (step % 1000 == 999) {
+      steer_map_clear(m);
+    } else if (n > 0 && r % 3u == 0u) {
+      uint32_t id;
+      steer_obstacle_desc d;
+      uint32_t at = r % 8u ? n - 1u : (r >> 8) % n; /* mostly the last, else any */
+      ck_assert_int_eq(steer_map_get(m, at, &id, &d), STEER_OK);
+      ck_assert_int_eq(steer_map_remove(m, id), STEER_OK);
+    } else {
+      uint32_t id = 1u + (r >> 4) % 700u; /* ids collide: a used one is refused */
+      int used = steer_map_find(m, id) >= 0;
+      ck_assert_int_eq(steer_map_add(m, id, &o), used ? STEER_EINVAL : STEER_OK);
+    }
+    if (step % 25 != 0)
+      continue;
+    n = steer_map_count(m);
+    int32_t where[701];
+    for (uint32_t id = 0; id <= 700; id++)
+      where[id] = -1;
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t id;
+      steer_obstacle_desc d;
+      ck_assert_int_eq(steer_map_get(m, i, &id, &d), STEER_OK);
+      where[id] = (int32_t)i;
+    }
+    for (uint32_t id = 1; id <= 700; id++)
+      ck_assert_int_eq(steer_map_find(m, id), where[id]);
+  }
+  ck_assert_int_eq(steer_map_release(m), STEER_OK);
+  steer_map_destroy(m);
+}
+END_TEST
+
 /* A dense cluster (600 short walls in one 8 m cell, more than one query
  * took before the caps grew) is answered, not given up on: the free point
  * beside it is free and outside, and a body there moves. */
@@ -638,6 +684,7 @@ static Suite *map_suite(void) {
   tcase_add_test(caps, test_obstacle_cap);
   tcase_add_test(caps, test_segment_cap);
   tcase_add_test(caps, test_dense_cell);
+  tcase_add_test(caps, test_find_after_changes);
   tcase_add_test(caps, test_large_map_in_checkpoint);
   TCase *g = check_tcase(s, "guarantee", 600);
   tcase_add_test(g, test_no_penetration_level);
