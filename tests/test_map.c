@@ -403,10 +403,8 @@ END_TEST
 
 /* ---- the map's caps ----------------------------------------------------------- */
 
-/* A 512 x 512 m world keeps its 1 m cells (262 144 of them, under
- * STEER_MAP_MAX_CELLS): circles 2 m apart leave the points between them free
- * for a body of 0.7 m, which a coarser index would still answer, but the
- * queries below run on the 1 m grid's cells. */
+/* A 512 x 512 m world with 1 m cells: 262 144 cells, under
+ * STEER_MAP_MAX_CELLS, so the index keeps the cell size it is given. */
 static steer_map *big_map(void) {
   steer_map *m = steer_map_create(v2(-256, -256), v2(256, 256), 1.0f);
   ck_assert_ptr_nonnull(m);
