@@ -682,6 +682,10 @@ static steerd_client *open_client(const args *a, const steerd_client_callbacks *
   cfg.connect_timeout_ms = a->timeout_ms;
   cfg.snapshots = a->delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
   cfg.max_agents = 0; /* sized by WELCOME's max_agents: watch holds any world the server can */
+  /* map prints any map the server can hold: every point is a segment's, or
+   * one more per obstacle (a wall's last, a circle's centre). */
+  cfg.map_obstacles = STEER_MAP_MAX_OBSTACLES;
+  cfg.map_points = STEER_MAP_MAX_SEGMENTS + STEER_MAP_MAX_OBSTACLES;
   if (cb != NULL)
     cfg.callbacks = *cb;
   steerd_client *c = steerd_client_create(&cfg);

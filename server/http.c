@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "map_json.h"
 #include "metrics.h"
 
 #ifndef STEERD_VERSION
@@ -110,40 +111,10 @@ static int token_ok(steerd_http *h, struct lws *wsi) {
          steerd_auth_verify(&h->views.auth, token, strlen(token), (uint64_t)time(NULL), &t) == STEERD_AUTH_OK;
 }
 
-char *steerd_http_map_json(const steerd_http *h, const char *type, size_t *len) {
+char *steerd_http_map_json(const steerd_http *h, const char *type, size_t limit, size_t *len) {
   const steer_world *w = steerd_server_world(h->server);
   const steer_world_config *wc = steer_world_get_config(w);
-  const steer_map *m = steer_world_map(w);
-  static const char *const kinds[STEER_OBSTACLE_KIND_COUNT] = {"circle", "polygon", "wall"};
-  json_t *o = json_object(), *list = json_array();
-  if (type)
-    json_object_set_new(o, "type", json_string(type));
-  json_object_set_new(o, "version", json_integer(m ? steer_map_version(m) : 0));
-  json_object_set_new(
-      o, "bounds_m",
-      json_pack("[f,f,f,f]", (double)wc->min.x, (double)wc->min.y, (double)wc->max.x, (double)wc->max.y));
-  uint32_t n = m ? steer_map_count(m) : 0;
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t id;
-    steer_obstacle_desc d;
-    if (steer_map_get(m, i, &id, &d) != STEER_OK || d.kind >= STEER_OBSTACLE_KIND_COUNT)
-      continue;
-    json_t *ob = json_object();
-    json_object_set_new(ob, "id", json_integer(id));
-    json_object_set_new(ob, "kind", json_string(kinds[d.kind]));
-    json_t *pts = json_array();
-    for (uint32_t k = 0; k < d.count; k++)
-      json_array_append_new(pts, vec_json(d.points[k]));
-    json_object_set_new(ob, "points_m", pts);
-    if (d.kind == STEER_OBSTACLE_CIRCLE)
-      json_object_set_new(ob, "radius_m", json_real(d.radius));
-    json_array_append_new(list, ob);
-  }
-  json_object_set_new(o, "obstacles", list);
-  char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  json_decref(o);
-  *len = text ? strlen(text) : 0;
-  return text;
+  return steerd_map_json(steer_world_map(w), wc->min, wc->max, type, limit, len);
 }
 
 /* The map (obstacles) as JSON: what the view draws under the agents. */
@@ -153,7 +124,7 @@ static int map_json(steerd_http *h, struct lws *wsi, char **body, size_t *len) {
     *len = *body ? strlen(*body) : 0;
     return HTTP_STATUS_UNAUTHORIZED;
   }
-  *body = steerd_http_map_json(h, NULL, len);
+  *body = steerd_http_map_json(h, NULL, 0, len);
   return *body ? HTTP_STATUS_OK : HTTP_STATUS_INTERNAL_SERVER_ERROR;
 }
 

@@ -84,8 +84,9 @@ struct steerd_http {
 
 /* The world's map as JSON (GET /api/map, and the view's map message with
  * type "map"; type NULL: no type field): version, bounds_m, obstacles. A
- * malloc'd string of *len bytes (free() it), or NULL. */
-char *steerd_http_map_json(const steerd_http *h, const char *type, size_t *len);
+ * malloc'd string of *len bytes (free() it), or NULL: longer than limit (0:
+ * no limit; *len > limit) or no memory (*len 0), as steerd_map_json. */
+char *steerd_http_map_json(const steerd_http *h, const char *type, size_t limit, size_t *len);
 
 /* 1 when /healthz passes; why gets the reason otherwise. */
 int steerd_http_live(const steerd_http *h, char *why, size_t cap);

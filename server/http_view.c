@@ -164,9 +164,10 @@ static void send_map(steerd_http *h, http_view *v) {
   uint32_t version = map_version_now(h);
   if (!vs->map_text || vs->map_version != version) {
     free(vs->map_text);
-    vs->map_text = steerd_http_map_json(h, "map", &vs->map_len);
-    if (vs->map_text && vs->map_len > VIEW_MAP_MAX_BYTES) {
-      free(vs->map_text);
+    /* A map over the limit is found as soon as the text passes it, without
+     * writing the rest of a map that may hold a million points. */
+    vs->map_text = steerd_http_map_json(h, "map", VIEW_MAP_MAX_BYTES, &vs->map_len);
+    if (!vs->map_text && vs->map_len > VIEW_MAP_MAX_BYTES) {
       vs->map_text = malloc(96);
       if (vs->map_text)
         vs->map_len = (size_t)snprintf(vs->map_text, 96,

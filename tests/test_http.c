@@ -20,6 +20,7 @@
 #include "client.h"
 #include "demo.h"
 #include "http_get.h"
+#include "map_json.h"
 #include "metrics.h"
 #include "persist.h"
 #include "world.h"
@@ -381,6 +382,81 @@ static void write_map_state(const char *path) {
   steer_world_destroy(w);
 }
 
+/* The map's JSON as it was built with jansson (a tree, then json_dumps):
+ * what steerd_map_json must write byte for byte. */
+static char *map_json_by_jansson(const steer_map *m, vec2 lo, vec2 hi, const char *type) {
+  static const char *const kinds[STEER_OBSTACLE_KIND_COUNT] = {"circle", "polygon", "wall"};
+  json_t *o = json_object(), *list = json_array();
+  if (type)
+    json_object_set_new(o, "type", json_string(type));
+  json_object_set_new(o, "version", json_integer(steer_map_version(m)));
+  json_object_set_new(o, "bounds_m",
+                      json_pack("[f,f,f,f]", (double)lo.x, (double)lo.y, (double)hi.x, (double)hi.y));
+  for (uint32_t i = 0; i < steer_map_count(m); i++) {
+    uint32_t id;
+    steer_obstacle_desc d;
+    ck_assert_int_eq(steer_map_get(m, i, &id, &d), STEER_OK);
+    json_t *ob = json_object(), *pts = json_array();
+    json_object_set_new(ob, "id", json_integer(id));
+    json_object_set_new(ob, "kind", json_string(kinds[d.kind]));
+    for (uint32_t k = 0; k < d.count; k++)
+      json_array_append_new(pts, json_pack("[f,f]", (double)d.points[k].x, (double)d.points[k].y));
+    json_object_set_new(ob, "points_m", pts);
+    if (d.kind == STEER_OBSTACLE_CIRCLE)
+      json_object_set_new(ob, "radius_m", json_real(d.radius));
+    json_array_append_new(list, ob);
+  }
+  json_object_set_new(o, "obstacles", list);
+  char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  return text;
+}
+
+/* The map's JSON is written directly, and is what jansson wrote: whole
+ * numbers ("60.0"), 17 digits, exponents (1e-5, 1e20 written without '+' or
+ * zeros), every kind; past a limit it stops and says so. */
+START_TEST(test_map_json_as_jansson) {
+  const vec2 lo = v2(-500.0f, -500.0f), hi = v2(500.0f, 500.0f);
+  steer_map *m = steer_map_create(lo, hi, 4.0f);
+  ck_assert_ptr_nonnull(m);
+  size_t len = 99;
+  char *empty = steerd_map_json(m, lo, hi, "map", 0, &len);
+  ck_assert_str_eq(
+      empty, "{\"type\":\"map\",\"version\":0,\"bounds_m\":[-500.0,-500.0,500.0,500.0],\"obstacles\":[]}");
+  ck_assert_uint_eq(len, strlen(empty));
+  free(empty);
+  vec2 room[4] = {{60.0f, -40.0f}, {140.0f, -40.0f}, {140.0f, -39.0f}, {60.0f, -39.0f}};
+  vec2 odd[5] = {
+      {0.1f, 1e-5f}, {499.99997f, 1e-5f}, {499.99997f, 3.0e-3f}, {-1.0f / 3.0f, 7e-4f}, {-123.456f, 2.5e-8f}};
+  vec2 wall[3] = {{-0.0f, 1e-20f}, {1e-6f, 250.0f}, {-499.5f, 250.0f}};
+  vec2 c = v2(74.0f, 12.0f);
+  steer_obstacle_desc o[4] = {{STEER_OBSTACLE_POLYGON, 4, room, 0.0f},
+                              {STEER_OBSTACLE_POLYGON, 5, odd, 0.0f},
+                              {STEER_OBSTACLE_WALL, 3, wall, 0.0f},
+                              {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f / 7.0f}};
+  for (uint32_t i = 0; i < 4; i++)
+    ck_assert_int_eq(steer_map_add(m, i == 3 ? 4000000000u : i + 1u, &o[i]), STEER_OK);
+  for (int typed = 0; typed < 2; typed++) {
+    char *want = map_json_by_jansson(m, lo, hi, typed ? "map" : NULL);
+    char *got = steerd_map_json(m, lo, hi, typed ? "map" : NULL, 0, &len);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    ck_assert_uint_eq(len, strlen(want));
+    /* Exactly its length fits a limit; a byte less is over it. */
+    free(got);
+    got = steerd_map_json(m, lo, hi, typed ? "map" : NULL, strlen(want), &len);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    free(got);
+    ck_assert_ptr_null(steerd_map_json(m, lo, hi, typed ? "map" : NULL, strlen(want) - 1u, &len));
+    ck_assert_uint_eq(len, strlen(want));
+    free(want);
+  }
+  steer_map_destroy(m);
+}
+END_TEST
+
 START_TEST(test_map_api) {
   char dir[] = "/tmp/steerd-map-XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -507,6 +583,7 @@ static Suite *http_suite(void) {
   tcase_add_test(tc, test_prometheus_scrapes);
   tcase_add_test(tc, test_failing_checkpoint_is_visible);
   tcase_add_test(tc, test_json_logs);
+  tcase_add_test(tc, test_map_json_as_jansson);
   tcase_add_test(tc, test_map_api);
   tcase_add_test(tc, test_drain_on_sigterm);
   return s;

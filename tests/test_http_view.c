@@ -366,6 +366,52 @@ START_TEST(test_token_required_with_a_secret) {
 }
 END_TEST
 
+/* A map whose message would pass half the view's queue (524 288 bytes; here
+ * 12 000 circles, about 700 KB) comes as an href to /api/map, which answers
+ * it whole. */
+START_TEST(test_big_map_names_api_map) {
+  const uint32_t n = 12000;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/steerd-view-map-%d.json", (int)getpid());
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": [", f);
+  for (uint32_t i = 0; i < n; i++)
+    fprintf(f, "%s{\"id\": %u, \"type\": \"circle\", \"center\": [%d.1, %d.3], \"radius\": 0.35}",
+            i ? "," : "", i + 1u, -250 + 4 * (int)(i % 120u), -250 + 4 * (int)(i / 120u));
+  fputs("]}", f);
+  fclose(f);
+  steerd_proc p;
+  const char *const extra[] = {"--no-demo", "--world", "-256,-256,256,256", "--map", path, NULL};
+  start(&p, extra);
+  ws_client *c = ws_open(p.http_port);
+  proto_command h = hello(NULL);
+  ws_send(c, &h);
+  proto_server_msg m;
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  json_t *first = ws_next_map(c, 3000);
+  ck_assert_ptr_nonnull(first);
+  ck_assert_str_eq(json_string_value(json_object_get(first, "href")), "/api/map");
+  ck_assert_int_eq(json_integer_value(json_object_get(first, "version")), n);
+  ck_assert_ptr_null(json_object_get(first, "obstacles"));
+  json_decref(first);
+  ws_close(c);
+  static char body[2u << 20];
+  ck_assert_int_eq(http_get(p.http_port, "/api/map", body, sizeof body, 5000), 200);
+  ck_assert_uint_gt(strlen(body), 524288u);
+  json_error_t err;
+  json_t *api = json_loads(body, 0, &err);
+  ck_assert_msg(api != NULL, "%s", err.text);
+  json_t *obs = json_object_get(api, "obstacles");
+  ck_assert_uint_eq(json_array_size(obs), n);
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(obs, n - 1u), "id")), n);
+  ck_assert_double_eq_tol(json_real_value(json_object_get(json_array_get(obs, 0), "radius_m")), 0.35, 1e-6);
+  json_decref(api);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+  unlink(path);
+}
+END_TEST
+
 START_TEST(test_map_after_welcome_and_changes) {
   steerd_proc p;
   /* At 120 ticks a second (4 times the default) the demo's door changes, due by
@@ -431,5 +477,6 @@ int main(void) {
   tcase_add_test(tc, test_read_only_and_malformed);
   tcase_add_test(tc, test_token_required_with_a_secret);
   tcase_add_test(tc, test_map_after_welcome_and_changes);
+  tcase_add_test(tc, test_big_map_names_api_map);
   return check_run(s);
 }

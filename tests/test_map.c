@@ -401,6 +401,186 @@ START_TEST(test_bulk_load_same_map) {
 }
 END_TEST
 
+/* ---- the map's caps ----------------------------------------------------------- */
+
+/* A 512 x 512 m world with 1 m cells: 262 144 cells, under
+ * STEER_MAP_MAX_CELLS, so the index keeps the cell size it is given. */
+static steer_map *big_map(void) {
+  steer_map *m = steer_map_create(v2(-256, -256), v2(256, 256), 1.0f);
+  ck_assert_ptr_nonnull(m);
+  return m;
+}
+
+/* The map holds exactly STEER_MAP_MAX_OBSTACLES; one more is EFULL, held or
+ * not, and a removal (in the middle: the ids after it move down) makes room. */
+START_TEST(test_obstacle_cap) {
+  ck_assert_uint_ge(STEER_MAP_MAX_OBSTACLES, 65536u);
+  steer_map *m = big_map();
+  steer_map_hold(m);
+  vec2 c;
+  steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, 0.25f};
+  uint32_t side = 256u, n = 0;
+  for (uint32_t j = 0; j < side && n < STEER_MAP_MAX_OBSTACLES; j++)
+    for (uint32_t i = 0; i < side && n < STEER_MAP_MAX_OBSTACLES; i++) {
+      c = v2(-255.0f + 2.0f * (float)i, -255.0f + 2.0f * (float)j);
+      ck_assert_int_eq(steer_map_add(m, ++n, &o), STEER_OK);
+    }
+  ck_assert_uint_eq(n, STEER_MAP_MAX_OBSTACLES);
+  c = v2(0.5f, 0.5f);
+  ck_assert_int_eq(steer_map_check(m, n + 1, &o), STEER_EFULL);
+  ck_assert_int_eq(steer_map_add(m, n + 1, &o), STEER_EFULL);
+  ck_assert_int_eq(steer_map_release(m), STEER_OK);
+  ck_assert_uint_eq(steer_map_count(m), STEER_MAP_MAX_OBSTACLES);
+  ck_assert_int_eq(steer_map_add(m, n + 1, &o), STEER_EFULL);
+  ck_assert_uint_eq(steer_map_count(m), STEER_MAP_MAX_OBSTACLES);
+  /* Ids are found wherever they are, and unused ones are not. */
+  for (uint32_t id = 1; id <= n; id += 997u)
+    ck_assert_int_eq(steer_map_find(m, id), (int32_t)id - 1);
+  ck_assert_int_eq(steer_map_find(m, n + 1), -1);
+  ck_assert_int_eq(steer_map_find(m, 0x80000001u), -1);
+  /* The index over 1 m cells: inside a circle, and free between them. */
+  ck_assert(steer_map_inside(m, v2(-255.0f, -255.0f)));
+  ck_assert(steer_map_inside(m, v2(255.1f, 255.0f)));
+  ck_assert(!steer_map_inside(m, v2(-254.0f, -254.0f)));
+  ck_assert(steer_map_free(m, v2(0.0f, 0.0f), 0.7f, 0.0f));
+  ck_assert(!steer_map_free(m, v2(1.0f, 0.6f), 0.7f, 0.0f));
+  /* A removal in the middle moves the later obstacles down by one. */
+  ck_assert_int_eq(steer_map_remove(m, 30000), STEER_OK);
+  ck_assert_int_eq(steer_map_find(m, 30000), -1);
+  ck_assert_int_eq(steer_map_find(m, 29999), 29998);
+  ck_assert_int_eq(steer_map_find(m, 30001), 29999);
+  ck_assert_int_eq(steer_map_find(m, n), (int32_t)n - 2);
+  ck_assert_int_eq(steer_map_add(m, n + 1, &o), STEER_OK);
+  ck_assert_int_eq(steer_map_find(m, n + 1), (int32_t)n - 1);
+  ck_assert_int_eq(steer_map_add(m, n + 2, &o), STEER_EFULL);
+  /* The last one goes and comes back; clear forgets every id. */
+  ck_assert_int_eq(steer_map_remove(m, n + 1), STEER_OK);
+  ck_assert_int_eq(steer_map_find(m, n + 1), -1);
+  ck_assert_int_eq(steer_map_find(m, n), (int32_t)n - 2);
+  steer_map_clear(m);
+  ck_assert_int_eq(steer_map_find(m, 1), -1);
+  ck_assert_int_eq(steer_map_add(m, 1, &o), STEER_OK);
+  ck_assert_int_eq(steer_map_find(m, 1), 0);
+  steer_map_destroy(m);
+}
+END_TEST
+
+/* The map holds exactly STEER_MAP_MAX_SEGMENTS: walls of 255 segments and one
+ * to make up the rest; another segment is EFULL, while a circle (no segment)
+ * still fits. */
+START_TEST(test_segment_cap) {
+  ck_assert_uint_ge(STEER_MAP_MAX_SEGMENTS, 1048576u);
+  steer_map *m = big_map();
+  static vec2 pts[STEER_MAP_MAX_VERTICES];
+  steer_obstacle_desc o = {STEER_OBSTACLE_WALL, STEER_MAP_MAX_VERTICES, pts, 0.0f};
+  const uint32_t per = STEER_MAP_MAX_VERTICES - 1u;
+  const uint32_t walls = STEER_MAP_MAX_SEGMENTS / per, rest = STEER_MAP_MAX_SEGMENTS % per;
+  const float gap = 510.0f / (float)(walls + 1u);
+  steer_map_hold(m);
+  uint32_t id = 0;
+  for (uint32_t j = 0; j <= walls; j++) {
+    o.count = j < walls ? STEER_MAP_MAX_VERTICES : rest + 1u;
+    if (o.count < 2)
+      break;
+    for (uint32_t k = 0; k < o.count; k++)
+      pts[k] = v2(-255.0f + 2.0f * (float)k, -255.0f + gap * (float)j);
+    ck_assert_int_eq(steer_map_add(m, ++id, &o), STEER_OK);
+  }
+  o.count = 2;
+  pts[0] = v2(0.0f, 255.5f);
+  pts[1] = v2(1.0f, 255.5f);
+  ck_assert_int_eq(steer_map_check(m, id + 1, &o), STEER_EFULL);
+  ck_assert_int_eq(steer_map_add(m, id + 1, &o), STEER_EFULL);
+  ck_assert_int_eq(steer_map_release(m), STEER_OK);
+  ck_assert_uint_eq(steer_map_segment_count(m), STEER_MAP_MAX_SEGMENTS);
+  ck_assert_int_eq(steer_map_add(m, id + 1, &o), STEER_EFULL);
+  vec2 c = v2(0.0f, 255.5f);
+  steer_obstacle_desc circle = {STEER_OBSTACLE_CIRCLE, 1, &c, 0.25f};
+  ck_assert_int_eq(steer_map_add(m, id + 1, &circle), STEER_OK);
+  ck_assert_uint_eq(steer_map_segment_count(m), STEER_MAP_MAX_SEGMENTS);
+  /* The index finds the walls: a move across one stops short of it. */
+  vec2 to = v2(0.5f, -255.0f + gap * 0.5f);
+  ck_assert_int_gt(
+      steer_map_move(m, v2(0.5f, -255.0f - gap * 0.5f), &to, 0.01f, NULL, v2(-256, -256), v2(256, 256)), 0);
+  ck_assert_float_lt(to.y, -255.0f);
+  ck_assert_int_eq(steer_map_remove(m, 1), STEER_OK);
+  ck_assert_uint_eq(steer_map_segment_count(m), STEER_MAP_MAX_SEGMENTS - per);
+  steer_map_destroy(m);
+}
+END_TEST
+
+/* Ids are found through a hash table: after any mix of adds, removals (the
+ * last obstacle, or one in the middle) and clears, steer_map_find agrees with
+ * a walk over the map. */
+START_TEST(test_find_after_changes) {
+  steer_map *m = steer_map_create(v2(-50, -50), v2(50, 50), 4.0f);
+  ck_assert_ptr_nonnull(m);
+  steer_map_hold(m);
+  steer_rng rng;
+  steer_rng_seed(&rng, 11);
+  vec2 c = v2(0.0f, 0.0f);
+  steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, 0.5f};
+  for (int step = 0; step < 3000; step++) {
+    uint32_t n = steer_map_count(m), r = steer_rng_next(&rng);
+    if (step % 1000 == 999) {
+      steer_map_clear(m);
+    } else if (n > 0 && r % 3u == 0u) {
+      uint32_t id;
+      steer_obstacle_desc d;
+      uint32_t at = r % 8u ? n - 1u : (r >> 8) % n; /* mostly the last, else any */
+      ck_assert_int_eq(steer_map_get(m, at, &id, &d), STEER_OK);
+      ck_assert_int_eq(steer_map_remove(m, id), STEER_OK);
+    } else {
+      uint32_t id = 1u + (r >> 4) % 700u; /* ids collide: a used one is refused */
+      int used = steer_map_find(m, id) >= 0;
+      ck_assert_int_eq(steer_map_add(m, id, &o), used ? STEER_EINVAL : STEER_OK);
+    }
+    if (step % 25 != 0)
+      continue;
+    n = steer_map_count(m);
+    int32_t where[701];
+    for (uint32_t id = 0; id <= 700; id++)
+      where[id] = -1;
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t id;
+      steer_obstacle_desc d;
+      ck_assert_int_eq(steer_map_get(m, i, &id, &d), STEER_OK);
+      where[id] = (int32_t)i;
+    }
+    for (uint32_t id = 1; id <= 700; id++)
+      ck_assert_int_eq(steer_map_find(m, id), where[id]);
+  }
+  ck_assert_int_eq(steer_map_release(m), STEER_OK);
+  steer_map_destroy(m);
+}
+END_TEST
+
+/* A dense cluster (600 short walls in one 8 m cell, more than one query
+ * took before the caps grew) is answered, not given up on: the free point
+ * beside it is free and outside, and a body there moves. */
+START_TEST(test_dense_cell) {
+  steer_map *m = steer_map_create(v2(-50, -50), v2(50, 50), 8.0f);
+  ck_assert_ptr_nonnull(m);
+  steer_map_hold(m);
+  uint32_t id = 0;
+  for (uint32_t j = 0; j < 20; j++)
+    for (uint32_t i = 0; i < 30; i++) {
+      vec2 w[2] = {{0.13f * (float)i, 0.2f * (float)j}, {0.13f * (float)i + 0.1f, 0.2f * (float)j}};
+      steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 2, w, 0.0f};
+      ck_assert_int_eq(steer_map_add(m, ++id, &o), STEER_OK);
+    }
+  ck_assert_int_eq(steer_map_release(m), STEER_OK);
+  vec2 p = v2(5.5f, 5.5f); /* in the walls' cell (-2..6 m), 1.5 m off the nearest */
+  ck_assert(!steer_map_inside(m, p));
+  ck_assert(steer_map_free(m, p, 0.5f, 0.0f));
+  ck_assert_float_eq_tol(steer_map_distance(m, p, 3.0f), v2_len(v2_sub(p, v2(3.87f, 3.8f))), 1e-4f);
+  vec2 to = v2(5.5f, 5.9f);
+  ck_assert_int_eq(steer_map_move(m, p, &to, 0.5f, NULL, v2(-50, -50), v2(50, 50)), 0);
+  ck_assert_float_eq(to.y, 5.9f);
+  steer_map_destroy(m);
+}
+END_TEST
+
 /* ---- checkpoint ------------------------------------------------------------ */
 
 START_TEST(test_map_in_checkpoint) {
@@ -442,6 +622,54 @@ START_TEST(test_map_in_checkpoint) {
 }
 END_TEST
 
+/* A map of more than 16 384 obstacles (the old cap) is saved and restored
+ * whole: same map hash, same world hash. */
+START_TEST(test_large_map_in_checkpoint) {
+  steer_world *w = make_world(16, 256.0f, 3);
+  const uint32_t n = 20000;
+  steer_map *src = steer_map_create(v2(-256, -256), v2(256, 256), 4.0f);
+  ck_assert_ptr_nonnull(src);
+  steer_map_hold(src);
+  for (uint32_t i = 0; i < n; i++) {
+    float x = -255.0f + 2.0f * (float)(i % 250u), y = -255.0f + 2.0f * (float)(i / 250u);
+    vec2 sq[4] = {{x, y}, {x + 0.5f, y}, {x + 0.5f, y + 0.5f}, {x, y + 0.5f}};
+    vec2 c = v2(x + 0.25f, y + 1.25f);
+    steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, sq, 0.0f};
+    steer_obstacle_desc circ = {STEER_OBSTACLE_CIRCLE, 1, &c, 0.125f};
+    ck_assert_int_eq(steer_map_add(src, 3u * i + 1u, i % 3u ? &o : &circ), STEER_OK);
+  }
+  ck_assert_int_eq(steer_map_release(src), STEER_OK);
+  uint32_t failed = 0;
+  ck_assert_int_eq(steer_world_add_obstacles(w, src, NULL, &failed), STEER_OK);
+  const steer_map *m = steer_world_map(w);
+  ck_assert_uint_eq(steer_map_count(m), n);
+  ck_assert_uint_eq(steer_map_hash(m, 0), steer_map_hash(src, 0));
+  steer_agent_desc d = steer_default_agent_desc();
+  d.state.position = v2(0.0f, 100.0f); /* north of the obstacles, which end at y = -96 */
+  steer_id id;
+  ck_assert_int_eq(steer_world_spawn(w, &d, 0, &id), STEER_OK);
+  steer_world_step(w, DT);
+  size_t len = steer_world_state_size(w);
+  uint8_t *buf = malloc(len);
+  ck_assert_ptr_nonnull(buf);
+  ck_assert_int_eq(steer_world_save(w, buf, len, NULL), STEER_OK);
+  int err = 0;
+  steer_world *r = steer_world_load(buf, len, &err);
+  ck_assert_msg(r != NULL, "load: %d", err);
+  const steer_map *rm = steer_world_map(r);
+  ck_assert_uint_eq(steer_map_count(rm), n);
+  ck_assert_uint_eq(steer_map_segment_count(rm), steer_map_segment_count(m));
+  ck_assert_uint_eq(steer_map_version(rm), steer_map_version(m));
+  ck_assert_uint_eq(steer_map_hash(rm, 0), steer_map_hash(m, 0));
+  ck_assert_uint_eq(steer_world_hash(r), steer_world_hash(w));
+  ck_assert_int_eq(steer_map_find(rm, 3u * (n - 1u) + 1u), (int32_t)n - 1);
+  free(buf);
+  steer_world_destroy(r);
+  steer_world_destroy(w);
+  steer_map_destroy(src);
+}
+END_TEST
+
 static Suite *map_suite(void) {
   Suite *s = suite_create("map");
   TCase *t = check_tcase(s, "geometry", 120);
@@ -450,6 +678,12 @@ static Suite *map_suite(void) {
   tcase_add_test(t, test_placement_rules);
   tcase_add_test(t, test_obstacle_on_agent_moves_it);
   tcase_add_test(t, test_bulk_load_same_map);
+  TCase *caps = check_tcase(s, "caps", 120);
+  tcase_add_test(caps, test_obstacle_cap);
+  tcase_add_test(caps, test_segment_cap);
+  tcase_add_test(caps, test_dense_cell);
+  tcase_add_test(caps, test_find_after_changes);
+  tcase_add_test(caps, test_large_map_in_checkpoint);
   TCase *g = check_tcase(s, "guarantee", 600);
   tcase_add_test(g, test_no_penetration_level);
   tcase_add_test(g, test_no_penetration_admin);

@@ -431,6 +431,131 @@ START_TEST(map_edit_moves_or_refuses) {
 }
 END_TEST
 
+/* ---- maps of real size ------------------------------------------------------------------ */
+
+#define BIG_HALF 256.0f
+
+/* n obstacles over [-BIG_HALF, BIG_HALF]^2, 2 m apart, in rows of 250: a
+ * 1 x 1 m square, a circle or a wall of three points in turn; ids 1..n. */
+static steer_map *big_map(uint32_t n) {
+  steer_map *m = steer_map_create(v2(-BIG_HALF, -BIG_HALF), v2(BIG_HALF, BIG_HALF), 1.0f);
+  ck_assert_ptr_nonnull(m);
+  steer_map_hold(m);
+  for (uint32_t i = 0; i < n; i++) {
+    float x = -255.0f + 2.0f * (float)(i % 250u), y = -255.0f + 2.0f * (float)(i / 250u);
+    vec2 p[4] = {{x, y}, {x + 1.0f, y}, {x + 1.0f, y + 1.0f}, {x, y + 1.0f}};
+    steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, p, 0.0f};
+    if (i % 3u == 1u)
+      o = (steer_obstacle_desc){STEER_OBSTACLE_CIRCLE, 1, p, 0.5f};
+    else if (i % 3u == 2u)
+      o = (steer_obstacle_desc){STEER_OBSTACLE_WALL, 3, p, 0.0f};
+    ck_assert_int_eq(steer_map_add(m, i + 1u, &o), STEER_OK);
+  }
+  ck_assert_int_eq(steer_map_release(m), STEER_OK);
+  return m;
+}
+
+static steer_world *big_world(void) {
+  steer_world_config wc = steer_default_world_config();
+  wc.max_agents = 16;
+  wc.min = v2(-BIG_HALF, -BIG_HALF);
+  wc.max = v2(BIG_HALF, BIG_HALF);
+  return steer_world_create(&wc);
+}
+
+static proto_obstacle part_obs[1024];
+static vec2 part_pts[8192];
+
+/* A map of 30 000 obstacles (about twice the old cap) goes out in parts of at
+ * most PROTO_MAP_PART_BYTES; a client's copy of them, put back into a map,
+ * has the server map's hash. */
+START_TEST(map_of_30000_in_parts) {
+  const uint32_t n = 30000;
+  steer_map *m = big_map(n);
+  steerd_mapsync *ms = steerd_mapsync_create(1);
+  steerd_mapcopy *copy = steerd_mapcopy_create(STEER_MAP_MAX_OBSTACLES, 4u * n);
+  ck_assert_ptr_nonnull(ms);
+  ck_assert_ptr_nonnull(copy);
+  steerd_mapsync_start(ms, 0);
+  uint32_t parts = 0, seen = 0;
+  steerd_mapcopy_result res = STEERD_MAPCOPY_PENDING;
+  size_t len;
+  while ((len = steerd_mapsync_next(ms, 0, m, buf, sizeof buf)) > 0) {
+    ck_assert_uint_le(len, PROTO_MAP_PART_BYTES);
+    proto_map_header h;
+    uint32_t count;
+    ck_assert_int_eq(proto_decode_map(buf, len, &h, part_obs, 1024, &count, part_pts, 8192, NULL), 0);
+    ck_assert_uint_eq(h.part_index, parts);
+    ck_assert_uint_eq(h.obstacle_total, n);
+    ck_assert_uint_eq(h.version, steer_map_version(m));
+    ck_assert_uint_gt(count, 0);
+    ck_assert_uint_eq(part_obs[0].id, seen + 1u); /* in map order, each once */
+    seen += count;
+    res = steerd_mapcopy_part(copy, &h, part_obs, count);
+    ck_assert_int_eq(res,
+                     h.part_index + 1u == h.part_count ? STEERD_MAPCOPY_COMPLETE : STEERD_MAPCOPY_PENDING);
+    parts++;
+  }
+  ck_assert_int_eq(res, STEERD_MAPCOPY_COMPLETE);
+  ck_assert_int_eq(steerd_mapsync_synced(ms, 0), 1);
+  ck_assert_uint_gt(parts, 50);
+  ck_assert_uint_eq(seen, n);
+  ck_assert_uint_eq(steerd_mapcopy_count(copy), n);
+  steer_map *back = steer_map_create(v2(-BIG_HALF, -BIG_HALF), v2(BIG_HALF, BIG_HALF), 1.0f);
+  ck_assert_ptr_nonnull(back);
+  steer_map_hold(back);
+  for (uint32_t i = 0; i < n; i++) {
+    proto_obstacle o = steerd_mapcopy_get(copy, i);
+    steer_obstacle_desc d = proto_obstacle_desc(&o);
+    ck_assert_int_eq(steer_map_add(back, o.id, &d), STEER_OK);
+  }
+  ck_assert_int_eq(steer_map_release(back), STEER_OK);
+  ck_assert_uint_eq(steer_map_hash(back, 0), steer_map_hash(m, 0));
+  steer_map_destroy(back);
+  steerd_mapcopy_destroy(copy);
+  steerd_mapsync_destroy(ms);
+  steer_map_destroy(m);
+}
+END_TEST
+
+/* A world's map takes STEER_MAP_MAX_OBSTACLES (65 536) through a bulk load;
+ * an admin's next add is WORLD_FULL, naming the caps, and changes nothing. */
+START_TEST(map_edit_at_the_cap_is_world_full) {
+  ck_assert_uint_ge(STEER_MAP_MAX_OBSTACLES, 65536u);
+  steer_world *w = big_world();
+  ck_assert_ptr_nonnull(w);
+  steer_map *src = steer_map_create(v2(-BIG_HALF, -BIG_HALF), v2(BIG_HALF, BIG_HALF), 4.0f);
+  ck_assert_ptr_nonnull(src);
+  steer_map_hold(src);
+  for (uint32_t i = 0; i < STEER_MAP_MAX_OBSTACLES; i++) {
+    vec2 c = v2(-255.0f + 2.0f * (float)(i % 256u), -255.0f + 2.0f * (float)(i / 256u) * 0.99f);
+    steer_obstacle_desc o = {STEER_OBSTACLE_CIRCLE, 1, &c, 0.25f};
+    ck_assert_int_eq(steer_map_add(src, i + 1u, &o), STEER_OK);
+  }
+  ck_assert_int_eq(steer_map_release(src), STEER_OK);
+  ck_assert_int_eq(steer_world_add_obstacles(w, src, NULL, NULL), STEER_OK);
+  ck_assert_uint_eq(steer_map_count(steer_world_map(w)), STEER_MAP_MAX_OBSTACLES);
+  vec2 c[1] = {{0.0f, 255.0f}};
+  steerd_map_edit e = edit_add(STEER_MAP_MAX_OBSTACLES + 1u, STEER_OBSTACLE_CIRCLE, c, 1, 0.5f);
+  steerd_map_result r;
+  uint32_t version = steer_map_version(steer_world_map(w));
+  ck_assert_int_eq(steerd_map_edit_apply(w, &e, &r), -1);
+  ck_assert_int_eq(r.code, PROTO_ERR_WORLD_FULL);
+  ck_assert_ptr_nonnull(strstr(r.why.message, "65536 obstacles"));
+  ck_assert_ptr_nonnull(strstr(r.why.message, "1048576 segments"));
+  ck_assert_uint_eq(steer_map_version(steer_world_map(w)), version);
+  /* A removal makes room for it. */
+  e.op = STEERD_MAP_REMOVE;
+  e.obstacle.id = 40000;
+  ck_assert_int_eq(steerd_map_edit_apply(w, &e, &r), 0);
+  e = edit_add(STEER_MAP_MAX_OBSTACLES + 1u, STEER_OBSTACLE_CIRCLE, c, 1, 0.5f);
+  ck_assert_int_eq(steerd_map_edit_apply(w, &e, &r), 0);
+  ck_assert_uint_eq(steer_map_count(steer_world_map(w)), STEER_MAP_MAX_OBSTACLES);
+  steer_map_destroy(src);
+  steer_world_destroy(w);
+}
+END_TEST
+
 static Suite *map_msg_suite(void) {
   Suite *s = suite_create("map_msg");
   TCase *tc = check_tcase(s, "core", 60);
@@ -441,6 +566,9 @@ static Suite *map_msg_suite(void) {
   tcase_add_test(tc, mapcopy_follows_parts_and_changes);
   tcase_add_test(tc, map_edit_checks_name_the_field);
   tcase_add_test(tc, map_edit_moves_or_refuses);
+  TCase *big = check_tcase(s, "big", 60);
+  tcase_add_test(big, map_of_30000_in_parts);
+  tcase_add_test(big, map_edit_at_the_cap_is_world_full);
   return s;
 }
 

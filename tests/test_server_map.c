@@ -22,6 +22,7 @@
 #include "child_run.h"
 #include "http_get.h"
 #include "map.h"
+#include "map_file.h"
 #include "map_msg.h"
 #include "mapcopy.h"
 #include "protocol.h"
@@ -97,7 +98,7 @@ static int raw_service(raw *r, uint32_t request_id, uint32_t ms, proto_server_ms
 
 static void raw_connect(raw *r, uint16_t port) {
   memset(r, 0, sizeof *r);
-  r->map = steerd_mapcopy_create(16384, 262144);
+  r->map = steerd_mapcopy_create(STEER_MAP_MAX_OBSTACLES, 262144);
   ck_assert_ptr_nonnull(r->map);
   ck_assert_msg(steerd_raw_connect(&r->net, port, 5000) == 0, "no ENet connect within 5 s");
 }
@@ -313,8 +314,8 @@ END_TEST
 
 /* 600 polygons of 40 points (about 270 KB of map): many parts, none over the
  * packet limit, every obstacle once, in order; a change while a client is being
- * sent the parts restarts them at the new version. (Not more: loading a map
- * file rebuilds the map's index per obstacle, 2 000 such polygons take seconds.) */
+ * sent the parts restarts them at the new version. (Not more: at the default
+ * --client-queue-kb the parts go about 32 KB a tick, a second per megabyte.) */
 START_TEST(large_map_in_parts) {
   size_t cap = 4u << 20;
   char *json = malloc(cap);
@@ -744,6 +745,116 @@ START_TEST(checkpoint_keeps_the_map) {
 }
 END_TEST
 
+/* The hash of a copy's map, put back into a map over the bounds (the order
+ * and bits of a copy are the server's, so this is the server map's hash). */
+static uint64_t copy_hash(const steerd_mapcopy *copy, vec2 lo, vec2 hi) {
+  steer_map *m = steer_map_create(lo, hi, 1.0f);
+  ck_assert_ptr_nonnull(m);
+  steer_map_hold(m);
+  for (uint32_t i = 0; i < steerd_mapcopy_count(copy); i++) {
+    proto_obstacle o = steerd_mapcopy_get(copy, i);
+    steer_obstacle_desc d = proto_obstacle_desc(&o);
+    ck_assert_int_eq(steer_map_add(m, o.id, &d), STEER_OK);
+  }
+  ck_assert_int_eq(steer_map_release(m), STEER_OK);
+  uint64_t h = steer_map_hash(m, 0);
+  steer_map_destroy(m);
+  return h;
+}
+
+/* A level of real size: 30 000 obstacles (squares, circles, walls; more than
+ * the old cap of 16 384) in a 512 x 512 m world reach a client in parts that
+ * rebuild the server's map, hash for hash; a checkpoint keeps all of them. */
+START_TEST(map_of_30000_reaches_a_client_and_survives_a_checkpoint) {
+  const uint32_t n = 30000;
+  size_t cap = 8u << 20;
+  char *json = malloc(cap);
+  ck_assert_ptr_nonnull(json);
+  size_t len = (size_t)snprintf(json, cap, "{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": [");
+  for (uint32_t i = 0; i < n; i++) {
+    int x = -255 + 2 * (int)(i % 250u), y = -255 + 2 * (int)(i / 250u);
+    const char *sep = i ? "," : "";
+    if (i % 3u == 0u)
+      len += (size_t)snprintf(
+          json + len, cap - len,
+          "%s{\"id\": %u, \"type\": \"polygon\", \"points\": [[%d,%d],[%d.5,%d],[%d.5,%d.5],[%d,%d.5]]}", sep,
+          i + 1u, x, y, x, y, x, y, x, y);
+    else if (i % 3u == 1u)
+      len +=
+          (size_t)snprintf(json + len, cap - len,
+                           "%s{\"id\": %u, \"type\": \"circle\", \"center\": [%d.25,%d.25], \"radius\": 0.3}",
+                           sep, i + 1u, x, y);
+    else
+      len += (size_t)snprintf(json + len, cap - len,
+                              "%s{\"id\": %u, \"type\": \"wall\", \"points\": [[%d,%d],[%d.75,%d.1]]}", sep,
+                              i + 1u, x, y, x, y);
+    ck_assert_uint_lt(len, cap);
+  }
+  len += (size_t)snprintf(json + len, cap - len, "]}");
+  /* What the server makes of the file: the hash every copy must have. */
+  const vec2 lo = v2(-256.0f, -256.0f), hi = v2(256.0f, 256.0f);
+  steer_map *want = steer_map_create(lo, hi, 1.0f);
+  char err[256];
+  ck_assert_msg(steerd_map_parse(json, len, want, err, sizeof err) == 0, "%s", err);
+  ck_assert_uint_eq(steer_map_count(want), n);
+  const uint64_t want_hash = steer_map_hash(want, 0);
+  steer_map_destroy(want);
+  write_map(json);
+  free(json);
+
+  char state[64];
+  snprintf(state, sizeof state, "/tmp/steerd-map-big-%d.bin", (int)getpid());
+  unlink(state);
+  static const char *const base[] = {"--no-demo", "--client-timeout",  "4000",
+                                     "--world",   "-256,-256,256,256", NULL};
+  /* Parts go while the client's queue is under an eighth of --client-queue-kb,
+   * topped up at every tick: 4 MB lets 512 KB go per tick instead of 32 KB,
+   * so the 2 MB of MAP take a few ticks rather than a second and a half. */
+  const char *extra[] = {
+      "--map", map_path, "--anonymous-role", "admin", "--state", state, "--client-queue-kb", "4096", NULL};
+  steerd_proc s;
+  ck_assert_msg(steerd_proc_start_with(&s, STEERD_BINARY, base, extra, 30000) == 0,
+                "the server did not start");
+  raw a;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  raw_wait_map(&a, n, 20000);
+  ck_assert_uint_eq(a.map_bad, 0);
+  ck_assert_uint_gt(a.map_parts, 50);
+  ck_assert_uint_le(a.map_part_max_bytes, PROTO_MAP_PART_BYTES);
+  ck_assert_uint_eq(steerd_mapcopy_count(a.map), n);
+  ck_assert_uint_eq(copy_hash(a.map, lo, hi), want_hash);
+  raw_close(&a);
+  kill(s.pid, SIGTERM);
+  int status = -1;
+  uint64_t end = steerd_proc_now_ms() + 10000;
+  while (waitpid(s.pid, &status, WNOHANG) == 0 && steerd_proc_now_ms() < end)
+    steerd_proc_sleep_ms(20);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the server did not exit 0 (status %d)",
+                status);
+  unsigned long long saved = logged_hash(&s, "checkpoint (shutdown)");
+  ck_assert_uint_ne(saved, 0);
+  unlink(s.log_path);
+
+  /* Restored from the state file (the map file is not read again). */
+  unlink(map_path);
+  steerd_proc s2;
+  const char *again[] = {"--anonymous-role", "admin", "--state", state, "--client-queue-kb", "4096", NULL};
+  ck_assert_msg(steerd_proc_start_with(&s2, STEERD_BINARY, base, again, 30000) == 0,
+                "the server did not restart");
+  ck_assert_uint_eq(logged_hash(&s2, "restored"), saved);
+  raw b;
+  raw_connect(&b, s2.port);
+  raw_hello(&b);
+  raw_wait_map(&b, n, 20000);
+  ck_assert_uint_eq(b.map_bad, 0);
+  ck_assert_uint_eq(copy_hash(b.map, lo, hi), want_hash);
+  raw_close(&b);
+  ck_assert_int_eq(steerd_proc_stop(&s2, 5000), 0);
+  unlink(state);
+}
+END_TEST
+
 /* ---- steerd-client ----------------------------------------------------------------------- */
 
 typedef struct cli_result {
@@ -829,6 +940,8 @@ static Suite *map_suite(void) {
   tcase_add_test(tc, checkpoint_keeps_the_map);
   tcase_add_test(tc, steerd_client_prints_and_edits_the_map);
   tcase_add_test(tc, stuck_event_and_metrics);
+  TCase *big = check_tcase(s, "big", 60);
+  tcase_add_test(big, map_of_30000_reaches_a_client_and_survives_a_checkpoint);
   return s;
 }
 

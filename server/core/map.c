@@ -13,9 +13,15 @@
 #include "world.h" /* error codes */
 
 #define MAP_CIRCLE_BIT   0x80000000u
+#define MAP_SLOT_FREE    UINT32_MAX /* an empty slot of the id table */
 #define MAP_CONTACT_EPS  1e-3f /* m, within r + skin + this a body touches a surface */
 #define MAP_LEG_SLACK    5e-4f /* m, a leg may end this much inside r (float rounding) */
-#define MAP_MAX_CAND     512u  /* primitives one move considers; more: the body stays */
+/* Primitives one query considers; more: the body stays (and the point counts
+ * as taken). A map at its caps in a 512 m world holds some 250 segments per
+ * 8 m cell (the world's default), and the box of a move shorter than a cell
+ * touches up to 4 cells: 4 096 keep such maps clear of the fallback, for 16 KB
+ * of stack per query. */
+#define MAP_MAX_CAND     4096u
 #define MAP_MOVE_LEGS    4
 
 typedef struct map_obstacle {
@@ -65,6 +71,12 @@ struct steer_map {
   uint64_t *occ; /* a bit per cell with primitives, rows of occ_words words: most queries stop here */
   uint8_t *near; /* per cell: 1 when it or one of its 8 neighbours holds a primitive */
   uint32_t occ_words;
+
+  /* Ids to obstacle indexes: open addressing (linear probing, at most half
+   * full), each slot an index into obs or MAP_SLOT_FREE, so that finding an
+   * id (every add checks that it is unused) costs the same at any map size. */
+  uint32_t *slot;
+  uint32_t slot_mask; /* slots - 1; 0 before the first add */
 
   uint32_t seg_total; /* segments of every obstacle (nseg lags it while held) */
   int held;           /* steer_map_hold: adds and removes leave the index to steer_map_release */
@@ -138,6 +150,62 @@ static uint32_t row_of(const steer_map *m, float y) {
   return f >= (float)m->rows ? m->rows - 1 : (uint32_t)f;
 }
 
+/* ---- the id table ------------------------------------------------------------ */
+
+static uint32_t slot_home(uint32_t id, uint32_t mask) {
+  uint32_t h = id * 0x9e3779b1u; /* Fibonacci hashing: ids given in sequence spread out */
+  return (h ^ h >> 16) & mask;
+}
+
+static void slot_insert(steer_map *m, uint32_t index) {
+  uint32_t i = slot_home(m->obs[index].id, m->slot_mask);
+  while (m->slot[i] != MAP_SLOT_FREE)
+    i = (i + 1u) & m->slot_mask;
+  m->slot[i] = index;
+}
+
+/* Every obstacle's slot again (after a resize, or when indexes shifted). */
+static void slots_fill(steer_map *m) {
+  memset(m->slot, 0xff, ((size_t)m->slot_mask + 1u) * sizeof(uint32_t));
+  for (uint32_t i = 0; i < m->nobs; i++)
+    slot_insert(m, i);
+}
+
+/* Room for n obstacles with the table at most half full; 0 or -1 (no memory). */
+static int slots_reserve(steer_map *m, uint32_t n) {
+  size_t want = m->slot_mask ? (size_t)m->slot_mask + 1u : 32u;
+  while (want < 2u * (size_t)n)
+    want *= 2u;
+  if (m->slot_mask && want == (size_t)m->slot_mask + 1u)
+    return 0;
+  uint32_t *q = malloc(want * sizeof(uint32_t));
+  if (!q)
+    return -1;
+  free(m->slot);
+  m->slot = q;
+  m->slot_mask = (uint32_t)(want - 1u);
+  slots_fill(m);
+  return 0;
+}
+
+/* Drops the last obstacle's slot (backward shift: no tombstones, so a
+ * search still ends at the first free slot). */
+static void slot_drop_last(steer_map *m) {
+  uint32_t last = m->nobs - 1u, mask = m->slot_mask;
+  uint32_t i = slot_home(m->obs[last].id, mask);
+  while (m->slot[i] != last)
+    i = (i + 1u) & mask;
+  for (uint32_t j = (i + 1u) & mask; m->slot[j] != MAP_SLOT_FREE; j = (j + 1u) & mask) {
+    uint32_t home = slot_home(m->obs[m->slot[j]].id, mask);
+    /* The entry at j may fill the hole at i unless its home lies in (i, j]. */
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      m->slot[i] = m->slot[j];
+      i = j;
+    }
+  }
+  m->slot[i] = MAP_SLOT_FREE;
+}
+
 /* ---- creation --------------------------------------------------------------- */
 
 steer_map *steer_map_create(vec2 min, vec2 max, float cell) {
@@ -173,6 +241,7 @@ void steer_map_destroy(steer_map *m) {
   if (!m)
     return;
   free(m->obs);
+  free(m->slot);
   free(m->pts);
   free(m->segs);
   free(m->circs);
@@ -447,7 +516,7 @@ int steer_map_add(steer_map *m, uint32_t id, const steer_obstacle_desc *o) {
   if (rc != STEER_OK)
     return rc;
   if (grow((void **)&m->obs, &m->obs_cap, m->nobs + 1, sizeof(map_obstacle)) ||
-      grow((void **)&m->pts, &m->pts_cap, m->npts + o->count, sizeof(vec2)))
+      grow((void **)&m->pts, &m->pts_cap, m->npts + o->count, sizeof(vec2)) || slots_reserve(m, m->nobs + 1))
     return STEER_ENOMEM;
   map_obstacle *e = &m->obs[m->nobs];
   e->id = id;
@@ -456,10 +525,12 @@ int steer_map_add(steer_map *m, uint32_t id, const steer_obstacle_desc *o) {
   e->count = o->count;
   e->radius = o->kind == STEER_OBSTACLE_CIRCLE ? o->radius : 0.0f;
   memcpy(m->pts + m->npts, o->points, o->count * sizeof(vec2));
+  slot_insert(m, m->nobs);
   m->nobs++;
   m->npts += o->count;
   m->seg_total += obstacle_segments(e);
   if (!m->held && rebuild(m) != 0) {
+    slot_drop_last(m);
     m->nobs--;
     m->npts -= o->count;
     m->seg_total -= obstacle_segments(e);
@@ -475,6 +546,9 @@ int steer_map_remove(steer_map *m, uint32_t id) {
   if (i < 0)
     return STEER_ENOENT;
   map_obstacle o = m->obs[i];
+  int last = (uint32_t)i == m->nobs - 1u;
+  if (last)
+    slot_drop_last(m); /* the common undo of an add: no index moves */
   m->seg_total -= obstacle_segments(&o);
   memmove(m->pts + o.first, m->pts + o.first + o.count, (m->npts - o.first - o.count) * sizeof(vec2));
   m->npts -= o.count;
@@ -482,6 +556,8 @@ int steer_map_remove(steer_map *m, uint32_t id) {
   m->nobs--;
   for (uint32_t k = (uint32_t)i; k < m->nobs; k++)
     m->obs[k].first -= o.count;
+  if (!last)
+    slots_fill(m); /* the indexes after i moved down: as costly as the moves above */
   if (!m->held)
     rebuild(m); /* fewer primitives: no allocation can fail */
   m->version++;
@@ -492,6 +568,7 @@ void steer_map_clear(steer_map *m) {
   if (m->nobs == 0)
     return;
   m->nobs = m->npts = m->seg_total = 0;
+  slots_fill(m);
   if (!m->held)
     rebuild(m);
   m->version++;
@@ -523,10 +600,15 @@ int steer_map_get(const steer_map *m, uint32_t i, uint32_t *id, steer_obstacle_d
 }
 
 int32_t steer_map_find(const steer_map *m, uint32_t id) {
-  for (uint32_t i = 0; i < m->nobs; i++)
-    if (m->obs[i].id == id)
-      return (int32_t)i;
-  return -1;
+  if (m->nobs == 0)
+    return -1;
+  for (uint32_t i = slot_home(id, m->slot_mask);; i = (i + 1u) & m->slot_mask) {
+    uint32_t k = m->slot[i];
+    if (k == MAP_SLOT_FREE)
+      return -1;
+    if (m->obs[k].id == id)
+      return (int32_t)k;
+  }
 }
 
 /* ---- queries ------------------------------------------------------------------ */

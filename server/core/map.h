@@ -9,8 +9,13 @@
  * wall polyline becomes its open chain of segments (thickness 0). Primitives
  * are indexed in a uniform grid of cells over the world bounds (a cell lists
  * every segment and circle whose box touches it), rebuilt when the map
- * changes, so a query touches only the cells around it. Memory grows when
- * obstacles are added (an admin action), never during a query or a tick.
+ * changes, so a query touches only the cells around it. Ids are found
+ * through a hash table, so adding or finding one costs the same at any map
+ * size. Memory grows when obstacles are added (an admin action), never during
+ * a query or a tick: per obstacle 20 B and 8 to 16 B of id slots, 8 B per
+ * point; per segment 24 B (a circle 20 B) and 4 B per cell it touches; per
+ * polygon 12 B and 4 B per cell its box touches; each array up to twice that
+ * while it grows; and 9 B per cell (its two list starts, the near byte).
  *
  * Distances: an agent of radius r at p is free when every segment and circle is
  * at least r away and p is inside no polygon or circle. The movement functions
@@ -24,9 +29,9 @@
 
 #include "vec2.h"
 
-#define STEER_MAP_MAX_OBSTACLES 16384u  /* per map */
-#define STEER_MAP_MAX_VERTICES  256u    /* per polygon or wall */
-#define STEER_MAP_MAX_SEGMENTS  262144u /* per map, all obstacles together */
+#define STEER_MAP_MAX_OBSTACLES 65536u   /* per map */
+#define STEER_MAP_MAX_VERTICES  256u     /* per polygon or wall */
+#define STEER_MAP_MAX_SEGMENTS  1048576u /* per map, all obstacles together */
 #define STEER_MAP_MAX_CELLS     (1u << 20)
 #define STEER_MAP_SKIN          2e-3f /* m, clearance kept on top of a body's radius */
 #define STEER_MAP_MIN_EXTENT    1e-3f /* m, shortest segment, smallest circle radius */

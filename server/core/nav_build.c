@@ -64,6 +64,8 @@ size_t steer_nav_memory(const steer_nav *n) {
 
 static int prim_push(nav_prim **v, uint32_t *len, uint32_t *cap, vec2 a, vec2 b, float rad) {
   if (*len == *cap) {
+    if (*cap > UINT32_MAX / 2u)
+      return STEER_ENOMEM; /* indexes are 32-bit: the doubling would wrap */
     uint32_t c = *cap ? 2 * *cap : 256;
     nav_prim *x = realloc(*v, (size_t)c * sizeof *x);
     if (!x)
@@ -122,9 +124,12 @@ static int grid_build(steer_nav *t) {
         }
     }
     if (pass == 0) {
-      for (size_t i = 0; i < cells; i++)
+      for (size_t i = 0; i < cells; i++) {
+        items += t->cell_start[i + 1];
+        if (items > UINT32_MAX - 1u)
+          return STEER_ENOMEM; /* the cells' starts are 32-bit */
         t->cell_start[i + 1] += t->cell_start[i];
-      items = t->cell_start[cells];
+      }
       t->cell_items = malloc((items + 1u) * sizeof *t->cell_items);
       if (!t->cell_items)
         return STEER_ENOMEM;
@@ -134,7 +139,6 @@ static int grid_build(steer_nav *t) {
   for (size_t i = cells; i > 0; i--)
     t->cell_start[i] = t->cell_start[i - 1];
   t->cell_start[0] = 0;
-  (void)items;
   return 0;
 }
 
@@ -158,6 +162,8 @@ static int push_node(const build_ctx *b, vec2 p, vec2 a, vec2 c, int tang) {
     return 0;
   node_list *l = b->out;
   if (l->n == l->cap) {
+    if (l->cap > NAV_NEW / 2u)
+      return STEER_ENOMEM; /* node indexes stay below NAV_NEW */
     uint32_t cap = l->cap ? 2 * l->cap : 64;
     nav_node *x = realloc(l->v, (size_t)cap * sizeof *x);
     if (!x)
@@ -276,6 +282,8 @@ typedef struct edge_list {
 
 static int edge_push(edge_list *e, uint32_t a, uint32_t b, float len) {
   if (e->n == e->cap) {
+    if (e->cap >= UINT32_MAX / 4u)
+      return STEER_ENOMEM; /* both directions of every edge are counted in 32 bits (adj_make) */
     uint32_t cap = e->cap ? 2 * e->cap : 256;
     nav_edge *x = realloc(e->v, (size_t)cap * sizeof *x);
     if (!x)
@@ -578,6 +586,8 @@ static int adj_make(steer_nav *t, const steer_nav *o, const edge_list *e, const 
                     const uint32_t *prev, const uint32_t *dead) {
   const uint32_t nn = t->nnodes;
   const size_t cap = 2u * (size_t)e->n + (o ? o->nadj : 0u);
+  if (cap > UINT32_MAX - 1u)
+    return STEER_ENOMEM; /* start and nadj count directed edges in 32 bits */
   uint32_t *ns = calloc(nn + 2u, sizeof *ns), *cur = malloc((nn + 1u) * sizeof *cur);
   uint32_t *nv = malloc((2u * (size_t)e->n + 1u) * sizeof *nv);
   float *nl = malloc((2u * (size_t)e->n + 1u) * sizeof *nl);

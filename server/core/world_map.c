@@ -148,9 +148,10 @@ int steer_world_add_obstacles(steer_world *w, const steer_map *src, uint32_t *mo
     if ((rc = relocate_agents(w, w->cfg.min, w->cfg.max, moved)) == STEER_OK)
       return STEER_OK;
   }
-  /* Back to the map before. */
+  /* Back to the map before: the last added first, so that each removal
+   * takes the map's last obstacle and moves none of the others. */
   steer_map_hold(w->map);
-  for (uint32_t i = 0; i < added; i++) {
+  for (uint32_t i = added; i-- > 0;) {
     steer_map_get(src, i, &id, &o);
     steer_map_remove(w->map, id);
   }
