@@ -19,8 +19,9 @@
  *                               file): build time, memory, plan CPU time,
  *                               route length against the grid's optimum, and
  *                               the routes checked against the grid itself
- * Environment: BENCH_NAV_PLANNER=NAME picks scen's planner (graph, the
- * visibility graph of nav.h, by default); BENCH_NAV_PLAIN=1 plans with
+ * Environment: BENCH_NAV_PLANNER=NAME picks scen's planner (mesh, the
+ * navigation mesh of navmesh.h that GOTO plans on, by default; graph, the
+ * visibility graph of nav.h); BENCH_NAV_PLAIN=1 plans with
  * steer_nav_plan_plain (no taut pruning); BENCH_NAV_PROFILE=k runs the plans k more times first (for perf);
  * BENCH_NAV_VERBOSE=1 prints each update's time. Plan times are given by the
  * wall clock and by the thread's CPU time (on a shared box the wall clock also
@@ -34,13 +35,14 @@
 #include "map.h"
 #include "map_file.h"
 #include "nav.h"
+#include "navmesh.h"
 #include "planner.h"
 #include "rng.h"
 #include "world.h"
 
-#define SIDE  1000.0f
-#define PLANS 2000
-#define CAP   256u
+#define SIDE    1000.0f
+#define PLANS   2000
+#define CAP     256u
 #define CHANGES 25
 
 static double now_ms(void) {
@@ -69,7 +71,6 @@ static uint32_t add_wall(void *m, add_fn add, uint32_t id, vec2 a, vec2 b) {
   steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 2, p, 0.0f};
   return add(m, id, &o) == 0;
 }
-
 
 static int add_to_map(void *ctx, uint32_t id, const steer_obstacle_desc *o) {
   return steer_map_add(ctx, id, o);
@@ -130,11 +131,22 @@ static void admin_change(steer_map *m, uint32_t count, steer_rng *rng, uint32_t 
   steer_obstacle_desc pillar = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
   steer_obstacle_desc wall = {STEER_OBSTACLE_WALL, 2, door, 0.0f};
   switch (k % 5) {
-  case 0: steer_map_add(m, 100000, &pillar); break;
-  case 1: steer_map_remove(m, 100000); steer_map_add(m, 100000, &pillar); break;
-  case 2: steer_map_remove(m, 100000); break;
-  case 3: steer_map_add(m, 100001, &wall); break;
-  default: steer_map_remove(m, 100001); break;
+  case 0:
+    steer_map_add(m, 100000, &pillar);
+    break;
+  case 1:
+    steer_map_remove(m, 100000);
+    steer_map_add(m, 100000, &pillar);
+    break;
+  case 2:
+    steer_map_remove(m, 100000);
+    break;
+  case 3:
+    steer_map_add(m, 100001, &wall);
+    break;
+  default:
+    steer_map_remove(m, 100001);
+    break;
   }
 }
 
@@ -217,11 +229,12 @@ static int burst(uint32_t obstacles, uint32_t budget, int warm) {
   steer_planner_stats st = steer_planner_get_stats(p);
   if (warm)
     printf("warm-up before the first tick (steer_planner_warm): %d graphs in %.1f ms\n", warmed, warm_ms);
-  printf("| obstacles | budget (expansions/tick) | ticks to absorb | answered | unreachable | first tick (ms; incl. the graph build unless warmed) | "
+  printf("| obstacles | budget (expansions/tick) | ticks to absorb | answered | unreachable | first tick "
+         "(ms; incl. the graph build unless warmed) | "
          "max later tick (ms) | mean planning per tick (ms) | max step alone (ms) |\n");
   printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  printf("| %u | %u | %u | %u | %llu | %.1f | %.1f | %.2f | %.1f |\n", steer_map_count(m), budget, ticks, answered,
-         (unsigned long long)st.unreachable, first, worst, sum / ticks, worst_step);
+  printf("| %u | %u | %u | %u | %llu | %.1f | %.1f | %.2f | %.1f |\n", steer_map_count(m), budget, ticks,
+         answered, (unsigned long long)st.unreachable, first, worst, sum / ticks, worst_step);
   steer_planner_destroy(p);
   steer_world_destroy(w);
   return 0;
@@ -273,11 +286,13 @@ static int polys(uint32_t n, uint32_t k) {
     upd[c] = now_ms() - t0;
     upd_cpu[c] = cpu_ms() - c0;
   }
-  printf("| %u-gons | corners | nodes | edges | memory (KB) | full build (ms) | build CPU (ms) | update: add / move / remove (ms) | CPU (ms) |\n", k);
+  printf("| %u-gons | corners | nodes | edges | memory (KB) | full build (ms) | build CPU (ms) | update: add "
+         "/ move / remove (ms) | CPU (ms) |\n",
+         k);
   printf("|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
   printf("| %u | %u | %u | %u | %.0f | %.0f | %.0f | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f |\n", n, n * k,
-         steer_nav_node_count(nav), steer_nav_edge_count(nav), (double)steer_nav_memory(nav) / 1024.0, build, build_cpu,
-         upd[0], upd[1], upd[2], upd_cpu[0], upd_cpu[1], upd_cpu[2]);
+         steer_nav_node_count(nav), steer_nav_edge_count(nav), (double)steer_nav_memory(nav) / 1024.0, build,
+         build_cpu, upd[0], upd[1], upd[2], upd_cpu[0], upd_cpu[1], upd_cpu[2]);
   printf("graph hash %016llx\n", (unsigned long long)steer_nav_hash(nav));
   steer_nav_destroy(nav);
   steer_map_destroy(m);
@@ -312,11 +327,12 @@ static int updates(uint32_t count, uint32_t rounds) {
   }
   qsort(wall, total, sizeof *wall, cmp_double);
   qsort(cpu, total, sizeof *cpu, cmp_double);
-  printf("| obstacles | nodes | edges | full build (ms) | build CPU (ms) | updates | update median (ms) | max (ms) | CPU median (ms) | CPU max (ms) |\n");
+  printf("| obstacles | nodes | edges | full build (ms) | build CPU (ms) | updates | update median (ms) | "
+         "max (ms) | CPU median (ms) | CPU max (ms) |\n");
   printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  printf("| %u | %u | %u | %.0f | %.0f | %u | %.2f | %.2f | %.2f | %.2f |\n", steer_map_count(m), steer_nav_node_count(n),
-         steer_nav_edge_count(n), build, build_cpu, total, wall[total / 2], wall[total - 1], cpu[total / 2],
-         cpu[total - 1]);
+  printf("| %u | %u | %u | %.0f | %.0f | %u | %.2f | %.2f | %.2f | %.2f |\n", steer_map_count(m),
+         steer_nav_node_count(n), steer_nav_edge_count(n), build, build_cpu, total, wall[total / 2],
+         wall[total - 1], cpu[total / 2], cpu[total - 1]);
   printf("graph hash %016llx\n", (unsigned long long)steer_nav_hash(n));
   free(wall);
   free(cpu);
@@ -374,12 +390,30 @@ static void graph_describe(const void *p, char *buf, size_t len) {
 
 static void graph_destroy(void *p) { steer_nav_destroy(p); }
 
+static void *mesh_build(const steer_map *m, float r, vec2 lo, vec2 hi) {
+  return steer_mesh_build(m, r, lo, hi);
+}
+
+static int mesh_plan(void *p, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
+                     bench_route *res) {
+  (void)m;
+  steer_nav_result r = {0, 0.0f, 0};
+  int rc = steer_mesh_plan(p, from, to, out, cap, &r);
+  *res = (bench_route){r.count, r.length, r.expanded};
+  return rc;
+}
+
+static size_t mesh_memory(const void *p) { return steer_mesh_memory(p); }
+
+static void mesh_describe(const void *p, char *buf, size_t len) {
+  snprintf(buf, len, "%u cells, %u vertices", steer_mesh_cell_count(p), steer_mesh_vertex_count(p));
+}
+
+static void mesh_destroy(void *p) { steer_mesh_destroy(p); }
+
 static const bench_planner planners[] = {
+    {"mesh", mesh_build, mesh_plan, mesh_memory, mesh_describe, mesh_destroy},
     {"graph", graph_build, graph_plan, graph_memory, graph_describe, graph_destroy},
-    /* A navigation mesh (server/core/navmesh.h: steer_mesh_build(map, r, lo,
-     * hi), steer_mesh_plan(mesh, from, to, out, cap, &res)) goes here, behind
-     * #ifdef STEER_HAVE_NAVMESH: four adapters as the graph's above, and
-     * BENCH_NAV_PLANNER=mesh picks it. */
 };
 
 typedef struct scen_problem {
@@ -572,7 +606,7 @@ static uint32_t check_leg(const steerd_grid_map *g, vec2 a, vec2 b, double *clea
 }
 
 static int scen(const char *map_path, const char *scen_path, float r, long limit) {
-  const char *which = getenv("BENCH_NAV_PLANNER") ? getenv("BENCH_NAV_PLANNER") : "graph";
+  const char *which = getenv("BENCH_NAV_PLANNER") ? getenv("BENCH_NAV_PLANNER") : "mesh";
   const bench_planner *pl = NULL;
   for (size_t i = 0; i < sizeof planners / sizeof planners[0]; i++)
     if (strcmp(planners[i].name, which) == 0)
@@ -716,10 +750,12 @@ int main(int argc, char **argv) {
     return updates(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 1000,
                    argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 4);
   if (argc > 1 && strcmp(argv[1], "polys") == 0)
-    return polys(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 600, argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 40);
+    return polys(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 600,
+                 argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 40);
   if (argc > 1 && strcmp(argv[1], "burst") == 0)
     return burst(argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100,
-                 argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 4096, argc > 4 && strcmp(argv[4], "warm") == 0);
+                 argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 4096,
+                 argc > 4 && strcmp(argv[4], "warm") == 0);
   uint32_t sizes[8] = {100, 1000};
   int nsizes = 2;
   if (argc > 1) {
@@ -729,7 +765,9 @@ int main(int argc, char **argv) {
   }
   const float r = 0.5f;
   const int plain = getenv("BENCH_NAV_PLAIN") != NULL; /* every neighbour relaxed (steer_nav_plan_plain) */
-  printf("| obstacles | nodes | edges | memory (KB) | full build (ms) | update per change: median (ms) | max (ms) | plans/s | p50 (us) | p99 (us) | CPU: plans/s | p50 (us) | p99 (us) | found | mean expanded | mean route (m) |\n");
+  printf("| obstacles | nodes | edges | memory (KB) | full build (ms) | update per change: median (ms) | max "
+         "(ms) | plans/s | p50 (us) | p99 (us) | CPU: plans/s | p50 (us) | p99 (us) | found | mean expanded "
+         "| mean route (m) |\n");
   printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int s = 0; s < nsizes; s++) {
     steer_map *m = make_map(sizes[s], 1);
@@ -777,7 +815,8 @@ int main(int argc, char **argv) {
       steer_nav_result res;
       double c0 = cpu_ms();
       t0 = now_ms();
-      int rc = plain ? steer_nav_plan_plain(n, m, a, b, pts, CAP, &res) : steer_nav_plan(n, m, a, b, pts, CAP, &res);
+      int rc = plain ? steer_nav_plan_plain(n, m, a, b, pts, CAP, &res)
+                     : steer_nav_plan(n, m, a, b, pts, CAP, &res);
       double dt = now_ms() - t0;
       double ct = cpu_ms() - c0;
       ctimes[done] = ct;
@@ -791,13 +830,13 @@ int main(int argc, char **argv) {
     }
     qsort(times, PLANS, sizeof times[0], cmp_double);
     qsort(ctimes, PLANS, sizeof ctimes[0], cmp_double);
-    printf("| %u | %u | %u | %.0f | %.1f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d/%d | %.0f | %.3f |\n",
-           steer_map_count(m),
-           steer_nav_node_count(n), steer_nav_edge_count(n), (double)steer_nav_memory(n) / 1024.0, build,
-           upd[CHANGES / 2], upd[CHANGES - 1],
+    printf("| %u | %u | %u | %.0f | %.1f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d/%d | "
+           "%.0f | %.3f |\n",
+           steer_map_count(m), steer_nav_node_count(n), steer_nav_edge_count(n),
+           (double)steer_nav_memory(n) / 1024.0, build, upd[CHANGES / 2], upd[CHANGES - 1],
            (double)PLANS / (total / 1e3), times[PLANS / 2] * 1e3, times[PLANS * 99 / 100] * 1e3,
-           (double)PLANS / (ctotal / 1e3), ctimes[PLANS / 2] * 1e3, ctimes[PLANS * 99 / 100] * 1e3, found, PLANS,
-           (double)expanded / PLANS, found ? length / found : 0.0);
+           (double)PLANS / (ctotal / 1e3), ctimes[PLANS / 2] * 1e3, ctimes[PLANS * 99 / 100] * 1e3, found,
+           PLANS, (double)expanded / PLANS, found ? length / found : 0.0);
     steer_nav_destroy(n);
     steer_map_destroy(m);
   }

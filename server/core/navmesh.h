@@ -40,7 +40,7 @@
 #include "nav.h"
 #include "vec2.h"
 
-#define STEER_MESH_TILE   16.0f  /* m, side of a tile of the sweep */
+#define STEER_MESH_TILE 16.0f /* m, side of a tile of the sweep */
 #define STEER_MESH_MARGIN                                                                                    \
   0.005f /* m, beyond r + skin: the route's points are floats (6e-5 m apart at 1 km) */
 

@@ -57,7 +57,8 @@ struct mesh_search {
   uint32_t nr, cr;
   hitem *heap;
   uint32_t nh, ch, seq;
-  double *best; /* per vertex: the shortest g it was a root with, this search */
+  double *best;       /* per vertex: the shortest g it was a root with, this search */
+  uint32_t *best_rec; /* and its root record */
   uint32_t *best_gen;
   uint32_t *goal_gen; /* per cell: whether it holds the goal, this search */
   uint32_t gen, nverts, ncells;
@@ -74,6 +75,7 @@ void mesh_search_free(struct mesh_search *s) {
   free(s->roots);
   free(s->heap);
   free(s->best);
+  free(s->best_rec);
   free(s->best_gen);
   free(s->goal_gen);
   free(s->open);
@@ -104,9 +106,10 @@ static struct mesh_search *search_of(steer_mesh *m) {
     if (!s)
       return NULL;
     s->best = malloc(((size_t)m->nverts + 1u) * sizeof *s->best);
+    s->best_rec = malloc(((size_t)m->nverts + 1u) * sizeof *s->best_rec);
     s->best_gen = calloc((size_t)m->nverts + 1u, sizeof *s->best_gen);
     s->goal_gen = calloc((size_t)m->ncells + 1u, sizeof *s->goal_gen);
-    if (!s->best || !s->best_gen || !s->goal_gen) {
+    if (!s->best || !s->best_rec || !s->best_gen || !s->goal_gen) {
       mesh_search_free(s);
       return NULL;
     }
@@ -194,19 +197,26 @@ static double through(mpt p, mpt l, mpt r, mpt t) {
 
 /* ---- nodes -------------------------------------------------------------------- */
 
+/* The root record for corner v reached with g: none when v was reached
+ * shorter (root-level pruning: 0), the same record when as short (the cells
+ * around v are then opened once, whichever interval ends at v), else a new
+ * one. 1, 0, or -1 (no memory). */
 static int add_root(struct mesh_search *s, const steer_mesh *m, int32_t v, uint32_t parent, double g,
                     uint32_t *out) {
-  if (v >= 0) { /* root-level pruning */
-    if (s->best_gen[v] == s->gen && g > s->best[v] + MESH_EPS)
+  if (s->best_gen[v] == s->gen) {
+    if (g > s->best[v] + MESH_EPS)
       return 0;
-    if (s->best_gen[v] != s->gen || g < s->best[v]) {
-      s->best[v] = g;
-      s->best_gen[v] = s->gen;
+    if (g >= s->best[v] - MESH_EPS) {
+      *out = s->best_rec[v];
+      return 1;
     }
   }
   if (!grow(&s->roots, &s->cr, s->nr + 1u, sizeof *s->roots))
     return -1;
-  s->roots[s->nr] = (mroot){v >= 0 ? m->verts[v] : s->roots[parent].p, v, parent};
+  s->roots[s->nr] = (mroot){m->verts[v], v, parent};
+  s->best[v] = g;
+  s->best_gen[v] = s->gen;
+  s->best_rec[v] = s->nr;
   *out = s->nr++;
   return 1;
 }
