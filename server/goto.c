@@ -195,8 +195,10 @@ void steerd_goto_report(const steer_planner *p, const steer_world *w, proto_agen
     r->has_goto = 0; /* it left its route since the last tick: out of GOTO at the next one */
     return;
   }
-  if (go->status != STEER_GOTO_UNREACHABLE)
+  if (go->status != STEER_GOTO_UNREACHABLE) {
     r->behaviour = PROTO_BEHAVIOUR_GOTO;
+    go->queued = steer_planner_queue_position(p, r->agent, &go->queue_position) == STEER_OK;
+  }
 }
 
 proto_event steerd_goto_event(const steer_plan_event *e) {
