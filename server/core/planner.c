@@ -234,12 +234,11 @@ int steer_planner_warm_start(steer_planner *p, const steer_world *w) {
     if (!p->restoring && !((p->ready >> k) & 1u) && !p->due[k])
       p->due[k] = steer_world_tick(w) + build_delay(p, w);
     int rc = steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size);
-    if (rc == 1) {
-      started++;
-      p->warming |= (uint8_t)(1u << k);
-    } else if (rc < 0) {
+    if (rc < 0)
       failed = rc; /* built by the class's first plan, on the caller's thread */
-    }
+    started += rc == 1;
+    if (steer_nav_cache_pending(p->navs, r)) /* started now, or by a GOTO before */
+      p->warming |= (uint8_t)(1u << k);
   }
   return failed ? failed : started;
 }

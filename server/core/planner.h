@@ -225,8 +225,9 @@ int steer_planner_warm(steer_planner *p, const steer_world *w);
  * STEER_ENOMEM when a build could not start (those started go on; the others
  * are built by their class's first plan). */
 int steer_planner_warm_start(steer_planner *p, const steer_world *w);
-/* How many of steer_planner_warm_start's builds still run; the graphs of
- * those done are taken now. */
+/* How many of steer_planner_warm_start's classes still have their build
+ * running (started by it, or by a GOTO before it); the graphs of those done
+ * are taken now. */
 uint32_t steer_planner_warming(steer_planner *p);
 
 /* The host's hook, called between the slices of a wait for a graph build
