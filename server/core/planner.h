@@ -221,9 +221,12 @@ int steer_planner_warm(steer_planner *p, const steer_world *w);
  * clients during the builds. A class not served yet gets a due tick as a late
  * class does (the world's tick plus build_delay), unless restoring: when a
  * class is served then depends only on the calls and ticks, never on how long
- * its build takes. The count of builds started, or STEER_EINVAL, or
- * STEER_ENOMEM when a build could not start (those started go on; the others
- * are built by their class's first plan). */
+ * its build takes. Due ticks rather than serving the classes at once (and
+ * the first plan's tick waiting for the build): the ticks go on while the
+ * builds run, only the GOTOs of those classes wait, and a tick waits only for
+ * a build that outlasts its delay. The count of builds started, or
+ * STEER_EINVAL, or STEER_ENOMEM when a build could not start (those started
+ * go on; the others are built by their class's first plan). */
 int steer_planner_warm_start(steer_planner *p, const steer_world *w);
 /* How many of steer_planner_warm_start's classes still have their build
  * running (started by it, or by a GOTO before it); the graphs of those done
