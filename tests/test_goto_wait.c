@@ -2,7 +2,8 @@
  * on 127.0.0.1 (PROTOCOL.md 5.6, "Timing under load"): with a map whose graph
  * builds take seconds, the server listens before they end and answers PINGs
  * all along, while a tick waits for the start-up's graph and while it waits
- * for a new radius class's one (--plan-build-delay 1 makes both ticks wait);
+ * for a new radius class's one (--plan-build-delay 1 makes both ticks wait),
+ * and another client's command sent meanwhile is applied after that tick;
  * /readyz says 503 until the start-up's graphs exist while the ticks go on;
  * /metrics shows the planner's families after a few GOTOs; QUERY reports the
  * plan queue position of a queued request under a tiny --plan-budget. Each
@@ -85,7 +86,16 @@ static void write_small_map(void) {
 typedef struct events {
   proto_event ev[4096];
   uint32_t count;
+  proto_server_msg reply; /* the last reply not waited for */
+  uint32_t replies;
+  uint64_t reply_tick; /* the tick of the first PONG after it */
 } events;
+
+static void on_reply(void *user, const proto_server_msg *m) {
+  events *x = user;
+  x->reply = *m;
+  x->replies++;
+}
 
 static void on_event(void *user, const proto_event *e) {
   events *x = user;
@@ -98,6 +108,7 @@ static steerd_client *connect_client(const steerd_proc *p, events *x) {
   steerd_client_config cfg = steerd_client_default_config();
   cfg.name = "goto-wait";
   cfg.callbacks.on_event = on_event;
+  cfg.callbacks.on_reply = on_reply;
   cfg.user = x;
   steerd_client *c = steerd_client_create(&cfg);
   ck_assert_ptr_nonnull(c);
@@ -256,15 +267,36 @@ START_TEST(pings_answered_while_graphs_build) {
                 listening, built);
 
   /* A new radius class (1.6 m: the 1.75 m class): its due tick is the next
-   * one, which waits for its build. */
+   * one, which waits for its build. Meanwhile another client's SPAWN is kept,
+   * and applied and answered after that tick: its ACK comes with the tick
+   * that waited completed, never before. */
+  events y;
+  steerd_client *c2 = connect_client(&p, &y);
   steer_id a = spawn(c, big_free_point(1, 1), 1.6f);
+  uint64_t before = server_tick(c);
   go(c, a, big_free_point(4, 3));
   end = steerd_proc_now_ms() + 120000;
-  while (!has_event(&x, PROTO_EVENT_PLANNED, a)) {
+  int sent = 0, round = 0;
+  uint64_t spawn_tick = 0;
+  while (!has_event(&x, PROTO_EVENT_PLANNED, a) || !y.replies) {
     ck_assert_msg(steerd_proc_now_ms() < end, "no PLANNED for the 1.75 m class within 120 s");
     ping(c, &pg, "during the new class's graph build");
+    if (!sent && ++round == 5) { /* some 100 ms into the wait */
+      proto_command sp;
+      memset(&sp, 0, sizeof sp);
+      sp.type = PROTO_MSG_SPAWN;
+      sp.spawn.position = big_free_point(2, 2);
+      ck_assert_int_eq(steerd_client_send(c2, &sp, NULL), 0);
+      sent = 1;
+    }
+    steerd_client_service(c2, 0);
+    if (y.replies && !spawn_tick)
+      spawn_tick = server_tick(c);
     steerd_proc_sleep_ms(20);
   }
+  ck_assert_uint_eq(y.reply.type, PROTO_MSG_ACK);
+  ck_assert_uint_ge(spawn_tick, before + 1); /* answered once the tick that waited was over */
+  steerd_client_destroy(c2);
   /* The builds were long: a server deaf while waiting would have missed PINGs
    * for that long. */
   double waited = longest_logged_wait_ms(&p);
@@ -279,6 +311,7 @@ START_TEST(pings_answered_while_graphs_build) {
   ck_assert_double_ge(metric(body, "steerd_plan_waits_total"), 2);
   ck_assert_double_ge(metric(body, "steerd_plan_wait_seconds_total"), 1.1);
   ck_assert_double_ge(metric(body, "steerd_plan_wait_answered_total"), 1);
+  ck_assert_double_ge(metric(body, "steerd_plan_wait_kept_packets_total"), 1);
   ck_assert_double_eq(metric(body, "steerd_plan_graph_loop_builds_total"), 0);
   ck_assert_int_eq(http_get(p.http_port, "/readyz", body, sizeof body, 5000), 200);
   steerd_client_destroy(c);
