@@ -637,6 +637,8 @@ static void print_agent(const proto_agent_report *q) {
       printf("\"target_agent\":%lu", (unsigned long)g->target_agent);
     else
       printf("\"target\":[%.4f,%.4f]", (double)g->target.x, (double)g->target.y);
+    if (g->queued)
+      printf(",\"queue_position\":%lu", (unsigned long)g->queue_position);
     if (g->status == PROTO_GOTO_FOLLOWING) {
       printf(",\"goal\":[%.4f,%.4f],\"partial\":%s,\"route\":[", (double)g->goal.x, (double)g->goal.y,
              g->partial ? "true" : "false");

@@ -425,6 +425,8 @@ typedef struct proto_goto_report {
   vec2 goal;             /* m, FOLLOWING: where the route ends */
   uint32_t route_count;  /* FOLLOWING: 1..PROTO_MAX_ROUTE_POINTS; else 0 */
   vec2 route[PROTO_MAX_ROUTE_POINTS]; /* m, the corners then the goal */
+  uint8_t queued;                     /* a plan request of the agent waits: queue_position is set */
+  uint32_t queue_position;            /* requests ahead of it in the plan queue (0: the next served) */
 } proto_goto_report;
 
 /* Body of the ACK of a QUERY. */

@@ -49,6 +49,8 @@ static bool goto_report_valid(const proto_goto_report *g) {
   if (g->status == 0 || g->status >= PROTO_GOTO_STATUS_END || g->reason >= PROTO_GOTO_REASON_COUNT ||
       (g->target_kind != STEER_TARGET_POINT && g->target_kind != STEER_TARGET_AGENT) || g->partial > 1)
     return false;
+  if (g->queued > 1 || (g->queued && g->status == PROTO_GOTO_UNREACHABLE))
+    return false;
   if (g->status == PROTO_GOTO_FOLLOWING)
     return g->route_count >= 1 && g->route_count <= PROTO_MAX_ROUTE_POINTS;
   return g->route_count == 0;
@@ -60,11 +62,12 @@ static void pack_point2(msgpack_packer *pk, vec2 p) {
   msgpack_pack_float(pk, p.y);
 }
 
-/* "goto": {status, reason, target | target_agent, and while following goal, partial, route}. */
+/* "goto": {status, reason, target | target_agent, while following goal,
+ * partial, route, and while a request waits queue_position}. */
 static void pack_goto_report(msgpack_packer *pk, const proto_goto_report *g) {
   int following = g->status == PROTO_GOTO_FOLLOWING;
   pack_key(pk, "goto");
-  msgpack_pack_map(pk, following ? 6 : 3);
+  msgpack_pack_map(pk, (following ? 6u : 3u) + (g->queued ? 1u : 0u));
   pack_ks(pk, "status", goto_status_names[g->status]);
   pack_ks(pk, "reason", goto_reason_names[g->reason]);
   if (g->target_kind == STEER_TARGET_POINT) {
@@ -73,6 +76,8 @@ static void pack_goto_report(msgpack_packer *pk, const proto_goto_report *g) {
   } else {
     pack_ku(pk, "target_agent", g->target_agent);
   }
+  if (g->queued)
+    pack_ku(pk, "queue_position", g->queue_position);
   if (!following)
     return;
   pack_key(pk, "goal");
@@ -294,8 +299,9 @@ static const char *const query_keys[] = {"agent",       "tick",      "model",  "
 #define QUERY_KEY_REQUIRED ((1u << 14) - 1u) /* all but "goto" and "tuning" */
 
 /* QUERY's "goto" map (PROTOCOL.md 6.8). */
-static const char *const goto_keys[] = {"status", "reason", "target", "target_agent", "goal", "partial", "route"};
-enum { GK_STATUS, GK_REASON, GK_TARGET, GK_AGENT, GK_GOAL, GK_PARTIAL, GK_ROUTE, GK_COUNT };
+static const char *const goto_keys[] = {"status", "reason",  "target", "target_agent",
+                                        "goal",   "partial", "route",  "queue_position"};
+enum { GK_STATUS, GK_REASON, GK_TARGET, GK_AGENT, GK_GOAL, GK_PARTIAL, GK_ROUTE, GK_QUEUE, GK_COUNT };
 
 static int goto_fn(reader *r, int key, void *ctx) {
   proto_goto_report *g = ctx;
@@ -316,6 +322,9 @@ static int goto_fn(reader *r, int key, void *ctx) {
     return rd_point(r, &g->goal);
   case GK_PARTIAL:
     return rd_bool(r, &g->partial);
+  case GK_QUEUE:
+    g->queued = 1;
+    return rd_u32(r, &g->queue_position);
   default: {
     if (rd_array(r, 1, PROTO_MAX_ROUTE_POINTS, &g->route_count))
       return -1;

@@ -125,6 +125,9 @@ static const option_def options[] = {
      "1 = the loop thread only (0)"},
     {"--plan-budget", "STEERD_PLAN_BUDGET", OPT_U32, OFF(plan_budget), 1, 1000000,
      "GOTO: A* node expansions the plan queue may spend per tick; a started plan is finished (1024)"},
+    {"--plan-build-delay", "STEERD_PLAN_BUILD_DELAY", OPT_U32, OFF(plan_build_delay), 0, 1000000,
+     "GOTO: ticks a radius class waits for its navigation graph, built meanwhile off the loop; 0 = by the "
+     "map's size (0)"},
 };
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
 

@@ -83,6 +83,8 @@ typedef struct steerd_config {
 
   /* GOTO path planning (server/goto.h). */
   uint32_t plan_budget; /* A* expansions the plan queue may spend per tick (STEERD_PLAN_BUDGET, 1024) */
+  /* Ticks a new radius class waits for its graph, 0: by the map's size (STEERD_PLAN_BUILD_DELAY, 0). */
+  uint32_t plan_build_delay;
 } steerd_config;
 
 #define STEERD_HTTP_PORT_AUTO (-1) /* --http-port auto: the kernel picks a free port */

@@ -3,33 +3,26 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "log.h"
 
-steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget) {
+steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget, uint32_t build_delay) {
   steer_planner_config pc = steer_default_planner_config();
   if (budget)
     pc.budget = budget;
+  pc.build_delay = build_delay;
   return steer_planner_create(w, &pc);
 }
 
-static double ms_since(const struct timespec *t0) {
-  struct timespec t1;
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
-void steerd_goto_warm(steer_planner *p, const steer_world *w) {
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  int rc = steer_planner_warm(p, w);
+uint32_t steerd_goto_warm(steer_planner *p, const steer_world *w) {
+  int rc = steer_planner_warm_start(p, w);
   if (rc < 0)
-    LOG_WARN("GOTO graphs not built at start-up (%s): the first plan of a class builds its own",
+    LOG_WARN("GOTO graphs not all started at start-up (%s): the first plan of such a class builds its own",
              steer_strerror(rc));
   else if (rc > 0)
-    LOG_INFO("GOTO: %d navigation graphs built (radius classes in use, %u obstacles) in %.0f ms", rc,
-             steer_map_count(steer_world_map(w)), ms_since(&t0));
+    LOG_INFO("GOTO: building %d navigation graphs (radius classes in use, %u obstacles) off the loop", rc,
+             steer_map_count(steer_world_map(w)));
+  return steer_planner_warming(p);
 }
 
 int steerd_goto_restore(steer_planner *p, const steerd_persist_server *st) {
@@ -195,8 +188,10 @@ void steerd_goto_report(const steer_planner *p, const steer_world *w, proto_agen
     r->has_goto = 0; /* it left its route since the last tick: out of GOTO at the next one */
     return;
   }
-  if (go->status != STEER_GOTO_UNREACHABLE)
+  if (go->status != STEER_GOTO_UNREACHABLE) {
     r->behaviour = PROTO_BEHAVIOUR_GOTO;
+    go->queued = steer_planner_queue_position(p, r->agent, &go->queue_position) == STEER_OK;
+  }
 }
 
 proto_event steerd_goto_event(const steer_plan_event *e) {

@@ -23,16 +23,20 @@
 #include "protocol.h"
 #include "world.h"
 
-/* The planner of world w with a budget of A* expansions per tick; NULL on no memory. */
-steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget);
+/* The planner of world w with a budget of A* expansions per tick and a
+ * radius class's build delay in ticks (0: the planner's, by the map's size);
+ * NULL on no memory. */
+steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget, uint32_t build_delay);
 
-/* Builds the navigation graphs of the radius classes in use (every live
- * agent's: steer_planner_warm) now, logged, so
- * no tick builds one: the host calls it once the world, its map and the
- * planner's state are in place (start-up, restore, map file). A GOTO command
- * whose agent's class has none builds it at the command (logged). On no
- * memory it warns and the first plan of a class builds it, as without this. */
-void steerd_goto_warm(steer_planner *p, const steer_world *w);
+/* Starts the builds of the navigation graphs of the radius classes in use
+ * (every live agent's: steer_planner_warm_start) on threads of their own,
+ * logged, so no tick builds one and the loop goes on meanwhile: the host
+ * calls it once the world, its map and the planner's state are in place
+ * (start-up, restore, map file) and it listens. The classes get due ticks as
+ * a late class does (a restored state keeps its own). Returns the builds
+ * started (steer_planner_warming tells when they are done). On no memory it
+ * warns and the first plan of a class builds it, as without this. */
+uint32_t steerd_goto_warm(steer_planner *p, const steer_world *w);
 
 /* The planner part of a restored state file (st->planner, if any) into p.
  * 0, or the steer error of steer_planner_load. */

@@ -64,6 +64,13 @@ int steerd_http_ready(const steerd_http *h, char *why, size_t cap) {
     n += (size_t)snprintf(why + n, cap - n, "draining\n");
   if (n < cap && ck.failing)
     n += (size_t)snprintf(why + n, cap - n, "the last checkpoint failed: the state is not being saved\n");
+  /* The server answers during the start-up's graph builds; it is ready once
+   * the graphs of the radius classes in use exist, as when it built them
+   * before it listened. */
+  uint32_t warming = steerd_server_warming(h->server);
+  if (n < cap && warming)
+    n += (size_t)snprintf(why + n, cap - n, "building the navigation graphs of %u radius classes in use\n",
+                          warming);
   if (n < cap && !steerd_http_live(h, why + n, cap - n))
     n = strlen(why);
   if (n == 0) {
@@ -93,6 +100,11 @@ static size_t render_metrics(steerd_http *h, char *buf, size_t cap) {
   in.view_bytes = h->views.bytes;
   in.http_requests = h->requests;
   in.version = STEERD_VERSION;
+  const steer_planner *pl = steerd_server_planner(h->server);
+  in.plan = steer_planner_get_stats(pl);
+  in.plan_agents = steer_planner_active(pl);
+  in.plan_builds = steer_planner_graph_builds(pl);
+  in.plan_loop_builds = steer_planner_sync_builds(pl);
   return steerd_metrics_render(buf, cap, &in);
 }
 

@@ -116,6 +116,42 @@ static void snapshots(out *o, const steerd_metrics_input *in) {
   put(o, "steerd_delta_snapshot_seconds_total %.9f\n", (double)st->delta_ns_total / 1e9);
 }
 
+static void planner(out *o, const steerd_metrics_input *in) {
+  const steer_planner_stats *pl = &in->plan;
+  gauge(o, "steerd_plan_queue_length", "GOTO plan requests waiting in the plan queue.", pl->queued);
+  gauge(o, "steerd_plan_agents", "Agents in GOTO: waiting for a route, following one, or unreachable.",
+        in->plan_agents);
+  family(o, "steerd_plans_total", "counter", "GOTO plans served, by outcome (the event sent).");
+  put(o, "steerd_plans_total{outcome=\"planned\"} %llu\n", (unsigned long long)pl->planned);
+  put(o, "steerd_plans_total{outcome=\"replanned\"} %llu\n", (unsigned long long)pl->replanned);
+  put(o, "steerd_plans_total{outcome=\"unreachable\"} %llu\n", (unsigned long long)pl->unreachable);
+  family(o, "steerd_plan_duration_seconds", "histogram", "Time one GOTO plan took on the loop thread.");
+  uint64_t below = 0;
+  for (int b = 0; b < STEER_PLANNER_TIME_BUCKETS; b++) {
+    below += pl->plan_time_bucket[b];
+    put(o, "steerd_plan_duration_seconds_bucket{le=\"%g\"} %llu\n", steer_planner_time_bounds[b],
+        (unsigned long long)below);
+  }
+  put(o, "steerd_plan_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)pl->plans);
+  put(o, "steerd_plan_duration_seconds_sum %.9f\n", (double)pl->plan_ns / 1e9);
+  put(o, "steerd_plan_duration_seconds_count %llu\n", (unsigned long long)pl->plans);
+  counter(o, "steerd_plan_graph_builds_total", "Full navigation graph builds (a radius class's first graph).",
+          in->plan_builds);
+  counter(o, "steerd_plan_graph_loop_builds_total",
+          "Of the full navigation graph builds, those made on the loop thread (no thread could start).",
+          in->plan_loop_builds);
+  counter(o, "steerd_plan_waits_total",
+          "Ticks that waited for a navigation graph build still running at its class's due tick.", pl->waits);
+  family(o, "steerd_plan_wait_seconds_total", "counter",
+         "Time ticks spent waiting for navigation graph builds.");
+  put(o, "steerd_plan_wait_seconds_total %.9f\n", (double)pl->wait_ns / 1e9);
+  counter(o, "steerd_plan_wait_answered_total",
+          "PINGs and HELLOs answered while a tick waited for a navigation graph.", in->stats.wait_answered);
+  counter(o, "steerd_plan_wait_kept_packets_total",
+          "Packets received while a tick waited for a navigation graph, handled after the tick.",
+          in->stats.wait_kept);
+}
+
 static void checkpoints(out *o, const steerd_metrics_input *in) {
   const steerd_checkpoint_stats *ck = &in->checkpoints;
   gauge(o, "steerd_checkpoints_enabled", "1 when a state file is configured (--state).", ck->enabled);
@@ -173,6 +209,7 @@ size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *
           st->service_cut);
   snapshots(&o, in);
   checkpoints(&o, in);
+  planner(&o, in);
   counter(&o, "steerd_agents_stuck_total",
           "STUCK events: agents that made no progress toward their goal for their stuck_time.", st->stuck_events);
   gauge(&o, "steerd_map_obstacles", "Obstacles in the world's map.", st->map_obstacles);

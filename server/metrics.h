@@ -23,6 +23,9 @@ typedef struct steerd_metrics_input {
   uint32_t views;                                        /* live views open */
   uint64_t view_frames, view_frames_skipped, view_bytes; /* live view snapshots */
   uint64_t http_requests;                                /* HTTP requests answered */
+  steer_planner_stats plan;                              /* GOTO's planner (planner.h) */
+  uint32_t plan_agents;                                  /* agents in GOTO */
+  uint64_t plan_builds, plan_loop_builds;                /* full graph builds, and those on the loop thread */
   const char *version;                                   /* build version */
 } steerd_metrics_input;
 

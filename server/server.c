@@ -51,6 +51,11 @@
 #define CLIENT_EVENTS 256
 #define LOG_BURST     20
 
+/* Packets kept while a tick waits for a navigation graph (plan_wait_service),
+ * at most: beyond them ENet is left alone until the tick ends, and what the
+ * peers send waits in the socket and ENet's resends. */
+#define KEPT_MAX 4096u
+
 /* An identity that owns agents: a token's name (it outlives its connections, so
  * a client that reconnects owns its agents again), or one anonymous connection.
  * A record lives while it has a connection or an agent. */
@@ -89,7 +94,16 @@ typedef struct client {
   uint32_t ev_lost;           /* events dropped since its last EVENT/EVENTS: it was behind */
   steerd_bytebucket full_rate; /* full snapshots: --full-rate-kbps (send_snapshot()) */
   int full_due;                /* takes this snapshot */
+  uint32_t kept;               /* its packets in s->kept, handled after the tick (plan_wait_service()) */
 } client;
+
+/* A packet received while a tick waited, handled after the tick. */
+typedef struct kept_packet {
+  ENetPacket *packet;
+  ENetPeer *peer;
+  uint32_t client_id; /* the client it came from: gone if the peer now holds another */
+  uint8_t channel;
+} kept_packet;
 
 struct steerd_server {
   steerd_config cfg;
@@ -153,6 +167,12 @@ struct steerd_server {
   steerd_server_observer observer; /* the live view */
   uint64_t last_tick_ns;
   steerd_mapsync *mapsync; /* per client slot: the MAP parts it is being sent (map_admin.h) */
+
+  kept_packet *kept; /* KEPT_MAX: received while a tick waited for a graph, handled after it */
+  uint32_t kept_count;
+  uint32_t warming;         /* the start-up's graph builds still running (steer_planner_warm_start) */
+  uint64_t warm_start_ns;   /* when they started */
+  steerd_loglimit wait_log; /* ticks' long waits for a graph */
 };
 
 static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s->start_ns) / 1000u; }
@@ -1659,6 +1679,8 @@ static void on_timer(uv_timer_t *t) {
     return;
   }
   s->last_tick_ns = now;
+  if (s->warming)
+    steerd_server_warming(s);
   drop_late_hellos(s, now);
   despawn_orphans(s, now);
   for (uint32_t i = 0; i < s->cfg.max_clients; i++)
@@ -1781,6 +1803,23 @@ static void on_disconnect(steerd_server *s, ENetEvent *ev) {
   client_release(s, c);
 }
 
+/* The packets kept while a tick waited (plan_wait_service), in the order
+ * they came, before anything ENet received after them. */
+static void handle_kept(steerd_server *s) {
+  for (uint32_t i = 0; i < s->kept_count; i++) {
+    kept_packet *k = &s->kept[i];
+    client *c = client_of(k->peer);
+    if (c && c->id == k->client_id) {
+      c->kept--;
+      if (!s->stopping)
+        handle_packet(s, c, k->packet, k->channel);
+    }
+    enet_packet_destroy(k->packet);
+    reap_overflowed(s);
+  }
+  s->kept_count = 0;
+}
+
 /* Handles what ENet has received, at most SERVICE_MAX_EVENTS events and no
  * longer than until a tick is due (issue 15: a flood used to keep this loop
  * going for seconds while no tick ran). Returns 1 when it stopped early. */
@@ -1788,6 +1827,7 @@ static int service_enet(steerd_server *s) {
   ENetEvent ev;
   int rc;
   uint32_t n = 0;
+  handle_kept(s);
   while ((rc = enet_host_service(s->host, &ev, 0)) > 0) {
     switch (ev.type) {
     case ENET_EVENT_TYPE_CONNECT:
@@ -1829,6 +1869,78 @@ static void on_readable(uv_poll_t *p, int status, int events) {
   flush_events(s); /* SPAWNED and DESPAWNED of the commands just handled */
   reap_overflowed(s);
   enet_host_flush(s->host);
+}
+
+/* A PING or a HELLO (their type as the positive fixint the wire's encoders
+ * write) on the command channel: answered even while a tick waits, as
+ * neither changes the world and both report the last completed tick. */
+static int answered_in_waits(const ENetPacket *p, uint8_t channel) {
+  return channel == PROTO_CHANNEL_RELIABLE && (p->flags & ENET_PACKET_FLAG_RELIABLE) && p->dataLength >= 2 &&
+         p->data[0] == 0x93 && (p->data[1] == PROTO_MSG_PING || p->data[1] == PROTO_MSG_HELLO);
+}
+
+/* Between the slices of a tick's wait for a navigation graph (planner.h): the
+ * ENet host is serviced so that no client sees the server go silent: ENet
+ * upkeep (acknowledgements, its pings, resends), connections and
+ * disconnections (they change no agent), and PINGs and HELLOs answered at
+ * once. Every other packet is kept and handled after the tick in the order
+ * it came (handle_kept): commands change the world only between ticks, never
+ * inside one, so the tick's results are those of a tick that did not wait. A
+ * PING or HELLO whose client has packets kept is kept too: replies go in the
+ * order of the commands (PROTOCOL.md 10). A client that disconnects during
+ * the wait loses its kept packets, as one that disconnects before its
+ * commands are read. */
+static void plan_wait_service(steerd_server *s) {
+  ENetEvent ev;
+  uint32_t n = 0;
+  while (s->kept_count < KEPT_MAX && n++ < SERVICE_MAX_EVENTS && enet_host_service(s->host, &ev, 0) > 0) {
+    switch (ev.type) {
+    case ENET_EVENT_TYPE_CONNECT:
+      on_connect(s, &ev);
+      break;
+    case ENET_EVENT_TYPE_DISCONNECT:
+      on_disconnect(s, &ev);
+      break;
+    case ENET_EVENT_TYPE_RECEIVE: {
+      client *c = client_of(ev.peer);
+      if (c && !s->stopping && !c->kept && answered_in_waits(ev.packet, ev.channelID)) {
+        handle_packet(s, c, ev.packet, ev.channelID);
+        s->stats.wait_answered++;
+      } else if (c && !s->stopping) {
+        s->kept[s->kept_count++] = (kept_packet){ev.packet, ev.peer, c->id, ev.channelID};
+        c->kept++;
+        s->stats.wait_kept++;
+        break;
+      }
+      enet_packet_destroy(ev.packet);
+      reap_overflowed(s);
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  enet_host_flush(s->host);
+}
+
+/* The planner's wait hook: ENet between the slices, and a wait longer than a
+ * tick period logged when it ends, so an operator can tell a busy server from
+ * a stuck one (the count and the time are in /metrics). */
+static void on_plan_wait(void *ctx, float class_radius, uint64_t waited_ns, int done) {
+  steerd_server *s = ctx;
+  if (!done) {
+    plan_wait_service(s);
+    return;
+  }
+  if (waited_ns <= 1000000000ull / s->cfg.tick_rate)
+    return;
+  uint64_t sup = 0;
+  if (steerd_loglimit_allow(&s->wait_log, uv_hrtime(), &sup))
+    LOG_WARN("GOTO: tick %llu waited %.0f ms for the navigation graph of the %.2f m radius class (its build "
+             "outlasted the class's due tick; ENet serviced meanwhile, %llu similar lines suppressed before "
+             "this one)",
+             (unsigned long long)steer_world_tick(s->world), (double)waited_ns / 1e6, (double)class_radius,
+             (unsigned long long)sup);
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -1924,7 +2036,9 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->queue_cap = (size_t)cfg->client_queue_kb * 1024u;
   s->event_backlog = s->queue_cap / 4u;
   s->events = calloc((size_t)cfg->max_clients * CLIENT_EVENTS, sizeof(*s->events));
+  s->kept = calloc(KEPT_MAX, sizeof(*s->kept));
   steerd_loglimit_init(&s->peer_log, LOG_WINDOW_NS, LOG_BURST);
+  steerd_loglimit_init(&s->wait_log, LOG_WINDOW_NS, LOG_BURST);
   s->part_first = calloc((size_t)cfg->max_agents + 2, sizeof(*s->part_first));
   s->owner_cap = cfg->max_clients + cfg->max_agents;
   s->owners = calloc(s->owner_cap, sizeof(*s->owners));
@@ -1944,8 +2058,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   nc.rate_bytes = (uint32_t)((uint64_t)cfg->client_rate_kbps * 1000u / 8u);
   s->netcode = steerd_netcode_create(&nc);
   s->mapsync = steerd_mapsync_create(cfg->max_clients);
-  if (!s->mapsync || !s->clients || !s->pending || !s->events || !s->part_first || !s->owners || !s->ckpt_owners || !s->scratch_ids || !s->world ||
-      !s->netcode) {
+  if (!s->mapsync || !s->clients || !s->pending || !s->events || !s->kept || !s->part_first || !s->owners ||
+      !s->ckpt_owners || !s->scratch_ids || !s->world || !s->netcode) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
               cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
     steerd_server_destroy(s);
@@ -1955,12 +2069,13 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     steerd_server_destroy(s);
     return NULL;
   }
-  s->planner = steerd_goto_create(s->world, cfg->plan_budget);
+  s->planner = steerd_goto_create(s->world, cfg->plan_budget, cfg->plan_build_delay);
   if (!s->planner) {
     LOG_ERROR("out of memory for the path planner");
     steerd_server_destroy(s);
     return NULL;
   }
+  steer_planner_set_wait_hook(s->planner, on_plan_wait, s);
   if (!fresh && restore_owners(s, &st) != 0) {
     steerd_server_destroy(s);
     return NULL;
@@ -2003,9 +2118,6 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
                (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world), st.owner_count,
                (unsigned long long)steer_world_hash(s->world), s->demo_on ? ", demo resumed" : "");
   }
-
-  /* The GOTO graphs of the radius classes in use, now rather than in a tick. */
-  steerd_goto_warm(s->planner, s->world);
 
   /* The address to bind: --bind as given, a name as it resolves, ::1 as 127.0.0.1. */
   char why[192];
@@ -2107,6 +2219,11 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
 }
 
 int steerd_server_start(steerd_server *s) {
+  /* The GOTO graphs of the radius classes in use, on threads of their own
+   * once the server listens, so a big map never keeps it deaf for seconds;
+   * /readyz waits for them (steerd_server_warming). */
+  s->warm_start_ns = uv_hrtime();
+  s->warming = steerd_goto_warm(s->planner, s->world);
   s->start_ns = uv_hrtime();
   steerd_ticker_init(&s->ticks, s->cfg.tick_rate, s->start_ns, s->cfg.max_catchup);
   steerd_ticker_init(&s->snapshots, s->cfg.snapshot_rate, s->start_ns, 1);
@@ -2163,6 +2280,9 @@ static void close_handles(steerd_server *s) {
 void steerd_server_destroy(steerd_server *s) {
   if (!s)
     return;
+  for (uint32_t i = 0; i < s->kept_count; i++)
+    enet_packet_destroy(s->kept[i].packet);
+  free(s->kept);
   if (s->host) {
     enet_host_destroy(s->host);
     enet_deinitialize();
@@ -2245,6 +2365,17 @@ void steerd_server_clients_by_role(const steerd_server *s, uint32_t out[STEERD_R
 }
 
 const steer_world *steerd_server_world(const steerd_server *s) { return s->world; }
+const steer_planner *steerd_server_planner(const steerd_server *s) { return s->planner; }
+
+uint32_t steerd_server_warming(steerd_server *s) {
+  if (!s->warming)
+    return 0;
+  s->warming = steer_planner_warming(s->planner);
+  if (!s->warming)
+    LOG_INFO("GOTO: the navigation graphs of the radius classes in use are built (%.0f ms, off the loop)",
+             (double)(uv_hrtime() - s->warm_start_ns) / 1e6);
+  return s->warming;
+}
 const steerd_config *steerd_server_config(const steerd_server *s) { return &s->cfg; }
 uint64_t steerd_server_time_us(const steerd_server *s) { return server_time_us(s); }
 

@@ -14,6 +14,7 @@
 #include "auth.h"
 #include "checkpoint.h"
 #include "config.h"
+#include "planner.h"
 #include "protocol.h"
 #include "world.h"
 
@@ -71,6 +72,8 @@ typedef struct steerd_server_stats {
   uint64_t map_parts_sent;   /* MAP packets sent */
   uint64_t map_bytes_sent;   /* their payload bytes */
   uint64_t map_changed_sent; /* MAP_CHANGED packets queued, one per client per change */
+  uint64_t wait_answered;    /* PINGs and HELLOs answered while a tick waited for a navigation graph */
+  uint64_t wait_kept;        /* packets received then, kept and handled after the tick */
 } steerd_server_stats;
 
 /* Binds the ENet host and builds the world; logs "listening on ADDR:PORT".
@@ -103,6 +106,11 @@ void steerd_server_get_health(const steerd_server *s, steerd_server_health *out)
 /* Connected clients by role; [STEERD_ROLE_COUNT] holds those not yet WELCOMEd. */
 void steerd_server_clients_by_role(const steerd_server *s, uint32_t out[STEERD_ROLE_COUNT + 1]);
 const steer_world *steerd_server_world(const steerd_server *s);
+const steer_planner *steerd_server_planner(const steerd_server *s); /* GOTO's, for /metrics */
+/* The start-up's navigation graph builds still running (they start with
+ * steerd_server_start, on threads of their own); the graphs of those done
+ * are taken now, and the last one's end is logged. */
+uint32_t steerd_server_warming(steerd_server *s);
 const steerd_config *steerd_server_config(const steerd_server *s);
 uint64_t steerd_server_time_us(const steerd_server *s); /* as in snapshots */
 /* QUERY's reply for agent id (PROTOCOL.md 6.8: state, limits, owner, tuning

@@ -182,7 +182,15 @@ START_TEST(test_metrics_promtool_and_counts) {
                                       "steerd_checkpoints_failed_total ",
                                       "steerd_checkpoint_last_success_age_seconds ",
                                       "steerd_connections_refused_total ",
-                                      "steerd_peers_dropped_total{reason=\"queue_overflow\"} "};
+                                      "steerd_peers_dropped_total{reason=\"queue_overflow\"} ",
+                                      "steerd_plan_queue_length ",
+                                      "steerd_plan_agents ",
+                                      "steerd_plans_total{outcome=\"planned\"} ",
+                                      "steerd_plan_duration_seconds_count ",
+                                      "steerd_plan_graph_builds_total ",
+                                      "steerd_plan_graph_loop_builds_total ",
+                                      "steerd_plan_waits_total ",
+                                      "steerd_plan_wait_seconds_total "};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     ck_assert_msg(strstr(body, names[i]) != NULL, "no %s in /metrics", names[i]);
   steerd_client_destroy(c);

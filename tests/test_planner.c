@@ -4,12 +4,15 @@
  * UNREACHABLE and a new GOTO after opening it gets through; a moving target
  * agent makes it replan; a gap narrower than a body is never planned for it; a
  * burst of 10 000 GOTO in one tick is served over a bounded number of ticks
- * within the budget, deterministically; bad requests get their error codes. */
+ * within the budget, deterministically; bad requests get their error codes; a
+ * warm-up on threads serves its class at a due tick that waits for the build
+ * with the host's hook, with the results of a run that did not wait. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check_run.h"
 #include "map.h"
@@ -667,6 +670,135 @@ START_TEST(new_class_built_off_the_tick_deterministically) {
 }
 END_TEST
 
+/* A map whose graph takes a while to build (about 0.1 s): 40-gons on a grid,
+ * fewer in an unoptimized build with sanitizers, which builds 30 times slower. */
+#if defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
+#define PILLAR_ROWS 5u
+#else
+#define PILLAR_ROWS 9u
+#endif
+static steer_world *pillars(void) {
+  steer_world *w = make_world(16, HALF, 1);
+  vec2 pts[40];
+  for (uint32_t i = 0; i < PILLAR_ROWS * PILLAR_ROWS; i++) {
+    vec2 c = v2(-45.0f + 10.0f * ((float)(i % PILLAR_ROWS) + 0.5f),
+                -45.0f + 10.0f * ((float)(i / PILLAR_ROWS) + 0.5f));
+    for (int k = 0; k < 40; k++) {
+      float a = 2.0f * STEER_PI * (float)k / 40.0f;
+      pts[k] = v2(c.x + 3.0f * cosf(a), c.y + 3.0f * sinf(a));
+    }
+    steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 40, pts, 0.0f};
+    ck_assert_int_eq(steer_world_add_obstacle(w, 100 + i, &o, NULL), 0);
+  }
+  return w;
+}
+
+typedef struct hook_log {
+  uint32_t slices, ends;
+  float radius;
+  uint64_t waited_ns;
+} hook_log;
+
+static void on_wait(void *ctx, float class_radius, uint64_t waited_ns, int done) {
+  hook_log *h = ctx;
+  h->radius = class_radius;
+  h->waited_ns = waited_ns;
+  if (done)
+    h->ends++;
+  else
+    h->slices++;
+}
+
+/* steer_planner_warm_start: the classes in use get a due tick as a late class
+ * does and their builds run on threads; the tick due waits for a build still
+ * running in slices, calling the hook between them; a planner whose build had
+ * ended before the due tick gives the same events and hashes, and the
+ * request's queue position is reported while it waits. */
+START_TEST(warm_start_waits_with_the_hook_deterministically) {
+  enum { DELAY = 2, TICKS = 8 };
+  steer_planner_config pc = steer_default_planner_config();
+  pc.build_delay = DELAY;
+  steer_world *w[2];
+  steer_planner *p[2];
+  steer_id a[2];
+  hook_log h[2];
+  memset(h, 0, sizeof h);
+  for (int k = 1; k >= 0; k--) { /* run 1 first: its build ends before run 0's starts */
+    w[k] = pillars();
+    a[k] = spawn(w[k], v2(-45.0f, -45.0f), 0.4f, STEER_MODEL_DYNAMIC);
+    p[k] = steer_planner_create(w[k], &pc);
+    ck_assert_ptr_nonnull(p[k]);
+    steer_planner_set_wait_hook(p[k], on_wait, &h[k]);
+    ck_assert_int_eq(steer_planner_warm_start(p[k], w[k]), 1); /* the 0.5 m class */
+    ck_assert_int_eq(steer_planner_warm_start(p[k], w[k]), 0); /* under way */
+    steer_goto g = goto_point(v2(44.0f, 44.0f));
+    ck_assert_int_eq(steer_planner_goto(p[k], w[k], a[k], &g), 0);
+    uint32_t pos = 99;
+    ck_assert_int_eq(steer_planner_queue_position(p[k], a[k], &pos), 0);
+    ck_assert_uint_eq(pos, 0);
+    /* Run 1's build ends before its due tick; run 0's is waited for. */
+    while (k == 1 && steer_planner_warming(p[1]) > 0)
+      nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  ck_assert_uint_eq(steer_planner_warming(p[1]), 0);
+  int served = -1;
+  for (int t = 0; t < TICKS; t++) {
+    uint32_t n[2];
+    const steer_plan_event *e[2];
+    for (int k = 0; k < 2; k++) {
+      steer_planner_update(p[k], w[k]);
+      e[k] = steer_planner_events(p[k], &n[k]);
+    }
+    ck_assert_uint_eq(n[0], n[1]);
+    for (uint32_t i = 0; i < n[0]; i++) {
+      ck_assert_uint_eq(e[0][i].tick, e[1][i].tick);
+      ck_assert_uint_eq(e[0][i].type, STEER_PLAN_PLANNED);
+      ck_assert_uint_eq(e[1][i].points, e[0][i].points);
+      ck_assert(e[1][i].length == e[0][i].length);
+      served = t;
+    }
+    if (t < DELAY) { /* still queued, first in line */
+      uint32_t pos = 99;
+      ck_assert_int_eq(steer_planner_queue_position(p[0], a[0], &pos), 0);
+      ck_assert_uint_eq(pos, 0);
+    } else {
+      uint32_t pos;
+      ck_assert_int_eq(steer_planner_queue_position(p[0], a[0], &pos), STEER_ENOENT);
+    }
+    for (int k = 0; k < 2; k++) {
+      steer_world_step(w[k], DT);
+      steer_planner_observe(p[k], w[k]);
+    }
+    ck_assert_uint_eq(steer_world_hash(w[0]), steer_world_hash(w[1]));
+    ck_assert_uint_eq(steer_planner_hash(p[0]), steer_planner_hash(p[1]));
+  }
+  ck_assert_int_eq(served, DELAY); /* the due tick: the tick of the warm-up plus build_delay */
+  /* Run 0 waited (its build takes far longer than two steps of one agent). */
+  steer_planner_stats st0 = steer_planner_get_stats(p[0]), st1 = steer_planner_get_stats(p[1]);
+  ck_assert_uint_eq(st0.waits, 1);
+  ck_assert_uint_eq(h[0].ends, 1);
+  ck_assert_uint_gt(h[0].waited_ns, 0);
+  ck_assert_uint_eq(st0.wait_ns, h[0].waited_ns);
+  ck_assert(h[0].radius == 0.5f);
+  ck_assert_uint_eq(st1.waits, 0);
+  ck_assert_uint_eq(h[1].ends + h[1].slices, 0);
+  for (int k = 0; k < 2; k++) {
+    steer_planner_stats st = steer_planner_get_stats(p[k]);
+    ck_assert_uint_eq(st.plans, 1);
+    ck_assert_uint_eq(st.planned, 1);
+    uint64_t in_buckets = 0;
+    for (int b = 0; b < STEER_PLANNER_TIME_BUCKETS; b++)
+      in_buckets += st.plan_time_bucket[b];
+    ck_assert_uint_eq(in_buckets, 1);
+    ck_assert_uint_eq(steer_planner_tick_builds(p[k]), 0);
+    ck_assert_uint_eq(steer_planner_sync_builds(p[k]), 0);
+    ck_assert_uint_eq(steer_planner_graph_builds(p[k]), 1);
+    steer_planner_destroy(p[k]);
+    steer_world_destroy(w[k]);
+  }
+}
+END_TEST
+
 /* A saved state of format version 1 (before the served classes were saved)
  * is read with every class served. */
 START_TEST(version_1_state_serves_every_class) {
@@ -707,6 +839,7 @@ static Suite *planner_suite(void) {
   tcase_add_test(tc, checkpoint_continues_bit_for_bit);
   tcase_add_test(tc, warm_up_builds_before_the_first_tick);
   tcase_add_test(tc, new_class_built_off_the_tick_deterministically);
+  tcase_add_test(tc, warm_start_waits_with_the_hook_deterministically);
   tcase_add_test(tc, version_1_state_serves_every_class);
   return s;
 }

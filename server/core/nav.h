@@ -161,6 +161,11 @@ int steer_nav_cache_pending(const steer_nav_cache *c, float r);
  * whether the class has a graph (steer_nav_cache_get brings it up to date
  * with the live map: an update). Also done by steer_nav_cache_get. */
 int steer_nav_cache_finish(steer_nav_cache *c, float r);
+/* Waits up to timeout_ms (0: only looks) for r's class build under way; once
+ * it is over (or when none is under way) takes its graph as
+ * steer_nav_cache_finish does and returns 1, else 0 (still building). A long
+ * wait made of such slices lets the caller do other work between them. */
+int steer_nav_cache_wait(steer_nav_cache *c, float r, uint32_t timeout_ms);
 /* The radius a body of radius r plans with (r rounded up to its class). */
 float steer_nav_class_radius(float r);
 

@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nav_internal.h"
 #include "world.h" /* error codes */
@@ -1025,6 +1026,11 @@ typedef struct nav_job {
   float r;
   vec2 lo, hi;
   int rc;
+  /* Set by the thread when the build is over, so a caller can wait for it a
+   * slice at a time (steer_nav_cache_wait) instead of in one pthread_join. */
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+  int done;
 } nav_job;
 
 struct steer_nav_cache {
@@ -1060,7 +1066,35 @@ steer_nav_cache *steer_nav_cache_create(vec2 lo, vec2 hi) {
 static void *job_run(void *arg) {
   nav_job *j = arg;
   j->rc = steer_nav_build_mesh(j->out, j->snap, j->r, j->lo, j->hi);
+  pthread_mutex_lock(&j->mu);
+  j->done = 1;
+  pthread_cond_broadcast(&j->cv);
+  pthread_mutex_unlock(&j->mu);
   return NULL;
+}
+
+/* A job's mutex and its condition on the monotonic clock: 0, or -1 (nothing left to free). */
+static int job_sync_init(nav_job *j) {
+  pthread_condattr_t ca;
+  if (pthread_condattr_init(&ca) != 0)
+    return -1;
+  int rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  if (rc == 0)
+    rc = pthread_cond_init(&j->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (rc != 0)
+    return -1;
+  if (pthread_mutex_init(&j->mu, NULL) != 0) {
+    pthread_cond_destroy(&j->cv);
+    return -1;
+  }
+  return 0;
+}
+
+static void job_free(nav_job *j) {
+  pthread_mutex_destroy(&j->mu);
+  pthread_cond_destroy(&j->cv);
+  free(j);
 }
 
 /* Waits for class k's job and takes its graph (when it built one). */
@@ -1077,7 +1111,7 @@ static void job_join(steer_nav_cache *c, uint32_t k) {
     steer_nav_destroy(j->out);
   }
   steer_map_destroy(j->snap);
-  free(j);
+  job_free(j);
 }
 
 void steer_nav_cache_destroy(steer_nav_cache *c) {
@@ -1148,6 +1182,10 @@ int steer_nav_cache_start(steer_nav_cache *c, const steer_map *m, float r, float
   nav_job *j = calloc(1, sizeof *j);
   if (!j)
     return STEER_ENOMEM;
+  if (job_sync_init(j) != 0) {
+    free(j);
+    return STEER_ENOMEM;
+  }
   j->r = steer_nav_class_radius(r);
   j->lo = c->lo;
   j->hi = c->hi;
@@ -1156,7 +1194,7 @@ int steer_nav_cache_start(steer_nav_cache *c, const steer_map *m, float r, float
   if (!j->snap || !j->out || pthread_create(&j->thread, NULL, job_run, j) != 0) {
     steer_map_destroy(j->snap);
     steer_nav_destroy(j->out);
-    free(j);
+    job_free(j);
     return STEER_ENOMEM;
   }
   c->job[k] = j;
@@ -1175,6 +1213,29 @@ int steer_nav_cache_finish(steer_nav_cache *c, float r) {
     return 0;
   job_join(c, k);
   return has_graph(c, k);
+}
+
+int steer_nav_cache_wait(steer_nav_cache *c, float r, uint32_t timeout_ms) {
+  uint32_t k = class_of(r);
+  if (k >= STEER_NAV_CLASSES || !c->job[k])
+    return 1;
+  nav_job *j = c->job[k];
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += (time_t)(timeout_ms / 1000u);
+  until.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&j->mu);
+  while (!j->done && timeout_ms > 0 && pthread_cond_timedwait(&j->cv, &j->mu, &until) == 0)
+    ;
+  int done = j->done;
+  pthread_mutex_unlock(&j->mu);
+  if (done)
+    job_join(c, k); /* the thread has ended its build: this join is immediate */
+  return done;
 }
 
 int steer_nav_cache_has(const steer_nav_cache *c, float r) { return has_graph(c, class_of(r)); }

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bytes.h"
 
@@ -35,10 +36,23 @@ struct steer_planner {
   uint8_t ready;
   uint64_t due[STEER_NAV_CLASSES];
   uint8_t restoring; /* steer_planner_restoring: warming builds, never makes ready */
+  uint8_t warming;   /* classes whose steer_planner_warm_start build may still run */
   uint64_t tick_builds; /* full graph builds made by a plan, in a tick */
+  steer_planner_wait_fn wait_fn; /* the host's, between the slices of a wait */
+  void *wait_ctx;
   vec2 *route; /* STEER_PLANNER_MAX_ROUTE + 1 */
   steer_planner_stats stats;
 };
+
+const double steer_planner_time_bounds[STEER_PLANNER_TIME_BUCKETS] = {
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1};
+
+/* The monotonic clock (ns), for the statistics only: no plan reads it. */
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 steer_goto steer_default_goto(void) {
   steer_goto g;
@@ -117,6 +131,30 @@ int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r) {
 void steer_planner_restoring(steer_planner *p) { p->restoring = 1; }
 
 uint64_t steer_planner_tick_builds(const steer_planner *p) { return p->tick_builds; }
+uint64_t steer_planner_sync_builds(const steer_planner *p) { return steer_nav_cache_sync_builds(p->navs); }
+
+void steer_planner_set_wait_hook(steer_planner *p, steer_planner_wait_fn fn, void *ctx) {
+  p->wait_fn = fn;
+  p->wait_ctx = ctx;
+}
+
+/* Waits for the build of r's class, if one runs, a slice at a time with the
+ * host's hook between slices: the tick stays blocked (what keeps results
+ * independent of timing), the host's connections do not. */
+static void await_build(steer_planner *p, float r) {
+  if (steer_nav_cache_wait(p->navs, r, 0))
+    return;
+  float cr = steer_nav_class_radius(r);
+  uint64_t t0 = mono_ns();
+  p->stats.waits++;
+  while (!steer_nav_cache_wait(p->navs, r, STEER_PLANNER_WAIT_SLICE_MS))
+    if (p->wait_fn)
+      p->wait_fn(p->wait_ctx, cr, mono_ns() - t0, 0);
+  uint64_t waited = mono_ns() - t0;
+  p->stats.wait_ns += waited;
+  if (p->wait_fn)
+    p->wait_fn(p->wait_ctx, cr, waited, 1);
+}
 
 /* Ticks a new class's plans wait for its graph (built meanwhile off the tick
  * thread): the config's, or by the map's size. */
@@ -152,7 +190,7 @@ static void settle(steer_planner *p, const steer_world *w, uint64_t tick) {
       continue;
     float r = (float)k * STEER_NAV_CLASS;
     if (tick >= p->due[k]) {
-      (void)steer_nav_cache_finish(p->navs, r);
+      await_build(p, r);
       p->ready |= (uint8_t)(1u << k);
       p->due[k] = 0;
     } else if (!steer_nav_cache_has(p->navs, r) && !steer_nav_cache_pending(p->navs, r)) {
@@ -177,6 +215,45 @@ int steer_planner_warm(steer_planner *p, const steer_world *w) {
     built += rc;
   }
   return built;
+}
+
+int steer_planner_warm_start(steer_planner *p, const steer_world *w) {
+  if (!p || !w)
+    return STEER_EINVAL;
+  const steer_world_config *wc = steer_world_get_config(w);
+  int started = 0, failed = 0;
+  steer_world_view v = steer_world_get_view(w);
+  for (uint32_t i = 0; i < v.count; i++) {
+    steer_agent_info info;
+    if (steer_world_get(w, v.id[i], &info) != 0)
+      continue;
+    float r = info.limits.radius;
+    uint32_t k = class_index(r);
+    if (k >= STEER_NAV_CLASSES)
+      continue; /* wider than every class: nothing to build */
+    if (!p->restoring && !((p->ready >> k) & 1u) && !p->due[k])
+      p->due[k] = steer_world_tick(w) + build_delay(p, w);
+    int rc = steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size);
+    if (rc < 0)
+      failed = rc; /* built by the class's first plan, on the caller's thread */
+    started += rc == 1;
+    if (steer_nav_cache_pending(p->navs, r)) /* started now, or by a GOTO before */
+      p->warming |= (uint8_t)(1u << k);
+  }
+  return failed ? failed : started;
+}
+
+uint32_t steer_planner_warming(steer_planner *p) {
+  uint32_t n = 0;
+  for (uint32_t k = 0; k < STEER_NAV_CLASSES; k++) {
+    if (!((p->warming >> k) & 1u))
+      continue;
+    if (steer_nav_cache_wait(p->navs, (float)k * STEER_NAV_CLASS, 0))
+      p->warming = (uint8_t)(p->warming & ~(1u << k));
+    else
+      n++;
+  }
+  return n;
 }
 
 uint64_t steer_planner_graph_builds(const steer_planner *p) { return steer_nav_cache_builds(p->navs); }
@@ -288,6 +365,10 @@ steer_planner_stats steer_planner_get_stats(const steer_planner *p) {
 
 static void emit(steer_planner *p, const steer_world *w, steer_id id, uint8_t type, uint8_t reason, uint32_t points,
                  float length) {
+  if (type == STEER_PLAN_PLANNED)
+    p->stats.planned++;
+  else if (type == STEER_PLAN_REPLANNED)
+    p->stats.replanned++;
   if (p->nevents >= p->cap)
     return; /* cannot happen: an agent is served at most once per update */
   p->events[p->nevents++] = (steer_plan_event){steer_world_tick(w), id, type, reason, points, length};
@@ -481,12 +562,27 @@ void steer_planner_update(steer_planner *p, steer_world *w) {
     if (r->id == 0 || r->status == STEER_GOTO_NONE)
       continue; /* cancelled while queued */
     steer_agent_info info;
-    if (steer_world_get(w, r->id, &info) == 0 && !class_ready(p, w, info.limits.radius, tick)) {
-      enqueue(p, r, r->reason);
-      continue;
+    if (steer_world_get(w, r->id, &info) == 0) {
+      if (!class_ready(p, w, info.limits.radius, tick)) {
+        enqueue(p, r, r->reason);
+        continue;
+      }
+      /* A served class whose graph is still being built (a restored planner
+       * whose warm-up build runs): waited for here, outside the plan's time. */
+      await_build(p, info.limits.radius);
     }
+    uint64_t plans = p->stats.plans, t0 = mono_ns();
     spent += serve(p, w, r);
     p->stats.last_served++;
+    if (p->stats.plans != plans) {
+      uint64_t ns = mono_ns() - t0;
+      p->stats.plan_ns += ns;
+      for (uint32_t b = 0; b < STEER_PLANNER_TIME_BUCKETS; b++)
+        if ((double)ns <= steer_planner_time_bounds[b] * 1e9) {
+          p->stats.plan_time_bucket[b]++;
+          break;
+        }
+    }
   }
   p->stats.last_expanded = spent;
 }
@@ -504,6 +600,22 @@ int steer_planner_get(const steer_planner *p, steer_id id, steer_goto_info *out)
   out->goal = r->goal;
   out->path = r->path;
   return STEER_OK;
+}
+
+int steer_planner_queue_position(const steer_planner *p, steer_id id, uint32_t *pos) {
+  uint32_t s = id & STEER_ID_INDEX_MASK;
+  if (id == 0 || s >= p->cap || p->rec[s].id != id || !p->rec[s].queued)
+    return STEER_ENOENT;
+  uint32_t ahead = 0;
+  for (uint32_t i = 0; i < p->count; i++) {
+    uint32_t q = p->ring[(p->head + i) % p->cap];
+    if (q == s) {
+      *pos = ahead;
+      return STEER_OK;
+    }
+    ahead += p->rec[q].id != 0 && p->rec[q].status != STEER_GOTO_NONE; /* a cancelled entry is skipped */
+  }
+  return STEER_ENOENT;
 }
 
 /* ---- saving and loading (planner.h) --------------------------------------------- */

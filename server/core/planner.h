@@ -31,17 +31,22 @@
  * free point within 2 m, else UNREACHABLE.
  *
  * Graphs: one per radius class (nav.h steer_nav_cache). A class's first graph
- * is a full build (up to seconds on big maps), never made inside a tick: the
- * host builds the classes in use before the first tick (steer_planner_warm, at
- * start-up or a map load), and those classes are served at once. A class that
- * appears later (the first GOTO of a new radius, or an agent's radius changed
+ * is a full build (up to seconds on big maps), never made inside a tick. A
+ * host may build the classes in use before the first tick (steer_planner_warm),
+ * and those classes are served at once; a server that must answer its clients
+ * meanwhile starts those builds on threads instead (steer_planner_warm_start),
+ * and its classes then get due ticks as late ones do. A class that appears
+ * later (the first GOTO of a new radius, or an agent's radius changed
  * mid-GOTO) gets a due tick, the tick of the request plus build_delay; its
  * graph is built meanwhile on a thread of its own (nav.h
  * steer_nav_cache_start, from a copy of the map), its requests wait in the
  * queue (an agent keeps doing what it did), and from the due tick on the class
  * is served. If the build is not done by then, that tick waits for it: when a
  * class is served depends only on the calls, never on how long the build takes,
- * so results are deterministic. The due ticks and the served classes are part
+ * so results are deterministic. The wait is made of slices of
+ * STEER_PLANNER_WAIT_SLICE_MS with the host's hook called between them
+ * (steer_planner_set_wait_hook), so the host keeps its connections alive; it
+ * is counted in the statistics. The due ticks and the served classes are part
  * of the saved state. After a map change a built graph is updated
  * incrementally by the next plan of its class (a few ms). The graph is the
  * same, bit for bit, whenever and wherever it is built.
@@ -171,12 +176,27 @@ typedef struct steer_goto_info {
 /* 0 with *out, or STEER_ENOENT when the agent is not in GOTO (its status NONE). */
 int steer_planner_get(const steer_planner *p, steer_id id, steer_goto_info *out);
 
+/* Upper bounds (s) of the plan time histogram's buckets (steer_planner_stats). */
+#define STEER_PLANNER_TIME_BUCKETS 12
+extern const double steer_planner_time_bounds[STEER_PLANNER_TIME_BUCKETS];
+
+/* What the planner did, for the host's monitoring. The times are measured on
+ * the monotonic clock and never read by a plan: they are not part of the
+ * deterministic state (nor saved). */
 typedef struct steer_planner_stats {
   uint32_t queued;        /* requests waiting */
   uint32_t last_served;   /* plans served by the last update */
   uint32_t last_expanded; /* A* expansions of the last update */
   uint64_t plans;         /* plans served since creation */
   uint64_t unreachable;   /* of which found no route */
+  uint64_t planned;       /* of which a first route (PLANNED) */
+  uint64_t replanned;     /* of which a new route (REPLANNED) */
+  uint64_t plan_ns;       /* time the plans served took, in all */
+  /* Plans by time: bucket b counts those above bound b - 1 and at most bound
+   * b (not cumulative); those above the last bound are in none. */
+  uint64_t plan_time_bucket[STEER_PLANNER_TIME_BUCKETS];
+  uint64_t waits;   /* updates' waits for a graph build still running (see above) */
+  uint64_t wait_ns; /* time they took, in all */
 } steer_planner_stats;
 
 steer_planner_stats steer_planner_get_stats(const steer_planner *p);
@@ -196,11 +216,45 @@ int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r);
  * waits for its due tick (see above). The count of
  * graphs built, or STEER_EINVAL / STEER_ENOMEM (those built are kept). */
 int steer_planner_warm(steer_planner *p, const steer_world *w);
+/* steer_planner_warm's classes, built on threads of their own (nav.h
+ * steer_nav_cache_start) instead of now, for a host that must answer its
+ * clients during the builds. A class not served yet gets a due tick as a late
+ * class does (the world's tick plus build_delay), unless restoring: when a
+ * class is served then depends only on the calls and ticks, never on how long
+ * its build takes. Due ticks rather than serving the classes at once (and
+ * the first plan's tick waiting for the build): the ticks go on while the
+ * builds run, only the GOTOs of those classes wait, and a tick waits only for
+ * a build that outlasts its delay. The count of builds started, or
+ * STEER_EINVAL, or STEER_ENOMEM when a build could not start (those started
+ * go on; the others are built by their class's first plan). */
+int steer_planner_warm_start(steer_planner *p, const steer_world *w);
+/* How many of steer_planner_warm_start's classes still have their build
+ * running (started by it, or by a GOTO before it); the graphs of those done
+ * are taken now. */
+uint32_t steer_planner_warming(steer_planner *p);
+
+/* The host's hook, called between the slices of a wait for a graph build
+ * (every STEER_PLANNER_WAIT_SLICE_MS, done 0) and once when it ends (done 1),
+ * with the class radius and the time waited so far. It runs inside
+ * steer_planner_update: it must not call the planner nor change the world. */
+#define STEER_PLANNER_WAIT_SLICE_MS 5u
+typedef void (*steer_planner_wait_fn)(void *ctx, float class_radius, uint64_t waited_ns, int done);
+void steer_planner_set_wait_hook(steer_planner *p, steer_planner_wait_fn fn, void *ctx); /* fn NULL: none */
+
+/* Where agent id's waiting request is in the plan queue: 0 with *pos, the
+ * requests ahead of it (0: the first served by the next update; a request
+ * whose class waits for its graph is passed over and goes back to the end),
+ * or STEER_ENOENT (no request of id waits). O(queue). */
+int steer_planner_queue_position(const steer_planner *p, steer_id id, uint32_t *pos);
+
 /* Full graph builds since creation (nav.h steer_nav_cache_builds), and of
  * them those made by a plan, inside a tick (only when a build off the thread
  * could not start, or an update ran out of memory). */
 uint64_t steer_planner_graph_builds(const steer_planner *p);
 uint64_t steer_planner_tick_builds(const steer_planner *p);
+/* Of the full builds, those made on the caller's thread (steer_planner_warm,
+ * and the builds of steer_planner_tick_builds): nav.h steer_nav_cache_sync_builds. */
+uint64_t steer_planner_sync_builds(const steer_planner *p);
 /* The host restores a saved world: from now on warming builds graphs but no
  * longer makes their classes served at once (which classes are served, and
  * from when, is part of the saved state). Also set by steer_planner_load. */
