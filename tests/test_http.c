@@ -212,6 +212,14 @@ START_TEST(test_metrics_render) {
   in.stats.snapshot_packets = 50;
   in.stats.delta_packets = 20;
   in.clients_by_role[STEERD_ROLE_ADMIN] = 2;
+  /* The planner's plan times come by bucket, and go out cumulative. */
+  in.plan.plans = 7;
+  in.plan.plan_time_bucket[0] = 2;
+  in.plan.plan_time_bucket[3] = 4; /* one more above the last bound */
+  in.plan.plan_ns = 1500000;
+  in.plan.unreachable = 1;
+  in.plan.planned = 6;
+  in.plan.wait_ns = 2250000000ull;
   static char out[STEERD_METRICS_MAX_BYTES];
   size_t n = steerd_metrics_render(out, sizeof out, &in);
   ck_assert_uint_gt(n, 1000);
@@ -226,6 +234,16 @@ START_TEST(test_metrics_render) {
   ck_assert_double_eq(metric(out, "steerd_snapshot_packets_sent_total{kind=\"delta\"}"), 20);
   ck_assert_double_eq(metric(out, "steerd_clients{role=\"admin\"}"), 2);
   ck_assert_double_eq(metric(out, "steerd_build_info{version=\"9.9.9\",protocol=\"1\"}"), 1);
+  ck_assert_double_eq(metric(out, "steerd_plan_duration_seconds_bucket{le=\"1e-05\"}"), 2);
+  ck_assert_double_eq(metric(out, "steerd_plan_duration_seconds_bucket{le=\"5e-05\"}"), 2);
+  ck_assert_double_eq(metric(out, "steerd_plan_duration_seconds_bucket{le=\"0.0001\"}"), 6);
+  ck_assert_double_eq(metric(out, "steerd_plan_duration_seconds_bucket{le=\"0.1\"}"), 6);
+  ck_assert_double_eq(metric(out, "steerd_plan_duration_seconds_bucket{le=\"+Inf\"}"), 7);
+  ck_assert_double_eq(metric(out, "steerd_plan_duration_seconds_count"), 7);
+  ck_assert_double_eq_tol(metric(out, "steerd_plan_duration_seconds_sum"), 0.0015, 1e-12);
+  ck_assert_double_eq(metric(out, "steerd_plans_total{outcome=\"planned\"}"), 6);
+  ck_assert_double_eq(metric(out, "steerd_plans_total{outcome=\"unreachable\"}"), 1);
+  ck_assert_double_eq_tol(metric(out, "steerd_plan_wait_seconds_total"), 2.25, 1e-9);
   ck_assert_uint_eq(steerd_metrics_render(out, n, &in), 0); /* one byte short for the NUL */
   ck_assert_uint_eq(steerd_metrics_render(out, 100, &in), 0);
 }
