@@ -14,9 +14,10 @@
 //   2. Each .scen problem: findNearestPoly for the start (sx+0.5, sy+0.5) and the goal (not
 //      timed), then findPath and findStraightPath, timed together on the thread's CPU clock.
 //      It prints plan µs p50/p99/max, plans per CPU second, how many were found, partial
-//      (Detour's best guess: the goal was not reached) or failed (no polygon near the start or
-//      goal, or no path at all), route length / .scen optimal (min/median/max over found
-//      problems with optimal > 0), and the least clearance of each straight path to the
+//      (Detour's best guess did not reach the goal, or the nearest navmesh point to the start
+//      or goal is outside its cell) or failed (no polygon whose bounds come within 1 m of the
+//      start or goal, or no path at all), route length / .scen optimal (min/median/max over
+//      found problems with optimal > 0), and the least clearance of each straight path to the
 //      blocked cells and to the map's edge, exact in doubles, and how many paths touch or
 //      cross a blocked cell.
 //   --csv FILE writes one line per problem: index (0-based, .scen order), found (1 found,
@@ -26,7 +27,7 @@
 // Build (only when librecast-dev is installed; scripts/setup.sh installs it):
 //   cmake -S . -B build && cmake --build build --target detour_nav
 // Run:
-//   build/bench/detour_nav MAP.map MAP.map.scen [--cs 0.1] [--radius 0.25] [--tile 128]
+//   build/bench/detour_nav MAP.map MAP.map.scen [--cs 0.1] [--radius 0.25] [--tile 256]
 //                          [--nodes 65535] [--csv FILE]
 //
 // Route lengths are any-angle, so they can be shorter than the .scen's octile optimum
@@ -262,7 +263,11 @@ struct Options {
     float agent_height = 2.0f;
     float climb = 0.2f;
     float box_height = 2.0f;
-    int tile = 128;
+    // 256 voxels (25.6 m at 0.1 m): on a 512x512 map of 10 % random blocks and a 400x400 maze
+    // the build's CPU time is the same from 64 to 512, while plans get faster and the navmesh
+    // smaller as tiles grow (fewer polygons cut at tile edges); 32 cannot hold a 512x512 map
+    // in a 32-bit dtPolyRef, and 512 is nearly a single tile.
+    int tile = 256;
     int nodes = 65535;
     const char *csv = nullptr;
 };
@@ -535,7 +540,7 @@ void usage() {
                  "usage: detour_nav MAP.map MAP.scen [--cs M] [--radius M] [--tile CELLS] [--nodes N] [--csv FILE]\n"
                  "  --cs      Recast cell size in metres (0.1)\n"
                  "  --radius  agent radius in metres (0.25)\n"
-                 "  --tile    navmesh tile size in Recast cells (128)\n"
+                 "  --tile    navmesh tile size in Recast cells (256)\n"
                  "  --nodes   the query's search nodes, at most 65535 (65535)\n"
                  "  --csv     one line per problem: index,found,cpu_us,length,optimal,clearance\n");
     std::exit(2);
@@ -611,7 +616,7 @@ int main(int argc, char **argv) {
         std::fprintf(csv, "index,found,cpu_us,length,optimal,clearance\n");
     }
 
-    int found = 0, partial = 0, out_of_nodes = 0, failed = 0, no_poly = 0, snapped = 0, crossing = 0, below_r = 0;
+    int found = 0, partial = 0, not_reached = 0, out_of_nodes = 0, off_cells = 0, failed = 0, no_poly = 0, snapped = 0, crossing = 0, below_r = 0;
     std::vector<double> times_us, ratios, clearances;
     double cpu_total = 0;
     std::vector<double> pts;
@@ -629,6 +634,11 @@ int main(int argc, char **argv) {
         } else {
             if (std::hypot(sn[0] - s[0], sn[2] - s[2]) > 1e-3 || std::hypot(en[0] - e[0], en[2] - e[2]) > 1e-3)
                 snapped++;
+            // A route that starts or ends outside the problem's cells (the navmesh does not
+            // reach the cell's centre and the nearest polygon is beyond the cell) is not the
+            // problem's route.
+            bool off_cell = (int)std::floor(sn[0]) != p.sx || (int)std::floor(sn[2]) != p.sy ||
+                            (int)std::floor(en[0]) != p.gx || (int)std::floor(en[2]) != p.gy;
             int npath = 0, nspath = 0;
             double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
             dtStatus fs = q->findPath(sref, eref, sn, en, &filter, path.data(), &npath, kMaxPath);
@@ -641,9 +651,11 @@ int main(int argc, char **argv) {
             times_us.push_back(us);
             cpu_total += t1 - t0;
             if (dtStatusSucceed(ss) && nspath > 0) {
-                bool part = dtStatusDetail(fs, DT_PARTIAL_RESULT) || path[npath - 1] != eref;
-                status = part ? 0 : 1;
-                if (dtStatusDetail(fs, DT_OUT_OF_NODES)) out_of_nodes++;
+                bool unreached = dtStatusDetail(fs, DT_PARTIAL_RESULT) || path[npath - 1] != eref;
+                status = unreached || off_cell ? 0 : 1;
+                if (unreached) not_reached++;
+                if (unreached && dtStatusDetail(fs, DT_OUT_OF_NODES)) out_of_nodes++;
+                if (off_cell) off_cells++;
                 pts.clear();
                 len = 0;
                 for (int k = 0; k < nspath; k++) {
@@ -674,9 +686,10 @@ int main(int argc, char **argv) {
     }
     if (csv && std::fclose(csv) != 0) die("%s: %s", o.csv, std::strerror(errno));
 
-    std::printf("  problems found %d, partial %d (%d out of nodes), failed %d (%d without a polygon within 1 m); "
-                "%d start or goal snapped to the navmesh\n",
-                found, partial, out_of_nodes, failed, no_poly, snapped);
+    std::printf("  problems found %d, partial %d (goal not reached %d, %d of them out of nodes; start or goal snapped "
+                "out of its cell %d), failed %d (%d without a polygon near); %d start or goal snapped to the "
+                "navmesh\n",
+                found, partial, not_reached, out_of_nodes, off_cells, failed, no_poly, snapped);
     std::printf("  plan     findPath + findStraightPath, thread CPU: p50 %.1f µs, p99 %.1f µs, max %.1f µs; "
                 "%.0f plans per CPU second\n",
                 quantile(times_us, 0.5), quantile(times_us, 0.99), quantile(times_us, 1.0),
