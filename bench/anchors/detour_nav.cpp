@@ -4,25 +4,30 @@
 //
 // What it does:
 //   1. The .map becomes a triangle soup: each free cell ('.', 'G') a floor quad at height 0,
-//      each blocked cell ('@', 'O', 'T', 'S', 'W') a box of --box-height metres whose faces
-//      are not walkable, so Recast erodes the floor around it. Cell (x, y) is column x, row y
+//      each blocked cell ('@', 'O', 'T', 'S', 'W') a 2 m box whose faces are not walkable,
+//      so Recast erodes the floor around it. Cell (x, y) is column x, row y
 //      and covers [x, x+1] x [y, y+1] metres; map x is Recast's x and map y Recast's z.
 //      Recast builds a tiled navmesh of it (cell size --cs, agent radius --radius, height 2,
 //      climb 0.2, watershed regions, six-vertex polygons, a detail mesh) and Detour loads the
 //      tiles. It prints the build's wall and CPU time, the navmesh's memory (every byte Detour
-//      allocates for it and keeps) and the build's peak Recast heap.
+//      allocates for it and keeps) and the build's peak Recast heap (tiles are built one at
+//      a time, so this is one tile's working set).
 //   2. Each .scen problem: findNearestPoly for the start (sx+0.5, sy+0.5) and the goal (not
 //      timed), then findPath and findStraightPath, timed together on the thread's CPU clock.
 //      It prints plan µs p50/p99/max, plans per CPU second, how many were found, partial
 //      (Detour's best guess did not reach the goal, or the nearest navmesh point to the start
 //      or goal is outside its cell) or failed (no polygon whose bounds come within 1 m of the
 //      start or goal, or no path at all), route length / .scen optimal (min/median/max over
-//      found problems with optimal > 0), and the least clearance of each straight path to the
+//      found problems with optimal > 0; the length is the straight path's, from the start's
+//      nearest navmesh point to the goal's, in the ground plane), and the least clearance of each straight path to the
 //      blocked cells and to the map's edge, exact in doubles, and how many paths touch or
 //      cross a blocked cell.
 //   --csv FILE writes one line per problem: index (0-based, .scen order), found (1 found,
 //   0 partial, -1 failed), cpu_us, length, optimal, clearance; a field that does not apply
 //   (a failed problem's length) is empty.
+//
+// Maps and scenarios: any Moving AI .map and .scen pair; the .scen's width and height must
+// match the map's.
 //
 // Build (only when librecast-dev is installed; scripts/setup.sh installs it):
 //   cmake -S . -B build && cmake --build build --target detour_nav
