@@ -1,6 +1,8 @@
 /* config.c: see config.h. One table drives flags, environment and --help. */
 #include "config.h"
 
+#include "nav.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
@@ -25,7 +27,8 @@ typedef enum opt_kind {
   OPT_ROLE,
   OPT_ORPHAN,
   OPT_HTTP_PORT,
-  OPT_LOG_FORMAT
+  OPT_LOG_FORMAT,
+  OPT_NAV
 } opt_kind;
 
 typedef struct option_def {
@@ -128,6 +131,9 @@ static const option_def options[] = {
     {"--plan-build-delay", "STEERD_PLAN_BUILD_DELAY", OPT_U32, OFF(plan_build_delay), 0, 1000000,
      "GOTO: ticks a radius class waits for its navigation graph, built meanwhile off the loop; 0 = by the "
      "map's size (0)"},
+    {"--nav", "STEERD_NAV", OPT_NAV, OFF(nav), 0, 0,
+     "GOTO plans on: mesh, a navigation mesh (built in ms on any level), or graph, a visibility graph (built "
+     "in seconds to minutes on big levels; cheaper plans on open maps strewn with small obstacles) (mesh)"},
 };
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
 
@@ -392,6 +398,13 @@ static int apply(steerd_config *c, const option_def *o, const char *value) {
       return -1;
     *(int32_t *)(base + o->offset) = (int32_t)u;
     return 0;
+  case OPT_NAV: {
+    int k = strcmp(value, "mesh") == 0 ? STEER_NAV_MESH : (strcmp(value, "graph") == 0 ? STEER_NAV_GRAPH : -1);
+    if (k < 0)
+      return -1;
+    *(int *)(base + o->offset) = k;
+    return 0;
+  }
   case OPT_LOG_FORMAT: {
     int f = steerd_log_parse_format(value);
     if (f < 0)
@@ -434,6 +447,8 @@ static const char *allowed_text(const option_def *o, char *buf, size_t cap) {
     return "debug, info, warn or error";
   case OPT_LOG_FORMAT:
     return "text or json";
+  case OPT_NAV:
+    return "mesh or graph";
   case OPT_FILE:
     snprintf(buf, cap, "a path of fewer than %d bytes", STEERD_PATH_BYTES);
     return buf;

@@ -85,6 +85,7 @@ typedef struct steerd_config {
   uint32_t plan_budget; /* A* expansions the plan queue may spend per tick (STEERD_PLAN_BUDGET, 1024) */
   /* Ticks a new radius class waits for its graph, 0: by the map's size (STEERD_PLAN_BUILD_DELAY, 0). */
   uint32_t plan_build_delay;
+  int nav; /* steer_nav_kind: what GOTO plans on (STEERD_NAV, mesh) */
 } steerd_config;
 
 #define STEERD_HTTP_PORT_AUTO (-1) /* --http-port auto: the kernel picks a free port */

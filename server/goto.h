@@ -26,7 +26,7 @@
 /* The planner of world w with a budget of A* expansions per tick and a
  * radius class's build delay in ticks (0: the planner's, by the map's size);
  * NULL on no memory. */
-steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget, uint32_t build_delay);
+steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget, uint32_t build_delay, int nav);
 
 /* Starts the builds of the navigation graphs of the radius classes in use
  * (every live agent's: steer_planner_warm_start) on threads of their own,

@@ -2069,7 +2069,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     steerd_server_destroy(s);
     return NULL;
   }
-  s->planner = steerd_goto_create(s->world, cfg->plan_budget, cfg->plan_build_delay);
+  s->planner = steerd_goto_create(s->world, cfg->plan_budget, cfg->plan_build_delay, cfg->nav);
   if (!s->planner) {
     LOG_ERROR("out of memory for the path planner");
     steerd_server_destroy(s);

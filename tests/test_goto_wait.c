@@ -240,8 +240,9 @@ static double metric(const char *text, const char *series) {
 START_TEST(pings_answered_while_graphs_build) {
   write_big_map();
   steerd_proc p;
-  const char *const args[] = {"--map", big_path,      "--world", "-250,-250,250,250", "--plan-build-delay",
-                              "1",     "--http-port", "auto",    "--client-timeout",  "10000",
+  const char *const args[] = {"--map",       big_path, "--world",          "-250,-250,250,250",
+                              "--plan-build-delay", "1",   "--http-port",      "auto",
+                              "--client-timeout",   "10000", "--nav",          "graph",
                               NULL};
   ck_assert_msg(steerd_proc_start(&p, STEERD_BINARY, args, 20000) == 0, "the server did not start");
   events x;
@@ -325,7 +326,9 @@ END_TEST
 START_TEST(readyz_waits_for_start_up_graphs) {
   write_big_map();
   steerd_proc p;
-  const char *const args[] = {"--map", big_path, "--world", "-250,-250,250,250", "--http-port", "auto", NULL};
+  const char *const args[] = {"--map",       big_path, "--world", "-250,-250,250,250",
+                              "--http-port", "auto",   "--nav",   "graph",
+                              NULL};
   ck_assert_msg(steerd_proc_start(&p, STEERD_BINARY, args, 20000) == 0, "the server did not start");
   events x;
   steerd_client *c = connect_client(&p, &x);

@@ -70,6 +70,7 @@ START_TEST(test_probes_and_pages) {
   start(&p, NULL);
   ck_assert_int_eq(http_get(p.http_port, "/healthz", body, sizeof body, 5000), 200);
   ck_assert_str_eq(body, "ok\n");
+  ck_assert_int_eq(http_wait_ready(p.http_port, 10000), 200);
   ck_assert_int_eq(http_get(p.http_port, "/readyz", body, sizeof body, 5000), 200);
   ck_assert_str_eq(body, "ready\n");
   ck_assert_int_eq(http_get(p.http_port, "/no-such-page", body, sizeof body, 5000), 404);
@@ -92,6 +93,7 @@ END_TEST
 START_TEST(test_healthcheck_command) {
   steerd_proc p;
   start(&p, NULL);
+  ck_assert_int_eq(http_wait_ready(p.http_port, 10000), 200);
   char cmd[512];
   snprintf(cmd, sizeof cmd, "%s healthcheck --http-port %u 2>/dev/null", STEERD_BINARY, p.http_port);
   ck_assert_int_eq(run(cmd), 0);

@@ -323,7 +323,7 @@ START_TEST(test_read_only_and_malformed) {
     ws_service(c);
   ck_assert(c->closed);
   ws_close(c);
-  ck_assert_int_eq(http_get(p.http_port, "/readyz", NULL, 0, 3000), 200);
+  ck_assert_int_eq(http_wait_ready(p.http_port, 10000), 200);
   ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
 }
 END_TEST

@@ -135,6 +135,13 @@ int steer_nav_plan_plain(steer_nav *n, const steer_map *m, vec2 from, vec2 to, v
  * (steer_nav_update) when the map version changed. */
 typedef struct steer_nav_cache steer_nav_cache;
 steer_nav_cache *steer_nav_cache_create(vec2 lo, vec2 hi);
+/* What the cache builds: navigation meshes (the default: a build is O(map),
+ * milliseconds on levels of tens of thousands of obstacles) or visibility
+ * graphs (builds O(corners^2), seconds to minutes on such levels, but plans
+ * several times cheaper on open maps strewn with small obstacles). Set before
+ * the first build. */
+typedef enum steer_nav_kind { STEER_NAV_MESH = 0, STEER_NAV_GRAPH, STEER_NAV_KIND_COUNT } steer_nav_kind;
+void steer_nav_cache_set_kind(steer_nav_cache *c, int kind);
 void steer_nav_cache_destroy(steer_nav_cache *c); /* accepts NULL */
 /* The graph for radius r, up to date with m (built now if needed: the only
  * costly call; NULL on no memory or a radius beyond the classes). */

@@ -1025,6 +1025,7 @@ typedef struct nav_job {
   steer_nav *out;
   float r;
   vec2 lo, hi;
+  int kind; /* steer_nav_kind */
   int rc;
   /* Set by the thread when the build is over, so a caller can wait for it a
    * slice at a time (steer_nav_cache_wait) instead of in one pthread_join. */
@@ -1039,7 +1040,13 @@ struct steer_nav_cache {
   nav_job *job[STEER_NAV_CLASSES]; /* a build running off the caller's thread */
   uint64_t builds;      /* full builds (steer_nav_build) so far, on any thread */
   uint64_t sync_builds; /* of which on the caller's thread (steer_nav_cache_get) */
+  int kind;             /* steer_nav_kind */
 };
+
+void steer_nav_cache_set_kind(steer_nav_cache *c, int kind) {
+  if (kind >= 0 && kind < STEER_NAV_KIND_COUNT)
+    c->kind = kind;
+}
 
 float steer_nav_class_radius(float r) {
   float k = ceilf(r / STEER_NAV_CLASS - 1e-4f);
@@ -1065,7 +1072,8 @@ steer_nav_cache *steer_nav_cache_create(vec2 lo, vec2 hi) {
 
 static void *job_run(void *arg) {
   nav_job *j = arg;
-  j->rc = steer_nav_build_mesh(j->out, j->snap, j->r, j->lo, j->hi);
+  j->rc = j->kind == STEER_NAV_GRAPH ? steer_nav_build(j->out, j->snap, j->r, j->lo, j->hi)
+                                     : steer_nav_build_mesh(j->out, j->snap, j->r, j->lo, j->hi);
   pthread_mutex_lock(&j->mu);
   j->done = 1;
   pthread_cond_broadcast(&j->cv);
@@ -1145,7 +1153,9 @@ steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r) 
   if (!n->built || n->r != cr) {
     c->builds++;
     c->sync_builds++;
-    if (steer_nav_build_mesh(n, m, cr, c->lo, c->hi) != 0)
+    int rc = c->kind == STEER_NAV_GRAPH ? steer_nav_build(n, m, cr, c->lo, c->hi)
+                                        : steer_nav_build_mesh(n, m, cr, c->lo, c->hi);
+    if (rc != 0)
       return NULL;
   }
   return n;
@@ -1187,6 +1197,7 @@ int steer_nav_cache_start(steer_nav_cache *c, const steer_map *m, float r, float
     return STEER_ENOMEM;
   }
   j->r = steer_nav_class_radius(r);
+  j->kind = c->kind;
   j->lo = c->lo;
   j->hi = c->hi;
   j->snap = map_copy(m, c->lo, c->hi, cell);

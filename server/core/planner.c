@@ -65,12 +65,12 @@ steer_goto steer_default_goto(void) {
 }
 
 steer_planner_config steer_default_planner_config(void) {
-  steer_planner_config c = {1024u, 0u};
+  steer_planner_config c = {1024u, 0u, STEER_NAV_MESH};
   return c;
 }
 
 steer_planner *steer_planner_create(const steer_world *w, const steer_planner_config *cfg) {
-  if (!w || !cfg || cfg->budget == 0)
+  if (!w || !cfg || cfg->budget == 0 || cfg->nav >= STEER_NAV_KIND_COUNT)
     return NULL;
   steer_planner *p = calloc(1, sizeof *p);
   if (!p)
@@ -83,6 +83,8 @@ steer_planner *steer_planner_create(const steer_world *w, const steer_planner_co
   p->events = calloc(p->cap, sizeof *p->events);
   p->route = calloc(STEER_PLANNER_MAX_ROUTE + 1u, sizeof *p->route);
   p->navs = steer_nav_cache_create(wc->min, wc->max);
+  if (p->navs)
+    steer_nav_cache_set_kind(p->navs, cfg->nav);
   if (!p->rec || !p->ring || !p->events || !p->route || !p->navs) {
     steer_planner_destroy(p);
     return NULL;
@@ -162,6 +164,8 @@ static uint64_t build_delay(const steer_planner *p, const steer_world *w) {
   if (p->cfg.build_delay)
     return p->cfg.build_delay;
   uint64_t segs = steer_map_segment_count(steer_world_map(w));
+  if (p->cfg.nav == STEER_NAV_MESH)
+    return 1u + segs / STEER_PLANNER_MESH_SEGMENTS_PER_TICK;
   return 1u + segs / STEER_PLANNER_SEGMENTS_PER_TICK + segs * segs / STEER_PLANNER_SEGMENT_PAIRS_PER_TICK;
 }
 

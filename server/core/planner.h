@@ -101,14 +101,19 @@ steer_goto steer_default_goto(void);
 typedef struct steer_planner_config {
   uint32_t budget; /* A* expansions per tick (1024: about 9 ms of plans on a 1 km map of 100 obstacles), >= 1 */
   /* Ticks a new radius class's plans wait for its graph, built meanwhile off
-   * the tick thread; 0 (default): by the map's segments s, 1 + s / 128 + s^2 / 2^20
-   * (the build's pairs grow as s^2): 37 ticks for 3 338 segments (1 000
+   * the tick thread; 0 (default): by the map's segments s. A mesh: 1 + s /
+   * 8 192 (its build is O(s), about 1 ms per 1 000 segments): 1 tick for a
+   * few thousand segments, 14 for 113 000 (a 400 x 400 grid of 33 % random
+   * blocks, about 0.2 s of build). A visibility graph: 1 + s / 128 + s^2 /
+   * 2^20 (the build's pairs grow as s^2): 37 ticks for 3 338 segments (1 000
    * obstacles of rooms and pillars, about 1 s of build), 737 for 24 000 (600
    * 40-gons, about 25 s), 1 for a few. */
   uint32_t build_delay;
+  uint8_t nav; /* steer_nav_kind: what the classes plan on (STEER_NAV_MESH) */
 } steer_planner_config;
 
-#define STEER_PLANNER_SEGMENTS_PER_TICK      128u        /* see build_delay */
+#define STEER_PLANNER_MESH_SEGMENTS_PER_TICK 8192u      /* see build_delay */
+#define STEER_PLANNER_SEGMENTS_PER_TICK      128u       /* see build_delay */
 #define STEER_PLANNER_SEGMENT_PAIRS_PER_TICK (1u << 20) /* see build_delay */
 
 steer_planner_config steer_default_planner_config(void);

@@ -94,3 +94,17 @@ int http_get(uint16_t port, const char *path, char *body, size_t cap, uint32_t t
   lws_context_destroy(ctx);
   return st.status;
 }
+
+int http_wait_ready(uint16_t port, uint32_t timeout_ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    int status = http_get(port, "/readyz", NULL, 0, timeout_ms);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double ms = (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6;
+    if (status == 200 || ms >= (double)timeout_ms)
+      return status;
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+}

@@ -17,6 +17,11 @@ struct lws_protocols;
  * to body (may be NULL). */
 int http_get(uint16_t port, const char *path, char *body, size_t cap, uint32_t timeout_ms);
 
+/* GETs /readyz until it answers 200 or timeout_ms pass (a server is ready once
+ * the navigation meshes of the radius classes in use are built, a tick or
+ * two after it listens). Returns the last status. */
+int http_wait_ready(uint16_t port, uint32_t timeout_ms);
+
 /* A client context (no listening socket, IPv4) for protocols, with user as its
  * user data (lws_context_user). NULL on failure. */
 struct lws_context *http_client_context(const struct lws_protocols *protocols, void *user);
