@@ -127,7 +127,8 @@ static const option_def options[] = {
      "threads of the tick's steering pass and the delta snapshots' encoding; 0 = one per core, "
      "1 = the loop thread only (0)"},
     {"--plan-budget", "STEERD_PLAN_BUDGET", OPT_U32, OFF(plan_budget), 1, 1000000,
-     "GOTO: A* node expansions the plan queue may spend per tick; a started plan is finished (1024)"},
+     "GOTO: search node expansions the plan queue may spend per tick; a mesh plan past it goes on in the "
+     "next tick (1024)"},
     {"--plan-build-delay", "STEERD_PLAN_BUILD_DELAY", OPT_U32, OFF(plan_build_delay), 0, 1000000,
      "GOTO: ticks a radius class waits for its navigation graph, built meanwhile off the loop; 0 = by the "
      "map's size (0)"},

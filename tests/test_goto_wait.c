@@ -397,13 +397,14 @@ START_TEST(metrics_show_the_planner) {
 }
 END_TEST
 
-/* One plan per tick (--plan-budget 1): a burst of GOTOs queues, and QUERY
- * tells each queued agent how many requests are ahead of it. */
+/* One plan per tick (--plan-budget 1 on visibility graphs, whose plans are
+ * never cut in slices): a burst of GOTOs queues, and QUERY tells each queued
+ * agent how many requests are ahead of it. */
 START_TEST(query_reports_queue_position) {
   write_small_map();
   steerd_proc p;
-  const char *const args[] = {"--no-demo",     "--map",         small_path, "--world",
-                              "-50,-50,50,50", "--plan-budget", "1",        NULL};
+  const char *const args[] = {"--no-demo",     "--map",         small_path, "--world", "-50,-50,50,50",
+                              "--plan-budget", "1",             "--nav",    "graph",   NULL};
   ck_assert_msg(steerd_proc_start(&p, STEERD_BINARY, args, 20000) == 0, "the server did not start");
   events x;
   steerd_client *c = connect_client(&p, &x);

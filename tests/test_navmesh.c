@@ -3,7 +3,7 @@
  * checked exactly here (segment-to-segment distances in doubles, independent
  * of the mesh) and by the map's own swept-disc test; a route exists whenever
  * the visibility graph (nav.h) finds one, and it is never longer than the
- * graph's exact shortest route by more than 0.5 %;
+ * graph's exact shortest route by more than 0.5 % and 3 cm;
  * errors are reported (a goal in geometry, a closed-off goal, NaN, a short
  * buffer); a start pressed into the margin is snapped; the mesh and its routes
  * are the same bits on every build. */
@@ -162,8 +162,10 @@ static void compare_on(const shapes *s, int w, const unsigned char *blocked, flo
     double clear = route_clearance(s, from, a, rm.count, r);
     ck_assert_msg(clear >= (double)r + (double)STEER_MAP_SKIN - 1e-4, "problem %d: clearance %g < %g", i,
                   clear, (double)r);
-    if (cg == 0) /* the graph keeps a wider margin at its corners: it may find no way where the mesh does */
-      ck_assert_msg(rm.length <= rg.length * 1.005f + 1e-3f, "problem %d: mesh %g, graph %g", i, rm.length,
+    /* The graph's legs may pass other corners at r + skin, the mesh keeps the
+     * margin along the whole route: a few cm on a short route at most. */
+    if (cg == 0)
+      ck_assert_msg(rm.length <= rg.length * 1.005f + 0.03f, "problem %d: mesh %g, graph %g", i, rm.length,
                     rg.length);
     ck_assert_msg(rm.length >= v2_len(v2_sub(to, from)) - 1e-3f, "problem %d: shorter than the straight line",
                   i);

@@ -446,7 +446,7 @@ START_TEST(checkpoint_continues_bit_for_bit) {
   ck_assert_int_eq(steer_planner_load(p2, pb2, pl), STEER_ECORRUPT);
   ck_assert_int_eq(steer_planner_load(p2, pb, pl - 1), STEER_ECORRUPT);
   memcpy(pb2, pb, pl);
-  pb2[4] = 3; /* version 3, checksum repaired */
+  pb2[4] = STEER_PLANNER_STATE_VERSION + 1u; /* a later version, checksum repaired */
   reseal(pb2, pl);
   ck_assert_int_eq(steer_planner_load(p2, pb2, pl), STEER_EVERSION);
   steer_world *small = make_world(32, HALF, 1);
@@ -718,6 +718,7 @@ START_TEST(warm_start_waits_with_the_hook_deterministically) {
   enum { DELAY = 2, TICKS = 8 };
   steer_planner_config pc = steer_default_planner_config();
   pc.build_delay = DELAY;
+  pc.nav = STEER_NAV_GRAPH; /* builds of seconds: the wait is certain */
   steer_world *w[2];
   steer_planner *p[2];
   steer_id a[2];
@@ -799,6 +800,99 @@ START_TEST(warm_start_waits_with_the_hook_deterministically) {
 }
 END_TEST
 
+/* On a mesh a plan longer than the budget goes on over ticks, first in the
+ * queue, and ends with the route a plan in one go gives; no tick spends more
+ * than the budget and one set-up; a map change meanwhile begins it again on
+ * the new map. */
+START_TEST(sliced_plan_is_the_whole_plan) {
+  enum { SMALL = 64 };
+  steer_world *w[2];
+  steer_planner *p[2];
+  steer_id a[2];
+  const uint32_t budgets[2] = {SMALL, 1000000u};
+  for (int k = 0; k < 2; k++) {
+    w[k] = pillars();
+    steer_planner_config pc = steer_default_planner_config();
+    pc.budget = budgets[k];
+    p[k] = steer_planner_create(w[k], &pc);
+    a[k] = spawn(w[k], v2(-45.0f, -45.0f), 0.4f, STEER_MODEL_DYNAMIC);
+    steer_goto g = goto_point(v2(44.0f, 44.0f));
+    ck_assert_int_eq(steer_planner_goto(p[k], w[k], a[k], &g), 0);
+  }
+  int ticks[2] = {-1, -1};
+  uint32_t slices = 0;
+  for (int t = 0; t < 4000 && ticks[0] < 0; t++)
+    for (int k = 0; k < 2; k++) {
+      if (ticks[k] >= 0)
+        continue;
+      steer_planner_update(p[k], w[k]);
+      uint32_t n;
+      const steer_plan_event *e = steer_planner_events(p[k], &n);
+      if (k == 0)
+        ck_assert_uint_le(steer_planner_get_stats(p[k]).last_expanded, SMALL + 1u);
+      steer_world_step(w[k], DT);
+      steer_planner_observe(p[k], w[k]);
+      if (n) {
+        ck_assert_uint_eq(e[0].type, STEER_PLAN_PLANNED);
+        ticks[k] = t;
+      } else if (k == 0 && ticks[1] >= 0) {
+        uint32_t pos = 99;
+        ck_assert_int_eq(steer_planner_queue_position(p[0], a[0], &pos), 0); /* still first */
+        ck_assert_uint_eq(pos, 0);
+        slices++;
+      }
+    }
+  ck_assert_int_ge(ticks[1], 0);
+  ck_assert_int_gt(ticks[0], ticks[1] + 3); /* many slices */
+  ck_assert_uint_gt(slices, 2);
+  steer_agent_info i0, i1;
+  ck_assert_int_eq(steer_world_get(w[0], a[0], &i0), 0);
+  ck_assert_int_eq(steer_world_get(w[1], a[1], &i1), 0);
+  steer_path r0, r1;
+  ck_assert_int_eq(steer_world_path_get(w[0], i0.path, &r0), 0);
+  ck_assert_int_eq(steer_world_path_get(w[1], i1.path, &r1), 0);
+  ck_assert_uint_eq(r0.count, r1.count);
+  for (uint32_t i = 0; i < r0.count; i++) {
+    ck_assert(r0.points[i].x == r1.points[i].x);
+    ck_assert(r0.points[i].y == r1.points[i].y);
+  }
+  /* A map change while the slices go on: the plan begins again and its route
+   * keeps clear of the new wall. */
+  steer_id b = spawn(w[0], v2(-45.0f, 45.0f), 0.4f, STEER_MODEL_DYNAMIC);
+  steer_goto g = goto_point(v2(44.0f, -44.0f));
+  ck_assert_int_eq(steer_planner_goto(p[0], w[0], b, &g), 0);
+  for (int t = 0; t < 4; t++) {
+    steer_planner_update(p[0], w[0]);
+    steer_world_step(w[0], DT);
+  }
+  wall(w[0], 999, v2(-2.0f, -40.0f), v2(2.0f, 40.0f));
+  int planned = 0;
+  for (int t = 0; t < 2000 && !planned; t++) {
+    steer_planner_update(p[0], w[0]);
+    uint32_t n;
+    const steer_plan_event *e = steer_planner_events(p[0], &n);
+    for (uint32_t i = 0; i < n; i++)
+      planned |= e[i].agent == b && e[i].type == STEER_PLAN_PLANNED;
+    if (!planned)
+      steer_world_step(w[0], DT);
+  }
+  ck_assert(planned);
+  steer_agent_info ib;
+  ck_assert_int_eq(steer_world_get(w[0], b, &ib), 0);
+  steer_path rb;
+  ck_assert_int_eq(steer_world_path_get(w[0], ib.path, &rb), 0);
+  vec2 at = ib.state.position;
+  for (uint32_t i = 0; i < rb.count; i++) {
+    ck_assert(steer_nav_clear(steer_world_map(w[0]), at, rb.points[i], 0.4f));
+    at = rb.points[i];
+  }
+  for (int k = 0; k < 2; k++) {
+    steer_planner_destroy(p[k]);
+    steer_world_destroy(w[k]);
+  }
+}
+END_TEST
+
 /* A saved state of format version 1 (before the served classes were saved)
  * is read with every class served. */
 START_TEST(version_1_state_serves_every_class) {
@@ -810,8 +904,9 @@ START_TEST(version_1_state_serves_every_class) {
   size_t pl = steer_planner_state_size(p);
   uint8_t *pb = malloc(pl);
   ck_assert_int_eq(steer_planner_save(p, pb, pl, NULL), 0);
-  /* Version 1: the same without the classes' part (1 + 8 x 8 bytes). */
-  size_t l1 = pl - 65u;
+  /* Version 1: the same without the classes' part (1 + 8 x 8 bytes) and the
+   * flag of a plan in progress (1 byte: none). */
+  size_t l1 = pl - 66u;
   pb[4] = 1;
   reseal(pb, l1);
   steer_planner *q = planner(w);
@@ -841,6 +936,7 @@ static Suite *planner_suite(void) {
   tcase_add_test(tc, new_class_built_off_the_tick_deterministically);
   tcase_add_test(tc, warm_start_waits_with_the_hook_deterministically);
   tcase_add_test(tc, version_1_state_serves_every_class);
+  tcase_add_test(tc, sliced_plan_is_the_whole_plan);
   return s;
 }
 

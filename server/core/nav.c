@@ -681,14 +681,22 @@ static vec2 node_pos(const steer_nav *n, uint32_t i, vec2 from, vec2 to) {
 
 /* On the mesh: a goal the body fits at but within the mesh's margin of the
  * geometry is reached from the nearest point of the mesh (a step of mm). */
+steer_mesh *steer_nav_mesh(steer_nav *n) { return n ? n->mesh : NULL; }
+
+int steer_nav_mesh_goal(const steer_nav *n, const steer_map *m, vec2 to, vec2 *goal) {
+  if (steer_mesh_nearest(n->mesh, to, STEER_MESH_MARGIN + STEER_MAP_SKIN, goal) != 0)
+    return STEER_EBLOCKED;
+  if ((goal->x != to.x || goal->y != to.y) && !steer_nav_clear(m, *goal, to, n->r))
+    return STEER_EBLOCKED;
+  return 0;
+}
+
 static int mesh_plan(steer_nav *n, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
                      steer_nav_result *res) {
   vec2 goal;
-  if (steer_mesh_nearest(n->mesh, to, STEER_MESH_MARGIN + STEER_MAP_SKIN, &goal) != 0)
+  if (steer_nav_mesh_goal(n, m, to, &goal) != 0)
     return STEER_EBLOCKED;
   int extra = goal.x != to.x || goal.y != to.y;
-  if (extra && !steer_nav_clear(m, goal, to, n->r))
-    return STEER_EBLOCKED;
   int rc = steer_mesh_plan(n->mesh, from, goal, out, extra ? cap - 1u : cap, res);
   if (rc == 0 && extra) {
     out[res->count++] = to;

@@ -81,6 +81,14 @@ int steer_nav_build(steer_nav *n, const steer_map *m, float r, vec2 lo, vec2 hi)
  * reached from the nearest free point), steer_nav_update rebuilds it. The
  * graph's own queries (nodes, neighbours) see an empty graph. */
 int steer_nav_build_mesh(steer_nav *n, const steer_map *m, float r, vec2 lo, vec2 hi);
+typedef struct steer_mesh steer_mesh; /* navmesh.h */
+/* The mesh a steer_nav_build_mesh graph plans on (NULL for a visibility
+ * graph), for plans in slices (navmesh.h steer_mesh_plan_start). */
+steer_mesh *steer_nav_mesh(steer_nav *n);
+/* Where a mesh plan to `to` ends: `to`, or the nearest point of the mesh when
+ * `to` lies within its margin (steer_nav_plan then adds `to` as the last
+ * point). 0, or STEER_EBLOCKED (not free for the graph's radius). */
+int steer_nav_mesh_goal(const steer_nav *n, const steer_map *m, vec2 to, vec2 *goal);
 /* Brings a built graph up to date with m (same radius and bounds), reusing
  * what the changes since the graph's map cannot affect; the result equals
  * steer_nav_build's. Obstacles are matched by id and shape in map order, so

@@ -41,8 +41,10 @@
 #include "vec2.h"
 
 #define STEER_MESH_TILE 16.0f /* m, side of a tile of the sweep */
-#define STEER_MESH_MARGIN                                                                                    \
-  0.005f /* m, beyond r + skin: the route's points are floats (6e-5 m apart at 1 km) */
+/* m, beyond r + skin, as the visibility graph's corners: a fast body cutting a
+ * corner of its route has that much room (a few cm: at most 8 % of r + skin
+ * longer per corner), and a route's float points are far inside it. */
+#define STEER_MESH_MARGIN 0.05f
 
 typedef struct steer_mesh steer_mesh;
 
@@ -79,5 +81,15 @@ int steer_mesh_nearest(const steer_mesh *mesh, vec2 p, float reach, vec2 *out);
  * then the route's first point. */
 #define STEER_MESH_SNAP 0.25f /* m */
 int steer_mesh_plan(steer_mesh *mesh, vec2 from, vec2 to, vec2 *out, uint32_t cap, steer_nav_result *res);
+
+/* The same plan in slices, for a caller with a budget per tick: start (0, or
+ * steer_mesh_plan's error at once), then run until it returns 1 (each call
+ * expands at most budget search nodes, *spent says how many), then result
+ * (steer_mesh_plan's answer). One plan at a time per mesh; a new start, or a
+ * plain steer_mesh_plan, drops the one in progress. The slices change nothing
+ * of the answer: the same nodes are expanded in the same order. */
+int steer_mesh_plan_start(steer_mesh *mesh, vec2 from, vec2 to);
+int steer_mesh_plan_run(steer_mesh *mesh, uint32_t budget, uint32_t *spent);
+int steer_mesh_plan_result(steer_mesh *mesh, vec2 *out, uint32_t cap, steer_nav_result *res);
 
 #endif /* STEER_NAVMESH_H */

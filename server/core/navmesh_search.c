@@ -28,7 +28,8 @@
 #define NO_ROOT    UINT32_MAX
 #define MAX_NODES  (1u << 22) /* a search past this many nodes gives up (STEER_ENOENT) */
 #define GOAL_CELLS 16u
-#define SNAP_END   1e-6 /* m, see successor */
+enum { SEARCH_IDLE = 0, SEARCH_RUNNING, SEARCH_DONE };
+#define SNAP_END 1e-6 /* m, see successor */
 
 typedef struct mroot {
   mpt p;
@@ -62,6 +63,9 @@ struct mesh_search {
   uint32_t *best_gen;
   uint32_t *goal_gen; /* per cell: whether it holds the goal, this search */
   uint32_t gen, nverts, ncells;
+  /* The plan in progress (steer_mesh_plan_start .. _result). */
+  int state, rc, snapped, found;
+  vec2 from, to;
   uint64_t *open; /* (root, cell) pairs opened whole: seen_open */
   uint32_t nopen, copen;
   mpt goal;
@@ -413,80 +417,121 @@ static int expand(struct mesh_search *s, const steer_mesh *m, const mnode *n) {
   return 1;
 }
 
-int steer_mesh_plan(steer_mesh *m, vec2 from, vec2 to, vec2 *out, uint32_t cap, steer_nav_result *res) {
-  steer_nav_result r0 = {0, 0.0f, 0};
-  if (res)
-    *res = r0;
+int steer_mesh_plan_start(steer_mesh *m, vec2 from, vec2 to) {
   if (!m || !isfinite(from.x) || !isfinite(from.y) || !isfinite(to.x) || !isfinite(to.y))
     return STEER_EINVAL;
   struct mesh_search *s = search_of(m);
   if (!s)
     return STEER_ENOMEM;
+  s->state = SEARCH_DONE;
+  s->rc = STEER_ENOMEM;
+  s->found = -1;
+  s->from = from;
+  s->to = to;
   mpt st = {from.x, from.y}, goal = {to.x, to.y};
   uint32_t gc[GOAL_CELLS];
   uint32_t ngc = mesh_locate_all(m, goal, gc, GOAL_CELLS);
   if (!ngc)
-    return STEER_EBLOCKED;
+    return s->rc = STEER_EBLOCKED;
   int32_t sc = mesh_locate(m, st);
-  int snapped = 0;
+  s->snapped = 0;
   if (sc == MESH_NONE) {
     if (!mesh_nearest(m, st, (double)STEER_MESH_SNAP, &st, &sc))
-      return STEER_ENOENT;
-    snapped = 1;
+      return s->rc = STEER_ENOENT;
+    s->snapped = 1;
   }
   s->goal = goal;
   for (uint32_t i = 0; i < ngc; i++)
     s->goal_gen[gc[i]] = s->gen;
-  uint32_t root0;
   if (!grow(&s->roots, &s->cr, 1u, sizeof *s->roots))
     return STEER_ENOMEM;
   s->roots[0] = (mroot){st, MESH_NONE, NO_ROOT};
   s->nr = 1;
-  root0 = 0;
-  int found = -1;
   if (s->goal_gen[sc] == s->gen) {
-    if (!push_goal(s, root0, 0.0))
+    if (!push_goal(s, 0, 0.0))
       return STEER_ENOMEM;
   } else {
     const mesh_cell *mc = &m->cells[sc];
     for (uint32_t j = 0; j < mc->count; j++)
-      if (!successor(s, m, (uint32_t)sc, j, 0.0, 1.0, root0, 0.0))
+      if (!successor(s, m, (uint32_t)sc, j, 0.0, 1.0, 0, 0.0))
         return STEER_ENOMEM;
   }
-  while (s->nh > 0) {
+  s->state = SEARCH_RUNNING;
+  return 0;
+}
+
+int steer_mesh_plan_run(steer_mesh *m, uint32_t budget, uint32_t *spent) {
+  struct mesh_search *s = m ? m->search : NULL;
+  uint32_t n0 = s ? s->expanded : 0;
+  if (spent)
+    *spent = 0;
+  if (!s || s->state != SEARCH_RUNNING)
+    return 1;
+  while (s->nh > 0 && s->expanded - n0 < budget) {
     uint32_t ni = heap_pop(s);
     mnode n = s->nodes[ni];
     if (n.cell == NO_CELL) {
-      found = (int)ni;
+      s->found = (int)ni;
       break;
     }
     int32_t rv = s->roots[n.root].v;
     if (rv >= 0 && n.g > s->best[rv] + MESH_EPS)
       continue;
     s->expanded++;
-    if (!expand(s, m, &n))
-      return s->nn >= MAX_NODES ? STEER_ENOENT : STEER_ENOMEM;
+    if (!expand(s, m, &n)) {
+      s->state = SEARCH_DONE;
+      s->rc = s->nn >= MAX_NODES ? STEER_ENOENT : STEER_ENOMEM;
+      break;
+    }
   }
+  if (spent)
+    *spent = s->expanded - n0;
+  if (s->state == SEARCH_RUNNING && (s->found >= 0 || s->nh == 0)) {
+    s->state = SEARCH_DONE;
+    s->rc = s->found >= 0 ? 0 : STEER_ENOENT;
+  }
+  return s->state == SEARCH_DONE;
+}
+
+int steer_mesh_plan_result(steer_mesh *m, vec2 *out, uint32_t cap, steer_nav_result *res) {
+  steer_nav_result r0 = {0, 0.0f, 0};
+  if (res)
+    *res = r0;
+  struct mesh_search *s = m ? m->search : NULL;
+  if (!s || s->state != SEARCH_DONE)
+    return STEER_EINVAL;
   if (res)
     res->expanded = s->expanded;
-  if (found < 0)
-    return STEER_ENOENT;
+  if (s->rc != 0)
+    return s->rc;
   /* The roots back to the start, then forward into out. */
-  const mnode *f = &s->nodes[found];
-  uint32_t count = 1u + (snapped ? 1u : 0u);
-  for (uint32_t r = f->root; r != root0; r = s->roots[r].parent)
+  const mnode *f = &s->nodes[s->found];
+  mpt st = s->roots[0].p;
+  uint32_t count = 1u + (s->snapped ? 1u : 0u);
+  for (uint32_t r = f->root; r != 0; r = s->roots[r].parent)
     count++;
   if (res) {
     res->count = count;
-    res->length = (float)(f->g + (snapped ? dist((mpt){from.x, from.y}, st) : 0.0));
+    res->length = (float)(f->g + (s->snapped ? dist((mpt){s->from.x, s->from.y}, st) : 0.0));
   }
   if (count > cap)
     return STEER_EFULL;
   uint32_t i = count;
-  out[--i] = to;
-  for (uint32_t r = f->root; r != root0; r = s->roots[r].parent)
+  out[--i] = s->to;
+  for (uint32_t r = f->root; r != 0; r = s->roots[r].parent)
     out[--i] = v2((float)s->roots[r].p.x, (float)s->roots[r].p.y);
-  if (snapped)
+  if (s->snapped)
     out[--i] = v2((float)st.x, (float)st.y);
   return 0;
+}
+
+int steer_mesh_plan(steer_mesh *m, vec2 from, vec2 to, vec2 *out, uint32_t cap, steer_nav_result *res) {
+  steer_nav_result r0 = {0, 0.0f, 0};
+  if (res)
+    *res = r0;
+  int rc = steer_mesh_plan_start(m, from, to);
+  if (rc != 0)
+    return rc;
+  steer_mesh_plan_run(m, UINT32_MAX, NULL);
+  return steer_mesh_plan_result(m, out, cap, res);
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "bytes.h"
+#include "navmesh.h"
 
 typedef struct goto_rec {
   steer_id id;     /* 0: slot not in GOTO */
@@ -41,6 +42,21 @@ struct steer_planner {
   steer_planner_wait_fn wait_fn; /* the host's, between the slices of a wait */
   void *wait_ctx;
   vec2 *route; /* STEER_PLANNER_MAX_ROUTE + 1 */
+  /* The plan of the queue's head while it spans ticks (on a mesh, sliced: the
+   * search keeps its state in the class's mesh between ticks). Its inputs are
+   * saved with the state, so a restored planner begins it again and runs the
+   * expansions already spent before it goes on: the same search, the same
+   * ticks. */
+  struct {
+    uint8_t on;      /* a plan is in progress for the queue's head */
+    uint8_t running; /* its search is in the mesh (not after a restore) */
+    uint8_t lead;    /* the route starts at lead_pt (the start was moved to fit) */
+    uint32_t spent;  /* expansions so far */
+    uint32_t version; /* of the map it plans on */
+    uint64_t tick;   /* when it began */
+    vec2 from, goal, mesh_goal, lead_pt;
+    uint64_t ns; /* CPU time so far, for the plan time histogram */
+  } act;
   steer_planner_stats stats;
 };
 
@@ -319,6 +335,8 @@ int steer_planner_goto(steer_planner *p, const steer_world *w, steer_id id, cons
     r->queued = queued;
     r->path = -1;
   }
+  if (p->act.on && p->count && &p->rec[p->ring[p->head]] == r)
+    p->act.on = 0; /* its plan in progress was for the old request */
   r->id = id;
   r->g = *g;
   /* Only what the kind uses is kept (the saved state is canonical). */
@@ -344,6 +362,8 @@ int steer_planner_cancel(steer_planner *p, steer_id id) {
     return STEER_ENOENT;
   r->id = 0;
   r->status = STEER_GOTO_NONE; /* a queued entry is skipped when served */
+  if (p->act.on && p->count && &p->rec[p->ring[p->head]] == r)
+    p->act.on = 0;
   return 0;
 }
 
@@ -473,68 +493,14 @@ static void unreachable(steer_planner *p, steer_world *w, goto_rec *r) {
   emit(p, w, r->id, STEER_PLAN_UNREACHABLE, r->reason, 0, 0.0f);
 }
 
-/* Plans for one request; returns the A* expansions spent (at least 1). */
-static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r) {
-  steer_agent_info info;
-  if (steer_world_get(w, r->id, &info) != 0) {
-    r->id = 0;
-    r->status = STEER_GOTO_NONE;
-    return 1;
-  }
-  p->stats.plans++;
-  const steer_map *m = steer_world_map(w);
+/* The route found for r (its points in p->route, total of them): set as the
+ * agent's path, answered with PLANNED or REPLANNED. */
+static void route_found(steer_planner *p, steer_world *w, goto_rec *r, uint32_t total, float length, vec2 goal) {
   const steer_world_config *wc = steer_world_get_config(w);
-  uint64_t sync = steer_nav_cache_sync_builds(p->navs);
-  steer_nav *nav = steer_nav_cache_get(p->navs, m, info.limits.radius);
-  p->tick_builds += steer_nav_cache_sync_builds(p->navs) - sync;
-  if (!nav) { /* a body wider than the largest radius class, or no memory */
-    unreachable(p, w, r);
-    return 1;
-  }
-  float cr = steer_nav_radius(nav);
-  vec2 goal;
-  if (r->g.target.kind == STEER_TARGET_AGENT) {
-    steer_agent_info t;
-    if (steer_world_get(w, r->g.target.agent, &t) != 0) {
-      unreachable(p, w, r);
-      return 1;
-    }
-    goal = t.state.position;
-  } else {
-    goal = r->g.target.point;
-  }
-  if (steer_map_count(m) > 0 && !steer_map_free(m, goal, cr, 0.0f) &&
-      steer_map_nearest_free(m, goal, cr, STEER_PLANNER_SNAP, wc->min, wc->max, &goal) != 0) {
-    unreachable(p, w, r);
-    return 1;
-  }
-  /* The start: the agent's position, or the nearest point a body of the class
-   * radius fits (an agent hugging a wall), reached first. */
-  vec2 from = info.state.position;
-  uint32_t lead = 0;
-  if (steer_map_count(m) > 0 && !steer_map_free(m, from, cr, 0.0f)) {
-    vec2 f;
-    if (steer_map_nearest_free(m, from, cr, STEER_PLANNER_SNAP, wc->min, wc->max, &f) != 0) {
-      unreachable(p, w, r);
-      return 1;
-    }
-    p->route[0] = f;
-    from = f;
-    lead = 1;
-  }
-  steer_nav_result res;
-  int rc = steer_nav_plan(nav, m, from, goal, p->route + lead, STEER_PLANNER_MAX_ROUTE, &res);
-  uint32_t spent = res.expanded + 1u;
-  if (rc != 0) {
-    unreachable(p, w, r);
-    return spent;
-  }
-  uint32_t total = res.count + lead;
   uint32_t n = total < wc->max_path_points ? total : wc->max_path_points;
-  float length = res.length + (lead ? v2_len(v2_sub(p->route[0], info.state.position)) : 0.0f);
   if (steer_world_set_path(w, r->id, p->route, n, r->g.node_radius, STEER_PATH_ONCE, r->g.cornering) != 0) {
     unreachable(p, w, r);
-    return spent;
+    return;
   }
   steer_agent_info now;
   steer_world_get(w, r->id, &now);
@@ -543,9 +509,154 @@ static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r) {
   r->path = now.path;
   r->partial = n < total;
   r->goal = goal;
-  r->map_version = steer_map_version(m);
+  r->map_version = steer_map_version(steer_world_map(w));
   emit(p, w, r->id, type, r->reason, n, length);
+}
+
+/* The goal and start of r's plan for class radius cr: 0, or -1 (unreachable:
+ * the target agent is gone, or no point fits near the goal or the start). */
+static int plan_ends(steer_planner *p, const steer_world *w, const goto_rec *r, const steer_agent_info *info, float cr) {
+  const steer_map *m = steer_world_map(w);
+  const steer_world_config *wc = steer_world_get_config(w);
+  vec2 goal;
+  if (r->g.target.kind == STEER_TARGET_AGENT) {
+    steer_agent_info t;
+    if (steer_world_get(w, r->g.target.agent, &t) != 0)
+      return -1;
+    goal = t.state.position;
+  } else {
+    goal = r->g.target.point;
+  }
+  if (steer_map_count(m) > 0 && !steer_map_free(m, goal, cr, 0.0f) &&
+      steer_map_nearest_free(m, goal, cr, STEER_PLANNER_SNAP, wc->min, wc->max, &goal) != 0)
+    return -1;
+  /* The start: the agent's position, or the nearest point a body of the class
+   * radius fits (an agent hugging a wall), reached first. */
+  p->act.from = info->state.position;
+  p->act.lead = 0;
+  if (steer_map_count(m) > 0 && !steer_map_free(m, p->act.from, cr, 0.0f)) {
+    vec2 f;
+    if (steer_map_nearest_free(m, p->act.from, cr, STEER_PLANNER_SNAP, wc->min, wc->max, &f) != 0)
+      return -1;
+    p->act.lead_pt = f;
+    p->act.from = f;
+    p->act.lead = 1;
+  }
+  p->act.goal = goal;
+  return 0;
+}
+
+/* Plans for the queue's head r within left expansions: on a mesh in slices
+ * (*pending set when the plan goes on in the next tick), on a visibility graph
+ * whole. Returns the expansions spent (at least 1). */
+static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r, uint32_t left, int *pending) {
+  *pending = 0;
+  steer_agent_info info;
+  if (steer_world_get(w, r->id, &info) != 0) {
+    r->id = 0;
+    r->status = STEER_GOTO_NONE;
+    return 1;
+  }
+  const steer_map *m = steer_world_map(w);
+  uint64_t sync = steer_nav_cache_sync_builds(p->navs);
+  steer_nav *nav = steer_nav_cache_get(p->navs, m, info.limits.radius);
+  p->tick_builds += steer_nav_cache_sync_builds(p->navs) - sync;
+  if (!nav) { /* a body wider than the largest radius class, or no memory */
+    p->stats.plans++;
+    unreachable(p, w, r);
+    return 1;
+  }
+  float cr = steer_nav_radius(nav);
+  steer_mesh *mesh = steer_nav_mesh(nav);
+  if (p->act.on && (!mesh || p->act.version != steer_nav_map_version(nav)))
+    p->act.on = 0; /* the map changed under the plan: it begins again */
+  uint32_t spent = 0;
+  if (!p->act.on) {
+    p->stats.plans++;
+    p->act.ns = 0;
+    p->act.spent = 0;
+    p->act.tick = steer_world_tick(w);
+    if (plan_ends(p, w, r, &info, cr) != 0) {
+      unreachable(p, w, r);
+      return 1;
+    }
+    if (!mesh) { /* a visibility graph: the whole plan now */
+      vec2 *out = p->route + p->act.lead;
+      if (p->act.lead)
+        p->route[0] = p->act.lead_pt;
+      steer_nav_result res;
+      int rc = steer_nav_plan(nav, m, p->act.from, p->act.goal, out, STEER_PLANNER_MAX_ROUTE, &res);
+      if (rc != 0) {
+        unreachable(p, w, r);
+        return res.expanded + 1u;
+      }
+      float length = res.length + (p->act.lead ? v2_len(v2_sub(p->act.lead_pt, info.state.position)) : 0.0f);
+      route_found(p, w, r, res.count + p->act.lead, length, p->act.goal);
+      return res.expanded + 1u;
+    }
+    if (steer_nav_mesh_goal(nav, m, p->act.goal, &p->act.mesh_goal) != 0) {
+      unreachable(p, w, r);
+      return 1;
+    }
+    p->act.version = steer_nav_map_version(nav);
+    p->act.on = 1;
+    p->act.running = 0;
+  }
+  if (!p->act.running) { /* begun now, or again after a restore: the expansions already spent first */
+    int rc = steer_mesh_plan_start(mesh, p->act.from, p->act.mesh_goal);
+    if (rc != 0) {
+      p->act.on = 0;
+      unreachable(p, w, r);
+      return 1;
+    }
+    steer_mesh_plan_run(mesh, p->act.spent, NULL);
+    p->act.running = 1;
+  }
+  int done = steer_mesh_plan_run(mesh, left, &spent);
+  p->act.spent += spent;
+  spent += 1u; /* the plan's set-up counts */
+  if (!done) {
+    *pending = 1;
+    return spent;
+  }
+  p->act.on = 0;
+  uint32_t lead = p->act.lead;
+  int extra = p->act.mesh_goal.x != p->act.goal.x || p->act.mesh_goal.y != p->act.goal.y;
+  if (lead)
+    p->route[0] = p->act.lead_pt;
+  steer_nav_result res;
+  int rc = steer_mesh_plan_result(mesh, p->route + lead, STEER_PLANNER_MAX_ROUTE - (uint32_t)extra, &res);
+  if (rc != 0) {
+    unreachable(p, w, r);
+    return spent;
+  }
+  uint32_t total = res.count + lead;
+  if (extra) {
+    p->route[total++] = p->act.goal;
+    res.length += v2_len(v2_sub(p->act.goal, p->act.mesh_goal));
+  }
+  /* A plan begun in an earlier tick starts where the agent was then: if the
+   * way from where it is now to the route's first point is not clear, the
+   * route goes back to that start first. */
+  if (!lead && p->act.tick != steer_world_tick(w) && total < STEER_PLANNER_MAX_ROUTE &&
+      !steer_nav_clear(m, info.state.position, p->route[0], cr)) {
+    memmove(p->route + 1, p->route, total * sizeof *p->route);
+    p->route[0] = p->act.from;
+    total++;
+    res.length += v2_len(v2_sub(p->act.from, info.state.position));
+  }
+  float length = res.length + (lead ? v2_len(v2_sub(p->act.lead_pt, info.state.position)) : 0.0f);
+  route_found(p, w, r, total, length, p->act.goal);
   return spent;
+}
+
+static void count_plan_time(steer_planner *p, uint64_t ns) {
+  p->stats.plan_ns += ns;
+  for (uint32_t b = 0; b < STEER_PLANNER_TIME_BUCKETS; b++)
+    if ((double)ns <= steer_planner_time_bounds[b] * 1e9) {
+      p->stats.plan_time_bucket[b]++;
+      break;
+    }
 }
 
 void steer_planner_update(steer_planner *p, steer_world *w) {
@@ -557,17 +668,24 @@ void steer_planner_update(steer_planner *p, steer_world *w) {
   settle(p, w, tick);
   uint32_t spent = 0;
   /* Each request is looked at once per tick at most: one whose class is not
-   * ready goes back to the end of the queue (in order, so deterministically). */
+   * ready goes back to the end of the queue (in order, so deterministically).
+   * The head is taken off the queue once its plan is over, so a plan that goes
+   * on in the next tick stays first (QUERY: position 0; saved with the queue). */
   for (uint32_t pops = p->count; pops > 0 && p->count > 0 && spent < p->cfg.budget; pops--) {
     goto_rec *r = &p->rec[p->ring[p->head]];
-    p->head = (p->head + 1) % p->cap;
-    p->count--;
-    r->queued = 0;
-    if (r->id == 0 || r->status == STEER_GOTO_NONE)
-      continue; /* cancelled while queued */
+    if (r->id == 0 || r->status == STEER_GOTO_NONE) {
+      p->head = (p->head + 1) % p->cap; /* cancelled while queued */
+      p->count--;
+      r->queued = 0;
+      p->act.on = 0;
+      continue;
+    }
     steer_agent_info info;
     if (steer_world_get(w, r->id, &info) == 0) {
-      if (!class_ready(p, w, info.limits.radius, tick)) {
+      if (!p->act.on && !class_ready(p, w, info.limits.radius, tick)) {
+        p->head = (p->head + 1) % p->cap;
+        p->count--;
+        r->queued = 0;
         enqueue(p, r, r->reason);
         continue;
       }
@@ -576,17 +694,18 @@ void steer_planner_update(steer_planner *p, steer_world *w) {
       await_build(p, info.limits.radius);
     }
     uint64_t plans = p->stats.plans, t0 = mono_ns();
-    spent += serve(p, w, r);
+    int pending;
+    spent += serve(p, w, r, p->cfg.budget - (spent < p->cfg.budget ? spent : p->cfg.budget), &pending);
+    p->act.ns += mono_ns() - t0;
+    if (pending)
+      break; /* the budget is spent: the plan goes on in the next tick */
+    p->head = (p->head + 1) % p->cap;
+    p->count--;
+    r->queued = 0;
     p->stats.last_served++;
-    if (p->stats.plans != plans) {
-      uint64_t ns = mono_ns() - t0;
-      p->stats.plan_ns += ns;
-      for (uint32_t b = 0; b < STEER_PLANNER_TIME_BUCKETS; b++)
-        if ((double)ns <= steer_planner_time_bounds[b] * 1e9) {
-          p->stats.plan_time_bucket[b]++;
-          break;
-        }
-    }
+    if (p->stats.plans != plans || p->act.ns)
+      count_plan_time(p, p->act.ns);
+    p->act.ns = 0;
   }
   p->stats.last_expanded = spent;
 }
@@ -628,6 +747,7 @@ int steer_planner_queue_position(const steer_planner *p, steer_id id, uint32_t *
 #define STATE_HEAD   16u /* magic, version, capacity, records */
 #define STATE_RECORD 45u
 #define STATE_CLASSES (1u + 8u * STEER_NAV_CLASSES) /* u8 ready, u64 due per class (version 2 on) */
+#define STATE_ACT     49u /* the head's plan in progress, after its u8 flag (version 3 on) */
 
 static uint32_t record_count(const steer_planner *p) {
   uint32_t n = 0;
@@ -668,6 +788,18 @@ static void put_state(const steer_planner *p, steer_wbuf *k) {
   steer_put_u8(k, p->ready);
   for (uint32_t c = 0; c < STEER_NAV_CLASSES; c++)
     steer_put_u64(k, p->due[c]);
+  steer_put_u8(k, p->act.on);
+  if (!p->act.on)
+    return;
+  const vec2 pts[4] = {p->act.from, p->act.goal, p->act.mesh_goal, p->act.lead_pt};
+  for (int i = 0; i < 4; i++) {
+    steer_put_f32(k, pts[i].x);
+    steer_put_f32(k, pts[i].y);
+  }
+  steer_put_u8(k, p->act.lead);
+  steer_put_u32(k, p->act.spent);
+  steer_put_u32(k, p->act.version);
+  steer_put_u64(k, p->act.tick);
 }
 
 uint32_t steer_planner_active(const steer_planner *p) { return record_count(p); }
@@ -682,7 +814,8 @@ int steer_planner_idle(const steer_planner *p) {
 }
 
 size_t steer_planner_state_size(const steer_planner *p) {
-  return STATE_HEAD + (size_t)record_count(p) * STATE_RECORD + 4u + (size_t)p->count * 4u + STATE_CLASSES + 8u;
+  return STATE_HEAD + (size_t)record_count(p) * STATE_RECORD + 4u + (size_t)p->count * 4u + STATE_CLASSES + 1u +
+         (p->act.on ? STATE_ACT : 0u) + 8u;
 }
 
 int steer_planner_save(const steer_planner *p, uint8_t *buf, size_t cap, size_t *len) {
@@ -715,7 +848,7 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   steer_rbuf r = steer_rbuf_make(buf, len - 8);
   r.pos = 4;
   uint32_t version = steer_get_u32(&r);
-  if (version != STEER_PLANNER_STATE_VERSION && version != 1u)
+  if (version != STEER_PLANNER_STATE_VERSION && version != 1u && version != 2u)
     return STEER_EVERSION;
   uint32_t cap = steer_get_u32(&r), n = steer_get_u32(&r);
   if (cap != p->cap || n > cap || (size_t)n * STATE_RECORD > steer_rbuf_left(&r))
@@ -766,8 +899,10 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
     }
   }
   uint32_t m = steer_get_u32(&r);
-  const size_t tail = version == 1u ? 0u : STATE_CLASSES;
-  if (r.bad || m > cap || (size_t)m * 4u + tail != steer_rbuf_left(&r))
+  const size_t tail = version == 1u ? 0u : STATE_CLASSES + (version >= 3u ? 1u : 0u);
+  size_t left = steer_rbuf_left(&r);
+  if (r.bad || m > cap || (size_t)m * 4u + tail > left ||
+      ((size_t)m * 4u + tail != left && (version < 3u || (size_t)m * 4u + tail + STATE_ACT != left)))
     goto out;
   for (uint32_t i = 0; i < m; i++) {
     uint32_t s = steer_get_u32(&r);
@@ -789,6 +924,27 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
     if (r.bad)
       goto out;
   }
+  /* Version 3: the head's plan in progress, begun again by the next update. */
+  uint8_t act_on = version >= 3u ? steer_get_u8(&r) : 0u;
+  vec2 act_pts[4] = {{0}};
+  uint8_t act_lead = 0;
+  uint32_t act_spent = 0, act_version = 0;
+  uint64_t act_tick = 0;
+  if (act_on) {
+    for (int i = 0; i < 4; i++) {
+      act_pts[i].x = steer_get_f32(&r);
+      act_pts[i].y = steer_get_f32(&r);
+    }
+    act_lead = steer_get_u8(&r);
+    act_spent = steer_get_u32(&r);
+    act_version = steer_get_u32(&r);
+    act_tick = steer_get_u64(&r);
+    if (r.bad || act_on != 1u || act_lead > 1u || m == 0 || !finite2(act_pts[0]) || !finite2(act_pts[1]) ||
+        !finite2(act_pts[2]) || !finite2(act_pts[3]))
+      goto out;
+  }
+  if (r.bad || steer_rbuf_left(&r) != 0)
+    goto out;
   for (uint32_t s = 0; s < cap; s++) /* a request waiting for its first plan is in the queue */
     if (rec[s].id != 0 && rec[s].status == STEER_GOTO_QUEUED && !rec[s].queued)
       goto out;
@@ -802,6 +958,16 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   p->nevents = 0;
   p->ready = ready;
   memcpy(p->due, due, sizeof due);
+  memset(&p->act, 0, sizeof p->act);
+  p->act.on = act_on;
+  p->act.from = act_pts[0];
+  p->act.goal = act_pts[1];
+  p->act.mesh_goal = act_pts[2];
+  p->act.lead_pt = act_pts[3];
+  p->act.lead = act_lead;
+  p->act.spent = act_spent;
+  p->act.version = act_version;
+  p->act.tick = act_tick;
   p->restoring = 1;
   rc = STEER_OK;
 out:

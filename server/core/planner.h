@@ -18,9 +18,14 @@
  * The queue: every agent is at most once in it (a new GOTO or a trigger while
  * queued only updates the request), served first come first served; each tick
  * serves requests until the budget (A* expansions, deterministic, unlike a
- * clock) is spent. A request once started is finished, so a tick overshoots the
- * budget by at most one plan. Until its plan is served an agent keeps doing
- * what it did (a replanning agent keeps following its old route).
+ * clock) is spent. On a mesh a plan that reaches the budget is suspended and
+ * goes on in the next tick, first (the search's state stays in the class's
+ * mesh; a map change meanwhile begins it again), so a tick spends the budget
+ * and one plan's set-up at most; on a visibility graph a plan once started is
+ * finished, so a tick overshoots the budget by at most one plan. Until its
+ * plan is served an agent keeps doing what it did (a replanning agent keeps
+ * following its old route); a plan that took several ticks goes back to where
+ * it began first when the agent cannot go straight from where it is now.
  *
  * Results are events: PLANNED (first route), REPLANNED (with the reason),
  * UNREACHABLE (no route for the body's radius class, or the target agent is
@@ -276,7 +281,10 @@ void steer_planner_restoring(steer_planner *p);
  *   (45 bytes); u32 m queued, m x u32 slots from the head of the queue; u8
  *   served radius classes (bit k: class k), u64 due tick per class (0 none,
  *   STEER_NAV_CLASSES of them; version 2 on: a version 1 state is read with
- *   every class served); u64 FNV-1a of every byte before it.
+ *   every class served); u8 1 when the queue's head has a plan in progress
+ *   (version 3 on), then its f32 start x, y, f32 goal x, y, f32 mesh goal x, y,
+ *   f32 lead point x, y, u8 lead, u32 expansions spent, u32 map version, u64
+ *   tick it began (49 bytes); u64 FNV-1a of every byte before it.
  * Records are the agents in GOTO (status not NONE); the queue may name a slot
  * with no record (an agent that left GOTO while queued: it is skipped when
  * served). Not saved: the navigation graphs (a cache, rebuilt from the map on
@@ -286,7 +294,7 @@ void steer_planner_restoring(steer_planner *p);
  * with continues exactly as the saved one would: same routes, events and
  * queue order, and steer_planner_hash equal. */
 
-#define STEER_PLANNER_STATE_VERSION 2u
+#define STEER_PLANNER_STATE_VERSION 3u
 
 /* Exact bytes steer_planner_save writes now. */
 size_t steer_planner_state_size(const steer_planner *p);
