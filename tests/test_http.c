@@ -36,6 +36,9 @@ static void start(steerd_proc *p, const char *const *extra) {
   ck_assert_msg(steerd_proc_start_with(p, STEERD_BINARY, base, extra, 10000) == 0,
                 "the server did not start within 10 s");
   ck_assert_uint_ne(p->http_port, 0);
+  /* Ready once the demo's navigation meshes are built, a tick or two after it
+   * listens: the tests below start from a ready server. */
+  ck_assert_int_eq(http_wait_ready(p->http_port, 10000), 200);
 }
 
 /* The value of the first sample line that starts with series (name and labels). */

@@ -9,6 +9,7 @@
  * are the same bits on every build. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -277,6 +278,89 @@ START_TEST(test_deterministic) {
 }
 END_TEST
 
+/* Builds on threads of their own give the bits of a build on this one (the
+ * server builds its radius classes concurrently). */
+typedef struct build_job {
+  const steer_map *m;
+  float r;
+  uint64_t hash;
+} build_job;
+
+static void *build_on_thread(void *arg) {
+  build_job *j = arg;
+  steer_mesh *mesh = steer_mesh_build(j->m, j->r, v2(0, 0), v2(64, 64));
+  j->hash = mesh ? steer_mesh_hash(mesh) : 0;
+  steer_mesh_destroy(mesh);
+  return NULL;
+}
+
+/* A plan in slices of any size is the plan in one go; two parts of the free
+ * space are no route at once; concurrent builds are deterministic. */
+START_TEST(test_slices_parts_and_threads) {
+  static unsigned char blocked[64 * 64];
+  grid_map(&S, 64, 0.25, 9u, blocked);
+  steer_mesh *mesh = steer_mesh_build(S.m, 0.25f, v2(0, 0), v2(64, 64));
+  ck_assert_ptr_nonnull(mesh);
+  vec2 whole[CAP], part[CAP];
+  steer_nav_result rw, rp;
+  vec2 from = v2(0.5f, 0.5f), to = v2(63.5f, 60.5f);
+  for (int y = 0; y < 64 && blocked[(int)from.y * 64 + (int)from.x]; y++)
+    from.y = (float)y + 0.5f;
+  for (int y = 63; y >= 0 && blocked[(int)to.y * 64 + (int)to.x]; y--)
+    to.y = (float)y + 0.5f;
+  int cw = steer_mesh_plan(mesh, from, to, whole, CAP, &rw);
+  ck_assert_int_eq(cw, 0);
+  ck_assert_uint_gt(rw.expanded, 20u);
+  const uint32_t sizes[] = {1u, 7u, 100u};
+  for (int k = 0; k < 3; k++) {
+    ck_assert_int_eq(steer_mesh_plan_start(mesh, from, to), 0);
+    uint32_t slices = 0, spent, total = 0;
+    while (!steer_mesh_plan_run(mesh, sizes[k], &spent)) {
+      ck_assert_uint_eq(spent, sizes[k]);
+      total += spent;
+      slices++;
+    }
+    total += spent;
+    ck_assert_uint_ge(slices, (rw.expanded - 1u) / sizes[k]);
+    ck_assert_int_eq(steer_mesh_plan_result(mesh, part, CAP, &rp), 0);
+    ck_assert_uint_eq(total, rw.expanded);
+    ck_assert_uint_eq(rp.count, rw.count);
+    ck_assert(rp.length == rw.length);
+    for (uint32_t i = 0; i < rw.count; i++)
+      ck_assert(part[i].x == whole[i].x && part[i].y == whole[i].y);
+  }
+  steer_mesh_destroy(mesh);
+  /* A goal walled in: no route, answered without a search. */
+  vec2 pen[4] = {v2(40, 40), v2(50, 40), v2(50, 50), v2(40, 50)};
+  steer_map *m2 = steer_map_create(v2(0, 0), v2(64, 64), 1.0f);
+  steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 4, pen, 0.0f};
+  ck_assert_int_eq(steer_map_add(m2, 1, &o), 0);
+  vec2 closing[2] = {v2(40, 50), v2(40, 40)};
+  steer_obstacle_desc o2 = {STEER_OBSTACLE_WALL, 2, closing, 0.0f};
+  ck_assert_int_eq(steer_map_add(m2, 2, &o2), 0);
+  steer_mesh *m2m = steer_mesh_build(m2, 0.25f, v2(0, 0), v2(64, 64));
+  ck_assert_int_eq(steer_mesh_plan(m2m, v2(5, 5), v2(45, 45), whole, CAP, &rw), STEER_ENOENT);
+  ck_assert_uint_eq(rw.expanded, 0u);
+  steer_mesh_destroy(m2m);
+  steer_map_destroy(m2);
+  /* Four builds at once, each as the one made here. */
+  build_job jobs[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    jobs[i] = (build_job){S.m, 0.25f * (float)i, 0};
+    ck_assert_int_eq(pthread_create(&th[i], NULL, build_on_thread, &jobs[i]), 0);
+  }
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+  for (int i = 0; i < 4; i++) {
+    steer_mesh *one = steer_mesh_build(S.m, jobs[i].r, v2(0, 0), v2(64, 64));
+    ck_assert_uint_eq(jobs[i].hash, steer_mesh_hash(one));
+    steer_mesh_destroy(one);
+  }
+  steer_map_destroy(S.m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("navmesh");
   TCase *tc = check_tcase(s, "navmesh", 120);
@@ -284,5 +368,6 @@ int main(void) {
   tcase_add_test(tc, test_mixed_shapes);
   tcase_add_test(tc, test_errors_and_snapping);
   tcase_add_test(tc, test_deterministic);
+  tcase_add_test(tc, test_slices_parts_and_threads);
   return check_run(s);
 }

@@ -9,6 +9,7 @@
  * with the host's hook, with the results of a run that did not wait. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,9 +179,12 @@ START_TEST(closed_door_replans_then_unreachable_then_open) {
   seen s = {0};
   run(p, w, 10, a, &s);
   ck_assert_int_eq(s.planned, 1);
-  /* The upper door closes: replanned through the lower one, and it arrives. */
+  /* The upper door closes: replanned through the lower one within 3 ticks
+   * (the mesh is rebuilt off the tick, due one tick after the change on a map
+   * this small), and it arrives. */
   wall(w, 11, v2(0.0f, 18.5f), v2(0.0f, 21.5f));
-  run(p, w, 1, a, &s);
+  for (int t = 0; t < 3 && !s.replanned; t++)
+    run(p, w, 1, a, &s);
   ck_assert_int_eq(s.replanned, 1);
   ck_assert_int_eq(s.last_reason, STEER_PLAN_MAP);
   float low = HALF;
@@ -195,7 +199,8 @@ START_TEST(closed_door_replans_then_unreachable_then_open) {
   wall(w, 10, v2(0.0f, -21.5f), v2(0.0f, -18.5f));
   steer_goto back = goto_point(v2(-10.0f, 25.0f));
   ck_assert_int_eq(steer_planner_goto(p, w, a, &back), 0);
-  run(p, w, 1, a, &s);
+  for (int t = 0; t < 3 && !s.unreachable; t++)
+    run(p, w, 1, a, &s);
   ck_assert_int_eq(s.unreachable, 1);
   ck_assert_int_eq(steer_planner_status(p, a, NULL), STEER_GOTO_UNREACHABLE);
   steer_agent_info info;
@@ -204,7 +209,8 @@ START_TEST(closed_door_replans_then_unreachable_then_open) {
   /* The lower door opens: a new GOTO gets through. */
   ck_assert_int_eq(steer_world_remove_obstacle(w, 10), 0);
   ck_assert_int_eq(steer_planner_goto(p, w, a, &back), 0);
-  run(p, w, 1, a, &s);
+  for (int t = 0; t < 3 && s.planned < 2; t++)
+    run(p, w, 1, a, &s);
   ck_assert_int_eq(s.planned, 2);
   for (int t = 0; t < 3000 && v2_len(v2_sub(pos(w, a), back.target.point)) > 0.5f; t++)
     run(p, w, 1, a, &s);
@@ -482,6 +488,7 @@ START_TEST(warm_up_builds_before_the_first_tick) {
   steer_id ids[2][12];
   steer_planner *p[2];
   steer_planner_config pc = steer_default_planner_config();
+  pc.nav = STEER_NAV_GRAPH; /* updated in place after map changes (a mesh is rebuilt, off the tick) */
   for (int k = 0; k < 2; k++) {
     warm_world(w[k], ids[k]);
     p[k] = steer_planner_create(w[k], &pc);
@@ -555,7 +562,9 @@ END_TEST
  * events and hashes, and so does a planner restored from a checkpoint taken
  * while the builds were under way (its graphs warmed at the restore, its
  * classes still waiting for the same due tick), through a map change made
- * after the builds started. */
+ * after the builds started: on meshes that change has each new class's mesh
+ * rebuilt from its due tick on (a served class is rebuilt after a change, its
+ * requests waiting another delay), on visibility graphs it is an update. */
 START_TEST(new_class_built_off_the_tick_deterministically) {
   enum { RUNS = 3, TICKS = 200, CHANGE = 20, DELAY = 6, CHECKPOINT = 23 };
   steer_world *w[RUNS] = {NULL};
@@ -654,15 +663,19 @@ START_TEST(new_class_built_off_the_tick_deterministically) {
         ck_assert_uint_eq(steer_planner_hash(p[k]), steer_planner_hash(p[0]));
       }
   }
-  /* Served exactly at the due tick (the world's tick at the request was CHANGE). */
-  ck_assert_int_eq(b_served, CHANGE + DELAY);
-  ck_assert_int_eq(c_served, CHANGE + DELAY);
+  /* Served exactly at the due tick (the world's tick at the request was
+   * CHANGE), and on meshes one delay later for the rebuild after the map
+   * change at CHANGE + 1. */
+  ck_assert_int_eq(b_served, CHANGE + DELAY + (pc.nav == STEER_NAV_MESH ? DELAY : 0));
+  ck_assert_int_eq(c_served, CHANGE + DELAY + (pc.nav == STEER_NAV_MESH ? DELAY : 0));
   ck_assert_uint_ge(events, 4);
   for (int k = 0; k < RUNS; k++) {
     ck_assert_uint_eq(steer_planner_tick_builds(p[k]), 0); /* no graph built on the tick thread */
     ck_assert_int_ne(steer_planner_status(p[k], c[k < 2 ? k : 0], NULL), STEER_GOTO_QUEUED);
   }
-  ck_assert_uint_eq(steer_planner_graph_builds(p[0]), 3); /* warmed 0.5 m, then 1.25 m and 1.75 m off the thread */
+  /* Warmed 0.5 m, then 1.25 m and 1.75 m off the thread; on meshes the three
+   * rebuilt after the map change, off the thread too. */
+  ck_assert_uint_eq(steer_planner_graph_builds(p[0]), pc.nav == STEER_NAV_MESH ? 6u : 3u);
   for (int k = 0; k < RUNS; k++) {
     steer_planner_destroy(p[k]);
     steer_world_destroy(w[k]);
@@ -893,6 +906,68 @@ START_TEST(sliced_plan_is_the_whole_plan) {
 }
 END_TEST
 
+/* A plan in progress is its agent's: the agent despawned, the next in the
+ * queue gets its own route; its radius changed to another class, it begins
+ * again on that class and still ends at its own target. */
+START_TEST(pending_plan_stays_with_its_agent) {
+  steer_world *w = pillars();
+  steer_planner_config pc = steer_default_planner_config();
+  pc.budget = 64;
+  steer_planner *p = steer_planner_create(w, &pc);
+  steer_id a = spawn(w, v2(-45.0f, -45.0f), 0.4f, STEER_MODEL_DYNAMIC);
+  steer_id b = spawn(w, v2(45.0f, -45.0f), 0.4f, STEER_MODEL_DYNAMIC);
+  steer_id c = spawn(w, v2(-45.0f, 45.0f), 0.4f, STEER_MODEL_DYNAMIC);
+  steer_goto ga = goto_point(v2(44.0f, 44.0f)), gb = goto_point(v2(-44.0f, -40.0f)), gc = goto_point(v2(40.0f, -44.0f));
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &ga), 0);
+  ck_assert_int_eq(steer_planner_goto(p, w, b, &gb), 0);
+  ck_assert_int_eq(steer_planner_goto(p, w, c, &gc), 0);
+  int despawned = 0, grown = 0, planned_b = 0, planned_c = 0;
+  for (int t = 0; t < 6000 && !(planned_b && planned_c); t++) {
+    steer_planner_update(p, w);
+    uint32_t n;
+    const steer_plan_event *e = steer_planner_events(p, &n);
+    for (uint32_t i = 0; i < n; i++) {
+      ck_assert_uint_ne(e[i].agent, a); /* despawned before its plan ended */
+      planned_b |= e[i].agent == b && e[i].type == STEER_PLAN_PLANNED;
+      planned_c |= e[i].agent == c && e[i].type == STEER_PLAN_PLANNED;
+    }
+    uint32_t pos;
+    if (!despawned && t > 3 && steer_planner_queue_position(p, a, &pos) == 0 && pos == 0) {
+      ck_assert_int_eq(steer_world_despawn(w, a), 0); /* its plan is in progress */
+      despawned = 1;
+    }
+    if (despawned && !grown && steer_planner_queue_position(p, c, &pos) == 0 && pos == 0 && t % 7 == 0) {
+      steer_agent_info info;
+      ck_assert_int_eq(steer_world_get(w, c, &info), 0);
+      steer_limits l = info.limits;
+      l.radius = 0.9f; /* the 1 m class */
+      ck_assert_int_eq(steer_world_set_limits(w, c, &l), 0);
+      grown = 1;
+    }
+    steer_world_step(w, DT);
+    steer_planner_observe(p, w);
+  }
+  ck_assert_msg(despawned && grown && planned_b && planned_c, "despawned %d grown %d b %d c %d", despawned, grown, planned_b, planned_c);
+  const steer_id who[2] = {b, c};
+  const vec2 where[2] = {gb.target.point, gc.target.point};
+  for (int k = 0; k < 2; k++) { /* each route is planned to its own agent's target */
+    steer_goto_info gi;
+    ck_assert_int_eq(steer_planner_get(p, who[k], &gi), 0);
+    ck_assert_float_lt(v2_len(v2_sub(gi.goal, where[k])), 1e-3f);
+    steer_agent_info info;
+    ck_assert_int_eq(steer_world_get(w, who[k], &info), 0);
+    steer_path route;
+    ck_assert_int_eq(steer_world_path_get(w, info.path, &route), 0);
+    if (!gi.partial) {
+      vec2 last = route.points[route.count - 1u];
+      ck_assert_float_lt(v2_len(v2_sub(last, where[k])), 1e-3f);
+    }
+  }
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+}
+END_TEST
+
 /* A saved state of format version 1 (before the served classes were saved)
  * is read with every class served. */
 START_TEST(version_1_state_serves_every_class) {
@@ -904,9 +979,9 @@ START_TEST(version_1_state_serves_every_class) {
   size_t pl = steer_planner_state_size(p);
   uint8_t *pb = malloc(pl);
   ck_assert_int_eq(steer_planner_save(p, pb, pl, NULL), 0);
-  /* Version 1: the same without the classes' part (1 + 8 x 8 bytes) and the
-   * flag of a plan in progress (1 byte: none). */
-  size_t l1 = pl - 66u;
+  /* Version 1: the same without the classes' part (1 + 8 x 8 bytes), the
+   * mesh rebuilds (20 x 8) and the flag of a plan in progress (1 byte: none). */
+  size_t l1 = pl - 226u;
   pb[4] = 1;
   reseal(pb, l1);
   steer_planner *q = planner(w);
@@ -937,6 +1012,7 @@ static Suite *planner_suite(void) {
   tcase_add_test(tc, warm_start_waits_with_the_hook_deterministically);
   tcase_add_test(tc, version_1_state_serves_every_class);
   tcase_add_test(tc, sliced_plan_is_the_whole_plan);
+  tcase_add_test(tc, pending_plan_stays_with_its_agent);
   return s;
 }
 

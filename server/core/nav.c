@@ -684,9 +684,17 @@ static vec2 node_pos(const steer_nav *n, uint32_t i, vec2 from, vec2 to) {
 steer_mesh *steer_nav_mesh(steer_nav *n) { return n ? n->mesh : NULL; }
 
 int steer_nav_mesh_goal(const steer_nav *n, const steer_map *m, vec2 to, vec2 *goal) {
-  if (steer_mesh_nearest(n->mesh, to, STEER_MESH_MARGIN + STEER_MAP_SKIN, goal) != 0)
+  /* How far the mesh's grown shapes reach past r + skin: the margin, and at a
+   * corner the octagon's vertices, R / cos(22.5 deg) from the geometry. */
+  float R = n->r + STEER_MAP_SKIN + STEER_MESH_MARGIN;
+  float reach = R * 0.0824f + STEER_MESH_MARGIN + STEER_MAP_SKIN;
+  if (steer_mesh_nearest(n->mesh, to, reach, goal) != 0)
     return STEER_EBLOCKED;
-  if ((goal->x != to.x || goal->y != to.y) && !steer_nav_clear(m, *goal, to, n->r))
+  /* The step to `to` keeps r - skin from the geometry: `to` itself is only
+   * known to keep r (a goal is free when nothing is closer than r, rounding
+   * included), and the map's cast asks r + skin of the radius it is given. */
+  float rr = n->r > 2.0f * STEER_MAP_SKIN ? n->r - 2.0f * STEER_MAP_SKIN : 0.0f;
+  if ((goal->x != to.x || goal->y != to.y) && !steer_nav_clear(m, *goal, to, rr))
     return STEER_EBLOCKED;
   return 0;
 }

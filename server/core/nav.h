@@ -170,6 +170,13 @@ uint64_t steer_nav_cache_sync_builds(const steer_nav_cache *c);
  * no thread: steer_nav_cache_get then builds it). The copy costs O(obstacles)
  * on the caller's thread, the build none. */
 int steer_nav_cache_start(steer_nav_cache *c, const steer_map *m, float r, float cell);
+/* Starts building r's class graph anew off the thread, from a copy of m,
+ * unless it is of m's version already or a build is under way (the graph in
+ * use stays until steer_nav_cache_finish or _wait takes the new one): what a
+ * map change does to a mesh class. 1 started, 0 nothing to do, or an error. */
+int steer_nav_cache_refresh(steer_nav_cache *c, const steer_map *m, float r, float cell);
+/* The map version of r's class graph, UINT32_MAX when it has none. */
+uint32_t steer_nav_cache_version(const steer_nav_cache *c, float r);
 /* Whether r's class has a build under way (started, not yet taken). */
 int steer_nav_cache_pending(const steer_nav_cache *c, float r);
 /* Waits for r's class build under way, if any, and takes its graph; then

@@ -1183,12 +1183,32 @@ static steer_map *map_copy(const steer_map *m, vec2 lo, vec2 hi, float cell) {
   return x;
 }
 
+static int start_job(steer_nav_cache *c, const steer_map *m, float r, float cell, uint32_t k);
+
 int steer_nav_cache_start(steer_nav_cache *c, const steer_map *m, float r, float cell) {
   uint32_t k = class_of(r);
   if (k >= STEER_NAV_CLASSES)
     return STEER_EINVAL;
   if (c->job[k] || has_graph(c, k))
     return 0;
+  return start_job(c, m, r, cell, k);
+}
+
+int steer_nav_cache_refresh(steer_nav_cache *c, const steer_map *m, float r, float cell) {
+  uint32_t k = class_of(r);
+  if (k >= STEER_NAV_CLASSES)
+    return STEER_EINVAL;
+  if (c->job[k] || (has_graph(c, k) && c->nav[k]->version == steer_map_version(m)))
+    return 0;
+  return start_job(c, m, r, cell, k);
+}
+
+uint32_t steer_nav_cache_version(const steer_nav_cache *c, float r) {
+  uint32_t k = class_of(r);
+  return has_graph(c, k) ? c->nav[k]->version : UINT32_MAX;
+}
+
+static int start_job(steer_nav_cache *c, const steer_map *m, float r, float cell, uint32_t k) {
   nav_job *j = calloc(1, sizeof *j);
   if (!j)
     return STEER_ENOMEM;

@@ -48,8 +48,8 @@
 
 typedef struct steer_mesh steer_mesh;
 
-/* The mesh of map m for bodies of radius r (>= 0, finite) inside [lo, hi]
- * (the body's centre keeps r + skin + margin from the bounds too). NULL on
+/* The mesh of map m for bodies of radius r (>= 0, finite) whose centres stay
+ * inside [lo, hi] (as the world keeps them: the bounds are not walls). NULL on
  * bad arguments or no memory. */
 steer_mesh *steer_mesh_build(const steer_map *m, float r, vec2 lo, vec2 hi);
 void steer_mesh_destroy(steer_mesh *mesh); /* accepts NULL */

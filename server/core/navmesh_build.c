@@ -154,8 +154,12 @@ static int add_ears(pieces *ps, mpt *ring, uint32_t n) {
       n--;
       cut = 1;
     }
-    if (!cut)
-      break; /* numerically degenerate rest: its edges' pieces still cover its border */
+    if (!cut) { /* a numerically degenerate rest: covered by its hull (more, never less) */
+      mpt rest[STEER_MAP_MAX_VERTICES];
+      for (uint32_t i = 0; i < n; i++)
+        rest[i] = ring[idx[i]];
+      return add_hull(ps, rest, n);
+    }
   }
   if (n == 3u) {
     mpt t[3] = {ring[idx[0]], ring[idx[1]], ring[idx[2]]};
@@ -251,6 +255,8 @@ typedef struct builder {
   uint32_t nxs, cxs;
   uint32_t *order, *active;
   uint32_t co, ca;
+  struct xkey *keys;
+  uint32_t ckeys;
   double *key;
   uint32_t ckey;
   ival *cur, *next;
@@ -301,12 +307,18 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static const builder *sort_ctx;
-static int cmp_x0(const void *a, const void *b) {
-  const sedge *p = &sort_ctx->e[*(const uint32_t *)a], *q = &sort_ctx->e[*(const uint32_t *)b];
+/* An edge's left end, for sorting the tile's edges by it (ties by index: the
+ * same order on every run and thread). */
+typedef struct xkey {
+  double x0;
+  uint32_t e;
+} xkey;
+
+static int cmp_xkey(const void *a, const void *b) {
+  const xkey *p = a, *q = b;
   if (p->x0 != q->x0)
     return p->x0 < q->x0 ? -1 : 1;
-  return (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+  return (p->e > q->e) - (p->e < q->e);
 }
 
 /* The tile's edges, and the x of every event inside it: vertices, crossings of
@@ -335,12 +347,14 @@ static int tile_events(builder *b, const uint32_t *items, uint32_t nitems) {
                    0};
     }
   }
-  if (!grow(&b->order, &b->co, b->ne + 1u, sizeof *b->order))
+  if (!grow(&b->order, &b->co, b->ne + 1u, sizeof *b->order) ||
+      !grow(&b->keys, &b->ckeys, b->ne + 1u, sizeof *b->keys))
     return 0;
   for (uint32_t i = 0; i < b->ne; i++)
-    b->order[i] = i;
-  sort_ctx = b;
-  qsort(b->order, b->ne, sizeof *b->order, cmp_x0);
+    b->keys[i] = (xkey){b->e[i].x0, i};
+  qsort(b->keys, b->ne, sizeof *b->keys, cmp_xkey);
+  for (uint32_t i = 0; i < b->ne; i++)
+    b->order[i] = b->keys[i].e;
   for (uint32_t i = 0; i < b->ne; i++) {
     uint32_t ei = b->order[i];
     const sedge s = b->e[ei];
@@ -747,6 +761,10 @@ static int assemble(steer_mesh *m, builder *b) {
       cnt--;
     if (!ok)
       break;
+    if (cnt > UINT16_MAX) { /* the twins' indices are 16-bit */
+      ok = 0;
+      break;
+    }
     mesh_cell *mc = &m->cells[c];
     mc->first = base;
     mc->count = cnt >= 3u ? cnt : 0u;
@@ -1146,6 +1164,40 @@ static int merge_cells(steer_mesh *m) {
   return ok;
 }
 
+/* Connected parts of the free space: a plan between two is no route at once,
+ * without a search through all of the start's part. */
+static int label_components(steer_mesh *m) {
+  m->comp = malloc(((size_t)m->ncells + 1u) * sizeof *m->comp);
+  uint32_t *stack = malloc(((size_t)m->ncells + 1u) * sizeof *stack);
+  if (!m->comp || !stack) {
+    free(stack);
+    return 0;
+  }
+  for (uint32_t c = 0; c < m->ncells; c++)
+    m->comp[c] = UINT32_MAX;
+  uint32_t next = 0;
+  for (uint32_t c = 0; c < m->ncells; c++) {
+    if (m->comp[c] != UINT32_MAX)
+      continue;
+    uint32_t top = 0;
+    stack[top++] = c;
+    m->comp[c] = next;
+    while (top) {
+      const mesh_cell *mc = &m->cells[stack[--top]];
+      for (uint32_t k = 0; k < mc->count; k++) {
+        int32_t q = m->pn[mc->first + k];
+        if (q >= 0 && m->comp[q] == UINT32_MAX) {
+          m->comp[q] = next;
+          stack[top++] = (uint32_t)q;
+        }
+      }
+    }
+    next++;
+  }
+  free(stack);
+  return 1;
+}
+
 /* ---- the build ----------------------------------------------------------------- */
 
 static void free_builder(builder *b) {
@@ -1153,6 +1205,7 @@ static void free_builder(builder *b) {
   free(b->ov);
   free(b->xs);
   free(b->order);
+  free(b->keys);
   free(b->active);
   free(b->key);
   free(b->cur);
@@ -1271,7 +1324,7 @@ steer_mesh *steer_mesh_build(const steer_map *map, float r, vec2 lo, vec2 hi) {
   }
   if (ok) {
     link_twins(m);
-    ok = mark_corners(m) && make_buckets(m);
+    ok = mark_corners(m) && make_buckets(m) && label_components(m);
   }
   if (!ok) {
     steer_mesh_destroy(m);
@@ -1291,6 +1344,7 @@ void steer_mesh_destroy(steer_mesh *m) {
   free(m->pn);
   free(m->ptw);
   free(m->ways);
+  free(m->comp);
   free(m->bstart);
   free(m->bitems);
   free(m);
@@ -1304,7 +1358,7 @@ uint32_t steer_mesh_vertex_count(const steer_mesh *m) { return m->nverts; }
 size_t steer_mesh_memory(const steer_mesh *m) {
   size_t nb = (size_t)m->bcols * m->brows;
   return sizeof *m + (size_t)m->nverts * (sizeof *m->verts + 1u) +
-         (size_t)m->ncells * (sizeof *m->cells + 1u) +
+         (size_t)m->ncells * (sizeof *m->cells + 1u + sizeof *m->comp) +
          (size_t)m->nedges * (sizeof *m->pv + sizeof *m->pn + sizeof *m->ptw) +
          (nb + 1u) * sizeof *m->bstart + (size_t)(nb ? m->bstart[nb] : 0u) * sizeof *m->bitems;
 }
@@ -1323,6 +1377,8 @@ uint64_t steer_mesh_hash(const steer_mesh *m) {
 int steer_mesh_free(const steer_mesh *m, vec2 p) { return mesh_locate(m, (mpt){p.x, p.y}) != MESH_NONE; }
 
 int steer_mesh_nearest(const steer_mesh *m, vec2 p, float reach, vec2 *out) {
+  if (!isfinite(p.x) || !isfinite(p.y) || !(reach >= 0.0f) || !isfinite(reach))
+    return STEER_ENOENT;
   if (steer_mesh_free(m, p)) {
     *out = p;
     return 0;

@@ -40,7 +40,8 @@ struct steer_mesh {
   uint32_t *pv;
   int32_t *pn;
   uint16_t *ptw;
-  uint8_t *ways; /* per cell: edges with a cell across (255: that many or more) */
+  uint8_t *ways;  /* per cell: edges with a cell across (255: that many or more) */
+  uint32_t *comp; /* per cell: its connected part of the free space */
   uint32_t nedges;
 
   /* Point location: a uniform grid of buckets, each listing the cells whose

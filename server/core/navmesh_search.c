@@ -440,6 +440,11 @@ int steer_mesh_plan_start(steer_mesh *m, vec2 from, vec2 to) {
       return s->rc = STEER_ENOENT;
     s->snapped = 1;
   }
+  int joined = 0;
+  for (uint32_t i = 0; i < ngc; i++)
+    joined |= m->comp[gc[i]] == m->comp[sc];
+  if (!joined)
+    return s->rc = STEER_ENOENT; /* another part of the free space */
   s->goal = goal;
   for (uint32_t i = 0; i < ngc; i++)
     s->goal_gen[gc[i]] = s->gen;

@@ -36,6 +36,15 @@ struct steer_planner {
    * calls, never of how long its build takes or whether a graph was warmed. */
   uint8_t ready;
   uint64_t due[STEER_NAV_CLASSES];
+  /* Mesh classes after a map change: rebuilt off the thread from the map of
+   * that tick, their requests waiting until the rebuild is due (a mesh is
+   * rebuilt whole: too long for a tick on big levels). Saved too: what is
+   * served when depends on the map's versions and the ticks alone. */
+  uint32_t due_version[STEER_NAV_CLASSES];     /* map version when the first build started */
+  uint32_t served_version[STEER_NAV_CLASSES];  /* map version the served mesh is of */
+  uint64_t rebuild_due[STEER_NAV_CLASSES];     /* 0: none */
+  uint32_t rebuild_version[STEER_NAV_CLASSES]; /* map version the rebuild is of */
+  uint8_t versions_unknown;                    /* loaded from a state before version 3 */
   uint8_t restoring; /* steer_planner_restoring: warming builds, never makes ready */
   uint8_t warming;   /* classes whose steer_planner_warm_start build may still run */
   uint64_t tick_builds; /* full graph builds made by a plan, in a tick */
@@ -49,6 +58,8 @@ struct steer_planner {
    * ticks. */
   struct {
     uint8_t on;      /* a plan is in progress for the queue's head */
+    uint8_t cls;     /* its radius class (an agent whose radius changed begins again) */
+    uint32_t slot;   /* its agent's slot (not saved: the head of the saved queue) */
     uint8_t running; /* its search is in the mesh (not after a restore) */
     uint8_t lead;    /* the route starts at lead_pt (the start was moved to fit) */
     uint32_t spent;  /* expansions so far */
@@ -135,8 +146,10 @@ int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r) {
   uint32_t k = class_index(r);
   if (k >= STEER_NAV_CLASSES)
     return 0; /* wider than every class: its GOTOs are unreachable, nothing to build */
-  if (!p->restoring && !p->due[k])
+  if (!p->restoring && !p->due[k]) {
     p->ready |= (uint8_t)(1u << k);
+    p->served_version[k] = steer_map_version(steer_world_map(w)); /* built now, below */
+  }
   if (steer_nav_cache_has(p->navs, r) && !steer_nav_cache_pending(p->navs, r)) {
     /* Brought up to date with the map now (a map load: maybe a rebuild). */
     return steer_nav_cache_get(p->navs, steer_world_map(w), r) ? 0 : STEER_ENOMEM;
@@ -194,10 +207,20 @@ static int class_ready(steer_planner *p, const steer_world *w, float r, uint64_t
     return 1;
   if (!p->due[k]) {
     p->due[k] = tick + build_delay(p, w);
+    p->due_version[k] = steer_map_version(steer_world_map(w));
     const steer_world_config *wc = steer_world_get_config(w);
     (void)steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size); /* else built when due */
   }
   return 0;
+}
+
+/* Whether a request of radius r is served at tick: its class is ready and,
+ * on meshes, not being rebuilt after a map change. */
+static int servable(steer_planner *p, const steer_world *w, float r, uint64_t tick) {
+  if (!class_ready(p, w, r, tick))
+    return 0;
+  uint32_t k = class_index(r);
+  return k >= STEER_NAV_CLASSES || p->cfg.nav != STEER_NAV_MESH || !p->rebuild_due[k];
 }
 
 /* At the start of a tick: the classes due now become ready (their build is
@@ -205,19 +228,38 @@ static int class_ready(steer_planner *p, const steer_world *w, float r, uint64_t
  * independent of timing); those still waiting get their build started if it
  * is not under way (after a restore). */
 static void settle(steer_planner *p, const steer_world *w, uint64_t tick) {
+  const uint32_t version = steer_map_version(steer_world_map(w));
+  const steer_world_config *wc = steer_world_get_config(w);
   for (uint32_t k = 0; k < STEER_NAV_CLASSES; k++) {
-    if (!p->due[k])
-      continue;
     float r = (float)k * STEER_NAV_CLASS;
-    if (tick >= p->due[k]) {
+    if (p->due[k]) {
+      if (tick >= p->due[k]) {
+        await_build(p, r);
+        p->ready |= (uint8_t)(1u << k);
+        p->due[k] = 0;
+        p->served_version[k] = p->due_version[k];
+      } else if (!steer_nav_cache_has(p->navs, r) && !steer_nav_cache_pending(p->navs, r)) {
+        (void)steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size);
+      }
+    }
+    if (p->cfg.nav != STEER_NAV_MESH || !((p->ready >> k) & 1u))
+      continue;
+    if (p->versions_unknown)
+      p->served_version[k] = version;
+    /* A served mesh class after a map change: its rebuild, due like a first
+     * build; when the map changed again meanwhile, another. */
+    if (p->rebuild_due[k] && tick >= p->rebuild_due[k]) {
       await_build(p, r);
-      p->ready |= (uint8_t)(1u << k);
-      p->due[k] = 0;
-    } else if (!steer_nav_cache_has(p->navs, r) && !steer_nav_cache_pending(p->navs, r)) {
-      const steer_world_config *wc = steer_world_get_config(w);
-      (void)steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size);
+      p->served_version[k] = p->rebuild_version[k];
+      p->rebuild_due[k] = 0;
+    }
+    if (!p->rebuild_due[k] && p->served_version[k] != version) {
+      (void)steer_nav_cache_refresh(p->navs, steer_world_map(w), r, wc->cell_size); /* else rebuilt when served */
+      p->rebuild_version[k] = version;
+      p->rebuild_due[k] = tick + build_delay(p, w);
     }
   }
+  p->versions_unknown = 0;
 }
 
 int steer_planner_warm(steer_planner *p, const steer_world *w) {
@@ -252,7 +294,10 @@ int steer_planner_warm_start(steer_planner *p, const steer_world *w) {
     if (k >= STEER_NAV_CLASSES)
       continue; /* wider than every class: nothing to build */
     if (!p->restoring && !((p->ready >> k) & 1u) && !p->due[k])
+    {
       p->due[k] = steer_world_tick(w) + build_delay(p, w);
+      p->due_version[k] = steer_map_version(steer_world_map(w));
+    }
     int rc = steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size);
     if (rc < 0)
       failed = rc; /* built by the class's first plan, on the caller's thread */
@@ -552,17 +597,23 @@ static int plan_ends(steer_planner *p, const steer_world *w, const goto_rec *r, 
 static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r, uint32_t left, int *pending) {
   *pending = 0;
   steer_agent_info info;
+  const uint32_t slot = (uint32_t)(r - p->rec);
   if (steer_world_get(w, r->id, &info) != 0) {
     r->id = 0;
     r->status = STEER_GOTO_NONE;
+    p->act.on = 0;
     return 1;
   }
+  const uint32_t cls = class_index(info.limits.radius);
+  if (p->act.on && (p->act.slot != slot || p->act.cls != cls))
+    p->act.on = 0; /* another request's, or of another radius class: begun again */
   const steer_map *m = steer_world_map(w);
   uint64_t sync = steer_nav_cache_sync_builds(p->navs);
   steer_nav *nav = steer_nav_cache_get(p->navs, m, info.limits.radius);
   p->tick_builds += steer_nav_cache_sync_builds(p->navs) - sync;
   if (!nav) { /* a body wider than the largest radius class, or no memory */
     p->stats.plans++;
+    p->act.on = 0;
     unreachable(p, w, r);
     return 1;
   }
@@ -601,6 +652,8 @@ static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r, uint32_t le
     p->act.version = steer_nav_map_version(nav);
     p->act.on = 1;
     p->act.running = 0;
+    p->act.slot = slot;
+    p->act.cls = (uint8_t)cls;
   }
   if (!p->act.running) { /* begun now, or again after a restore: the expansions already spent first */
     int rc = steer_mesh_plan_start(mesh, p->act.from, p->act.mesh_goal);
@@ -682,7 +735,8 @@ void steer_planner_update(steer_planner *p, steer_world *w) {
     }
     steer_agent_info info;
     if (steer_world_get(w, r->id, &info) == 0) {
-      if (!p->act.on && !class_ready(p, w, info.limits.radius, tick)) {
+      if (!servable(p, w, info.limits.radius, tick)) {
+        p->act.on = 0; /* a plan in progress whose mesh is being rebuilt: begun again when served */
         p->head = (p->head + 1) % p->cap;
         p->count--;
         r->queued = 0;
@@ -747,7 +801,8 @@ int steer_planner_queue_position(const steer_planner *p, steer_id id, uint32_t *
 #define STATE_HEAD   16u /* magic, version, capacity, records */
 #define STATE_RECORD 45u
 #define STATE_CLASSES (1u + 8u * STEER_NAV_CLASSES) /* u8 ready, u64 due per class (version 2 on) */
-#define STATE_ACT     49u /* the head's plan in progress, after its u8 flag (version 3 on) */
+#define STATE_ACT     50u /* the head's plan in progress, after its u8 flag (version 3 on) */
+#define STATE_REBUILD (20u * STEER_NAV_CLASSES) /* mesh rebuilds per class (version 3 on) */
 
 static uint32_t record_count(const steer_planner *p) {
   uint32_t n = 0;
@@ -788,6 +843,12 @@ static void put_state(const steer_planner *p, steer_wbuf *k) {
   steer_put_u8(k, p->ready);
   for (uint32_t c = 0; c < STEER_NAV_CLASSES; c++)
     steer_put_u64(k, p->due[c]);
+  for (uint32_t c = 0; c < STEER_NAV_CLASSES; c++) {
+    steer_put_u32(k, p->due_version[c]);
+    steer_put_u32(k, p->served_version[c]);
+    steer_put_u64(k, p->rebuild_due[c]);
+    steer_put_u32(k, p->rebuild_version[c]);
+  }
   steer_put_u8(k, p->act.on);
   if (!p->act.on)
     return;
@@ -797,6 +858,7 @@ static void put_state(const steer_planner *p, steer_wbuf *k) {
     steer_put_f32(k, pts[i].y);
   }
   steer_put_u8(k, p->act.lead);
+  steer_put_u8(k, p->act.cls);
   steer_put_u32(k, p->act.spent);
   steer_put_u32(k, p->act.version);
   steer_put_u64(k, p->act.tick);
@@ -808,13 +870,14 @@ int steer_planner_idle(const steer_planner *p) {
   if (record_count(p) != 0 || p->count != 0 || p->ready != 0)
     return 0;
   for (uint32_t k = 0; k < STEER_NAV_CLASSES; k++)
-    if (p->due[k])
+    if (p->due[k] || p->rebuild_due[k])
       return 0;
   return 1;
 }
 
 size_t steer_planner_state_size(const steer_planner *p) {
-  return STATE_HEAD + (size_t)record_count(p) * STATE_RECORD + 4u + (size_t)p->count * 4u + STATE_CLASSES + 1u +
+  return STATE_HEAD + (size_t)record_count(p) * STATE_RECORD + 4u + (size_t)p->count * 4u + STATE_CLASSES +
+         STATE_REBUILD + 1u +
          (p->act.on ? STATE_ACT : 0u) + 8u;
 }
 
@@ -899,7 +962,7 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
     }
   }
   uint32_t m = steer_get_u32(&r);
-  const size_t tail = version == 1u ? 0u : STATE_CLASSES + (version >= 3u ? 1u : 0u);
+  const size_t tail = version == 1u ? 0u : STATE_CLASSES + (version >= 3u ? STATE_REBUILD + 1u : 0u);
   size_t left = steer_rbuf_left(&r);
   if (r.bad || m > cap || (size_t)m * 4u + tail > left ||
       ((size_t)m * 4u + tail != left && (version < 3u || (size_t)m * 4u + tail + STATE_ACT != left)))
@@ -924,10 +987,22 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
     if (r.bad)
       goto out;
   }
-  /* Version 3: the head's plan in progress, begun again by the next update. */
+  /* Version 3: the mesh rebuilds, and the head's plan in progress (begun
+   * again by the next update). */
+  uint32_t due_version[STEER_NAV_CLASSES] = {0}, served_version[STEER_NAV_CLASSES] = {0},
+           rebuild_version[STEER_NAV_CLASSES] = {0};
+  uint64_t rebuild_due[STEER_NAV_CLASSES] = {0};
+  for (uint32_t c = 0; version >= 3u && c < STEER_NAV_CLASSES; c++) {
+    due_version[c] = steer_get_u32(&r);
+    served_version[c] = steer_get_u32(&r);
+    rebuild_due[c] = steer_get_u64(&r);
+    rebuild_version[c] = steer_get_u32(&r);
+    if (rebuild_due[c] && !((ready >> c) & 1u))
+      goto out; /* only a served class is rebuilt */
+  }
   uint8_t act_on = version >= 3u ? steer_get_u8(&r) : 0u;
   vec2 act_pts[4] = {{0}};
-  uint8_t act_lead = 0;
+  uint8_t act_lead = 0, act_cls = 0;
   uint32_t act_spent = 0, act_version = 0;
   uint64_t act_tick = 0;
   if (act_on) {
@@ -936,10 +1011,11 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
       act_pts[i].y = steer_get_f32(&r);
     }
     act_lead = steer_get_u8(&r);
+    act_cls = steer_get_u8(&r);
     act_spent = steer_get_u32(&r);
     act_version = steer_get_u32(&r);
     act_tick = steer_get_u64(&r);
-    if (r.bad || act_on != 1u || act_lead > 1u || m == 0 || !finite2(act_pts[0]) || !finite2(act_pts[1]) ||
+    if (r.bad || act_on != 1u || act_lead > 1u || act_cls >= STEER_NAV_CLASSES || m == 0 || !finite2(act_pts[0]) || !finite2(act_pts[1]) ||
         !finite2(act_pts[2]) || !finite2(act_pts[3]))
       goto out;
   }
@@ -958,6 +1034,11 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   p->nevents = 0;
   p->ready = ready;
   memcpy(p->due, due, sizeof due);
+  memcpy(p->due_version, due_version, sizeof due_version);
+  memcpy(p->served_version, served_version, sizeof served_version);
+  memcpy(p->rebuild_due, rebuild_due, sizeof rebuild_due);
+  memcpy(p->rebuild_version, rebuild_version, sizeof rebuild_version);
+  p->versions_unknown = version < 3u;
   memset(&p->act, 0, sizeof p->act);
   p->act.on = act_on;
   p->act.from = act_pts[0];
@@ -965,6 +1046,8 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   p->act.mesh_goal = act_pts[2];
   p->act.lead_pt = act_pts[3];
   p->act.lead = act_lead;
+  p->act.cls = act_cls;
+  p->act.slot = m ? ring[0] : 0;
   p->act.spent = act_spent;
   p->act.version = act_version;
   p->act.tick = act_tick;

@@ -281,10 +281,13 @@ void steer_planner_restoring(steer_planner *p);
  *   (45 bytes); u32 m queued, m x u32 slots from the head of the queue; u8
  *   served radius classes (bit k: class k), u64 due tick per class (0 none,
  *   STEER_NAV_CLASSES of them; version 2 on: a version 1 state is read with
- *   every class served); u8 1 when the queue's head has a plan in progress
+ *   every class served); per class (version 3 on) u32 map version at its first
+ *   build, u32 map version of its mesh, u64 tick a rebuild is due (0 none),
+ *   u32 map version of that rebuild; u8 1 when the queue's head has a plan in progress
  *   (version 3 on), then its f32 start x, y, f32 goal x, y, f32 mesh goal x, y,
- *   f32 lead point x, y, u8 lead, u32 expansions spent, u32 map version, u64
- *   tick it began (49 bytes); u64 FNV-1a of every byte before it.
+ *   f32 lead point x, y, u8 lead, u8 radius class, u32 expansions spent, u32
+ *   map version, u64 tick it began (50 bytes); u64 FNV-1a of every byte
+ *   before it.
  * Records are the agents in GOTO (status not NONE); the queue may name a slot
  * with no record (an agent that left GOTO while queued: it is skipped when
  * served). Not saved: the navigation graphs (a cache, rebuilt from the map on
