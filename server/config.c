@@ -126,9 +126,9 @@ static const option_def options[] = {
     {"--threads", "STEERD_THREADS", OPT_U32, OFF(threads), 0, 256,
      "threads of the tick's steering pass and the delta snapshots' encoding; 0 = one per core, "
      "1 = the loop thread only (0)"},
-    {"--plan-budget", "STEERD_PLAN_BUDGET", OPT_U32, OFF(plan_budget), 1, 1000000,
+    {"--plan-budget", "STEERD_PLAN_BUDGET", OPT_U32, OFF(plan_budget), 0, 10000000,
      "GOTO: search node expansions the plan queue may spend per tick; a mesh plan past it goes on in the "
-     "next tick (1024)"},
+     "next tick; 0 = by --nav: 32768 on meshes, 1024 on visibility graphs, about 10 ms of plans each (0)"},
     {"--plan-build-delay", "STEERD_PLAN_BUILD_DELAY", OPT_U32, OFF(plan_build_delay), 0, 1000000,
      "GOTO: ticks a radius class waits for its navigation graph, built meanwhile off the loop; 0 = by the "
      "map's size (0)"},
@@ -177,7 +177,7 @@ void steerd_config_default(steerd_config *c) {
   c->log_format = STEERD_LOG_TEXT;
   c->drain_timeout_ms = 2000;
   c->view_rate = 10;
-  c->plan_budget = 1024;
+  c->plan_budget = 0;
 }
 
 void steerd_config_usage(FILE *out) {

@@ -82,7 +82,7 @@ typedef struct steerd_config {
   uint32_t threads; /* threads of the steering pass, 0 = one per core (STEERD_THREADS, 0) */
 
   /* GOTO path planning (server/goto.h). */
-  uint32_t plan_budget; /* A* expansions the plan queue may spend per tick (STEERD_PLAN_BUDGET, 1024) */
+  uint32_t plan_budget; /* search node expansions per tick, 0: by nav (STEERD_PLAN_BUDGET, 0) */
   /* Ticks a new radius class waits for its graph, 0: by the map's size (STEERD_PLAN_BUILD_DELAY, 0). */
   uint32_t plan_build_delay;
   int nav; /* steer_nav_kind: what GOTO plans on (STEERD_NAV, mesh) */

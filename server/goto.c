@@ -8,8 +8,7 @@
 
 steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget, uint32_t build_delay, int nav) {
   steer_planner_config pc = steer_default_planner_config();
-  if (budget)
-    pc.budget = budget;
+  pc.budget = budget ? budget : (nav == STEER_NAV_GRAPH ? STEER_PLANNER_GRAPH_BUDGET : STEER_PLANNER_MESH_BUDGET);
   pc.build_delay = build_delay;
   pc.nav = (uint8_t)nav;
   return steer_planner_create(w, &pc);

@@ -50,7 +50,8 @@ struct steer_planner {
   uint64_t tick_builds; /* full graph builds made by a plan, in a tick */
   steer_planner_wait_fn wait_fn; /* the host's, between the slices of a wait */
   void *wait_ctx;
-  vec2 *route; /* STEER_PLANNER_MAX_ROUTE + 1 */
+  vec2 *route; /* route_cap points: a plan's, grown to the longest route yet */
+  uint32_t route_cap;
   /* The plan of the queue's head while it spans ticks (on a mesh, sliced: the
    * search keeps its state in the class's mesh between ticks). Its inputs are
    * saved with the state, so a restored planner begins it again and runs the
@@ -92,7 +93,7 @@ steer_goto steer_default_goto(void) {
 }
 
 steer_planner_config steer_default_planner_config(void) {
-  steer_planner_config c = {1024u, 0u, STEER_NAV_MESH};
+  steer_planner_config c = {STEER_PLANNER_MESH_BUDGET, 0u, STEER_NAV_MESH};
   return c;
 }
 
@@ -108,7 +109,8 @@ steer_planner *steer_planner_create(const steer_world *w, const steer_planner_co
   p->rec = calloc(p->cap, sizeof *p->rec);
   p->ring = calloc(p->cap, sizeof *p->ring);
   p->events = calloc(p->cap, sizeof *p->events);
-  p->route = calloc(STEER_PLANNER_MAX_ROUTE + 1u, sizeof *p->route);
+  p->route_cap = STEER_PLANNER_MAX_ROUTE + 3u;
+  p->route = calloc(p->route_cap, sizeof *p->route);
   p->navs = steer_nav_cache_create(wc->min, wc->max);
   if (p->navs)
     steer_nav_cache_set_kind(p->navs, cfg->nav);
@@ -538,6 +540,19 @@ static void unreachable(steer_planner *p, steer_world *w, goto_rec *r) {
   emit(p, w, r->id, STEER_PLAN_UNREACHABLE, r->reason, 0, 0.0f);
 }
 
+/* Room for n route points (a maze's routes have thousands of corners: they
+ * are followed in parts of max_path_points, see planner.h). */
+static int route_room(steer_planner *p, uint32_t n) {
+  if (n <= p->route_cap)
+    return 1;
+  vec2 *r = realloc(p->route, (size_t)n * sizeof *r);
+  if (!r)
+    return 0;
+  p->route = r;
+  p->route_cap = n;
+  return 1;
+}
+
 /* The route found for r (its points in p->route, total of them): set as the
  * agent's path, answered with PLANNED or REPLANNED. */
 static void route_found(steer_planner *p, steer_world *w, goto_rec *r, uint32_t total, float length, vec2 goal) {
@@ -636,7 +651,13 @@ static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r, uint32_t le
       if (p->act.lead)
         p->route[0] = p->act.lead_pt;
       steer_nav_result res;
-      int rc = steer_nav_plan(nav, m, p->act.from, p->act.goal, out, STEER_PLANNER_MAX_ROUTE, &res);
+      int rc = steer_nav_plan(nav, m, p->act.from, p->act.goal, out, p->route_cap - 2u, &res);
+      if (rc == STEER_EFULL && route_room(p, res.count + 3u)) { /* a long route: planned again, whole */
+        out = p->route + p->act.lead;
+        if (p->act.lead)
+          p->route[0] = p->act.lead_pt;
+        rc = steer_nav_plan(nav, m, p->act.from, p->act.goal, out, p->route_cap - 2u, &res);
+      }
       if (rc != 0) {
         unreachable(p, w, r);
         return res.expanded + 1u;
@@ -678,7 +699,12 @@ static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r, uint32_t le
   if (lead)
     p->route[0] = p->act.lead_pt;
   steer_nav_result res;
-  int rc = steer_mesh_plan_result(mesh, p->route + lead, STEER_PLANNER_MAX_ROUTE - (uint32_t)extra, &res);
+  int rc = steer_mesh_plan_result(mesh, p->route + lead, p->route_cap - 2u, &res);
+  if (rc == STEER_EFULL && route_room(p, res.count + 3u)) { /* a long route: all of it */
+    if (lead)
+      p->route[0] = p->act.lead_pt;
+    rc = steer_mesh_plan_result(mesh, p->route + lead, p->route_cap - 2u, &res);
+  }
   if (rc != 0) {
     unreachable(p, w, r);
     return spent;
@@ -691,7 +717,7 @@ static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r, uint32_t le
   /* A plan begun in an earlier tick starts where the agent was then: if the
    * way from where it is now to the route's first point is not clear, the
    * route goes back to that start first. */
-  if (!lead && p->act.tick != steer_world_tick(w) && total < STEER_PLANNER_MAX_ROUTE &&
+  if (!lead && p->act.tick != steer_world_tick(w) && total + 1u < p->route_cap &&
       !steer_nav_clear(m, info.state.position, p->route[0], cr)) {
     memmove(p->route + 1, p->route, total * sizeof *p->route);
     p->route[0] = p->act.from;

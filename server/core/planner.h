@@ -66,7 +66,7 @@
 #include "nav.h"
 #include "world.h"
 
-#define STEER_PLANNER_MAX_ROUTE 1024u /* points of one plan; parts of max_path_points are followed */
+#define STEER_PLANNER_MAX_ROUTE 1024u /* route points held at first; a longer route grows the buffer, followed in parts of max_path_points */
 #define STEER_PLANNER_SNAP      2.0f  /* m, how far an agent target or a start is moved to fit */
 
 typedef enum steer_plan_event_type {
@@ -104,7 +104,12 @@ typedef struct steer_goto {
 steer_goto steer_default_goto(void);
 
 typedef struct steer_planner_config {
-  uint32_t budget; /* A* expansions per tick (1024: about 9 ms of plans on a 1 km map of 100 obstacles), >= 1 */
+  /* Search node expansions per tick, >= 1: STEER_PLANNER_MESH_BUDGET by
+   * default. An expansion of the visibility graph's A* tests a corner's
+   * links, one of the mesh's search an interval across a cell, some 30 times
+   * cheaper: STEER_PLANNER_GRAPH_BUDGET is as many milliseconds there (about
+   * 10 ms of plans per tick on the machine of BENCHMARKS.md, either way). */
+  uint32_t budget;
   /* Ticks a new radius class's plans wait for its graph, built meanwhile off
    * the tick thread; 0 (default): by the map's segments s. A mesh: 1 + s /
    * 8 192 (its build is O(s), about 1 ms per 1 000 segments): 1 tick for a
@@ -117,6 +122,8 @@ typedef struct steer_planner_config {
   uint8_t nav; /* steer_nav_kind: what the classes plan on (STEER_NAV_MESH) */
 } steer_planner_config;
 
+#define STEER_PLANNER_MESH_BUDGET            32768u     /* see budget */
+#define STEER_PLANNER_GRAPH_BUDGET           1024u      /* see budget */
 #define STEER_PLANNER_MESH_SEGMENTS_PER_TICK 8192u      /* see build_delay */
 #define STEER_PLANNER_SEGMENTS_PER_TICK      128u       /* see build_delay */
 #define STEER_PLANNER_SEGMENT_PAIRS_PER_TICK (1u << 20) /* see build_delay */
