@@ -1,4 +1,4 @@
-/* goto.h: GOTO in the server (issue 10): the planner of server/core/planner.h
+/* goto.h: GOTO in the server: the planner of server/core/planner.h
  * served in every tick, its results as events, its state in checkpoints.
  *
  * The tick (server.c run_tick) is: steerd_goto_before_step (replans the map

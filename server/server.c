@@ -28,7 +28,7 @@
 #define SOCKET_BUFFER     (4 * 1024 * 1024) /* SO_RCVBUF/SO_SNDBUF asked for; the kernel caps them (rmem_max) */
 #define MAX_ENET_PEERS    4095              /* ENET_PROTOCOL_MAXIMUM_PEER_ID */
 
-/* Work per wake-up (issue 15): one pass of ENet events stops after this many
+/* Work per wake-up: one pass of ENet events stops after this many
  * events, or once a tick is due, so a flood of packets cannot keep the loop
  * from its timer. What is left stays in the socket (and ENet's queues) for the
  * next pass, after the tick has run. */
@@ -42,7 +42,7 @@
 /* Refusals and drops of peers are logged at most LOG_BURST lines per window
  * (PROTOCOL.md 4, Abuse): a flood costs a few lines and a count. */
 #define LOG_WINDOW_NS 10000000000ull
-/* Events per client per message (issue 15): a client's events wait in its
+/* Events per client per message: a client's events wait in its
  * slot and go as one EVENTS message per wake-up (or sooner when CLIENT_EVENTS
  * are waiting, or before a reply to it, so the order of replies and events
  * stays as it was). A client with more than event_backlog bytes queued is
@@ -86,7 +86,7 @@ typedef struct client {
   uint64_t bucket_ns;         /* last refill */
   uint32_t last_rx_ms;        /* ENet's time of the peer's last datagram, copied every tick (ENet clears
                                  it before reporting a disconnect): a timeout follows a long silence */
-  /* Issue 15: bounded replies (client_queue(), send_error()). */
+  /* Bounded replies (client_queue(), send_error()). */
   size_t queued;              /* reliable bytes queued to the peer: an upper bound, exact after a measure */
   int overflowed;             /* over --client-queue-kb: nothing more is queued; it is dropped soon */
   uint32_t errors_unwelcomed; /* ERRORs sent before WELCOME: only the first goes out */
@@ -200,7 +200,7 @@ static void send_bytes(ENetPeer *peer, uint8_t channel, const uint8_t *data, siz
     enet_packet_destroy(p);
 }
 
-/* Queues a packet to c, bounding what a peer may have queued (issue 15). A
+/* Queues a packet to c, bounding what a peer may have queued. A
  * peer that sends commands and does not read its socket would otherwise make
  * the server keep every reply, and ENet walks a peer's whole outgoing queue on
  * every send pass, so the cost grows with the square of the backlog: 25-50 MB
@@ -261,7 +261,7 @@ static uint32_t broadcast_full(steerd_server *s, const uint8_t *data, size_t len
   return sent;
 }
 
-/* Before WELCOME a peer gets one ERROR (issue 15): a peer that never says
+/* Before WELCOME a peer gets one ERROR: a peer that never says
  * HELLO cannot make the server answer each of its packets. HELLO's own
  * refusals (version, token) always go out: each ends the connection; so does
  * the answer to a malformed HELLO (handle_packet), and all of those count
@@ -460,7 +460,7 @@ static void despawn_orphans(steerd_server *s, uint64_t now) {
   }
 }
 
-/* ---- admission (issue 15) ---------------------------------------------------- */
+/* ---- admission --------------------------------------------------------------- */
 
 /* Connections live in two pools: max_pending slots until WELCOME, then one of
  * max_clients slots. Peers that never authenticate can hold only the small
@@ -870,7 +870,7 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
   w.tick = steer_world_tick(s->world);
   w.server_time_us = server_time_us(s);
   w.protocol = PROTO_VERSION;
-  w.max_agents = steer_world_capacity(s->world); /* clients size their buffers by it (issue 15 item 6) */
+  w.max_agents = steer_world_capacity(s->world); /* clients size their buffers by it */
   send_reliable(s, c, proto_encode_welcome(s->out, sizeof(s->out), &w));
   /* The map follows the WELCOME (every HELLO's: a client that lost track asks again). */
   steerd_mapsync_start(s->mapsync, slot);
@@ -1347,7 +1347,7 @@ static void send_deltas(steerd_server *s, uint64_t tick, uint64_t time_us) {
 /* Every agent, in as many packets as it takes; each packet is filled to the
  * part budget by the agents' actual sizes, stays under the MTU and names its
  * part, so a lost part loses only its own agents. */
-/* The full-snapshot clients this snapshot goes to (issue 15): each has a byte
+/* The full-snapshot clients this snapshot goes to: each has a byte
  * bucket of --full-rate-kbps (credit capped at one snapshot interval's share),
  * and a client in debt skips snapshots until it has paid for the last one.
  * A snapshot always goes whole, so a client of a big world gets complete
@@ -1786,7 +1786,7 @@ static void on_disconnect(steerd_server *s, ENetEvent *ev) {
     return; /* refused before it became a client */
   /* ENet reports a timeout and a goodbye with data 0 alike; a timeout comes
    * after --client-timeout of silence, a goodbye right after its datagram.
-   * Peers that never said HELLO go through the log limiter (issue 15). */
+   * Peers that never said HELLO go through the log limiter. */
   char how[64];
   uint32_t silent = c->last_rx_ms ? enet_time_get() - c->last_rx_ms : 0;
   if (ev->data == 0 && c->last_rx_ms && silent >= s->cfg.client_timeout_ms / 4u * 3u)
@@ -1821,8 +1821,8 @@ static void handle_kept(steerd_server *s) {
 }
 
 /* Handles what ENet has received, at most SERVICE_MAX_EVENTS events and no
- * longer than until a tick is due (issue 15: a flood used to keep this loop
- * going for seconds while no tick ran). Returns 1 when it stopped early. */
+ * longer than until a tick is due (a flood would otherwise keep this loop
+ * going for seconds while no tick runs). Returns 1 when it stopped early. */
 static int service_enet(steerd_server *s) {
   ENetEvent ev;
   int rc;
@@ -2361,7 +2361,7 @@ void steerd_server_clients_by_role(const steerd_server *s, uint32_t out[STEERD_R
     else
       out[STEERD_ROLE_COUNT]++;
   }
-  out[STEERD_ROLE_COUNT] += s->stats.pending; /* the pending pool (issue 15) */
+  out[STEERD_ROLE_COUNT] += s->stats.pending; /* the pending pool */
 }
 
 const steer_world *steerd_server_world(const steerd_server *s) { return s->world; }
