@@ -8,10 +8,13 @@
  * boundary keeps at least r + skin + margin from the geometry). Pieces may
  * overlap; what no piece covers is free. The free space is cut into convex
  * cells by a vertical sweep (trapezoids: a cell is bounded by one piece edge
- * below, one above and two vertical sides), tile by tile, so a map change
- * rebuilds the tiles it touches. Cells on both sides of a vertical side or a
- * tile border are joined edge to edge (a side is split where the cells across
- * it change), so the mesh is conforming.
+ * below, one above and two vertical sides), tile by tile (each tile on its
+ * own: the unit a local rebuild would redo; a map change rebuilds the mesh
+ * whole today, off the tick thread, see planner.h). Cells on both sides of a
+ * vertical side or a tile border are joined edge to edge (a side is split
+ * where the cells across it change), so the mesh is conforming; cells are
+ * then merged while their union stays convex, and labelled by the connected
+ * part of the free space they are in.
  *
  * Why a sweep and not a library's triangulation: GEOS (geos_c 3.11) needs the
  * union of the inflated pieces first and took 6.5-8 s for the 35 000 pieces of
