@@ -10,7 +10,7 @@
 #include "navmesh.h"
 
 typedef struct goto_rec {
-  steer_id id;     /* 0: slot not in GOTO */
+  steer_id id; /* 0: slot not in GOTO */
   steer_goto g;
   uint8_t status;  /* steer_goto_status */
   uint8_t queued;  /* in the ring */
@@ -20,6 +20,20 @@ typedef struct goto_rec {
   uint32_t map_version;
   vec2 goal; /* m, where the route ends */
 } goto_rec;
+
+/* The plan of the queue's head while it spans ticks (see steer_planner). */
+typedef struct plan_act {
+  uint8_t on;       /* a plan is in progress for the queue's head */
+  uint8_t cls;      /* its radius class (an agent whose radius changed begins again) */
+  uint32_t slot;    /* its agent's slot (not saved: the head of the saved queue) */
+  uint8_t running;  /* its search is in the mesh (not after a restore) */
+  uint8_t lead;     /* the route starts at lead_pt (the start was moved to fit) */
+  uint32_t spent;   /* expansions so far */
+  uint32_t version; /* of the map it plans on */
+  uint64_t tick;    /* when it began */
+  vec2 from, goal, mesh_goal, lead_pt;
+  uint64_t ns; /* CPU time so far, for the plan time histogram */
+} plan_act;
 
 struct steer_planner {
   steer_planner_config cfg;
@@ -45,9 +59,9 @@ struct steer_planner {
   uint64_t rebuild_due[STEER_NAV_CLASSES];     /* 0: none */
   uint32_t rebuild_version[STEER_NAV_CLASSES]; /* map version the rebuild is of */
   uint8_t versions_unknown;                    /* loaded from a state before version 3 */
-  uint8_t restoring; /* steer_planner_restoring: warming builds, never makes ready */
-  uint8_t warming;   /* classes whose steer_planner_warm_start build may still run */
-  uint64_t tick_builds; /* full graph builds made by a plan, in a tick */
+  uint8_t restoring;             /* steer_planner_restoring: warming builds, never makes ready */
+  uint8_t warming;               /* classes whose steer_planner_warm_start build may still run */
+  uint64_t tick_builds;          /* full graph builds made by a plan, in a tick */
   steer_planner_wait_fn wait_fn; /* the host's, between the slices of a wait */
   void *wait_ctx;
   vec2 *route; /* route_cap points: a plan's, grown to the longest route yet */
@@ -57,18 +71,7 @@ struct steer_planner {
    * saved with the state, so a restored planner begins it again and runs the
    * expansions already spent before it goes on: the same search, the same
    * ticks. */
-  struct {
-    uint8_t on;      /* a plan is in progress for the queue's head */
-    uint8_t cls;     /* its radius class (an agent whose radius changed begins again) */
-    uint32_t slot;   /* its agent's slot (not saved: the head of the saved queue) */
-    uint8_t running; /* its search is in the mesh (not after a restore) */
-    uint8_t lead;    /* the route starts at lead_pt (the start was moved to fit) */
-    uint32_t spent;  /* expansions so far */
-    uint32_t version; /* of the map it plans on */
-    uint64_t tick;   /* when it began */
-    vec2 from, goal, mesh_goal, lead_pt;
-    uint64_t ns; /* CPU time so far, for the plan time histogram */
-  } act;
+  plan_act act;
   steer_planner_stats stats;
 };
 
@@ -256,7 +259,8 @@ static void settle(steer_planner *p, const steer_world *w, uint64_t tick) {
       p->rebuild_due[k] = 0;
     }
     if (!p->rebuild_due[k] && p->served_version[k] != version) {
-      (void)steer_nav_cache_refresh(p->navs, steer_world_map(w), r, wc->cell_size); /* else rebuilt when served */
+      (void)steer_nav_cache_refresh(p->navs, steer_world_map(w), r,
+                                    wc->cell_size); /* else rebuilt when served */
       p->rebuild_version[k] = version;
       p->rebuild_due[k] = tick + build_delay(p, w);
     }
@@ -295,8 +299,7 @@ int steer_planner_warm_start(steer_planner *p, const steer_world *w) {
     uint32_t k = class_index(r);
     if (k >= STEER_NAV_CLASSES)
       continue; /* wider than every class: nothing to build */
-    if (!p->restoring && !((p->ready >> k) & 1u) && !p->due[k])
-    {
+    if (!p->restoring && !((p->ready >> k) & 1u) && !p->due[k]) {
       p->due[k] = steer_world_tick(w) + build_delay(p, w);
       p->due_version[k] = steer_map_version(steer_world_map(w));
     }
@@ -434,8 +437,8 @@ steer_planner_stats steer_planner_get_stats(const steer_planner *p) {
   return s;
 }
 
-static void emit(steer_planner *p, const steer_world *w, steer_id id, uint8_t type, uint8_t reason, uint32_t points,
-                 float length) {
+static void emit(steer_planner *p, const steer_world *w, steer_id id, uint8_t type, uint8_t reason,
+                 uint32_t points, float length) {
   if (type == STEER_PLAN_PLANNED)
     p->stats.planned++;
   else if (type == STEER_PLAN_REPLANNED)
@@ -480,8 +483,9 @@ void steer_planner_map_changed(steer_planner *p, const steer_world *w) {
   for (uint32_t s = 0; s < p->cap; s++) {
     goto_rec *r = &p->rec[s];
     steer_agent_info info;
-    if (r->id == 0 || r->status != STEER_GOTO_FOLLOWING || r->queued || steer_world_get(w, r->id, &info) != 0 ||
-        info.path != r->path || info.behaviour.kind != STEER_BEHAVIOUR_FOLLOW_PATH)
+    if (r->id == 0 || r->status != STEER_GOTO_FOLLOWING || r->queued ||
+        steer_world_get(w, r->id, &info) != 0 || info.path != r->path ||
+        info.behaviour.kind != STEER_BEHAVIOUR_FOLLOW_PATH)
       continue; /* check_triggers deals with those */
     map_check(p, w, r, &info, version);
   }
@@ -555,7 +559,8 @@ static int route_room(steer_planner *p, uint32_t n) {
 
 /* The route found for r (its points in p->route, total of them): set as the
  * agent's path, answered with PLANNED or REPLANNED. */
-static void route_found(steer_planner *p, steer_world *w, goto_rec *r, uint32_t total, float length, vec2 goal) {
+static void route_found(steer_planner *p, steer_world *w, goto_rec *r, uint32_t total, float length,
+                        vec2 goal) {
   const steer_world_config *wc = steer_world_get_config(w);
   uint32_t n = total < wc->max_path_points ? total : wc->max_path_points;
   if (steer_world_set_path(w, r->id, p->route, n, r->g.node_radius, STEER_PATH_ONCE, r->g.cornering) != 0) {
@@ -575,7 +580,8 @@ static void route_found(steer_planner *p, steer_world *w, goto_rec *r, uint32_t 
 
 /* The goal and start of r's plan for class radius cr: 0, or -1 (unreachable:
  * the target agent is gone, or no point fits near the goal or the start). */
-static int plan_ends(steer_planner *p, const steer_world *w, const goto_rec *r, const steer_agent_info *info, float cr) {
+static int plan_ends(steer_planner *p, const steer_world *w, const goto_rec *r, const steer_agent_info *info,
+                     float cr) {
   const steer_map *m = steer_world_map(w);
   const steer_world_config *wc = steer_world_get_config(w);
   vec2 goal;
@@ -823,9 +829,9 @@ int steer_planner_queue_position(const steer_planner *p, steer_id id, uint32_t *
 
 /* ---- saving and loading (planner.h) --------------------------------------------- */
 
-#define STATE_MAGIC  "STPL"
-#define STATE_HEAD   16u /* magic, version, capacity, records */
-#define STATE_RECORD 45u
+#define STATE_MAGIC   "STPL"
+#define STATE_HEAD    16u /* magic, version, capacity, records */
+#define STATE_RECORD  45u
 #define STATE_CLASSES (1u + 8u * STEER_NAV_CLASSES) /* u8 ready, u64 due per class (version 2 on) */
 #define STATE_ACT     50u /* the head's plan in progress, after its u8 flag (version 3 on) */
 #define STATE_REBUILD (20u * STEER_NAV_CLASSES) /* mesh rebuilds per class (version 3 on) */
@@ -903,8 +909,7 @@ int steer_planner_idle(const steer_planner *p) {
 
 size_t steer_planner_state_size(const steer_planner *p) {
   return STATE_HEAD + (size_t)record_count(p) * STATE_RECORD + 4u + (size_t)p->count * 4u + STATE_CLASSES +
-         STATE_REBUILD + 1u +
-         (p->act.on ? STATE_ACT : 0u) + 8u;
+         STATE_REBUILD + 1u + (p->act.on ? STATE_ACT : 0u) + 8u;
 }
 
 int steer_planner_save(const steer_planner *p, uint8_t *buf, size_t cap, size_t *len) {
@@ -928,6 +933,45 @@ uint64_t steer_planner_hash(const steer_planner *p) {
 }
 
 static int finite2(vec2 v) { return isfinite(v.x) && isfinite(v.y); }
+
+/* What version 3 adds at the end of the state: the mesh rebuilds per class
+ * and the head's plan in progress. */
+typedef struct state_tail {
+  uint32_t due_version[STEER_NAV_CLASSES], served_version[STEER_NAV_CLASSES],
+      rebuild_version[STEER_NAV_CLASSES];
+  uint64_t rebuild_due[STEER_NAV_CLASSES];
+  plan_act act;
+} state_tail;
+
+/* Reads it (ready: the served classes; m: the queue's length). 0, or -1 when
+ * it is not sound. */
+static int get_tail(steer_rbuf *r, uint8_t ready, uint32_t m, state_tail *t) {
+  for (uint32_t c = 0; c < STEER_NAV_CLASSES; c++) {
+    t->due_version[c] = steer_get_u32(r);
+    t->served_version[c] = steer_get_u32(r);
+    t->rebuild_due[c] = steer_get_u64(r);
+    t->rebuild_version[c] = steer_get_u32(r);
+    if (t->rebuild_due[c] && !((ready >> c) & 1u))
+      return -1; /* only a served class is rebuilt */
+  }
+  plan_act *a = &t->act;
+  a->on = steer_get_u8(r);
+  if (!a->on)
+    return r->bad ? -1 : 0;
+  vec2 *pts[4] = {&a->from, &a->goal, &a->mesh_goal, &a->lead_pt};
+  for (int i = 0; i < 4; i++) {
+    pts[i]->x = steer_get_f32(r);
+    pts[i]->y = steer_get_f32(r);
+    if (!finite2(*pts[i]))
+      return -1;
+  }
+  a->lead = steer_get_u8(r);
+  a->cls = steer_get_u8(r);
+  a->spent = steer_get_u32(r);
+  a->version = steer_get_u32(r);
+  a->tick = steer_get_u64(r);
+  return r->bad || a->on != 1u || a->lead > 1u || a->cls >= STEER_NAV_CLASSES || m == 0 ? -1 : 0;
+}
 
 int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   if (!p || !buf || len < STATE_HEAD + 4u + 8u || memcmp(buf, STATE_MAGIC, 4) != 0)
@@ -1013,38 +1057,11 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
     if (r.bad)
       goto out;
   }
-  /* Version 3: the mesh rebuilds, and the head's plan in progress (begun
-   * again by the next update). */
-  uint32_t due_version[STEER_NAV_CLASSES] = {0}, served_version[STEER_NAV_CLASSES] = {0},
-           rebuild_version[STEER_NAV_CLASSES] = {0};
-  uint64_t rebuild_due[STEER_NAV_CLASSES] = {0};
-  for (uint32_t c = 0; version >= 3u && c < STEER_NAV_CLASSES; c++) {
-    due_version[c] = steer_get_u32(&r);
-    served_version[c] = steer_get_u32(&r);
-    rebuild_due[c] = steer_get_u64(&r);
-    rebuild_version[c] = steer_get_u32(&r);
-    if (rebuild_due[c] && !((ready >> c) & 1u))
-      goto out; /* only a served class is rebuilt */
-  }
-  uint8_t act_on = version >= 3u ? steer_get_u8(&r) : 0u;
-  vec2 act_pts[4] = {{0}};
-  uint8_t act_lead = 0, act_cls = 0;
-  uint32_t act_spent = 0, act_version = 0;
-  uint64_t act_tick = 0;
-  if (act_on) {
-    for (int i = 0; i < 4; i++) {
-      act_pts[i].x = steer_get_f32(&r);
-      act_pts[i].y = steer_get_f32(&r);
-    }
-    act_lead = steer_get_u8(&r);
-    act_cls = steer_get_u8(&r);
-    act_spent = steer_get_u32(&r);
-    act_version = steer_get_u32(&r);
-    act_tick = steer_get_u64(&r);
-    if (r.bad || act_on != 1u || act_lead > 1u || act_cls >= STEER_NAV_CLASSES || m == 0 || !finite2(act_pts[0]) || !finite2(act_pts[1]) ||
-        !finite2(act_pts[2]) || !finite2(act_pts[3]))
-      goto out;
-  }
+  /* Version 3: the mesh rebuilds, and the head's plan in progress. */
+  state_tail t;
+  memset(&t, 0, sizeof t);
+  if (version >= 3u && get_tail(&r, ready, m, &t) != 0)
+    goto out;
   if (r.bad || steer_rbuf_left(&r) != 0)
     goto out;
   for (uint32_t s = 0; s < cap; s++) /* a request waiting for its first plan is in the queue */
@@ -1060,23 +1077,13 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   p->nevents = 0;
   p->ready = ready;
   memcpy(p->due, due, sizeof due);
-  memcpy(p->due_version, due_version, sizeof due_version);
-  memcpy(p->served_version, served_version, sizeof served_version);
-  memcpy(p->rebuild_due, rebuild_due, sizeof rebuild_due);
-  memcpy(p->rebuild_version, rebuild_version, sizeof rebuild_version);
+  memcpy(p->due_version, t.due_version, sizeof t.due_version);
+  memcpy(p->served_version, t.served_version, sizeof t.served_version);
+  memcpy(p->rebuild_due, t.rebuild_due, sizeof t.rebuild_due);
+  memcpy(p->rebuild_version, t.rebuild_version, sizeof t.rebuild_version);
   p->versions_unknown = version < 3u;
-  memset(&p->act, 0, sizeof p->act);
-  p->act.on = act_on;
-  p->act.from = act_pts[0];
-  p->act.goal = act_pts[1];
-  p->act.mesh_goal = act_pts[2];
-  p->act.lead_pt = act_pts[3];
-  p->act.lead = act_lead;
-  p->act.cls = act_cls;
+  p->act = t.act; /* begun again by the next update */
   p->act.slot = m ? ring[0] : 0;
-  p->act.spent = act_spent;
-  p->act.version = act_version;
-  p->act.tick = act_tick;
   p->restoring = 1;
   rc = STEER_OK;
 out:
