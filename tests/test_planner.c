@@ -401,7 +401,7 @@ START_TEST(checkpoint_continues_bit_for_bit) {
   }
   seen s = {0};
   run(p, w, 3, ids[0], &s);
-  wall(w, 11, v2(0.0f, 18.5f), v2(0.0f, 21.5f)); /* the upper door closes: replans wait */
+  wall(w, 11, v2(0.0f, 18.5f), v2(0.0f, 21.5f));         /* the upper door closes: replans wait */
   ck_assert_int_eq(steer_planner_cancel(p, ids[39]), 0); /* a queued slot left GOTO */
   ck_assert_uint_gt(steer_planner_get_stats(p).queued, 0);
 
@@ -479,8 +479,8 @@ END_TEST
 static void warm_world(steer_world *w, steer_id *ids) {
   two_rooms(w);
   for (uint32_t i = 0; i < 12; i++)
-    ids[i] = spawn(w, v2(-40.0f + (float)(i % 4) * 8.0f, -30.0f + (float)(i / 4) * 25.0f), i % 2 ? 0.8f : 0.4f,
-                   STEER_MODEL_DYNAMIC);
+    ids[i] = spawn(w, v2(-40.0f + (float)(i % 4) * 8.0f, -30.0f + (float)(i / 4) * 25.0f),
+                   i % 2 ? 0.8f : 0.4f, STEER_MODEL_DYNAMIC);
 }
 
 START_TEST(warm_up_builds_before_the_first_tick) {
@@ -535,7 +535,8 @@ START_TEST(warm_up_builds_before_the_first_tick) {
   }
   ck_assert_uint_ge(events[0], 12);
   ck_assert_uint_ge(events[1], 12);
-  ck_assert_uint_eq(steer_planner_graph_builds(p[1]), (uint64_t)distinct); /* the same classes, off the tick */
+  ck_assert_uint_eq(steer_planner_graph_builds(p[1]),
+                    (uint64_t)distinct); /* the same classes, off the tick */
   for (int k = 0; k < 2; k++)
     ck_assert_uint_eq(steer_planner_tick_builds(p[k]), 0);
   /* A new class at a command: built then, once; beyond the classes or bad: nothing. */
@@ -917,7 +918,8 @@ START_TEST(pending_plan_stays_with_its_agent) {
   steer_id a = spawn(w, v2(-45.0f, -45.0f), 0.4f, STEER_MODEL_DYNAMIC);
   steer_id b = spawn(w, v2(45.0f, -45.0f), 0.4f, STEER_MODEL_DYNAMIC);
   steer_id c = spawn(w, v2(-45.0f, 45.0f), 0.4f, STEER_MODEL_DYNAMIC);
-  steer_goto ga = goto_point(v2(44.0f, 44.0f)), gb = goto_point(v2(-44.0f, -40.0f)), gc = goto_point(v2(40.0f, -44.0f));
+  steer_goto ga = goto_point(v2(44.0f, 44.0f)), gb = goto_point(v2(-44.0f, -40.0f)),
+             gc = goto_point(v2(40.0f, -44.0f));
   ck_assert_int_eq(steer_planner_goto(p, w, a, &ga), 0);
   ck_assert_int_eq(steer_planner_goto(p, w, b, &gb), 0);
   ck_assert_int_eq(steer_planner_goto(p, w, c, &gc), 0);
@@ -947,7 +949,8 @@ START_TEST(pending_plan_stays_with_its_agent) {
     steer_world_step(w, DT);
     steer_planner_observe(p, w);
   }
-  ck_assert_msg(despawned && grown && planned_b && planned_c, "despawned %d grown %d b %d c %d", despawned, grown, planned_b, planned_c);
+  ck_assert_msg(despawned && grown && planned_b && planned_c, "despawned %d grown %d b %d c %d", despawned,
+                grown, planned_b, planned_c);
   const steer_id who[2] = {b, c};
   const vec2 where[2] = {gb.target.point, gc.target.point};
   for (int k = 0; k < 2; k++) { /* each route is planned to its own agent's target */
@@ -963,6 +966,33 @@ START_TEST(pending_plan_stays_with_its_agent) {
       ck_assert_float_lt(v2_len(v2_sub(last, where[k])), 1e-3f);
     }
   }
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+}
+END_TEST
+
+/* A route of more corners than a plan held at first (a serpentine of 300
+ * walls: more than 1 200 corners) is planned whole, not UNREACHABLE, and
+ * followed in parts of max_path_points. */
+START_TEST(long_route_planned_whole) {
+  steer_world *w = make_world(4, 400.0f, 1);
+  for (uint32_t i = 0; i < 300; i++) { /* walls at x = -300 + 2i, open at the top or the bottom in turn */
+    float x = -300.0f + 2.0f * (float)i;
+    vec2 a = v2(x, i % 2 ? -380.0f : -400.0f), b = v2(x, i % 2 ? 400.0f : 380.0f);
+    wall(w, 1000 + i, a, b);
+  }
+  steer_planner *p = planner(w);
+  steer_id a = spawn(w, v2(-310.0f, 0.0f), 0.4f, STEER_MODEL_DYNAMIC);
+  steer_goto g = goto_point(v2(310.0f, 0.0f));
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
+  seen s = {0};
+  for (int t = 0; t < 200 && !s.planned && !s.unreachable; t++)
+    run(p, w, 1, a, &s);
+  ck_assert_int_eq(s.unreachable, 0);
+  ck_assert_int_eq(s.planned, 1);
+  steer_goto_info gi;
+  ck_assert_int_eq(steer_planner_get(p, a, &gi), 0);
+  ck_assert(gi.partial); /* its first part is followed */
   steer_planner_destroy(p);
   steer_world_destroy(w);
 }
@@ -1013,6 +1043,7 @@ static Suite *planner_suite(void) {
   tcase_add_test(tc, version_1_state_serves_every_class);
   tcase_add_test(tc, sliced_plan_is_the_whole_plan);
   tcase_add_test(tc, pending_plan_stays_with_its_agent);
+  tcase_add_test(tc, long_route_planned_whole);
   return s;
 }
 
