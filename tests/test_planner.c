@@ -975,26 +975,31 @@ END_TEST
  * walls: more than 1 200 corners) is planned whole, not UNREACHABLE, and
  * followed in parts of max_path_points. */
 START_TEST(long_route_planned_whole) {
-  steer_world *w = make_world(4, 400.0f, 1);
-  for (uint32_t i = 0; i < 300; i++) { /* walls at x = -300 + 2i, open at the top or the bottom in turn */
-    float x = -300.0f + 2.0f * (float)i;
-    vec2 a = v2(x, i % 2 ? -380.0f : -400.0f), b = v2(x, i % 2 ? 400.0f : 380.0f);
-    wall(w, 1000 + i, a, b);
+  for (int kind = 0; kind < 2; kind++) {
+    steer_world *w = make_world(4, 400.0f, 1);
+    for (uint32_t i = 0; i < 300; i++) { /* walls at x = -300 + 2i, open at the top or the bottom in turn */
+      float x = -300.0f + 2.0f * (float)i;
+      vec2 a = v2(x, i % 2 ? -380.0f : -400.0f), b = v2(x, i % 2 ? 400.0f : 380.0f);
+      wall(w, 1000 + i, a, b);
+    }
+    steer_planner_config pc = steer_default_planner_config();
+    pc.nav =
+        kind ? STEER_NAV_GRAPH : STEER_NAV_MESH; /* the graph does not say how long: planned again, wider */
+    steer_planner *p = steer_planner_create(w, &pc);
+    steer_id a = spawn(w, v2(-310.0f, 0.0f), 0.4f, STEER_MODEL_DYNAMIC);
+    steer_goto g = goto_point(v2(310.0f, 0.0f));
+    ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
+    seen s = {0};
+    for (int t = 0; t < 200 && !s.planned && !s.unreachable; t++)
+      run(p, w, 1, a, &s);
+    ck_assert_int_eq(s.unreachable, 0);
+    ck_assert_int_eq(s.planned, 1);
+    steer_goto_info gi;
+    ck_assert_int_eq(steer_planner_get(p, a, &gi), 0);
+    ck_assert(gi.partial); /* its first part is followed */
+    steer_planner_destroy(p);
+    steer_world_destroy(w);
   }
-  steer_planner *p = planner(w);
-  steer_id a = spawn(w, v2(-310.0f, 0.0f), 0.4f, STEER_MODEL_DYNAMIC);
-  steer_goto g = goto_point(v2(310.0f, 0.0f));
-  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
-  seen s = {0};
-  for (int t = 0; t < 200 && !s.planned && !s.unreachable; t++)
-    run(p, w, 1, a, &s);
-  ck_assert_int_eq(s.unreachable, 0);
-  ck_assert_int_eq(s.planned, 1);
-  steer_goto_info gi;
-  ck_assert_int_eq(steer_planner_get(p, a, &gi), 0);
-  ck_assert(gi.partial); /* its first part is followed */
-  steer_planner_destroy(p);
-  steer_world_destroy(w);
 }
 END_TEST
 

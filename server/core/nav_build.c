@@ -1146,6 +1146,10 @@ steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r) 
   if (!c->nav[k] && !(c->nav[k] = steer_nav_create()))
     return NULL;
   steer_nav *n = c->nav[k];
+  if (n->built && n->r == cr && n->mesh && n->version != steer_map_version(m)) {
+    c->builds++; /* a mesh is brought to a map by a full build, here on the caller's thread */
+    c->sync_builds++;
+  }
   if (n->built && n->r == cr) {
     if (steer_nav_update(n, m) != 0) /* no memory: try from scratch */
       n->built = 0;

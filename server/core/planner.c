@@ -96,18 +96,20 @@ steer_goto steer_default_goto(void) {
 }
 
 steer_planner_config steer_default_planner_config(void) {
-  steer_planner_config c = {STEER_PLANNER_MESH_BUDGET, 0u, STEER_NAV_MESH};
+  steer_planner_config c = {0u, 0u, STEER_NAV_MESH};
   return c;
 }
 
 steer_planner *steer_planner_create(const steer_world *w, const steer_planner_config *cfg) {
-  if (!w || !cfg || cfg->budget == 0 || cfg->nav >= STEER_NAV_KIND_COUNT)
+  if (!w || !cfg || cfg->nav >= STEER_NAV_KIND_COUNT)
     return NULL;
   steer_planner *p = calloc(1, sizeof *p);
   if (!p)
     return NULL;
   const steer_world_config *wc = steer_world_get_config(w);
   p->cfg = *cfg;
+  if (!p->cfg.budget) /* by what the classes plan on */
+    p->cfg.budget = cfg->nav == STEER_NAV_GRAPH ? STEER_PLANNER_GRAPH_BUDGET : STEER_PLANNER_MESH_BUDGET;
   p->cap = steer_world_capacity(w);
   p->rec = calloc(p->cap, sizeof *p->rec);
   p->ring = calloc(p->cap, sizeof *p->ring);
@@ -214,7 +216,8 @@ static int class_ready(steer_planner *p, const steer_world *w, float r, uint64_t
     p->due[k] = tick + build_delay(p, w);
     p->due_version[k] = steer_map_version(steer_world_map(w));
     const steer_world_config *wc = steer_world_get_config(w);
-    (void)steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size); /* else built when due */
+    /* A graph of an older map (a restored planner's warm-up) is built anew. */
+    (void)steer_nav_cache_refresh(p->navs, steer_world_map(w), r, wc->cell_size); /* else built when due */
   }
   return 0;
 }
@@ -237,6 +240,8 @@ static void settle(steer_planner *p, const steer_world *w, uint64_t tick) {
   const steer_world_config *wc = steer_world_get_config(w);
   for (uint32_t k = 0; k < STEER_NAV_CLASSES; k++) {
     float r = (float)k * STEER_NAV_CLASS;
+    if (p->versions_unknown && p->due[k])
+      p->due_version[k] = version; /* a state from before the versions were saved */
     if (p->due[k]) {
       if (tick >= p->due[k]) {
         await_build(p, r);
@@ -263,6 +268,16 @@ static void settle(steer_planner *p, const steer_world *w, uint64_t tick) {
                                     wc->cell_size); /* else rebuilt when served */
       p->rebuild_version[k] = version;
       p->rebuild_due[k] = tick + build_delay(p, w);
+    }
+    /* A restored planner's cache may lag its state (a warm-up build of the map
+     * before a change, or none for a class no agent has now): brought to the
+     * map off the thread and waited for with the hook, never rebuilt inside
+     * a plan. Only the cache differs: what is served when does not. */
+    if (!p->rebuild_due[k] &&
+        (!steer_nav_cache_has(p->navs, r) || steer_nav_cache_version(p->navs, r) != version)) {
+      if (steer_nav_cache_refresh(p->navs, steer_world_map(w), r, wc->cell_size) >= 0 &&
+          steer_nav_cache_version(p->navs, r) != version)
+        await_build(p, r);
     }
   }
   p->versions_unknown = 0;
@@ -658,7 +673,10 @@ static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r, uint32_t le
         p->route[0] = p->act.lead_pt;
       steer_nav_result res;
       int rc = steer_nav_plan(nav, m, p->act.from, p->act.goal, out, p->route_cap - 2u, &res);
-      if (rc == STEER_EFULL && route_room(p, res.count + 3u)) { /* a long route: planned again, whole */
+      /* A long route: planned again with room for twice as many points (the
+       * graph does not say how many it needs). */
+      while (rc == STEER_EFULL && p->route_cap < STEER_PLANNER_ROUTE_LIMIT &&
+             route_room(p, 2u * p->route_cap)) {
         out = p->route + p->act.lead;
         if (p->act.lead)
           p->route[0] = p->act.lead_pt;
@@ -723,7 +741,7 @@ static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r, uint32_t le
   /* A plan begun in an earlier tick starts where the agent was then: if the
    * way from where it is now to the route's first point is not clear, the
    * route goes back to that start first. */
-  if (!lead && p->act.tick != steer_world_tick(w) && total + 1u < p->route_cap &&
+  if (!lead && p->act.tick != steer_world_tick(w) && route_room(p, total + 1u) &&
       !steer_nav_clear(m, info.state.position, p->route[0], cr)) {
     memmove(p->route + 1, p->route, total * sizeof *p->route);
     p->route[0] = p->act.from;

@@ -104,8 +104,8 @@ typedef struct steer_goto {
 steer_goto steer_default_goto(void);
 
 typedef struct steer_planner_config {
-  /* Search node expansions per tick, >= 1: STEER_PLANNER_MESH_BUDGET by
-   * default. An expansion of the visibility graph's A* tests a corner's
+  /* Search node expansions per tick; 0 (the default): by nav,
+   * STEER_PLANNER_MESH_BUDGET or STEER_PLANNER_GRAPH_BUDGET. An expansion of the visibility graph's A* tests a corner's
    * links, one of the mesh's search an interval across a cell, some 30 times
    * cheaper: STEER_PLANNER_GRAPH_BUDGET is as many milliseconds there (about
    * 10 ms of plans per tick on the machine of BENCHMARKS.md, either way). */
@@ -123,6 +123,7 @@ typedef struct steer_planner_config {
 } steer_planner_config;
 
 #define STEER_PLANNER_MESH_BUDGET            32768u     /* see budget */
+#define STEER_PLANNER_ROUTE_LIMIT            (1u << 20) /* route points a visibility graph's plan may take */
 #define STEER_PLANNER_GRAPH_BUDGET           1024u      /* see budget */
 #define STEER_PLANNER_MESH_SEGMENTS_PER_TICK 8192u      /* see build_delay */
 #define STEER_PLANNER_SEGMENTS_PER_TICK      128u       /* see build_delay */
