@@ -315,7 +315,13 @@ int steer_planner_warm_start(steer_planner *p, const steer_world *w) {
     if (k >= STEER_NAV_CLASSES)
       continue; /* wider than every class: nothing to build */
     if (!p->restoring && !((p->ready >> k) & 1u) && !p->due[k]) {
-      p->due[k] = steer_world_tick(w) + build_delay(p, w);
+      /* The start-up's classes build together while the first ticks run: at
+       * least STEER_PLANNER_WARM_TICKS, so that a loaded machine's (or an
+       * unoptimised build's) builds do not hold the first ticks' snapshots. */
+      uint64_t d = build_delay(p, w);
+      if (!p->cfg.build_delay && d < STEER_PLANNER_WARM_TICKS)
+        d = STEER_PLANNER_WARM_TICKS;
+      p->due[k] = steer_world_tick(w) + d;
       p->due_version[k] = steer_map_version(steer_world_map(w));
     }
     int rc = steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size);

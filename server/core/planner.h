@@ -66,8 +66,10 @@
 #include "nav.h"
 #include "world.h"
 
-#define STEER_PLANNER_MAX_ROUTE 1024u /* route points held at first; a longer route grows the buffer, followed in parts of max_path_points */
-#define STEER_PLANNER_SNAP      2.0f  /* m, how far an agent target or a start is moved to fit */
+#define STEER_PLANNER_MAX_ROUTE                                                                              \
+  1024u /* route points held at first; a longer route grows the buffer, followed in parts of max_path_points \
+         */
+#define STEER_PLANNER_SNAP 2.0f /* m, how far an agent target or a start is moved to fit */
 
 typedef enum steer_plan_event_type {
   STEER_PLAN_PLANNED = 0,
@@ -105,10 +107,10 @@ steer_goto steer_default_goto(void);
 
 typedef struct steer_planner_config {
   /* Search node expansions per tick; 0 (the default): by nav,
-   * STEER_PLANNER_MESH_BUDGET or STEER_PLANNER_GRAPH_BUDGET. An expansion of the visibility graph's A* tests a corner's
-   * links, one of the mesh's search an interval across a cell, some 30 times
-   * cheaper: STEER_PLANNER_GRAPH_BUDGET is as many milliseconds there (about
-   * 10 ms of plans per tick on the machine of BENCHMARKS.md, either way). */
+   * STEER_PLANNER_MESH_BUDGET or STEER_PLANNER_GRAPH_BUDGET. An expansion of the visibility graph's A* tests
+   * a corner's links, one of the mesh's search an interval across a cell, some 30 times cheaper:
+   * STEER_PLANNER_GRAPH_BUDGET is as many milliseconds there (about 10 ms of plans per tick on the machine of
+   * BENCHMARKS.md, either way). */
   uint32_t budget;
   /* Ticks a new radius class's plans wait for its graph, built meanwhile off
    * the tick thread; 0 (default): by the map's segments s. A mesh: 1 + s /
@@ -126,6 +128,7 @@ typedef struct steer_planner_config {
 #define STEER_PLANNER_ROUTE_LIMIT            (1u << 20) /* route points a visibility graph's plan may take */
 #define STEER_PLANNER_GRAPH_BUDGET           1024u      /* see budget */
 #define STEER_PLANNER_MESH_SEGMENTS_PER_TICK 8192u      /* see build_delay */
+#define STEER_PLANNER_WARM_TICKS             10u /* the start-up's classes' delay at least (steer_planner_warm_start) */
 #define STEER_PLANNER_SEGMENTS_PER_TICK      128u       /* see build_delay */
 #define STEER_PLANNER_SEGMENT_PAIRS_PER_TICK (1u << 20) /* see build_delay */
 
@@ -182,13 +185,13 @@ steer_goto_status steer_planner_status(const steer_planner *p, steer_id id, vec2
 
 /* Everything the planner holds about one agent (steer_planner_get). */
 typedef struct steer_goto_info {
-  uint8_t status;    /* steer_goto_status */
-  uint8_t queued;    /* a plan request is waiting */
-  uint8_t reason;    /* steer_plan_reason of the last (or waiting) request */
-  uint8_t partial;   /* the followed route is the first part of a longer one */
-  steer_goto g;      /* as requested */
-  vec2 goal;         /* m, where the route ends (FOLLOWING) */
-  int32_t path;      /* the world path the last plan set (-1: none) */
+  uint8_t status;  /* steer_goto_status */
+  uint8_t queued;  /* a plan request is waiting */
+  uint8_t reason;  /* steer_plan_reason of the last (or waiting) request */
+  uint8_t partial; /* the followed route is the first part of a longer one */
+  steer_goto g;    /* as requested */
+  vec2 goal;       /* m, where the route ends (FOLLOWING) */
+  int32_t path;    /* the world path the last plan set (-1: none) */
 } steer_goto_info;
 
 /* 0 with *out, or STEER_ENOENT when the agent is not in GOTO (its status NONE). */
