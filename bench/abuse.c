@@ -182,7 +182,8 @@ static void send_cmd(attacker *a, proto_command *cmd, int reliable) {
   uint8_t buf[2048];
   cmd->request_id = ++a->next_id;
   size_t n = proto_encode_command(buf, sizeof(buf), cmd);
-  ENetPacket *p = enet_packet_create(buf, n, reliable ? ENET_PACKET_FLAG_RELIABLE : ENET_PACKET_FLAG_UNSEQUENCED);
+  ENetPacket *p =
+      enet_packet_create(buf, n, reliable ? ENET_PACKET_FLAG_RELIABLE : ENET_PACKET_FLAG_UNSEQUENCED);
   if (p && enet_peer_send(a->peer, 0, p) != 0)
     enet_packet_destroy(p);
   sent_total++;
@@ -266,9 +267,10 @@ typedef struct probe {
 } probe;
 
 static void usage(void) {
-  fprintf(stderr, "usage: abuse flood|halfopen|nohello|burst|bigworld [--binary PATH] [--seconds S] [--peers N]\n"
-                  "       [--rate R] [--reconnect S] [--no-hello] [--reliable] [--clients N] [--agents N]\n"
-                  "       [--full] [--label TEXT] [--view-radius M] [--server-arg ARG]...\n");
+  fprintf(stderr,
+          "usage: abuse flood|halfopen|nohello|burst|bigworld [--binary PATH] [--seconds S] [--peers N]\n"
+          "       [--rate R] [--reconnect S] [--no-hello] [--reliable] [--clients N] [--agents N]\n"
+          "       [--full] [--label TEXT] [--view-radius M] [--server-arg ARG]...\n");
   exit(2);
 }
 
@@ -392,9 +394,9 @@ int main(int argc, char **argv) {
   snprintf(max_agents, sizeof(max_agents), "%d", o.agents + 1000);
   snprintf(max_clients, sizeof(max_clients), "%d", o.clients + 32);
   const char *args_plain[] = {"--no-demo", "--max-agents", "2000", NULL};
-  const char *args_big[40] = {"--no-demo",         "--max-agents",           max_agents, "--max-clients",
-                              max_clients,         "--rate-limit",           "1000000",  "--rate-burst",
-                              "1000000",           "--max-agents-per-client", max_agents, NULL};
+  const char *args_big[40] = {
+      "--no-demo", "--max-agents", max_agents, "--max-clients",           max_clients, "--rate-limit",
+      "1000000",   "--rate-burst", "1000000",  "--max-agents-per-client", max_agents,  NULL};
   char state[] = "/tmp/steerd-abuse-state-XXXXXX";
   if (big) { /* the world, made with the core: not measured */
     int fd = mkstemp(state);
@@ -563,7 +565,8 @@ int main(int argc, char **argv) {
     }
     usleep(flood ? 200 : 1000);
   }
-  double cpu_attack = steerd_proc_cpu_seconds(&srv) - cpu0, wall_attack = (double)(steerd_proc_now_ms() - start) / 1000.0;
+  double cpu_attack = steerd_proc_cpu_seconds(&srv) - cpu0,
+         wall_attack = (double)(steerd_proc_now_ms() - start) / 1000.0;
   for (int i = 0; i < o.peers; i++)
     attacker_close(&att[i]);
   if (pr.active) { /* the last try counts only if it got in */
@@ -585,7 +588,8 @@ int main(int argc, char **argv) {
     if (f)
       fclose(f);
     waitpid(kid, NULL, 0);
-    fprintf(stderr, "abuse: the full-snapshot clients got %llu complete snapshots in %d s\n", frames, o.seconds);
+    fprintf(stderr, "abuse: the full-snapshot clients got %llu complete snapshots in %d s\n", frames,
+            o.seconds);
   }
   uint64_t e = steerd_proc_now_ms() + 2000;
   while (steerd_proc_now_ms() < e) {
@@ -609,10 +613,11 @@ int main(int argc, char **argv) {
     snprintf(clients_txt, sizeof(clients_txt), "%d of %d", still, clients_up);
   printf("| %s %s | %s | %llu / %llu | %ld | %.1f / %.1f / %.1f | %d of %d | %s%s | %.1f KB |\n", o.attack,
          o.label, o.binary, (unsigned long long)per_second[0], (unsigned long long)per_second[o.seconds / 2],
-         skipped, rss_before, rss_max, rss_after, probes_ok, probes, clients_txt, obs_up ? "" : " (observer dropped)",
-         (double)log_bytes / 1024.0);
+         skipped, rss_before, rss_max, rss_after, probes_ok, probes, clients_txt,
+         obs_up ? "" : " (observer dropped)", (double)log_bytes / 1024.0);
   printf("(attack packets sent %llu, connects %llu; server CPU during the attack %.0f %% of a core)\n",
-         (unsigned long long)sent_total, (unsigned long long)connects_total, 100.0 * cpu_attack / wall_attack);
+         (unsigned long long)sent_total, (unsigned long long)connects_total,
+         100.0 * cpu_attack / wall_attack);
   for (int i = 0; i < (big ? 0 : o.clients); i++)
     steerd_client_destroy(cl[i].c);
   steerd_client_destroy(obs.c);

@@ -20,7 +20,8 @@
  * --threads T splits the steering pass over T threads (pool.h; 1, the default,
  * is the one-thread path); the hashes must not change with T. Use wall time
  * with T > 1 (--cpu adds up every thread's time). --min N skips sizes below N.
- * usage: bench_world [dense|avoid|obstacles|mixed|floor|all] [--min N] [--max N] [--runs R] [--steps S] [--period P]
+ * usage: bench_world [dense|avoid|obstacles|mixed|floor|all] [--min N] [--max N] [--runs R] [--steps S]
+ * [--period P]
  * --scalar turns the vector batches off (the reference path; same hashes).
  * --lanes4 keeps the lean batches (server/core/batch.c) at four lanes where
  * the processor has AVX for eight (same hashes).
@@ -47,7 +48,7 @@
 static int print_hash;
 static steer_pool *pool; /* --threads */
 
-static int scalar_only; /* --scalar: no vector batches (steer_world_set_simd) */
+static int scalar_only;   /* --scalar: no vector batches (steer_world_set_simd) */
 static int use_cpu_clock; /* --cpu: this process's CPU time, not wall time (a shared machine) */
 static int print_split;   /* --split: CPU time of the loop thread against the pool's other threads */
 
@@ -75,9 +76,7 @@ typedef struct scenario {
   uint64_t retargets;
 } scenario;
 
-static vec2 random_goal(scenario *s) {
-  return steer_rng_point(&s->rng, 0.0f, s->side, 0.0f, s->side);
-}
+static vec2 random_goal(scenario *s) { return steer_rng_point(&s->rng, 0.0f, s->side, 0.0f, s->side); }
 
 static steer_world *make_world(uint32_t n, float side, uint32_t max_paths) {
   steer_world_config cfg = steer_default_world_config();
@@ -96,7 +95,7 @@ static int setup_dense_kind(scenario *s, uint32_t n, int kind);
 static int setup_dense(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 0); }
 static int setup_avoid(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 1); }
 static int setup_obstacles(scenario *s, uint32_t n) { return setup_dense_kind(s, n, 2); }
-static int neighbour_period = 1; /* --period: neighbour_period of the avoid and obstacles agents */
+static int neighbour_period = 1;  /* --period: neighbour_period of the avoid and obstacles agents */
 static int avoid_neighbours = 10; /* --neighbours: their max_neighbours */
 
 /* 1 000 obstacles on a jittered grid over the field, added on top of the
@@ -118,13 +117,17 @@ static int add_obstacles(scenario *s) {
       break;
     }
     case 1: {
-      vec2 b[] = {{cx - sz, cy - sz * 0.5f}, {cx + sz, cy - sz * 0.5f}, {cx + sz, cy + sz * 0.5f}, {cx - sz, cy + sz * 0.5f}};
+      vec2 b[] = {{cx - sz, cy - sz * 0.5f},
+                  {cx + sz, cy - sz * 0.5f},
+                  {cx + sz, cy + sz * 0.5f},
+                  {cx - sz, cy + sz * 0.5f}};
       steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, b, 0.0f};
       rc = steer_world_add_obstacle(s->w, id, &o, NULL);
       break;
     }
     case 2: {
-      vec2 l[] = {{cx - sz, cy - sz}, {cx + sz, cy - sz}, {cx + sz, cy - sz * 0.4f}, {cx - sz * 0.4f, cy - sz * 0.4f},
+      vec2 l[] = {{cx - sz, cy - sz},        {cx + sz, cy - sz},
+                  {cx + sz, cy - sz * 0.4f}, {cx - sz * 0.4f, cy - sz * 0.4f},
                   {cx - sz * 0.4f, cy + sz}, {cx - sz, cy + sz}};
       steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 6, l, 0.0f};
       rc = steer_world_add_obstacle(s->w, id, &o, NULL);
@@ -330,10 +333,11 @@ static void run(const char *name, uint32_t n, int (*setup)(scenario *, uint32_t)
     if (t == 1)
       fprintf(stderr, "%s %u: --split needs --threads 2 or more (one thread runs no pool)\n", name, n);
     else
-      fprintf(stderr,
-              "%s %u: CPU ns/agent-step with %u threads: loop thread %.1f (outside the pool %.1f), others %.1f; "
-              "serial %.1f, parallel %.1f; serial fraction %.3f, Amdahl bound on 2 cores %.2fx\n",
-              name, n, t, l, serial, o, serial, p, serial / (serial + p), (serial + p) / (serial + p / 2.0));
+      fprintf(
+          stderr,
+          "%s %u: CPU ns/agent-step with %u threads: loop thread %.1f (outside the pool %.1f), others %.1f; "
+          "serial %.1f, parallel %.1f; serial fraction %.3f, Amdahl bound on 2 cores %.2fx\n",
+          name, n, t, l, serial, o, serial, p, serial / (serial + p), (serial + p) / (serial + p / 2.0));
   }
   if (print_hash)
     fprintf(stderr, "%s %u: hash %016llx view %016llx after %llu ticks\n", name, n,
@@ -485,8 +489,10 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--split") == 0)
       print_split = 1;
     else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("usage: bench_world [dense|avoid|obstacles|mixed|floor|all] [--min N] [--max N] [--runs R] [--steps S] "
-             "[--neighbours K] [--period P] [--threads T] [--scalar] [--lanes4] [--cpu] [--hash] [--split]\n");
+      printf(
+          "usage: bench_world [dense|avoid|obstacles|mixed|floor|all] [--min N] [--max N] [--runs R] "
+          "[--steps S] "
+          "[--neighbours K] [--period P] [--threads T] [--scalar] [--lanes4] [--cpu] [--hash] [--split]\n");
       return 0;
     } else
       which = argv[i];

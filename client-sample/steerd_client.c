@@ -172,7 +172,8 @@ static void usage(FILE *f) {
 
 /* One command's help: its section, and where the global options are. */
 static void usage_command(FILE *f, const cmd_help *h) {
-  fprintf(f, "usage: steerd-client [GLOBAL OPTIONS] %s ... (steerd-client --help lists the global options)\n\n",
+  fprintf(f,
+          "usage: steerd-client [GLOBAL OPTIONS] %s ... (steerd-client --help lists the global options)\n\n",
           h->name);
   fputs(h->text, f);
 }
@@ -357,7 +358,8 @@ static int parse_args(int argc, char **argv, args *a) {
       }
       if (!global && h != NULL && !command_knows(h, k)) {
         char list[160];
-        fprintf(stderr, "steerd-client %s: unknown option %s (its options: %s; see steerd-client %s --help)\n",
+        fprintf(stderr,
+                "steerd-client %s: unknown option %s (its options: %s; see steerd-client %s --help)\n",
                 a->cmd, s, option_list(h, list, sizeof list), a->cmd);
         return -1;
       }
@@ -457,7 +459,8 @@ static int check_opts(const args *a, const char *const *allowed, int npos_min, i
 }
 
 /* The names of a proto_*_name table, "a, b or c"; skip: an index left out (-1: none). */
-static const char *name_list(const char *(*name_of)(uint32_t), uint32_t count, int skip, char *buf, size_t cap) {
+static const char *name_list(const char *(*name_of)(uint32_t), uint32_t count, int skip, char *buf,
+                             size_t cap) {
   size_t n = 0;
   uint32_t shown = 0, total = 0;
   for (uint32_t i = 0; i < count; i++)
@@ -891,7 +894,8 @@ static int cmd_goto(const args *a) {
       return bad_value(a, "--target-agent", ta);
     b->present |= PROTO_BHV_TARGET_AGENT;
   }
-  const char *nr = opt_get(a, "node-radius"), *co = opt_get(a, "cornering"), *rd = opt_get(a, "replan-distance");
+  const char *nr = opt_get(a, "node-radius"), *co = opt_get(a, "cornering"),
+             *rd = opt_get(a, "replan-distance");
   if (nr != NULL) {
     if (parse_float(nr, &b->node_radius) != 0 || !(b->node_radius > 0.0f))
       return bad_value(a, "--node-radius", nr);
@@ -1068,8 +1072,9 @@ static int cmd_add_obstacle(const args *a) {
   proto_server_msg reply;
   int code = run_command(a, &cmd, &reply);
   if (code == 0)
-    printf("obstacle %lu added: map version %lu, %lu agents moved out of it\n", (unsigned long)reply.ack.obstacle,
-           (unsigned long)reply.ack.map_version, (unsigned long)reply.ack.moved);
+    printf("obstacle %lu added: map version %lu, %lu agents moved out of it\n",
+           (unsigned long)reply.ack.obstacle, (unsigned long)reply.ack.map_version,
+           (unsigned long)reply.ack.moved);
   return code;
 }
 

@@ -82,7 +82,7 @@ typedef enum proto_msg_type {
   PROTO_MSG_ERROR = 34,
   PROTO_MSG_EVENT = 35,
   PROTO_MSG_SNAPSHOT = 36,
-  PROTO_MSG_DELTA = 37, /* channel 1, to clients that said HELLO snapshots "delta" */
+  PROTO_MSG_DELTA = 37,  /* channel 1, to clients that said HELLO snapshots "delta" */
   PROTO_MSG_EVENTS = 38, /* channel 0: several EVENTs of one client's wake-up, and how many were lost */
   /* The map (map_msg.h, PROTOCOL.md 17). */
   PROTO_MSG_ADD_OBSTACLE = 12,    /* admin: add an obstacle to the map */
@@ -93,7 +93,8 @@ typedef enum proto_msg_type {
 
 /* Commands are 1..this but SNAPSHOT_ACK (11, channel 1), [type, request_id, body]. */
 #define PROTO_MSG_LAST_COMMAND PROTO_MSG_REMOVE_OBSTACLE
-#define PROTO_MSG_IS_COMMAND(t) ((t) >= PROTO_MSG_HELLO && (t) <= PROTO_MSG_LAST_COMMAND && (t) != PROTO_MSG_SNAPSHOT_ACK)
+#define PROTO_MSG_IS_COMMAND(t)                                                                              \
+  ((t) >= PROTO_MSG_HELLO && (t) <= PROTO_MSG_LAST_COMMAND && (t) != PROTO_MSG_SNAPSHOT_ACK)
 
 /* Wire error codes (positive on the wire; decoders return them negated). */
 typedef enum proto_error_code {
@@ -111,10 +112,10 @@ typedef enum proto_error_code {
   PROTO_ERR_RATE_LIMITED = 11,  /* over the peer's command rate: not applied */
   PROTO_ERR_NOT_OWNER = 12,
   PROTO_ERR_INTERNAL = 13,
-  PROTO_ERR_FORBIDDEN = 14,      /* the client's role may not send this command */
-  PROTO_ERR_UNAUTHORIZED = 15,   /* HELLO token missing, forged or unreadable */
-  PROTO_ERR_TOKEN_EXPIRED = 16,  /* HELLO token past its expiry */
-  PROTO_ERR_QUOTA_EXCEEDED = 17, /* the client owns its maximum of agents */
+  PROTO_ERR_FORBIDDEN = 14,        /* the client's role may not send this command */
+  PROTO_ERR_UNAUTHORIZED = 15,     /* HELLO token missing, forged or unreadable */
+  PROTO_ERR_TOKEN_EXPIRED = 16,    /* HELLO token past its expiry */
+  PROTO_ERR_QUOTA_EXCEEDED = 17,   /* the client owns its maximum of agents */
   PROTO_ERR_NO_SUCH_OBSTACLE = 18, /* REMOVE_OBSTACLE: no obstacle has this id */
   PROTO_ERR_OBSTACLE_EXISTS = 19,  /* ADD_OBSTACLE: the id is in use */
   PROTO_ERR_BLOCKED = 20,          /* a position, target or path point inside the map's geometry; an
@@ -392,8 +393,9 @@ typedef struct proto_welcome {
   vec2 world_min, world_max; /* m */
   uint64_t tick;             /* last completed tick */
   uint64_t server_time_us;
-  uint32_t protocol;   /* PROTO_VERSION */
-  uint32_t max_agents; /* the world's capacity (--max-agents): size buffers by it; 0: not sent (optional key) */
+  uint32_t protocol; /* PROTO_VERSION */
+  uint32_t
+      max_agents; /* the world's capacity (--max-agents): size buffers by it; 0: not sent (optional key) */
 } proto_welcome;
 
 /* GOTO in a QUERY reply (PROTOCOL.md 6.8); values mirror planner.h. */
@@ -416,14 +418,14 @@ typedef enum proto_goto_reason {
 #define PROTO_MAX_ROUTE_POINTS PROTO_MAX_PATH_POINTS /* a route is followed in parts of --max-path-points */
 
 typedef struct proto_goto_report {
-  uint8_t status;        /* proto_goto_status */
-  uint8_t reason;        /* proto_goto_reason of the last plan, or of the one waiting */
-  uint8_t target_kind;   /* STEER_TARGET_POINT or STEER_TARGET_AGENT */
-  vec2 target;           /* m, POINT */
-  steer_id target_agent; /* AGENT */
-  uint8_t partial;       /* FOLLOWING: the route is the first part of a longer one */
-  vec2 goal;             /* m, FOLLOWING: where the route ends */
-  uint32_t route_count;  /* FOLLOWING: 1..PROTO_MAX_ROUTE_POINTS; else 0 */
+  uint8_t status;                     /* proto_goto_status */
+  uint8_t reason;                     /* proto_goto_reason of the last plan, or of the one waiting */
+  uint8_t target_kind;                /* STEER_TARGET_POINT or STEER_TARGET_AGENT */
+  vec2 target;                        /* m, POINT */
+  steer_id target_agent;              /* AGENT */
+  uint8_t partial;                    /* FOLLOWING: the route is the first part of a longer one */
+  vec2 goal;                          /* m, FOLLOWING: where the route ends */
+  uint32_t route_count;               /* FOLLOWING: 1..PROTO_MAX_ROUTE_POINTS; else 0 */
   vec2 route[PROTO_MAX_ROUTE_POINTS]; /* m, the corners then the goal */
   uint8_t queued;                     /* a plan request of the agent waits: queue_position is set */
   uint32_t queue_position;            /* requests ahead of it in the plan queue (0: the next served) */
@@ -439,7 +441,7 @@ typedef struct proto_agent_report {
   int32_t path_node; /* -1: no path (nil on the wire) */
   steer_state state; /* position, orientation, velocity, rotation */
   steer_limits limits;
-  uint32_t owner;   /* client id, 0 = server */
+  uint32_t owner; /* client id, 0 = server */
   /* The agent's avoidance, wall feeler and stuck detection (PROTOCOL.md 6.8
    * "tuning": the seven tuning keys of 5.2); the server always sends it. */
   uint8_t has_tuning;
@@ -556,11 +558,11 @@ const char *proto_facing_name(uint32_t facing);
 const char *proto_combine_name(uint32_t combine);
 const char *proto_path_mode_name(uint32_t mode);
 const char *proto_cornering_name(uint32_t cornering);
-const char *proto_event_name(uint32_t code);  /* "arrived", ... */
+const char *proto_event_name(uint32_t code);         /* "arrived", ... */
 const char *proto_goto_status_name(uint32_t status); /* "queued", "following", "unreachable" */
 const char *proto_goto_reason_name(uint32_t reason); /* "new", "map", "target_moved", "stuck", "continue" */
-const char *proto_param_name(uint32_t index); /* steer_params field, index < PROTO_PARAM_COUNT */
-const char *proto_limit_name(uint32_t index); /* steer_limits field, index < PROTO_LIMIT_COUNT */
+const char *proto_param_name(uint32_t index);        /* steer_params field, index < PROTO_PARAM_COUNT */
+const char *proto_limit_name(uint32_t index);        /* steer_limits field, index < PROTO_LIMIT_COUNT */
 
 /* ---- Applying decoded commands (pure; the server starts from core defaults) */
 
@@ -764,7 +766,8 @@ int proto_decode_snapshot_ack(const uint8_t *data, size_t len, proto_snapshot_ac
 #define PROTO_EVENTS_MAX 512 /* events in one EVENTS message: at most 21 bytes each, under 16384 */
 
 /* 0 when an event's code is out of range, count > PROTO_EVENTS_MAX or buf is too small. */
-size_t proto_encode_events(uint8_t *buf, size_t cap, uint32_t lost, const proto_event *events, uint32_t count);
+size_t proto_encode_events(uint8_t *buf, size_t cap, uint32_t lost, const proto_event *events,
+                           uint32_t count);
 /* Strict: 1..PROTO_EVENTS_MAX events (0 only with lost > 0), codes in range.
  * TOO_LARGE when there are more than cap. */
 int proto_decode_events(const uint8_t *data, size_t len, uint32_t *lost, proto_event *events, uint32_t cap,

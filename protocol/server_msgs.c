@@ -291,10 +291,9 @@ static int welcome_fn(reader *r, int key, void *ctx) {
   }
 }
 
-static const char *const query_keys[] = {"agent",       "tick",      "model",  "x",        "y",
-                                         "orientation", "vx",        "vy",     "rotation", "behaviour",
-                                         "arrived",     "path_node", "limits", "owner",    "goto",
-                                         "tuning"};
+static const char *const query_keys[] = {"agent",  "tick",  "model",    "x",         "y",       "orientation",
+                                         "vx",     "vy",    "rotation", "behaviour", "arrived", "path_node",
+                                         "limits", "owner", "goto",     "tuning"};
 #define QUERY_KEY_COUNT    16
 #define QUERY_KEY_REQUIRED ((1u << 14) - 1u) /* all but "goto" and "tuning" */
 
@@ -349,7 +348,10 @@ static int rd_goto_report(reader *r, proto_goto_report *g) {
     return fail_at(r, "target", PROTO_ERR_BAD_FIELD, "one of target and target_agent");
   const uint32_t route = (1u << GK_GOAL) | (1u << GK_PARTIAL) | (1u << GK_ROUTE);
   if (g->status == PROTO_GOTO_FOLLOWING && (seen & route) != route)
-    return fail_at(r, (seen & (1u << GK_GOAL)) == 0 ? "goal" : (seen & (1u << GK_PARTIAL)) == 0 ? "partial" : "route",
+    return fail_at(r,
+                   (seen & (1u << GK_GOAL)) == 0      ? "goal"
+                   : (seen & (1u << GK_PARTIAL)) == 0 ? "partial"
+                                                      : "route",
                    PROTO_ERR_BAD_FIELD, "missing");
   if (g->status != PROTO_GOTO_FOLLOWING && (seen & route) != 0)
     return fail_at(r, "route", PROTO_ERR_BAD_FIELD, "only while following");
@@ -478,8 +480,8 @@ static int decode_ack(reader *r, proto_ack *a) {
     return rd_body(r, set_params_ack_keys, 2, 1u, set_params_ack_fn, a, NULL);
   case PROTO_MSG_ADD_OBSTACLE:
   case PROTO_MSG_REMOVE_OBSTACLE:
-    return rd_body(r, map_ack_keys, u == PROTO_MSG_ADD_OBSTACLE ? 3 : 2, u == PROTO_MSG_ADD_OBSTACLE ? 7u : 3u,
-                   map_ack_fn, a, NULL);
+    return rd_body(r, map_ack_keys, u == PROTO_MSG_ADD_OBSTACLE ? 3 : 2,
+                   u == PROTO_MSG_ADD_OBSTACLE ? 7u : 3u, map_ack_fn, a, NULL);
   default:
     return rd_body(r, agent_keys, 1, 1u, agent_fn, &a->agent, NULL);
   }
