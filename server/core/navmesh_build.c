@@ -20,21 +20,6 @@
 #define MERGE     1e-7 /* m, see tile_events */
 #define MERGE_MAX 24u  /* vertices of a merged cell at most */
 
-static int grow(void *pp, uint32_t *cap, uint32_t need, size_t size) {
-  void **p = pp;
-  if (need <= *cap)
-    return 1;
-  uint32_t c = *cap ? *cap : 64u;
-  while (c < need)
-    c = c > UINT32_MAX / 2u ? need : c * 2u;
-  void *q = realloc(*p, (size_t)c * size);
-  if (!q)
-    return 0;
-  *p = q;
-  *cap = c;
-  return 1;
-}
-
 /* ---- pieces: the geometry inflated by R, as convex polygons ------------------ */
 
 typedef struct piece {

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "navmesh.h"
 
@@ -52,6 +53,23 @@ struct steer_mesh {
 
   struct mesh_search *search; /* navmesh_search.c, made by the first plan */
 };
+
+/* Grows the array *pp of *cap elements of size bytes to hold need (doubling,
+ * from 64): 1, or 0 on no memory (the array is kept). */
+static inline int grow(void *pp, uint32_t *cap, uint32_t need, size_t size) {
+  void **p = pp;
+  if (need <= *cap)
+    return 1;
+  uint32_t c = *cap ? *cap : 64u;
+  while (c < need)
+    c = c > UINT32_MAX / 2u ? need : c * 2u;
+  void *q = realloc(*p, (size_t)c * size);
+  if (!q)
+    return 0;
+  *p = q;
+  *cap = c;
+  return 1;
+}
 
 static inline double mesh_orient(mpt a, mpt b, mpt c) {
   return (b.x - a.x) * (c.y - a.y) - (b.y - a.y) * (c.x - a.x);

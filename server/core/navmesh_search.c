@@ -86,21 +86,6 @@ void mesh_search_free(struct mesh_search *s) {
   free(s);
 }
 
-static int grow(void *pp, uint32_t *cap, uint32_t need, size_t size) {
-  void **p = pp;
-  if (need <= *cap)
-    return 1;
-  uint32_t c = *cap ? *cap : 256u;
-  while (c < need)
-    c *= 2u;
-  void *q = realloc(*p, (size_t)c * size);
-  if (!q)
-    return 0;
-  *p = q;
-  *cap = c;
-  return 1;
-}
-
 static double dist(mpt a, mpt b) { return sqrt((b.x - a.x) * (b.x - a.x) + (b.y - a.y) * (b.y - a.y)); }
 
 static struct mesh_search *search_of(steer_mesh *m) {
