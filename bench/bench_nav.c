@@ -23,9 +23,11 @@
  * navigation mesh of navmesh.h that GOTO plans on, by default; graph, the
  * visibility graph of nav.h); BENCH_NAV_PLAIN=1 plans with
  * steer_nav_plan_plain (no taut pruning); BENCH_NAV_PROFILE=k runs the plans k more times first (for perf);
- * BENCH_NAV_VERBOSE=1 prints each update's time. Plan times are given by the
- * wall clock and by the thread's CPU time (on a shared box the wall clock also
- * counts the time other processes held the core). */
+ * BENCH_NAV_VERBOSE=1 prints each update's time; scen: BENCH_NAV_LANDMARKS=k gives the mesh k landmarks
+ * (STEER_MESH_LANDMARKS; 0: none), BENCH_NAV_EACH=1 prints a line per problem ("each", its index, optimal
+ * length, nodes expanded, points, plan us, length: two runs' lines compare routes problem by problem). Plan
+ * times are given by the wall clock and by the thread's CPU time (on a shared box the wall clock also counts
+ * the time other processes held the core). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,8 +392,20 @@ static void graph_describe(const void *p, char *buf, size_t len) {
 
 static void graph_destroy(void *p) { steer_nav_destroy(p); }
 
+/* The mesh, then its landmarks (timed apart: the server attaches them later,
+ * off the tick thread; BENCH_NAV_LANDMARKS=0 plans without). */
 static void *mesh_build(const steer_map *m, float r, vec2 lo, vec2 hi) {
-  return steer_mesh_build(m, r, lo, hi);
+  steer_mesh *mesh = steer_mesh_build(m, r, lo, hi);
+  const char *env = getenv("BENCH_NAV_LANDMARKS");
+  uint32_t count = env ? (uint32_t)strtoul(env, NULL, 10) : STEER_MESH_LANDMARKS;
+  if (mesh && count) {
+    double c0 = cpu_ms();
+    float *table;
+    if (steer_mesh_landmarks(mesh, count, NULL, &table) == 0)
+      steer_mesh_set_landmarks(mesh, table, count);
+    printf("landmarks: %u, %.0f ms CPU\n", steer_mesh_landmark_count(mesh), cpu_ms() - c0);
+  }
+  return mesh;
 }
 
 static int mesh_plan(void *p, const steer_map *m, vec2 from, vec2 to, vec2 *out, uint32_t cap,
@@ -690,6 +704,8 @@ static int scen(const char *map_path, const char *scen_path, float r, long limit
     }
     expanded += res.expanded;
     points += res.count;
+    if (getenv("BENCH_NAV_EACH"))
+      printf("each %ld %.1f %u %u %.0f %.6f\n", i, q->optimal, res.expanded, res.count, cpu[i], res.length);
     ratio[answered] = q->optimal > 0.0 ? res.length / q->optimal : 1.0;
     double clear = CLEAR_REACH;
     uint32_t through = 0;

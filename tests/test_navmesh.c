@@ -124,6 +124,13 @@ static int cell_of(steer_rng *rng, int w) {
   return c < w ? c : w - 1;
 }
 
+static void attach_landmarks(steer_mesh *mesh) {
+  float *table;
+  ck_assert_int_eq(steer_mesh_landmarks(mesh, STEER_MESH_LANDMARKS, NULL, &table), 0);
+  steer_mesh_set_landmarks(mesh, table, STEER_MESH_LANDMARKS);
+  ck_assert_uint_eq(steer_mesh_landmark_count(mesh), STEER_MESH_LANDMARKS);
+}
+
 /* Random problems between free cell centres: the mesh against the visibility
  * graph's exact shortest route (steer_nav_plan_plain). */
 static void compare_on(const shapes *s, int w, const unsigned char *blocked, float r, uint64_t seed,
@@ -131,6 +138,7 @@ static void compare_on(const shapes *s, int w, const unsigned char *blocked, flo
   vec2 hi = v2((float)w, (float)w);
   steer_mesh *mesh = steer_mesh_build(s->m, r, v2(0.0f, 0.0f), hi);
   ck_assert_ptr_nonnull(mesh);
+  attach_landmarks(mesh);
   steer_nav *nav = steer_nav_create();
   ck_assert_int_eq(steer_nav_build(nav, s->m, r, v2(0.0f, 0.0f), hi), 0);
   steer_rng rng;
@@ -177,6 +185,58 @@ static void compare_on(const shapes *s, int w, const unsigned char *blocked, flo
   steer_nav_destroy(nav);
   steer_mesh_destroy(mesh);
 }
+
+/* Plans with the landmarks' estimate and without: the same answer and
+ * length for every problem (both exact), and fewer nodes expanded in all. */
+START_TEST(test_landmarks_keep_plans_exact) {
+  static unsigned char blocked[64 * 64];
+  const double density[] = {0.2, 0.33};
+  for (int k = 0; k < 2; k++) {
+    grid_map(&S, 64, density[k], 40u + (uint64_t)k, blocked);
+    steer_mesh *mesh = steer_mesh_build(S.m, 0.25f, v2(0, 0), v2(64, 64));
+    ck_assert_ptr_nonnull(mesh);
+    attach_landmarks(mesh);
+    steer_rng rng;
+    steer_rng_seed(&rng, 5u + (uint64_t)k);
+    static vec2 a[CAP], b[CAP];
+    uint64_t with = 0, without = 0;
+    int found = 0;
+    for (int i = 0; i < 300; i++) {
+      vec2 from = v2((float)cell_of(&rng, 64) + 0.5f, (float)cell_of(&rng, 64) + 0.5f);
+      vec2 to = v2((float)cell_of(&rng, 64) + 0.5f, (float)cell_of(&rng, 64) + 0.5f);
+      steer_nav_result rl, rp;
+      int cl = steer_mesh_plan_begin(mesh, from, to, 1);
+      if (cl == 0) {
+        steer_mesh_plan_run(mesh, UINT32_MAX, NULL);
+        cl = steer_mesh_plan_result(mesh, a, CAP, &rl);
+      }
+      int cp = steer_mesh_plan_begin(mesh, from, to, 0);
+      if (cp == 0) {
+        steer_mesh_plan_run(mesh, UINT32_MAX, NULL);
+        cp = steer_mesh_plan_result(mesh, b, CAP, &rp);
+      }
+      ck_assert_int_eq(cl, cp);
+      if (cl != 0)
+        continue;
+      found++;
+      ck_assert_msg(fabsf(rl.length - rp.length) <= 1e-4f * rp.length,
+                    "problem %d: %g with landmarks, %g without", i, rl.length, rp.length);
+      with += rl.expanded;
+      without += rp.expanded;
+    }
+    ck_assert_int_gt(found, 100);
+    ck_assert_uint_lt(with, without);
+    /* Asked to stop, the computation gives nothing. */
+    atomic_int stop;
+    atomic_init(&stop, 1);
+    float *table = (float *)&stop;
+    ck_assert_int_eq(steer_mesh_landmarks(mesh, STEER_MESH_LANDMARKS, &stop, &table), 1);
+    ck_assert_ptr_null(table);
+    steer_mesh_destroy(mesh);
+    steer_map_destroy(S.m);
+  }
+}
+END_TEST
 
 START_TEST(test_grid_maps_match_the_graph) {
   static unsigned char blocked[48 * 48];
@@ -301,6 +361,7 @@ START_TEST(test_slices_parts_and_threads) {
   grid_map(&S, 64, 0.25, 9u, blocked);
   steer_mesh *mesh = steer_mesh_build(S.m, 0.25f, v2(0, 0), v2(64, 64));
   ck_assert_ptr_nonnull(mesh);
+  attach_landmarks(mesh);
   vec2 whole[CAP], part[CAP];
   steer_nav_result rw, rp;
   vec2 from = v2(0.5f, 0.5f), to = v2(63.5f, 60.5f);
@@ -365,6 +426,7 @@ int main(void) {
   Suite *s = suite_create("navmesh");
   TCase *tc = check_tcase(s, "navmesh", 120);
   tcase_add_test(tc, test_grid_maps_match_the_graph);
+  tcase_add_test(tc, test_landmarks_keep_plans_exact);
   tcase_add_test(tc, test_mixed_shapes);
   tcase_add_test(tc, test_errors_and_snapping);
   tcase_add_test(tc, test_deterministic);

@@ -1332,6 +1332,7 @@ void steer_mesh_destroy(steer_mesh *m) {
   free(m->comp);
   free(m->bstart);
   free(m->bitems);
+  free(m->lm_d);
   free(m);
 }
 
@@ -1345,7 +1346,8 @@ size_t steer_mesh_memory(const steer_mesh *m) {
   return sizeof *m + (size_t)m->nverts * (sizeof *m->verts + 1u) +
          (size_t)m->ncells * (sizeof *m->cells + 1u + sizeof *m->comp) +
          (size_t)m->nedges * (sizeof *m->pv + sizeof *m->pn + sizeof *m->ptw) +
-         (nb + 1u) * sizeof *m->bstart + (size_t)(nb ? m->bstart[nb] : 0u) * sizeof *m->bitems;
+         (nb + 1u) * sizeof *m->bstart + (size_t)(nb ? m->bstart[nb] : 0u) * sizeof *m->bitems +
+         (size_t)m->nverts * m->nlm * sizeof *m->lm_d;
 }
 
 uint64_t steer_mesh_hash(const steer_mesh *m) {

@@ -51,6 +51,12 @@ struct steer_mesh {
   uint32_t *bstart; /* bcols * brows + 1 */
   uint32_t *bitems;
 
+  /* Landmarks (steer_mesh_set_landmarks): the exact route lengths from a few
+   * vertices to every vertex, lm_d[v * nlm + k] (INFINITY: not reached from
+   * landmark k), for the differential estimate of a plan. */
+  uint32_t nlm;
+  float *lm_d;
+
   struct mesh_search *search; /* navmesh_search.c, made by the first plan */
 };
 
