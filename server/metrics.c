@@ -140,8 +140,13 @@ static void planner(out *o, const steerd_metrics_input *in) {
   counter(o, "steerd_plan_graph_loop_builds_total",
           "Of the full navigation graph builds, those made on the loop thread (no thread could start).",
           in->plan_loop_builds);
+  gauge(o, "steerd_plan_landmark_classes",
+        "Navigation mesh radius classes whose plans use landmarks (computed off the loop once a mesh is "
+        "served).",
+        pl->landmark_classes);
   counter(o, "steerd_plan_waits_total",
-          "Ticks that waited for a navigation graph build still running at its class's due tick.", pl->waits);
+          "Ticks that waited for a navigation graph build (or landmarks) still running at its due tick.",
+          pl->waits);
   family(o, "steerd_plan_wait_seconds_total", "counter",
          "Time ticks spent waiting for navigation graph builds.");
   put(o, "steerd_plan_wait_seconds_total %.9f\n", (double)pl->wait_ns / 1e9);
@@ -211,7 +216,8 @@ size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *
   checkpoints(&o, in);
   planner(&o, in);
   counter(&o, "steerd_agents_stuck_total",
-          "STUCK events: agents that made no progress toward their goal for their stuck_time.", st->stuck_events);
+          "STUCK events: agents that made no progress toward their goal for their stuck_time.",
+          st->stuck_events);
   gauge(&o, "steerd_map_obstacles", "Obstacles in the world's map.", st->map_obstacles);
   gauge(&o, "steerd_map_version", "The map's version (bumped by every change).", st->map_version);
   counter(&o, "steerd_map_changes_total", "Changes of the map applied at runtime (admin commands).",

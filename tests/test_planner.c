@@ -691,8 +691,8 @@ END_TEST
 #else
 #define PILLAR_ROWS 9u
 #endif
-static steer_world *pillars(void) {
-  steer_world *w = make_world(16, HALF, 1);
+static steer_world *pillars_for(uint32_t cap) {
+  steer_world *w = make_world(cap, HALF, 1);
   vec2 pts[40];
   for (uint32_t i = 0; i < PILLAR_ROWS * PILLAR_ROWS; i++) {
     vec2 c = v2(-45.0f + 10.0f * ((float)(i % PILLAR_ROWS) + 0.5f),
@@ -706,6 +706,8 @@ static steer_world *pillars(void) {
   }
   return w;
 }
+
+static steer_world *pillars(void) { return pillars_for(16); }
 
 typedef struct hook_log {
   uint32_t slices, ends;
@@ -1003,6 +1005,95 @@ START_TEST(long_route_planned_whole) {
 }
 END_TEST
 
+/* Saves p and w and loads them into a new world and planner. */
+static void restore(steer_planner *p, steer_world *w, const steer_planner_config *pc, steer_planner **p2,
+                    steer_world **w2) {
+  size_t wl = steer_world_state_size(w), pl = steer_planner_state_size(p);
+  uint8_t *wb = malloc(wl), *pb = malloc(pl);
+  ck_assert_int_eq(steer_world_save(w, wb, wl, NULL), 0);
+  ck_assert_int_eq(steer_planner_save(p, pb, pl, NULL), 0);
+  *w2 = steer_world_load(wb, wl, NULL);
+  ck_assert_ptr_nonnull(*w2);
+  *p2 = steer_planner_create(*w2, pc);
+  ck_assert_int_eq(steer_planner_load(*p2, pb, pl), 0);
+  free(wb);
+  free(pb);
+}
+
+/* Runs both for ticks, with the same events and hashes in every tick. */
+static void lockstep(steer_planner *p, steer_world *w, steer_planner *p2, steer_world *w2, int ticks) {
+  for (int t = 0; t < ticks; t++) {
+    steer_planner_update(p, w);
+    steer_planner_update(p2, w2);
+    uint32_t n1, n2;
+    const steer_plan_event *e1 = steer_planner_events(p, &n1);
+    const steer_plan_event *e2 = steer_planner_events(p2, &n2);
+    ck_assert_uint_eq(n1, n2);
+    for (uint32_t i = 0; i < n1; i++) {
+      ck_assert_uint_eq(e1[i].agent, e2[i].agent);
+      ck_assert_uint_eq(e1[i].type, e2[i].type);
+      ck_assert(e1[i].length == e2[i].length);
+    }
+    ck_assert_uint_eq(steer_planner_get_stats(p).last_expanded, steer_planner_get_stats(p2).last_expanded);
+    steer_world_step(w, DT);
+    steer_world_step(w2, DT);
+    steer_planner_observe(p, w);
+    steer_planner_observe(p2, w2);
+    ck_assert_uint_eq(steer_world_hash(w), steer_world_hash(w2));
+    ck_assert_uint_eq(steer_planner_hash(p), steer_planner_hash(p2));
+  }
+}
+
+/* A served mesh class's landmarks are computed off the tick and used by the
+ * plans begun from their due tick on; a planner restored before that tick or
+ * after it, each time with a plan in progress, goes on exactly as the saved
+ * one (the same expansions in every tick, the same routes). */
+START_TEST(landmarks_used_from_their_due_tick_across_restores) {
+  steer_world *w = pillars_for(64);
+  steer_planner_config pc = steer_default_planner_config();
+  pc.budget = 24; /* plans in slices: one is in progress at every save */
+  steer_planner *p = steer_planner_create(w, &pc);
+  for (uint32_t i = 0; i < 40; i++) {
+    vec2 at = v2(-45.0f + 10.0f * (float)(i % 10), -45.0f + 10.0f * (float)(i / 10));
+    steer_id a = spawn(w, at, 0.4f, STEER_MODEL_DYNAMIC);
+    steer_goto g = goto_point(v2(-at.x, -at.y + (i / 10 < 2 ? 0.0f : -20.0f)));
+    ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
+  }
+  int on = -1;
+  for (int t = 0; t < 200 && on < 0; t++) {
+    if (t == 8) { /* the mesh served, its landmarks not yet due */
+      ck_assert_uint_eq(steer_planner_get_stats(p).landmark_classes, 0);
+      ck_assert_uint_gt(steer_planner_get_stats(p).queued, 0);
+      steer_planner *p2;
+      steer_world *w2;
+      restore(p, w, &pc, &p2, &w2);
+      lockstep(p, w, p2, w2, 60); /* across the due tick */
+      ck_assert_uint_eq(steer_planner_get_stats(p2).landmark_classes, 1);
+      steer_planner_destroy(p2);
+      steer_world_destroy(w2);
+      t += 60;
+    }
+    seen s = {0};
+    run(p, w, 1, 0, &s);
+    if (steer_planner_get_stats(p).landmark_classes)
+      on = t;
+  }
+  ck_assert_int_ge(on, (int)STEER_PLANNER_LANDMARK_TICKS);
+  /* Restored with landmarks in use and a plan in progress. */
+  run(p, w, 3, 0, &(seen){0});
+  ck_assert_uint_gt(steer_planner_get_stats(p).queued, 0);
+  steer_planner *p3;
+  steer_world *w3;
+  restore(p, w, &pc, &p3, &w3);
+  ck_assert_uint_eq(steer_planner_get_stats(p3).landmark_classes, 1);
+  lockstep(p, w, p3, w3, 60);
+  steer_planner_destroy(p3);
+  steer_world_destroy(w3);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+}
+END_TEST
+
 /* A saved state of format version 1 (before the served classes were saved)
  * is read with every class served. */
 START_TEST(version_1_state_serves_every_class) {
@@ -1015,8 +1106,9 @@ START_TEST(version_1_state_serves_every_class) {
   uint8_t *pb = malloc(pl);
   ck_assert_int_eq(steer_planner_save(p, pb, pl, NULL), 0);
   /* Version 1: the same without the classes' part (1 + 8 x 8 bytes), the
-   * mesh rebuilds (20 x 8) and the flag of a plan in progress (1 byte: none). */
-  size_t l1 = pl - 226u;
+   * mesh rebuilds (20 x 8), the landmarks (8 x 8 + 1) and the flag of a plan
+   * in progress (1 byte: none). */
+  size_t l1 = pl - 291u;
   pb[4] = 1;
   reseal(pb, l1);
   steer_planner *q = planner(w);
@@ -1046,6 +1138,7 @@ static Suite *planner_suite(void) {
   tcase_add_test(tc, new_class_built_off_the_tick_deterministically);
   tcase_add_test(tc, warm_start_waits_with_the_hook_deterministically);
   tcase_add_test(tc, version_1_state_serves_every_class);
+  tcase_add_test(tc, landmarks_used_from_their_due_tick_across_restores);
   tcase_add_test(tc, sliced_plan_is_the_whole_plan);
   tcase_add_test(tc, pending_plan_stays_with_its_agent);
   tcase_add_test(tc, long_route_planned_whole);

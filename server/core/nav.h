@@ -188,6 +188,18 @@ int steer_nav_cache_finish(steer_nav_cache *c, float r);
  * steer_nav_cache_finish does and returns 1, else 0 (still building). A long
  * wait made of such slices lets the caller do other work between them. */
 int steer_nav_cache_wait(steer_nav_cache *c, float r, uint32_t timeout_ms);
+/* Landmarks of r's mesh class (navmesh.h steer_mesh_landmarks), computed on a
+ * thread of their own for the mesh the class has now, while its plans go on
+ * without them; a job whose mesh is replaced first (a rebuild taken, an
+ * update) is cancelled and dropped. start: 1 started, 0 nothing to do (no
+ * mesh, a build under way, landmarks attached or being computed), or
+ * STEER_ENOMEM. wait: as steer_nav_cache_wait, for that job; once it is over
+ * its table is attached to the mesh (when it made one) and 1 returned.
+ * steer_nav_cache_landmarks: 1 the class's mesh has them, -1 being computed,
+ * else 0. */
+int steer_nav_cache_landmarks_start(steer_nav_cache *c, float r);
+int steer_nav_cache_landmarks_wait(steer_nav_cache *c, float r, uint32_t timeout_ms);
+int steer_nav_cache_landmarks(const steer_nav_cache *c, float r);
 /* The radius a body of radius r plans with (r rounded up to its class). */
 float steer_nav_class_radius(float r);
 

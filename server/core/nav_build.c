@@ -24,6 +24,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,10 +53,10 @@ void nav_free_graph(steer_nav *n) {
 size_t steer_nav_memory(const steer_nav *n) {
   if (n->mesh)
     return sizeof *n + steer_mesh_memory(n->mesh);
-  return sizeof *n + (size_t)n->ngroups * sizeof(nav_group) + (size_t)n->ncand * (sizeof(nav_node) + sizeof(uint32_t)) +
-         (size_t)n->nnodes * sizeof(nav_node) + (n->nnodes + 1u) * sizeof(uint32_t) +
-         (size_t)n->nadj * (sizeof(uint32_t) + sizeof(float)) + (size_t)n->nnodes * sizeof(nav_box) +
-         (size_t)n->nprims * (sizeof(nav_prim) + sizeof(uint32_t)) +
+  return sizeof *n + (size_t)n->ngroups * sizeof(nav_group) +
+         (size_t)n->ncand * (sizeof(nav_node) + sizeof(uint32_t)) + (size_t)n->nnodes * sizeof(nav_node) +
+         (n->nnodes + 1u) * sizeof(uint32_t) + (size_t)n->nadj * (sizeof(uint32_t) + sizeof(float)) +
+         (size_t)n->nnodes * sizeof(nav_box) + (size_t)n->nprims * (sizeof(nav_prim) + sizeof(uint32_t)) +
          ((size_t)n->cols * n->rows + 1u) * sizeof(uint32_t) +
          (n->cell_start ? (size_t)n->cell_start[(size_t)n->cols * n->rows] * sizeof(uint32_t) : 0u) +
          nav_search_memory(n);
@@ -113,15 +114,18 @@ static int grid_build(steer_nav *t) {
   for (int pass = 0; pass < 2; pass++) {
     for (uint32_t k = 0; k < t->nprims; k++) {
       const nav_prim *s = &t->prims[k];
-      uint32_t a = cell_of(s->lo.x, t->lo.x, t->inv_cell, t->cols), b = cell_of(s->hi.x, t->lo.x, t->inv_cell, t->cols);
-      uint32_t c = cell_of(s->lo.y, t->lo.y, t->inv_cell, t->rows), d = cell_of(s->hi.y, t->lo.y, t->inv_cell, t->rows);
+      uint32_t a = cell_of(s->lo.x, t->lo.x, t->inv_cell, t->cols),
+               b = cell_of(s->hi.x, t->lo.x, t->inv_cell, t->cols);
+      uint32_t c = cell_of(s->lo.y, t->lo.y, t->inv_cell, t->rows),
+               d = cell_of(s->hi.y, t->lo.y, t->inv_cell, t->rows);
       for (uint32_t y = c; y <= d; y++)
         for (uint32_t x = a; x <= b; x++) {
           size_t cell = (size_t)y * t->cols + x;
           if (pass == 0)
             t->cell_start[cell + 1]++;
           else
-            t->cell_items[t->cell_start[cell]++] = k; /* cell_start used as a fill cursor, shifted back below */
+            t->cell_items[t->cell_start[cell]++] =
+                k; /* cell_start used as a fill cursor, shifted back below */
         }
     }
     if (pass == 0) {
@@ -245,11 +249,11 @@ static int obstacle_nodes(const build_ctx *b, const steer_obstacle_desc *o) {
       continue;
     float s = turn > 0.0f ? 1.0f : -1.0f; /* a left turn is convex on the right */
     vec2 n1 = v2_scale(v2(e1.y, -e1.x), s), n2 = v2_scale(v2(e2.y, -e2.x), s);
-    rc = corner_nodes(b, v[i], v[i - 1], v[i + 1], n1, turn_of(n1, n2), v2_cross(n1, n2) >= 0.0f ? 1.0f : -1.0f, 1);
+    rc = corner_nodes(b, v[i], v[i - 1], v[i + 1], n1, turn_of(n1, n2),
+                      v2_cross(n1, n2) >= 0.0f ? 1.0f : -1.0f, 1);
   }
   return rc;
 }
-
 
 static uint64_t shape_hash(const steer_obstacle_desc *o) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -300,7 +304,8 @@ static int edge_push(edge_list *e, uint32_t a, uint32_t b, float len) {
  * when list is NULL; n of them) but itself, each pair once (a fresh node w
  * above f links it when its own turn comes), tangent at both ends and in
  * sight. 0 or STEER_ENOMEM. */
-static int link_new(steer_nav *t, edge_list *e, const uint8_t *fresh, uint32_t f, const uint32_t *list, uint32_t n) {
+static int link_new(steer_nav *t, edge_list *e, const uint8_t *fresh, uint32_t f, const uint32_t *list,
+                    uint32_t n) {
   nav_recent recent = {{0}, 0};
   const nav_node *nf = &t->nodes[f];
   for (uint32_t x = 0; x < n; x++) {
@@ -322,7 +327,7 @@ static int link_new(steer_nav *t, edge_list *e, const uint8_t *fresh, uint32_t f
 /* The boxes of the obstacles that changed, widened by what they can reach. */
 typedef struct change_set {
   vec2 lo[NAV_MAX_CHANGES], hi[NAV_MAX_CHANGES];
-  vec2 c[NAV_MAX_CHANGES]; /* centre */
+  vec2 c[NAV_MAX_CHANGES];     /* centre */
   float rho2[NAV_MAX_CHANGES]; /* squared radius of the circle round the widened box */
   uint32_t n;
 } change_set;
@@ -440,7 +445,7 @@ static int shadowed(steer_nav *t, vec2 p, vec2 c, float rho2, nav_recent *walls)
 
 /* ---- nodes by bucket, and the shadow of a wall over a bucket -------------------- */
 
-#define NAV_BUCKET_CELLS 4u   /* grid cells along a side of a node bucket */
+#define NAV_BUCKET_CELLS 4u    /* grid cells along a side of a node bucket */
 #define NAV_SEP_MARGIN   0.05f /* m: a wall separates a box from a disc with this much to spare */
 
 /* The graph's nodes in coarse buckets (row-major, ascending in each), with
@@ -504,17 +509,26 @@ static int separates_box(const nav_prim *s, vec2 lo, vec2 hi, vec2 c, float rho)
   if (!(el > 2.0f * NAV_SEP_MARGIN))
     return 0;
   vec2 u = v2_scale(e, 1.0f / el), n = v2(-u.y, u.x);
-  const vec2 q[8] = {lo, v2(hi.x, lo.y), hi, v2(lo.x, hi.y), v2(c.x - rho, c.y - rho), v2(c.x + rho, c.y - rho),
-                     v2(c.x + rho, c.y + rho), v2(c.x - rho, c.y + rho)};
+  const vec2 q[8] = {lo,
+                     v2(hi.x, lo.y),
+                     hi,
+                     v2(lo.x, hi.y),
+                     v2(c.x - rho, c.y - rho),
+                     v2(c.x + rho, c.y - rho),
+                     v2(c.x + rho, c.y + rho),
+                     v2(c.x - rho, c.y + rho)};
   float sd[8], tt[8];
   for (int i = 0; i < 8; i++) {
     vec2 d = v2_sub(q[i], s->a);
     sd[i] = v2_dot(n, d);
     tt[i] = v2_dot(u, d);
   }
-  float bmin = minf(minf(sd[0], sd[1]), minf(sd[2], sd[3])), bmax = maxf(maxf(sd[0], sd[1]), maxf(sd[2], sd[3]));
-  float dmin = minf(minf(sd[4], sd[5]), minf(sd[6], sd[7])), dmax = maxf(maxf(sd[4], sd[5]), maxf(sd[6], sd[7]));
-  if (!((bmin >= NAV_SEP_MARGIN && dmax <= -NAV_SEP_MARGIN) || (bmax <= -NAV_SEP_MARGIN && dmin >= NAV_SEP_MARGIN)))
+  float bmin = minf(minf(sd[0], sd[1]), minf(sd[2], sd[3])),
+        bmax = maxf(maxf(sd[0], sd[1]), maxf(sd[2], sd[3]));
+  float dmin = minf(minf(sd[4], sd[5]), minf(sd[6], sd[7])),
+        dmax = maxf(maxf(sd[4], sd[5]), maxf(sd[6], sd[7]));
+  if (!((bmin >= NAV_SEP_MARGIN && dmax <= -NAV_SEP_MARGIN) ||
+        (bmax <= -NAV_SEP_MARGIN && dmin >= NAV_SEP_MARGIN)))
     return 0;
   for (int i = 0; i < 4; i++)
     for (int j = 4; j < 8; j++) {
@@ -545,7 +559,8 @@ static int box_shadowed(steer_nav *t, const nav_box *b, vec2 c, float rho, nav_r
  * disc (c, sqrt(rho2)) is not in the shadow of one wall, into out (bucket
  * by bucket: whole buckets in a shadow are passed over); returns how many.
  * Every node that sees a point of the disc is among them. */
-static uint32_t unshadowed(steer_nav *t, const node_buckets *b, vec2 c, float rho2, const uint8_t *skip, uint32_t *out) {
+static uint32_t unshadowed(steer_nav *t, const node_buckets *b, vec2 c, float rho2, const uint8_t *skip,
+                           uint32_t *out) {
   nav_recent walls = {{0}, 0}, bwalls = {{0}, 0};
   const float rho = sqrtf(rho2) + NAV_NEAR;
   uint32_t nv = 0;
@@ -569,7 +584,6 @@ static int box_near(const change_set *s, vec2 lo, vec2 hi) {
       return 1;
   return 0;
 }
-
 
 static void box_add(nav_box *b, vec2 p) {
   b->lo = v2(minf(b->lo.x, p.x), minf(b->lo.y, p.y));
@@ -676,7 +690,8 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
   t->lo = lo;
   t->hi = hi;
   const float R = r + STEER_MAP_SKIN;
-  const float seg_reach = R + NAV_TOUCH + NAV_NEAR; /* covers what a node's freedom and a segment's sight depend on */
+  const float seg_reach =
+      R + NAV_TOUCH + NAV_NEAR; /* covers what a node's freedom and a segment's sight depend on */
   uint32_t count = steer_map_count(m);
   uint32_t prim_cap = 0;
   int rc = 0;
@@ -763,7 +778,8 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
   for (uint32_t gi = 0; gi < t->ngroups; gi++) {
     const nav_group *g = &t->groups[gi];
     for (uint32_t k = 0; k < g->count; k++)
-      cand_prev[g->first + k] = o && gmatch[gi] != NAV_NONE ? o->cand_live[o->groups[gmatch[gi]].first + k] : NAV_NEW;
+      cand_prev[g->first + k] =
+          o && gmatch[gi] != NAV_NONE ? o->cand_live[o->groups[gmatch[gi]].first + k] : NAV_NEW;
   }
   if (!o)
     added->n = removed->n = 0;
@@ -911,7 +927,8 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
         /* Distance from c to the segment pu-pv within rho. */
         vec2 w = v2_sub(t->nodes[v].p, pu);
         float l2 = v2_len2(w), dt = v2_dot(cu, w), cr = v2_cross(w, cu);
-        int near = dt <= 0.0f ? du2 <= rho2 : (dt >= l2 ? v2_len2(v2_sub(c, t->nodes[v].p)) <= rho2 : cr * cr <= rho2 * l2);
+        int near = dt <= 0.0f ? du2 <= rho2
+                              : (dt >= l2 ? v2_len2(v2_sub(c, t->nodes[v].p)) <= rho2 : cr * cr <= rho2 * l2);
         if (!near)
           continue;
         /* Met once per removed box it passes: the first such box takes it. */
@@ -1034,13 +1051,28 @@ typedef struct nav_job {
   int done;
 } nav_job;
 
+/* A mesh class's landmarks computed on a thread of their own, for the mesh
+ * the class has when it starts (only read by the thread: the class's plans go
+ * on meanwhile); cancelled and joined before that mesh is replaced. */
+typedef struct lm_job {
+  pthread_t thread;
+  steer_mesh *mesh;
+  float *table;
+  int rc;
+  atomic_int cancel;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+  int done;
+} lm_job;
+
 struct steer_nav_cache {
   vec2 lo, hi;
   steer_nav *nav[STEER_NAV_CLASSES];
-  nav_job *job[STEER_NAV_CLASSES]; /* a build running off the caller's thread */
-  uint64_t builds;      /* full builds (steer_nav_build) so far, on any thread */
-  uint64_t sync_builds; /* of which on the caller's thread (steer_nav_cache_get) */
-  int kind;             /* steer_nav_kind */
+  nav_job *job[STEER_NAV_CLASSES];  /* a build running off the caller's thread */
+  lm_job *lmjob[STEER_NAV_CLASSES]; /* landmarks being computed for the class's mesh */
+  uint64_t builds;                  /* full builds (steer_nav_build) so far, on any thread */
+  uint64_t sync_builds;             /* of which on the caller's thread (steer_nav_cache_get) */
+  int kind;                         /* steer_nav_kind */
 };
 
 void steer_nav_cache_set_kind(steer_nav_cache *c, int kind) {
@@ -1070,36 +1102,85 @@ steer_nav_cache *steer_nav_cache_create(vec2 lo, vec2 hi) {
   return c;
 }
 
-static void *job_run(void *arg) {
-  nav_job *j = arg;
-  j->rc = j->kind == STEER_NAV_GRAPH ? steer_nav_build(j->out, j->snap, j->r, j->lo, j->hi)
-                                     : steer_nav_build_mesh(j->out, j->snap, j->r, j->lo, j->hi);
-  pthread_mutex_lock(&j->mu);
-  j->done = 1;
-  pthread_cond_broadcast(&j->cv);
-  pthread_mutex_unlock(&j->mu);
-  return NULL;
-}
-
 /* A job's mutex and its condition on the monotonic clock: 0, or -1 (nothing left to free). */
-static int job_sync_init(nav_job *j) {
+static int sync_init(pthread_mutex_t *mu, pthread_cond_t *cv) {
   pthread_condattr_t ca;
   if (pthread_condattr_init(&ca) != 0)
     return -1;
   int rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   if (rc == 0)
-    rc = pthread_cond_init(&j->cv, &ca);
+    rc = pthread_cond_init(cv, &ca);
   pthread_condattr_destroy(&ca);
   if (rc != 0)
     return -1;
-  if (pthread_mutex_init(&j->mu, NULL) != 0) {
-    pthread_cond_destroy(&j->cv);
+  if (pthread_mutex_init(mu, NULL) != 0) {
+    pthread_cond_destroy(cv);
     return -1;
   }
   return 0;
 }
 
+/* Marks a job done and wakes its waiters (on the job's thread). */
+static void sync_done(pthread_mutex_t *mu, pthread_cond_t *cv, int *done) {
+  pthread_mutex_lock(mu);
+  *done = 1;
+  pthread_cond_broadcast(cv);
+  pthread_mutex_unlock(mu);
+}
+
+/* Waits up to timeout_ms for *done: whether it is set. */
+static int sync_wait(pthread_mutex_t *mu, pthread_cond_t *cv, const int *done, uint32_t timeout_ms) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += (time_t)(timeout_ms / 1000u);
+  until.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(mu);
+  while (!*done && timeout_ms > 0 && pthread_cond_timedwait(cv, mu, &until) == 0)
+    ;
+  int d = *done;
+  pthread_mutex_unlock(mu);
+  return d;
+}
+
+static void *job_run(void *arg) {
+  nav_job *j = arg;
+  j->rc = j->kind == STEER_NAV_GRAPH ? steer_nav_build(j->out, j->snap, j->r, j->lo, j->hi)
+                                     : steer_nav_build_mesh(j->out, j->snap, j->r, j->lo, j->hi);
+  sync_done(&j->mu, &j->cv, &j->done);
+  return NULL;
+}
+
 static void job_free(nav_job *j) {
+  pthread_mutex_destroy(&j->mu);
+  pthread_cond_destroy(&j->cv);
+  free(j);
+}
+
+static void *lm_run(void *arg) {
+  lm_job *j = arg;
+  j->rc = steer_mesh_landmarks(j->mesh, STEER_MESH_LANDMARKS, &j->cancel, &j->table);
+  sync_done(&j->mu, &j->cv, &j->done);
+  return NULL;
+}
+
+/* Joins class k's landmark job; attach: its table goes to the mesh (when it
+ * made one), else the job is cancelled first and its work dropped. */
+static void lm_join(steer_nav_cache *c, uint32_t k, int attach) {
+  lm_job *j = c->lmjob[k];
+  if (!j)
+    return;
+  if (!attach)
+    atomic_store(&j->cancel, 1);
+  pthread_join(j->thread, NULL);
+  c->lmjob[k] = NULL;
+  if (attach && j->rc == 0)
+    steer_mesh_set_landmarks(j->mesh, j->table, STEER_MESH_LANDMARKS);
+  else
+    free(j->table);
   pthread_mutex_destroy(&j->mu);
   pthread_cond_destroy(&j->cv);
   free(j);
@@ -1113,6 +1194,7 @@ static void job_join(steer_nav_cache *c, uint32_t k) {
   pthread_join(j->thread, NULL);
   c->job[k] = NULL;
   if (j->rc == 0) {
+    lm_join(c, k, 0); /* landmarks of the mesh replaced now */
     steer_nav_destroy(c->nav[k]);
     c->nav[k] = j->out;
   } else {
@@ -1127,14 +1209,14 @@ void steer_nav_cache_destroy(steer_nav_cache *c) {
     return;
   for (uint32_t i = 0; i < STEER_NAV_CLASSES; i++) {
     job_join(c, i);
+    lm_join(c, i, 0);
     steer_nav_destroy(c->nav[i]);
   }
   free(c);
 }
 
 static int has_graph(const steer_nav_cache *c, uint32_t k) {
-  return k < STEER_NAV_CLASSES && c->nav[k] && c->nav[k]->built &&
-         c->nav[k]->r == (float)k * STEER_NAV_CLASS;
+  return k < STEER_NAV_CLASSES && c->nav[k] && c->nav[k]->built && c->nav[k]->r == (float)k * STEER_NAV_CLASS;
 }
 
 steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r) {
@@ -1146,6 +1228,8 @@ steer_nav *steer_nav_cache_get(steer_nav_cache *c, const steer_map *m, float r) 
   if (!c->nav[k] && !(c->nav[k] = steer_nav_create()))
     return NULL;
   steer_nav *n = c->nav[k];
+  if (!n->built || n->r != cr || n->version != steer_map_version(m))
+    lm_join(c, k, 0); /* the mesh is about to change */
   if (n->built && n->r == cr && n->mesh && n->version != steer_map_version(m)) {
     c->builds++; /* a mesh is brought to a map by a full build, here on the caller's thread */
     c->sync_builds++;
@@ -1216,7 +1300,7 @@ static int start_job(steer_nav_cache *c, const steer_map *m, float r, float cell
   nav_job *j = calloc(1, sizeof *j);
   if (!j)
     return STEER_ENOMEM;
-  if (job_sync_init(j) != 0) {
+  if (sync_init(&j->mu, &j->cv) != 0) {
     free(j);
     return STEER_ENOMEM;
   }
@@ -1255,19 +1339,7 @@ int steer_nav_cache_wait(steer_nav_cache *c, float r, uint32_t timeout_ms) {
   if (k >= STEER_NAV_CLASSES || !c->job[k])
     return 1;
   nav_job *j = c->job[k];
-  struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  until.tv_sec += (time_t)(timeout_ms / 1000u);
-  until.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
-  }
-  pthread_mutex_lock(&j->mu);
-  while (!j->done && timeout_ms > 0 && pthread_cond_timedwait(&j->cv, &j->mu, &until) == 0)
-    ;
-  int done = j->done;
-  pthread_mutex_unlock(&j->mu);
+  int done = sync_wait(&j->mu, &j->cv, &j->done, timeout_ms);
   if (done)
     job_join(c, k); /* the thread has ended its build: this join is immediate */
   return done;
@@ -1277,3 +1349,54 @@ int steer_nav_cache_has(const steer_nav_cache *c, float r) { return has_graph(c,
 
 uint64_t steer_nav_cache_builds(const steer_nav_cache *c) { return c->builds; }
 uint64_t steer_nav_cache_sync_builds(const steer_nav_cache *c) { return c->sync_builds; }
+
+/* ---- landmarks of the mesh classes ---------------------------------------------- */
+
+static steer_mesh *class_mesh(const steer_nav_cache *c, uint32_t k) {
+  return has_graph(c, k) ? c->nav[k]->mesh : NULL;
+}
+
+int steer_nav_cache_landmarks_start(steer_nav_cache *c, float r) {
+  uint32_t k = class_of(r);
+  steer_mesh *mesh = k < STEER_NAV_CLASSES && !c->job[k] ? class_mesh(c, k) : NULL;
+  if (!mesh || c->lmjob[k] || steer_mesh_landmark_count(mesh))
+    return 0;
+  lm_job *j = calloc(1, sizeof *j);
+  if (!j)
+    return STEER_ENOMEM;
+  if (sync_init(&j->mu, &j->cv) != 0) {
+    free(j);
+    return STEER_ENOMEM;
+  }
+  j->mesh = mesh;
+  atomic_init(&j->cancel, 0);
+  if (pthread_create(&j->thread, NULL, lm_run, j) != 0) {
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+    return STEER_ENOMEM;
+  }
+  c->lmjob[k] = j;
+  return 1;
+}
+
+int steer_nav_cache_landmarks_wait(steer_nav_cache *c, float r, uint32_t timeout_ms) {
+  uint32_t k = class_of(r);
+  if (k >= STEER_NAV_CLASSES || !c->lmjob[k])
+    return 1;
+  lm_job *j = c->lmjob[k];
+  if (!sync_wait(&j->mu, &j->cv, &j->done, timeout_ms))
+    return 0;
+  lm_join(c, k, 1); /* the thread is over: an immediate join */
+  return 1;
+}
+
+int steer_nav_cache_landmarks(const steer_nav_cache *c, float r) {
+  uint32_t k = class_of(r);
+  if (k >= STEER_NAV_CLASSES)
+    return 0;
+  if (c->lmjob[k])
+    return -1;
+  steer_mesh *mesh = class_mesh(c, k);
+  return mesh && steer_mesh_landmark_count(mesh) ? 1 : 0;
+}

@@ -28,6 +28,7 @@ typedef struct plan_act {
   uint32_t slot;    /* its agent's slot (not saved: the head of the saved queue) */
   uint8_t running;  /* its search is in the mesh (not after a restore) */
   uint8_t lead;     /* the route starts at lead_pt (the start was moved to fit) */
+  uint8_t lm;       /* it plans with the class's landmarks */
   uint32_t spent;   /* expansions so far */
   uint32_t version; /* of the map it plans on */
   uint64_t tick;    /* when it began */
@@ -59,10 +60,17 @@ struct steer_planner {
   uint64_t rebuild_due[STEER_NAV_CLASSES];     /* 0: none */
   uint32_t rebuild_version[STEER_NAV_CLASSES]; /* map version the rebuild is of */
   uint8_t versions_unknown;                    /* loaded from a state before version 3 */
-  uint8_t restoring;             /* steer_planner_restoring: warming builds, never makes ready */
-  uint8_t warming;               /* classes whose steer_planner_warm_start build may still run */
-  uint64_t tick_builds;          /* full graph builds made by a plan, in a tick */
-  steer_planner_wait_fn wait_fn; /* the host's, between the slices of a wait */
+  /* Mesh classes' landmarks (navmesh.h), computed off the thread once a mesh
+   * is served and used from their due tick on (waited for then, if still
+   * running), by the plans begun from then on; saved too, so a restored
+   * planner's plans use them exactly when the saved one's did. */
+  uint8_t lm_on;                      /* bit k: class k's plans begin with landmarks */
+  uint64_t lm_due[STEER_NAV_CLASSES]; /* 0: none due */
+  uint8_t lm_unknown;                 /* loaded from a state before version 4 */
+  uint8_t restoring;                  /* steer_planner_restoring: warming builds, never makes ready */
+  uint8_t warming;                    /* classes whose steer_planner_warm_start build may still run */
+  uint64_t tick_builds;               /* full graph builds made by a plan, in a tick */
+  steer_planner_wait_fn wait_fn;      /* the host's, between the slices of a wait */
   void *wait_ctx;
   vec2 *route; /* route_cap points: a plan's, grown to the longest route yet */
   uint32_t route_cap;
@@ -147,23 +155,81 @@ static uint32_t class_index(float r) {
   return k < (float)STEER_NAV_CLASSES - 0.5f ? (uint32_t)lrintf(k) : STEER_NAV_CLASSES;
 }
 
+/* Ticks a mesh class's landmarks take before its plans use them (computed
+ * meanwhile off the thread, while its plans go on without): the config's
+ * build delay, or by the map's size, at least STEER_PLANNER_LANDMARK_TICKS
+ * (plans lose nothing meanwhile, and a loaded machine's computation is then
+ * never waited for on small levels). */
+static uint64_t landmark_delay(const steer_planner *p, const steer_world *w) {
+  if (p->cfg.build_delay)
+    return p->cfg.build_delay;
+  uint64_t d = 1u + steer_map_segment_count(steer_world_map(w)) / STEER_PLANNER_LANDMARK_SEGMENTS_PER_TICK;
+  return d < STEER_PLANNER_LANDMARK_TICKS ? STEER_PLANNER_LANDMARK_TICKS : d;
+}
+
+/* Class k's mesh is served from tick on: its landmarks are computed anew. */
+static void landmarks_begin(steer_planner *p, const steer_world *w, uint32_t k, uint64_t tick) {
+  if (p->cfg.nav != STEER_NAV_MESH)
+    return;
+  p->lm_on = (uint8_t)(p->lm_on & ~(1u << k));
+  p->lm_due[k] = tick + landmark_delay(p, w);
+  (void)steer_nav_cache_landmarks_start(p->navs, (float)k * STEER_NAV_CLASS);
+}
+
+/* Waits for the landmarks of r's class being computed, as await_build. */
+static void await_landmarks(steer_planner *p, float r) {
+  if (steer_nav_cache_landmarks_wait(p->navs, r, 0))
+    return;
+  float cr = steer_nav_class_radius(r);
+  uint64_t t0 = mono_ns();
+  p->stats.waits++;
+  while (!steer_nav_cache_landmarks_wait(p->navs, r, STEER_PLANNER_WAIT_SLICE_MS))
+    if (p->wait_fn)
+      p->wait_fn(p->wait_ctx, cr, mono_ns() - t0, 0);
+  uint64_t waited = mono_ns() - t0;
+  p->stats.wait_ns += waited;
+  if (p->wait_fn)
+    p->wait_fn(p->wait_ctx, cr, waited, 1);
+}
+
+/* A served mesh class's landmarks at the start of a tick: used from their due
+ * tick on. A restored planner's cache has none for a class that uses them or
+ * is due to: computed anew, and waited for at once when plans use them. */
+static void landmarks_settle(steer_planner *p, const steer_world *w, uint32_t k, uint64_t tick) {
+  float r = (float)k * STEER_NAV_CLASS;
+  if (p->lm_unknown && !p->lm_due[k] && !((p->lm_on >> k) & 1u))
+    landmarks_begin(p, w, k, tick); /* a state from before landmarks were saved */
+  if (!p->lm_due[k] && !((p->lm_on >> k) & 1u))
+    return;
+  if (steer_nav_cache_landmarks(p->navs, r) == 0)
+    (void)steer_nav_cache_landmarks_start(p->navs, r);
+  if (p->lm_due[k] && tick >= p->lm_due[k]) {
+    p->lm_on |= (uint8_t)(1u << k);
+    p->lm_due[k] = 0;
+  }
+  if ((p->lm_on >> k) & 1u)
+    await_landmarks(p, r);
+}
+
 int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r) {
   if (!p || !w || !isfinite(r) || r < 0.0f)
     return STEER_EINVAL;
   uint32_t k = class_index(r);
   if (k >= STEER_NAV_CLASSES)
     return 0; /* wider than every class: its GOTOs are unreachable, nothing to build */
-  if (!p->restoring && !p->due[k]) {
+  int served = !p->restoring && !p->due[k];
+  if (served) {
     p->ready |= (uint8_t)(1u << k);
     p->served_version[k] = steer_map_version(steer_world_map(w)); /* built now, below */
   }
-  if (steer_nav_cache_has(p->navs, r) && !steer_nav_cache_pending(p->navs, r)) {
-    /* Brought up to date with the map now (a map load: maybe a rebuild). */
-    return steer_nav_cache_get(p->navs, steer_world_map(w), r) ? 0 : STEER_ENOMEM;
-  }
+  int rc = 1;
+  if (steer_nav_cache_has(p->navs, r) && !steer_nav_cache_pending(p->navs, r))
+    rc = 0; /* brought up to date with the map now (a map load: maybe a rebuild) */
   if (!steer_nav_cache_get(p->navs, steer_world_map(w), r))
     return STEER_ENOMEM;
-  return 1;
+  if (served)
+    landmarks_begin(p, w, k, steer_world_tick(w));
+  return rc;
 }
 
 void steer_planner_restoring(steer_planner *p) { p->restoring = 1; }
@@ -248,6 +314,7 @@ static void settle(steer_planner *p, const steer_world *w, uint64_t tick) {
         p->ready |= (uint8_t)(1u << k);
         p->due[k] = 0;
         p->served_version[k] = p->due_version[k];
+        landmarks_begin(p, w, k, tick);
       } else if (!steer_nav_cache_has(p->navs, r) && !steer_nav_cache_pending(p->navs, r)) {
         (void)steer_nav_cache_start(p->navs, steer_world_map(w), r, wc->cell_size);
       }
@@ -262,6 +329,7 @@ static void settle(steer_planner *p, const steer_world *w, uint64_t tick) {
       await_build(p, r);
       p->served_version[k] = p->rebuild_version[k];
       p->rebuild_due[k] = 0;
+      landmarks_begin(p, w, k, tick);
     }
     if (!p->rebuild_due[k] && p->served_version[k] != version) {
       (void)steer_nav_cache_refresh(p->navs, steer_world_map(w), r,
@@ -279,8 +347,11 @@ static void settle(steer_planner *p, const steer_world *w, uint64_t tick) {
           steer_nav_cache_version(p->navs, r) != version)
         await_build(p, r);
     }
+    if (!p->rebuild_due[k])
+      landmarks_settle(p, w, k, tick);
   }
   p->versions_unknown = 0;
+  p->lm_unknown = 0;
 }
 
 int steer_planner_warm(steer_planner *p, const steer_world *w) {
@@ -455,6 +526,9 @@ const steer_plan_event *steer_planner_events(const steer_planner *p, uint32_t *c
 steer_planner_stats steer_planner_get_stats(const steer_planner *p) {
   steer_planner_stats s = p->stats;
   s.queued = p->count;
+  s.landmark_classes = 0;
+  for (uint32_t k = 0; k < STEER_NAV_CLASSES; k++)
+    s.landmark_classes += (p->lm_on >> k) & 1u;
   return s;
 }
 
@@ -701,13 +775,14 @@ static uint32_t serve(steer_planner *p, steer_world *w, goto_rec *r, uint32_t le
       return 1;
     }
     p->act.version = steer_nav_map_version(nav);
+    p->act.lm = (uint8_t)((p->lm_on >> cls) & 1u);
     p->act.on = 1;
     p->act.running = 0;
     p->act.slot = slot;
     p->act.cls = (uint8_t)cls;
   }
   if (!p->act.running) { /* begun now, or again after a restore: the expansions already spent first */
-    int rc = steer_mesh_plan_start(mesh, p->act.from, p->act.mesh_goal);
+    int rc = steer_mesh_plan_begin(mesh, p->act.from, p->act.mesh_goal, p->act.lm);
     if (rc != 0) {
       p->act.on = 0;
       unreachable(p, w, r);
@@ -853,12 +928,13 @@ int steer_planner_queue_position(const steer_planner *p, steer_id id, uint32_t *
 
 /* ---- saving and loading (planner.h) --------------------------------------------- */
 
-#define STATE_MAGIC   "STPL"
-#define STATE_HEAD    16u /* magic, version, capacity, records */
-#define STATE_RECORD  45u
-#define STATE_CLASSES (1u + 8u * STEER_NAV_CLASSES) /* u8 ready, u64 due per class (version 2 on) */
-#define STATE_ACT     50u /* the head's plan in progress, after its u8 flag (version 3 on) */
-#define STATE_REBUILD (20u * STEER_NAV_CLASSES) /* mesh rebuilds per class (version 3 on) */
+#define STATE_MAGIC     "STPL"
+#define STATE_HEAD      16u /* magic, version, capacity, records */
+#define STATE_RECORD    45u
+#define STATE_CLASSES   (1u + 8u * STEER_NAV_CLASSES) /* u8 ready, u64 due per class (version 2 on) */
+#define STATE_ACT       51u /* the head's plan in progress, after its u8 flag (version 3 on: 50) */
+#define STATE_LANDMARKS (1u + 8u * STEER_NAV_CLASSES) /* u64 due per class, u8 on (version 4 on) */
+#define STATE_REBUILD   (20u * STEER_NAV_CLASSES)     /* mesh rebuilds per class (version 3 on) */
 
 static uint32_t record_count(const steer_planner *p) {
   uint32_t n = 0;
@@ -905,6 +981,9 @@ static void put_state(const steer_planner *p, steer_wbuf *k) {
     steer_put_u64(k, p->rebuild_due[c]);
     steer_put_u32(k, p->rebuild_version[c]);
   }
+  for (uint32_t c = 0; c < STEER_NAV_CLASSES; c++)
+    steer_put_u64(k, p->lm_due[c]);
+  steer_put_u8(k, p->lm_on);
   steer_put_u8(k, p->act.on);
   if (!p->act.on)
     return;
@@ -918,6 +997,7 @@ static void put_state(const steer_planner *p, steer_wbuf *k) {
   steer_put_u32(k, p->act.spent);
   steer_put_u32(k, p->act.version);
   steer_put_u64(k, p->act.tick);
+  steer_put_u8(k, p->act.lm);
 }
 
 uint32_t steer_planner_active(const steer_planner *p) { return record_count(p); }
@@ -926,14 +1006,14 @@ int steer_planner_idle(const steer_planner *p) {
   if (record_count(p) != 0 || p->count != 0 || p->ready != 0)
     return 0;
   for (uint32_t k = 0; k < STEER_NAV_CLASSES; k++)
-    if (p->due[k] || p->rebuild_due[k])
+    if (p->due[k] || p->rebuild_due[k] || p->lm_due[k])
       return 0;
   return 1;
 }
 
 size_t steer_planner_state_size(const steer_planner *p) {
   return STATE_HEAD + (size_t)record_count(p) * STATE_RECORD + 4u + (size_t)p->count * 4u + STATE_CLASSES +
-         STATE_REBUILD + 1u + (p->act.on ? STATE_ACT : 0u) + 8u;
+         STATE_REBUILD + STATE_LANDMARKS + 1u + (p->act.on ? STATE_ACT : 0u) + 8u;
 }
 
 int steer_planner_save(const steer_planner *p, uint8_t *buf, size_t cap, size_t *len) {
@@ -959,17 +1039,18 @@ uint64_t steer_planner_hash(const steer_planner *p) {
 static int finite2(vec2 v) { return isfinite(v.x) && isfinite(v.y); }
 
 /* What version 3 adds at the end of the state: the mesh rebuilds per class
- * and the head's plan in progress. */
+ * and the head's plan in progress; version 4, the landmarks. */
 typedef struct state_tail {
   uint32_t due_version[STEER_NAV_CLASSES], served_version[STEER_NAV_CLASSES],
       rebuild_version[STEER_NAV_CLASSES];
-  uint64_t rebuild_due[STEER_NAV_CLASSES];
+  uint64_t rebuild_due[STEER_NAV_CLASSES], lm_due[STEER_NAV_CLASSES];
+  uint8_t lm_on;
   plan_act act;
 } state_tail;
 
 /* Reads it (ready: the served classes; m: the queue's length). 0, or -1 when
  * it is not sound. */
-static int get_tail(steer_rbuf *r, uint8_t ready, uint32_t m, state_tail *t) {
+static int get_tail(steer_rbuf *r, uint32_t version, uint8_t ready, uint32_t m, state_tail *t) {
   for (uint32_t c = 0; c < STEER_NAV_CLASSES; c++) {
     t->due_version[c] = steer_get_u32(r);
     t->served_version[c] = steer_get_u32(r);
@@ -977,6 +1058,15 @@ static int get_tail(steer_rbuf *r, uint8_t ready, uint32_t m, state_tail *t) {
     t->rebuild_version[c] = steer_get_u32(r);
     if (t->rebuild_due[c] && !((ready >> c) & 1u))
       return -1; /* only a served class is rebuilt */
+  }
+  if (version >= 4u) {
+    for (uint32_t c = 0; c < STEER_NAV_CLASSES; c++)
+      t->lm_due[c] = steer_get_u64(r);
+    t->lm_on = steer_get_u8(r);
+    for (uint32_t c = 0; c < STEER_NAV_CLASSES; c++)
+      if ((t->lm_due[c] || (t->lm_on >> c) & 1u) &&
+          (!((ready >> c) & 1u) || (t->lm_due[c] && (t->lm_on >> c) & 1u)))
+        return -1; /* a served class's landmarks are due or used, not both */
   }
   plan_act *a = &t->act;
   a->on = steer_get_u8(r);
@@ -994,7 +1084,11 @@ static int get_tail(steer_rbuf *r, uint8_t ready, uint32_t m, state_tail *t) {
   a->spent = steer_get_u32(r);
   a->version = steer_get_u32(r);
   a->tick = steer_get_u64(r);
-  return r->bad || a->on != 1u || a->lead > 1u || a->cls >= STEER_NAV_CLASSES || m == 0 ? -1 : 0;
+  a->lm = version >= 4u ? steer_get_u8(r) : 0u;
+  return r->bad || a->on != 1u || a->lead > 1u || a->cls >= STEER_NAV_CLASSES || m == 0 || a->lm > 1u ||
+                 (a->lm && !((t->lm_on >> a->cls) & 1u))
+             ? -1
+             : 0;
 }
 
 int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
@@ -1005,7 +1099,7 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   steer_rbuf r = steer_rbuf_make(buf, len - 8);
   r.pos = 4;
   uint32_t version = steer_get_u32(&r);
-  if (version != STEER_PLANNER_STATE_VERSION && version != 1u && version != 2u)
+  if (version < 1u || version > STEER_PLANNER_STATE_VERSION)
     return STEER_EVERSION;
   uint32_t cap = steer_get_u32(&r), n = steer_get_u32(&r);
   if (cap != p->cap || n > cap || (size_t)n * STATE_RECORD > steer_rbuf_left(&r))
@@ -1056,10 +1150,13 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
     }
   }
   uint32_t m = steer_get_u32(&r);
-  const size_t tail = version == 1u ? 0u : STATE_CLASSES + (version >= 3u ? STATE_REBUILD + 1u : 0u);
+  const size_t tail = version == 1u ? 0u
+                                    : STATE_CLASSES + (version >= 3u ? STATE_REBUILD + 1u : 0u) +
+                                          (version >= 4u ? STATE_LANDMARKS : 0u);
+  const size_t act = version >= 4u ? STATE_ACT : STATE_ACT - 1u;
   size_t left = steer_rbuf_left(&r);
   if (r.bad || m > cap || (size_t)m * 4u + tail > left ||
-      ((size_t)m * 4u + tail != left && (version < 3u || (size_t)m * 4u + tail + STATE_ACT != left)))
+      ((size_t)m * 4u + tail != left && (version < 3u || (size_t)m * 4u + tail + act != left)))
     goto out;
   for (uint32_t i = 0; i < m; i++) {
     uint32_t s = steer_get_u32(&r);
@@ -1084,7 +1181,7 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   /* Version 3: the mesh rebuilds, and the head's plan in progress. */
   state_tail t;
   memset(&t, 0, sizeof t);
-  if (version >= 3u && get_tail(&r, ready, m, &t) != 0)
+  if (version >= 3u && get_tail(&r, version, ready, m, &t) != 0)
     goto out;
   if (r.bad || steer_rbuf_left(&r) != 0)
     goto out;
@@ -1106,6 +1203,9 @@ int steer_planner_load(steer_planner *p, const uint8_t *buf, size_t len) {
   memcpy(p->rebuild_due, t.rebuild_due, sizeof t.rebuild_due);
   memcpy(p->rebuild_version, t.rebuild_version, sizeof t.rebuild_version);
   p->versions_unknown = version < 3u;
+  memcpy(p->lm_due, t.lm_due, sizeof t.lm_due);
+  p->lm_on = t.lm_on;
+  p->lm_unknown = version < 4u;
   p->act = t.act; /* begun again by the next update */
   p->act.slot = m ? ring[0] : 0;
   p->restoring = 1;

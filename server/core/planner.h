@@ -119,18 +119,24 @@ typedef struct steer_planner_config {
    * blocks, about 0.2 s of build). A visibility graph: 1 + s / 128 + s^2 /
    * 2^20 (the build's pairs grow as s^2): 37 ticks for 3 338 segments (1 000
    * obstacles of rooms and pillars, about 1 s of build), 737 for 24 000 (600
-   * 40-gons, about 25 s), 1 for a few. */
+   * 40-gons, about 25 s), 1 for a few. A mesh's landmarks (navmesh.h), which
+   * its plans use once they are computed (off the tick thread, the plans
+   * going on without them meanwhile): 1 + s / 1 024 ticks after the mesh is
+   * served, 30 at least (about 7-14 us a segment: 0.2 s for the 15 000
+   * segments of a 512 x 512 level). Nonzero: that many ticks for both. */
   uint32_t build_delay;
   uint8_t nav; /* steer_nav_kind: what the classes plan on (STEER_NAV_MESH) */
 } steer_planner_config;
 
-#define STEER_PLANNER_MESH_BUDGET            32768u     /* see budget */
-#define STEER_PLANNER_ROUTE_LIMIT            (1u << 20) /* route points a visibility graph's plan may take */
-#define STEER_PLANNER_GRAPH_BUDGET           1024u      /* see budget */
-#define STEER_PLANNER_MESH_SEGMENTS_PER_TICK 8192u      /* see build_delay */
-#define STEER_PLANNER_WARM_TICKS             10u /* the start-up's classes' delay at least (steer_planner_warm_start) */
-#define STEER_PLANNER_SEGMENTS_PER_TICK      128u       /* see build_delay */
-#define STEER_PLANNER_SEGMENT_PAIRS_PER_TICK (1u << 20) /* see build_delay */
+#define STEER_PLANNER_MESH_BUDGET                32768u     /* see budget */
+#define STEER_PLANNER_ROUTE_LIMIT                (1u << 20) /* route points a visibility graph's plan may take */
+#define STEER_PLANNER_GRAPH_BUDGET               1024u      /* see budget */
+#define STEER_PLANNER_MESH_SEGMENTS_PER_TICK     8192u      /* see build_delay */
+#define STEER_PLANNER_LANDMARK_SEGMENTS_PER_TICK 1024u      /* see build_delay */
+#define STEER_PLANNER_LANDMARK_TICKS             30u        /* see build_delay */
+#define STEER_PLANNER_WARM_TICKS                 10u /* the start-up's classes' delay at least (steer_planner_warm_start) */
+#define STEER_PLANNER_SEGMENTS_PER_TICK          128u       /* see build_delay */
+#define STEER_PLANNER_SEGMENT_PAIRS_PER_TICK     (1u << 20) /* see build_delay */
 
 steer_planner_config steer_default_planner_config(void);
 
@@ -216,8 +222,9 @@ typedef struct steer_planner_stats {
   /* Plans by time: bucket b counts those above bound b - 1 and at most bound
    * b (not cumulative); those above the last bound are in none. */
   uint64_t plan_time_bucket[STEER_PLANNER_TIME_BUCKETS];
-  uint64_t waits;   /* updates' waits for a graph build still running (see above) */
-  uint64_t wait_ns; /* time they took, in all */
+  uint64_t waits;            /* updates' waits for a graph build (or landmarks) still running (see above) */
+  uint64_t wait_ns;          /* time they took, in all */
+  uint32_t landmark_classes; /* mesh classes whose plans begin with landmarks now */
 } steer_planner_stats;
 
 steer_planner_stats steer_planner_get_stats(const steer_planner *p);
@@ -294,11 +301,13 @@ void steer_planner_restoring(steer_planner *p);
  *   STEER_NAV_CLASSES of them; version 2 on: a version 1 state is read with
  *   every class served); per class (version 3 on) u32 map version at its first
  *   build, u32 map version of its mesh, u64 tick a rebuild is due (0 none),
- *   u32 map version of that rebuild; u8 1 when the queue's head has a plan in progress
- *   (version 3 on), then its f32 start x, y, f32 goal x, y, f32 mesh goal x, y,
- *   f32 lead point x, y, u8 lead, u8 radius class, u32 expansions spent, u32
- *   map version, u64 tick it began (50 bytes); u64 FNV-1a of every byte
- *   before it.
+ *   u32 map version of that rebuild; (version 4 on) u64 tick each class's
+ *   landmarks are due (0 none), u8 classes whose plans use landmarks (bit k:
+ *   class k); u8 1 when the queue's head has a plan in progress (version 3
+ *   on), then its f32 start x, y, f32 goal x, y, f32 mesh goal x, y, f32 lead
+ *   point x, y, u8 lead, u8 radius class, u32 expansions spent, u32 map
+ *   version, u64 tick it began, u8 1 when it uses landmarks (version 4 on;
+ *   51 bytes, 50 before); u64 FNV-1a of every byte before it.
  * Records are the agents in GOTO (status not NONE); the queue may name a slot
  * with no record (an agent that left GOTO while queued: it is skipped when
  * served). Not saved: the navigation graphs (a cache, rebuilt from the map on
@@ -308,7 +317,7 @@ void steer_planner_restoring(steer_planner *p);
  * with continues exactly as the saved one would: same routes, events and
  * queue order, and steer_planner_hash equal. */
 
-#define STEER_PLANNER_STATE_VERSION 3u
+#define STEER_PLANNER_STATE_VERSION 4u
 
 /* Exact bytes steer_planner_save writes now. */
 size_t steer_planner_state_size(const steer_planner *p);
