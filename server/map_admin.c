@@ -45,13 +45,13 @@ static int check_shape(const steer_world_config *c, const proto_obstacle *o, ste
     return refuse(r, PROTO_ERR_BAD_FIELD, "type", "not one of circle, polygon, wall");
   uint32_t least = o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u;
   if (!o->points || o->count < least || o->count > STEER_MAP_MAX_VERTICES)
-    return refuse(r, PROTO_ERR_BAD_FIELD, "points", "a %s has %u..%u points", proto_obstacle_kind_name(o->kind),
-                  least, STEER_MAP_MAX_VERTICES);
+    return refuse(r, PROTO_ERR_BAD_FIELD, "points", "a %s has %u..%u points",
+                  proto_obstacle_kind_name(o->kind), least, STEER_MAP_MAX_VERTICES);
   for (uint32_t i = 0; i < o->count; i++) {
     if (!inside(c, o->points[i])) {
       snprintf(field, sizeof field, "points[%u]", i);
-      return refuse(r, PROTO_ERR_BAD_FIELD, field, "outside the world bounds (%g,%g)-(%g,%g)", (double)c->min.x,
-                    (double)c->min.y, (double)c->max.x, (double)c->max.y);
+      return refuse(r, PROTO_ERR_BAD_FIELD, field, "outside the world bounds (%g,%g)-(%g,%g)",
+                    (double)c->min.x, (double)c->min.y, (double)c->max.x, (double)c->max.y);
     }
   }
   /* Edge i runs from points[i] to points[i + 1] (a polygon's last one closes the ring). */

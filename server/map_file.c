@@ -91,12 +91,13 @@ static int parse_obstacle(const json_t *o, size_t i, steer_map *m, vec2 *pts, ch
   if (rc == STEER_ENOMEM)
     return fail(err, errlen, "obstacles[%zu]: out of memory", i);
   if (rc != STEER_OK)
-    return fail(err, errlen,
-                kind == STEER_OBSTACLE_CIRCLE
-                    ? "obstacles[%zu].center: the circle is not inside the world bounds"
-                    : "obstacles[%zu].points: a point outside the world bounds, an edge shorter than 1 mm, or "
-                      "(polygon) zero area or crossing edges",
-                i);
+    return fail(
+        err, errlen,
+        kind == STEER_OBSTACLE_CIRCLE
+            ? "obstacles[%zu].center: the circle is not inside the world bounds"
+            : "obstacles[%zu].points: a point outside the world bounds, an edge shorter than 1 mm, or "
+              "(polygon) zero area or crossing edges",
+        i);
   return 0;
 }
 

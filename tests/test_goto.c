@@ -277,7 +277,8 @@ START_TEST(goto_behind_a_wall_arrives) {
   }
   ck_assert_msg(through_door, "the route does not cross x = 0 through the upper door");
   float clear = route_clearance(start_pos, r.go.route, r.go.route_count);
-  ck_assert_msg(clear >= radius, "the route comes within %.3f m of the geometry (radius %.2f)", clear, radius);
+  ck_assert_msg(clear >= radius, "the route comes within %.3f m of the geometry (radius %.2f)", clear,
+                radius);
   /* The PLANNED event's length (cm) is the route's from where it was planned
    * (the agent had not moved: it was at rest until then). */
   float len = 0.0f;
@@ -286,8 +287,8 @@ START_TEST(goto_behind_a_wall_arrives) {
     len += v2_len(v2_sub(r.go.route[i], prev));
     prev = r.go.route[i];
   }
-  ck_assert_msg(fabsf(len * 100.0f - (float)x.ev[planned].data) < 2.0f, "route %.2f m, PLANNED says %u cm", len,
-                x.ev[planned].data);
+  ck_assert_msg(fabsf(len * 100.0f - (float)x.ev[planned].data) < 2.0f, "route %.2f m, PLANNED says %u cm",
+                len, x.ev[planned].data);
   ck_assert_float_gt(len, 20.0f); /* longer than the straight line through the wall */
   ck_assert_float_lt(len, 30.0f);
 
@@ -448,9 +449,19 @@ END_TEST
 #define SLOTS 16384u /* slot indices of a world of 10 000 agents are below this */
 START_TEST(burst_of_ten_thousand_gotos) {
   steerd_proc p;
-  const char *more[] = {"--rate-limit",      "1000000", "--rate-burst", "1000000", "--max-agents-per-client",
-                        "10000",             "--client-queue-kb", "262144",  "--max-agents", "10000",
-                        "--client-timeout",  "30000",   NULL};
+  const char *more[] = {"--rate-limit",
+                        "1000000",
+                        "--rate-burst",
+                        "1000000",
+                        "--max-agents-per-client",
+                        "10000",
+                        "--client-queue-kb",
+                        "262144",
+                        "--max-agents",
+                        "10000",
+                        "--client-timeout",
+                        "30000",
+                        NULL};
   start(&p, more);
   events x, y;
   steerd_client *c = connect_client(&p, "burst", &x);

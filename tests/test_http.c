@@ -169,7 +169,8 @@ START_TEST(test_metrics_promtool_and_counts) {
   ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"query\",result=\"error\"}"), 1);
   ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"ping\",result=\"ok\"}"), 1);
   ck_assert_double_eq(metric(body, "steerd_errors_sent_total{code=\"no_such_agent\"}"), 1);
-  ck_assert_double_eq(metric(body, "steerd_agents"), STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO); /* the demo world */
+  ck_assert_double_eq(metric(body, "steerd_agents"),
+                      STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO); /* the demo world */
   ck_assert_double_eq(metric(body, "steerd_ready"), 1);
   double ticks = metric(body, "steerd_ticks_total");
   ck_assert_double_gt(ticks, 0);

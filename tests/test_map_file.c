@@ -22,11 +22,12 @@ static steer_map *new_map(void) {
   return m;
 }
 
-static const char *GOOD = "{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": ["
-                          "{\"id\": 1, \"type\": \"circle\", \"center\": [10, 10], \"radius\": 2},"
-                          "{\"id\": 7, \"type\": \"polygon\", \"points\": [[0,0],[10,0],[10,10],[8,10],[8,2],[2,2],"
-                          "[2,10],[0,10]]},"
-                          "{\"id\": 3, \"type\": \"wall\", \"points\": [[-50,-20],[50,-20],[50,-40]]}]}";
+static const char *GOOD =
+    "{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": ["
+    "{\"id\": 1, \"type\": \"circle\", \"center\": [10, 10], \"radius\": 2},"
+    "{\"id\": 7, \"type\": \"polygon\", \"points\": [[0,0],[10,0],[10,10],[8,10],[8,2],[2,2],"
+    "[2,10],[0,10]]},"
+    "{\"id\": 3, \"type\": \"wall\", \"points\": [[-50,-20],[50,-20],[50,-40]]}]}";
 
 START_TEST(test_good_file) {
   steer_map *m = new_map();
@@ -39,8 +40,8 @@ START_TEST(test_good_file) {
   ck_assert_int_eq(steer_map_get(m, 1, &id, &d), STEER_OK); /* file order */
   ck_assert_uint_eq(id, 7);
   ck_assert_uint_eq(d.kind, STEER_OBSTACLE_POLYGON);
-  ck_assert(steer_map_inside(m, v2(1, 5)));   /* the concave U's arm */
-  ck_assert(!steer_map_inside(m, v2(5, 5)));  /* its notch */
+  ck_assert(steer_map_inside(m, v2(1, 5)));  /* the concave U's arm */
+  ck_assert(!steer_map_inside(m, v2(5, 5))); /* its notch */
   ck_assert(steer_map_inside(m, v2(10.5f, 10.5f)));
   steer_map_destroy(m);
 }
@@ -60,14 +61,16 @@ static const bad_case bad[] = {
     {"{\"format\": \"steerd-map\", \"version\": 2, \"obstacles\": []}", "version: 2 is not supported"},
     {"{\"format\": \"steerd-map\", \"version\": \"1\", \"obstacles\": []}", "version:"},
     {"{\"format\": \"steerd-map\", \"version\": 1}", "obstacles: missing"},
-    {"{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": [], \"colour\": 1}", "colour: unknown field"},
+    {"{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": [], \"colour\": 1}",
+     "colour: unknown field"},
     {"{\"format\": \"steerd-map\", \"version\": 1, \"version\": 1, \"obstacles\": []}", "duplicate"},
     {OB("5"), "obstacles[0]: not an object"},
     {OB("{\"type\": \"circle\", \"center\": [0, 0], \"radius\": 1}"), "obstacles[0].id"},
     {OB("{\"id\": 0, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 1}"), "obstacles[0].id"},
     {OB("{\"id\": 1.5, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 1}"), "obstacles[0].id"},
     {OB("{\"id\": 1, \"type\": \"square\", \"points\": [[0,0],[1,0],[1,1]]}"), "obstacles[0].type"},
-    {OB("{\"id\": 1, \"type\": \"circle\", \"centre\": [0, 0], \"radius\": 1}"), "obstacles[0].centre: unknown"},
+    {OB("{\"id\": 1, \"type\": \"circle\", \"centre\": [0, 0], \"radius\": 1}"),
+     "obstacles[0].centre: unknown"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0], \"radius\": 1}"), "obstacles[0].center"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0, \"a\"], \"radius\": 1}"), "obstacles[0].center"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 0}"), "obstacles[0].radius"},

@@ -76,7 +76,8 @@ static void raw_map_packet(raw *r, const uint8_t *data, size_t len) {
 }
 
 /* MAP and MAP_CHANGED to raw_map_packet; EVENTs kept, WELCOME noted. */
-static void raw_packet(void *user, uint8_t channel, const uint8_t *data, size_t len, const proto_server_msg *m) {
+static void raw_packet(void *user, uint8_t channel, const uint8_t *data, size_t len,
+                       const proto_server_msg *m) {
   raw *r = user;
   if (channel != PROTO_CHANNEL_RELIABLE)
     return;
@@ -412,9 +413,10 @@ static proto_server_msg raw_bytes(raw *r, const uint8_t *data, size_t n, uint32_
 
 static void expect_error(raw *r, proto_command *c, uint32_t code, const char *field) {
   proto_server_msg m = raw_command(r, c);
-  ck_assert_msg(m.type == PROTO_MSG_ERROR, "command accepted; wanted error %u on %s", code, field ? field : "nil");
-  ck_assert_msg(m.error.code == code, "error %u (%s, field %s), wanted %u on %s", m.error.code, m.error.message,
-                m.error.field, code, field ? field : "nil");
+  ck_assert_msg(m.type == PROTO_MSG_ERROR, "command accepted; wanted error %u on %s", code,
+                field ? field : "nil");
+  ck_assert_msg(m.error.code == code, "error %u (%s, field %s), wanted %u on %s", m.error.code,
+                m.error.message, m.error.field, code, field ? field : "nil");
   if (field)
     ck_assert_str_eq(m.error.field, field);
   else
@@ -465,9 +467,9 @@ START_TEST(every_bad_map_command_gets_its_error) {
   {
     /* The encoder refuses these, so they are written by hand. */
     /* [12, 899, {"id": 8, "type": "wall", "points": [[0, 0]]}]: one point */
-    static const uint8_t one[] = {0x93, 0x0c, 0xcd, 0x03, 0x83, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't', 'y',
-                                  'p',  'e',  0xa4, 'w',  'a',  'l',  'l',  0xa6, 'p', 'o', 'i',  'n',  't',
-                                  's',  0x91, 0x92, 0x00, 0x00};
+    static const uint8_t one[] = {0x93, 0x0c, 0xcd, 0x03, 0x83, 0x83, 0xa2, 'i',  'd', 0x08, 0xa4,
+                                  't',  'y',  'p',  'e',  0xa4, 'w',  'a',  'l',  'l', 0xa6, 'p',
+                                  'o',  'i',  'n',  't',  's',  0x91, 0x92, 0x00, 0x00};
     m = raw_bytes(&a, one, sizeof one, 899);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "points");
@@ -477,17 +479,17 @@ START_TEST(every_bad_map_command_gets_its_error) {
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "id");
     /* [12, 901, {"id": 8, "type": "circle", "center": [0, 0]}] */
-    static const uint8_t noradius[] = {0x93, 0x0c, 0xcd, 0x03, 0x85, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't',
-                                       'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c', 'l', 'e', 0xa6, 'c',
-                                       'e',  'n',  't',  'e',  'r',  0x92, 0x00, 0x00};
+    static const uint8_t noradius[] = {0x93, 0x0c, 0xcd, 0x03, 0x85, 0x83, 0xa2, 'i',  'd',  0x08, 0xa4,
+                                       't',  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',
+                                       0xa6, 'c',  'e',  'n',  't',  'e',  'r',  0x92, 0x00, 0x00};
     m = raw_bytes(&a, noradius, sizeof noradius, 901);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "radius");
     /* [12, 902, {"id": 8, "type": "circle", "center": [NaN, 0], "radius": 1}] */
-    static const uint8_t nan[] = {0x93, 0x0c, 0xcd, 0x03, 0x86, 0x84, 0xa2, 'i',  'd',  0x08, 0xa4, 't',
-                                  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',  0xa6, 'c',
-                                  'e',  'n',  't',  'e',  'r',  0x92, 0xca, 0x7f, 0xc0, 0x00, 0x00, 0x00,
-                                  0xa6, 'r',  'a',  'd',  'i',  'u',  's',  0x01};
+    static const uint8_t nan[] = {0x93, 0x0c, 0xcd, 0x03, 0x86, 0x84, 0xa2, 'i',  'd',  0x08, 0xa4,
+                                  't',  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',
+                                  0xa6, 'c',  'e',  'n',  't',  'e',  'r',  0x92, 0xca, 0x7f, 0xc0,
+                                  0x00, 0x00, 0x00, 0xa6, 'r',  'a',  'd',  'i',  'u',  's',  0x01};
     m = raw_bytes(&a, nan, sizeof nan, 902);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "center[0]");
@@ -498,9 +500,9 @@ START_TEST(every_bad_map_command_gets_its_error) {
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "type");
     /* [12, 904, {"id": 8, "type": "circle", "centre": [0, 0]}]: a typo */
-    static const uint8_t typo[] = {0x93, 0x0c, 0xcd, 0x03, 0x88, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't',
-                                   'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c', 'l', 'e',  0xa6, 'c',
-                                   'e',  'n',  't',  'r',  'e',  0x92, 0x00, 0x00};
+    static const uint8_t typo[] = {0x93, 0x0c, 0xcd, 0x03, 0x88, 0x83, 0xa2, 'i',  'd',  0x08, 0xa4,
+                                   't',  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',
+                                   0xa6, 'c',  'e',  'n',  't',  'r',  'e',  0x92, 0x00, 0x00};
     m = raw_bytes(&a, typo, sizeof typo, 904);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "centre");
@@ -509,9 +511,9 @@ START_TEST(every_bad_map_command_gets_its_error) {
     /* 257 points: built by hand, the encoder refuses it. */
     static uint8_t big[8192];
     size_t n = 0;
-    const uint8_t head[] = {0x93, 0x0c, 0xcd, 0x03, 0x89, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't', 'y', 'p',
-                            'e',  0xa4, 'w',  'a',  'l',  'l',  0xa6, 'p', 'o', 'i',  'n',  't', 's', 0xdc,
-                            0x01, 0x01};
+    const uint8_t head[] = {0x93, 0x0c, 0xcd, 0x03, 0x89, 0x83, 0xa2, 'i',  'd',  0x08,
+                            0xa4, 't',  'y',  'p',  'e',  0xa4, 'w',  'a',  'l',  'l',
+                            0xa6, 'p',  'o',  'i',  'n',  't',  's',  0xdc, 0x01, 0x01};
     memcpy(big, head, sizeof head);
     n = sizeof head;
     for (int i = 0; i < 257; i++) {
@@ -525,9 +527,9 @@ START_TEST(every_bad_map_command_gets_its_error) {
   }
   /* A circle given points: hand-written too ([12, 906, {"id": 8, "type": "circle", "points": [[0,0]]}]). */
   {
-    static const uint8_t cp[] = {0x93, 0x0c, 0xcd, 0x03, 0x8a, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't',
-                                 'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c', 'l', 'e',  0xa6, 'p',
-                                 'o',  'i',  'n',  't',  's',  0x91, 0x92, 0x00, 0x00};
+    static const uint8_t cp[] = {0x93, 0x0c, 0xcd, 0x03, 0x8a, 0x83, 0xa2, 'i',  'd',  0x08, 0xa4,
+                                 't',  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',
+                                 0xa6, 'p',  'o',  'i',  'n',  't',  's',  0x91, 0x92, 0x00, 0x00};
     m = raw_bytes(&a, cp, sizeof cp, 906);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "center");
@@ -572,8 +574,8 @@ static void assert_all_free(raw *r, const steer_id *ids, uint32_t n, const steer
     proto_server_msg a = raw_command(r, &q);
     ck_assert_uint_eq(a.type, PROTO_MSG_ACK);
     vec2 p = a.ack.query.state.position;
-    ck_assert_msg(steer_map_free(m, p, a.ack.query.limits.radius, 1e-3f), "agent %u at (%g, %g) overlaps geometry",
-                  ids[i], (double)p.x, (double)p.y);
+    ck_assert_msg(steer_map_free(m, p, a.ack.query.limits.radius, 1e-3f),
+                  "agent %u at (%g, %g) overlaps geometry", ids[i], (double)p.x, (double)p.y);
   }
 }
 
@@ -720,7 +722,8 @@ START_TEST(checkpoint_keeps_the_map) {
   uint64_t end = steerd_proc_now_ms() + 10000;
   while (waitpid(s.pid, &status, WNOHANG) == 0 && steerd_proc_now_ms() < end)
     steerd_proc_sleep_ms(20);
-  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the server did not exit 0 (status %d)", status);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the server did not exit 0 (status %d)",
+                status);
   unsigned long long saved = logged_hash(&s, "checkpoint (shutdown)");
   ck_assert_uint_ne(saved, 0);
   unlink(s.log_path);
@@ -891,8 +894,8 @@ START_TEST(steerd_client_prints_and_edits_the_map) {
   cli(&r, s.port, add);
   ck_assert_msg(r.status == 0, "add-obstacle: %s", r.err);
   ck_assert_str_eq(r.out, "obstacle 12 added: map version 4, 0 agents moved out of it\n");
-  const char *circle[] = {"add-obstacle", "--id", "13", "--type", "circle", "--center", "-3.5,4", "--radius",
-                          "0.75", NULL};
+  const char *circle[] = {"add-obstacle", "--id",   "13",       "--type", "circle",
+                          "--center",     "-3.5,4", "--radius", "0.75",   NULL};
   cli(&r, s.port, circle);
   ck_assert_int_eq(r.status, 0);
   const char *rm[] = {"remove-obstacle", "1", NULL};
@@ -905,10 +908,11 @@ START_TEST(steerd_client_prints_and_edits_the_map) {
   cli(&r, s.port, map);
   ck_assert_int_eq(r.status, 0);
   ck_assert_msg(strstr(r.err, "map version 6, 4 obstacles") != NULL, "%s", r.err);
-  ck_assert_msg(strstr(r.out, "{\"id\": 12, \"type\": \"wall\", \"points\": [[10, 6], [10, 8.25]]}") != NULL, "%s",
-                r.out);
-  ck_assert_msg(strstr(r.out, "{\"id\": 13, \"type\": \"circle\", \"center\": [-3.5, 4], \"radius\": 0.75}") != NULL,
+  ck_assert_msg(strstr(r.out, "{\"id\": 12, \"type\": \"wall\", \"points\": [[10, 6], [10, 8.25]]}") != NULL,
                 "%s", r.out);
+  ck_assert_msg(
+      strstr(r.out, "{\"id\": 13, \"type\": \"circle\", \"center\": [-3.5, 4], \"radius\": 0.75}") != NULL,
+      "%s", r.out);
   ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
   /* What it printed is a map file: a server loads it, and sends the same obstacles. */
   write_map(r.out);

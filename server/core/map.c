@@ -12,17 +12,17 @@
 
 #include "world.h" /* error codes */
 
-#define MAP_CIRCLE_BIT   0x80000000u
-#define MAP_SLOT_FREE    UINT32_MAX /* an empty slot of the id table */
-#define MAP_CONTACT_EPS  1e-3f /* m, within r + skin + this a body touches a surface */
-#define MAP_LEG_SLACK    5e-4f /* m, a leg may end this much inside r (float rounding) */
+#define MAP_CIRCLE_BIT  0x80000000u
+#define MAP_SLOT_FREE   UINT32_MAX /* an empty slot of the id table */
+#define MAP_CONTACT_EPS 1e-3f      /* m, within r + skin + this a body touches a surface */
+#define MAP_LEG_SLACK   5e-4f      /* m, a leg may end this much inside r (float rounding) */
 /* Primitives one query considers; more: the body stays (and the point counts
  * as taken). A map at its caps in a 512 m world holds some 250 segments per
  * 8 m cell (the world's default), and the box of a move shorter than a cell
  * touches up to 4 cells: 4 096 keep such maps clear of the fallback, for 16 KB
  * of stack per query. */
-#define MAP_MAX_CAND     4096u
-#define MAP_MOVE_LEGS    4
+#define MAP_MAX_CAND  4096u
+#define MAP_MOVE_LEGS 4
 
 typedef struct map_obstacle {
   uint32_t id;
@@ -121,10 +121,11 @@ static int on_box(vec2 a, vec2 b, vec2 p) {
 /* Whether segments ab and cd share a point (touching counts). */
 static int segs_meet(vec2 a, vec2 b, vec2 c, vec2 d) {
   float o1 = orient(a, b, c), o2 = orient(a, b, d), o3 = orient(c, d, a), o4 = orient(c, d, b);
-  if (((o1 > 0.0f && o2 < 0.0f) || (o1 < 0.0f && o2 > 0.0f)) && ((o3 > 0.0f && o4 < 0.0f) || (o3 < 0.0f && o4 > 0.0f)))
+  if (((o1 > 0.0f && o2 < 0.0f) || (o1 < 0.0f && o2 > 0.0f)) &&
+      ((o3 > 0.0f && o4 < 0.0f) || (o3 < 0.0f && o4 > 0.0f)))
     return 1;
-  return (o1 == 0.0f && on_box(a, b, c)) || (o2 == 0.0f && on_box(a, b, d)) || (o3 == 0.0f && on_box(c, d, a)) ||
-         (o4 == 0.0f && on_box(c, d, b));
+  return (o1 == 0.0f && on_box(a, b, c)) || (o2 == 0.0f && on_box(a, b, d)) ||
+         (o3 == 0.0f && on_box(c, d, a)) || (o4 == 0.0f && on_box(c, d, b));
 }
 
 static float dist_seg_seg(vec2 p, vec2 q, vec2 a, vec2 b) {
@@ -404,7 +405,9 @@ static int index_build(steer_map *m, map_index *x, uint32_t n, uint32_t (*id_of)
   return 0;
 }
 
-static uint32_t prim_id(const steer_map *m, uint32_t i) { return i < m->nseg ? i : (i - m->nseg) | MAP_CIRCLE_BIT; }
+static uint32_t prim_id(const steer_map *m, uint32_t i) {
+  return i < m->nseg ? i : (i - m->nseg) | MAP_CIRCLE_BIT;
+}
 static uint32_t poly_id(const steer_map *m, uint32_t i) {
   (void)m;
   return i;
@@ -768,7 +771,9 @@ static int push_out(const steer_map *m, vec2 *p, float r) {
   return n < 0;
 }
 
-static int in_box(vec2 p, vec2 lo, vec2 hi) { return p.x >= lo.x && p.x <= hi.x && p.y >= lo.y && p.y <= hi.y; }
+static int in_box(vec2 p, vec2 lo, vec2 hi) {
+  return p.x >= lo.x && p.x <= hi.x && p.y >= lo.y && p.y <= hi.y;
+}
 
 int steer_map_nearest_free(const steer_map *m, vec2 p, float r, float max_search, vec2 lo, vec2 hi,
                            vec2 *out) {
@@ -879,7 +884,8 @@ static int cast_list(const steer_map *m, const uint32_t *cand, int nc, vec2 p, v
    * miss it cannot be met. */
   float reach = R + 2.0f * MAP_CONTACT_EPS;
   vec2 q = v2_add(p, d);
-  vec2 lo = v2(minf(p.x, q.x) - reach, minf(p.y, q.y) - reach), hi = v2(maxf(p.x, q.x) + reach, maxf(p.y, q.y) + reach);
+  vec2 lo = v2(minf(p.x, q.x) - reach, minf(p.y, q.y) - reach),
+       hi = v2(maxf(p.x, q.x) + reach, maxf(p.y, q.y) + reach);
   for (int i = 0; i < nc; i++) {
     vec2 blo, bhi;
     prim_box(m, cand[i], &blo, &bhi);
@@ -919,7 +925,8 @@ int steer_map_cast(const steer_map *m, vec2 p, vec2 d, float r, float *t, vec2 *
 static int leg_ok(const steer_map *m, const uint32_t *cand, int nc, vec2 a, vec2 b, float r) {
   float need = r - MAP_LEG_SLACK;
   float reach = r + MAP_CONTACT_EPS;
-  vec2 lo = v2(minf(a.x, b.x) - reach, minf(a.y, b.y) - reach), hi = v2(maxf(a.x, b.x) + reach, maxf(a.y, b.y) + reach);
+  vec2 lo = v2(minf(a.x, b.x) - reach, minf(a.y, b.y) - reach),
+       hi = v2(maxf(a.x, b.x) + reach, maxf(a.y, b.y) + reach);
   for (int i = 0; i < nc; i++) {
     uint32_t id = cand[i];
     vec2 blo, bhi;

@@ -10,10 +10,10 @@
 #include "world.h"
 #include "world_internal.h"
 
-#define STUCK_PROGRESS   0.1f  /* m, getting this much nearer the goal is progress */
-#define RELOCATE_SEARCH  64.0f /* m, how far an agent is moved out of a new obstacle */
-#define BODY_FREE_SLACK  0.0f
-#define AVOID_RESPONSE   0.5f  /* s, an avoidance acceleration shifts the wanted velocity by this much of it */
+#define STUCK_PROGRESS  0.1f  /* m, getting this much nearer the goal is progress */
+#define RELOCATE_SEARCH 64.0f /* m, how far an agent is moved out of a new obstacle */
+#define BODY_FREE_SLACK 0.0f
+#define AVOID_RESPONSE  0.5f /* s, an avoidance acceleration shifts the wanted velocity by this much of it */
 
 /* ---- rules of placement -------------------------------------------------- */
 
@@ -192,7 +192,8 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
       nb.vy[i] = g->svy[k];
       nb.r[i] = g->sr[k];
       uint16_t key = g->skey[k];
-      nb.share[i] = key == own ? 1.0f : steer_avoid_share(b->avoid_priority, key ? (uint8_t)(key - 1u) : 0u, key != 0);
+      nb.share[i] =
+          key == own ? 1.0f : steer_avoid_share(b->avoid_priority, key ? (uint8_t)(key - 1u) : 0u, key != 0);
       nb.tie[i] = 1.0f;
       if (nb.px[i] == s->position.x && nb.py[i] == s->position.y)
         nb.tie[i] = w->id[d] < w->id[g->items[k]] ? 1.0f : -1.0f; /* coincident: by id */
@@ -203,7 +204,8 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
     vec2 kept = steer_avoid_lane(s->position, want, l->radius, l->max_speed, &nb);
     changed |= kept.x != want.x || kept.y != want.y;
     want = kept;
-    vec2 f = steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, &nb);
+    vec2 f =
+        steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, &nb);
     if (f.x != 0.0f || f.y != 0.0f) {
       want = v2_clip(v2_add(want, v2_scale(f, b->avoid_weight * AVOID_RESPONSE)), l->max_speed);
       changed = 1;
