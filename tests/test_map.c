@@ -315,10 +315,12 @@ START_TEST(test_placement_rules) {
   ck_assert_uint_eq(moved, 0);
   ck_assert_int_eq(steer_world_remove_obstacle(w, 500), STEER_OK);
   uint64_t before = steer_world_hash(w);
+  uint32_t version = steer_map_version(steer_world_map(w));
   o.kind = STEER_OBSTACLE_POLYGON;
   ck_assert_int_eq(steer_world_add_obstacle(w, 501, &o, &moved), STEER_EBLOCKED);
   ck_assert_int_eq(steer_map_find(steer_world_map(w), 501), -1);
   ck_assert_uint_eq(steer_world_hash(w), before);
+  ck_assert_uint_eq(steer_map_version(steer_world_map(w)), version); /* a refused add is no change */
   steer_world_destroy(w);
 }
 END_TEST
@@ -397,6 +399,7 @@ START_TEST(test_bulk_load_same_map) {
   ck_assert_uint_eq(failed, 2);
   ck_assert_uint_eq(moved, 0);
   ck_assert_uint_eq(steer_map_count(steer_world_map(box)), 0);
+  ck_assert_uint_eq(steer_map_version(steer_world_map(box)), 0);
   ck_assert_uint_eq(steer_map_segment_count(steer_world_map(box)), 0);
   steer_world_get(box, id, &info);
   ck_assert_float_eq(info.state.position.x, 0.0f);

@@ -634,6 +634,48 @@ static double metric(const char *text, const char *name) {
   return -1.0;
 }
 
+/* An add refused with BLOCKED changes nothing, the map's version included: the
+ * next change is one version on, every client's copy follows it without a gap,
+ * and /metrics and /api/map report the same version. */
+START_TEST(blocked_add_keeps_the_version) {
+  steerd_proc s;
+  const char *extra[] = {"--anonymous-role", "admin", "--http-port", "auto", NULL};
+  server_start(&s, extra); /* world +-100 m */
+  raw a, other;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  raw_connect(&other, s.port);
+  raw_hello(&other);
+  raw_wait_map(&other, 0, 3000);
+  proto_command c = add_circle(5, 50.0f, 50.0f, 1.0f);
+  ck_assert_uint_eq(raw_command(&a, &c).type, PROTO_MSG_ACK);
+  spawn_at(&a, 0.0f, 0.0f);
+  /* A crate of 180 x 180 m over the agent: the nearest free place is 90 m away. */
+  vec2 crate[] = {{-90.0f, -90.0f}, {90.0f, -90.0f}, {90.0f, 90.0f}, {-90.0f, 90.0f}};
+  c = add_poly(6, STEER_OBSTACLE_POLYGON, crate, 4);
+  expect_error(&a, &c, PROTO_ERR_BLOCKED, NULL);
+  c = remove_obstacle(5);
+  proto_server_msg m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_eq(m.ack.map_version, 2);
+  raw_wait_map(&other, 2, 3000);
+  raw_wait_map(&a, 2, 3000);
+  ck_assert_uint_eq(other.map_changed, 2); /* versions 1 and 2, nothing skipped */
+  ck_assert_uint_eq(other.last_change_version, 2);
+  ck_assert_uint_eq(other.map_bad + a.map_bad, 0);
+  ck_assert_uint_eq(steerd_mapcopy_count(other.map), 0);
+  static char body[65536];
+  ck_assert_int_eq(http_get(s.http_port, "/metrics", body, sizeof body, 5000), 200);
+  ck_assert_int_eq((int)metric(body, "steerd_map_version"), 2);
+  ck_assert_int_eq((int)metric(body, "steerd_map_changes_total"), 2);
+  ck_assert_int_eq(http_get(s.http_port, "/api/map", body, sizeof body, 5000), 200);
+  ck_assert_msg(strstr(body, "\"version\":2,") != NULL, "%s", body);
+  raw_close(&other);
+  raw_close(&a);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
 /* A seeker opted in to stuck detection through PARAMS walks into a dead end:
  * STUCK (event 6, data 0) reaches the clients, /metrics counts it, and counts
  * the map's obstacles, version and changes. */
@@ -941,6 +983,7 @@ static Suite *map_suite(void) {
   tcase_add_test(tc, only_admins_change_the_map);
   tcase_add_test(tc, every_bad_map_command_gets_its_error);
   tcase_add_test(tc, obstacle_on_agents_moves_them_out);
+  tcase_add_test(tc, blocked_add_keeps_the_version);
   tcase_add_test(tc, checkpoint_keeps_the_map);
   tcase_add_test(tc, steerd_client_prints_and_edits_the_map);
   tcase_add_test(tc, stuck_event_and_metrics);

@@ -111,6 +111,7 @@ static int relocate_agents(steer_world *w, vec2 lo, vec2 hi, uint32_t *moved) {
 int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_desc *o, uint32_t *moved) {
   if (moved)
     *moved = 0;
+  const uint32_t version = steer_map_version(w->map);
   int rc = steer_map_add(w->map, id, o);
   if (rc != STEER_OK)
     return rc;
@@ -119,7 +120,10 @@ int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_d
   obstacle_box(o, &lo, &hi);
   rc = relocate_agents(w, lo, hi, moved);
   if (rc != STEER_OK) {
+    /* The add and its undo are no change: the map keeps its version, so
+     * clients' copies (one MAP_CHANGED per version) see no gap. */
     steer_map_remove(w->map, id);
+    steer_map_set_version(w->map, version);
     w->map_live = steer_map_count(w->map) > 0;
   }
   return rc;
@@ -129,6 +133,7 @@ int steer_world_add_obstacles(steer_world *w, const steer_map *src, uint32_t *mo
   if (moved)
     *moved = 0;
   uint32_t n = steer_map_count(src), added = 0;
+  const uint32_t version = steer_map_version(w->map);
   steer_obstacle_desc o;
   uint32_t id;
   int rc = STEER_OK;
@@ -156,6 +161,7 @@ int steer_world_add_obstacles(steer_world *w, const steer_map *src, uint32_t *mo
     steer_map_remove(w->map, id);
   }
   steer_map_release(w->map); /* no more primitives than before: no allocation can fail */
+  steer_map_set_version(w->map, version);
   w->map_live = steer_map_count(w->map) > 0;
   return rc;
 }
