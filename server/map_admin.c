@@ -90,9 +90,19 @@ int steerd_map_edit_check(const steer_world *w, const steerd_map_edit *e, steerd
   if (rc == STEER_EFULL)
     return refuse(r, PROTO_ERR_WORLD_FULL, NULL, "the map holds its maximum of %u obstacles or %u segments",
                   STEER_MAP_MAX_OBSTACLES, STEER_MAP_MAX_SEGMENTS);
-  if (rc != STEER_OK) /* what is left after check_shape: a polygon that is not simple */
-    return refuse(r, PROTO_ERR_BAD_FIELD, "points", "the polygon's edges cross or touch, or it has no area");
-  return 0;
+  if (rc == STEER_OK)
+    return 0;
+  /* What is left after check_shape: a polygon that is not simple. */
+  steer_map_fault f;
+  steer_map_shape_fault(m, &d, &f);
+  if (f.rule == STEER_MAP_RULE_CROSSING)
+    return refuse(r, PROTO_ERR_BAD_FIELD, "points",
+                  "the edges from points[%u] and from points[%u] cross or touch", f.at, f.other);
+  if (f.rule == STEER_MAP_RULE_FOLD)
+    return refuse(r, PROTO_ERR_BAD_FIELD, "points",
+                  "the edges meeting at points[%u] fold back onto each other", f.at);
+  return refuse(r, PROTO_ERR_BAD_FIELD, "points",
+                "the polygon has zero area (less than 1 square millimetre)");
 }
 
 int steerd_map_edit_apply(steer_world *w, const steerd_map_edit *e, steerd_map_result *r) {

@@ -75,20 +75,50 @@ static const bad_case bad[] = {
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0, \"a\"], \"radius\": 1}"), "obstacles[0].center"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 0}"), "obstacles[0].radius"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 1e300}"), "obstacles[0].radius"},
-    {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [99.5, 0], \"radius\": 1}"), "obstacles[0].center"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 1, \"points\": []}"),
      "obstacles[0].points"},
     {OB("{\"id\": 1, \"type\": \"wall\", \"points\": [[0,0]]}"), "obstacles[0].points"},
     {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[1,0]]}"), "obstacles[0].points"},
     {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[1,0],[1]]}"), "obstacles[0].points[2]"},
-    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[2,2],[2,0],[0,2]]}"), "obstacles[0].points"},
-    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[1,1],[2,2]]}"), "zero area"},
-    {OB("{\"id\": 1, \"type\": \"wall\", \"points\": [[0,0],[500,0]]}"), "outside the world bounds"},
     {OB("{\"id\": 1, \"type\": \"wall\", \"points\": [[0,0],[5,0]], \"radius\": 1}"), "obstacles[0]: a wall"},
     {OB("{\"id\": 4, \"type\": \"wall\", \"points\": [[0,0],[5,0]]},"
         "{\"id\": 4, \"type\": \"wall\", \"points\": [[0,3],[5,3]]}"),
      "obstacles[1].id: 4 is used"},
 };
+
+/* The rules of shape: each fault its own message, naming the point and the rule
+ * (the world here is -100..100). */
+static const bad_case shape[] = {
+    {OB("{\"id\": 1, \"type\": \"wall\", \"points\": [[0,0],[5,0],[500,0]]}"),
+     "obstacles[0].points[2]: (500, 0) is outside the world bounds (-100,-100)-(100,100)"},
+    {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [120, 0], \"radius\": 1}"),
+     "obstacles[0].center: (120, 0) is outside the world bounds (-100,-100)-(100,100)"},
+    {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [99.5, 0], \"radius\": 1}"),
+     "obstacles[0].radius: the circle reaches outside the world bounds (-100,-100)-(100,100)"},
+    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[0.0002,0],[5,5]]}"),
+     "obstacles[0].points[1]: the edge from points[0] is shorter than 1 mm"},
+    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[5,0],[5,5],[0,0.0005]]}"),
+     "obstacles[0].points[0]: the edge from points[3] is shorter than 1 mm"},
+    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[2,2],[2,0],[0,2]]}"),
+     "obstacles[0].points: the edges from points[0] and from points[2] cross or touch"},
+    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[4,0],[4,4],[2,0],[0,4]]}"),
+     "obstacles[0].points: the edges from points[0] and from points[2] cross or touch"},
+    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[1,1],[2,2]]}"),
+     "obstacles[0].points: the polygon has zero area (less than 1 square millimetre)"},
+    {OB("{\"id\": 2, \"type\": \"wall\", \"points\": [[0,0],[1,0]]},"
+        "{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[1,0],[0.5,0.0000001]]}"),
+     "obstacles[1].points: the polygon has zero area (less than 1 square millimetre)"},
+};
+
+START_TEST(test_shape_faults) {
+  const bad_case *c = &shape[_i];
+  steer_map *m = new_map();
+  char err[256] = "";
+  ck_assert_int_eq(steerd_map_parse(c->json, strlen(c->json), m, err, sizeof err), -1);
+  ck_assert_str_eq(err, c->says);
+  steer_map_destroy(m);
+}
+END_TEST
 
 START_TEST(test_bad_files) {
   const bad_case *c = &bad[_i];
@@ -375,6 +405,7 @@ static Suite *map_file_suite(void) {
   TCase *t = check_tcase(s, "parse", 60);
   tcase_add_test(t, test_good_file);
   tcase_add_loop_test(t, test_bad_files, 0, (int)(sizeof bad / sizeof bad[0]));
+  tcase_add_loop_test(t, test_shape_faults, 0, (int)(sizeof shape / sizeof shape[0]));
   TCase *grid = check_tcase(s, "grid", 60);
   tcase_add_test(grid, test_grid_rectangles);
   tcase_add_test(grid, test_grid_merge_rule);

@@ -411,7 +411,7 @@ static proto_server_msg raw_bytes(raw *r, const uint8_t *data, size_t n, uint32_
   return m;
 }
 
-static void expect_error(raw *r, proto_command *c, uint32_t code, const char *field) {
+static proto_server_msg expect_error(raw *r, proto_command *c, uint32_t code, const char *field) {
   proto_server_msg m = raw_command(r, c);
   ck_assert_msg(m.type == PROTO_MSG_ERROR, "command accepted; wanted error %u on %s", code,
                 field ? field : "nil");
@@ -421,6 +421,7 @@ static void expect_error(raw *r, proto_command *c, uint32_t code, const char *fi
     ck_assert_str_eq(m.error.field, field);
   else
     ck_assert_uint_eq(m.error.has_field, 0);
+  return m;
 }
 
 START_TEST(every_bad_map_command_gets_its_error) {
@@ -455,10 +456,12 @@ START_TEST(every_bad_map_command_gets_its_error) {
   /* Degenerate polygons: collinear (no area), crossing edges (a bow tie); an edge under 1 mm. */
   vec2 line[] = {{0.0f, 10.0f}, {5.0f, 10.0f}, {10.0f, 10.0f}};
   c = add_poly(8, STEER_OBSTACLE_POLYGON, line, 3);
-  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points");
+  m = expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points");
+  ck_assert_str_eq(m.error.message, "the polygon has zero area (less than 1 square millimetre)");
   vec2 bow[] = {{0.0f, 20.0f}, {10.0f, 30.0f}, {10.0f, 20.0f}, {0.0f, 30.0f}};
   c = add_poly(8, STEER_OBSTACLE_POLYGON, bow, 4);
-  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points");
+  m = expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points");
+  ck_assert_str_eq(m.error.message, "the edges from points[0] and from points[2] cross or touch");
   vec2 tiny[] = {{0.0f, 40.0f}, {0.0002f, 40.0f}, {5.0f, 45.0f}};
   c = add_poly(8, STEER_OBSTACLE_POLYGON, tiny, 3);
   expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points[1]");
