@@ -124,6 +124,9 @@ static const option_def options[] = {
      "text, or json: one JSON object per line (text)"},
     {"--drain-timeout", "STEERD_DRAIN_TIMEOUT_MS", OPT_U32, OFF(drain_timeout_ms), 0, 3600000,
      "ms SIGTERM waits for clients to hear the disconnect before exiting (2000)"},
+    {"--drain-min", "STEERD_DRAIN_MIN_MS", OPT_U32, OFF(drain_min_ms), 0, 3600000,
+     "ms the HTTP port answers after SIGTERM (/readyz 503), however soon the clients are gone; at most "
+     "--drain-timeout (1000)"},
     {"--view-rate", "STEERD_VIEW_RATE", OPT_U32, OFF(view_rate), 1, 1000,
      "snapshots per second a live view gets, at most the snapshot rate (10)"},
     {"--threads", "STEERD_THREADS", OPT_U32, OFF(threads), 0, 256,
@@ -179,6 +182,7 @@ void steerd_config_default(steerd_config *c) {
   c->http_port = 7780;
   c->log_format = STEERD_LOG_TEXT;
   c->drain_timeout_ms = 2000;
+  c->drain_min_ms = 1000;
   c->view_rate = 10;
   c->plan_budget = 0;
 }

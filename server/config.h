@@ -77,6 +77,7 @@ typedef struct steerd_config {
   int32_t http_port;  /* TCP port, 0 = off, STEERD_HTTP_PORT_AUTO = ephemeral (STEERD_HTTP_PORT, 7780) */
   int log_format;     /* steerd_log_format (STEERD_LOG_FORMAT, text) */
   uint32_t drain_timeout_ms; /* SIGTERM: longest wait for clients to leave (STEERD_DRAIN_TIMEOUT_MS, 2000) */
+  uint32_t drain_min_ms;     /* SIGTERM: shortest time the HTTP port answers (STEERD_DRAIN_MIN_MS, 1000) */
   uint32_t view_rate; /* Hz: snapshots a live view gets, at most the snapshot rate (STEERD_VIEW_RATE, 10) */
 
   /* Threads (README "Threads"). */

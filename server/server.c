@@ -133,6 +133,7 @@ struct steerd_server {
   uint64_t start_ns, next_stats_ns;
   int stopping;
   uint64_t stop_deadline_ns;
+  uint64_t stop_earliest_ns; /* the drain lasts at least until then (--drain-min, with HTTP on) */
 
   client *clients;                 /* max_clients WELCOMEd slots (the netcode's slot = index) */
   client *pending;                 /* max_pending slots of connections not yet WELCOMEd */
@@ -1678,7 +1679,7 @@ static void on_timer(uv_timer_t *t) {
   uint64_t now = uv_hrtime();
   if (s->stopping) {
     service_enet(s);
-    if (s->stats.clients == 0 || now >= s->stop_deadline_ns) {
+    if ((s->stats.clients == 0 && now >= s->stop_earliest_ns) || now >= s->stop_deadline_ns) {
       close_handles(s);
       return;
     }
@@ -2259,6 +2260,9 @@ void steerd_server_shutdown(steerd_server *s, uint32_t reason) {
   /* Clients get --drain-timeout to hear the disconnect; the loop ends sooner
    * when they have all gone. */
   s->stop_deadline_ns = uv_hrtime() + (uint64_t)s->cfg.drain_timeout_ms * 1000000ull;
+  /* With the HTTP port on, probes and load balancers see /readyz answer 503
+   * for --drain-min, however soon the clients have gone. */
+  s->stop_earliest_ns = uv_hrtime() + (s->cfg.http_port ? (uint64_t)s->cfg.drain_min_ms * 1000000ull : 0u);
   LOG_INFO("shutting down: disconnecting %u clients (%s)", s->stats.clients, proto_disconnect_name(reason));
   for (uint32_t i = 0; i < s->cfg.max_clients; i++)
     if (s->clients[i].peer)
