@@ -629,6 +629,20 @@ static int apply_path(steerd_server *s, steer_id id, const proto_path *p) {
   return steer_world_set_behaviour(s->world, id, &info.behaviour);
 }
 
+/* The field a BLOCKED path names: its first point inside the map's geometry,
+ * e.g. "points[2]" (prefix "path." in a SPAWN). */
+static const char *blocked_point(const steerd_server *s, const proto_path *p, const char *prefix, char *buf,
+                                 size_t cap) {
+  uint32_t i = 0;
+  while (i < p->count && !steer_map_inside(steer_world_map(s->world), p->points[i]))
+    i++;
+  if (i < p->count)
+    snprintf(buf, cap, "%spoints[%u]", prefix, i);
+  else
+    snprintf(buf, cap, "%spoints", prefix);
+  return buf;
+}
+
 /* Observers command nothing; controllers their own agents; admins every agent. */
 static int may_command(steerd_server *s, client *c, uint32_t request_id, steer_id agent) {
   steer_agent_info info;
@@ -930,7 +944,11 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
     rc = apply_path(s, id, &sp->path);
     if (rc != STEER_OK) {
       steer_world_despawn(s->world, id); /* all or nothing */
-      send_world_error(s, c, cmd->request_id, rc, rc == STEER_EMODEL ? "path.cornering" : "path");
+      char field[32];
+      send_world_error(s, c, cmd->request_id, rc,
+                       rc == STEER_EMODEL     ? "path.cornering"
+                       : rc == STEER_EBLOCKED ? blocked_point(s, &sp->path, "path.", field, sizeof field)
+                                              : "path");
       return;
     }
   }
@@ -970,9 +988,10 @@ static void cmd_set_path(steerd_server *s, client *c, const proto_command *cmd, 
   ack->agent = sp->agent;
   rc = apply_path(s, sp->agent, &sp->path);
   if (rc != STEER_OK) {
+    char field[32];
     send_world_error(s, c, cmd->request_id, rc,
                      rc == STEER_EMODEL     ? "cornering"
-                     : rc == STEER_EBLOCKED ? "points"
+                     : rc == STEER_EBLOCKED ? blocked_point(s, &sp->path, "", field, sizeof field)
                                             : "params");
     return;
   }

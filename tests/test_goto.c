@@ -299,6 +299,15 @@ START_TEST(goto_behind_a_wall_arrives) {
   float d = v2_len(v2_sub(r.state.position, v2(10.0f, 30.0f)));
   ck_assert_msg(d < 0.6f, "it stopped %.2f m from the target", d);
   ck_assert_float_gt(r.state.position.x, 0.0f);
+  /* After PATH_FINISHED it stays in GOTO at its goal (PROTOCOL.md 5.6): behaviour
+   * "goto", status "following", path_node the route's last point, the route kept. */
+  ck_assert_uint_eq(r.behaviour, PROTO_BEHAVIOUR_GOTO);
+  ck_assert(r.has_goto);
+  ck_assert_uint_eq(r.go.status, PROTO_GOTO_FOLLOWING);
+  ck_assert_uint_ge(r.go.route_count, 2);
+  ck_assert_int_eq(r.path_node, (int)r.go.route_count - 1);
+  ck_assert(r.go.route[r.go.route_count - 1].x == 10.0f && r.go.route[r.go.route_count - 1].y == 30.0f);
+  ck_assert(!r.arrived);
   steerd_client_destroy(c);
   free(x.ev);
   steerd_proc_stop(&p, 5000);

@@ -41,6 +41,8 @@ typedef struct raw {
   int welcomed;
   proto_event events[256];
   uint32_t event_count;
+  proto_map_header parts[512]; /* the MAP headers received, in order */
+  uint32_t part_log;
 } raw;
 
 static proto_obstacle part_obs[1024];
@@ -59,6 +61,8 @@ static void raw_map_packet(raw *r, const uint8_t *data, size_t len) {
     }
     if (r->map_parts++ == 0)
       r->saw_welcome_before_map = (uint32_t)r->welcomed;
+    if (r->part_log < sizeof r->parts / sizeof r->parts[0])
+      r->parts[r->part_log++] = h;
     steerd_mapcopy_result res = steerd_mapcopy_part(r->map, &h, part_obs, n);
     r->map_bad += res != STEERD_MAPCOPY_PENDING && res != STEERD_MAPCOPY_COMPLETE;
     r->map_complete += res == STEERD_MAPCOPY_COMPLETE;
@@ -370,9 +374,23 @@ START_TEST(large_map_in_parts) {
   ck_assert_uint_eq(b.map_bad + a.map_bad, 0);
   assert_same_map(a.map, b.map);
   ck_assert_uint_eq(steerd_mapcopy_count(b.map), 599);
-  /* b got part 0 of version 600 before the change and a whole version 601 after it
-   * (unless all its parts had gone out within the few milliseconds between). */
+  /* b, not reading meanwhile, had only some of version 600's parts queued (its queue's
+   * budget is smaller than the map): it got those, 0..k in order, then version 601 whole
+   * from part 0, and no MAP_CHANGED. */
   ck_assert_uint_gt(b.map_parts, a.map_parts);
+  ck_assert_uint_eq(b.map_changed, 0);
+  uint32_t k = 0;
+  while (k < b.part_log && b.parts[k].version == 600) {
+    ck_assert_uint_eq(b.parts[k].part_index, k);
+    k++;
+  }
+  ck_assert_uint_ge(k, 1);
+  ck_assert_uint_lt(k, b.parts[0].part_count);
+  for (uint32_t i = k; i < b.part_log; i++) {
+    ck_assert_uint_eq(b.parts[i].version, 601);
+    ck_assert_uint_eq(b.parts[i].part_index, i - k);
+  }
+  ck_assert_uint_eq(b.part_log - k, b.parts[b.part_log - 1].part_count);
   raw_close(&b);
   raw_close(&a);
   ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
@@ -623,6 +641,51 @@ START_TEST(obstacle_on_agents_moves_them_out) {
   steer_map_destroy(mm);
   raw_close(&a);
   ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+/* A path point inside a polygon or circle: BLOCKED naming the first such point,
+ * "points[i]" for SET_PATH and "path.points[i]" for SPAWN; nothing changes. */
+START_TEST(path_point_inside_geometry_is_named) {
+  write_map(LEVEL); /* a circle at (10, 10) r 2; the U, x 0..2 its left arm */
+  steerd_proc s;
+  const char *extra[] = {"--map", map_path, NULL};
+  server_start(&s, extra);
+  raw a;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  steer_id id = spawn_at(&a, 50.0f, 50.0f);
+  proto_command c = command(PROTO_MSG_SET_PATH);
+  c.set_path.agent = id;
+  c.set_path.path.count = 4;
+  c.set_path.path.radius = 1.0f;
+  c.set_path.path.mode = STEER_PATH_ONCE;
+  c.set_path.path.cornering = STEER_CORNER_NONE;
+  c.set_path.path.points[0] = v2(40.0f, 40.0f);
+  c.set_path.path.points[1] = v2(30.0f, 30.0f);
+  c.set_path.path.points[2] = v2(10.0f, 10.5f); /* in the circle */
+  c.set_path.path.points[3] = v2(1.0f, 5.0f);   /* in the U */
+  expect_error(&a, &c, PROTO_ERR_BLOCKED, "points[2]");
+  proto_command q = command(PROTO_MSG_QUERY);
+  q.query.agent = id;
+  proto_server_msg m = raw_command(&a, &q);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_eq(m.ack.query.behaviour, STEER_BEHAVIOUR_WANDER); /* kept */
+  c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  c.spawn.position = v2(-50.0f, 50.0f);
+  c.spawn.present = PROTO_SPAWN_PATH;
+  c.spawn.path.count = 3;
+  c.spawn.path.radius = 1.0f;
+  c.spawn.path.mode = STEER_PATH_LOOP;
+  c.spawn.path.cornering = STEER_CORNER_NONE;
+  c.spawn.path.points[0] = v2(-40.0f, 40.0f);
+  c.spawn.path.points[1] = v2(1.0f, 5.0f); /* in the U */
+  c.spawn.path.points[2] = v2(-45.0f, 45.0f);
+  expect_error(&a, &c, PROTO_ERR_BLOCKED, "path.points[1]");
+  raw_close(&a);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+  unlink(map_path);
 }
 END_TEST
 
@@ -987,6 +1050,7 @@ static Suite *map_suite(void) {
   tcase_add_test(tc, every_bad_map_command_gets_its_error);
   tcase_add_test(tc, obstacle_on_agents_moves_them_out);
   tcase_add_test(tc, blocked_add_keeps_the_version);
+  tcase_add_test(tc, path_point_inside_geometry_is_named);
   tcase_add_test(tc, checkpoint_keeps_the_map);
   tcase_add_test(tc, steerd_client_prints_and_edits_the_map);
   tcase_add_test(tc, stuck_event_and_metrics);
