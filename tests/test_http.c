@@ -1,8 +1,9 @@
 /* test_http.c: the HTTP port of the real server (http.c, metrics.c): probes,
  * /metrics checked by promtool and scraped by a real Prometheus server, the
  * checkpoint that cannot be written, JSON logs, `steerd healthcheck`, and the
- * drain on SIGTERM. Every server gets an ephemeral game port and an ephemeral
- * HTTP port (--http-port auto); every Prometheus a free port of its own. */
+ * drain on SIGTERM (503 from /readyz all along, with or without clients).
+ * Every server gets an ephemeral game port and an ephemeral HTTP port
+ * (--http-port auto); every Prometheus a free port of its own. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <jansson.h>

@@ -3,7 +3,9 @@
  * this process: the session (HELLO first, WELCOME), VIEW filtering the
  * snapshots, QUERY, the inspected agent's EVENTs, read-only (FORBIDDEN),
  * malformed input (text, garbage, too large) answered with the exact error
- * codes and the server unharmed, tokens when a secret is set, and the map as
+ * codes and the server unharmed, the 20th closing the view with status 1008,
+ * handshakes refused with their HTTP status (written by hand: a client library
+ * sends none of them), tokens when a secret is set, and the map as
  * a text (JSON) message after WELCOME and again after each change (the demo's
  * side door). */
 #include <check.h>

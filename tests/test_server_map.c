@@ -7,7 +7,9 @@
  * equal to what a client connecting afterwards receives, bit for bit. Non-admins
  * are refused; every bad map command gets its error and the server goes on
  * serving; an obstacle added on top of agents leaves none of them overlapping
- * geometry; a checkpoint and restore keep the map, its version and the hash. */
+ * geometry, and one refused (BLOCKED) leaves the version as it was; a path
+ * point inside geometry is named by its index; a checkpoint and restore keep
+ * the map, its version and the hash. */
 #include <check.h>
 #include <enet/enet.h>
 #include <math.h>
