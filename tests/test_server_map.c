@@ -556,6 +556,23 @@ START_TEST(every_bad_map_command_gets_its_error) {
     m = raw_bytes(&a, cp, sizeof cp, 906);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "center");
+    /* [12, 907, {"id": 8, "type": "circle", "center": [0, 0], "radius": 1, "points": [[0, 0]]}]:
+     * a whole circle, and points besides */
+    static const uint8_t cpp[] = {0x93, 0x0c, 0xcd, 0x03, 0x8b, 0x85, 0xa2, 'i', 'd',  0x08, 0xa4, 't', 'y',
+                                  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l', 'e',  0xa6, 'c',  'e', 'n',
+                                  't',  'e',  'r',  0x92, 0x00, 0x00, 0xa6, 'r', 'a',  'd',  'i',  'u', 's',
+                                  0x01, 0xa6, 'p',  'o',  'i',  'n',  't',  's', 0x91, 0x92, 0x00, 0x00};
+    m = raw_bytes(&a, cpp, sizeof cpp, 907);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "points");
+    /* [12, 908, {"id": 8, "type": "polygon", "points": [[0, 0], [1, 0], [0, 1]], "center": [0, 0]}] */
+    static const uint8_t pc[] = {0x93, 0x0c, 0xcd, 0x03, 0x8c, 0x84, 0xa2, 'i',  'd',  0x08, 0xa4, 't',  'y',
+                                 'p',  'e',  0xa7, 'p',  'o',  'l',  'y',  'g',  'o',  'n',  0xa6, 'p',  'o',
+                                 'i',  'n',  't',  's',  0x93, 0x92, 0x00, 0x00, 0x92, 0x01, 0x00, 0x92, 0x00,
+                                 0x01, 0xa6, 'c',  'e',  'n',  't',  'e',  'r',  0x92, 0x00, 0x00};
+    m = raw_bytes(&a, pc, sizeof pc, 908);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "center");
   }
 
   /* Nothing of that changed the map; the server serves everyone. */
