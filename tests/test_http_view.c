@@ -418,7 +418,7 @@ START_TEST(test_handshake_refusals) {
   ck_assert_int_eq(handshake(p.http_port, "/", "13", KEY, "steerd-view", head, sizeof head, NULL), 503);
   close(open_fd[0]);
   int status = 0;
-  uint64_t deadline = steerd_proc_now_ms() + 5000;
+  uint64_t deadline = steerd_proc_now_ms() + 10000;
   while ((status = handshake(p.http_port, "/", "13", KEY, "steerd-view", head, sizeof head, &open_fd[0])) !=
              101 &&
          steerd_proc_now_ms() < deadline)

@@ -155,7 +155,7 @@ int http_raw(uint16_t port, const char *request, char *head, size_t cap, uint32_
     status = atoi(buf + 9);
   if (head && cap)
     snprintf(head, cap, "%s", buf);
-  if (keep && status)
+  if (keep && status == 101)
     *keep = fd;
   else
     close(fd);

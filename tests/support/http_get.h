@@ -36,8 +36,9 @@ struct lws *http_client_connect(struct lws_context *ctx, uint16_t port, const ch
 /* Sends request, bytes as given, to 127.0.0.1:port and reads the head of the
  * response (status line and headers). Returns its HTTP status, 0 when none
  * came (refused, closed, or nothing within timeout_ms per read); head (may be
- * NULL) gets the head, NUL-terminated. With keep, a connection that answered
- * stays open and *keep is its socket (close() it), else *keep is -1. */
+ * NULL) gets the head, NUL-terminated. With keep, a connection that switched
+ * protocols (101) stays open and *keep is its socket (close() it), else *keep
+ * is -1. */
 int http_raw(uint16_t port, const char *request, char *head, size_t cap, uint32_t timeout_ms, int *keep);
 
 #endif /* STEERD_HTTP_GET_H */
