@@ -108,10 +108,13 @@ static const option_def options[] = {
     {"--client-rate-kbps", "STEERD_CLIENT_RATE_KBPS", OPT_U32, OFF(client_rate_kbps), 0, 1000000,
      "delta snapshots: kbit/s of DELTA payload per client on average, 0 = no limit (120)"},
     {"--full-rate-kbps", "STEERD_FULL_RATE_KBPS", OPT_U32, OFF(full_rate_kbps), 0, 10000000,
-     "full snapshots: kbit/s per client on average; a bigger snapshot goes whole, less often; 0 = no limit (48000)"},
+     "full snapshots: kbit/s per client on average; a bigger snapshot goes whole, less often; 0 = no limit "
+     "(48000)"},
     {"--delta-pool", "STEERD_DELTA_POOL", OPT_U32, OFF(delta_pool), 0, 1u << 30,
-     "delta snapshots: agent records of all clients' frames, the server-wide cap (64 B each, taken as needed); "
-     "each client keeps its frames within a quota of 10 x --max-agents; 0 = every slot's reserve + quotas for "
+     "delta snapshots: agent records of all clients' frames, the server-wide cap (64 B each, taken as "
+     "needed); "
+     "each client keeps its frames within a quota of 10 x --max-agents; 0 = every slot's reserve + quotas "
+     "for "
      "a quarter of --max-clients (0)"},
     {"--http-bind", "STEERD_HTTP_BIND", OPT_STRING, OFF(http_bind), 0, 0,
      "address of the HTTP port: metrics, health, live view (127.0.0.1; 0.0.0.0 in the container)"},
@@ -121,6 +124,9 @@ static const option_def options[] = {
      "text, or json: one JSON object per line (text)"},
     {"--drain-timeout", "STEERD_DRAIN_TIMEOUT_MS", OPT_U32, OFF(drain_timeout_ms), 0, 3600000,
      "ms SIGTERM waits for clients to hear the disconnect before exiting (2000)"},
+    {"--drain-min", "STEERD_DRAIN_MIN_MS", OPT_U32, OFF(drain_min_ms), 0, 3600000,
+     "ms the HTTP port answers after SIGTERM (/readyz 503), however soon the clients are gone; at most "
+     "--drain-timeout (1000)"},
     {"--view-rate", "STEERD_VIEW_RATE", OPT_U32, OFF(view_rate), 1, 1000,
      "snapshots per second a live view gets, at most the snapshot rate (10)"},
     {"--threads", "STEERD_THREADS", OPT_U32, OFF(threads), 0, 256,
@@ -176,6 +182,7 @@ void steerd_config_default(steerd_config *c) {
   c->http_port = 7780;
   c->log_format = STEERD_LOG_TEXT;
   c->drain_timeout_ms = 2000;
+  c->drain_min_ms = 1000;
   c->view_rate = 10;
   c->plan_budget = 0;
 }
@@ -400,7 +407,8 @@ static int apply(steerd_config *c, const option_def *o, const char *value) {
     *(int32_t *)(base + o->offset) = (int32_t)u;
     return 0;
   case OPT_NAV: {
-    int k = strcmp(value, "mesh") == 0 ? STEER_NAV_MESH : (strcmp(value, "graph") == 0 ? STEER_NAV_GRAPH : -1);
+    int k =
+        strcmp(value, "mesh") == 0 ? STEER_NAV_MESH : (strcmp(value, "graph") == 0 ? STEER_NAV_GRAPH : -1);
     if (k < 0)
       return -1;
     *(int *)(base + o->offset) = k;
@@ -461,8 +469,8 @@ static const char *allowed_text(const option_def *o, char *buf, size_t cap) {
 
 static void bad_value(FILE *err, const option_def *o, const char *name, const char *value) {
   char buf[96];
-  fprintf(err, "steerd: bad value '%s' for %s: allowed is %s (%s)\n", value, name, allowed_text(o, buf, sizeof buf),
-          o->help);
+  fprintf(err, "steerd: bad value '%s' for %s: allowed is %s (%s)\n", value, name,
+          allowed_text(o, buf, sizeof buf), o->help);
 }
 
 int steerd_config_parse(steerd_config *c, int argc, char **argv, FILE *err) {

@@ -44,12 +44,13 @@ typedef struct steerd_config {
   int orphan_policy;       /* steerd_orphan_policy (STEERD_ORPHAN_POLICY, keep) */
   uint32_t orphan_grace_s; /* s before a gone client's agents are despawned (STEERD_ORPHAN_GRACE, 30) */
   uint32_t
-      hello_timeout_ms;   /* a peer without WELCOME is dropped after this (STEERD_HELLO_TIMEOUT_MS, 3000) */
-  uint32_t max_pending;   /* connections not yet WELCOMEd, beside max_clients (STEERD_MAX_PENDING, 16) */
-  uint32_t client_queue_kb; /* reliable KB queued to one peer before it is dropped (STEERD_CLIENT_QUEUE_KB, 256) */
-  uint32_t garbage_limit; /* malformed packets per 10 s before ABUSE (STEERD_GARBAGE_LIMIT, 20) */
-  uint32_t rate_limit;    /* commands per second per peer (STEERD_RATE_LIMIT, 50) */
-  uint32_t rate_burst;    /* token bucket size (STEERD_RATE_BURST, 100) */
+      hello_timeout_ms; /* a peer without WELCOME is dropped after this (STEERD_HELLO_TIMEOUT_MS, 3000) */
+  uint32_t max_pending; /* connections not yet WELCOMEd, beside max_clients (STEERD_MAX_PENDING, 16) */
+  uint32_t
+      client_queue_kb; /* reliable KB queued to one peer before it is dropped (STEERD_CLIENT_QUEUE_KB, 256) */
+  uint32_t garbage_limit;         /* malformed packets per 10 s before ABUSE (STEERD_GARBAGE_LIMIT, 20) */
+  uint32_t rate_limit;            /* commands per second per peer (STEERD_RATE_LIMIT, 50) */
+  uint32_t rate_burst;            /* token bucket size (STEERD_RATE_BURST, 100) */
   uint32_t max_agents_per_client; /* agents one identity may own (STEERD_MAX_AGENTS_PER_CLIENT, 1000) */
   uint32_t max_path_points;       /* points of one path, <= 256 (STEERD_MAX_PATH_POINTS, 64) */
 
@@ -76,6 +77,7 @@ typedef struct steerd_config {
   int32_t http_port;  /* TCP port, 0 = off, STEERD_HTTP_PORT_AUTO = ephemeral (STEERD_HTTP_PORT, 7780) */
   int log_format;     /* steerd_log_format (STEERD_LOG_FORMAT, text) */
   uint32_t drain_timeout_ms; /* SIGTERM: longest wait for clients to leave (STEERD_DRAIN_TIMEOUT_MS, 2000) */
+  uint32_t drain_min_ms;     /* SIGTERM: shortest time the HTTP port answers (STEERD_DRAIN_MIN_MS, 1000) */
   uint32_t view_rate; /* Hz: snapshots a live view gets, at most the snapshot rate (STEERD_VIEW_RATE, 10) */
 
   /* Threads (README "Threads"). */

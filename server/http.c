@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,8 @@
 #endif
 
 #define HTTP_CHUNK_BYTES 4096
+/* RFC 6455 4.4: a version the server does not speak; libwebsockets has no name for it. */
+#define STEERD_HTTP_UPGRADE_REQUIRED 426u
 
 /* One HTTP request's answer, written out a chunk per writable callback. */
 typedef struct http_req {
@@ -278,6 +281,73 @@ static int on_http_writable(struct lws *wsi, http_req *req) {
   return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
+/* ---- the live view's handshake ---------------------------------------------------- */
+
+/* A Sec-WebSocket-Key is the base64 of 16 bytes (RFC 6455 4.1): 22 digits and "==". */
+static int ws_key_valid(struct lws *wsi) {
+  char key[64];
+  if (lws_hdr_total_length(wsi, WSI_TOKEN_KEY) != 24 ||
+      lws_hdr_copy(wsi, key, sizeof key, WSI_TOKEN_KEY) != 24)
+    return 0;
+  static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (int i = 0; i < 22; i++)
+    if (!key[i] || !strchr(digits, key[i]))
+      return 0;
+  return key[22] == '=' && key[23] == '=';
+}
+
+/* Whether the Sec-WebSocket-Protocol list offers the live view's subprotocol. */
+static int ws_offers_view(struct lws *wsi) {
+  char list[256];
+  if (lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) <= 0 ||
+      lws_hdr_copy(wsi, list, sizeof list, WSI_TOKEN_PROTOCOL) <= 0)
+    return 0;
+  for (char *save = NULL, *tok = strtok_r(list, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save))
+    if (strcmp(tok, STEERD_HTTP_VIEW_PROTOCOL) == 0)
+      return 1;
+  return 0;
+}
+
+/* The refusal of a WebSocket handshake, written whole: a text body saying why
+ * (426 also names the version this server speaks). 1, as CONFIRM_UPGRADE wants
+ * it after a response; -1 when it cannot be written (the connection goes). */
+static int refuse_upgrade(struct lws *wsi, unsigned status, const char *why) {
+  uint8_t buf[LWS_PRE + 1024];
+  uint8_t *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
+  size_t len = strlen(why);
+  if (lws_add_http_common_headers(wsi, status, "text/plain; charset=utf-8", len, &p, end) ||
+      (status == STEERD_HTTP_UPGRADE_REQUIRED &&
+       lws_add_http_header_by_name(
+           wsi, (const unsigned char *)"sec-websocket-version:", (const unsigned char *)"13", 2, &p, end)) ||
+      lws_finalize_write_http_header(wsi, start, &p, end))
+    return -1;
+  memcpy(start, why, len);
+  return lws_write(wsi, start, len, LWS_WRITE_HTTP_FINAL) == (int)len ? 1 : -1;
+}
+
+/* A WebSocket handshake to the live view, judged before libwebsockets answers
+ * it (PROTOCOL.md 15), in this order: the path, the version, the key, the
+ * subprotocol, then room (draining, or every view slot taken). 0 lets it on. */
+static int confirm_upgrade(steerd_http *h, struct lws *wsi, const char *upgrade) {
+  if (!upgrade || strcasecmp(upgrade, "websocket") != 0)
+    return refuse_upgrade(wsi, HTTP_STATUS_BAD_REQUEST, "only WebSocket upgrades\n");
+  char uri[64] = "";
+  if (lws_hdr_copy(wsi, uri, sizeof uri, WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/") != 0)
+    return refuse_upgrade(wsi, HTTP_STATUS_NOT_FOUND, "the live view's WebSocket is at /\n");
+  char version[8] = "";
+  if (lws_hdr_copy(wsi, version, sizeof version, WSI_TOKEN_VERSION) <= 0 || strcmp(version, "13") != 0)
+    return refuse_upgrade(wsi, STEERD_HTTP_UPGRADE_REQUIRED, "this server speaks WebSocket version 13\n");
+  if (!ws_key_valid(wsi))
+    return refuse_upgrade(wsi, HTTP_STATUS_BAD_REQUEST, "Sec-WebSocket-Key is not the base64 of 16 bytes\n");
+  if (!ws_offers_view(wsi))
+    return refuse_upgrade(wsi, HTTP_STATUS_BAD_REQUEST, "the subprotocol steerd-view is required\n");
+  if (h->closing)
+    return refuse_upgrade(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, "draining\n");
+  if (h->views.open >= STEERD_HTTP_MAX_VIEWS)
+    return refuse_upgrade(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, "every live view slot is taken\n");
+  return 0;
+}
+
 static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                          size_t len) {
   steerd_http *h = lws_context_user(lws_get_context(wsi));
@@ -285,6 +355,8 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
   switch (reason) {
   case LWS_CALLBACK_HTTP:
     return on_http(h, wsi, req, in ? (const char *)in : "/");
+  case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+    return confirm_upgrade(h, wsi, in);
   case LWS_CALLBACK_HTTP_WRITEABLE:
     return req && req->body ? on_http_writable(wsi, req) : 0;
   case LWS_CALLBACK_CLOSED_HTTP:

@@ -44,7 +44,8 @@ struct http_view {
   struct lws *wsi; /* NULL: slot free */
   uint32_t id;
   int welcomed;
-  int closing; /* close once the queue is written (after an ERROR that ends the session) */
+  int closing;    /* close once the queue is written (after an ERROR that ends the session) */
+  int close_sent; /* the close frame is out: waiting for the peer's */
   proto_view view;
   steer_id inspected; /* the agent of the last QUERY: its EVENTs come to the view */
   uint32_t garbage;
@@ -428,6 +429,16 @@ static void handle_command(steerd_http *h, http_view *v, const proto_command *cm
   }
 }
 
+/* A malformed message (ERROR already queued): at VIEW_GARBAGE_LIMIT the view
+ * is closed with status 1008 once its queue, that ERROR included, is out. */
+static void count_garbage(http_view *v) {
+  if (++v->garbage < VIEW_GARBAGE_LIMIT || v->closing)
+    return;
+  LOG_WARN("view %u: %u malformed messages: closing it", v->id, v->garbage);
+  v->closing = 1;
+  lws_callback_on_writable(v->wsi);
+}
+
 static void on_message(steerd_http *h, http_view *v, const uint8_t *data, size_t len) {
   proto_error_info err;
   int rc = proto_decode_command(data, len, &h->views.cmd, &err);
@@ -439,10 +450,7 @@ static void on_message(steerd_http *h, http_view *v, const uint8_t *data, size_t
              err.reason ? err.reason : "");
     send_error(h, v, err.has_request_id ? err.request_id : 0, err.code, text,
                err.field[0] ? err.field : NULL);
-    if (++v->garbage >= VIEW_GARBAGE_LIMIT) {
-      LOG_WARN("view %u: %u malformed messages: closing it", v->id, v->garbage);
-      v->closing = 1;
-    }
+    count_garbage(v);
     return;
   }
   handle_command(h, v, &h->views.cmd);
@@ -465,12 +473,12 @@ static void on_receive(steerd_http *h, http_view *v, struct lws *wsi, const uint
     return;
   if (v->rx_too_large) {
     send_error(h, v, 0, PROTO_ERR_TOO_LARGE, "message larger than 16384 bytes", NULL);
-    v->garbage++;
+    count_garbage(v);
     return;
   }
   if (!lws_frame_is_binary(wsi)) {
     send_error(h, v, 0, PROTO_ERR_BAD_MESSAGE, "messages are binary (msgpack)", NULL);
-    v->garbage++;
+    count_garbage(v);
     return;
   }
   on_message(h, v, v->rx, v->rx_len);
@@ -493,6 +501,19 @@ static int on_writable(http_view *v, struct lws *wsi) {
   if (v->head != v->tail || v->closing)
     lws_callback_on_writable(wsi);
   return 0;
+}
+
+/* Closes a view that is done with status 1008 (policy violation). A writable
+ * callback that returns -1 drops the socket without a close frame, so the
+ * close is left to the view's timer: from there libwebsockets sends the close
+ * frame with the reason and ends the connection on the peer's answer (or
+ * after its own timeout). */
+static void close_view(http_view *v, struct lws *wsi) {
+  if (v->close_sent)
+    return;
+  v->close_sent = 1;
+  lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, NULL, 0);
+  lws_set_timer_usecs(wsi, 1);
 }
 
 int steerd_http_view_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
@@ -532,11 +553,11 @@ int steerd_http_view_callback(struct lws *wsi, enum lws_callback_reasons reason,
       on_receive(h, v, wsi, in, len);
     return 0;
   case LWS_CALLBACK_SERVER_WRITEABLE:
-    if (v && on_writable(v, wsi)) {
-      lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, NULL, 0);
-      return -1;
-    }
+    if (v && on_writable(v, wsi))
+      close_view(v, wsi);
     return 0;
+  case LWS_CALLBACK_TIMER:
+    return v && v->close_sent ? -1 : 0;
   case LWS_CALLBACK_CLOSED:
     if (v && v->wsi) {
       LOG_INFO("view %u closed", v->id);

@@ -45,13 +45,13 @@ static int check_shape(const steer_world_config *c, const proto_obstacle *o, ste
     return refuse(r, PROTO_ERR_BAD_FIELD, "type", "not one of circle, polygon, wall");
   uint32_t least = o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u;
   if (!o->points || o->count < least || o->count > STEER_MAP_MAX_VERTICES)
-    return refuse(r, PROTO_ERR_BAD_FIELD, "points", "a %s has %u..%u points", proto_obstacle_kind_name(o->kind),
-                  least, STEER_MAP_MAX_VERTICES);
+    return refuse(r, PROTO_ERR_BAD_FIELD, "points", "a %s has %u..%u points",
+                  proto_obstacle_kind_name(o->kind), least, STEER_MAP_MAX_VERTICES);
   for (uint32_t i = 0; i < o->count; i++) {
     if (!inside(c, o->points[i])) {
       snprintf(field, sizeof field, "points[%u]", i);
-      return refuse(r, PROTO_ERR_BAD_FIELD, field, "outside the world bounds (%g,%g)-(%g,%g)", (double)c->min.x,
-                    (double)c->min.y, (double)c->max.x, (double)c->max.y);
+      return refuse(r, PROTO_ERR_BAD_FIELD, field, "outside the world bounds (%g,%g)-(%g,%g)",
+                    (double)c->min.x, (double)c->min.y, (double)c->max.x, (double)c->max.y);
     }
   }
   /* Edge i runs from points[i] to points[i + 1] (a polygon's last one closes the ring). */
@@ -90,9 +90,19 @@ int steerd_map_edit_check(const steer_world *w, const steerd_map_edit *e, steerd
   if (rc == STEER_EFULL)
     return refuse(r, PROTO_ERR_WORLD_FULL, NULL, "the map holds its maximum of %u obstacles or %u segments",
                   STEER_MAP_MAX_OBSTACLES, STEER_MAP_MAX_SEGMENTS);
-  if (rc != STEER_OK) /* what is left after check_shape: a polygon that is not simple */
-    return refuse(r, PROTO_ERR_BAD_FIELD, "points", "the polygon's edges cross or touch, or it has no area");
-  return 0;
+  if (rc == STEER_OK)
+    return 0;
+  /* What is left after check_shape: a polygon that is not simple. */
+  steer_map_fault f;
+  steer_map_shape_fault(m, &d, &f);
+  if (f.rule == STEER_MAP_RULE_CROSSING)
+    return refuse(r, PROTO_ERR_BAD_FIELD, "points",
+                  "the edges from points[%u] and from points[%u] cross or touch", f.at, f.other);
+  if (f.rule == STEER_MAP_RULE_FOLD)
+    return refuse(r, PROTO_ERR_BAD_FIELD, "points",
+                  "the edges meeting at points[%u] fold back onto each other", f.at);
+  return refuse(r, PROTO_ERR_BAD_FIELD, "points",
+                "the polygon has zero area (less than 1 square millimetre)");
 }
 
 int steerd_map_edit_apply(steer_world *w, const steerd_map_edit *e, steerd_map_result *r) {

@@ -20,11 +20,7 @@
 #include "validate.h"
 #include "world.h"
 
-typedef enum steerd_map_op {
-  STEERD_MAP_ADD = 0,
-  STEERD_MAP_REMOVE,
-  STEERD_MAP_OP_COUNT
-} steerd_map_op;
+typedef enum steerd_map_op { STEERD_MAP_ADD = 0, STEERD_MAP_REMOVE, STEERD_MAP_OP_COUNT } steerd_map_op;
 
 /* One change: add obstacle (its id and shape) or remove obstacle.id. */
 typedef struct steerd_map_edit {

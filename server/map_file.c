@@ -37,6 +37,44 @@ static int get_point(const json_t *v, vec2 *out) {
 
 static const char *kind_names[STEER_OBSTACLE_KIND_COUNT] = {"circle", "polygon", "wall"};
 
+/* The rule of shape obstacle i breaks (steer_map_shape_fault), each with its
+ * own message naming the point it is at. */
+static int shape_error(const steer_map *m, const steer_obstacle_desc *d, const steer_map_fault *f, size_t i,
+                       char *err, size_t errlen) {
+  vec2 lo, hi;
+  steer_map_bounds(m, &lo, &hi);
+  int circle = d->kind == STEER_OBSTACLE_CIRCLE;
+  vec2 p = d->points[f->at < d->count ? f->at : 0];
+  switch (f->rule) {
+  case STEER_MAP_RULE_OUTSIDE:
+    if (circle)
+      return fail(err, errlen, "obstacles[%zu].center: (%g, %g) is outside the world bounds (%g,%g)-(%g,%g)",
+                  i, (double)p.x, (double)p.y, (double)lo.x, (double)lo.y, (double)hi.x, (double)hi.y);
+    return fail(err, errlen,
+                "obstacles[%zu].points[%u]: (%g, %g) is outside the world bounds (%g,%g)-(%g,%g)", i, f->at,
+                (double)p.x, (double)p.y, (double)lo.x, (double)lo.y, (double)hi.x, (double)hi.y);
+  case STEER_MAP_RULE_REACHES_OUT:
+    return fail(err, errlen,
+                "obstacles[%zu].radius: the circle reaches outside the world bounds (%g,%g)-(%g,%g)", i,
+                (double)lo.x, (double)lo.y, (double)hi.x, (double)hi.y);
+  case STEER_MAP_RULE_SHORT_EDGE:
+    return fail(err, errlen, "obstacles[%zu].points[%u]: the edge from points[%u] is shorter than 1 mm", i,
+                f->at, f->other);
+  case STEER_MAP_RULE_CROSSING:
+    return fail(err, errlen,
+                "obstacles[%zu].points: the edges from points[%u] and from points[%u] cross or touch", i,
+                f->at, f->other);
+  case STEER_MAP_RULE_NO_AREA:
+    return fail(err, errlen,
+                "obstacles[%zu].points: the polygon has zero area (less than 1 square millimetre)", i);
+  case STEER_MAP_RULE_FOLD:
+    return fail(err, errlen, "obstacles[%zu].points[%u]: the edges meeting there fold back onto each other",
+                i, f->at);
+  default:
+    return fail(err, errlen, "obstacles[%zu]: not a valid %s", i, kind_names[d->kind]);
+  }
+}
+
 /* One obstacle; i is its index in "obstacles", pts holds STEER_MAP_MAX_VERTICES. */
 static int parse_obstacle(const json_t *o, size_t i, steer_map *m, vec2 *pts, char *err, size_t errlen) {
   if (!json_is_object(o))
@@ -84,6 +122,9 @@ static int parse_obstacle(const json_t *o, size_t i, steer_map *m, vec2 *pts, ch
   }
   if (steer_map_find(m, oid) >= 0)
     return fail(err, errlen, "obstacles[%zu].id: %u is used by an earlier obstacle", i, oid);
+  steer_map_fault f;
+  if (steer_map_shape_fault(m, &d, &f) != STEER_MAP_RULE_OK)
+    return shape_error(m, &d, &f, i, err, errlen);
   int rc = steer_map_add(m, oid, &d);
   if (rc == STEER_EFULL)
     return fail(err, errlen, "obstacles[%zu]: the map is full (%u obstacles, %u segments)", i,
@@ -91,12 +132,7 @@ static int parse_obstacle(const json_t *o, size_t i, steer_map *m, vec2 *pts, ch
   if (rc == STEER_ENOMEM)
     return fail(err, errlen, "obstacles[%zu]: out of memory", i);
   if (rc != STEER_OK)
-    return fail(err, errlen,
-                kind == STEER_OBSTACLE_CIRCLE
-                    ? "obstacles[%zu].center: the circle is not inside the world bounds"
-                    : "obstacles[%zu].points: a point outside the world bounds, an edge shorter than 1 mm, or "
-                      "(polygon) zero area or crossing edges",
-                i);
+    return fail(err, errlen, "obstacles[%zu]: refused by the map (%s)", i, steer_strerror(rc));
   return 0;
 }
 

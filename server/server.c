@@ -87,11 +87,11 @@ typedef struct client {
   uint32_t last_rx_ms;        /* ENet's time of the peer's last datagram, copied every tick (ENet clears
                                  it before reporting a disconnect): a timeout follows a long silence */
   /* Bounded replies (client_queue(), send_error()). */
-  size_t queued;              /* reliable bytes queued to the peer: an upper bound, exact after a measure */
-  int overflowed;             /* over --client-queue-kb: nothing more is queued; it is dropped soon */
-  uint32_t errors_unwelcomed; /* ERRORs sent before WELCOME: only the first goes out */
-  uint32_t ev_count;          /* events waiting in its slot of s->events (flush_events()) */
-  uint32_t ev_lost;           /* events dropped since its last EVENT/EVENTS: it was behind */
+  size_t queued;               /* reliable bytes queued to the peer: an upper bound, exact after a measure */
+  int overflowed;              /* over --client-queue-kb: nothing more is queued; it is dropped soon */
+  uint32_t errors_unwelcomed;  /* ERRORs sent before WELCOME: only the first goes out */
+  uint32_t ev_count;           /* events waiting in its slot of s->events (flush_events()) */
+  uint32_t ev_lost;            /* events dropped since its last EVENT/EVENTS: it was behind */
   steerd_bytebucket full_rate; /* full snapshots: --full-rate-kbps (send_snapshot()) */
   int full_due;                /* takes this snapshot */
   uint32_t kept;               /* its packets in s->kept, handled after the tick (plan_wait_service()) */
@@ -114,8 +114,8 @@ struct steerd_server {
   int handles_open;
 
   steer_world *world;
-  steer_pool *pool; /* --threads: the steering pass's workers (NULL: the loop thread only) */
-  uint32_t *delta_slots; /* a snapshot's delta clients, for steerd_netcode_encode_batch (max_clients) */
+  steer_pool *pool;       /* --threads: the steering pass's workers (NULL: the loop thread only) */
+  uint32_t *delta_slots;  /* a snapshot's delta clients, for steerd_netcode_encode_batch (max_clients) */
   steer_planner *planner; /* GOTO (goto.h): served in every tick before the step */
   uint8_t *plan_ckpt;     /* the planner's bytes for a checkpoint (goto.h) */
   size_t plan_ckpt_cap;
@@ -133,13 +133,14 @@ struct steerd_server {
   uint64_t start_ns, next_stats_ns;
   int stopping;
   uint64_t stop_deadline_ns;
+  uint64_t stop_earliest_ns; /* the drain lasts at least until then (--drain-min, with HTTP on) */
 
-  client *clients;         /* max_clients WELCOMEd slots (the netcode's slot = index) */
-  client *pending;         /* max_pending slots of connections not yet WELCOMEd */
-  uint64_t *handshake_ns;  /* per ENet peer: when its half-open handshake was first seen */
-  size_t queue_cap;        /* bytes: client_queue_kb */
+  client *clients;                 /* max_clients WELCOMEd slots (the netcode's slot = index) */
+  client *pending;                 /* max_pending slots of connections not yet WELCOMEd */
+  uint64_t *handshake_ns;          /* per ENet peer: when its half-open handshake was first seen */
+  size_t queue_cap;                /* bytes: client_queue_kb */
   uint64_t queue_overflows_reaped; /* stats.queue_overflows when reap_overflowed() last looked */
-  steerd_loglimit peer_log; /* refusals and drops of peers */
+  steerd_loglimit peer_log;        /* refusals and drops of peers */
   uint32_t next_client_id;
 
   int auth_on; /* a secret is configured: every HELLO needs a token */
@@ -157,12 +158,12 @@ struct steerd_server {
   size_t restored_len;
   steerd_persist_owner *ckpt_owners; /* owner_cap */
 
-  proto_command cmd;                    /* decode scratch (large: holds path points) */
-  uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
-  uint8_t out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch */
+  proto_command cmd;                       /* decode scratch (large: holds path points) */
+  uint32_t *part_first;                    /* snapshot part boundaries, max_agents + 2 */
+  uint8_t out[PROTO_MAX_MESSAGE_BYTES];    /* encode scratch */
   uint8_t ev_out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch of EVENTS (flushed while out holds a reply) */
-  proto_event *events;                  /* max_clients x CLIENT_EVENTS: events waiting per client slot */
-  size_t event_backlog;                 /* bytes: a client with more queued is behind (queue_cap / 4) */
+  proto_event *events;                     /* max_clients x CLIENT_EVENTS: events waiting per client slot */
+  size_t event_backlog;                    /* bytes: a client with more queued is behind (queue_cap / 4) */
   steerd_server_stats stats;
   steerd_server_observer observer; /* the live view */
   uint64_t last_tick_ns;
@@ -180,12 +181,12 @@ static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s
 /* A line about one peer's refusal or drop, through the server's log limiter
  * (at most LOG_BURST per LOG_WINDOW_NS; the next line allowed says how many
  * were suppressed). fmt must take at least one argument. */
-#define PEER_LOG(s, level, fmt, ...)                                                                        \
+#define PEER_LOG(s, level, fmt, ...)                                                                         \
   do {                                                                                                       \
     uint64_t sup_ = 0;                                                                                       \
     if (steerd_loglimit_allow(&(s)->peer_log, uv_hrtime(), &sup_)) {                                         \
       if (sup_)                                                                                              \
-        steerd_log(level, fmt " (%llu similar lines suppressed before this one)", __VA_ARGS__,             \
+        steerd_log(level, fmt " (%llu similar lines suppressed before this one)", __VA_ARGS__,               \
                    (unsigned long long)sup_);                                                                \
       else                                                                                                   \
         steerd_log(level, fmt, __VA_ARGS__);                                                                 \
@@ -493,8 +494,8 @@ static void client_release(steerd_server *s, client *c) {
  * acknowledgement, and frees everything queued to it): for peers that do not
  * read what they are sent, or that only hold a slot. */
 static void client_kill(steerd_server *s, client *c, uint32_t reason, const char *why) {
-  PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): dropped (%s): %s", c->id, c->addr, proto_disconnect_name(reason),
-           why);
+  PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): dropped (%s): %s", c->id, c->addr,
+           proto_disconnect_name(reason), why);
   enet_peer_disconnect_now(c->peer, reason);
   client_release(s, c);
 }
@@ -506,7 +507,8 @@ static void reap_overflowed(steerd_server *s) {
     return;
   s->queue_overflows_reaped = s->stats.queue_overflows;
   char why[96];
-  snprintf(why, sizeof(why), "more than %u KB of replies and events queued and not read", s->cfg.client_queue_kb);
+  snprintf(why, sizeof(why), "more than %u KB of replies and events queued and not read",
+           s->cfg.client_queue_kb);
   for (uint32_t i = 0; i < s->cfg.max_clients; i++)
     if (s->clients[i].peer && s->clients[i].overflowed)
       client_kill(s, &s->clients[i], PROTO_DISCONNECT_TOO_SLOW, why);
@@ -625,6 +627,20 @@ static int apply_path(steerd_server *s, steer_id id, const proto_path *p) {
   proto_params_apply(&p->params, &info.behaviour.params);
   proto_tuning_apply(&p->params, &info.behaviour);
   return steer_world_set_behaviour(s->world, id, &info.behaviour);
+}
+
+/* The field a BLOCKED path names: its first point inside the map's geometry,
+ * e.g. "points[2]" (prefix "path." in a SPAWN). */
+static const char *blocked_point(const steerd_server *s, const proto_path *p, const char *prefix, char *buf,
+                                 size_t cap) {
+  uint32_t i = 0;
+  while (i < p->count && !steer_map_inside(steer_world_map(s->world), p->points[i]))
+    i++;
+  if (i < p->count)
+    snprintf(buf, cap, "%spoints[%u]", prefix, i);
+  else
+    snprintf(buf, cap, "%spoints", prefix);
+  return buf;
 }
 
 /* Observers command nothing; controllers their own agents; admins every agent. */
@@ -819,8 +835,8 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
     if (!w) {
       s->stats.refused_full++;
       c->closing = 1;
-      PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): refused at HELLO: server full (%u clients)", c->id, c->addr,
-               s->cfg.max_clients);
+      PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): refused at HELLO: server full (%u clients)", c->id,
+               c->addr, s->cfg.max_clients);
       enet_peer_disconnect(c->peer, PROTO_DISCONNECT_FULL);
       return;
     }
@@ -888,8 +904,8 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
   proto_spawn_apply(sp, &desc);
   int go = (sp->present & PROTO_SPAWN_BEHAVIOUR) && sp->behaviour.kind == PROTO_BEHAVIOUR_GOTO;
   if (go && (sp->present & PROTO_SPAWN_PATH)) {
-    send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD, "a goto behaviour plans its own path: no path with it",
-               "path");
+    send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD,
+               "a goto behaviour plans its own path: no path with it", "path");
     return;
   }
   if (go)
@@ -928,7 +944,11 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
     rc = apply_path(s, id, &sp->path);
     if (rc != STEER_OK) {
       steer_world_despawn(s->world, id); /* all or nothing */
-      send_world_error(s, c, cmd->request_id, rc, rc == STEER_EMODEL ? "path.cornering" : "path");
+      char field[32];
+      send_world_error(s, c, cmd->request_id, rc,
+                       rc == STEER_EMODEL     ? "path.cornering"
+                       : rc == STEER_EBLOCKED ? blocked_point(s, &sp->path, "path.", field, sizeof field)
+                                              : "path");
       return;
     }
   }
@@ -968,8 +988,11 @@ static void cmd_set_path(steerd_server *s, client *c, const proto_command *cmd, 
   ack->agent = sp->agent;
   rc = apply_path(s, sp->agent, &sp->path);
   if (rc != STEER_OK) {
+    char field[32];
     send_world_error(s, c, cmd->request_id, rc,
-                     rc == STEER_EMODEL ? "cornering" : rc == STEER_EBLOCKED ? "points" : "params");
+                     rc == STEER_EMODEL     ? "cornering"
+                     : rc == STEER_EBLOCKED ? blocked_point(s, &sp->path, "", field, sizeof field)
+                                            : "params");
     return;
   }
   steerd_goto_forget(s->planner, sp->agent);
@@ -1063,7 +1086,8 @@ static void cmd_view(steerd_server *s, client *c, const proto_command *cmd, prot
     /* Checked like a delta client's (one answer for both), then not kept: a
      * later switch to delta starts with the whole world (PROTOCOL.md §6.10). */
     steer_agent_info info;
-    if (cmd->view.kind == PROTO_VIEW_FOLLOW && steer_world_get(s->world, cmd->view.follow, &info) != STEER_OK) {
+    if (cmd->view.kind == PROTO_VIEW_FOLLOW &&
+        steer_world_get(s->world, cmd->view.follow, &info) != STEER_OK) {
       send_error(s, c, cmd->request_id, PROTO_ERR_NO_SUCH_AGENT, steer_strerror(STEER_ENOENT), "follow");
       return;
     }
@@ -1324,7 +1348,8 @@ static void send_deltas(steerd_server *s, uint64_t tick, uint64_t time_us) {
     if (c->peer && c->welcomed && c->delta && !c->closing)
       s->delta_slots[n++] = i;
   }
-  if (steerd_netcode_encode_batch(s->netcode, s->world, s->delta_slots, n, tick, time_us) != STEERD_NETCODE_OK)
+  if (steerd_netcode_encode_batch(s->netcode, s->world, s->delta_slots, n, tick, time_us) !=
+      STEERD_NETCODE_OK)
     n = 0;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t i = s->delta_slots[k];
@@ -1442,19 +1467,21 @@ static void log_stats(steerd_server *s) {
              (unsigned long long)st->refused_full, (unsigned long long)st->service_cut,
              (unsigned long long)s->peer_log.total_suppressed, (unsigned long long)st->events_lost);
   if (st->full_deferred)
-    LOG_INFO("full snapshot stats: %llu sent, %llu deferred by --full-rate-kbps", (unsigned long long)st->full_sent,
-             (unsigned long long)st->full_deferred);
+    LOG_INFO("full snapshot stats: %llu sent, %llu deferred by --full-rate-kbps",
+             (unsigned long long)st->full_sent, (unsigned long long)st->full_deferred);
   steerd_netcode_stats ns;
   steerd_netcode_get_stats(s->netcode, &ns);
   if (ns.frames > 0) /* many frames without a baseline while clients stay: --delta-pool too small? */
-    LOG_INFO("delta stats: %llu frames (%llu without a baseline), %llu bytes, %llu changes, %llu deferred, "
-             "%llu kept thanks to frames in flight, %llu acknowledged frames no longer known; record pool: %u "
-             "chunks of 64 KB in use (%u at most), %llu reused by their client, %llu keyframes and %llu frames not sent for want of room",
-             (unsigned long long)ns.frames, (unsigned long long)ns.frames_full, (unsigned long long)ns.bytes,
-             (unsigned long long)ns.changes, (unsigned long long)ns.deferred,
-             (unsigned long long)ns.kept_in_flight, (unsigned long long)ns.baselines_lost, ns.chunks_used,
-             ns.chunks_max, (unsigned long long)ns.chunks_reused, (unsigned long long)ns.keyframes_for_room,
-             (unsigned long long)ns.frames_unkept);
+    LOG_INFO(
+        "delta stats: %llu frames (%llu without a baseline), %llu bytes, %llu changes, %llu deferred, "
+        "%llu kept thanks to frames in flight, %llu acknowledged frames no longer known; record pool: %u "
+        "chunks of 64 KB in use (%u at most), %llu reused by their client, %llu keyframes and %llu frames "
+        "not sent for want of room",
+        (unsigned long long)ns.frames, (unsigned long long)ns.frames_full, (unsigned long long)ns.bytes,
+        (unsigned long long)ns.changes, (unsigned long long)ns.deferred,
+        (unsigned long long)ns.kept_in_flight, (unsigned long long)ns.baselines_lost, ns.chunks_used,
+        ns.chunks_max, (unsigned long long)ns.chunks_reused, (unsigned long long)ns.keyframes_for_room,
+        (unsigned long long)ns.frames_unkept);
 }
 
 static void close_handles(steerd_server *s);
@@ -1480,8 +1507,8 @@ static void drop_late_hellos(steerd_server *s, uint64_t now) {
   uint32_t reset = steerd_guard_reap_handshakes(s->host, s->handshake_ns, now, handshake, s->cfg.max_pending);
   if (reset) {
     s->stats.handshakes_reset += reset;
-    PEER_LOG(s, STEERD_LOG_WARN, "reset %u half-open ENet handshakes (too old, or more than %u at once)", reset,
-             s->cfg.max_pending);
+    PEER_LOG(s, STEERD_LOG_WARN, "reset %u half-open ENet handshakes (too old, or more than %u at once)",
+             reset, s->cfg.max_pending);
   }
 }
 
@@ -1671,7 +1698,7 @@ static void on_timer(uv_timer_t *t) {
   uint64_t now = uv_hrtime();
   if (s->stopping) {
     service_enet(s);
-    if (s->stats.clients == 0 || now >= s->stop_deadline_ns) {
+    if ((s->stats.clients == 0 && now >= s->stop_earliest_ns) || now >= s->stop_deadline_ns) {
       close_handles(s);
       return;
     }
@@ -1755,8 +1782,8 @@ static void on_connect(steerd_server *s, ENetEvent *ev) {
   client *c = free_slots ? pending_slot(s, uv_hrtime()) : NULL;
   if (!c) {
     s->stats.refused_full++;
-    PEER_LOG(s, STEERD_LOG_WARN, "refused %s:%u: server full (%u clients, %u connections waiting for HELLO)", host,
-             peer->address.port, s->cfg.max_clients, s->cfg.max_pending);
+    PEER_LOG(s, STEERD_LOG_WARN, "refused %s:%u: server full (%u clients, %u connections waiting for HELLO)",
+             host, peer->address.port, s->cfg.max_clients, s->cfg.max_pending);
     enet_peer_disconnect(peer, PROTO_DISCONNECT_FULL);
     return;
   }
@@ -2084,7 +2111,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->restored = NULL;
   if (fresh && cfg->demo) {
     /* The demo's own level unless another map is loaded. */
-    int rc = steerd_demo_create_ex(&s->demo, s->world, cfg->seed, cfg->map_file[0] ? STEERD_DEMO_NO_LEVEL : 0);
+    int rc =
+        steerd_demo_create_ex(&s->demo, s->world, cfg->seed, cfg->map_file[0] ? STEERD_DEMO_NO_LEVEL : 0);
     if (rc == STEER_OK) /* its GOTO NPCs, served by the server's planner */
       rc = steerd_demo_set_planner(&s->demo, s->world, s->planner, 1);
     s->demo.edit_map = demo_map_edit;
@@ -2198,10 +2226,11 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     uint64_t pool, quota, reserve;
     size_t rec;
     steerd_netcode_get_memory(s->netcode, &pool, &quota, &reserve, &rec);
-    LOG_INFO("delta snapshots: record pool %llu records (%.1f MB at most, used as needed), per client a quota of "
-             "%llu (%.1f MB) and a reserve of %llu",
-             (unsigned long long)pool, (double)pool * (double)rec / 1048576.0, (unsigned long long)quota,
-             (double)quota * (double)rec / 1048576.0, (unsigned long long)reserve);
+    LOG_INFO(
+        "delta snapshots: record pool %llu records (%.1f MB at most, used as needed), per client a quota of "
+        "%llu (%.1f MB) and a reserve of %llu",
+        (unsigned long long)pool, (double)pool * (double)rec / 1048576.0, (unsigned long long)quota,
+        (double)quota * (double)rec / 1048576.0, (unsigned long long)reserve);
   }
   LOG_INFO("listening on %s:%u (udp), tick %u Hz, snapshots %u Hz, %u clients, %u agents max, demo %s",
            s->bind_ip, s->host->address.port, cfg->tick_rate, cfg->snapshot_rate, cfg->max_clients,
@@ -2250,6 +2279,9 @@ void steerd_server_shutdown(steerd_server *s, uint32_t reason) {
   /* Clients get --drain-timeout to hear the disconnect; the loop ends sooner
    * when they have all gone. */
   s->stop_deadline_ns = uv_hrtime() + (uint64_t)s->cfg.drain_timeout_ms * 1000000ull;
+  /* With the HTTP port on, probes and load balancers see /readyz answer 503
+   * for --drain-min, however soon the clients have gone. */
+  s->stop_earliest_ns = uv_hrtime() + (s->cfg.http_port ? (uint64_t)s->cfg.drain_min_ms * 1000000ull : 0u);
   LOG_INFO("shutting down: disconnecting %u clients (%s)", s->stats.clients, proto_disconnect_name(reason));
   for (uint32_t i = 0; i < s->cfg.max_clients; i++)
     if (s->clients[i].peer)

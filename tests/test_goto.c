@@ -277,7 +277,8 @@ START_TEST(goto_behind_a_wall_arrives) {
   }
   ck_assert_msg(through_door, "the route does not cross x = 0 through the upper door");
   float clear = route_clearance(start_pos, r.go.route, r.go.route_count);
-  ck_assert_msg(clear >= radius, "the route comes within %.3f m of the geometry (radius %.2f)", clear, radius);
+  ck_assert_msg(clear >= radius, "the route comes within %.3f m of the geometry (radius %.2f)", clear,
+                radius);
   /* The PLANNED event's length (cm) is the route's from where it was planned
    * (the agent had not moved: it was at rest until then). */
   float len = 0.0f;
@@ -286,8 +287,8 @@ START_TEST(goto_behind_a_wall_arrives) {
     len += v2_len(v2_sub(r.go.route[i], prev));
     prev = r.go.route[i];
   }
-  ck_assert_msg(fabsf(len * 100.0f - (float)x.ev[planned].data) < 2.0f, "route %.2f m, PLANNED says %u cm", len,
-                x.ev[planned].data);
+  ck_assert_msg(fabsf(len * 100.0f - (float)x.ev[planned].data) < 2.0f, "route %.2f m, PLANNED says %u cm",
+                len, x.ev[planned].data);
   ck_assert_float_gt(len, 20.0f); /* longer than the straight line through the wall */
   ck_assert_float_lt(len, 30.0f);
 
@@ -298,6 +299,15 @@ START_TEST(goto_behind_a_wall_arrives) {
   float d = v2_len(v2_sub(r.state.position, v2(10.0f, 30.0f)));
   ck_assert_msg(d < 0.6f, "it stopped %.2f m from the target", d);
   ck_assert_float_gt(r.state.position.x, 0.0f);
+  /* After PATH_FINISHED it stays in GOTO at its goal (PROTOCOL.md 5.6): behaviour
+   * "goto", status "following", path_node the route's last point, the route kept. */
+  ck_assert_uint_eq(r.behaviour, PROTO_BEHAVIOUR_GOTO);
+  ck_assert(r.has_goto);
+  ck_assert_uint_eq(r.go.status, PROTO_GOTO_FOLLOWING);
+  ck_assert_uint_ge(r.go.route_count, 2);
+  ck_assert_int_eq(r.path_node, (int)r.go.route_count - 1);
+  ck_assert(r.go.route[r.go.route_count - 1].x == 10.0f && r.go.route[r.go.route_count - 1].y == 30.0f);
+  ck_assert(!r.arrived);
   steerd_client_destroy(c);
   free(x.ev);
   steerd_proc_stop(&p, 5000);
@@ -448,9 +458,19 @@ END_TEST
 #define SLOTS 16384u /* slot indices of a world of 10 000 agents are below this */
 START_TEST(burst_of_ten_thousand_gotos) {
   steerd_proc p;
-  const char *more[] = {"--rate-limit",      "1000000", "--rate-burst", "1000000", "--max-agents-per-client",
-                        "10000",             "--client-queue-kb", "262144",  "--max-agents", "10000",
-                        "--client-timeout",  "30000",   NULL};
+  const char *more[] = {"--rate-limit",
+                        "1000000",
+                        "--rate-burst",
+                        "1000000",
+                        "--max-agents-per-client",
+                        "10000",
+                        "--client-queue-kb",
+                        "262144",
+                        "--max-agents",
+                        "10000",
+                        "--client-timeout",
+                        "30000",
+                        NULL};
   start(&p, more);
   events x, y;
   steerd_client *c = connect_client(&p, "burst", &x);

@@ -1,8 +1,9 @@
 /* test_http.c: the HTTP port of the real server (http.c, metrics.c): probes,
  * /metrics checked by promtool and scraped by a real Prometheus server, the
  * checkpoint that cannot be written, JSON logs, `steerd healthcheck`, and the
- * drain on SIGTERM. Every server gets an ephemeral game port and an ephemeral
- * HTTP port (--http-port auto); every Prometheus a free port of its own. */
+ * drain on SIGTERM (503 from /readyz all along, with or without clients).
+ * Every server gets an ephemeral game port and an ephemeral HTTP port
+ * (--http-port auto); every Prometheus a free port of its own. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <jansson.h>
@@ -169,7 +170,8 @@ START_TEST(test_metrics_promtool_and_counts) {
   ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"query\",result=\"error\"}"), 1);
   ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"ping\",result=\"ok\"}"), 1);
   ck_assert_double_eq(metric(body, "steerd_errors_sent_total{code=\"no_such_agent\"}"), 1);
-  ck_assert_double_eq(metric(body, "steerd_agents"), STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO); /* the demo world */
+  ck_assert_double_eq(metric(body, "steerd_agents"),
+                      STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO); /* the demo world */
   ck_assert_double_eq(metric(body, "steerd_ready"), 1);
   double ticks = metric(body, "steerd_ticks_total");
   ck_assert_double_gt(ticks, 0);
@@ -603,6 +605,39 @@ START_TEST(test_drain_on_sigterm) {
 }
 END_TEST
 
+/* No client to wait for: the drain still lasts --drain-min, and meanwhile /readyz
+ * answers 503 (draining) and a live view's handshake 503, instead of the port
+ * closing at once. */
+START_TEST(test_readyz_503_right_after_sigterm) {
+  steerd_proc p;
+  const char *extra[] = {"--drain-min", "5000", "--drain-timeout", "20000", NULL};
+  start(&p, extra);
+  uint64_t t0 = steerd_proc_now_ms();
+  kill(p.pid, SIGTERM);
+  int status;
+  while ((status = http_get(p.http_port, "/readyz", body, sizeof body, 5000)) == 200 &&
+         steerd_proc_now_ms() - t0 < 5000)
+    steerd_proc_sleep_ms(5);
+  ck_assert_int_eq(status, 503);
+  ck_assert_ptr_nonnull(strstr(body, "draining"));
+  ck_assert_int_eq(http_get(p.http_port, "/healthz", NULL, 0, 3000), 200);
+  ck_assert_int_eq(
+      http_raw(p.http_port,
+               "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+               "Sec-WebSocket-Protocol: steerd-view\r\n\r\n",
+               body, sizeof body, 5000, NULL),
+      503);
+  /* Then it exits 0 (within the drain timeout, and some slack for a busy machine). */
+  int wstatus = -1;
+  while (waitpid(p.pid, &wstatus, WNOHANG) == 0 && steerd_proc_now_ms() - t0 < 30000)
+    steerd_proc_sleep_ms(20);
+  ck_assert_msg(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0, "the server did not exit cleanly in 30 s");
+  p.pid = 0;
+  steerd_proc_stop(&p, 1000);
+}
+END_TEST
+
 static Suite *http_suite(void) {
   Suite *s = suite_create("http");
   TCase *tc = check_tcase(s, "http", 180);
@@ -617,6 +652,7 @@ static Suite *http_suite(void) {
   tcase_add_test(tc, test_map_json_as_jansson);
   tcase_add_test(tc, test_map_api);
   tcase_add_test(tc, test_drain_on_sigterm);
+  tcase_add_test(tc, test_readyz_503_right_after_sigterm);
   return s;
 }
 

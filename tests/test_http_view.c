@@ -3,7 +3,9 @@
  * this process: the session (HELLO first, WELCOME), VIEW filtering the
  * snapshots, QUERY, the inspected agent's EVENTs, read-only (FORBIDDEN),
  * malformed input (text, garbage, too large) answered with the exact error
- * codes and the server unharmed, tokens when a secret is set, and the map as
+ * codes and the server unharmed, the 20th closing the view with status 1008,
+ * handshakes refused with their HTTP status (written by hand: a client library
+ * sends none of them), tokens when a secret is set, and the map as
  * a text (JSON) message after WELCOME and again after each change (the demo's
  * side door). */
 #include <check.h>
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "check_run.h"
 #include "demo.h"
@@ -34,6 +38,7 @@ typedef struct ws_client {
   struct lws_context *ctx;
   struct lws *wsi;
   int established, closed, failed;
+  int close_status; /* of the server's close frame; 0: none came */
   ws_msg inbox[WS_MAX_MSGS];
   uint32_t head, tail;
   uint8_t rx[1 << 17];
@@ -55,6 +60,10 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
     break;
   case LWS_CALLBACK_CLIENT_CLOSED:
     c->closed = 1;
+    break;
+  case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+    if (len >= 2)
+      c->close_status = ((const uint8_t *)in)[0] << 8 | ((const uint8_t *)in)[1];
     break;
   case LWS_CALLBACK_CLIENT_RECEIVE:
     if (c->rx_len + len <= sizeof c->rx) {
@@ -315,15 +324,110 @@ START_TEST(test_read_only_and_malformed) {
   /* Still served, and so is everything else. */
   ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
   ck_assert_int_eq(http_get(p.http_port, "/healthz", NULL, 0, 3000), 200);
-  /* 20 malformed messages: the view is closed; the server runs on. */
-  for (int i = 0; i < 20 && !c->closed; i++)
+  /* 20 malformed messages (the 3 above count): the 20th's ERROR, then a close frame
+   * with status 1008 (policy violation); the server runs on. */
+  for (int i = 0; i < 17 && !c->closed; i++)
     ws_send_raw(c, junk, sizeof junk, 1);
   uint64_t deadline = steerd_proc_now_ms() + 5000;
   while (!c->closed && steerd_proc_now_ms() < deadline)
     ws_service(c);
   ck_assert(c->closed);
+  ck_assert_int_eq(c->close_status, 1008);
+  ws_close(c);
+  /* Text messages count the same. */
+  c = ws_open(p.http_port);
+  for (int i = 0; i < 20 && !c->closed; i++)
+    ws_send_raw(c, "[9,1,{}]", 8, 0);
+  deadline = steerd_proc_now_ms() + 5000;
+  while (!c->closed && steerd_proc_now_ms() < deadline)
+    ws_service(c);
+  ck_assert(c->closed);
+  ck_assert_int_eq(c->close_status, 1008);
+  int errors = 0;
+  while (ws_next(c, &m, WANT(PROTO_MSG_ERROR), 0))
+    errors++;
+  ck_assert_int_eq(errors, 20);
   ws_close(c);
   ck_assert_int_eq(http_wait_ready(p.http_port, 10000), 200);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
+/* A handshake by hand: GET path with the given version, key and subprotocol
+ * headers (NULL: the header is left out); the status, the head into head. */
+static int handshake(uint16_t port, const char *path, const char *version, const char *key,
+                     const char *protocol, char *head, size_t cap, int *keep) {
+  char req[1024];
+  int n =
+      snprintf(req, sizeof req,
+               "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n", path);
+  if (version)
+    n += snprintf(req + n, sizeof req - (size_t)n, "Sec-WebSocket-Version: %s\r\n", version);
+  if (key)
+    n += snprintf(req + n, sizeof req - (size_t)n, "Sec-WebSocket-Key: %s\r\n", key);
+  if (protocol)
+    n += snprintf(req + n, sizeof req - (size_t)n, "Sec-WebSocket-Protocol: %s\r\n", protocol);
+  snprintf(req + n, sizeof req - (size_t)n, "\r\n");
+  return http_raw(port, req, head, cap, 5000, keep);
+}
+
+/* 1 when the head has the header line (names compared without case). */
+static int head_has(const char *head, const char *name, const char *value) {
+  char want[256];
+  snprintf(want, sizeof want, "\r\n%s: %s\r\n", name, value);
+  size_t n = strlen(want);
+  for (const char *p = head; *p; p++)
+    if (strncasecmp(p, want, n) == 0)
+      return 1;
+  return 0;
+}
+
+#define KEY "dGhlIHNhbXBsZSBub25jZQ=="
+
+/* The handshake is refused as PROTOCOL.md 15 says: 404 off /, 426 (naming version
+ * 13) for another version, 400 for a bad or missing key and without the
+ * subprotocol, 503 when every view slot is taken. */
+START_TEST(test_handshake_refusals) {
+  steerd_proc p;
+  start(&p, NULL);
+  char head[4096];
+  ck_assert_int_eq(handshake(p.http_port, "/", "13", KEY, "steerd-view", head, sizeof head, NULL), 101);
+  ck_assert_msg(head_has(head, "Sec-WebSocket-Protocol", "steerd-view"), "%s", head);
+  ck_assert_msg(head_has(head, "Sec-WebSocket-Accept", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "%s", head);
+  ck_assert_int_eq(handshake(p.http_port, "/", "13", KEY, "chat, steerd-view", head, sizeof head, NULL), 101);
+  ck_assert_msg(head_has(head, "Sec-WebSocket-Protocol", "steerd-view"), "%s", head);
+  ck_assert_int_eq(handshake(p.http_port, "/", "13", KEY, NULL, head, sizeof head, NULL), 400);
+  ck_assert_int_eq(handshake(p.http_port, "/", "13", KEY, "chat", head, sizeof head, NULL), 400);
+  ck_assert_int_eq(handshake(p.http_port, "/", "13", KEY, "steerd-agones", head, sizeof head, NULL), 400);
+  ck_assert_int_eq(handshake(p.http_port, "/", "99", KEY, "steerd-view", head, sizeof head, NULL), 426);
+  ck_assert_msg(head_has(head, "Sec-WebSocket-Version", "13"), "%s", head);
+  ck_assert_int_eq(handshake(p.http_port, "/", NULL, KEY, "steerd-view", head, sizeof head, NULL), 426);
+  ck_assert_int_eq(handshake(p.http_port, "/", "13", "!!!", "steerd-view", head, sizeof head, NULL), 400);
+  ck_assert_int_eq(
+      handshake(p.http_port, "/", "13", "dGhlIHNhbXBsZSBub25jZQ", "steerd-view", head, sizeof head, NULL),
+      400);
+  ck_assert_int_eq(handshake(p.http_port, "/", "13", NULL, "steerd-view", head, sizeof head, NULL), 400);
+  ck_assert_int_eq(handshake(p.http_port, "/other", "13", KEY, "steerd-view", head, sizeof head, NULL), 404);
+  /* 32 views open: the next is 503 until one closes. */
+  int open_fd[32];
+  for (int i = 0; i < 32; i++) {
+    ck_assert_int_eq(handshake(p.http_port, "/", "13", KEY, "steerd-view", head, sizeof head, &open_fd[i]),
+                     101);
+    ck_assert_int_ge(open_fd[i], 0);
+  }
+  ck_assert_int_eq(handshake(p.http_port, "/", "13", KEY, "steerd-view", head, sizeof head, NULL), 503);
+  close(open_fd[0]);
+  int status = 0;
+  uint64_t deadline = steerd_proc_now_ms() + 10000;
+  while ((status = handshake(p.http_port, "/", "13", KEY, "steerd-view", head, sizeof head, &open_fd[0])) !=
+             101 &&
+         steerd_proc_now_ms() < deadline)
+    steerd_proc_sleep_ms(20);
+  ck_assert_int_eq(status, 101);
+  for (int i = 0; i < 32; i++)
+    close(open_fd[i]);
+  /* The server is unharmed. */
+  ck_assert_int_eq(http_get(p.http_port, "/healthz", NULL, 0, 3000), 200);
   ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
 }
 END_TEST
@@ -475,6 +579,7 @@ int main(void) {
   TCase *tc = check_tcase(s, "view", 120);
   tcase_add_test(tc, test_session_view_query);
   tcase_add_test(tc, test_read_only_and_malformed);
+  tcase_add_test(tc, test_handshake_refusals);
   tcase_add_test(tc, test_token_required_with_a_secret);
   tcase_add_test(tc, test_map_after_welcome_and_changes);
   tcase_add_test(tc, test_big_map_names_api_map);

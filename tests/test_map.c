@@ -70,24 +70,24 @@ START_TEST(test_validation) {
   ck_assert_ptr_nonnull(m);
   vec2 ok3[] = {{0, 0}, {2, 0}, {0, 2}};
   steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 3, ok3, 0.0f};
-  ck_assert_int_eq(steer_map_add(m, 0, &o), STEER_EINVAL);  /* id 0 */
+  ck_assert_int_eq(steer_map_add(m, 0, &o), STEER_EINVAL); /* id 0 */
   ck_assert_int_eq(steer_map_add(m, 7, &o), STEER_OK);
-  ck_assert_int_eq(steer_map_add(m, 7, &o), STEER_EINVAL);  /* id in use */
-  vec2 line[] = {{0, 0}, {1, 1}, {2, 2}};                   /* zero area */
+  ck_assert_int_eq(steer_map_add(m, 7, &o), STEER_EINVAL); /* id in use */
+  vec2 line[] = {{0, 0}, {1, 1}, {2, 2}};                  /* zero area */
   o.points = line;
   ck_assert_int_eq(steer_map_add(m, 8, &o), STEER_EINVAL);
-  vec2 bow[] = {{0, 0}, {2, 2}, {2, 0}, {0, 2}};            /* crossing edges */
+  vec2 bow[] = {{0, 0}, {2, 2}, {2, 0}, {0, 2}}; /* crossing edges */
   o.points = bow;
   o.count = 4;
   ck_assert_int_eq(steer_map_add(m, 8, &o), STEER_EINVAL);
-  vec2 out[] = {{0, 0}, {20, 0}, {0, 2}};                   /* outside the bounds */
+  vec2 out[] = {{0, 0}, {20, 0}, {0, 2}}; /* outside the bounds */
   o.points = out;
   o.count = 3;
   ck_assert_int_eq(steer_map_add(m, 8, &o), STEER_EINVAL);
   vec2 nan[] = {{0, 0}, {NAN, 0}, {0, 2}};
   o.points = nan;
   ck_assert_int_eq(steer_map_add(m, 8, &o), STEER_EINVAL);
-  vec2 dup[] = {{0, 0}, {0, 0}, {0, 2}};                    /* zero-length edge */
+  vec2 dup[] = {{0, 0}, {0, 0}, {0, 2}}; /* zero-length edge */
   o.points = dup;
   ck_assert_int_eq(steer_map_add(m, 8, &o), STEER_EINVAL);
   o.count = 2; /* a polygon needs 3 */
@@ -127,8 +127,8 @@ START_TEST(test_queries) {
   vec2 wall[] = {{-40, -30}, {40, -30}};
   steer_obstacle_desc wo = {STEER_OBSTACLE_WALL, 2, wall, 0.0f};
   ck_assert_int_eq(steer_map_add(m, 2, &wo), STEER_OK);
-  ck_assert(steer_map_inside(m, v2(1, 5)));   /* in the left arm */
-  ck_assert(!steer_map_inside(m, v2(5, 5)));  /* in the notch */
+  ck_assert(steer_map_inside(m, v2(1, 5)));    /* in the left arm */
+  ck_assert(!steer_map_inside(m, v2(5, 5)));   /* in the notch */
   ck_assert(!steer_map_inside(m, v2(0, -30))); /* walls have no inside */
   ck_assert(steer_map_free(m, v2(5, 6), 1.0f, 0.0f));
   ck_assert(!steer_map_free(m, v2(5, 6), 3.5f, 0.0f));
@@ -188,7 +188,9 @@ static void retarget(crowd *c, steer_id id) {
 static void spawn_crowd(crowd *c, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     steer_agent_desc d = steer_default_agent_desc();
-    d.model = (uint8_t)(i % 5 == 3 ? STEER_MODEL_KINEMATIC : i % 5 == 4 ? STEER_MODEL_HEADING : STEER_MODEL_DYNAMIC);
+    d.model = (uint8_t)(i % 5 == 3   ? STEER_MODEL_KINEMATIC
+                        : i % 5 == 4 ? STEER_MODEL_HEADING
+                                     : STEER_MODEL_DYNAMIC);
     d.limits.radius = (i % 7 == 0) ? 0.0f : steer_rng_range(&c->rng, 0.2f, 1.0f);
     d.limits.max_speed = (i % 11 == 0) ? 25.0f : steer_rng_range(&c->rng, 1.0f, 6.0f); /* some very fast */
     d.limits.max_acceleration = 20.0f;
@@ -221,7 +223,9 @@ static void step_crowd(crowd *c, uint32_t ticks, int admin) {
       vec2 at = v2(v.px[k], v.py[k]);
       int rc;
       if (t % 50 == 0) {
-        vec2 box[] = {{at.x - 1.5f, at.y - 1.0f}, {at.x + 1.5f, at.y - 1.0f}, {at.x + 1.5f, at.y + 1.0f},
+        vec2 box[] = {{at.x - 1.5f, at.y - 1.0f},
+                      {at.x + 1.5f, at.y - 1.0f},
+                      {at.x + 1.5f, at.y + 1.0f},
                       {at.x - 1.5f, at.y + 1.0f}};
         rc = add_poly(c->w, next_id, box, 4);
       } else {
@@ -296,8 +300,10 @@ START_TEST(test_placement_rules) {
   b.target.point = v2(-25, 30); /* inside a pillar */
   ck_assert_int_eq(steer_world_set_behaviour(w, id, &b), STEER_EBLOCKED);
   vec2 path[] = {{0, 0}, {16, 20}};
-  ck_assert_int_eq(steer_world_set_path(w, id, path, 2, 1.0f, STEER_PATH_ONCE, STEER_CORNER_NONE), STEER_EBLOCKED);
-  ck_assert_int_eq(steer_world_path_create(w, path, 2, 1.0f, STEER_PATH_ONCE, STEER_CORNER_NONE), STEER_EBLOCKED);
+  ck_assert_int_eq(steer_world_set_path(w, id, path, 2, 1.0f, STEER_PATH_ONCE, STEER_CORNER_NONE),
+                   STEER_EBLOCKED);
+  ck_assert_int_eq(steer_world_path_create(w, path, 2, 1.0f, STEER_PATH_ONCE, STEER_CORNER_NONE),
+                   STEER_EBLOCKED);
   steer_limits l = steer_default_limits();
   l.radius = 30.0f; /* would reach through the walls */
   ck_assert_int_eq(steer_world_set_limits(w, id, &l), STEER_EBLOCKED);
@@ -309,10 +315,12 @@ START_TEST(test_placement_rules) {
   ck_assert_uint_eq(moved, 0);
   ck_assert_int_eq(steer_world_remove_obstacle(w, 500), STEER_OK);
   uint64_t before = steer_world_hash(w);
+  uint32_t version = steer_map_version(steer_world_map(w));
   o.kind = STEER_OBSTACLE_POLYGON;
   ck_assert_int_eq(steer_world_add_obstacle(w, 501, &o, &moved), STEER_EBLOCKED);
   ck_assert_int_eq(steer_map_find(steer_world_map(w), 501), -1);
   ck_assert_uint_eq(steer_world_hash(w), before);
+  ck_assert_uint_eq(steer_map_version(steer_world_map(w)), version); /* a refused add is no change */
   steer_world_destroy(w);
 }
 END_TEST
@@ -391,6 +399,7 @@ START_TEST(test_bulk_load_same_map) {
   ck_assert_uint_eq(failed, 2);
   ck_assert_uint_eq(moved, 0);
   ck_assert_uint_eq(steer_map_count(steer_world_map(box)), 0);
+  ck_assert_uint_eq(steer_map_version(steer_world_map(box)), 0);
   ck_assert_uint_eq(steer_map_segment_count(steer_world_map(box)), 0);
   steer_world_get(box, id, &info);
   ck_assert_float_eq(info.state.position.x, 0.0f);

@@ -22,11 +22,12 @@ static steer_map *new_map(void) {
   return m;
 }
 
-static const char *GOOD = "{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": ["
-                          "{\"id\": 1, \"type\": \"circle\", \"center\": [10, 10], \"radius\": 2},"
-                          "{\"id\": 7, \"type\": \"polygon\", \"points\": [[0,0],[10,0],[10,10],[8,10],[8,2],[2,2],"
-                          "[2,10],[0,10]]},"
-                          "{\"id\": 3, \"type\": \"wall\", \"points\": [[-50,-20],[50,-20],[50,-40]]}]}";
+static const char *GOOD =
+    "{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": ["
+    "{\"id\": 1, \"type\": \"circle\", \"center\": [10, 10], \"radius\": 2},"
+    "{\"id\": 7, \"type\": \"polygon\", \"points\": [[0,0],[10,0],[10,10],[8,10],[8,2],[2,2],"
+    "[2,10],[0,10]]},"
+    "{\"id\": 3, \"type\": \"wall\", \"points\": [[-50,-20],[50,-20],[50,-40]]}]}";
 
 START_TEST(test_good_file) {
   steer_map *m = new_map();
@@ -39,8 +40,8 @@ START_TEST(test_good_file) {
   ck_assert_int_eq(steer_map_get(m, 1, &id, &d), STEER_OK); /* file order */
   ck_assert_uint_eq(id, 7);
   ck_assert_uint_eq(d.kind, STEER_OBSTACLE_POLYGON);
-  ck_assert(steer_map_inside(m, v2(1, 5)));   /* the concave U's arm */
-  ck_assert(!steer_map_inside(m, v2(5, 5)));  /* its notch */
+  ck_assert(steer_map_inside(m, v2(1, 5)));  /* the concave U's arm */
+  ck_assert(!steer_map_inside(m, v2(5, 5))); /* its notch */
   ck_assert(steer_map_inside(m, v2(10.5f, 10.5f)));
   steer_map_destroy(m);
 }
@@ -60,32 +61,64 @@ static const bad_case bad[] = {
     {"{\"format\": \"steerd-map\", \"version\": 2, \"obstacles\": []}", "version: 2 is not supported"},
     {"{\"format\": \"steerd-map\", \"version\": \"1\", \"obstacles\": []}", "version:"},
     {"{\"format\": \"steerd-map\", \"version\": 1}", "obstacles: missing"},
-    {"{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": [], \"colour\": 1}", "colour: unknown field"},
+    {"{\"format\": \"steerd-map\", \"version\": 1, \"obstacles\": [], \"colour\": 1}",
+     "colour: unknown field"},
     {"{\"format\": \"steerd-map\", \"version\": 1, \"version\": 1, \"obstacles\": []}", "duplicate"},
     {OB("5"), "obstacles[0]: not an object"},
     {OB("{\"type\": \"circle\", \"center\": [0, 0], \"radius\": 1}"), "obstacles[0].id"},
     {OB("{\"id\": 0, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 1}"), "obstacles[0].id"},
     {OB("{\"id\": 1.5, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 1}"), "obstacles[0].id"},
     {OB("{\"id\": 1, \"type\": \"square\", \"points\": [[0,0],[1,0],[1,1]]}"), "obstacles[0].type"},
-    {OB("{\"id\": 1, \"type\": \"circle\", \"centre\": [0, 0], \"radius\": 1}"), "obstacles[0].centre: unknown"},
+    {OB("{\"id\": 1, \"type\": \"circle\", \"centre\": [0, 0], \"radius\": 1}"),
+     "obstacles[0].centre: unknown"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0], \"radius\": 1}"), "obstacles[0].center"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0, \"a\"], \"radius\": 1}"), "obstacles[0].center"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 0}"), "obstacles[0].radius"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 1e300}"), "obstacles[0].radius"},
-    {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [99.5, 0], \"radius\": 1}"), "obstacles[0].center"},
     {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [0, 0], \"radius\": 1, \"points\": []}"),
      "obstacles[0].points"},
     {OB("{\"id\": 1, \"type\": \"wall\", \"points\": [[0,0]]}"), "obstacles[0].points"},
     {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[1,0]]}"), "obstacles[0].points"},
     {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[1,0],[1]]}"), "obstacles[0].points[2]"},
-    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[2,2],[2,0],[0,2]]}"), "obstacles[0].points"},
-    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[1,1],[2,2]]}"), "zero area"},
-    {OB("{\"id\": 1, \"type\": \"wall\", \"points\": [[0,0],[500,0]]}"), "outside the world bounds"},
     {OB("{\"id\": 1, \"type\": \"wall\", \"points\": [[0,0],[5,0]], \"radius\": 1}"), "obstacles[0]: a wall"},
     {OB("{\"id\": 4, \"type\": \"wall\", \"points\": [[0,0],[5,0]]},"
         "{\"id\": 4, \"type\": \"wall\", \"points\": [[0,3],[5,3]]}"),
      "obstacles[1].id: 4 is used"},
 };
+
+/* The rules of shape: each fault its own message, naming the point and the rule
+ * (the world here is -100..100). */
+static const bad_case shape[] = {
+    {OB("{\"id\": 1, \"type\": \"wall\", \"points\": [[0,0],[5,0],[500,0]]}"),
+     "obstacles[0].points[2]: (500, 0) is outside the world bounds (-100,-100)-(100,100)"},
+    {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [120, 0], \"radius\": 1}"),
+     "obstacles[0].center: (120, 0) is outside the world bounds (-100,-100)-(100,100)"},
+    {OB("{\"id\": 1, \"type\": \"circle\", \"center\": [99.5, 0], \"radius\": 1}"),
+     "obstacles[0].radius: the circle reaches outside the world bounds (-100,-100)-(100,100)"},
+    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[0.0002,0],[5,5]]}"),
+     "obstacles[0].points[1]: the edge from points[0] is shorter than 1 mm"},
+    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[5,0],[5,5],[0,0.0005]]}"),
+     "obstacles[0].points[0]: the edge from points[3] is shorter than 1 mm"},
+    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[2,2],[2,0],[0,2]]}"),
+     "obstacles[0].points: the edges from points[0] and from points[2] cross or touch"},
+    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[4,0],[4,4],[2,0],[0,4]]}"),
+     "obstacles[0].points: the edges from points[0] and from points[2] cross or touch"},
+    {OB("{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[1,1],[2,2]]}"),
+     "obstacles[0].points: the polygon has zero area (less than 1 square millimetre)"},
+    {OB("{\"id\": 2, \"type\": \"wall\", \"points\": [[0,0],[1,0]]},"
+        "{\"id\": 1, \"type\": \"polygon\", \"points\": [[0,0],[1,0],[0.5,0.0000001]]}"),
+     "obstacles[1].points: the polygon has zero area (less than 1 square millimetre)"},
+};
+
+START_TEST(test_shape_faults) {
+  const bad_case *c = &shape[_i];
+  steer_map *m = new_map();
+  char err[256] = "";
+  ck_assert_int_eq(steerd_map_parse(c->json, strlen(c->json), m, err, sizeof err), -1);
+  ck_assert_str_eq(err, c->says);
+  steer_map_destroy(m);
+}
+END_TEST
 
 START_TEST(test_bad_files) {
   const bad_case *c = &bad[_i];
@@ -372,6 +405,7 @@ static Suite *map_file_suite(void) {
   TCase *t = check_tcase(s, "parse", 60);
   tcase_add_test(t, test_good_file);
   tcase_add_loop_test(t, test_bad_files, 0, (int)(sizeof bad / sizeof bad[0]));
+  tcase_add_loop_test(t, test_shape_faults, 0, (int)(sizeof shape / sizeof shape[0]));
   TCase *grid = check_tcase(s, "grid", 60);
   tcase_add_test(grid, test_grid_rectangles);
   tcase_add_test(grid, test_grid_merge_rule);

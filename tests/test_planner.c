@@ -1124,6 +1124,46 @@ START_TEST(version_1_state_serves_every_class) {
 }
 END_TEST
 
+/* The default build delay (PROTOCOL.md 5.6) counts the map's segments: a
+ * polygon's edges, a wall's; a circle counts none. On visibility graphs 64
+ * squares (256 segments) delay a new class by 1 + 256 / 128 = 3 ticks, 64
+ * circles by 1, as an empty map. */
+START_TEST(build_delay_counts_segments_not_circles) {
+  for (int circles = 0; circles < 2; circles++) {
+    steer_world *w = make_world(16, HALF, 1);
+    for (uint32_t i = 0; i < 64; i++) {
+      vec2 c = v2(-40.0f + 10.0f * (float)(i % 8), 5.0f + 5.0f * (float)(i / 8));
+      vec2 sq[4] = {v2(c.x - 1, c.y - 1), v2(c.x + 1, c.y - 1), v2(c.x + 1, c.y + 1), v2(c.x - 1, c.y + 1)};
+      steer_obstacle_desc o = {STEER_OBSTACLE_POLYGON, 4, sq, 0.0f};
+      steer_obstacle_desc r = {STEER_OBSTACLE_CIRCLE, 1, &c, 1.0f};
+      ck_assert_int_eq(steer_world_add_obstacle(w, i + 1u, circles ? &r : &o, NULL), 0);
+    }
+    ck_assert_uint_eq(steer_map_segment_count(steer_world_map(w)), circles ? 0u : 256u);
+    steer_id a = spawn(w, v2(0.0f, -20.0f), 0.5f, STEER_MODEL_DYNAMIC);
+    steer_planner_config pc = steer_default_planner_config();
+    pc.nav = STEER_NAV_GRAPH;
+    pc.build_delay = 0; /* by the map's size */
+    steer_planner *p = steer_planner_create(w, &pc);
+    ck_assert_ptr_nonnull(p);
+    steer_goto g = goto_point(v2(20.0f, -30.0f));
+    ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
+    int served = -1;
+    for (int t = 0; t < 20 && served < 0; t++) {
+      steer_planner_update(p, w);
+      uint32_t n;
+      steer_planner_events(p, &n);
+      if (n > 0)
+        served = t;
+      steer_world_step(w, DT);
+      steer_planner_observe(p, w);
+    }
+    ck_assert_int_eq(served, circles ? 1 : 3);
+    steer_planner_destroy(p);
+    steer_world_destroy(w);
+  }
+}
+END_TEST
+
 static Suite *planner_suite(void) {
   Suite *s = suite_create("planner");
   TCase *tc = check_tcase(s, "core", 300);
@@ -1136,6 +1176,7 @@ static Suite *planner_suite(void) {
   tcase_add_test(tc, checkpoint_continues_bit_for_bit);
   tcase_add_test(tc, warm_up_builds_before_the_first_tick);
   tcase_add_test(tc, new_class_built_off_the_tick_deterministically);
+  tcase_add_test(tc, build_delay_counts_segments_not_circles);
   tcase_add_test(tc, warm_start_waits_with_the_hook_deterministically);
   tcase_add_test(tc, version_1_state_serves_every_class);
   tcase_add_test(tc, landmarks_used_from_their_due_tick_across_restores);

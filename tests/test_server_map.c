@@ -7,7 +7,9 @@
  * equal to what a client connecting afterwards receives, bit for bit. Non-admins
  * are refused; every bad map command gets its error and the server goes on
  * serving; an obstacle added on top of agents leaves none of them overlapping
- * geometry; a checkpoint and restore keep the map, its version and the hash. */
+ * geometry, and one refused (BLOCKED) leaves the version as it was; a path
+ * point inside geometry is named by its index; a checkpoint and restore keep
+ * the map, its version and the hash. */
 #include <check.h>
 #include <enet/enet.h>
 #include <math.h>
@@ -41,6 +43,8 @@ typedef struct raw {
   int welcomed;
   proto_event events[256];
   uint32_t event_count;
+  proto_map_header parts[512]; /* the MAP headers received, in order */
+  uint32_t part_log;
 } raw;
 
 static proto_obstacle part_obs[1024];
@@ -59,6 +63,8 @@ static void raw_map_packet(raw *r, const uint8_t *data, size_t len) {
     }
     if (r->map_parts++ == 0)
       r->saw_welcome_before_map = (uint32_t)r->welcomed;
+    if (r->part_log < sizeof r->parts / sizeof r->parts[0])
+      r->parts[r->part_log++] = h;
     steerd_mapcopy_result res = steerd_mapcopy_part(r->map, &h, part_obs, n);
     r->map_bad += res != STEERD_MAPCOPY_PENDING && res != STEERD_MAPCOPY_COMPLETE;
     r->map_complete += res == STEERD_MAPCOPY_COMPLETE;
@@ -76,7 +82,8 @@ static void raw_map_packet(raw *r, const uint8_t *data, size_t len) {
 }
 
 /* MAP and MAP_CHANGED to raw_map_packet; EVENTs kept, WELCOME noted. */
-static void raw_packet(void *user, uint8_t channel, const uint8_t *data, size_t len, const proto_server_msg *m) {
+static void raw_packet(void *user, uint8_t channel, const uint8_t *data, size_t len,
+                       const proto_server_msg *m) {
   raw *r = user;
   if (channel != PROTO_CHANNEL_RELIABLE)
     return;
@@ -369,9 +376,23 @@ START_TEST(large_map_in_parts) {
   ck_assert_uint_eq(b.map_bad + a.map_bad, 0);
   assert_same_map(a.map, b.map);
   ck_assert_uint_eq(steerd_mapcopy_count(b.map), 599);
-  /* b got part 0 of version 600 before the change and a whole version 601 after it
-   * (unless all its parts had gone out within the few milliseconds between). */
+  /* b, not reading meanwhile, had only some of version 600's parts queued (its queue's
+   * budget is smaller than the map): it got those, 0..k in order, then version 601 whole
+   * from part 0, and no MAP_CHANGED. */
   ck_assert_uint_gt(b.map_parts, a.map_parts);
+  ck_assert_uint_eq(b.map_changed, 0);
+  uint32_t k = 0;
+  while (k < b.part_log && b.parts[k].version == 600) {
+    ck_assert_uint_eq(b.parts[k].part_index, k);
+    k++;
+  }
+  ck_assert_uint_ge(k, 1);
+  ck_assert_uint_lt(k, b.parts[0].part_count);
+  for (uint32_t i = k; i < b.part_log; i++) {
+    ck_assert_uint_eq(b.parts[i].version, 601);
+    ck_assert_uint_eq(b.parts[i].part_index, i - k);
+  }
+  ck_assert_uint_eq(b.part_log - k, b.parts[b.part_log - 1].part_count);
   raw_close(&b);
   raw_close(&a);
   ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
@@ -410,15 +431,17 @@ static proto_server_msg raw_bytes(raw *r, const uint8_t *data, size_t n, uint32_
   return m;
 }
 
-static void expect_error(raw *r, proto_command *c, uint32_t code, const char *field) {
+static proto_server_msg expect_error(raw *r, proto_command *c, uint32_t code, const char *field) {
   proto_server_msg m = raw_command(r, c);
-  ck_assert_msg(m.type == PROTO_MSG_ERROR, "command accepted; wanted error %u on %s", code, field ? field : "nil");
-  ck_assert_msg(m.error.code == code, "error %u (%s, field %s), wanted %u on %s", m.error.code, m.error.message,
-                m.error.field, code, field ? field : "nil");
+  ck_assert_msg(m.type == PROTO_MSG_ERROR, "command accepted; wanted error %u on %s", code,
+                field ? field : "nil");
+  ck_assert_msg(m.error.code == code, "error %u (%s, field %s), wanted %u on %s", m.error.code,
+                m.error.message, m.error.field, code, field ? field : "nil");
   if (field)
     ck_assert_str_eq(m.error.field, field);
   else
     ck_assert_uint_eq(m.error.has_field, 0);
+  return m;
 }
 
 START_TEST(every_bad_map_command_gets_its_error) {
@@ -453,10 +476,12 @@ START_TEST(every_bad_map_command_gets_its_error) {
   /* Degenerate polygons: collinear (no area), crossing edges (a bow tie); an edge under 1 mm. */
   vec2 line[] = {{0.0f, 10.0f}, {5.0f, 10.0f}, {10.0f, 10.0f}};
   c = add_poly(8, STEER_OBSTACLE_POLYGON, line, 3);
-  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points");
+  m = expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points");
+  ck_assert_str_eq(m.error.message, "the polygon has zero area (less than 1 square millimetre)");
   vec2 bow[] = {{0.0f, 20.0f}, {10.0f, 30.0f}, {10.0f, 20.0f}, {0.0f, 30.0f}};
   c = add_poly(8, STEER_OBSTACLE_POLYGON, bow, 4);
-  expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points");
+  m = expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points");
+  ck_assert_str_eq(m.error.message, "the edges from points[0] and from points[2] cross or touch");
   vec2 tiny[] = {{0.0f, 40.0f}, {0.0002f, 40.0f}, {5.0f, 45.0f}};
   c = add_poly(8, STEER_OBSTACLE_POLYGON, tiny, 3);
   expect_error(&a, &c, PROTO_ERR_BAD_FIELD, "points[1]");
@@ -465,9 +490,9 @@ START_TEST(every_bad_map_command_gets_its_error) {
   {
     /* The encoder refuses these, so they are written by hand. */
     /* [12, 899, {"id": 8, "type": "wall", "points": [[0, 0]]}]: one point */
-    static const uint8_t one[] = {0x93, 0x0c, 0xcd, 0x03, 0x83, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't', 'y',
-                                  'p',  'e',  0xa4, 'w',  'a',  'l',  'l',  0xa6, 'p', 'o', 'i',  'n',  't',
-                                  's',  0x91, 0x92, 0x00, 0x00};
+    static const uint8_t one[] = {0x93, 0x0c, 0xcd, 0x03, 0x83, 0x83, 0xa2, 'i',  'd', 0x08, 0xa4,
+                                  't',  'y',  'p',  'e',  0xa4, 'w',  'a',  'l',  'l', 0xa6, 'p',
+                                  'o',  'i',  'n',  't',  's',  0x91, 0x92, 0x00, 0x00};
     m = raw_bytes(&a, one, sizeof one, 899);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "points");
@@ -477,17 +502,17 @@ START_TEST(every_bad_map_command_gets_its_error) {
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "id");
     /* [12, 901, {"id": 8, "type": "circle", "center": [0, 0]}] */
-    static const uint8_t noradius[] = {0x93, 0x0c, 0xcd, 0x03, 0x85, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't',
-                                       'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c', 'l', 'e', 0xa6, 'c',
-                                       'e',  'n',  't',  'e',  'r',  0x92, 0x00, 0x00};
+    static const uint8_t noradius[] = {0x93, 0x0c, 0xcd, 0x03, 0x85, 0x83, 0xa2, 'i',  'd',  0x08, 0xa4,
+                                       't',  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',
+                                       0xa6, 'c',  'e',  'n',  't',  'e',  'r',  0x92, 0x00, 0x00};
     m = raw_bytes(&a, noradius, sizeof noradius, 901);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "radius");
     /* [12, 902, {"id": 8, "type": "circle", "center": [NaN, 0], "radius": 1}] */
-    static const uint8_t nan[] = {0x93, 0x0c, 0xcd, 0x03, 0x86, 0x84, 0xa2, 'i',  'd',  0x08, 0xa4, 't',
-                                  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',  0xa6, 'c',
-                                  'e',  'n',  't',  'e',  'r',  0x92, 0xca, 0x7f, 0xc0, 0x00, 0x00, 0x00,
-                                  0xa6, 'r',  'a',  'd',  'i',  'u',  's',  0x01};
+    static const uint8_t nan[] = {0x93, 0x0c, 0xcd, 0x03, 0x86, 0x84, 0xa2, 'i',  'd',  0x08, 0xa4,
+                                  't',  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',
+                                  0xa6, 'c',  'e',  'n',  't',  'e',  'r',  0x92, 0xca, 0x7f, 0xc0,
+                                  0x00, 0x00, 0x00, 0xa6, 'r',  'a',  'd',  'i',  'u',  's',  0x01};
     m = raw_bytes(&a, nan, sizeof nan, 902);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "center[0]");
@@ -498,9 +523,9 @@ START_TEST(every_bad_map_command_gets_its_error) {
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "type");
     /* [12, 904, {"id": 8, "type": "circle", "centre": [0, 0]}]: a typo */
-    static const uint8_t typo[] = {0x93, 0x0c, 0xcd, 0x03, 0x88, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't',
-                                   'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c', 'l', 'e',  0xa6, 'c',
-                                   'e',  'n',  't',  'r',  'e',  0x92, 0x00, 0x00};
+    static const uint8_t typo[] = {0x93, 0x0c, 0xcd, 0x03, 0x88, 0x83, 0xa2, 'i',  'd',  0x08, 0xa4,
+                                   't',  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',
+                                   0xa6, 'c',  'e',  'n',  't',  'r',  'e',  0x92, 0x00, 0x00};
     m = raw_bytes(&a, typo, sizeof typo, 904);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "centre");
@@ -509,9 +534,9 @@ START_TEST(every_bad_map_command_gets_its_error) {
     /* 257 points: built by hand, the encoder refuses it. */
     static uint8_t big[8192];
     size_t n = 0;
-    const uint8_t head[] = {0x93, 0x0c, 0xcd, 0x03, 0x89, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't', 'y', 'p',
-                            'e',  0xa4, 'w',  'a',  'l',  'l',  0xa6, 'p', 'o', 'i',  'n',  't', 's', 0xdc,
-                            0x01, 0x01};
+    const uint8_t head[] = {0x93, 0x0c, 0xcd, 0x03, 0x89, 0x83, 0xa2, 'i',  'd',  0x08,
+                            0xa4, 't',  'y',  'p',  'e',  0xa4, 'w',  'a',  'l',  'l',
+                            0xa6, 'p',  'o',  'i',  'n',  't',  's',  0xdc, 0x01, 0x01};
     memcpy(big, head, sizeof head);
     n = sizeof head;
     for (int i = 0; i < 257; i++) {
@@ -525,10 +550,27 @@ START_TEST(every_bad_map_command_gets_its_error) {
   }
   /* A circle given points: hand-written too ([12, 906, {"id": 8, "type": "circle", "points": [[0,0]]}]). */
   {
-    static const uint8_t cp[] = {0x93, 0x0c, 0xcd, 0x03, 0x8a, 0x83, 0xa2, 'i', 'd', 0x08, 0xa4, 't',
-                                 'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c', 'l', 'e',  0xa6, 'p',
-                                 'o',  'i',  'n',  't',  's',  0x91, 0x92, 0x00, 0x00};
+    static const uint8_t cp[] = {0x93, 0x0c, 0xcd, 0x03, 0x8a, 0x83, 0xa2, 'i',  'd',  0x08, 0xa4,
+                                 't',  'y',  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l',  'e',
+                                 0xa6, 'p',  'o',  'i',  'n',  't',  's',  0x91, 0x92, 0x00, 0x00};
     m = raw_bytes(&a, cp, sizeof cp, 906);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "center");
+    /* [12, 907, {"id": 8, "type": "circle", "center": [0, 0], "radius": 1, "points": [[0, 0]]}]:
+     * a whole circle, and points besides */
+    static const uint8_t cpp[] = {0x93, 0x0c, 0xcd, 0x03, 0x8b, 0x85, 0xa2, 'i', 'd',  0x08, 0xa4, 't', 'y',
+                                  'p',  'e',  0xa6, 'c',  'i',  'r',  'c',  'l', 'e',  0xa6, 'c',  'e', 'n',
+                                  't',  'e',  'r',  0x92, 0x00, 0x00, 0xa6, 'r', 'a',  'd',  'i',  'u', 's',
+                                  0x01, 0xa6, 'p',  'o',  'i',  'n',  't',  's', 0x91, 0x92, 0x00, 0x00};
+    m = raw_bytes(&a, cpp, sizeof cpp, 907);
+    ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
+    ck_assert_str_eq(m.error.field, "points");
+    /* [12, 908, {"id": 8, "type": "polygon", "points": [[0, 0], [1, 0], [0, 1]], "center": [0, 0]}] */
+    static const uint8_t pc[] = {0x93, 0x0c, 0xcd, 0x03, 0x8c, 0x84, 0xa2, 'i',  'd',  0x08, 0xa4, 't',  'y',
+                                 'p',  'e',  0xa7, 'p',  'o',  'l',  'y',  'g',  'o',  'n',  0xa6, 'p',  'o',
+                                 'i',  'n',  't',  's',  0x93, 0x92, 0x00, 0x00, 0x92, 0x01, 0x00, 0x92, 0x00,
+                                 0x01, 0xa6, 'c',  'e',  'n',  't',  'e',  'r',  0x92, 0x00, 0x00};
+    m = raw_bytes(&a, pc, sizeof pc, 908);
     ck_assert_uint_eq(m.error.code, PROTO_ERR_BAD_FIELD);
     ck_assert_str_eq(m.error.field, "center");
   }
@@ -572,8 +614,8 @@ static void assert_all_free(raw *r, const steer_id *ids, uint32_t n, const steer
     proto_server_msg a = raw_command(r, &q);
     ck_assert_uint_eq(a.type, PROTO_MSG_ACK);
     vec2 p = a.ack.query.state.position;
-    ck_assert_msg(steer_map_free(m, p, a.ack.query.limits.radius, 1e-3f), "agent %u at (%g, %g) overlaps geometry",
-                  ids[i], (double)p.x, (double)p.y);
+    ck_assert_msg(steer_map_free(m, p, a.ack.query.limits.radius, 1e-3f),
+                  "agent %u at (%g, %g) overlaps geometry", ids[i], (double)p.x, (double)p.y);
   }
 }
 
@@ -621,6 +663,51 @@ START_TEST(obstacle_on_agents_moves_them_out) {
 }
 END_TEST
 
+/* A path point inside a polygon or circle: BLOCKED naming the first such point,
+ * "points[i]" for SET_PATH and "path.points[i]" for SPAWN; nothing changes. */
+START_TEST(path_point_inside_geometry_is_named) {
+  write_map(LEVEL); /* a circle at (10, 10) r 2; the U, x 0..2 its left arm */
+  steerd_proc s;
+  const char *extra[] = {"--map", map_path, NULL};
+  server_start(&s, extra);
+  raw a;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  steer_id id = spawn_at(&a, 50.0f, 50.0f);
+  proto_command c = command(PROTO_MSG_SET_PATH);
+  c.set_path.agent = id;
+  c.set_path.path.count = 4;
+  c.set_path.path.radius = 1.0f;
+  c.set_path.path.mode = STEER_PATH_ONCE;
+  c.set_path.path.cornering = STEER_CORNER_NONE;
+  c.set_path.path.points[0] = v2(40.0f, 40.0f);
+  c.set_path.path.points[1] = v2(30.0f, 30.0f);
+  c.set_path.path.points[2] = v2(10.0f, 10.5f); /* in the circle */
+  c.set_path.path.points[3] = v2(1.0f, 5.0f);   /* in the U */
+  expect_error(&a, &c, PROTO_ERR_BLOCKED, "points[2]");
+  proto_command q = command(PROTO_MSG_QUERY);
+  q.query.agent = id;
+  proto_server_msg m = raw_command(&a, &q);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_eq(m.ack.query.behaviour, STEER_BEHAVIOUR_WANDER); /* kept */
+  c = command(PROTO_MSG_SPAWN);
+  c.spawn.model = STEER_MODEL_DYNAMIC;
+  c.spawn.position = v2(-50.0f, 50.0f);
+  c.spawn.present = PROTO_SPAWN_PATH;
+  c.spawn.path.count = 3;
+  c.spawn.path.radius = 1.0f;
+  c.spawn.path.mode = STEER_PATH_LOOP;
+  c.spawn.path.cornering = STEER_CORNER_NONE;
+  c.spawn.path.points[0] = v2(-40.0f, 40.0f);
+  c.spawn.path.points[1] = v2(1.0f, 5.0f); /* in the U */
+  c.spawn.path.points[2] = v2(-45.0f, 45.0f);
+  expect_error(&a, &c, PROTO_ERR_BLOCKED, "path.points[1]");
+  raw_close(&a);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+  unlink(map_path);
+}
+END_TEST
+
 /* ---- STUCK on the wire and in /metrics ---------------------------------------------- */
 
 /* The value of a metric line "name value" in a Prometheus exposition, or -1. */
@@ -631,6 +718,48 @@ static double metric(const char *text, const char *name) {
       return strtod(p + n + 1, NULL);
   return -1.0;
 }
+
+/* An add refused with BLOCKED changes nothing, the map's version included: the
+ * next change is one version on, every client's copy follows it without a gap,
+ * and /metrics and /api/map report the same version. */
+START_TEST(blocked_add_keeps_the_version) {
+  steerd_proc s;
+  const char *extra[] = {"--anonymous-role", "admin", "--http-port", "auto", NULL};
+  server_start(&s, extra); /* world +-100 m */
+  raw a, other;
+  raw_connect(&a, s.port);
+  raw_hello(&a);
+  raw_connect(&other, s.port);
+  raw_hello(&other);
+  raw_wait_map(&other, 0, 3000);
+  proto_command c = add_circle(5, 50.0f, 50.0f, 1.0f);
+  ck_assert_uint_eq(raw_command(&a, &c).type, PROTO_MSG_ACK);
+  spawn_at(&a, 0.0f, 0.0f);
+  /* A crate of 180 x 180 m over the agent: the nearest free place is 90 m away. */
+  vec2 crate[] = {{-90.0f, -90.0f}, {90.0f, -90.0f}, {90.0f, 90.0f}, {-90.0f, 90.0f}};
+  c = add_poly(6, STEER_OBSTACLE_POLYGON, crate, 4);
+  expect_error(&a, &c, PROTO_ERR_BLOCKED, NULL);
+  c = remove_obstacle(5);
+  proto_server_msg m = raw_command(&a, &c);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_eq(m.ack.map_version, 2);
+  raw_wait_map(&other, 2, 3000);
+  raw_wait_map(&a, 2, 3000);
+  ck_assert_uint_eq(other.map_changed, 2); /* versions 1 and 2, nothing skipped */
+  ck_assert_uint_eq(other.last_change_version, 2);
+  ck_assert_uint_eq(other.map_bad + a.map_bad, 0);
+  ck_assert_uint_eq(steerd_mapcopy_count(other.map), 0);
+  static char body[65536];
+  ck_assert_int_eq(http_get(s.http_port, "/metrics", body, sizeof body, 5000), 200);
+  ck_assert_int_eq((int)metric(body, "steerd_map_version"), 2);
+  ck_assert_int_eq((int)metric(body, "steerd_map_changes_total"), 2);
+  ck_assert_int_eq(http_get(s.http_port, "/api/map", body, sizeof body, 5000), 200);
+  ck_assert_msg(strstr(body, "\"version\":2,") != NULL, "%s", body);
+  raw_close(&other);
+  raw_close(&a);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
 
 /* A seeker opted in to stuck detection through PARAMS walks into a dead end:
  * STUCK (event 6, data 0) reaches the clients, /metrics counts it, and counts
@@ -720,7 +849,8 @@ START_TEST(checkpoint_keeps_the_map) {
   uint64_t end = steerd_proc_now_ms() + 10000;
   while (waitpid(s.pid, &status, WNOHANG) == 0 && steerd_proc_now_ms() < end)
     steerd_proc_sleep_ms(20);
-  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the server did not exit 0 (status %d)", status);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the server did not exit 0 (status %d)",
+                status);
   unsigned long long saved = logged_hash(&s, "checkpoint (shutdown)");
   ck_assert_uint_ne(saved, 0);
   unlink(s.log_path);
@@ -891,8 +1021,8 @@ START_TEST(steerd_client_prints_and_edits_the_map) {
   cli(&r, s.port, add);
   ck_assert_msg(r.status == 0, "add-obstacle: %s", r.err);
   ck_assert_str_eq(r.out, "obstacle 12 added: map version 4, 0 agents moved out of it\n");
-  const char *circle[] = {"add-obstacle", "--id", "13", "--type", "circle", "--center", "-3.5,4", "--radius",
-                          "0.75", NULL};
+  const char *circle[] = {"add-obstacle", "--id",   "13",       "--type", "circle",
+                          "--center",     "-3.5,4", "--radius", "0.75",   NULL};
   cli(&r, s.port, circle);
   ck_assert_int_eq(r.status, 0);
   const char *rm[] = {"remove-obstacle", "1", NULL};
@@ -905,10 +1035,11 @@ START_TEST(steerd_client_prints_and_edits_the_map) {
   cli(&r, s.port, map);
   ck_assert_int_eq(r.status, 0);
   ck_assert_msg(strstr(r.err, "map version 6, 4 obstacles") != NULL, "%s", r.err);
-  ck_assert_msg(strstr(r.out, "{\"id\": 12, \"type\": \"wall\", \"points\": [[10, 6], [10, 8.25]]}") != NULL, "%s",
-                r.out);
-  ck_assert_msg(strstr(r.out, "{\"id\": 13, \"type\": \"circle\", \"center\": [-3.5, 4], \"radius\": 0.75}") != NULL,
+  ck_assert_msg(strstr(r.out, "{\"id\": 12, \"type\": \"wall\", \"points\": [[10, 6], [10, 8.25]]}") != NULL,
                 "%s", r.out);
+  ck_assert_msg(
+      strstr(r.out, "{\"id\": 13, \"type\": \"circle\", \"center\": [-3.5, 4], \"radius\": 0.75}") != NULL,
+      "%s", r.out);
   ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
   /* What it printed is a map file: a server loads it, and sends the same obstacles. */
   write_map(r.out);
@@ -937,6 +1068,8 @@ static Suite *map_suite(void) {
   tcase_add_test(tc, only_admins_change_the_map);
   tcase_add_test(tc, every_bad_map_command_gets_its_error);
   tcase_add_test(tc, obstacle_on_agents_moves_them_out);
+  tcase_add_test(tc, blocked_add_keeps_the_version);
+  tcase_add_test(tc, path_point_inside_geometry_is_named);
   tcase_add_test(tc, checkpoint_keeps_the_map);
   tcase_add_test(tc, steerd_client_prints_and_edits_the_map);
   tcase_add_test(tc, stuck_event_and_metrics);

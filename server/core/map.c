@@ -12,17 +12,17 @@
 
 #include "world.h" /* error codes */
 
-#define MAP_CIRCLE_BIT   0x80000000u
-#define MAP_SLOT_FREE    UINT32_MAX /* an empty slot of the id table */
-#define MAP_CONTACT_EPS  1e-3f /* m, within r + skin + this a body touches a surface */
-#define MAP_LEG_SLACK    5e-4f /* m, a leg may end this much inside r (float rounding) */
+#define MAP_CIRCLE_BIT  0x80000000u
+#define MAP_SLOT_FREE   UINT32_MAX /* an empty slot of the id table */
+#define MAP_CONTACT_EPS 1e-3f      /* m, within r + skin + this a body touches a surface */
+#define MAP_LEG_SLACK   5e-4f      /* m, a leg may end this much inside r (float rounding) */
 /* Primitives one query considers; more: the body stays (and the point counts
  * as taken). A map at its caps in a 512 m world holds some 250 segments per
  * 8 m cell (the world's default), and the box of a move shorter than a cell
  * touches up to 4 cells: 4 096 keep such maps clear of the fallback, for 16 KB
  * of stack per query. */
-#define MAP_MAX_CAND     4096u
-#define MAP_MOVE_LEGS    4
+#define MAP_MAX_CAND  4096u
+#define MAP_MOVE_LEGS 4
 
 typedef struct map_obstacle {
   uint32_t id;
@@ -121,10 +121,11 @@ static int on_box(vec2 a, vec2 b, vec2 p) {
 /* Whether segments ab and cd share a point (touching counts). */
 static int segs_meet(vec2 a, vec2 b, vec2 c, vec2 d) {
   float o1 = orient(a, b, c), o2 = orient(a, b, d), o3 = orient(c, d, a), o4 = orient(c, d, b);
-  if (((o1 > 0.0f && o2 < 0.0f) || (o1 < 0.0f && o2 > 0.0f)) && ((o3 > 0.0f && o4 < 0.0f) || (o3 < 0.0f && o4 > 0.0f)))
+  if (((o1 > 0.0f && o2 < 0.0f) || (o1 < 0.0f && o2 > 0.0f)) &&
+      ((o3 > 0.0f && o4 < 0.0f) || (o3 < 0.0f && o4 > 0.0f)))
     return 1;
-  return (o1 == 0.0f && on_box(a, b, c)) || (o2 == 0.0f && on_box(a, b, d)) || (o3 == 0.0f && on_box(c, d, a)) ||
-         (o4 == 0.0f && on_box(c, d, b));
+  return (o1 == 0.0f && on_box(a, b, c)) || (o2 == 0.0f && on_box(a, b, d)) ||
+         (o3 == 0.0f && on_box(c, d, a)) || (o4 == 0.0f && on_box(c, d, b));
 }
 
 static float dist_seg_seg(vec2 p, vec2 q, vec2 a, vec2 b) {
@@ -263,65 +264,82 @@ static int inside_bounds(const steer_map *m, vec2 p) {
   return p.x >= m->min.x && p.x <= m->max.x && p.y >= m->min.y && p.y <= m->max.y;
 }
 
-static int polygon_simple(const vec2 *p, uint32_t n) {
+/* Why a polygon is not simple: crossing (or touching) edges first, then no
+ * area (collinear points: a figure of eight's halves cancel, but it is told
+ * by its crossing), then adjacent edges folding back onto each other. */
+static int polygon_fault(const vec2 *p, uint32_t n, steer_map_fault *f) {
+  for (uint32_t i = 0; i < n; i++) {
+    vec2 a = p[i], b = p[(i + 1) % n];
+    for (uint32_t j = i + 1; j < n; j++) {
+      if (j == i + 1 || (i == 0 && j == n - 1))
+        continue; /* adjacent edges share their vertex */
+      if (segs_meet(a, b, p[j], p[(j + 1) % n])) {
+        f->at = i;
+        f->other = j;
+        return f->rule = STEER_MAP_RULE_CROSSING;
+      }
+    }
+  }
   double area = 0.0;
   for (uint32_t i = 0; i < n; i++) {
     vec2 a = p[i], b = p[(i + 1) % n];
     area += (double)a.x * b.y - (double)b.x * a.y;
   }
   if (fabs(area) * 0.5 < 1e-6)
-    return 0;
-  for (uint32_t i = 0; i < n; i++) {
-    vec2 a = p[i], b = p[(i + 1) % n];
-    for (uint32_t j = i + 1; j < n; j++) {
-      if (j == i + 1 || (i == 0 && j == n - 1))
-        continue; /* adjacent edges share their vertex */
-      if (segs_meet(a, b, p[j], p[(j + 1) % n]))
-        return 0;
-    }
-  }
-  /* Adjacent edges folding back onto each other overlap without crossing. */
+    return f->rule = STEER_MAP_RULE_NO_AREA;
   for (uint32_t i = 0; i < n; i++) {
     vec2 a = p[(i + n - 1) % n], b = p[i], c = p[(i + 1) % n];
-    if (orient(a, b, c) == 0.0f && v2_dot(v2_sub(a, b), v2_sub(c, b)) > 0.0f)
-      return 0;
+    if (orient(a, b, c) == 0.0f && v2_dot(v2_sub(a, b), v2_sub(c, b)) > 0.0f) {
+      f->at = i;
+      return f->rule = STEER_MAP_RULE_FOLD;
+    }
   }
-  return 1;
+  return STEER_MAP_RULE_OK;
 }
 
-int steer_map_check(const steer_map *m, uint32_t id, const steer_obstacle_desc *o) {
-  if (!m || !o || id == 0 || o->kind >= STEER_OBSTACLE_KIND_COUNT || !o->points)
-    return STEER_EINVAL;
+int steer_map_shape_fault(const steer_map *m, const steer_obstacle_desc *o, steer_map_fault *f) {
+  memset(f, 0, sizeof(*f));
+  if (!m || !o || o->kind >= STEER_OBSTACLE_KIND_COUNT || !o->points)
+    return f->rule = STEER_MAP_RULE_MALFORMED;
   uint32_t n = o->count;
-  switch (o->kind) {
-  case STEER_OBSTACLE_CIRCLE:
-    if (n != 1 || !isfinite(o->radius) || !(o->radius >= STEER_MAP_MIN_EXTENT))
-      return STEER_EINVAL;
-    break;
-  case STEER_OBSTACLE_POLYGON:
-    if (n < 3 || n > STEER_MAP_MAX_VERTICES)
-      return STEER_EINVAL;
-    break;
-  default:
-    if (n < 2 || n > STEER_MAP_MAX_VERTICES)
-      return STEER_EINVAL;
-    break;
+  uint32_t least = o->kind == STEER_OBSTACLE_CIRCLE ? 1u : o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u;
+  uint32_t most = o->kind == STEER_OBSTACLE_CIRCLE ? 1u : STEER_MAP_MAX_VERTICES;
+  if (n < least || n > most)
+    return f->rule = STEER_MAP_RULE_MALFORMED;
+  if (o->kind == STEER_OBSTACLE_CIRCLE && (!isfinite(o->radius) || !(o->radius >= STEER_MAP_MIN_EXTENT)))
+    return f->rule = STEER_MAP_RULE_MALFORMED;
+  for (uint32_t i = 0; i < n; i++) {
+    f->at = i;
+    if (!isfinite(o->points[i].x) || !isfinite(o->points[i].y))
+      return f->rule = STEER_MAP_RULE_MALFORMED;
+    if (!inside_bounds(m, o->points[i]))
+      return f->rule = STEER_MAP_RULE_OUTSIDE;
   }
-  for (uint32_t i = 0; i < n; i++)
-    if (!isfinite(o->points[i].x) || !isfinite(o->points[i].y) || !inside_bounds(m, o->points[i]))
-      return STEER_EINVAL;
+  f->at = 0;
   if (o->kind == STEER_OBSTACLE_CIRCLE) {
     vec2 c = o->points[0];
     float r = o->radius;
     if (c.x - r < m->min.x || c.x + r > m->max.x || c.y - r < m->min.y || c.y + r > m->max.y)
-      return STEER_EINVAL;
-  } else {
-    uint32_t segs = o->kind == STEER_OBSTACLE_POLYGON ? n : n - 1;
-    for (uint32_t i = 0; i < segs; i++)
-      if (!(v2_len(v2_sub(o->points[(i + 1) % n], o->points[i])) >= STEER_MAP_MIN_EXTENT))
-        return STEER_EINVAL;
-    if (o->kind == STEER_OBSTACLE_POLYGON && !polygon_simple(o->points, n))
-      return STEER_EINVAL;
+      return f->rule = STEER_MAP_RULE_REACHES_OUT;
+    return STEER_MAP_RULE_OK;
+  }
+  uint32_t segs = o->kind == STEER_OBSTACLE_POLYGON ? n : n - 1;
+  for (uint32_t i = 0; i < segs; i++) {
+    if (!(v2_len(v2_sub(o->points[(i + 1) % n], o->points[i])) >= STEER_MAP_MIN_EXTENT)) {
+      f->at = (i + 1) % n;
+      f->other = i;
+      return f->rule = STEER_MAP_RULE_SHORT_EDGE;
+    }
+  }
+  return o->kind == STEER_OBSTACLE_POLYGON ? polygon_fault(o->points, n, f) : STEER_MAP_RULE_OK;
+}
+
+int steer_map_check(const steer_map *m, uint32_t id, const steer_obstacle_desc *o) {
+  steer_map_fault f;
+  if (!m || id == 0 || steer_map_shape_fault(m, o, &f) != STEER_MAP_RULE_OK)
+    return STEER_EINVAL;
+  if (o->kind != STEER_OBSTACLE_CIRCLE) {
+    uint32_t segs = o->kind == STEER_OBSTACLE_POLYGON ? o->count : o->count - 1;
     if (m->seg_total + segs > STEER_MAP_MAX_SEGMENTS)
       return STEER_EFULL;
   }
@@ -404,7 +422,9 @@ static int index_build(steer_map *m, map_index *x, uint32_t n, uint32_t (*id_of)
   return 0;
 }
 
-static uint32_t prim_id(const steer_map *m, uint32_t i) { return i < m->nseg ? i : (i - m->nseg) | MAP_CIRCLE_BIT; }
+static uint32_t prim_id(const steer_map *m, uint32_t i) {
+  return i < m->nseg ? i : (i - m->nseg) | MAP_CIRCLE_BIT;
+}
 static uint32_t poly_id(const steer_map *m, uint32_t i) {
   (void)m;
   return i;
@@ -582,6 +602,10 @@ int steer_map_release(steer_map *m) {
 }
 
 uint32_t steer_map_count(const steer_map *m) { return m->nobs; }
+void steer_map_bounds(const steer_map *m, vec2 *min, vec2 *max) {
+  *min = m->min;
+  *max = m->max;
+}
 uint32_t steer_map_segment_count(const steer_map *m) { return m->nseg; }
 uint32_t steer_map_version(const steer_map *m) { return m->version; }
 void steer_map_set_version(steer_map *m, uint32_t version) { m->version = version; }
@@ -768,7 +792,9 @@ static int push_out(const steer_map *m, vec2 *p, float r) {
   return n < 0;
 }
 
-static int in_box(vec2 p, vec2 lo, vec2 hi) { return p.x >= lo.x && p.x <= hi.x && p.y >= lo.y && p.y <= hi.y; }
+static int in_box(vec2 p, vec2 lo, vec2 hi) {
+  return p.x >= lo.x && p.x <= hi.x && p.y >= lo.y && p.y <= hi.y;
+}
 
 int steer_map_nearest_free(const steer_map *m, vec2 p, float r, float max_search, vec2 lo, vec2 hi,
                            vec2 *out) {
@@ -879,7 +905,8 @@ static int cast_list(const steer_map *m, const uint32_t *cand, int nc, vec2 p, v
    * miss it cannot be met. */
   float reach = R + 2.0f * MAP_CONTACT_EPS;
   vec2 q = v2_add(p, d);
-  vec2 lo = v2(minf(p.x, q.x) - reach, minf(p.y, q.y) - reach), hi = v2(maxf(p.x, q.x) + reach, maxf(p.y, q.y) + reach);
+  vec2 lo = v2(minf(p.x, q.x) - reach, minf(p.y, q.y) - reach),
+       hi = v2(maxf(p.x, q.x) + reach, maxf(p.y, q.y) + reach);
   for (int i = 0; i < nc; i++) {
     vec2 blo, bhi;
     prim_box(m, cand[i], &blo, &bhi);
@@ -919,7 +946,8 @@ int steer_map_cast(const steer_map *m, vec2 p, vec2 d, float r, float *t, vec2 *
 static int leg_ok(const steer_map *m, const uint32_t *cand, int nc, vec2 a, vec2 b, float r) {
   float need = r - MAP_LEG_SLACK;
   float reach = r + MAP_CONTACT_EPS;
-  vec2 lo = v2(minf(a.x, b.x) - reach, minf(a.y, b.y) - reach), hi = v2(maxf(a.x, b.x) + reach, maxf(a.y, b.y) + reach);
+  vec2 lo = v2(minf(a.x, b.x) - reach, minf(a.y, b.y) - reach),
+       hi = v2(maxf(a.x, b.x) + reach, maxf(a.y, b.y) + reach);
   for (int i = 0; i < nc; i++) {
     uint32_t id = cand[i];
     vec2 blo, bhi;

@@ -64,6 +64,33 @@ void steer_map_destroy(steer_map *m); /* accepts NULL */
  * bounds, a segment shorter than STEER_MAP_MIN_EXTENT, a polygon with zero area
  * or crossing edges) or STEER_EFULL (the map's caps). */
 int steer_map_check(const steer_map *m, uint32_t id, const steer_obstacle_desc *o);
+
+/* The rule of shape a refused obstacle breaks, so that a map file's error or a
+ * command's ERROR names it and the point it is at. */
+typedef enum steer_map_rule {
+  STEER_MAP_RULE_OK = 0,
+  STEER_MAP_RULE_MALFORMED,   /* bad kind, number of points or radius, a number not finite */
+  STEER_MAP_RULE_OUTSIDE,     /* points[at] (a circle's centre: at 0) outside the bounds */
+  STEER_MAP_RULE_REACHES_OUT, /* a circle reaching outside the bounds */
+  STEER_MAP_RULE_SHORT_EDGE,  /* the edge from points[other] to points[at] is under STEER_MAP_MIN_EXTENT */
+  STEER_MAP_RULE_CROSSING,    /* the edges from points[at] and from points[other] cross or touch */
+  STEER_MAP_RULE_NO_AREA,     /* a polygon of zero area (its points on a line) */
+  STEER_MAP_RULE_FOLD,        /* the edges meeting at points[at] fold back onto each other */
+  STEER_MAP_RULE_COUNT
+} steer_map_rule;
+
+typedef struct steer_map_fault {
+  int rule;       /* steer_map_rule */
+  uint32_t at;    /* the point the rule names */
+  uint32_t other; /* SHORT_EDGE, CROSSING: the other point named */
+} steer_map_fault;
+
+/* The first rule of shape o breaks as an obstacle of m, checked in this order:
+ * the form, every point inside the bounds (in order), a circle inside them,
+ * every edge's length (in order), then a polygon's edges crossing, its area
+ * and its edges folding back. steer_map_check refuses exactly the obstacles
+ * this finds a rule for. Returns f->rule. */
+int steer_map_shape_fault(const steer_map *m, const steer_obstacle_desc *o, steer_map_fault *f);
 /* Adds (id must be > 0 and unused, else STEER_EINVAL) or removes (STEER_ENOENT). */
 int steer_map_add(steer_map *m, uint32_t id, const steer_obstacle_desc *o);
 int steer_map_remove(steer_map *m, uint32_t id);
@@ -78,6 +105,8 @@ void steer_map_hold(steer_map *m);
 int steer_map_release(steer_map *m);
 
 uint32_t steer_map_count(const steer_map *m);
+/* The bounds the map was created over. */
+void steer_map_bounds(const steer_map *m, vec2 *min, vec2 *max);
 uint32_t steer_map_segment_count(const steer_map *m);
 /* The i-th obstacle in map order (0 <= i < count): its id and shape; points
  * stay valid until the map changes. */

@@ -338,7 +338,8 @@ uint64_t steer_world_hash(const steer_world *w);
  * than its radius (minus 1 mm of float slack) to any geometry, and every
  * centre is inside the bounds. An obstacle added on top of agents moves each
  * of them to the nearest free point within 64 m (velocity zeroed); when one of
- * them has none the add is refused (STEER_EBLOCKED) and nothing changes. */
+ * them has none the add is refused (STEER_EBLOCKED) and nothing changes, the
+ * map's version included. */
 
 int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_desc *o, uint32_t *moved);
 /* Adds every obstacle of src (in its order) as one change: the map's index is

@@ -10,10 +10,10 @@
 #include "world.h"
 #include "world_internal.h"
 
-#define STUCK_PROGRESS   0.1f  /* m, getting this much nearer the goal is progress */
-#define RELOCATE_SEARCH  64.0f /* m, how far an agent is moved out of a new obstacle */
-#define BODY_FREE_SLACK  0.0f
-#define AVOID_RESPONSE   0.5f  /* s, an avoidance acceleration shifts the wanted velocity by this much of it */
+#define STUCK_PROGRESS  0.1f  /* m, getting this much nearer the goal is progress */
+#define RELOCATE_SEARCH 64.0f /* m, how far an agent is moved out of a new obstacle */
+#define BODY_FREE_SLACK 0.0f
+#define AVOID_RESPONSE  0.5f /* s, an avoidance acceleration shifts the wanted velocity by this much of it */
 
 /* ---- rules of placement -------------------------------------------------- */
 
@@ -111,6 +111,7 @@ static int relocate_agents(steer_world *w, vec2 lo, vec2 hi, uint32_t *moved) {
 int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_desc *o, uint32_t *moved) {
   if (moved)
     *moved = 0;
+  const uint32_t version = steer_map_version(w->map);
   int rc = steer_map_add(w->map, id, o);
   if (rc != STEER_OK)
     return rc;
@@ -119,7 +120,10 @@ int steer_world_add_obstacle(steer_world *w, uint32_t id, const steer_obstacle_d
   obstacle_box(o, &lo, &hi);
   rc = relocate_agents(w, lo, hi, moved);
   if (rc != STEER_OK) {
+    /* The add and its undo are no change: the map keeps its version, so
+     * clients' copies (one MAP_CHANGED per version) see no gap. */
     steer_map_remove(w->map, id);
+    steer_map_set_version(w->map, version);
     w->map_live = steer_map_count(w->map) > 0;
   }
   return rc;
@@ -129,6 +133,7 @@ int steer_world_add_obstacles(steer_world *w, const steer_map *src, uint32_t *mo
   if (moved)
     *moved = 0;
   uint32_t n = steer_map_count(src), added = 0;
+  const uint32_t version = steer_map_version(w->map);
   steer_obstacle_desc o;
   uint32_t id;
   int rc = STEER_OK;
@@ -156,6 +161,7 @@ int steer_world_add_obstacles(steer_world *w, const steer_map *src, uint32_t *mo
     steer_map_remove(w->map, id);
   }
   steer_map_release(w->map); /* no more primitives than before: no allocation can fail */
+  steer_map_set_version(w->map, version);
   w->map_live = steer_map_count(w->map) > 0;
   return rc;
 }
@@ -192,7 +198,8 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
       nb.vy[i] = g->svy[k];
       nb.r[i] = g->sr[k];
       uint16_t key = g->skey[k];
-      nb.share[i] = key == own ? 1.0f : steer_avoid_share(b->avoid_priority, key ? (uint8_t)(key - 1u) : 0u, key != 0);
+      nb.share[i] =
+          key == own ? 1.0f : steer_avoid_share(b->avoid_priority, key ? (uint8_t)(key - 1u) : 0u, key != 0);
       nb.tie[i] = 1.0f;
       if (nb.px[i] == s->position.x && nb.py[i] == s->position.y)
         nb.tie[i] = w->id[d] < w->id[g->items[k]] ? 1.0f : -1.0f; /* coincident: by id */
@@ -203,7 +210,8 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
     vec2 kept = steer_avoid_lane(s->position, want, l->radius, l->max_speed, &nb);
     changed |= kept.x != want.x || kept.y != want.y;
     want = kept;
-    vec2 f = steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, &nb);
+    vec2 f =
+        steer_avoid_agents(s->position, s->velocity, l->radius, l->max_acceleration, b->avoid_horizon, &nb);
     if (f.x != 0.0f || f.y != 0.0f) {
       want = v2_clip(v2_add(want, v2_scale(f, b->avoid_weight * AVOID_RESPONSE)), l->max_speed);
       changed = 1;

@@ -1,9 +1,16 @@
 /* http_get.c: see http_get.h. */
 #include "http_get.h"
 
+#include <arpa/inet.h>
 #include <libwebsockets.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct get_state {
   int status, done;
@@ -107,4 +114,50 @@ int http_wait_ready(uint16_t port, uint32_t timeout_ms) {
     struct timespec pause = {0, 20 * 1000 * 1000};
     nanosleep(&pause, NULL);
   }
+}
+
+int http_raw(uint16_t port, const char *request, char *head, size_t cap, uint32_t timeout_ms, int *keep) {
+  char buf[4096];
+  size_t len = 0;
+  int status = 0;
+  if (head && cap)
+    head[0] = '\0';
+  if (keep)
+    *keep = -1;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return 0;
+  struct timeval tv = {(time_t)(timeout_ms / 1000u), (suseconds_t)(timeout_ms % 1000u) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  size_t n = strlen(request);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || send(fd, request, n, 0) != (ssize_t)n) {
+    close(fd);
+    return 0;
+  }
+  /* The head only: up to the blank line (each recv waits at most timeout_ms). */
+  while (len < sizeof buf - 1) {
+    ssize_t got = recv(fd, buf + len, sizeof buf - 1 - len, 0);
+    if (got <= 0)
+      break;
+    len += (size_t)got;
+    buf[len] = '\0';
+    if (strstr(buf, "\r\n\r\n"))
+      break;
+  }
+  buf[len] = '\0';
+  if (strncmp(buf, "HTTP/1.", 7) == 0 && len > 12)
+    status = atoi(buf + 9);
+  if (head && cap)
+    snprintf(head, cap, "%s", buf);
+  if (keep && status == 101)
+    *keep = fd;
+  else
+    close(fd);
+  return status;
 }

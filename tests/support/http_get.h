@@ -1,7 +1,8 @@
 /* http_get.h: a blocking HTTP GET on 127.0.0.1 for tests, with libwebsockets'
- * client (the same library the server uses; no HTTP written by hand), and the
- * client context and connection it is made of, for the tests' and benchmarks'
- * own WebSocket clients (live views). */
+ * client (the same library the server uses), and the client context and
+ * connection it is made of, for the tests' and benchmarks' own WebSocket
+ * clients (live views); and a request written by hand, for the handshakes a
+ * client library refuses to send. */
 #ifndef STEERD_HTTP_GET_H
 #define STEERD_HTTP_GET_H
 
@@ -31,5 +32,13 @@ struct lws_context *http_client_context(const struct lws_protocols *protocols, v
  * NULL when it could not start. */
 struct lws *http_client_connect(struct lws_context *ctx, uint16_t port, const char *path,
                                 const char *protocol, const char *method);
+
+/* Sends request, bytes as given, to 127.0.0.1:port and reads the head of the
+ * response (status line and headers). Returns its HTTP status, 0 when none
+ * came (refused, closed, or nothing within timeout_ms per read); head (may be
+ * NULL) gets the head, NUL-terminated. With keep, a connection that switched
+ * protocols (101) stays open and *keep is its socket (close() it), else *keep
+ * is -1. */
+int http_raw(uint16_t port, const char *request, char *head, size_t cap, uint32_t timeout_ms, int *keep);
 
 #endif /* STEERD_HTTP_GET_H */
