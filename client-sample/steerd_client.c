@@ -68,6 +68,7 @@ static const char usage_head[] =
     "  --delta        ask for delta snapshots (STEERD_DELTA=1), on every connection (bots too): the\n"
     "                 client rebuilds each frame from the DELTA messages, so watch prints the same\n"
     "                 JSON as with full snapshots\n"
+    "  --version      print the version and the protocol version, and exit\n"
     "\n"
     "Commands (steerd-client COMMAND --help shows one):\n";
 
@@ -330,6 +331,10 @@ static int parse_args(int argc, char **argv, args *a) {
         usage_command(stdout, h);
       else
         usage(stdout);
+      exit(0);
+    }
+    if (strcmp(s, "--version") == 0) {
+      printf("steerd-client %s (protocol %d)\n", STEERD_VERSION, PROTO_VERSION);
       exit(0);
     }
     if (strcmp(s, "--interp") == 0) {

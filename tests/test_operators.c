@@ -2,6 +2,8 @@
  *
  *   - every loopback address is loopback for --bind (localhost, ::1);
  *   - a bad option value says what is allowed;
+ *   - anonymous clients are admins only on loopback without a secret, unless told otherwise;
+ *   - every program prints the project's version with --version;
  *   - "no state file" is logged only by a server that goes on to start;
  *   - a restored demo world is not logged as "0 groups";
  *   - a client leaving says whether it disconnected or timed out;
@@ -133,6 +135,70 @@ START_TEST(a_bad_value_says_what_is_allowed) {
     ck_assert_msg(strstr(buf, cases[i].expect) != NULL, "%s %s: %s", cases[i].flag, cases[i].value, buf);
     ck_assert_ptr_nonnull(strstr(buf, cases[i].value));
     free(buf);
+  }
+}
+END_TEST
+
+/* ---- the anonymous role ------------------------------------------------------------------ */
+
+/* The role steerd_config_parse gives anonymous clients for argv (NULL-terminated, argv[0]
+ * included); *dev is 1 when it is the loopback development default. */
+static int parsed_role(char **argv, int *dev) {
+  int argc = 0;
+  while (argv[argc])
+    argc++;
+  steerd_config c;
+  steerd_config_default(&c);
+  ck_assert_int_eq(steerd_config_parse(&c, argc, argv, stderr), 0);
+  *dev = c.anonymous_role_dev;
+  return c.anonymous_role;
+}
+
+START_TEST(anonymous_clients_are_admins_only_on_loopback_without_a_secret) {
+  int dev;
+  char *plain[] = {"steerd", NULL};
+  ck_assert_int_eq(parsed_role(plain, &dev), STEERD_ROLE_ADMIN);
+  ck_assert_int_eq(dev, 1);
+  char *localhost[] = {"steerd", "--bind", "localhost", NULL};
+  ck_assert_int_eq(parsed_role(localhost, &dev), STEERD_ROLE_ADMIN);
+  /* Asked for, the role is what was asked, by flag or by environment. */
+  char *asked[] = {"steerd", "--anonymous-role", "controller", NULL};
+  ck_assert_int_eq(parsed_role(asked, &dev), STEERD_ROLE_CONTROLLER);
+  ck_assert_int_eq(dev, 0);
+  ck_assert_int_eq(setenv("STEERD_ANONYMOUS_ROLE", "observer", 1), 0);
+  ck_assert_int_eq(parsed_role(plain, &dev), STEERD_ROLE_OBSERVER);
+  ck_assert_int_eq(dev, 0);
+  ck_assert_int_eq(unsetenv("STEERD_ANONYMOUS_ROLE"), 0);
+  /* Reachable from elsewhere, or with a secret, anonymous clients stay controllers. */
+  char *everywhere[] = {"steerd", "--bind", "0.0.0.0", "--insecure", NULL};
+  ck_assert_int_eq(parsed_role(everywhere, &dev), STEERD_ROLE_CONTROLLER);
+  ck_assert_int_eq(dev, 0);
+  ck_assert_int_eq(setenv("STEERD_SECRET", "a secret of more than sixteen bytes", 1), 0);
+  ck_assert_int_eq(parsed_role(plain, &dev), STEERD_ROLE_CONTROLLER);
+  ck_assert_int_eq(dev, 0);
+  ck_assert_int_eq(unsetenv("STEERD_SECRET"), 0);
+}
+END_TEST
+
+/* ---- --version ---------------------------------------------------------------------------- */
+
+START_TEST(every_program_prints_its_version) {
+  static const struct {
+    const char *rel, *expect;
+  } programs[] = {
+      {"server/steerd", "steerd " STEERD_PROJECT_VERSION " (protocol 1)\n"},
+      {"client-sample/steerd-client", "steerd-client " STEERD_PROJECT_VERSION " (protocol 1)\n"},
+      {"server/steerd-demo", "steerd-demo " STEERD_PROJECT_VERSION "\n"},
+      {"tools/mapgen/mapgen", "mapgen " STEERD_PROJECT_VERSION "\n"},
+      {"tools/impair/steerd-impair", "steerd-impair " STEERD_PROJECT_VERSION "\n"},
+  };
+  for (size_t i = 0; i < sizeof programs / sizeof programs[0]; i++) {
+    run_result r;
+    char *argv[] = {"", "--version", NULL};
+    run(&r, programs[i].rel, argv, NULL, NULL, 10000);
+    ck_assert_msg(r.status == 0, "%s --version: status %d, %s", programs[i].rel, r.status, r.err);
+    ck_assert_str_eq(r.out, programs[i].expect);
+    ck_assert_str_eq(r.err, "");
   }
 }
 END_TEST
@@ -340,6 +406,8 @@ static Suite *operators_suite(void) {
   TCase *tc = check_tcase(s, "operators", 60);
   tcase_add_test(tc, every_loopback_address_is_loopback);
   tcase_add_test(tc, a_bad_value_says_what_is_allowed);
+  tcase_add_test(tc, anonymous_clients_are_admins_only_on_loopback_without_a_secret);
+  tcase_add_test(tc, every_program_prints_its_version);
   tcase_add_test(tc, no_state_file_line_only_when_the_server_starts);
   tcase_add_test(tc, a_disconnect_and_a_timeout_are_told_apart);
   tcase_add_test(tc, client_cli_names_what_is_wrong);
