@@ -126,11 +126,11 @@ static const cmd_help commands[] = {
      "  add-obstacle --id N --type circle --center X,Y --radius R\n"
      "  add-obstacle --id N --type polygon|wall --points \"x,y;x,y;...\"\n"
      "      Add an obstacle to the map (admins only); prints the map's new version and the agents\n"
-     "      moved out of it.  e.g. steerd-client add-obstacle --id 12 --type wall --points \"10,6;10,8\"\n"},
+     "      moved out of it.  e.g. steerd-client add-obstacle --id 100 --type wall --points \"10,6;10,8\"\n"},
     {"remove-obstacle",
      {NULL},
      "  remove-obstacle ID\n"
-     "      Remove an obstacle from the map (admins only).  e.g. steerd-client remove-obstacle 12\n"},
+     "      Remove an obstacle from the map (admins only).  e.g. steerd-client remove-obstacle 100\n"},
     {"stop", {NULL}, "  stop ID        Behaviour none: come to rest.  e.g. steerd-client stop 4194305\n"},
     {"query", {NULL}, "  query ID       Print the agent as JSON.  e.g. steerd-client query 4194305\n"},
     {"ping",
