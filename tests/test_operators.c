@@ -10,7 +10,8 @@
  *   - steerd-client honours STEERD_HOST/STEERD_PORT, names unknown flags, has
  *     per-command --help, says what a bad value may be, hints on a timeout,
  *     and its shell prompts (on a terminal), helps and quits; query prints the
- *     agent with its tuning (avoidance and stuck detection).
+ *     agent with its tuning (avoidance and stuck detection); list prints the agents
+ *     with behaviour, owner and position; params sets limits, parameters and tuning.
  *
  * The real binaries as child processes on 127.0.0.1. */
 #define _GNU_SOURCE /* posix_openpt, ptsname */
@@ -401,6 +402,87 @@ START_TEST(client_shell_prompts_on_a_terminal) {
 }
 END_TEST
 
+/* list: the agents of a snapshot by id, with their behaviour, owner and position. */
+START_TEST(client_cli_lists_agents) {
+  steerd_proc s;
+  const char *const extra[] = {"--no-demo", NULL};
+  server_start(&s, extra);
+  char port[32];
+  snprintf(port, sizeof port, "STEERD_PORT=%u", (unsigned)s.port);
+  const char *const env[] = {port, NULL};
+  run_result r;
+  char *shell[] = {"", "shell", NULL};
+  run(&r, CLI, shell, env,
+      "spawn --model dynamic --x 1 --y 2\nspawn --model dynamic --x -3.5 --y 4\n"
+      "spawn --model dynamic --x 0 --y 0 --behaviour wander\nlist\n",
+      8000);
+  ck_assert_msg(r.status == 2, "shell: %d %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "list is not available in a shell") != NULL, "%s", r.err);
+  /* Agents outlive their anonymous owner (client 1) under --orphan-policy keep. */
+  char *list[] = {"", "list", NULL};
+  run(&r, CLI, list, env, NULL, 8000);
+  ck_assert_msg(r.status == 0, "list: %s", r.err);
+  const char *head = "id         behaviour          owner             x          y\n"
+                     "4194304    none               1              1.00       2.00\n"
+                     "4194305    none               1             -3.50       4.00\n"
+                     "4194306    wander             1    ";
+  ck_assert_msg(strncmp(r.out, head, strlen(head)) == 0, "list printed: %s", r.out);
+  ck_assert_str_eq(r.err, "steerd-client list: 3 agents in the snapshot, 3 listed, 0 despawned meanwhile\n");
+  char *two[] = {"", "list", "--limit", "2", NULL};
+  run(&r, CLI, two, env, NULL, 8000);
+  ck_assert_msg(r.status == 0, "list --limit 2: %s", r.err);
+  ck_assert_str_eq(r.out, "id         behaviour          owner             x          y\n"
+                          "4194304    none               1              1.00       2.00\n"
+                          "4194305    none               1             -3.50       4.00\n");
+  ck_assert_str_eq(r.err, "steerd-client list: 3 agents in the snapshot, 2 listed, 0 despawned meanwhile "
+                          "(--limit N lists more)\n");
+  char *bad[] = {"", "list", "--limit", "0", NULL};
+  run(&r, CLI, bad, env, NULL, 8000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "bad --limit '0'") != NULL, "%s", r.err);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+/* params: SET_PARAMS from KEY=VALUE pairs; what it cannot send, and what the server refuses. */
+START_TEST(client_cli_sets_params) {
+  steerd_proc s;
+  const char *const extra[] = {"--no-demo", NULL};
+  server_start(&s, extra);
+  char port[32];
+  snprintf(port, sizeof port, "STEERD_PORT=%u", (unsigned)s.port);
+  const char *const env[] = {port, NULL};
+  run_result r;
+  char *shell[] = {"", "shell", NULL};
+  run(&r, CLI, shell, env,
+      "spawn --model dynamic --x 1 --y 2\n"
+      "params 4194304 --set \"max_speed=2,avoid_weight=1.5,avoid_priority=3,stuck_reaction=nudge\"\n"
+      "query 4194304\n",
+      8000);
+  ck_assert_msg(r.status == 0, "shell: %s", r.err);
+  ck_assert_msg(strstr(r.out, "agent 4194304: parameters set\n") != NULL, "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\"max_speed\":2,") != NULL, "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\"avoid_weight\":1.5,") != NULL, "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\"avoid_priority\":3,") != NULL, "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\"stuck_reaction\":\"nudge\"") != NULL, "%s", r.out);
+  /* A key it does not know, or a pair without a value: usage, nothing sent. */
+  char *unknown[] = {"", "params", "4194304", "--set", "speed=1", NULL};
+  run(&r, CLI, unknown, env, NULL, 8000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "cannot set 'speed' to 1") != NULL, "%s", r.err);
+  char *novalue[] = {"", "params", "4194304", "--set", "max_speed", NULL};
+  run(&r, CLI, novalue, env, NULL, 8000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "cannot set 'max_speed' (KEY=VALUE)") != NULL, "%s", r.err);
+  /* A value out of range is the server's to refuse, with the field. */
+  run(&r, CLI, shell, env, "spawn --model dynamic --x 0 --y 0\nparams 4194305 --set max_speed=-1\n", 8000);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(strstr(r.err, "BAD_FIELD") != NULL && strstr(r.err, "(field limits.max_speed)") != NULL, "%s",
+                r.err);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
 static Suite *operators_suite(void) {
   Suite *s = suite_create("operators");
   TCase *tc = check_tcase(s, "operators", 60);
@@ -412,6 +494,8 @@ static Suite *operators_suite(void) {
   tcase_add_test(tc, a_disconnect_and_a_timeout_are_told_apart);
   tcase_add_test(tc, client_cli_names_what_is_wrong);
   tcase_add_test(tc, client_cli_environment_and_shell);
+  tcase_add_test(tc, client_cli_lists_agents);
+  tcase_add_test(tc, client_cli_sets_params);
   tcase_add_test(tc, client_shell_prompts_on_a_terminal);
   return s;
 }
