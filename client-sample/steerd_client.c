@@ -165,7 +165,8 @@ static const cmd_help commands[] = {
      {"seconds", "seed", "rate", NULL},
      "  bots N [--seconds S] [--seed K] [--rate HZ]\n"
      "      N connections issuing random valid commands at HZ (4) per bot for S seconds\n"
-     "      (10), then a summary per bot.  e.g. steerd-client bots 20 --seconds 30 --seed 7\n"},
+     "      (10), then a summary per bot; the bots despawn their agents before they leave.\n"
+     "      e.g. steerd-client bots 20 --seconds 30 --seed 7\n"},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 
@@ -1772,6 +1773,52 @@ static void bot_act(bot *b) {
     b->sent++;
 }
 
+/* The bots leave the world as they found it: each despawns the agents it still owns (anonymous
+ * owners never come back for them, so under --orphan-policy keep they would stay for good),
+ * spawns still in flight included, and waits up to timeout_ms for every answer. */
+static void bots_tidy(bot *bots, uint32_t n, uint32_t timeout_ms) {
+  static proto_command cmd;
+  uint64_t end = steerd_client_now_us() + (uint64_t)timeout_ms * 1000u;
+  uint64_t despawned = 0;
+  uint32_t waiting = 0;
+  for (;;) {
+    waiting = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      bot *b = &bots[i];
+      if (b->lost)
+        continue;
+      while (b->n_agents > 0) {
+        memset(&cmd, 0, sizeof cmd);
+        cmd.type = PROTO_MSG_DESPAWN;
+        cmd.despawn.agent = b->agents[--b->n_agents];
+        uint32_t id;
+        if (steerd_client_send(b->c, &cmd, &id) == 0) {
+          b->sent++;
+          despawned++;
+        }
+      }
+      if (steerd_client_service(b->c, 0) < 0) {
+        b->lost = 1;
+        continue;
+      }
+      steerd_client_stats st;
+      memset(&st, 0, sizeof st);
+      steerd_client_get_stats(b->c, &st);
+      if (b->n_pending > 0 || b->n_agents > 0 || st.acks + st.errors < b->sent)
+        waiting++;
+    }
+    if (waiting == 0 || g_stop || steerd_client_now_us() >= end)
+      break;
+    poll(NULL, 0, 5);
+  }
+  fprintf(stderr, "steerd-client bots: despawned the bots' %llu agents on the way out",
+          (unsigned long long)despawned);
+  if (waiting > 0)
+    fprintf(stderr, " (%u bots still waited for answers after %u ms)", (unsigned)waiting,
+            (unsigned)timeout_ms);
+  fputc('\n', stderr);
+}
+
 static int cmd_bots(const args *a) {
   static const char *const allowed[] = {"seconds", "seed", "rate", NULL};
   if (check_opts(a, allowed, 1, 1) != 0)
@@ -1951,6 +1998,8 @@ static int cmd_bots(const args *a) {
     if (by_code[k] != 0)
       fprintf(stderr, "steerd-client: %llu x %s\n", (unsigned long long)by_code[k],
               k < PROTO_ERR_COUNT ? proto_error_name((int)k) : "UNKNOWN");
+
+  bots_tidy(bots, n, a->timeout_ms);
 
   /* destroy disconnects at once (no wait for the server's confirmation): a
    * polite disconnect per bot would take up to its timeout each. */

@@ -11,7 +11,8 @@
  *     per-command --help, says what a bad value may be, hints on a timeout,
  *     and its shell prompts (on a terminal), helps and quits; query prints the
  *     agent with its tuning (avoidance and stuck detection); list prints the agents
- *     with behaviour, owner and position; params sets limits, parameters and tuning.
+ *     with behaviour, owner and position; params sets limits, parameters and tuning;
+ *     bots despawn their agents when they leave.
  *
  * The real binaries as child processes on 127.0.0.1. */
 #define _GNU_SOURCE /* posix_openpt, ptsname */
@@ -483,6 +484,29 @@ START_TEST(client_cli_sets_params) {
 }
 END_TEST
 
+/* bots: a load run leaves the world as it found it (anonymous owners never come back, so
+ * agents left behind would stay for good under --orphan-policy keep). */
+START_TEST(client_cli_bots_leave_no_agents) {
+  steerd_proc s;
+  const char *const extra[] = {"--no-demo", NULL};
+  server_start(&s, extra);
+  char port[32];
+  snprintf(port, sizeof port, "STEERD_PORT=%u", (unsigned)s.port);
+  const char *const env[] = {port, NULL};
+  run_result r;
+  char *bots[] = {"", "bots", "3", "--seconds", "1", NULL};
+  run(&r, CLI, bots, env, NULL, 30000);
+  ck_assert_msg(r.status == 0, "bots: %s", r.err);
+  ck_assert_msg(strstr(r.err, "steerd-client bots: despawned the bots' ") != NULL, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "still waited") == NULL, "%s", r.err);
+  char *list[] = {"", "list", NULL};
+  run(&r, CLI, list, env, NULL, 8000);
+  ck_assert_msg(r.status == 0, "list: %s", r.err);
+  ck_assert_str_eq(r.err, "steerd-client list: 0 agents in the snapshot, 0 listed, 0 despawned meanwhile\n");
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
 static Suite *operators_suite(void) {
   Suite *s = suite_create("operators");
   TCase *tc = check_tcase(s, "operators", 60);
@@ -496,6 +520,7 @@ static Suite *operators_suite(void) {
   tcase_add_test(tc, client_cli_environment_and_shell);
   tcase_add_test(tc, client_cli_lists_agents);
   tcase_add_test(tc, client_cli_sets_params);
+  tcase_add_test(tc, client_cli_bots_leave_no_agents);
   tcase_add_test(tc, client_shell_prompts_on_a_terminal);
   return s;
 }
