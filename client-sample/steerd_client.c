@@ -1163,7 +1163,8 @@ static int cmd_list(const args *a) {
     close_client(c);
     return code;
   }
-  qsort(g_list.ids, g_list.count, sizeof *g_list.ids, compare_ids);
+  if (g_list.count > 1) /* ids is NULL for an empty world */
+    qsort(g_list.ids, g_list.count, sizeof *g_list.ids, compare_ids);
   printf("%-10s %-18s %-8s %10s %10s\n", "id", "behaviour", "owner", "x", "y");
   uint32_t shown = 0, gone = 0;
   static proto_command cmd;
