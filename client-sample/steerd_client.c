@@ -5,6 +5,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,7 @@ static const char usage_head[] =
     "  --delta        ask for delta snapshots (STEERD_DELTA=1), on every connection (bots too): the\n"
     "                 client rebuilds each frame from the DELTA messages, so watch prints the same\n"
     "                 JSON as with full snapshots\n"
+    "  --version      print the version and the protocol version, and exit\n"
     "\n"
     "Commands (steerd-client COMMAND --help shows one):\n";
 
@@ -125,13 +127,28 @@ static const cmd_help commands[] = {
      "  add-obstacle --id N --type circle --center X,Y --radius R\n"
      "  add-obstacle --id N --type polygon|wall --points \"x,y;x,y;...\"\n"
      "      Add an obstacle to the map (admins only); prints the map's new version and the agents\n"
-     "      moved out of it.  e.g. steerd-client add-obstacle --id 12 --type wall --points \"10,6;10,8\"\n"},
+     "      moved out of it.  e.g. steerd-client add-obstacle --id 100 --type wall --points \"10,6;10,8\"\n"},
     {"remove-obstacle",
      {NULL},
      "  remove-obstacle ID\n"
-     "      Remove an obstacle from the map (admins only).  e.g. steerd-client remove-obstacle 12\n"},
+     "      Remove an obstacle from the map (admins only).  e.g. steerd-client remove-obstacle 100\n"},
     {"stop", {NULL}, "  stop ID        Behaviour none: come to rest.  e.g. steerd-client stop 4194305\n"},
     {"query", {NULL}, "  query ID       Print the agent as JSON.  e.g. steerd-client query 4194305\n"},
+    {"params",
+     {"set", NULL},
+     "  params ID --set \"KEY=VALUE,KEY=VALUE,...\"\n"
+     "      Change an agent's limits, parameters and tuning (SET_PARAMS, PROTOCOL.md 5.1, 5.2, 6.6):\n"
+     "      max_speed max_acceleration max_rotation max_angular_acceleration radius, the behaviours'\n"
+     "      time_to_target ... path_recover_strength, and avoid_weight avoid_horizon avoid_priority\n"
+     "      wall_lookahead wall_margin stuck_time stuck_reaction (report|nudge|give_up). Keys not\n"
+     "      named keep their values.  e.g. steerd-client params 4194305 --set "
+     "\"max_speed=2,avoid_weight=1\"\n"},
+    {"list",
+     {"limit", NULL},
+     "  list [--limit N]\n"
+     "      The agents of one snapshot, by id: behaviour, owner (0: the server's) and position, one\n"
+     "      QUERY each, for at most N of them (100, within the server's --rate-burst); the count\n"
+     "      goes to stderr.  e.g. steerd-client list --limit 20\n"},
     {"ping",
      {"count", NULL},
      "  ping [--count N]\n"
@@ -148,7 +165,8 @@ static const cmd_help commands[] = {
      {"seconds", "seed", "rate", NULL},
      "  bots N [--seconds S] [--seed K] [--rate HZ]\n"
      "      N connections issuing random valid commands at HZ (4) per bot for S seconds\n"
-     "      (10), then a summary per bot.  e.g. steerd-client bots 20 --seconds 30 --seed 7\n"},
+     "      (10), then a summary per bot; the bots despawn their agents before they leave.\n"
+     "      e.g. steerd-client bots 20 --seconds 30 --seed 7\n"},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 
@@ -330,6 +348,10 @@ static int parse_args(int argc, char **argv, args *a) {
         usage_command(stdout, h);
       else
         usage(stdout);
+      exit(0);
+    }
+    if (strcmp(s, "--version") == 0) {
+      printf("steerd-client %s (protocol %d)\n", STEERD_VERSION, PROTO_VERSION);
       exit(0);
     }
     if (strcmp(s, "--interp") == 0) {
@@ -978,6 +1000,205 @@ static int cmd_agent(const args *a, uint8_t type) {
   return code;
 }
 
+/* ---- params ------------------------------------------------------------------------- */
+
+/* The fields behind proto_param_name(i) (bit 1 << i of proto_params.present), in its order. */
+static const size_t param_offsets[PROTO_PARAM_COUNT] = {
+    offsetof(steer_params, time_to_target),       offsetof(steer_params, target_radius),
+    offsetof(steer_params, slow_radius),          offsetof(steer_params, kinematic_time_to_target),
+    offsetof(steer_params, align_target_radius),  offsetof(steer_params, align_slow_radius),
+    offsetof(steer_params, align_time_to_target), offsetof(steer_params, max_prediction),
+    offsetof(steer_params, panic_radius),         offsetof(steer_params, wander_offset),
+    offsetof(steer_params, wander_radius),        offsetof(steer_params, wander_rate),
+    offsetof(steer_params, separation_radius),    offsetof(steer_params, turn_trigger_distance),
+    offsetof(steer_params, path_recover_strength)};
+/* The fields behind proto_limit_name(i) (bit 1 << i of proto_limits.present). */
+static const size_t limit_offsets[PROTO_LIMIT_COUNT] = {
+    offsetof(steer_limits, max_speed), offsetof(steer_limits, max_acceleration),
+    offsetof(steer_limits, max_rotation), offsetof(steer_limits, max_angular_acceleration),
+    offsetof(steer_limits, radius)};
+
+/* One KEY=VALUE of params --set into the command; -1 for a key or value it cannot take. */
+static int params_key(proto_set_params *sp, const char *key, const char *value) {
+  for (uint32_t i = 0; i < PROTO_LIMIT_COUNT; i++)
+    if (strcmp(key, proto_limit_name(i)) == 0) {
+      sp->limits.present |= 1u << i;
+      return parse_float(value, (float *)((char *)&sp->limits.v + limit_offsets[i]));
+    }
+  for (uint32_t i = 0; i < PROTO_PARAM_COUNT; i++)
+    if (strcmp(key, proto_param_name(i)) == 0) {
+      sp->params.present |= 1u << i;
+      return parse_float(value, (float *)((char *)&sp->params.v + param_offsets[i]));
+    }
+  proto_tuning *t = &sp->params.tuning;
+  if (strcmp(key, "stuck_reaction") == 0) {
+    int r = find_name(proto_stuck_reaction_name, STEER_STUCK_REACTION_COUNT, value);
+    if (r < 0)
+      return -1;
+    t->stuck_reaction = (uint8_t)r;
+    sp->params.present |= PROTO_PARAM_STUCK_REACTION;
+    return 0;
+  }
+  if (strcmp(key, "avoid_priority") == 0) {
+    uint32_t v;
+    if (parse_u32(value, &v) != 0 || v > 255)
+      return -1;
+    t->avoid_priority = (uint8_t)v;
+    sp->params.present |= PROTO_PARAM_AVOID_PRIORITY;
+    return 0;
+  }
+  float *f = NULL;
+  uint32_t bit = 0;
+  if (strcmp(key, "avoid_weight") == 0)
+    f = &t->avoid_weight, bit = PROTO_PARAM_AVOID_WEIGHT;
+  else if (strcmp(key, "avoid_horizon") == 0)
+    f = &t->avoid_horizon, bit = PROTO_PARAM_AVOID_HORIZON;
+  else if (strcmp(key, "wall_lookahead") == 0)
+    f = &t->wall_lookahead, bit = PROTO_PARAM_WALL_LOOKAHEAD;
+  else if (strcmp(key, "wall_margin") == 0)
+    f = &t->wall_margin, bit = PROTO_PARAM_WALL_MARGIN;
+  else if (strcmp(key, "stuck_time") == 0)
+    f = &t->stuck_time, bit = PROTO_PARAM_STUCK_TIME;
+  if (f == NULL)
+    return -1;
+  sp->params.present |= bit;
+  return parse_float(value, f);
+}
+
+static int cmd_params(const args *a) {
+  static const char *const allowed[] = {"set", NULL};
+  if (check_opts(a, allowed, 1, 1) != 0)
+    return EXIT_USAGE;
+  static proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_SET_PARAMS;
+  int r = parse_agent_id(a, &cmd.set_params.agent);
+  if (r != 0)
+    return r;
+  const char *set = opt_get(a, "set");
+  if (set == NULL || *set == '\0') {
+    fprintf(stderr,
+            "steerd-client params: --set \"KEY=VALUE,...\" is required (see steerd-client params --help)\n");
+    return EXIT_USAGE;
+  }
+  char buf[1024];
+  if (strlen(set) >= sizeof buf)
+    return bad_value(a, "--set (too long)", set);
+  strcpy(buf, set);
+  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item != NULL;
+       item = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(item, '=');
+    if (eq != NULL)
+      *eq = '\0';
+    if (eq == NULL || params_key(&cmd.set_params, item, eq + 1) != 0) {
+      fprintf(stderr,
+              "steerd-client params: cannot set '%s'%s%s: a key is a limit, a parameter or a tuning key "
+              "with a number (stuck_reaction: report, nudge or give_up); see steerd-client params --help\n",
+              item, eq != NULL ? " to " : " (KEY=VALUE)", eq != NULL ? eq + 1 : "");
+      return EXIT_USAGE;
+    }
+  }
+  proto_server_msg reply;
+  int code = run_command(a, &cmd, &reply);
+  if (code == 0)
+    printf("agent %lu: parameters set\n", (unsigned long)cmd.set_params.agent);
+  return code;
+}
+
+/* ---- list --------------------------------------------------------------------------- */
+
+/* The ids of the first complete snapshot `list` sees. */
+static struct {
+  steer_id *ids;
+  uint32_t count;
+  int seen, failed;
+} g_list;
+
+static void list_on_frame(void *user, const steerd_client_frame *f) {
+  (void)user;
+  if (g_list.seen)
+    return;
+  g_list.seen = 1;
+  g_list.ids = f->count > 0 ? malloc(f->count * sizeof *g_list.ids) : NULL;
+  if (f->count > 0 && g_list.ids == NULL) {
+    g_list.failed = 1;
+    return;
+  }
+  for (uint32_t i = 0; i < f->count; i++)
+    g_list.ids[i] = f->poses[i].id;
+  g_list.count = f->count;
+}
+
+static int compare_ids(const void *x, const void *y) {
+  steer_id a = *(const steer_id *)x, b = *(const steer_id *)y;
+  return (a > b) - (a < b);
+}
+
+static int cmd_list(const args *a) {
+  static const char *const allowed[] = {"limit", NULL};
+  if (check_opts(a, allowed, 0, 0) != 0)
+    return EXIT_USAGE;
+  uint32_t limit = 100;
+  const char *l = opt_get(a, "limit");
+  if (l != NULL && (parse_u32(l, &limit) != 0 || limit == 0))
+    return bad_value(a, "--limit", l);
+  memset(&g_list, 0, sizeof g_list);
+  steerd_client_callbacks cb;
+  memset(&cb, 0, sizeof cb);
+  cb.on_snapshot_frame = list_on_frame;
+  int code = 0;
+  steerd_client *c = open_client(a, &cb, &code);
+  if (c == NULL)
+    return code;
+  uint64_t end = steerd_client_now_us() + (uint64_t)a->timeout_ms * 1000u;
+  int r = 0;
+  while (!g_list.seen && !g_stop && r >= 0 && steerd_client_now_us() < end)
+    r = steerd_client_service(c, 50);
+  if (r < 0 || g_list.failed || !g_list.seen) {
+    code = r < 0 ? report(c, "list", r, NULL) : EXIT_CONNECTION;
+    if (r >= 0)
+      fprintf(stderr, "steerd-client list: %s\n",
+              g_list.failed ? "out of memory" : "no snapshot arrived within --timeout");
+    free(g_list.ids);
+    close_client(c);
+    return code;
+  }
+  if (g_list.count > 1) /* ids is NULL for an empty world */
+    qsort(g_list.ids, g_list.count, sizeof *g_list.ids, compare_ids);
+  printf("%-10s %-18s %-8s %10s %10s\n", "id", "behaviour", "owner", "x", "y");
+  uint32_t shown = 0, gone = 0;
+  static proto_command cmd;
+  for (uint32_t i = 0; i < g_list.count && shown < limit && !g_stop; i++) {
+    memset(&cmd, 0, sizeof cmd);
+    cmd.type = PROTO_MSG_QUERY;
+    cmd.query.agent = g_list.ids[i];
+    proto_server_msg reply;
+    r = steerd_client_command_wait(c, &cmd, a->timeout_ms, &reply);
+    if (r == STEERD_CLIENT_EREPLY && reply.type == PROTO_MSG_ERROR &&
+        reply.error.code == PROTO_ERR_NO_SUCH_AGENT) {
+      gone++; /* despawned since the snapshot */
+      continue;
+    }
+    if (r < 0) {
+      code = report(c, "QUERY", r, &reply);
+      break;
+    }
+    const proto_agent_report *q = &reply.ack.query;
+    const char *bhv = proto_behaviour_name(q->behaviour);
+    printf("%-10lu %-18s %-8lu %10.2f %10.2f\n", (unsigned long)q->agent, bhv ? bhv : "?",
+           (unsigned long)q->owner, (double)q->state.position.x, (double)q->state.position.y);
+    shown++;
+  }
+  fflush(stdout);
+  fprintf(stderr, "steerd-client list: %u agents in the snapshot, %u listed, %u despawned meanwhile%s\n",
+          (unsigned)g_list.count, (unsigned)shown, (unsigned)gone,
+          code == 0 && shown + gone < g_list.count ? " (--limit N lists more)" : "");
+  free(g_list.ids);
+  g_list.ids = NULL;
+  close_client(c);
+  return code;
+}
+
 /* ---- the map ---------------------------------------------------------------------- */
 
 static void print_point(vec2 p) { printf("[%.9g, %.9g]", (double)p.x, (double)p.y); }
@@ -1553,6 +1774,52 @@ static void bot_act(bot *b) {
     b->sent++;
 }
 
+/* The bots leave the world as they found it: each despawns the agents it still owns (anonymous
+ * owners never come back for them, so under --orphan-policy keep they would stay for good),
+ * spawns still in flight included, and waits up to timeout_ms for every answer. */
+static void bots_tidy(bot *bots, uint32_t n, uint32_t timeout_ms) {
+  static proto_command cmd;
+  uint64_t end = steerd_client_now_us() + (uint64_t)timeout_ms * 1000u;
+  uint64_t despawned = 0;
+  uint32_t waiting = 0;
+  for (;;) {
+    waiting = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      bot *b = &bots[i];
+      if (b->lost)
+        continue;
+      while (b->n_agents > 0) {
+        memset(&cmd, 0, sizeof cmd);
+        cmd.type = PROTO_MSG_DESPAWN;
+        cmd.despawn.agent = b->agents[--b->n_agents];
+        uint32_t id;
+        if (steerd_client_send(b->c, &cmd, &id) == 0) {
+          b->sent++;
+          despawned++;
+        }
+      }
+      if (steerd_client_service(b->c, 0) < 0) {
+        b->lost = 1;
+        continue;
+      }
+      steerd_client_stats st;
+      memset(&st, 0, sizeof st);
+      steerd_client_get_stats(b->c, &st);
+      if (b->n_pending > 0 || b->n_agents > 0 || st.acks + st.errors < b->sent)
+        waiting++;
+    }
+    if (waiting == 0 || g_stop || steerd_client_now_us() >= end)
+      break;
+    poll(NULL, 0, 5);
+  }
+  fprintf(stderr, "steerd-client bots: despawned the bots' %llu agents on the way out",
+          (unsigned long long)despawned);
+  if (waiting > 0)
+    fprintf(stderr, " (%u bots still waited for answers after %u ms)", (unsigned)waiting,
+            (unsigned)timeout_ms);
+  fputc('\n', stderr);
+}
+
 static int cmd_bots(const args *a) {
   static const char *const allowed[] = {"seconds", "seed", "rate", NULL};
   if (check_opts(a, allowed, 1, 1) != 0)
@@ -1733,6 +2000,8 @@ static int cmd_bots(const args *a) {
       fprintf(stderr, "steerd-client: %llu x %s\n", (unsigned long long)by_code[k],
               k < PROTO_ERR_COUNT ? proto_error_name((int)k) : "UNKNOWN");
 
+  bots_tidy(bots, n, a->timeout_ms);
+
   /* destroy disconnects at once (no wait for the server's confirmation): a
    * polite disconnect per bot would take up to its timeout each. */
   for (uint32_t i = 0; i < n; i++)
@@ -1833,7 +2102,8 @@ static int cmd_shell(const args *a) {
       code = code != 0 ? code : EXIT_USAGE;
       continue;
     }
-    if (strcmp(sub.cmd, "watch") == 0 || strcmp(sub.cmd, "bots") == 0 || strcmp(sub.cmd, "shell") == 0) {
+    if (strcmp(sub.cmd, "watch") == 0 || strcmp(sub.cmd, "bots") == 0 || strcmp(sub.cmd, "shell") == 0 ||
+        strcmp(sub.cmd, "list") == 0) {
       fprintf(stderr, "steerd-client shell: %s is not available in a shell\n", sub.cmd);
       code = code != 0 ? code : EXIT_USAGE;
       continue;
@@ -1888,6 +2158,10 @@ static int dispatch(const args *ap) {
     return cmd_agent(&a, PROTO_MSG_STOP);
   if (strcmp(a.cmd, "query") == 0)
     return cmd_agent(&a, PROTO_MSG_QUERY);
+  if (strcmp(a.cmd, "list") == 0)
+    return cmd_list(&a);
+  if (strcmp(a.cmd, "params") == 0)
+    return cmd_params(&a);
   if (strcmp(a.cmd, "ping") == 0)
     return cmd_ping(&a);
   if (strcmp(a.cmd, "map") == 0)

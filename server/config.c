@@ -68,7 +68,8 @@ static const option_def options[] = {
     {"--insecure", "STEERD_INSECURE", OPT_BOOL, OFF(insecure), 0, 0,
      "allow anonymous clients on a non-loopback bind without a secret (0)"},
     {"--anonymous-role", "STEERD_ANONYMOUS_ROLE", OPT_ROLE, OFF(anonymous_role), 0, 0,
-     "role of clients without a token when no secret is set: observer, controller, admin (controller)"},
+     "role of clients without a token when no secret is set: observer, controller, admin (admin while "
+     "bound to loopback, else controller)"},
     {"--orphan-policy", "STEERD_ORPHAN_POLICY", OPT_ORPHAN, OFF(orphan_policy), 0, 0,
      "a disconnected client's agents: keep, or despawn after the grace (keep)"},
     {"--orphan-grace", "STEERD_ORPHAN_GRACE", OPT_U32, OFF(orphan_grace_s), 0, 86400,
@@ -197,10 +198,13 @@ void steerd_config_usage(FILE *out) {
   fprintf(out, "  %-24s %-29s %s\n", "", "STEERD_SECRET",
           "the token secret itself, when no secret file is given");
   fprintf(out, "  %-24s %-29s %s\n", "-h, --help", "", "this text");
+  fprintf(out, "  %-24s %-29s %s\n", "--version", "", "the version and the protocol version, alone");
   fprintf(out, "\nSecurity: with a secret, every HELLO must carry a token signed with it; make one with\n"
                "  steerd token --name NAME --role observer|controller|admin [--ttl SECONDS]\n"
                "Without a secret, clients are anonymous (--anonymous-role) and the server binds only a\n"
-               "loopback address (127.0.0.0/8) unless --insecure is given.\n");
+               "loopback address (127.0.0.0/8) unless --insecure is given. There anonymous clients are\n"
+               "admins unless --anonymous-role says otherwise: a development server's clients command\n"
+               "every agent and edit the map.\n");
 }
 
 static int ipv4_is_loopback(const char *ip) {
@@ -474,12 +478,14 @@ static void bad_value(FILE *err, const option_def *o, const char *name, const ch
 }
 
 int steerd_config_parse(steerd_config *c, int argc, char **argv, FILE *err) {
+  int role_given = 0;
   for (size_t i = 0; i < OPTION_COUNT; i++) {
     const char *v = getenv(options[i].env);
     if (v && apply(c, &options[i], v) != 0) {
       bad_value(err, &options[i], options[i].env, v);
       return -1;
     }
+    role_given |= v != NULL && options[i].kind == OPT_ROLE;
   }
   for (int a = 1; a < argc; a++) {
     const char *arg = argv[a];
@@ -519,9 +525,18 @@ int steerd_config_parse(steerd_config *c, int argc, char **argv, FILE *err) {
       bad_value(err, o, o->flag, value);
       return -1;
     }
+    role_given |= o->kind == OPT_ROLE;
   }
   if (steerd_secret_load(c->secret_file, c->secret, sizeof c->secret, &c->secret_len, err) < 0)
     return -1;
+  /* A server only this machine can reach, without a secret, is a developer's: its anonymous
+   * clients may command the demo's NPCs and edit the map, as the README's first commands do.
+   * Anywhere else (or with a secret) the safer controller stays the default. */
+  c->anonymous_role_dev = 0;
+  if (!role_given && c->secret_len == 0 && steerd_address_is_loopback(c->bind)) {
+    c->anonymous_role = STEERD_ROLE_ADMIN;
+    c->anonymous_role_dev = 1;
+  }
   if (c->snapshot_rate > c->tick_rate) {
     fprintf(err, "steerd: the snapshot rate (%u) cannot exceed the tick rate (%u)\n", c->snapshot_rate,
             c->tick_rate);

@@ -40,7 +40,9 @@ typedef struct steerd_config {
   char secret[STEERD_AUTH_MAX_SECRET_BYTES + 1]; /* from secret_file, else STEERD_SECRET */
   size_t secret_len;                             /* 0: no secret, clients are anonymous */
   int insecure;            /* allow anonymous clients off loopback (STEERD_INSECURE, 0) */
-  int anonymous_role;      /* steerd_role of anonymous clients (STEERD_ANONYMOUS_ROLE, controller) */
+  int anonymous_role;      /* steerd_role of anonymous clients (STEERD_ANONYMOUS_ROLE; controller, but
+                              steerd_config_parse makes it admin on loopback without a secret) */
+  int anonymous_role_dev;  /* 1: anonymous_role is admin by that development default, not by request */
   int orphan_policy;       /* steerd_orphan_policy (STEERD_ORPHAN_POLICY, keep) */
   uint32_t orphan_grace_s; /* s before a gone client's agents are despawned (STEERD_ORPHAN_GRACE, 30) */
   uint32_t

@@ -22,10 +22,14 @@ static double now_s(void) {
 int main(int argc, char **argv) {
   double seconds = 60.0;
   const double rate = 30.0;
+  if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+    printf("steerd-demo %s\n", STEERD_VERSION);
+    return 0;
+  }
   if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
     printf(
         "usage: steerd-demo [SECONDS]\n  Steps the demo world headless (default 60 s at 30 Hz) and prints a "
-        "summary.\n");
+        "summary.\n  steerd-demo --version prints the version.\n");
     return 0;
   }
   if (argc > 1)

@@ -172,6 +172,10 @@ static int healthcheck_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+    printf("steerd %s (protocol %d)\n", STEERD_VERSION, PROTO_VERSION);
+    return 0;
+  }
   if (argc >= 2 && strcmp(argv[1], "token") == 0)
     return token_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "healthcheck") == 0)

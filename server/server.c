@@ -2168,9 +2168,13 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     s->auth_on = 1;
     LOG_INFO("authentication on: every HELLO needs a token signed with the secret (steerd token --help)");
   } else if (steerd_address_is_loopback(s->bind_ip)) {
-    LOG_WARN("no secret configured (STEERD_SECRET, --secret-file): anonymous clients are allowed, as %s, "
+    LOG_WARN("no secret configured (STEERD_SECRET, --secret-file): anonymous clients are allowed, as %s%s, "
              "because the server is bound to the loopback address %s only",
-             steerd_role_name(cfg->anonymous_role), cfg->bind);
+             steerd_role_name(cfg->anonymous_role),
+             cfg->anonymous_role_dev ? " (the loopback development default; --anonymous-role controller "
+                                       "limits them to their own agents)"
+                                     : "",
+             cfg->bind);
   } else if (cfg->insecure) {
     LOG_WARN(
         "INSECURE: no secret configured and bound to %s: anyone who can reach it connects anonymously as "

@@ -2,13 +2,17 @@
  *
  *   - every loopback address is loopback for --bind (localhost, ::1);
  *   - a bad option value says what is allowed;
+ *   - anonymous clients are admins only on loopback without a secret, unless told otherwise;
+ *   - every program prints the project's version with --version;
  *   - "no state file" is logged only by a server that goes on to start;
  *   - a restored demo world is not logged as "0 groups";
  *   - a client leaving says whether it disconnected or timed out;
  *   - steerd-client honours STEERD_HOST/STEERD_PORT, names unknown flags, has
  *     per-command --help, says what a bad value may be, hints on a timeout,
  *     and its shell prompts (on a terminal), helps and quits; query prints the
- *     agent with its tuning (avoidance and stuck detection).
+ *     agent with its tuning (avoidance and stuck detection); list prints the agents
+ *     with behaviour, owner and position; params sets limits, parameters and tuning;
+ *     bots despawn their agents when they leave.
  *
  * The real binaries as child processes on 127.0.0.1. */
 #define _GNU_SOURCE /* posix_openpt, ptsname */
@@ -133,6 +137,70 @@ START_TEST(a_bad_value_says_what_is_allowed) {
     ck_assert_msg(strstr(buf, cases[i].expect) != NULL, "%s %s: %s", cases[i].flag, cases[i].value, buf);
     ck_assert_ptr_nonnull(strstr(buf, cases[i].value));
     free(buf);
+  }
+}
+END_TEST
+
+/* ---- the anonymous role ------------------------------------------------------------------ */
+
+/* The role steerd_config_parse gives anonymous clients for argv (NULL-terminated, argv[0]
+ * included); *dev is 1 when it is the loopback development default. */
+static int parsed_role(char **argv, int *dev) {
+  int argc = 0;
+  while (argv[argc])
+    argc++;
+  steerd_config c;
+  steerd_config_default(&c);
+  ck_assert_int_eq(steerd_config_parse(&c, argc, argv, stderr), 0);
+  *dev = c.anonymous_role_dev;
+  return c.anonymous_role;
+}
+
+START_TEST(anonymous_clients_are_admins_only_on_loopback_without_a_secret) {
+  int dev;
+  char *plain[] = {"steerd", NULL};
+  ck_assert_int_eq(parsed_role(plain, &dev), STEERD_ROLE_ADMIN);
+  ck_assert_int_eq(dev, 1);
+  char *localhost[] = {"steerd", "--bind", "localhost", NULL};
+  ck_assert_int_eq(parsed_role(localhost, &dev), STEERD_ROLE_ADMIN);
+  /* Asked for, the role is what was asked, by flag or by environment. */
+  char *asked[] = {"steerd", "--anonymous-role", "controller", NULL};
+  ck_assert_int_eq(parsed_role(asked, &dev), STEERD_ROLE_CONTROLLER);
+  ck_assert_int_eq(dev, 0);
+  ck_assert_int_eq(setenv("STEERD_ANONYMOUS_ROLE", "observer", 1), 0);
+  ck_assert_int_eq(parsed_role(plain, &dev), STEERD_ROLE_OBSERVER);
+  ck_assert_int_eq(dev, 0);
+  ck_assert_int_eq(unsetenv("STEERD_ANONYMOUS_ROLE"), 0);
+  /* Reachable from elsewhere, or with a secret, anonymous clients stay controllers. */
+  char *everywhere[] = {"steerd", "--bind", "0.0.0.0", "--insecure", NULL};
+  ck_assert_int_eq(parsed_role(everywhere, &dev), STEERD_ROLE_CONTROLLER);
+  ck_assert_int_eq(dev, 0);
+  ck_assert_int_eq(setenv("STEERD_SECRET", "a secret of more than sixteen bytes", 1), 0);
+  ck_assert_int_eq(parsed_role(plain, &dev), STEERD_ROLE_CONTROLLER);
+  ck_assert_int_eq(dev, 0);
+  ck_assert_int_eq(unsetenv("STEERD_SECRET"), 0);
+}
+END_TEST
+
+/* ---- --version ---------------------------------------------------------------------------- */
+
+START_TEST(every_program_prints_its_version) {
+  static const struct {
+    const char *rel, *expect;
+  } programs[] = {
+      {"server/steerd", "steerd " STEERD_PROJECT_VERSION " (protocol 1)\n"},
+      {"client-sample/steerd-client", "steerd-client " STEERD_PROJECT_VERSION " (protocol 1)\n"},
+      {"server/steerd-demo", "steerd-demo " STEERD_PROJECT_VERSION "\n"},
+      {"tools/mapgen/mapgen", "mapgen " STEERD_PROJECT_VERSION "\n"},
+      {"tools/impair/steerd-impair", "steerd-impair " STEERD_PROJECT_VERSION "\n"},
+  };
+  for (size_t i = 0; i < sizeof programs / sizeof programs[0]; i++) {
+    run_result r;
+    char *argv[] = {"", "--version", NULL};
+    run(&r, programs[i].rel, argv, NULL, NULL, 10000);
+    ck_assert_msg(r.status == 0, "%s --version: status %d, %s", programs[i].rel, r.status, r.err);
+    ck_assert_str_eq(r.out, programs[i].expect);
+    ck_assert_str_eq(r.err, "");
   }
 }
 END_TEST
@@ -335,15 +403,124 @@ START_TEST(client_shell_prompts_on_a_terminal) {
 }
 END_TEST
 
+/* list: the agents of a snapshot by id, with their behaviour, owner and position. */
+START_TEST(client_cli_lists_agents) {
+  steerd_proc s;
+  const char *const extra[] = {"--no-demo", NULL};
+  server_start(&s, extra);
+  char port[32];
+  snprintf(port, sizeof port, "STEERD_PORT=%u", (unsigned)s.port);
+  const char *const env[] = {port, NULL};
+  run_result r;
+  char *shell[] = {"", "shell", NULL};
+  run(&r, CLI, shell, env,
+      "spawn --model dynamic --x 1 --y 2\nspawn --model dynamic --x -3.5 --y 4\n"
+      "spawn --model dynamic --x 0 --y 0 --behaviour wander\nlist\n",
+      8000);
+  ck_assert_msg(r.status == 2, "shell: %d %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "list is not available in a shell") != NULL, "%s", r.err);
+  /* Agents outlive their anonymous owner (client 1) under --orphan-policy keep. */
+  char *list[] = {"", "list", NULL};
+  run(&r, CLI, list, env, NULL, 8000);
+  ck_assert_msg(r.status == 0, "list: %s", r.err);
+  const char *head = "id         behaviour          owner             x          y\n"
+                     "4194304    none               1              1.00       2.00\n"
+                     "4194305    none               1             -3.50       4.00\n"
+                     "4194306    wander             1    ";
+  ck_assert_msg(strncmp(r.out, head, strlen(head)) == 0, "list printed: %s", r.out);
+  ck_assert_str_eq(r.err, "steerd-client list: 3 agents in the snapshot, 3 listed, 0 despawned meanwhile\n");
+  char *two[] = {"", "list", "--limit", "2", NULL};
+  run(&r, CLI, two, env, NULL, 8000);
+  ck_assert_msg(r.status == 0, "list --limit 2: %s", r.err);
+  ck_assert_str_eq(r.out, "id         behaviour          owner             x          y\n"
+                          "4194304    none               1              1.00       2.00\n"
+                          "4194305    none               1             -3.50       4.00\n");
+  ck_assert_str_eq(r.err, "steerd-client list: 3 agents in the snapshot, 2 listed, 0 despawned meanwhile "
+                          "(--limit N lists more)\n");
+  char *bad[] = {"", "list", "--limit", "0", NULL};
+  run(&r, CLI, bad, env, NULL, 8000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "bad --limit '0'") != NULL, "%s", r.err);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+/* params: SET_PARAMS from KEY=VALUE pairs; what it cannot send, and what the server refuses. */
+START_TEST(client_cli_sets_params) {
+  steerd_proc s;
+  const char *const extra[] = {"--no-demo", NULL};
+  server_start(&s, extra);
+  char port[32];
+  snprintf(port, sizeof port, "STEERD_PORT=%u", (unsigned)s.port);
+  const char *const env[] = {port, NULL};
+  run_result r;
+  char *shell[] = {"", "shell", NULL};
+  run(&r, CLI, shell, env,
+      "spawn --model dynamic --x 1 --y 2\n"
+      "params 4194304 --set \"max_speed=2,avoid_weight=1.5,avoid_priority=3,stuck_reaction=nudge\"\n"
+      "query 4194304\n",
+      8000);
+  ck_assert_msg(r.status == 0, "shell: %s", r.err);
+  ck_assert_msg(strstr(r.out, "agent 4194304: parameters set\n") != NULL, "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\"max_speed\":2,") != NULL, "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\"avoid_weight\":1.5,") != NULL, "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\"avoid_priority\":3,") != NULL, "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\"stuck_reaction\":\"nudge\"") != NULL, "%s", r.out);
+  /* A key it does not know, or a pair without a value: usage, nothing sent. */
+  char *unknown[] = {"", "params", "4194304", "--set", "speed=1", NULL};
+  run(&r, CLI, unknown, env, NULL, 8000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "cannot set 'speed' to 1") != NULL, "%s", r.err);
+  char *novalue[] = {"", "params", "4194304", "--set", "max_speed", NULL};
+  run(&r, CLI, novalue, env, NULL, 8000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "cannot set 'max_speed' (KEY=VALUE)") != NULL, "%s", r.err);
+  /* A value out of range is the server's to refuse, with the field. */
+  run(&r, CLI, shell, env, "spawn --model dynamic --x 0 --y 0\nparams 4194305 --set max_speed=-1\n", 8000);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(strstr(r.err, "BAD_FIELD") != NULL && strstr(r.err, "(field limits.max_speed)") != NULL, "%s",
+                r.err);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
+/* bots: a load run leaves the world as it found it (anonymous owners never come back, so
+ * agents left behind would stay for good under --orphan-policy keep). */
+START_TEST(client_cli_bots_leave_no_agents) {
+  steerd_proc s;
+  const char *const extra[] = {"--no-demo", NULL};
+  server_start(&s, extra);
+  char port[32];
+  snprintf(port, sizeof port, "STEERD_PORT=%u", (unsigned)s.port);
+  const char *const env[] = {port, NULL};
+  run_result r;
+  char *bots[] = {"", "bots", "3", "--seconds", "1", NULL};
+  run(&r, CLI, bots, env, NULL, 30000);
+  ck_assert_msg(r.status == 0, "bots: %s", r.err);
+  ck_assert_msg(strstr(r.err, "steerd-client bots: despawned the bots' ") != NULL, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "still waited") == NULL, "%s", r.err);
+  char *list[] = {"", "list", NULL};
+  run(&r, CLI, list, env, NULL, 8000);
+  ck_assert_msg(r.status == 0, "list: %s", r.err);
+  ck_assert_str_eq(r.err, "steerd-client list: 0 agents in the snapshot, 0 listed, 0 despawned meanwhile\n");
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
 static Suite *operators_suite(void) {
   Suite *s = suite_create("operators");
   TCase *tc = check_tcase(s, "operators", 60);
   tcase_add_test(tc, every_loopback_address_is_loopback);
   tcase_add_test(tc, a_bad_value_says_what_is_allowed);
+  tcase_add_test(tc, anonymous_clients_are_admins_only_on_loopback_without_a_secret);
+  tcase_add_test(tc, every_program_prints_its_version);
   tcase_add_test(tc, no_state_file_line_only_when_the_server_starts);
   tcase_add_test(tc, a_disconnect_and_a_timeout_are_told_apart);
   tcase_add_test(tc, client_cli_names_what_is_wrong);
   tcase_add_test(tc, client_cli_environment_and_shell);
+  tcase_add_test(tc, client_cli_lists_agents);
+  tcase_add_test(tc, client_cli_sets_params);
+  tcase_add_test(tc, client_cli_bots_leave_no_agents);
   tcase_add_test(tc, client_shell_prompts_on_a_terminal);
   return s;
 }

@@ -1,8 +1,8 @@
 /* hello_steerd.c: the smallest useful libsteerd-client program, built against
  * the installed library:
  *
- *   cc hello_steerd.c $(pkg-config --cflags --libs steerd-client) -o hello_steerd
- *   ./hello_steerd 127.0.0.1 7777 [TOKEN]
+ *   cc hello_steerd.c $(pkg-config --cflags --libs steerd-client) -lm -o hello_steerd
+ *   ./hello_steerd [HOST [PORT [TOKEN]]]    (else STEERD_HOST, STEERD_PORT, STEERD_TOKEN)
  *
  * It spawns two agents, sends one to seek a point and the other along a path,
  * then runs a 60 Hz "render loop" for three seconds: update the network, poll
@@ -56,9 +56,27 @@ static const steerdc_agent_state *find(const steerdc_agent_state *s, int n, uint
   return NULL;
 }
 
+/* An argument, else the environment variable the steerd programs share, else a default. */
+static const char *arg_or_env(int argc, char **argv, int i, const char *env, const char *fallback) {
+  if (argc > i)
+    return argv[i];
+  const char *v = getenv(env);
+  return v != NULL && *v != '\0' ? v : fallback;
+}
+
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: hello_steerd HOST PORT [TOKEN]\n");
+  if (argc > 4 || (argc > 1 && argv[1][0] == '-')) {
+    fprintf(stderr, "usage: hello_steerd [HOST [PORT [TOKEN]]]\n"
+                    "  defaults: STEERD_HOST or 127.0.0.1, STEERD_PORT or 7777, STEERD_TOKEN or none\n");
+    return 2;
+  }
+  const char *host = arg_or_env(argc, argv, 1, "STEERD_HOST", "127.0.0.1");
+  const char *port_text = arg_or_env(argc, argv, 2, "STEERD_PORT", "7777");
+  const char *token = arg_or_env(argc, argv, 3, "STEERD_TOKEN", NULL);
+  char *port_end;
+  unsigned long port = strtoul(port_text, &port_end, 10);
+  if (*port_text == '\0' || *port_end != '\0' || port == 0 || port > 65535) {
+    fprintf(stderr, "hello_steerd: the port is '%s'; it needs one in 1..65535\n", port_text);
     return 2;
   }
   if (steerdc_version() >> 16 != STEERDC_VERSION_MAJOR) {
@@ -72,7 +90,7 @@ int main(int argc, char **argv) {
   steerdc_client *c = steerdc_create(&cfg);
   if (c == NULL)
     return fail("create", STEERDC_ENOMEM);
-  int r = steerdc_connect(c, argv[1], (uint16_t)atoi(argv[2]), "hello_steerd", argc > 3 ? argv[3] : NULL);
+  int r = steerdc_connect(c, host, (uint16_t)port, "hello_steerd", token);
   if (r < 0)
     return fail("connect", r);
   steerdc_welcome w;

@@ -310,7 +310,9 @@ class Server:
         self.lines = []
         self.port = None
         self.lock = threading.Lock()
+        # Controllers unless a case asks for admin: ownership is part of what the spec says.
         args = [binary, "--bind", HOST, "--port", "0", "--http-port", "0", "--no-demo",
+                "--anonymous-role", "controller",
                 "--tick-rate", str(TICK_RATE), "--snapshot-rate", str(SNAPSHOT_RATE),
                 "--world", ",".join("%g" % v for v in WORLD),
                 "--client-timeout", "10000", "--log-level", "info"] + list(extra)

@@ -62,9 +62,12 @@ int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *ext
   int fd = mkstemp(p->log_path);
   if (fd < 0)
     return -1;
-  const char *argv[40] = {binary, "--bind", "127.0.0.1", "--port", "0", "--http-port", "0"};
-  int argc = 7, http = 0;
-  for (int i = 0; extra && extra[i] && argc < 39; i++) {
+  /* Controllers, as on a server with tokens, unless a test asks for another role: the loopback
+   * development default (admin) would hide every ownership and role check. */
+  const char *argv[48] = {binary,        "--bind", "127.0.0.1",        "--port",    "0",
+                          "--http-port", "0",      "--anonymous-role", "controller"};
+  int argc = 9, http = 0;
+  for (int i = 0; extra && extra[i] && argc < 47; i++) {
     if (strcmp(extra[i], "--http-port") == 0 && extra[i + 1])
       http = strcmp(extra[i + 1], "0") != 0;
     argv[argc++] = extra[i];

@@ -14,7 +14,7 @@ typedef struct steerd_proc {
   char log_path[64];
 } steerd_proc;
 
-/* Starts `binary --bind 127.0.0.1 --port 0 --http-port 0 <extra...>` (extra is
+/* Starts `binary --bind 127.0.0.1 --port 0 --http-port 0 --anonymous-role controller <extra...>` (extra is
  * NULL-terminated, may be NULL; a later flag wins, so "--http-port", "auto"
  * opens an ephemeral HTTP port: parallel tests never share a fixed one) and
  * waits up to timeout_ms for its "listening on <address>:<port>" line (and its

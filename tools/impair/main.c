@@ -40,6 +40,7 @@ static const char usage[] =
     "  --idle-timeout MS     forget a client silent this long (30000)\n"
     "  --max-queued N        delayed datagrams held per direction; more are dropped (4096)\n"
     "  -h, --help            this text\n"
+    "  --version             the version, alone\n"
     "\n"
     "Example: a server on 7777 seen through 5% loss and 100 ms +- 20 ms each way,\n"
     "clients connecting to 127.0.0.1:7778:\n"
@@ -267,6 +268,10 @@ static void on_signal(uv_signal_t *s, int signum) {
 static void on_stop_timer(uv_timer_t *t) { stop(t->data); }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    printf("steerd-impair %s\n", STEERD_VERSION);
+    return 0;
+  }
   options o;
   memset(&o, 0, sizeof o);
   o.cfg = steerd_impair_default_config();

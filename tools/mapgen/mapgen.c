@@ -15,7 +15,8 @@
 #include "kinds.h"
 
 static int usage(void) {
-  fprintf(stderr, "usage: mapgen maze|rooms|random|mixed SEED OUT.map OUT.scen [problems (1000)]\n");
+  fprintf(stderr, "usage: mapgen maze|rooms|random|mixed SEED OUT.map OUT.scen [problems (1000)]\n"
+                  "       mapgen --version\n");
   return 2;
 }
 
@@ -35,6 +36,10 @@ static int write_file(const char *path, const mapgen_map *m, const char *map_nam
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    printf("mapgen %s\n", STEERD_VERSION);
+    return 0;
+  }
   if (argc < 5 || argc > 6)
     return usage();
   int kind = mapgen_kind_parse(argv[1]);
