@@ -46,6 +46,7 @@ static int server_stop(server_proc *s) {
 /* ---- a recording client ---------------------------------------------------------- */
 
 #define MAX_EVENTS 256
+#define HIST       16
 #define MAX_TRACK  4096
 
 typedef struct pose_sample {
@@ -67,8 +68,12 @@ typedef struct recorder {
   uint64_t last_time_us;
   uint32_t last_count;
   uint32_t last_parts;
-  /* one frame kept whole, for comparing clients */
-  uint64_t keep_tick;
+  /* the last HIST frames' first poses, for comparing clients */
+  uint64_t hist_tick[HIST];
+  uint32_t hist_count[HIST];
+  proto_pose hist[HIST][64];
+  uint32_t hist_next;
+  /* one frame kept whole */
   int keep_next; /* keep the next frame whatever its tick */
   proto_pose kept[64];
   uint32_t kept_count;
@@ -87,7 +92,11 @@ static void on_frame(void *user, const steerd_client_frame *f) {
   r->last_time_us = f->server_time_us;
   r->last_count = f->count;
   r->last_parts = f->part_count;
-  if (f->tick == r->keep_tick || r->keep_next) {
+  uint32_t h = r->hist_next++ % HIST;
+  r->hist_tick[h] = f->tick;
+  r->hist_count[h] = f->count < 64 ? f->count : 64;
+  memcpy(r->hist[h], f->poses, r->hist_count[h] * sizeof(proto_pose));
+  if (r->keep_next) {
     r->keep_next = 0;
     r->kept_count = f->count < 64 ? f->count : 64;
     memcpy(r->kept, f->poses, r->kept_count * sizeof(proto_pose));
@@ -181,6 +190,48 @@ static void pump(recorder *r, uint32_t ms) {
   uint64_t end = now_ms() + ms;
   while (now_ms() < end)
     steerd_client_service(r->client, 5);
+}
+
+/* Services the client until it has kept a frame (keep_next), or
+ * for timeout_ms at most. */
+static void pump_until_kept(recorder *r, uint32_t timeout_ms) {
+  uint64_t end = now_ms() + timeout_ms;
+  while (r->kept_count == 0 && now_ms() < end)
+    steerd_client_service(r->client, 5);
+}
+
+/* Services the client until it has seen n more frames, or for timeout_ms at most. */
+static void pump_frames(recorder *r, uint64_t n, uint32_t timeout_ms) {
+  uint64_t end = now_ms() + timeout_ms, want = r->frames + n;
+  while (r->frames < want && now_ms() < end)
+    steerd_client_service(r->client, 5);
+}
+
+/* A client's rate counted by the server's clock: the frames stamped after the
+ * last one seen now (span_start), against 20 Hz over the same span of server
+ * time (span_check), so frames the test reads late count in full. */
+static void span_start(recorder *r) {
+  r->span_from_us = r->last_time_us;
+  r->span_to_us = UINT64_MAX;
+  r->span_frames = 0;
+}
+
+/* The frames a client gets over the next us of the server's clock (serviced
+ * for timeout_ms at most). */
+static uint64_t frames_over(recorder *r, uint64_t us, uint32_t timeout_ms) {
+  r->span_from_us = r->last_time_us;
+  r->span_to_us = r->last_time_us + us;
+  r->span_frames = 0;
+  uint64_t end = now_ms() + timeout_ms;
+  while (r->last_time_us < r->span_to_us && now_ms() < end)
+    steerd_client_service(r->client, 5);
+  return r->span_frames;
+}
+
+static void span_check(const recorder *r, const char *who) {
+  uint64_t us = r->last_time_us - r->span_from_us, want = us / 50000u;
+  ck_assert_msg(r->span_frames + 2u >= want, "%s: %llu frames in %.2f s of the server's clock at 20 Hz", who,
+                (unsigned long long)r->span_frames, (double)us / 1e6);
 }
 
 /* Services until an event of `code` for `agent` at index >= from arrives;
@@ -326,18 +377,24 @@ START_TEST(two_clients_see_identical_snapshots) {
   recorder a, b;
   recorder_connect(&a, &s, "a");
   recorder_connect(&b, &s, "b");
-  pump(&a, 300);
-  pump(&b, 10);
-  uint64_t tick = a.last_tick + 30; /* a second ahead: both will see it */
-  a.keep_tick = b.keep_tick = tick;
-  uint64_t end = now_ms() + 4000;
-  while ((a.kept_count == 0 || b.kept_count == 0) && now_ms() < end) {
+  /* Both serviced for a while; then a tick both have among their last frames
+   * (the latest one) is compared pose for pose. */
+  uint64_t end = now_ms() + 1000;
+  while (now_ms() < end || a.frames < HIST || b.frames < HIST) {
     steerd_client_service(a.client, 2);
     steerd_client_service(b.client, 2);
+    ck_assert_msg(now_ms() < end + 5000, "snapshots stopped: %llu and %llu frames",
+                  (unsigned long long)a.frames, (unsigned long long)b.frames);
   }
-  ck_assert_uint_gt(a.kept_count, 10);
-  ck_assert_uint_eq(a.kept_count, b.kept_count);
-  ck_assert_int_eq(memcmp(a.kept, b.kept, a.kept_count * sizeof(proto_pose)), 0);
+  int ia = -1, ib = -1;
+  for (int i = 0; i < HIST; i++)
+    for (int j = 0; j < HIST; j++)
+      if (a.hist_tick[i] == b.hist_tick[j] && (ia < 0 || a.hist_tick[i] > a.hist_tick[ia]))
+        ia = i, ib = j;
+  ck_assert_msg(ia >= 0, "no tick among the last %d frames of both", HIST);
+  ck_assert_uint_gt(a.hist_count[ia], 10);
+  ck_assert_uint_eq(a.hist_count[ia], b.hist_count[ib]);
+  ck_assert_int_eq(memcmp(a.hist[ia], b.hist[ib], a.hist_count[ia] * sizeof(proto_pose)), 0);
   recorder_close(&a);
   recorder_close(&b);
   server_stop(&s);
@@ -447,6 +504,17 @@ static int raw_wait_disconnect(raw_client *rc, uint32_t ms) {
   return rc->gone ? (int)rc->reason : -1;
 }
 
+/* Packets of each flood per turn of the test's loop (a turn also services the
+ * good client for up to 5 ms): some 3 000 a second of each. The unoptimised
+ * build with sanitizers (the same as the server's) runs the server's handling
+ * of each some 20 times slower, so it is flooded a quarter as hard: still
+ * every refusal and drop below, at a load it can answer. */
+#if defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
+#define FLOOD_BATCH 5
+#else
+#define FLOOD_BATCH 20
+#endif
+
 START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
   server_proc s;
   server_start(&s, NULL);
@@ -472,12 +540,19 @@ START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
   /* For two seconds: a welcomed peer floods valid commands (refused beyond its
    * rate) while peer after peer floods garbage until it is dropped; the good
    * client counts its frames meanwhile. */
+  /* The good client's frames are counted by the server's clock over 2 s (40
+   * snapshots at 20 Hz), so frames the test's own busy loop reads late still
+   * count; first with no flood (the control, at the machine's load now), then
+   * over the 2 s that follow the flood's start. */
+  pump(&good, 100);
+  /* Once the server has settled (an unoptimised build's start-up, with the
+   * demo's mesh and its landmarks computed, can hold the first seconds'
+   * snapshots back). */
+  for (int i = 0; i < 10 && frames_over(&good, 1000000u, 3000) < 18u; i++)
+    ;
+  uint64_t control = frames_over(&good, 2000000u, 5000);
   recorder flooder;
   recorder_connect(&flooder, &s, "flooder");
-  /* The good client's frames are counted by the server's clock over the 2 s
-   * (40 snapshots at 20 Hz) that follow the flood's start, so frames the test's
-   * own busy loop reads late still count; the server's pace is checked apart. */
-  pump(&good, 100);
   good.span_from_us = good.last_time_us;
   good.span_to_us = good.last_time_us + 2000000;
   uint64_t end = now_ms() + 2000;
@@ -486,14 +561,14 @@ START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
   int g_open = 0;
   while (now_ms() < end) {
     proto_command ping = command(PROTO_MSG_PING);
-    for (int i = 0; i < 20; i++, commands_sent++)
+    for (int i = 0; i < FLOOD_BATCH; i++, commands_sent++)
       steerd_client_send(flooder.client, &ping, NULL);
     steerd_client_service(flooder.client, 0);
     if (!g_open) {
       raw_connect(&g, s.port);
       g_open = 1;
     }
-    for (int i = 0; i < 20; i++, garbage_sent++)
+    for (int i = 0; i < FLOOD_BATCH; i++, garbage_sent++)
       steerd_raw_send_bytes(&g, garbage, sizeof(garbage), ENET_PACKET_FLAG_RELIABLE);
     steerd_raw_pump(&g, 0, NULL, NULL);
     if (g.gone) {
@@ -514,9 +589,15 @@ START_TEST(malformed_messages_get_errors_and_others_keep_full_rate) {
   ck_assert_msg(good.last_time_us >= good.span_to_us,
                 "the server's clock reached %.2f s of 2 s in 3 s of flood and drain",
                 (double)(good.last_time_us - good.span_from_us) / 1e6);
-  ck_assert_msg(good.span_frames >= 36,
-                "good client got %llu frames of 2 s at 20 Hz while %u garbage packets and %u commands flew",
-                (unsigned long long)good.span_frames, garbage_sent, commands_sent);
+  /* As many as without the flood, but for a few (a loaded machine's control
+   * may itself fall short of 40). */
+  ck_assert_msg(control >= 20, "good client got %llu frames in 2 s of the server's clock with no flood",
+                (unsigned long long)control);
+  ck_assert_msg(
+      good.span_frames + 4u >= (control < 40u ? control : 40u),
+      "good client got %llu frames of 2 s at 20 Hz (%llu with no flood) while %u garbage packets and %u "
+      "commands flew",
+      (unsigned long long)good.span_frames, (unsigned long long)control, garbage_sent, commands_sent);
   ck_assert_uint_gt(commands_sent, 1000);
   ck_assert_uint_ge(dropped, 3); /* garbage peers were dropped one after the other */
   pump(&flooder, 300);
@@ -693,10 +774,10 @@ START_TEST(observers_command_nothing) {
   server_start(&s, args);
   recorder o;
   recorder_connect_as(&o, &s, "watcher", STEERD_ROLE_OBSERVER);
-  pump(&o, 300);
+  pump_frames(&o, 3, 5000);
   ck_assert_uint_gt(o.frames, 2); /* snapshots flow */
   o.keep_next = 1;
-  pump(&o, 200);
+  pump_until_kept(&o, 5000);
   ck_assert_uint_gt(o.kept_count, 0);
   proto_command c = command(PROTO_MSG_SPAWN);
   c.spawn.model = STEER_MODEL_DYNAMIC;
@@ -736,8 +817,8 @@ START_TEST(every_class_of_bad_input_gets_its_error) {
   recorder_connect(&good, &s, "good");
   recorder_connect(&r, &s, "clumsy");
   steer_id a = spawn_dynamic(&r, 0.0f, 0.0f);
-  pump(&good, 200);
-  uint64_t frames0 = good.frames, t0 = now_ms();
+  pump_frames(&good, 2, 5000);
+  span_start(&good);
   struct {
     proto_command c;
     int code;
@@ -835,10 +916,7 @@ START_TEST(every_class_of_bad_input_gets_its_error) {
   ck_assert_int_eq(reply.ack.query.path_node, -1);
   /* The other client kept its full rate throughout. */
   pump(&good, 500);
-  uint64_t ms = now_ms() - t0;
-  uint64_t want = ms * 20 / 1000;
-  ck_assert_msg(good.frames - frames0 + 2 >= want, "good client: %llu frames in %llu ms at 20 Hz",
-                (unsigned long long)(good.frames - frames0), (unsigned long long)ms);
+  span_check(&good, "good client");
   recorder_close(&r);
   recorder_close(&good);
   server_stop(&s);
@@ -1095,7 +1173,7 @@ START_TEST(only_the_owner_commands_an_agent) {
   ck_assert_uint_eq(expect_ack(&admin, &c), mine);
   /* The demo's agents (owner 0) are the server's: only admins command them. */
   b.keep_next = 1;
-  pump(&b, 300);
+  pump_until_kept(&b, 5000);
   ck_assert_uint_gt(b.kept_count, 0);
   c = command(PROTO_MSG_QUERY);
   c.query.agent = b.kept[0].id;
