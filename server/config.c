@@ -108,10 +108,18 @@ static const option_def options[] = {
     {"--client-rate-kbps", "STEERD_CLIENT_RATE_KBPS", OPT_U32, OFF(client_rate_kbps), 0, 1000000,
      "delta snapshots: kbit/s of DELTA payload per client on average, 0 = no limit (120)"},
     {"--full-rate-kbps", "STEERD_FULL_RATE_KBPS", OPT_U32, OFF(full_rate_kbps), 0, 10000000,
-     "full snapshots: kbit/s per client on average; a bigger snapshot goes whole, less often; 0 = no limit (48000)"},
+     "full snapshots: kbit/s per client on average; a bigger snapshot goes whole, less often; 0 = no limit "
+     "(48000)"},
+    {"--send-budget-kbps", "STEERD_SEND_BUDGET_KBPS", OPT_U32, OFF(send_budget_kbps), 0, 100000000,
+     "snapshots: kbit/s of all clients together; beyond it every client gets fewer snapshots, fairly; "
+     "0 = no limit (200000)"},
+    {"--send-budget-us", "STEERD_SEND_BUDGET_US", OPT_U32, OFF(send_budget_us), 0, 1000000,
+     "snapshots: loop time per snapshot round for encoding and queueing them, us; 0 = no limit (15000)"},
     {"--delta-pool", "STEERD_DELTA_POOL", OPT_U32, OFF(delta_pool), 0, 1u << 30,
-     "delta snapshots: agent records of all clients' frames, the server-wide cap (64 B each, taken as needed); "
-     "each client keeps its frames within a quota of 10 x --max-agents; 0 = every slot's reserve + quotas for "
+     "delta snapshots: agent records of all clients' frames, the server-wide cap (64 B each, taken as "
+     "needed); "
+     "each client keeps its frames within a quota of 10 x --max-agents; 0 = every slot's reserve + quotas "
+     "for "
      "a quarter of --max-clients (0)"},
     {"--http-bind", "STEERD_HTTP_BIND", OPT_STRING, OFF(http_bind), 0, 0,
      "address of the HTTP port: metrics, health, live view (127.0.0.1; 0.0.0.0 in the container)"},
@@ -171,6 +179,8 @@ void steerd_config_default(steerd_config *c) {
   c->snapshot_budget = 1200;
   c->client_rate_kbps = 120;
   c->full_rate_kbps = 48000;
+  c->send_budget_kbps = 200000;
+  c->send_budget_us = 15000;
   c->delta_pool = 0;
   strcpy(c->http_bind, "127.0.0.1");
   c->http_port = 7780;
@@ -400,7 +410,8 @@ static int apply(steerd_config *c, const option_def *o, const char *value) {
     *(int32_t *)(base + o->offset) = (int32_t)u;
     return 0;
   case OPT_NAV: {
-    int k = strcmp(value, "mesh") == 0 ? STEER_NAV_MESH : (strcmp(value, "graph") == 0 ? STEER_NAV_GRAPH : -1);
+    int k =
+        strcmp(value, "mesh") == 0 ? STEER_NAV_MESH : (strcmp(value, "graph") == 0 ? STEER_NAV_GRAPH : -1);
     if (k < 0)
       return -1;
     *(int *)(base + o->offset) = k;
@@ -461,8 +472,8 @@ static const char *allowed_text(const option_def *o, char *buf, size_t cap) {
 
 static void bad_value(FILE *err, const option_def *o, const char *name, const char *value) {
   char buf[96];
-  fprintf(err, "steerd: bad value '%s' for %s: allowed is %s (%s)\n", value, name, allowed_text(o, buf, sizeof buf),
-          o->help);
+  fprintf(err, "steerd: bad value '%s' for %s: allowed is %s (%s)\n", value, name,
+          allowed_text(o, buf, sizeof buf), o->help);
 }
 
 int steerd_config_parse(steerd_config *c, int argc, char **argv, FILE *err) {

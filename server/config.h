@@ -44,12 +44,13 @@ typedef struct steerd_config {
   int orphan_policy;       /* steerd_orphan_policy (STEERD_ORPHAN_POLICY, keep) */
   uint32_t orphan_grace_s; /* s before a gone client's agents are despawned (STEERD_ORPHAN_GRACE, 30) */
   uint32_t
-      hello_timeout_ms;   /* a peer without WELCOME is dropped after this (STEERD_HELLO_TIMEOUT_MS, 3000) */
-  uint32_t max_pending;   /* connections not yet WELCOMEd, beside max_clients (STEERD_MAX_PENDING, 16) */
-  uint32_t client_queue_kb; /* reliable KB queued to one peer before it is dropped (STEERD_CLIENT_QUEUE_KB, 256) */
-  uint32_t garbage_limit; /* malformed packets per 10 s before ABUSE (STEERD_GARBAGE_LIMIT, 20) */
-  uint32_t rate_limit;    /* commands per second per peer (STEERD_RATE_LIMIT, 50) */
-  uint32_t rate_burst;    /* token bucket size (STEERD_RATE_BURST, 100) */
+      hello_timeout_ms; /* a peer without WELCOME is dropped after this (STEERD_HELLO_TIMEOUT_MS, 3000) */
+  uint32_t max_pending; /* connections not yet WELCOMEd, beside max_clients (STEERD_MAX_PENDING, 16) */
+  uint32_t
+      client_queue_kb; /* reliable KB queued to one peer before it is dropped (STEERD_CLIENT_QUEUE_KB, 256) */
+  uint32_t garbage_limit;         /* malformed packets per 10 s before ABUSE (STEERD_GARBAGE_LIMIT, 20) */
+  uint32_t rate_limit;            /* commands per second per peer (STEERD_RATE_LIMIT, 50) */
+  uint32_t rate_burst;            /* token bucket size (STEERD_RATE_BURST, 100) */
   uint32_t max_agents_per_client; /* agents one identity may own (STEERD_MAX_AGENTS_PER_CLIENT, 1000) */
   uint32_t max_path_points;       /* points of one path, <= 256 (STEERD_MAX_PATH_POINTS, 64) */
 
@@ -63,6 +64,10 @@ typedef struct steerd_config {
                                 (STEERD_DELTA_POOL, 0) */
   uint32_t full_rate_kbps;   /* SNAPSHOT kbit/s per full-snapshot client on average, 0: none
                                 (STEERD_FULL_RATE_KBPS, 48000) */
+  uint32_t send_budget_kbps; /* snapshot payload kbit/s of all clients together, 0: none
+                                (STEERD_SEND_BUDGET_KBPS, 200000) */
+  uint32_t send_budget_us;   /* loop time per snapshot round encoding and queueing it, us, 0: none
+                                (STEERD_SEND_BUDGET_US, 15000) */
 
   /* Crash-safe world state (README "Keeping the world across restarts"). */
   char state_file[STEERD_PATH_BYTES]; /* checkpoint file, restored at start (STEERD_STATE, none) */

@@ -45,11 +45,18 @@
 /* Events per client per message: a client's events wait in its
  * slot and go as one EVENTS message per wake-up (or sooner when CLIENT_EVENTS
  * are waiting, or before a reply to it, so the order of replies and events
- * stays as it was). A client with more than event_backlog bytes queued is
+ * stays as it was). A client with more than its event_share bytes queued is
  * behind: its events are dropped and counted (EVENTS "lost"), and it learns
- * the current state from the snapshots, not from a backlog. */
-#define CLIENT_EVENTS 256
-#define LOG_BURST     20
+ * the current state from the snapshots, not from a backlog. The share is
+ * event_backlog, or with many clients EVENTS_IN_FLIGHT split evenly, but at
+ * least EVENTS_SHARE_MIN (one full EVENTS message): every reliable fragment
+ * in flight comes back as an acknowledgement, and 200 clients 64 KB behind
+ * each overflowed the server's socket buffer with them in a burst of spawns,
+ * losing every client's commands and pings with them. */
+#define CLIENT_EVENTS    256
+#define EVENTS_IN_FLIGHT (1024u * 1024u)
+#define EVENTS_SHARE_MIN (4u * 1024u)
+#define LOG_BURST        20
 
 /* Packets kept while a tick waits for a navigation graph (plan_wait_service),
  * at most: beyond them ENet is left alone until the tick ends, and what the
@@ -87,15 +94,26 @@ typedef struct client {
   uint32_t last_rx_ms;        /* ENet's time of the peer's last datagram, copied every tick (ENet clears
                                  it before reporting a disconnect): a timeout follows a long silence */
   /* Bounded replies (client_queue(), send_error()). */
-  size_t queued;              /* reliable bytes queued to the peer: an upper bound, exact after a measure */
-  int overflowed;             /* over --client-queue-kb: nothing more is queued; it is dropped soon */
-  uint32_t errors_unwelcomed; /* ERRORs sent before WELCOME: only the first goes out */
-  uint32_t ev_count;          /* events waiting in its slot of s->events (flush_events()) */
-  uint32_t ev_lost;           /* events dropped since its last EVENT/EVENTS: it was behind */
+  size_t queued;               /* reliable bytes queued to the peer: an upper bound, exact after a measure */
+  int overflowed;              /* over --client-queue-kb: nothing more is queued; it is dropped soon */
+  uint32_t errors_unwelcomed;  /* ERRORs sent before WELCOME: only the first goes out */
+  uint32_t ev_count;           /* events waiting in its slot of s->events (flush_events()) */
+  uint32_t ev_lost;            /* events dropped since its last EVENT/EVENTS: it was behind */
+  uint64_t measured_pass;      /* s->service_pass when queued was last measured for client_behind() */
   steerd_bytebucket full_rate; /* full snapshots: --full-rate-kbps (send_snapshot()) */
   int full_due;                /* takes this snapshot */
   uint32_t kept;               /* its packets in s->kept, handled after the tick (plan_wait_service()) */
+  uint64_t served_round;       /* the snapshot round that last sent it a snapshot (0: none yet) */
+  uint32_t delta_bytes_est;    /* bytes of its last DELTA frame: what its next one is reckoned to cost */
+  int send_take;               /* a delta client this round serves */
 } client;
+
+/* A client due a snapshot in a round, for the server-wide send budget (choose_round()). */
+typedef struct send_cand {
+  double cost;     /* share of the round's budget it would take */
+  uint64_t served; /* its served_round */
+  uint32_t slot;
+} send_cand;
 
 /* A packet received while a tick waited, handled after the tick. */
 typedef struct kept_packet {
@@ -114,8 +132,8 @@ struct steerd_server {
   int handles_open;
 
   steer_world *world;
-  steer_pool *pool; /* --threads: the steering pass's workers (NULL: the loop thread only) */
-  uint32_t *delta_slots; /* a snapshot's delta clients, for steerd_netcode_encode_batch (max_clients) */
+  steer_pool *pool;       /* --threads: the steering pass's workers (NULL: the loop thread only) */
+  uint32_t *delta_slots;  /* a snapshot's delta clients, for steerd_netcode_encode_batch (max_clients) */
   steer_planner *planner; /* GOTO (goto.h): served in every tick before the step */
   uint8_t *plan_ckpt;     /* the planner's bytes for a checkpoint (goto.h) */
   size_t plan_ckpt_cap;
@@ -134,12 +152,12 @@ struct steerd_server {
   int stopping;
   uint64_t stop_deadline_ns;
 
-  client *clients;         /* max_clients WELCOMEd slots (the netcode's slot = index) */
-  client *pending;         /* max_pending slots of connections not yet WELCOMEd */
-  uint64_t *handshake_ns;  /* per ENet peer: when its half-open handshake was first seen */
-  size_t queue_cap;        /* bytes: client_queue_kb */
+  client *clients;                 /* max_clients WELCOMEd slots (the netcode's slot = index) */
+  client *pending;                 /* max_pending slots of connections not yet WELCOMEd */
+  uint64_t *handshake_ns;          /* per ENet peer: when its half-open handshake was first seen */
+  size_t queue_cap;                /* bytes: client_queue_kb */
   uint64_t queue_overflows_reaped; /* stats.queue_overflows when reap_overflowed() last looked */
-  steerd_loglimit peer_log; /* refusals and drops of peers */
+  steerd_loglimit peer_log;        /* refusals and drops of peers */
   uint32_t next_client_id;
 
   int auth_on; /* a secret is configured: every HELLO needs a token */
@@ -159,10 +177,17 @@ struct steerd_server {
 
   proto_command cmd;                    /* decode scratch (large: holds path points) */
   uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
+  ENetPacket **full_parts;              /* a full snapshot's parts, shared by its clients, max_agents + 1 */
+  send_cand *send_cands;                /* max_clients: a round's clients (choose_round()) */
+  uint64_t send_round;                  /* snapshot rounds so far */
+  uint64_t full_ns_per_part;            /* reckoned loop time to queue one full part to one client */
+  uint64_t delta_ns_per_frame;          /* reckoned loop time of one DELTA frame, encoding included */
   uint8_t out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch */
   uint8_t ev_out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch of EVENTS (flushed while out holds a reply) */
-  proto_event *events;                  /* max_clients x CLIENT_EVENTS: events waiting per client slot */
-  size_t event_backlog;                 /* bytes: a client with more queued is behind (queue_cap / 4) */
+  proto_event *events;                     /* max_clients x CLIENT_EVENTS: events waiting per client slot */
+  size_t event_backlog;                    /* bytes: a client with more queued is behind (queue_cap / 4) */
+  uint64_t service_pass;                   /* passes over ENet's events and timer wake-ups so far */
+  size_t event_share;                      /* bytes: a client with more queued is behind (client_behind()) */
   steerd_server_stats stats;
   steerd_server_observer observer; /* the live view */
   uint64_t last_tick_ns;
@@ -180,12 +205,12 @@ static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s
 /* A line about one peer's refusal or drop, through the server's log limiter
  * (at most LOG_BURST per LOG_WINDOW_NS; the next line allowed says how many
  * were suppressed). fmt must take at least one argument. */
-#define PEER_LOG(s, level, fmt, ...)                                                                        \
+#define PEER_LOG(s, level, fmt, ...)                                                                         \
   do {                                                                                                       \
     uint64_t sup_ = 0;                                                                                       \
     if (steerd_loglimit_allow(&(s)->peer_log, uv_hrtime(), &sup_)) {                                         \
       if (sup_)                                                                                              \
-        steerd_log(level, fmt " (%llu similar lines suppressed before this one)", __VA_ARGS__,             \
+        steerd_log(level, fmt " (%llu similar lines suppressed before this one)", __VA_ARGS__,               \
                    (unsigned long long)sup_);                                                                \
       else                                                                                                   \
         steerd_log(level, fmt, __VA_ARGS__);                                                                 \
@@ -243,24 +268,6 @@ static void send_reliable(steerd_server *s, client *c, size_t len) {
     enet_packet_destroy(p);
 }
 
-/* One SNAPSHOT part, shared by the full-snapshot clients due this snapshot. */
-static uint32_t broadcast_full(steerd_server *s, const uint8_t *data, size_t len) {
-  ENetPacket *p = NULL;
-  uint32_t sent = 0;
-  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
-    client *c = &s->clients[i];
-    if (!c->full_due)
-      continue;
-    if (!p && !(p = enet_packet_create(data, len, 0)))
-      return sent;
-    enet_peer_send(c->peer, PROTO_CHANNEL_SNAPSHOT, p);
-    sent++;
-  }
-  if (p && p->referenceCount == 0)
-    enet_packet_destroy(p);
-  return sent;
-}
-
 /* Before WELCOME a peer gets one ERROR: a peer that never says
  * HELLO cannot make the server answer each of its packets. HELLO's own
  * refusals (version, token) always go out: each ends the connection; so does
@@ -286,13 +293,23 @@ static void send_ack(steerd_server *s, client *c, const proto_ack *ack) {
   send_reliable(s, c, proto_encode_ack(s->out, sizeof(s->out), ack));
 }
 
-/* 1 when c has more queued than event_backlog (measured when the bound says
- * it may): it is behind, and its events are dropped, not queued. */
+/* 1 when c has more queued than event_share: it is behind, and its
+ * events are dropped, not queued. The bound is measured when it says the
+ * client may be behind, at most once per pass over ENet's events (or timer
+ * wake-up): the measure walks ENet's whole outgoing queue, snapshot parts
+ * included, and a burst of events to clients that are behind would
+ * otherwise walk it once per event per client (81 % of the loop in a burst
+ * of 10 000 spawns to 200 clients). Within a pass only acknowledgements
+ * lower the true figure, so a client found behind stays behind, and its
+ * events dropped, until the next pass. */
 static int client_behind(steerd_server *s, client *c) {
-  if (c->queued <= s->event_backlog)
+  if (c->queued <= s->event_share)
     return 0;
-  c->queued = steerd_guard_peer_queued(c->peer);
-  return c->queued > s->event_backlog;
+  if (c->measured_pass != s->service_pass) {
+    c->queued = steerd_guard_peer_queued(c->peer);
+    c->measured_pass = s->service_pass;
+  }
+  return c->queued > s->event_share;
 }
 
 /* Sends c's waiting events as one message: EVENT when there is one and none
@@ -493,8 +510,8 @@ static void client_release(steerd_server *s, client *c) {
  * acknowledgement, and frees everything queued to it): for peers that do not
  * read what they are sent, or that only hold a slot. */
 static void client_kill(steerd_server *s, client *c, uint32_t reason, const char *why) {
-  PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): dropped (%s): %s", c->id, c->addr, proto_disconnect_name(reason),
-           why);
+  PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): dropped (%s): %s", c->id, c->addr,
+           proto_disconnect_name(reason), why);
   enet_peer_disconnect_now(c->peer, reason);
   client_release(s, c);
 }
@@ -506,7 +523,8 @@ static void reap_overflowed(steerd_server *s) {
     return;
   s->queue_overflows_reaped = s->stats.queue_overflows;
   char why[96];
-  snprintf(why, sizeof(why), "more than %u KB of replies and events queued and not read", s->cfg.client_queue_kb);
+  snprintf(why, sizeof(why), "more than %u KB of replies and events queued and not read",
+           s->cfg.client_queue_kb);
   for (uint32_t i = 0; i < s->cfg.max_clients; i++)
     if (s->clients[i].peer && s->clients[i].overflowed)
       client_kill(s, &s->clients[i], PROTO_DISCONNECT_TOO_SLOW, why);
@@ -819,8 +837,8 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
     if (!w) {
       s->stats.refused_full++;
       c->closing = 1;
-      PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): refused at HELLO: server full (%u clients)", c->id, c->addr,
-               s->cfg.max_clients);
+      PEER_LOG(s, STEERD_LOG_WARN, "client %u (%s): refused at HELLO: server full (%u clients)", c->id,
+               c->addr, s->cfg.max_clients);
       enet_peer_disconnect(c->peer, PROTO_DISCONNECT_FULL);
       return;
     }
@@ -888,8 +906,8 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
   proto_spawn_apply(sp, &desc);
   int go = (sp->present & PROTO_SPAWN_BEHAVIOUR) && sp->behaviour.kind == PROTO_BEHAVIOUR_GOTO;
   if (go && (sp->present & PROTO_SPAWN_PATH)) {
-    send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD, "a goto behaviour plans its own path: no path with it",
-               "path");
+    send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD,
+               "a goto behaviour plans its own path: no path with it", "path");
     return;
   }
   if (go)
@@ -969,7 +987,9 @@ static void cmd_set_path(steerd_server *s, client *c, const proto_command *cmd, 
   rc = apply_path(s, sp->agent, &sp->path);
   if (rc != STEER_OK) {
     send_world_error(s, c, cmd->request_id, rc,
-                     rc == STEER_EMODEL ? "cornering" : rc == STEER_EBLOCKED ? "points" : "params");
+                     rc == STEER_EMODEL     ? "cornering"
+                     : rc == STEER_EBLOCKED ? "points"
+                                            : "params");
     return;
   }
   steerd_goto_forget(s->planner, sp->agent);
@@ -1063,7 +1083,8 @@ static void cmd_view(steerd_server *s, client *c, const proto_command *cmd, prot
     /* Checked like a delta client's (one answer for both), then not kept: a
      * later switch to delta starts with the whole world (PROTOCOL.md §6.10). */
     steer_agent_info info;
-    if (cmd->view.kind == PROTO_VIEW_FOLLOW && steer_world_get(s->world, cmd->view.follow, &info) != STEER_OK) {
+    if (cmd->view.kind == PROTO_VIEW_FOLLOW &&
+        steer_world_get(s->world, cmd->view.follow, &info) != STEER_OK) {
       send_error(s, c, cmd->request_id, PROTO_ERR_NO_SUCH_AGENT, steer_strerror(STEER_ENOENT), "follow");
       return;
     }
@@ -1310,43 +1331,49 @@ static void run_tick(steerd_server *s) {
     steerd_demo_update(&s->demo, s->world, ev, n);
 }
 
-/* Each delta client's own frame (netcode.c), as unreliable packets on channel 1. */
+/* The DELTA frames of the delta clients this round serves (send_take),
+ * as unreliable packets on channel 1. */
 static void send_deltas(steerd_server *s, uint64_t tick, uint64_t time_us) {
-  if (s->delta_clients == 0)
-    return;
   uint64_t t0 = uv_hrtime();
-  steerd_netcode_begin(s->netcode, s->world);
   /* Encoded on the pool's threads by ranges of clients; sent from here, in
    * client order (ENet is the loop thread's). */
   uint32_t n = 0;
-  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
-    client *c = &s->clients[i];
-    if (c->peer && c->welcomed && c->delta && !c->closing)
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+    if (s->clients[i].send_take)
       s->delta_slots[n++] = i;
-  }
-  if (steerd_netcode_encode_batch(s->netcode, s->world, s->delta_slots, n, tick, time_us) != STEERD_NETCODE_OK)
+  if (n == 0)
+    return;
+  steerd_netcode_begin(s->netcode, s->world);
+  if (steerd_netcode_encode_batch(s->netcode, s->world, s->delta_slots, n, tick, time_us) !=
+      STEERD_NETCODE_OK)
     n = 0;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t i = s->delta_slots[k];
     client *c = &s->clients[i];
+    c->send_take = 0;
     steerd_netcode_out out;
     if (steerd_netcode_batch_result(s->netcode, i, s->world, time_us, &out) != STEERD_NETCODE_OK)
       continue;
+    uint32_t bytes = 0;
     for (uint32_t p = 0; p < out.part_count; p++) {
       send_bytes(c->peer, PROTO_CHANNEL_SNAPSHOT, out.part[p], out.part_len[p], 0);
       s->stats.snapshot_packets++;
       s->stats.snapshot_bytes += out.part_len[p];
       s->stats.delta_bytes += out.part_len[p];
       s->stats.delta_packets++;
+      bytes += (uint32_t)out.part_len[p];
     }
+    c->delta_bytes_est = bytes;
     s->stats.delta_frames++;
   }
-  s->stats.delta_ns_total += uv_hrtime() - t0;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+    s->clients[i].send_take = 0;
+  uint64_t spent = uv_hrtime() - t0;
+  s->stats.delta_ns_total += spent;
+  if (n)
+    s->delta_ns_per_frame = (3u * s->delta_ns_per_frame + spent / n) / 4u;
 }
 
-/* Every agent, in as many packets as it takes; each packet is filled to the
- * part budget by the agents' actual sizes, stays under the MTU and names its
- * part, so a lost part loses only its own agents. */
 /* The full-snapshot clients this snapshot goes to: each has a byte
  * bucket of --full-rate-kbps (credit capped at one snapshot interval's share),
  * and a client in debt skips snapshots until it has paid for the last one.
@@ -1361,7 +1388,7 @@ static uint32_t full_clients_due(steerd_server *s, uint64_t time_us) {
   uint32_t due = 0;
   for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
     client *c = &s->clients[i];
-    c->full_due = c->peer && c->welcomed && !c->delta;
+    c->full_due = c->peer && c->welcomed && !c->delta && !c->closing;
     if (c->full_due && rate && !steerd_bytebucket_ready(&c->full_rate, time_us, rate, cap)) {
       c->full_due = 0;
       s->stats.full_deferred++;
@@ -1371,15 +1398,11 @@ static uint32_t full_clients_due(steerd_server *s, uint64_t time_us) {
   return due;
 }
 
-static void send_snapshot(steerd_server *s) {
-  uint64_t tick = steer_world_tick(s->world);
-  if (full_clients_due(s, s->tick_time_us) == 0) {
-    send_deltas(s, tick, s->tick_time_us);
-    s->stats.snapshots++;
-    if (s->observer.on_snapshot)
-      s->observer.on_snapshot(s->observer.arg);
-    return;
-  }
+/* Every agent, in as many packets as it takes (s->full_parts, shared by the
+ * clients they go to); each packet is filled to the part budget by the
+ * agents' actual sizes, stays under the MTU and names its part, so a lost
+ * part loses only its own agents. Returns the parts; *total their bytes. */
+static uint32_t encode_full(steerd_server *s, uint64_t tick, uint64_t *total) {
   steer_world_view view = steer_world_get_view(s->world);
   uint32_t parts = 0;
   for (uint32_t first = 0; first < view.count || parts == 0;) {
@@ -1393,7 +1416,8 @@ static void send_snapshot(steerd_server *s) {
   h.server_time_us = s->tick_time_us; /* the simulation time of the tick, not the send time (§7.5) */
   h.part_count = parts;
   h.agent_total = view.count;
-  uint64_t total = 0; /* bytes of this snapshot, all parts */
+  uint32_t made = 0;
+  *total = 0;
   for (uint32_t part = 0; part < parts; part++) {
     uint32_t first = s->part_first[part];
     h.part_index = part;
@@ -1404,17 +1428,118 @@ static void send_snapshot(steerd_server *s) {
                 PROTO_SNAPSHOT_PART_BYTES);
       continue;
     }
-    uint32_t sent = broadcast_full(s, s->out, len);
-    s->stats.snapshot_packets++;
-    s->stats.snapshot_bytes += (uint64_t)len * sent;
-    total += len;
+    ENetPacket *p = enet_packet_create(s->out, len, 0);
+    if (!p)
+      continue;
+    s->full_parts[made++] = p;
+    *total += len;
   }
-  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
-    if (s->clients[i].full_due) {
-      steerd_bytebucket_charge(&s->clients[i].full_rate, total);
-      s->stats.full_sent++;
+  return made;
+}
+
+static int cmp_cost(const void *a, const void *b) {
+  const send_cand *x = a, *y = b;
+  if (x->cost != y->cost)
+    return x->cost < y->cost ? -1 : 1;
+  return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+static int cmp_served(const void *a, const void *b) {
+  const send_cand *x = a, *y = b;
+  if (x->served != y->served)
+    return x->served < y->served ? -1 : 1;
+  return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* Which clients this round serves, within the server-wide budget
+ * (--send-budget-kbps over the round's interval, --send-budget-us of loop
+ * time). Each due client's cost is the larger of its bytes and its reckoned
+ * loop time, as shares of the round's budget (a full snapshot's own encoding,
+ * spent already, comes off the budget first). Max-min fair: clients costing
+ * no more than an even split of what is left are all served (cheapest first,
+ * each leaving the rest more to split); the others are served least recently
+ * served first while the budget lasts, and the first of them always, so
+ * every client is served in turn however small the budget. A client not
+ * served keeps its place and goes before those served since. Clears
+ * full_due and sets send_take accordingly. */
+static void choose_round(steerd_server *s, uint32_t parts, uint64_t full_bytes, uint64_t encode_ns) {
+  double bytes_budget = (double)s->cfg.send_budget_kbps * 125.0 / (double)s->cfg.snapshot_rate;
+  double ns_budget = (double)s->cfg.send_budget_us * 1000.0;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    c->send_take = 0;
+    int delta = c->peer && c->welcomed && c->delta && !c->closing;
+    if (!c->full_due && !delta)
+      continue;
+    double bytes = c->full_due ? (double)full_bytes
+                               : (double)(c->delta_bytes_est ? c->delta_bytes_est : s->cfg.snapshot_budget);
+    double ns = c->full_due ? (double)parts * (double)s->full_ns_per_part : (double)s->delta_ns_per_frame;
+    double cost = 0.0;
+    if (bytes_budget > 0.0)
+      cost = bytes / bytes_budget;
+    if (ns_budget > 0.0 && ns / ns_budget > cost)
+      cost = ns / ns_budget;
+    s->send_cands[n++] = (send_cand){cost, c->served_round, i};
+  }
+  double left = 1.0 - (ns_budget > 0.0 ? (double)encode_ns / ns_budget : 0.0);
+  uint32_t k = 0;
+  if (bytes_budget <= 0.0 && ns_budget <= 0.0) {
+    k = n;
+  } else {
+    qsort(s->send_cands, n, sizeof(*s->send_cands), cmp_cost);
+    for (; k < n && s->send_cands[k].cost <= left / (double)(n - k); k++)
+      left -= s->send_cands[k].cost;
+    qsort(s->send_cands + k, n - k, sizeof(*s->send_cands), cmp_served);
+    for (uint32_t first = k; k < n && (k == first || s->send_cands[k].cost <= left); k++)
+      left -= s->send_cands[k].cost;
+  }
+  if (k < n)
+    s->stats.send_rounds_limited++;
+  for (uint32_t j = 0; j < n; j++) {
+    client *c = &s->clients[s->send_cands[j].slot];
+    if (j < k) {
+      c->served_round = s->send_round;
+      c->send_take = !c->full_due;
+    } else if (c->full_due) {
+      c->full_due = 0;
+      s->stats.full_budget_deferred++;
+    } else {
+      s->stats.delta_budget_deferred++;
     }
-  send_deltas(s, h.tick, h.server_time_us);
+  }
+}
+
+/* One snapshot round: the full snapshot encoded once for the full clients
+ * due, then the clients the budget allows (choose_round()) get theirs. */
+static void send_snapshot(steerd_server *s) {
+  uint64_t tick = steer_world_tick(s->world);
+  uint64_t t0 = uv_hrtime(), total = 0;
+  s->send_round++;
+  uint32_t parts = full_clients_due(s, s->tick_time_us) ? encode_full(s, tick, &total) : 0;
+  uint64_t t1 = uv_hrtime();
+  choose_round(s, parts, total, t1 - t0);
+  uint32_t served = 0;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    if (!c->full_due)
+      continue;
+    for (uint32_t p = 0; p < parts; p++)
+      enet_peer_send(c->peer, PROTO_CHANNEL_SNAPSHOT, s->full_parts[p]);
+    steerd_bytebucket_charge(&c->full_rate, total);
+    s->stats.full_sent++;
+    s->stats.snapshot_bytes += total;
+    served++;
+  }
+  for (uint32_t p = 0; p < parts; p++)
+    if (s->full_parts[p]->referenceCount == 0)
+      enet_packet_destroy(s->full_parts[p]);
+  if (served) {
+    s->stats.snapshot_packets += parts;
+    uint64_t per = (uv_hrtime() - t1) / ((uint64_t)served * (parts ? parts : 1u));
+    s->full_ns_per_part = (3u * s->full_ns_per_part + per) / 4u;
+  }
+  send_deltas(s, tick, s->tick_time_us);
   s->stats.snapshots++;
   if (s->observer.on_snapshot)
     s->observer.on_snapshot(s->observer.arg);
@@ -1441,20 +1566,29 @@ static void log_stats(steerd_server *s) {
              (unsigned long long)st->pending_evicted, (unsigned long long)st->handshakes_reset,
              (unsigned long long)st->refused_full, (unsigned long long)st->service_cut,
              (unsigned long long)s->peer_log.total_suppressed, (unsigned long long)st->events_lost);
+  if (st->send_rounds_limited)
+    LOG_INFO("send budget stats: %llu snapshot rounds cut short, %llu full snapshots and %llu delta frames "
+             "deferred to a later round (--send-budget-kbps, --send-budget-us); reckoned costs: %.1f us per "
+             "delta frame, %.2f us per full part and client",
+             (unsigned long long)st->send_rounds_limited, (unsigned long long)st->full_budget_deferred,
+             (unsigned long long)st->delta_budget_deferred, (double)s->delta_ns_per_frame / 1000.0,
+             (double)s->full_ns_per_part / 1000.0);
   if (st->full_deferred)
-    LOG_INFO("full snapshot stats: %llu sent, %llu deferred by --full-rate-kbps", (unsigned long long)st->full_sent,
-             (unsigned long long)st->full_deferred);
+    LOG_INFO("full snapshot stats: %llu sent, %llu deferred by --full-rate-kbps",
+             (unsigned long long)st->full_sent, (unsigned long long)st->full_deferred);
   steerd_netcode_stats ns;
   steerd_netcode_get_stats(s->netcode, &ns);
   if (ns.frames > 0) /* many frames without a baseline while clients stay: --delta-pool too small? */
-    LOG_INFO("delta stats: %llu frames (%llu without a baseline), %llu bytes, %llu changes, %llu deferred, "
-             "%llu kept thanks to frames in flight, %llu acknowledged frames no longer known; record pool: %u "
-             "chunks of 64 KB in use (%u at most), %llu reused by their client, %llu keyframes and %llu frames not sent for want of room",
-             (unsigned long long)ns.frames, (unsigned long long)ns.frames_full, (unsigned long long)ns.bytes,
-             (unsigned long long)ns.changes, (unsigned long long)ns.deferred,
-             (unsigned long long)ns.kept_in_flight, (unsigned long long)ns.baselines_lost, ns.chunks_used,
-             ns.chunks_max, (unsigned long long)ns.chunks_reused, (unsigned long long)ns.keyframes_for_room,
-             (unsigned long long)ns.frames_unkept);
+    LOG_INFO(
+        "delta stats: %llu frames (%llu without a baseline), %llu bytes, %llu changes, %llu deferred, "
+        "%llu kept thanks to frames in flight, %llu acknowledged frames no longer known; record pool: %u "
+        "chunks of 64 KB in use (%u at most), %llu reused by their client, %llu keyframes and %llu frames "
+        "not sent for want of room",
+        (unsigned long long)ns.frames, (unsigned long long)ns.frames_full, (unsigned long long)ns.bytes,
+        (unsigned long long)ns.changes, (unsigned long long)ns.deferred,
+        (unsigned long long)ns.kept_in_flight, (unsigned long long)ns.baselines_lost, ns.chunks_used,
+        ns.chunks_max, (unsigned long long)ns.chunks_reused, (unsigned long long)ns.keyframes_for_room,
+        (unsigned long long)ns.frames_unkept);
 }
 
 static void close_handles(steerd_server *s);
@@ -1480,8 +1614,8 @@ static void drop_late_hellos(steerd_server *s, uint64_t now) {
   uint32_t reset = steerd_guard_reap_handshakes(s->host, s->handshake_ns, now, handshake, s->cfg.max_pending);
   if (reset) {
     s->stats.handshakes_reset += reset;
-    PEER_LOG(s, STEERD_LOG_WARN, "reset %u half-open ENet handshakes (too old, or more than %u at once)", reset,
-             s->cfg.max_pending);
+    PEER_LOG(s, STEERD_LOG_WARN, "reset %u half-open ENet handshakes (too old, or more than %u at once)",
+             reset, s->cfg.max_pending);
   }
 }
 
@@ -1679,6 +1813,13 @@ static void on_timer(uv_timer_t *t) {
     return;
   }
   s->last_tick_ns = now;
+  s->service_pass++;
+  uint32_t welcomed = s->stats.clients - s->stats.pending;
+  s->event_share = EVENTS_IN_FLIGHT / (welcomed ? welcomed : 1u);
+  if (s->event_share > s->event_backlog)
+    s->event_share = s->event_backlog;
+  if (s->event_share < EVENTS_SHARE_MIN)
+    s->event_share = EVENTS_SHARE_MIN;
   if (s->warming)
     steerd_server_warming(s);
   drop_late_hellos(s, now);
@@ -1755,8 +1896,8 @@ static void on_connect(steerd_server *s, ENetEvent *ev) {
   client *c = free_slots ? pending_slot(s, uv_hrtime()) : NULL;
   if (!c) {
     s->stats.refused_full++;
-    PEER_LOG(s, STEERD_LOG_WARN, "refused %s:%u: server full (%u clients, %u connections waiting for HELLO)", host,
-             peer->address.port, s->cfg.max_clients, s->cfg.max_pending);
+    PEER_LOG(s, STEERD_LOG_WARN, "refused %s:%u: server full (%u clients, %u connections waiting for HELLO)",
+             host, peer->address.port, s->cfg.max_clients, s->cfg.max_pending);
     enet_peer_disconnect(peer, PROTO_DISCONNECT_FULL);
     return;
   }
@@ -1827,6 +1968,7 @@ static int service_enet(steerd_server *s) {
   ENetEvent ev;
   int rc;
   uint32_t n = 0;
+  s->service_pass++;
   handle_kept(s);
   while ((rc = enet_host_service(s->host, &ev, 0)) > 0) {
     switch (ev.type) {
@@ -2035,11 +2177,14 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->pending = calloc(cfg->max_pending, sizeof(*s->pending));
   s->queue_cap = (size_t)cfg->client_queue_kb * 1024u;
   s->event_backlog = s->queue_cap / 4u;
+  s->event_share = s->event_backlog;
   s->events = calloc((size_t)cfg->max_clients * CLIENT_EVENTS, sizeof(*s->events));
   s->kept = calloc(KEPT_MAX, sizeof(*s->kept));
   steerd_loglimit_init(&s->peer_log, LOG_WINDOW_NS, LOG_BURST);
   steerd_loglimit_init(&s->wait_log, LOG_WINDOW_NS, LOG_BURST);
   s->part_first = calloc((size_t)cfg->max_agents + 2, sizeof(*s->part_first));
+  s->full_parts = calloc((size_t)cfg->max_agents + 1, sizeof(*s->full_parts));
+  s->send_cands = calloc(cfg->max_clients, sizeof(*s->send_cands));
   s->owner_cap = cfg->max_clients + cfg->max_agents;
   s->owners = calloc(s->owner_cap, sizeof(*s->owners));
   s->ckpt_owners = calloc(s->owner_cap, sizeof(*s->ckpt_owners));
@@ -2059,7 +2204,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->netcode = steerd_netcode_create(&nc);
   s->mapsync = steerd_mapsync_create(cfg->max_clients);
   if (!s->mapsync || !s->clients || !s->pending || !s->events || !s->kept || !s->part_first || !s->owners ||
-      !s->ckpt_owners || !s->scratch_ids || !s->world || !s->netcode) {
+      !s->full_parts || !s->send_cands || !s->ckpt_owners || !s->scratch_ids || !s->world || !s->netcode) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
               cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
     steerd_server_destroy(s);
@@ -2084,7 +2229,8 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->restored = NULL;
   if (fresh && cfg->demo) {
     /* The demo's own level unless another map is loaded. */
-    int rc = steerd_demo_create_ex(&s->demo, s->world, cfg->seed, cfg->map_file[0] ? STEERD_DEMO_NO_LEVEL : 0);
+    int rc =
+        steerd_demo_create_ex(&s->demo, s->world, cfg->seed, cfg->map_file[0] ? STEERD_DEMO_NO_LEVEL : 0);
     if (rc == STEER_OK) /* its GOTO NPCs, served by the server's planner */
       rc = steerd_demo_set_planner(&s->demo, s->world, s->planner, 1);
     s->demo.edit_map = demo_map_edit;
@@ -2198,10 +2344,11 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
     uint64_t pool, quota, reserve;
     size_t rec;
     steerd_netcode_get_memory(s->netcode, &pool, &quota, &reserve, &rec);
-    LOG_INFO("delta snapshots: record pool %llu records (%.1f MB at most, used as needed), per client a quota of "
-             "%llu (%.1f MB) and a reserve of %llu",
-             (unsigned long long)pool, (double)pool * (double)rec / 1048576.0, (unsigned long long)quota,
-             (double)quota * (double)rec / 1048576.0, (unsigned long long)reserve);
+    LOG_INFO(
+        "delta snapshots: record pool %llu records (%.1f MB at most, used as needed), per client a quota of "
+        "%llu (%.1f MB) and a reserve of %llu",
+        (unsigned long long)pool, (double)pool * (double)rec / 1048576.0, (unsigned long long)quota,
+        (double)quota * (double)rec / 1048576.0, (unsigned long long)reserve);
   }
   LOG_INFO("listening on %s:%u (udp), tick %u Hz, snapshots %u Hz, %u clients, %u agents max, demo %s",
            s->bind_ip, s->host->address.port, cfg->tick_rate, cfg->snapshot_rate, cfg->max_clients,
@@ -2299,6 +2446,8 @@ void steerd_server_destroy(steerd_server *s) {
   free(s->events);
   free(s->handshake_ns);
   free(s->part_first);
+  free(s->full_parts);
+  free(s->send_cands);
   free(s->owners);
   free(s->scratch_ids);
   steerd_checkpointer_destroy(s->ckpt);

@@ -169,7 +169,8 @@ START_TEST(test_metrics_promtool_and_counts) {
   ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"query\",result=\"error\"}"), 1);
   ck_assert_double_eq(metric(body, "steerd_commands_total{type=\"ping\",result=\"ok\"}"), 1);
   ck_assert_double_eq(metric(body, "steerd_errors_sent_total{code=\"no_such_agent\"}"), 1);
-  ck_assert_double_eq(metric(body, "steerd_agents"), STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO); /* the demo world */
+  ck_assert_double_eq(metric(body, "steerd_agents"),
+                      STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO); /* the demo world */
   ck_assert_double_eq(metric(body, "steerd_ready"), 1);
   double ticks = metric(body, "steerd_ticks_total");
   ck_assert_double_gt(ticks, 0);
@@ -183,6 +184,10 @@ START_TEST(test_metrics_promtool_and_counts) {
                                       "steerd_malformed_packets_total ",
                                       "steerd_snapshot_sent_bytes_total{kind=\"delta\"} ",
                                       "steerd_delta_frames_without_baseline_total ",
+                                      "steerd_snapshots_deferred_total{kind=\"full\",budget=\"server\"} ",
+                                      "steerd_snapshots_deferred_total{kind=\"delta\",budget=\"server\"} ",
+                                      "steerd_send_rounds_limited_total ",
+                                      "steerd_events_lost_total ",
                                       "steerd_checkpoints_written_total ",
                                       "steerd_checkpoints_failed_total ",
                                       "steerd_checkpoint_last_success_age_seconds ",
