@@ -114,7 +114,8 @@ static const option_def options[] = {
      "snapshots: kbit/s of all clients together; beyond it every client gets fewer snapshots, fairly; "
      "0 = no limit (200000)"},
     {"--send-budget-us", "STEERD_SEND_BUDGET_US", OPT_U32, OFF(send_budget_us), 0, 1000000,
-     "snapshots: loop time per snapshot round for encoding and queueing them, us; 0 = no limit (15000)"},
+     "snapshots: the loop thread's CPU time per snapshot round for encoding and queueing them, us; 0 = no "
+     "limit (15000)"},
     {"--delta-pool", "STEERD_DELTA_POOL", OPT_U32, OFF(delta_pool), 0, 1u << 30,
      "delta snapshots: agent records of all clients' frames, the server-wide cap (64 B each, taken as "
      "needed); "

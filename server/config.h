@@ -66,7 +66,7 @@ typedef struct steerd_config {
                                 (STEERD_FULL_RATE_KBPS, 48000) */
   uint32_t send_budget_kbps; /* snapshot payload kbit/s of all clients together, 0: none
                                 (STEERD_SEND_BUDGET_KBPS, 200000) */
-  uint32_t send_budget_us;   /* loop time per snapshot round encoding and queueing it, us, 0: none
+  uint32_t send_budget_us;   /* loop thread CPU us per snapshot round encoding and queueing it, 0: none
                                 (STEERD_SEND_BUDGET_US, 15000) */
 
   /* Crash-safe world state (README "Keeping the world across restarts"). */

@@ -175,14 +175,14 @@ struct steerd_server {
   size_t restored_len;
   steerd_persist_owner *ckpt_owners; /* owner_cap */
 
-  proto_command cmd;                    /* decode scratch (large: holds path points) */
-  uint32_t *part_first;                 /* snapshot part boundaries, max_agents + 2 */
-  ENetPacket **full_parts;              /* a full snapshot's parts, shared by its clients, max_agents + 1 */
-  send_cand *send_cands;                /* max_clients: a round's clients (choose_round()) */
-  uint64_t send_round;                  /* snapshot rounds so far */
-  uint64_t full_ns_per_part;            /* reckoned loop time to queue one full part to one client */
-  uint64_t delta_ns_per_frame;          /* reckoned loop time of one DELTA frame, encoding included */
-  uint8_t out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch */
+  proto_command cmd;           /* decode scratch (large: holds path points) */
+  uint32_t *part_first;        /* snapshot part boundaries, max_agents + 2 */
+  ENetPacket **full_parts;     /* a full snapshot's parts, shared by its clients, max_agents + 1 */
+  send_cand *send_cands;       /* max_clients: a round's clients (choose_round()) */
+  uint64_t send_round;         /* snapshot rounds so far */
+  uint64_t full_ns_per_part;   /* reckoned loop thread CPU ns to queue one full part to one client */
+  uint64_t delta_ns_per_frame; /* reckoned loop thread CPU ns of one DELTA frame, encoding included */
+  uint8_t out[PROTO_MAX_MESSAGE_BYTES];    /* encode scratch */
   uint8_t ev_out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch of EVENTS (flushed while out holds a reply) */
   proto_event *events;                     /* max_clients x CLIENT_EVENTS: events waiting per client slot */
   size_t event_backlog;                    /* bytes: a client with more queued is behind (queue_cap / 4) */
@@ -218,6 +218,14 @@ static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s
   } while (0)
 
 /* ---- sending ------------------------------------------------------------- */
+
+/* CPU time of the calling thread (ns). */
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void send_bytes(ENetPeer *peer, uint8_t channel, const uint8_t *data, size_t len, uint32_t flags) {
   ENetPacket *p = enet_packet_create(data, len, flags);
@@ -1334,7 +1342,7 @@ static void run_tick(steerd_server *s) {
 /* The DELTA frames of the delta clients this round serves (send_take),
  * as unreliable packets on channel 1. */
 static void send_deltas(steerd_server *s, uint64_t tick, uint64_t time_us) {
-  uint64_t t0 = uv_hrtime();
+  uint64_t t0 = uv_hrtime(), cpu0 = thread_cpu_ns();
   /* Encoded on the pool's threads by ranges of clients; sent from here, in
    * client order (ENet is the loop thread's). */
   uint32_t n = 0;
@@ -1368,10 +1376,9 @@ static void send_deltas(steerd_server *s, uint64_t tick, uint64_t time_us) {
   }
   for (uint32_t i = 0; i < s->cfg.max_clients; i++)
     s->clients[i].send_take = 0;
-  uint64_t spent = uv_hrtime() - t0;
-  s->stats.delta_ns_total += spent;
-  if (n)
-    s->delta_ns_per_frame = (3u * s->delta_ns_per_frame + spent / n) / 4u;
+  s->stats.delta_ns_total += uv_hrtime() - t0;
+  if (n) /* the loop thread's own share of the batch: it runs one of the pool's ranges */
+    s->delta_ns_per_frame = (3u * s->delta_ns_per_frame + (thread_cpu_ns() - cpu0) / n) / 4u;
 }
 
 /* The full-snapshot clients this snapshot goes to: each has a byte
@@ -1452,16 +1459,15 @@ static int cmp_served(const void *a, const void *b) {
 }
 
 /* Which clients this round serves, within the server-wide budget
- * (--send-budget-kbps over the round's interval, --send-budget-us of loop
- * time). Each due client's cost is the larger of its bytes and its reckoned
- * loop time, as shares of the round's budget (a full snapshot's own encoding,
- * spent already, comes off the budget first). Max-min fair: clients costing
- * no more than an even split of what is left are all served (cheapest first,
- * each leaving the rest more to split); the others are served least recently
- * served first while the budget lasts, and the first of them always, so
- * every client is served in turn however small the budget. A client not
- * served keeps its place and goes before those served since. Clears
- * full_due and sets send_take accordingly. */
+ * (--send-budget-kbps over the round's interval, --send-budget-us of the
+ * loop thread's CPU time: CPU, not wall time, so that a busy machine
+ * descheduling the loop does not cut the rounds). Each due client's cost is
+ * the larger of its bytes and its reckoned CPU time, as shares of the round's budget (a full snapshot's own
+ * encoding, spent already, comes off the budget first). Max-min fair: clients costing no more than an even
+ * split of what is left are all served (cheapest first, each leaving the rest more to split); the others are
+ * served least recently served first while the budget lasts, and the first of them always, so every client is
+ * served in turn however small the budget. A client not served keeps its place and goes before those served
+ * since. Clears full_due and sets send_take accordingly. */
 static void choose_round(steerd_server *s, uint32_t parts, uint64_t full_bytes, uint64_t encode_ns) {
   double bytes_budget = (double)s->cfg.send_budget_kbps * 125.0 / (double)s->cfg.snapshot_rate;
   double ns_budget = (double)s->cfg.send_budget_us * 1000.0;
@@ -1514,10 +1520,10 @@ static void choose_round(steerd_server *s, uint32_t parts, uint64_t full_bytes, 
  * due, then the clients the budget allows (choose_round()) get theirs. */
 static void send_snapshot(steerd_server *s) {
   uint64_t tick = steer_world_tick(s->world);
-  uint64_t t0 = uv_hrtime(), total = 0;
+  uint64_t t0 = thread_cpu_ns(), total = 0;
   s->send_round++;
   uint32_t parts = full_clients_due(s, s->tick_time_us) ? encode_full(s, tick, &total) : 0;
-  uint64_t t1 = uv_hrtime();
+  uint64_t t1 = thread_cpu_ns();
   choose_round(s, parts, total, t1 - t0);
   uint32_t served = 0;
   for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
@@ -1536,7 +1542,7 @@ static void send_snapshot(steerd_server *s) {
       enet_packet_destroy(s->full_parts[p]);
   if (served) {
     s->stats.snapshot_packets += parts;
-    uint64_t per = (uv_hrtime() - t1) / ((uint64_t)served * (parts ? parts : 1u));
+    uint64_t per = (thread_cpu_ns() - t1) / ((uint64_t)served * (parts ? parts : 1u));
     s->full_ns_per_part = (3u * s->full_ns_per_part + per) / 4u;
   }
   send_deltas(s, tick, s->tick_time_us);
@@ -1620,14 +1626,6 @@ static void drop_late_hellos(steerd_server *s, uint64_t now) {
 }
 
 /* ---- checkpoints ------------------------------------------------------------ */
-
-/* CPU time of the calling thread (ns). */
-static uint64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-    return 0;
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The world and who owns what, written atomically to the state file. The loop
  * makes the image (the world saved straight into the checkpointer's buffer,
