@@ -36,7 +36,8 @@
  *   spawnburst --spawners N clients (delta, whole world) each SPAWN their
  *             share of --agents at once and DESPAWN each agent as its SPAWN
  *             is ACKed, while --clients N idle full-snapshot clients of the
- *             whole world (in a child process, as for bigworld) take
+ *             whole world (in a child process, as for bigworld; --delta-idle: delta
+ *             snapshots of the whole world instead) take
  *             snapshots; the server runs with --max-pending 256 so the burst
  *             can connect. The row adds the SPAWNs and DESPAWNs ACKed and
  *             when the last one was (ms after the burst began).
@@ -67,7 +68,7 @@ typedef struct opts {
   const char *attack;
   const char *binary;
   int peers, clients, seconds, rate, reconnect, agents, spawners;
-  int hello, reliable, full;
+  int hello, reliable, full, delta_idle;
   const char *label;
   float view_radius;
   const char *server_args[16];
@@ -304,7 +305,7 @@ static void usage(void) {
       stderr,
       "usage: abuse flood|halfopen|nohello|burst|bigworld|spawnburst [--binary PATH] [--seconds S]\n"
       "       [--peers N] [--rate R] [--reconnect S] [--no-hello] [--reliable] [--clients N] [--agents N]\n"
-      "       [--spawners N]\n"
+      "       [--spawners N] [--delta-idle]\n"
       "       [--full] [--label TEXT] [--view-radius M] [--server-arg ARG]...\n");
   exit(2);
 }
@@ -354,6 +355,8 @@ static void parse(int argc, char **argv) {
       o.reliable = 1;
     else if (!strcmp(a, "--full"))
       o.full = 1;
+    else if (!strcmp(a, "--delta-idle"))
+      o.delta_idle = 1;
     else
       usage();
   }
@@ -362,13 +365,14 @@ static void parse(int argc, char **argv) {
     usage();
 }
 
-/* bigworld's child: connects the full-snapshot clients, lets them settle for
+/* bigworld's and spawnburst's child: connects the full-snapshot (or
+ * --delta-idle) clients, lets them settle for
  * 5 s, services them for the attack's seconds, and writes to fd how many were
  * up after settling, how many at the end and the complete snapshots they got
  * meanwhile; then services them 2 s more (the parent's tail). */
 static int big_clients(watcher *cl, int fd) {
   for (int i = 0; i < o.clients; i++)
-    watcher_start(&cl[i], "client", 0, (uint32_t)o.agents + 1000);
+    watcher_start(&cl[i], "client", o.delta_idle, (uint32_t)o.agents + 1000);
   uint64_t t = steerd_proc_now_ms(), settle = t + 5000, end = settle + (uint64_t)o.seconds * 1000u,
            tail = end + 2000;
   int up = -1, still = 0;
