@@ -50,9 +50,9 @@
  * the current state from the snapshots, not from a backlog. The share is
  * event_backlog, or with many clients EVENTS_IN_FLIGHT split evenly, but at
  * least EVENTS_SHARE_MIN (one full EVENTS message): every reliable fragment
- * in flight comes back as an acknowledgement, and 200 clients 64 KB behind
- * each overflowed the server's socket buffer with them in a burst of spawns,
- * losing every client's commands and pings with them. */
+ * in flight comes back as an acknowledgement, and with 200 clients 64 KB
+ * behind each, a burst of spawns overflows the server's socket buffer with
+ * them, and every client's commands and pings are lost with them. */
 #define CLIENT_EVENTS    256
 #define EVENTS_IN_FLIGHT (1024u * 1024u)
 #define EVENTS_SHARE_MIN (4u * 1024u)

@@ -408,9 +408,10 @@ static void swarm_reply(void *user, const proto_server_msg *m) {
  * ACKed, while 40 idle full-snapshot clients of the whole world watch: 2 000
  * events for each of 50 clients. The events' share of each client is 1 MB /
  * 50 then, so the acknowledgements of what is in flight stay within the
- * server's socket buffer (at 200 clients 64 KB each overflowed it, and every
- * client's commands and pings were lost: nothing was ACKed any more and
- * everyone timed out); the burst completes and nobody is dropped. */
+ * server's socket buffer (with 64 KB each they would overflow it at 200
+ * clients, and every client's commands and pings would be lost with them;
+ * `bench/abuse spawnburst` runs that size); the burst completes and nobody
+ * is dropped. */
 START_TEST(a_spawn_and_despawn_burst_with_many_clients_completes) {
   steerd_proc s;
   const char *const args[] = {
@@ -449,8 +450,7 @@ START_TEST(a_spawn_and_despawn_burst_with_many_clients_completes) {
       spawn.spawn.position.y = (float)(k / 10) * 2.0f - 10.0f;
       ck_assert_int_eq(steerd_client_send(sp[i].w.c, &spawn, NULL), 0);
     }
-  /* Every reply, or 60 s (a sanitizer build on a loaded machine is slow;
-   * the servers this replaces never got there at all). */
+  /* Every reply, or 60 s (a sanitizer build on a loaded machine is slow). */
   uint64_t frames0[SWARM_IDLE];
   for (int i = 0; i < SWARM_IDLE; i++)
     frames0[i] = idle[i].frames;
