@@ -1,7 +1,8 @@
 /* abuse.c: peers attacking the server, replayed against the real steerd on
  * 127.0.0.1, with a well-behaved observer measuring what they do to others.
  *
- *   build/bench/abuse ATTACK [options]      ATTACK: flood, halfopen, nohello, burst, bigworld
+ *   build/bench/abuse ATTACK [options]      ATTACK: flood, halfopen, nohello, burst, bigworld,
+ *                                           spawnburst
  *
  * The tool starts the server (--binary, the build's steerd by default, so the
  * same tool measures an older binary too), lets the observer (client library,
@@ -32,6 +33,14 @@
  *             observer (delta, a VIEW circle of --view-radius m, 0: the
  *             whole world) watches; the server runs with any --server-arg
  *             ARG given (e.g. --full-rate-kbps).
+ *   spawnburst --spawners N clients (delta, whole world) each SPAWN their
+ *             share of --agents at once and DESPAWN each agent as its SPAWN
+ *             is ACKed, while --clients N idle full-snapshot clients of the
+ *             whole world (in a child process, as for bigworld; --delta-idle: delta
+ *             snapshots of the whole world instead) take
+ *             snapshots; the server runs with --max-pending 256 so the burst
+ *             can connect. The row adds the SPAWNs and DESPAWNs ACKed and
+ *             when the last one was (ms after the burst began).
  */
 #define _GNU_SOURCE
 #include <enet/enet.h>
@@ -58,8 +67,8 @@
 typedef struct opts {
   const char *attack;
   const char *binary;
-  int peers, clients, seconds, rate, reconnect, agents;
-  int hello, reliable, full;
+  int peers, clients, seconds, rate, reconnect, agents, spawners;
+  int hello, reliable, full, delta_idle;
   const char *label;
   float view_radius;
   const char *server_args[16];
@@ -131,7 +140,31 @@ typedef struct watcher {
   uint64_t frames;
   int gone;
   uint32_t reason;
+  /* spawnburst's spawners: replies counted, a DESPAWN sent for each SPAWN ACKed */
+  uint32_t spawn_acks, despawn_acks, errors;
+  uint64_t last_ack_ms;
 } watcher;
+
+static void on_reply(void *user, const proto_server_msg *m) {
+  watcher *w = user;
+  if (m->type == PROTO_MSG_ERROR) {
+    w->errors++;
+    return;
+  }
+  if (m->type != PROTO_MSG_ACK)
+    return;
+  w->last_ack_ms = steerd_proc_now_ms();
+  if (m->ack.command == PROTO_MSG_DESPAWN) {
+    w->despawn_acks++;
+  } else if (m->ack.command == PROTO_MSG_SPAWN) {
+    w->spawn_acks++;
+    proto_command d;
+    memset(&d, 0, sizeof(d));
+    d.type = PROTO_MSG_DESPAWN;
+    d.despawn.agent = m->ack.agent;
+    steerd_client_send(w->c, &d, NULL);
+  }
+}
 
 static void on_frame(void *user, const steerd_client_frame *f) {
   (void)f;
@@ -155,6 +188,7 @@ static int watcher_start(watcher *w, const char *name, int delta, uint32_t max_a
   cfg.connect_timeout_ms = 5000;
   cfg.callbacks.on_snapshot_frame = on_frame;
   cfg.callbacks.on_disconnect = on_gone;
+  cfg.callbacks.on_reply = on_reply;
   cfg.user = w;
   w->c = steerd_client_create(&cfg);
   return w->c ? steerd_client_connect_start(w->c, "127.0.0.1", srv.port) : -1;
@@ -267,10 +301,12 @@ typedef struct probe {
 } probe;
 
 static void usage(void) {
-  fprintf(stderr,
-          "usage: abuse flood|halfopen|nohello|burst|bigworld [--binary PATH] [--seconds S] [--peers N]\n"
-          "       [--rate R] [--reconnect S] [--no-hello] [--reliable] [--clients N] [--agents N]\n"
-          "       [--full] [--label TEXT] [--view-radius M] [--server-arg ARG]...\n");
+  fprintf(
+      stderr,
+      "usage: abuse flood|halfopen|nohello|burst|bigworld|spawnburst [--binary PATH] [--seconds S]\n"
+      "       [--peers N] [--rate R] [--reconnect S] [--no-hello] [--reliable] [--clients N] [--agents N]\n"
+      "       [--spawners N] [--delta-idle]\n"
+      "       [--full] [--label TEXT] [--view-radius M] [--server-arg ARG]...\n");
   exit(2);
 }
 
@@ -282,6 +318,7 @@ static void parse(int argc, char **argv) {
   o.rate = 20000;
   o.reconnect = 7;
   o.agents = 10000;
+  o.spawners = 100;
   o.hello = 1;
   o.label = "";
   if (argc < 2)
@@ -304,6 +341,8 @@ static void parse(int argc, char **argv) {
       o.clients = atoi(v), i++;
     else if (!strcmp(a, "--agents") && v)
       o.agents = atoi(v), i++;
+    else if (!strcmp(a, "--spawners") && v)
+      o.spawners = atoi(v), i++;
     else if (!strcmp(a, "--label") && v)
       o.label = v, i++;
     else if (!strcmp(a, "--view-radius") && v)
@@ -316,21 +355,24 @@ static void parse(int argc, char **argv) {
       o.reliable = 1;
     else if (!strcmp(a, "--full"))
       o.full = 1;
+    else if (!strcmp(a, "--delta-idle"))
+      o.delta_idle = 1;
     else
       usage();
   }
   if (o.peers < 0 || o.peers > MAX_PEERS || o.clients < 0 || o.clients > MAX_CLIENTS || o.seconds < 1 ||
-      o.seconds > MAX_SECONDS || o.rate < 1)
+      o.seconds > MAX_SECONDS || o.rate < 1 || o.spawners < 1 || o.spawners > MAX_CLIENTS)
     usage();
 }
 
-/* bigworld's child: connects the full-snapshot clients, lets them settle for
+/* bigworld's and spawnburst's child: connects the full-snapshot (or
+ * --delta-idle) clients, lets them settle for
  * 5 s, services them for the attack's seconds, and writes to fd how many were
  * up after settling, how many at the end and the complete snapshots they got
  * meanwhile; then services them 2 s more (the parent's tail). */
 static int big_clients(watcher *cl, int fd) {
   for (int i = 0; i < o.clients; i++)
-    watcher_start(&cl[i], "client", 0, (uint32_t)o.agents + 1000);
+    watcher_start(&cl[i], "client", o.delta_idle, (uint32_t)o.agents + 1000);
   uint64_t t = steerd_proc_now_ms(), settle = t + 5000, end = settle + (uint64_t)o.seconds * 1000u,
            tail = end + 2000;
   int up = -1, still = 0;
@@ -386,19 +428,52 @@ static int spawn_agents(steerd_client *c, int n, int wait_acks, watcher *also) {
   return 0;
 }
 
+/* spawnburst: spawner k's n agents, at once, on a grid of its own square of the world. */
+static int spawn_share(steerd_client *c, int k, int n) {
+  proto_command cmd;
+  memset(&cmd, 0, sizeof(cmd));
+  cmd.type = PROTO_MSG_SPAWN;
+  cmd.spawn.model = STEER_MODEL_KINEMATIC;
+  cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+  cmd.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
+  int cols = 1;
+  while (cols * cols < o.spawners)
+    cols++;
+  int side = 1;
+  while (side * side < n)
+    side++;
+  float cell = 900.0f / (float)cols;
+  for (int i = 0; i < n; i++) {
+    cmd.spawn.position.x = -450.0f + cell * ((float)(k % cols) + (float)(i % side) / (float)side);
+    cmd.spawn.position.y = -450.0f + cell * ((float)(k / cols) + (float)(i / side) / (float)side);
+    if (steerd_client_send(c, &cmd, NULL) != 0)
+      return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   parse(argc, argv);
   signal(SIGPIPE, SIG_IGN);
-  int burst = !strcmp(o.attack, "burst"), big = !strcmp(o.attack, "bigworld");
+  int burst = !strcmp(o.attack, "burst"), sb = !strcmp(o.attack, "spawnburst");
+  int big = !strcmp(o.attack, "bigworld") || sb; /* sb: the idle clients live in a child too */
+  int nsp = sb ? o.spawners : 0;
   char max_agents[32], max_clients[32];
   snprintf(max_agents, sizeof(max_agents), "%d", o.agents + 1000);
-  snprintf(max_clients, sizeof(max_clients), "%d", o.clients + 32);
+  snprintf(max_clients, sizeof(max_clients), "%d", o.clients + nsp + 32);
   const char *args_plain[] = {"--no-demo", "--max-agents", "2000", NULL};
   const char *args_big[40] = {
       "--no-demo", "--max-agents", max_agents, "--max-clients",           max_clients, "--rate-limit",
       "1000000",   "--rate-burst", "1000000",  "--max-agents-per-client", max_agents,  NULL};
   char state[] = "/tmp/steerd-abuse-state-XXXXXX";
-  if (big) { /* the world, made with the core: not measured */
+  if (sb) { /* an empty world; the burst fills it */
+    int n = 11;
+    args_big[n++] = "--max-pending";
+    args_big[n++] = "256";
+    for (int i = 0; i < o.server_argc; i++)
+      args_big[n++] = o.server_args[i];
+    args_big[n] = NULL;
+  } else if (big) { /* the world, made with the core: not measured */
     int fd = mkstemp(state);
     if (fd < 0 || (close(fd), steerd_test_write_state(state, (uint32_t)o.agents, 0, NULL)) != 0) {
       fprintf(stderr, "abuse: cannot write the state file %s\n", state);
@@ -414,7 +489,7 @@ int main(int argc, char **argv) {
     args_big[n] = NULL;
   }
   int started = steerd_proc_start(&srv, o.binary, burst || big ? args_big : args_plain, 30000);
-  if (big)
+  if (big && !sb)
     unlink(state); /* the server has read it (and writes a new one at exit, removed below) */
   if (started != 0) {
     fprintf(stderr, "abuse: the server did not start\n");
@@ -427,12 +502,17 @@ int main(int argc, char **argv) {
   watcher_start(&obs, "observer", 1, (uint32_t)o.agents + 1000);
   watcher spawner;
   memset(&spawner, 0, sizeof(spawner));
-  if (burst || big)
+  if (burst || (big && !sb))
     watcher_start(&spawner, "spawner", 1, 16);
+  watcher *sp = calloc(MAX_CLIENTS, sizeof(watcher));
+  for (int i = 0; i < nsp; i++)
+    watcher_start(&sp[i], "spawner", 1, 16);
   uint64_t t0 = steerd_proc_now_ms();
   while (steerd_proc_now_ms() - t0 < 3000) {
     watcher_service(&obs);
     watcher_service(&spawner);
+    for (int i = 0; i < nsp; i++)
+      watcher_service(&sp[i]);
     steerd_proc_sleep_ms(2);
   }
   if (steerd_client_get_state(obs.c) != STEERD_CLIENT_WELCOMED) {
@@ -440,7 +520,7 @@ int main(int argc, char **argv) {
     stop_server();
     return 1;
   }
-  if (big && o.view_radius > 0.0f) {
+  if (big && !sb && o.view_radius > 0.0f) {
     proto_command v;
     memset(&v, 0, sizeof(v));
     v.type = PROTO_MSG_VIEW;
@@ -471,8 +551,10 @@ int main(int argc, char **argv) {
       watcher_start(&cl[i], "client", !(o.full || big), (uint32_t)o.agents + 1000);
     uint64_t e = steerd_proc_now_ms() + 5000;
     while (steerd_proc_now_ms() < e) {
-      for (int i = 0; i < o.clients; i++)
+      for (int i = 0; i < (big ? 0 : o.clients); i++)
         watcher_service(&cl[i]);
+      for (int i = 0; i < nsp; i++)
+        watcher_service(&sp[i]);
       watcher_service(&obs);
       watcher_service(&spawner);
       steerd_proc_sleep_ms(1);
@@ -493,6 +575,9 @@ int main(int argc, char **argv) {
       nohello = !strcmp(o.attack, "nohello");
   if (!flood && !half && !nohello && !burst && !big)
     usage();
+  int spawners_up = 0;
+  for (int i = 0; i < nsp; i++)
+    spawners_up += steerd_client_get_state(sp[i].c) == STEERD_CLIENT_WELCOMED;
   uint64_t start = steerd_proc_now_ms(), last_frames = obs.frames, last_read = start;
   double cpu0 = steerd_proc_cpu_seconds(&srv);
   int second = 0;
@@ -500,6 +585,8 @@ int main(int argc, char **argv) {
   uint64_t last_send = start;
   if (burst)
     spawn_agents(spawner.c, o.agents, 0, NULL);
+  for (int i = 0; i < nsp; i++)
+    spawn_share(sp[i].c, i, o.agents / nsp + (i < o.agents % nsp));
   while (second < o.seconds) {
     uint64_t now = steerd_proc_now_ms();
     if (flood || half || nohello) {
@@ -539,8 +626,10 @@ int main(int argc, char **argv) {
     }
     watcher_service(&obs);
     watcher_service(&spawner);
-    for (int i = 0; i < o.clients; i++)
+    for (int i = 0; i < (big ? 0 : o.clients); i++)
       watcher_service(&cl[i]);
+    for (int i = 0; i < nsp; i++)
+      watcher_service(&sp[i]);
     /* One fresh client a second: does it get in? */
     if (!pr.active && now - start >= (uint64_t)probes * 1000u) {
       watcher_start(&pr.w, "probe", 1, 16);
@@ -594,6 +683,8 @@ int main(int argc, char **argv) {
   uint64_t e = steerd_proc_now_ms() + 2000;
   while (steerd_proc_now_ms() < e) {
     watcher_service(&obs);
+    for (int i = 0; i < nsp; i++)
+      watcher_service(&sp[i]);
     for (int i = 0; i < (big ? 0 : o.clients); i++)
       watcher_service(&cl[i]);
     steerd_proc_sleep_ms(2);
@@ -601,8 +692,12 @@ int main(int argc, char **argv) {
   double rss_after = rss_mb();
   int obs_up = !obs.gone && steerd_client_get_state(obs.c) == STEERD_CLIENT_WELCOMED;
   long skipped = stop_server();
-  if (big)
+  if (big && !sb)
     unlink(state); /* the shutdown checkpoint */
+  fprintf(stderr, "abuse: observer frames in each second:");
+  for (int i = 0; i < o.seconds; i++)
+    fprintf(stderr, " %llu", (unsigned long long)per_second[i]);
+  fprintf(stderr, "\n");
   qsort(per_second, (size_t)o.seconds, sizeof(per_second[0]), bench_cmp_u64);
   steerd_client_welcome(obs.c);
   printf("| attack | server | observer frames/s min / median | ticks skipped | RSS MB before / max / after | "
@@ -618,6 +713,25 @@ int main(int argc, char **argv) {
   printf("(attack packets sent %llu, connects %llu; server CPU during the attack %.0f %% of a core)\n",
          (unsigned long long)sent_total, (unsigned long long)connects_total,
          100.0 * cpu_attack / wall_attack);
+  if (sb) {
+    uint64_t spawned = 0, despawned = 0, errors = 0, last = 0;
+    int sp_still = 0;
+    for (int i = 0; i < nsp; i++) {
+      spawned += sp[i].spawn_acks;
+      despawned += sp[i].despawn_acks;
+      errors += sp[i].errors;
+      if (sp[i].last_ack_ms > last)
+        last = sp[i].last_ack_ms;
+      sp_still += !sp[i].gone && steerd_client_get_state(sp[i].c) == STEERD_CLIENT_WELCOMED;
+    }
+    printf("(spawnburst: %llu of %d SPAWNs and %llu DESPAWNs ACKed, %llu ERRORs, last ACK %lld ms after the "
+           "burst began; spawners connected after %d of %d)\n",
+           (unsigned long long)spawned, o.agents, (unsigned long long)despawned, (unsigned long long)errors,
+           last ? (long long)(last - start) : -1LL, sp_still, spawners_up);
+  }
+  for (int i = 0; i < nsp; i++)
+    steerd_client_destroy(sp[i].c);
+  free(sp);
   for (int i = 0; i < (big ? 0 : o.clients); i++)
     steerd_client_destroy(cl[i].c);
   steerd_client_destroy(obs.c);

@@ -111,6 +111,12 @@ static const option_def options[] = {
     {"--full-rate-kbps", "STEERD_FULL_RATE_KBPS", OPT_U32, OFF(full_rate_kbps), 0, 10000000,
      "full snapshots: kbit/s per client on average; a bigger snapshot goes whole, less often; 0 = no limit "
      "(48000)"},
+    {"--send-budget-kbps", "STEERD_SEND_BUDGET_KBPS", OPT_U32, OFF(send_budget_kbps), 0, 100000000,
+     "snapshots: kbit/s of all clients together; beyond it every client gets fewer snapshots, fairly; "
+     "0 = no limit (200000)"},
+    {"--send-budget-us", "STEERD_SEND_BUDGET_US", OPT_U32, OFF(send_budget_us), 0, 1000000,
+     "snapshots: the loop thread's CPU time per snapshot round for encoding and queueing them, us; 0 = no "
+     "limit (15000)"},
     {"--delta-pool", "STEERD_DELTA_POOL", OPT_U32, OFF(delta_pool), 0, 1u << 30,
      "delta snapshots: agent records of all clients' frames, the server-wide cap (64 B each, taken as "
      "needed); "
@@ -178,6 +184,8 @@ void steerd_config_default(steerd_config *c) {
   c->snapshot_budget = 1200;
   c->client_rate_kbps = 120;
   c->full_rate_kbps = 48000;
+  c->send_budget_kbps = 200000;
+  c->send_budget_us = 15000;
   c->delta_pool = 0;
   strcpy(c->http_bind, "127.0.0.1");
   c->http_port = 7780;

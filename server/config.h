@@ -66,6 +66,10 @@ typedef struct steerd_config {
                                 (STEERD_DELTA_POOL, 0) */
   uint32_t full_rate_kbps;   /* SNAPSHOT kbit/s per full-snapshot client on average, 0: none
                                 (STEERD_FULL_RATE_KBPS, 48000) */
+  uint32_t send_budget_kbps; /* snapshot payload kbit/s of all clients together, 0: none
+                                (STEERD_SEND_BUDGET_KBPS, 200000) */
+  uint32_t send_budget_us;   /* loop thread CPU us per snapshot round encoding and queueing it, 0: none
+                                (STEERD_SEND_BUDGET_US, 15000) */
 
   /* Crash-safe world state (README "Keeping the world across restarts"). */
   char state_file[STEERD_PATH_BYTES]; /* checkpoint file, restored at start (STEERD_STATE, none) */

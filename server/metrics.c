@@ -114,6 +114,21 @@ static void snapshots(out *o, const steerd_metrics_input *in) {
   family(o, "steerd_delta_snapshot_seconds_total", "counter",
          "Loop thread's time choosing, encoding (on --threads) and sending the DELTA frames of snapshots.");
   put(o, "steerd_delta_snapshot_seconds_total %.9f\n", (double)st->delta_ns_total / 1e9);
+  family(o, "steerd_snapshots_deferred_total", "counter",
+         "Snapshots not sent to a client in a round, to be sent in a later one: by kind and by the budget "
+         "that deferred them (client: its own --full-rate-kbps; server: --send-budget-kbps and "
+         "--send-budget-us, shared by all clients).");
+  put(o, "steerd_snapshots_deferred_total{kind=\"full\",budget=\"client\"} %llu\n",
+      (unsigned long long)st->full_deferred);
+  put(o, "steerd_snapshots_deferred_total{kind=\"full\",budget=\"server\"} %llu\n",
+      (unsigned long long)st->full_budget_deferred);
+  put(o, "steerd_snapshots_deferred_total{kind=\"delta\",budget=\"server\"} %llu\n",
+      (unsigned long long)st->delta_budget_deferred);
+  counter(o, "steerd_send_rounds_limited_total",
+          "Snapshot rounds in which the server-wide send budget left some clients for a later round.",
+          st->send_rounds_limited);
+  counter(o, "steerd_events_lost_total",
+          "Events not sent to clients that were behind (counted to them in EVENTS' lost).", st->events_lost);
 }
 
 static void planner(out *o, const steerd_metrics_input *in) {

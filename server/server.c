@@ -45,11 +45,18 @@
 /* Events per client per message: a client's events wait in its
  * slot and go as one EVENTS message per wake-up (or sooner when CLIENT_EVENTS
  * are waiting, or before a reply to it, so the order of replies and events
- * stays as it was). A client with more than event_backlog bytes queued is
+ * stays as it was). A client with more than its event_share bytes queued is
  * behind: its events are dropped and counted (EVENTS "lost"), and it learns
- * the current state from the snapshots, not from a backlog. */
-#define CLIENT_EVENTS 256
-#define LOG_BURST     20
+ * the current state from the snapshots, not from a backlog. The share is
+ * event_backlog, or with many clients EVENTS_IN_FLIGHT split evenly, but at
+ * least EVENTS_SHARE_MIN (one full EVENTS message): every reliable fragment
+ * in flight comes back as an acknowledgement, and with 200 clients 64 KB
+ * behind each, a burst of spawns overflows the server's socket buffer with
+ * them, and every client's commands and pings are lost with them. */
+#define CLIENT_EVENTS    256
+#define EVENTS_IN_FLIGHT (1024u * 1024u)
+#define EVENTS_SHARE_MIN (4u * 1024u)
+#define LOG_BURST        20
 
 /* Packets kept while a tick waits for a navigation graph (plan_wait_service),
  * at most: beyond them ENet is left alone until the tick ends, and what the
@@ -92,10 +99,21 @@ typedef struct client {
   uint32_t errors_unwelcomed;  /* ERRORs sent before WELCOME: only the first goes out */
   uint32_t ev_count;           /* events waiting in its slot of s->events (flush_events()) */
   uint32_t ev_lost;            /* events dropped since its last EVENT/EVENTS: it was behind */
+  uint64_t measured_pass;      /* s->service_pass when queued was last measured for client_behind() */
   steerd_bytebucket full_rate; /* full snapshots: --full-rate-kbps (send_snapshot()) */
   int full_due;                /* takes this snapshot */
   uint32_t kept;               /* its packets in s->kept, handled after the tick (plan_wait_service()) */
+  uint64_t served_round;       /* the snapshot round that last sent it a snapshot (0: none yet) */
+  uint32_t delta_bytes_est;    /* bytes of its last DELTA frame: what its next one is reckoned to cost */
+  int send_take;               /* a delta client this round serves */
 } client;
+
+/* A client due a snapshot in a round, for the server-wide send budget (choose_round()). */
+typedef struct send_cand {
+  double cost;     /* share of the round's budget it would take */
+  uint64_t served; /* its served_round */
+  uint32_t slot;
+} send_cand;
 
 /* A packet received while a tick waited, handled after the tick. */
 typedef struct kept_packet {
@@ -158,12 +176,19 @@ struct steerd_server {
   size_t restored_len;
   steerd_persist_owner *ckpt_owners; /* owner_cap */
 
-  proto_command cmd;                       /* decode scratch (large: holds path points) */
-  uint32_t *part_first;                    /* snapshot part boundaries, max_agents + 2 */
+  proto_command cmd;           /* decode scratch (large: holds path points) */
+  uint32_t *part_first;        /* snapshot part boundaries, max_agents + 2 */
+  ENetPacket **full_parts;     /* a full snapshot's parts, shared by its clients, max_agents + 1 */
+  send_cand *send_cands;       /* max_clients: a round's clients (choose_round()) */
+  uint64_t send_round;         /* snapshot rounds so far */
+  uint64_t full_ns_per_part;   /* reckoned loop thread CPU ns to queue one full part to one client */
+  uint64_t delta_ns_per_frame; /* reckoned loop thread CPU ns of one DELTA frame, encoding included */
   uint8_t out[PROTO_MAX_MESSAGE_BYTES];    /* encode scratch */
   uint8_t ev_out[PROTO_MAX_MESSAGE_BYTES]; /* encode scratch of EVENTS (flushed while out holds a reply) */
   proto_event *events;                     /* max_clients x CLIENT_EVENTS: events waiting per client slot */
   size_t event_backlog;                    /* bytes: a client with more queued is behind (queue_cap / 4) */
+  uint64_t service_pass;                   /* passes over ENet's events and timer wake-ups so far */
+  size_t event_share;                      /* bytes: a client with more queued is behind (client_behind()) */
   steerd_server_stats stats;
   steerd_server_observer observer; /* the live view */
   uint64_t last_tick_ns;
@@ -194,6 +219,14 @@ static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s
   } while (0)
 
 /* ---- sending ------------------------------------------------------------- */
+
+/* CPU time of the calling thread (ns). */
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void send_bytes(ENetPeer *peer, uint8_t channel, const uint8_t *data, size_t len, uint32_t flags) {
   ENetPacket *p = enet_packet_create(data, len, flags);
@@ -244,24 +277,6 @@ static void send_reliable(steerd_server *s, client *c, size_t len) {
     enet_packet_destroy(p);
 }
 
-/* One SNAPSHOT part, shared by the full-snapshot clients due this snapshot. */
-static uint32_t broadcast_full(steerd_server *s, const uint8_t *data, size_t len) {
-  ENetPacket *p = NULL;
-  uint32_t sent = 0;
-  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
-    client *c = &s->clients[i];
-    if (!c->full_due)
-      continue;
-    if (!p && !(p = enet_packet_create(data, len, 0)))
-      return sent;
-    enet_peer_send(c->peer, PROTO_CHANNEL_SNAPSHOT, p);
-    sent++;
-  }
-  if (p && p->referenceCount == 0)
-    enet_packet_destroy(p);
-  return sent;
-}
-
 /* Before WELCOME a peer gets one ERROR: a peer that never says
  * HELLO cannot make the server answer each of its packets. HELLO's own
  * refusals (version, token) always go out: each ends the connection; so does
@@ -287,13 +302,23 @@ static void send_ack(steerd_server *s, client *c, const proto_ack *ack) {
   send_reliable(s, c, proto_encode_ack(s->out, sizeof(s->out), ack));
 }
 
-/* 1 when c has more queued than event_backlog (measured when the bound says
- * it may): it is behind, and its events are dropped, not queued. */
+/* 1 when c has more queued than event_share: it is behind, and its
+ * events are dropped, not queued. The bound is measured when it says the
+ * client may be behind, at most once per pass over ENet's events (or timer
+ * wake-up): the measure walks ENet's whole outgoing queue, snapshot parts
+ * included, and a burst of events to clients that are behind would
+ * otherwise walk it once per event per client (81 % of the loop in a burst
+ * of 10 000 spawns to 200 clients). Within a pass only acknowledgements
+ * lower the true figure, so a client found behind stays behind, and its
+ * events dropped, until the next pass. */
 static int client_behind(steerd_server *s, client *c) {
-  if (c->queued <= s->event_backlog)
+  if (c->queued <= s->event_share)
     return 0;
-  c->queued = steerd_guard_peer_queued(c->peer);
-  return c->queued > s->event_backlog;
+  if (c->measured_pass != s->service_pass) {
+    c->queued = steerd_guard_peer_queued(c->peer);
+    c->measured_pass = s->service_pass;
+  }
+  return c->queued > s->event_share;
 }
 
 /* Sends c's waiting events as one message: EVENT when there is one and none
@@ -1334,44 +1359,48 @@ static void run_tick(steerd_server *s) {
     steerd_demo_update(&s->demo, s->world, ev, n);
 }
 
-/* Each delta client's own frame (netcode.c), as unreliable packets on channel 1. */
+/* The DELTA frames of the delta clients this round serves (send_take),
+ * as unreliable packets on channel 1. */
 static void send_deltas(steerd_server *s, uint64_t tick, uint64_t time_us) {
-  if (s->delta_clients == 0)
-    return;
-  uint64_t t0 = uv_hrtime();
-  steerd_netcode_begin(s->netcode, s->world);
+  uint64_t t0 = uv_hrtime(), cpu0 = thread_cpu_ns();
   /* Encoded on the pool's threads by ranges of clients; sent from here, in
    * client order (ENet is the loop thread's). */
   uint32_t n = 0;
-  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
-    client *c = &s->clients[i];
-    if (c->peer && c->welcomed && c->delta && !c->closing)
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+    if (s->clients[i].send_take)
       s->delta_slots[n++] = i;
-  }
+  if (n == 0)
+    return;
+  steerd_netcode_begin(s->netcode, s->world);
   if (steerd_netcode_encode_batch(s->netcode, s->world, s->delta_slots, n, tick, time_us) !=
       STEERD_NETCODE_OK)
     n = 0;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t i = s->delta_slots[k];
     client *c = &s->clients[i];
+    c->send_take = 0;
     steerd_netcode_out out;
     if (steerd_netcode_batch_result(s->netcode, i, s->world, time_us, &out) != STEERD_NETCODE_OK)
       continue;
+    uint32_t bytes = 0;
     for (uint32_t p = 0; p < out.part_count; p++) {
       send_bytes(c->peer, PROTO_CHANNEL_SNAPSHOT, out.part[p], out.part_len[p], 0);
       s->stats.snapshot_packets++;
       s->stats.snapshot_bytes += out.part_len[p];
       s->stats.delta_bytes += out.part_len[p];
       s->stats.delta_packets++;
+      bytes += (uint32_t)out.part_len[p];
     }
+    c->delta_bytes_est = bytes;
     s->stats.delta_frames++;
   }
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
+    s->clients[i].send_take = 0;
   s->stats.delta_ns_total += uv_hrtime() - t0;
+  if (n) /* the loop thread's own share of the batch: it runs one of the pool's ranges */
+    s->delta_ns_per_frame = (3u * s->delta_ns_per_frame + (thread_cpu_ns() - cpu0) / n) / 4u;
 }
 
-/* Every agent, in as many packets as it takes; each packet is filled to the
- * part budget by the agents' actual sizes, stays under the MTU and names its
- * part, so a lost part loses only its own agents. */
 /* The full-snapshot clients this snapshot goes to: each has a byte
  * bucket of --full-rate-kbps (credit capped at one snapshot interval's share),
  * and a client in debt skips snapshots until it has paid for the last one.
@@ -1386,7 +1415,7 @@ static uint32_t full_clients_due(steerd_server *s, uint64_t time_us) {
   uint32_t due = 0;
   for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
     client *c = &s->clients[i];
-    c->full_due = c->peer && c->welcomed && !c->delta;
+    c->full_due = c->peer && c->welcomed && !c->delta && !c->closing;
     if (c->full_due && rate && !steerd_bytebucket_ready(&c->full_rate, time_us, rate, cap)) {
       c->full_due = 0;
       s->stats.full_deferred++;
@@ -1396,15 +1425,11 @@ static uint32_t full_clients_due(steerd_server *s, uint64_t time_us) {
   return due;
 }
 
-static void send_snapshot(steerd_server *s) {
-  uint64_t tick = steer_world_tick(s->world);
-  if (full_clients_due(s, s->tick_time_us) == 0) {
-    send_deltas(s, tick, s->tick_time_us);
-    s->stats.snapshots++;
-    if (s->observer.on_snapshot)
-      s->observer.on_snapshot(s->observer.arg);
-    return;
-  }
+/* Every agent, in as many packets as it takes (s->full_parts, shared by the
+ * clients they go to); each packet is filled to the part budget by the
+ * agents' actual sizes, stays under the MTU and names its part, so a lost
+ * part loses only its own agents. Returns the parts; *total their bytes. */
+static uint32_t encode_full(steerd_server *s, uint64_t tick, uint64_t *total) {
   steer_world_view view = steer_world_get_view(s->world);
   uint32_t parts = 0;
   for (uint32_t first = 0; first < view.count || parts == 0;) {
@@ -1418,7 +1443,8 @@ static void send_snapshot(steerd_server *s) {
   h.server_time_us = s->tick_time_us; /* the simulation time of the tick, not the send time (§7.5) */
   h.part_count = parts;
   h.agent_total = view.count;
-  uint64_t total = 0; /* bytes of this snapshot, all parts */
+  uint32_t made = 0;
+  *total = 0;
   for (uint32_t part = 0; part < parts; part++) {
     uint32_t first = s->part_first[part];
     h.part_index = part;
@@ -1429,17 +1455,117 @@ static void send_snapshot(steerd_server *s) {
                 PROTO_SNAPSHOT_PART_BYTES);
       continue;
     }
-    uint32_t sent = broadcast_full(s, s->out, len);
-    s->stats.snapshot_packets++;
-    s->stats.snapshot_bytes += (uint64_t)len * sent;
-    total += len;
+    ENetPacket *p = enet_packet_create(s->out, len, 0);
+    if (!p)
+      continue;
+    s->full_parts[made++] = p;
+    *total += len;
   }
-  for (uint32_t i = 0; i < s->cfg.max_clients; i++)
-    if (s->clients[i].full_due) {
-      steerd_bytebucket_charge(&s->clients[i].full_rate, total);
-      s->stats.full_sent++;
+  return made;
+}
+
+static int cmp_cost(const void *a, const void *b) {
+  const send_cand *x = a, *y = b;
+  if (x->cost != y->cost)
+    return x->cost < y->cost ? -1 : 1;
+  return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+static int cmp_served(const void *a, const void *b) {
+  const send_cand *x = a, *y = b;
+  if (x->served != y->served)
+    return x->served < y->served ? -1 : 1;
+  return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* Which clients this round serves, within the server-wide budget
+ * (--send-budget-kbps over the round's interval, --send-budget-us of the
+ * loop thread's CPU time: CPU, not wall time, so that a busy machine
+ * descheduling the loop does not cut the rounds). Each due client's cost is
+ * the larger of its bytes and its reckoned CPU time, as shares of the round's budget (a full snapshot's own
+ * encoding, spent already, comes off the budget first). Max-min fair: clients costing no more than an even
+ * split of what is left are all served (cheapest first, each leaving the rest more to split); the others are
+ * served least recently served first while the budget lasts, and the first of them always, so every client is
+ * served in turn however small the budget. A client not served keeps its place and goes before those served
+ * since. Clears full_due and sets send_take accordingly. */
+static void choose_round(steerd_server *s, uint32_t parts, uint64_t full_bytes, uint64_t encode_ns) {
+  double bytes_budget = (double)s->cfg.send_budget_kbps * 125.0 / (double)s->cfg.snapshot_rate;
+  double ns_budget = (double)s->cfg.send_budget_us * 1000.0;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    c->send_take = 0;
+    int delta = c->peer && c->welcomed && c->delta && !c->closing;
+    if (!c->full_due && !delta)
+      continue;
+    double bytes = c->full_due ? (double)full_bytes
+                               : (double)(c->delta_bytes_est ? c->delta_bytes_est : s->cfg.snapshot_budget);
+    double ns = c->full_due ? (double)parts * (double)s->full_ns_per_part : (double)s->delta_ns_per_frame;
+    double cost = 0.0;
+    if (bytes_budget > 0.0)
+      cost = bytes / bytes_budget;
+    if (ns_budget > 0.0 && ns / ns_budget > cost)
+      cost = ns / ns_budget;
+    s->send_cands[n++] = (send_cand){cost, c->served_round, i};
+  }
+  double left = 1.0 - (ns_budget > 0.0 ? (double)encode_ns / ns_budget : 0.0);
+  uint32_t k = 0;
+  if (bytes_budget <= 0.0 && ns_budget <= 0.0) {
+    k = n;
+  } else {
+    qsort(s->send_cands, n, sizeof(*s->send_cands), cmp_cost);
+    for (; k < n && s->send_cands[k].cost <= left / (double)(n - k); k++)
+      left -= s->send_cands[k].cost;
+    qsort(s->send_cands + k, n - k, sizeof(*s->send_cands), cmp_served);
+    for (uint32_t first = k; k < n && (k == first || s->send_cands[k].cost <= left); k++)
+      left -= s->send_cands[k].cost;
+  }
+  if (k < n)
+    s->stats.send_rounds_limited++;
+  for (uint32_t j = 0; j < n; j++) {
+    client *c = &s->clients[s->send_cands[j].slot];
+    if (j < k) {
+      c->served_round = s->send_round;
+      c->send_take = !c->full_due;
+    } else if (c->full_due) {
+      c->full_due = 0;
+      s->stats.full_budget_deferred++;
+    } else {
+      s->stats.delta_budget_deferred++;
     }
-  send_deltas(s, h.tick, h.server_time_us);
+  }
+}
+
+/* One snapshot round: the full snapshot encoded once for the full clients
+ * due, then the clients the budget allows (choose_round()) get theirs. */
+static void send_snapshot(steerd_server *s) {
+  uint64_t tick = steer_world_tick(s->world);
+  uint64_t t0 = thread_cpu_ns(), total = 0;
+  s->send_round++;
+  uint32_t parts = full_clients_due(s, s->tick_time_us) ? encode_full(s, tick, &total) : 0;
+  uint64_t t1 = thread_cpu_ns();
+  choose_round(s, parts, total, t1 - t0);
+  uint32_t served = 0;
+  for (uint32_t i = 0; i < s->cfg.max_clients; i++) {
+    client *c = &s->clients[i];
+    if (!c->full_due)
+      continue;
+    for (uint32_t p = 0; p < parts; p++)
+      enet_peer_send(c->peer, PROTO_CHANNEL_SNAPSHOT, s->full_parts[p]);
+    steerd_bytebucket_charge(&c->full_rate, total);
+    s->stats.full_sent++;
+    s->stats.snapshot_bytes += total;
+    served++;
+  }
+  for (uint32_t p = 0; p < parts; p++)
+    if (s->full_parts[p]->referenceCount == 0)
+      enet_packet_destroy(s->full_parts[p]);
+  if (served) {
+    s->stats.snapshot_packets += parts;
+    uint64_t per = (thread_cpu_ns() - t1) / ((uint64_t)served * (parts ? parts : 1u));
+    s->full_ns_per_part = (3u * s->full_ns_per_part + per) / 4u;
+  }
+  send_deltas(s, tick, s->tick_time_us);
   s->stats.snapshots++;
   if (s->observer.on_snapshot)
     s->observer.on_snapshot(s->observer.arg);
@@ -1466,6 +1592,13 @@ static void log_stats(steerd_server *s) {
              (unsigned long long)st->pending_evicted, (unsigned long long)st->handshakes_reset,
              (unsigned long long)st->refused_full, (unsigned long long)st->service_cut,
              (unsigned long long)s->peer_log.total_suppressed, (unsigned long long)st->events_lost);
+  if (st->send_rounds_limited)
+    LOG_INFO("send budget stats: %llu snapshot rounds cut short, %llu full snapshots and %llu delta frames "
+             "deferred to a later round (--send-budget-kbps, --send-budget-us); reckoned costs: %.1f us per "
+             "delta frame, %.2f us per full part and client",
+             (unsigned long long)st->send_rounds_limited, (unsigned long long)st->full_budget_deferred,
+             (unsigned long long)st->delta_budget_deferred, (double)s->delta_ns_per_frame / 1000.0,
+             (double)s->full_ns_per_part / 1000.0);
   if (st->full_deferred)
     LOG_INFO("full snapshot stats: %llu sent, %llu deferred by --full-rate-kbps",
              (unsigned long long)st->full_sent, (unsigned long long)st->full_deferred);
@@ -1513,14 +1646,6 @@ static void drop_late_hellos(steerd_server *s, uint64_t now) {
 }
 
 /* ---- checkpoints ------------------------------------------------------------ */
-
-/* CPU time of the calling thread (ns). */
-static uint64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-    return 0;
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The world and who owns what, written atomically to the state file. The loop
  * makes the image (the world saved straight into the checkpointer's buffer,
@@ -1706,6 +1831,13 @@ static void on_timer(uv_timer_t *t) {
     return;
   }
   s->last_tick_ns = now;
+  s->service_pass++;
+  uint32_t welcomed = s->stats.clients - s->stats.pending;
+  s->event_share = EVENTS_IN_FLIGHT / (welcomed ? welcomed : 1u);
+  if (s->event_share > s->event_backlog)
+    s->event_share = s->event_backlog;
+  if (s->event_share < EVENTS_SHARE_MIN)
+    s->event_share = EVENTS_SHARE_MIN;
   if (s->warming)
     steerd_server_warming(s);
   drop_late_hellos(s, now);
@@ -1854,6 +1986,7 @@ static int service_enet(steerd_server *s) {
   ENetEvent ev;
   int rc;
   uint32_t n = 0;
+  s->service_pass++;
   handle_kept(s);
   while ((rc = enet_host_service(s->host, &ev, 0)) > 0) {
     switch (ev.type) {
@@ -2062,11 +2195,14 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->pending = calloc(cfg->max_pending, sizeof(*s->pending));
   s->queue_cap = (size_t)cfg->client_queue_kb * 1024u;
   s->event_backlog = s->queue_cap / 4u;
+  s->event_share = s->event_backlog;
   s->events = calloc((size_t)cfg->max_clients * CLIENT_EVENTS, sizeof(*s->events));
   s->kept = calloc(KEPT_MAX, sizeof(*s->kept));
   steerd_loglimit_init(&s->peer_log, LOG_WINDOW_NS, LOG_BURST);
   steerd_loglimit_init(&s->wait_log, LOG_WINDOW_NS, LOG_BURST);
   s->part_first = calloc((size_t)cfg->max_agents + 2, sizeof(*s->part_first));
+  s->full_parts = calloc((size_t)cfg->max_agents + 1, sizeof(*s->full_parts));
+  s->send_cands = calloc(cfg->max_clients, sizeof(*s->send_cands));
   s->owner_cap = cfg->max_clients + cfg->max_agents;
   s->owners = calloc(s->owner_cap, sizeof(*s->owners));
   s->ckpt_owners = calloc(s->owner_cap, sizeof(*s->ckpt_owners));
@@ -2086,7 +2222,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->netcode = steerd_netcode_create(&nc);
   s->mapsync = steerd_mapsync_create(cfg->max_clients);
   if (!s->mapsync || !s->clients || !s->pending || !s->events || !s->kept || !s->part_first || !s->owners ||
-      !s->ckpt_owners || !s->scratch_ids || !s->world || !s->netcode) {
+      !s->full_parts || !s->send_cands || !s->ckpt_owners || !s->scratch_ids || !s->world || !s->netcode) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
               cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
     steerd_server_destroy(s);
@@ -2335,6 +2471,8 @@ void steerd_server_destroy(steerd_server *s) {
   free(s->events);
   free(s->handshake_ns);
   free(s->part_first);
+  free(s->full_parts);
+  free(s->send_cands);
   free(s->owners);
   free(s->scratch_ids);
   steerd_checkpointer_destroy(s->ckpt);

@@ -51,26 +51,29 @@ typedef struct steerd_server_stats {
   uint64_t handshakes_reset;  /* half-open ENet handshakes reset */
   uint64_t refused_full;      /* connections refused: no client or pending slot */
   uint64_t service_cut;       /* ENet passes stopped by the per-wake-up budget */
-  uint64_t event_messages;    /* EVENT and EVENTS messages sent (one per client per wake-up at most, mostly) */
-  uint64_t events_lost;       /* events dropped for clients that were behind (EVENTS "lost") */
-  uint32_t clients;           /* connected now, pending included */
-  uint32_t pending;           /* connected, not yet WELCOMEd */
+  uint64_t event_messages; /* EVENT and EVENTS messages sent (one per client per wake-up at most, mostly) */
+  uint64_t events_lost;    /* events dropped for clients that were behind (EVENTS "lost") */
+  uint32_t clients;        /* connected now, pending included */
+  uint32_t pending;        /* connected, not yet WELCOMEd */
 
   /* For /metrics (metrics.c): by kind, so the totals above stay as they were. */
-  uint64_t delta_packets;                                   /* DELTA packets sent */
-  uint64_t full_sent;     /* full snapshots sent, one per client */
-  uint64_t full_deferred; /* ... not sent to a client in debt (--full-rate-kbps) */
+  uint64_t delta_packets;         /* DELTA packets sent */
+  uint64_t full_sent;             /* full snapshots sent, one per client */
+  uint64_t full_deferred;         /* ... not sent to a client in debt (--full-rate-kbps) */
+  uint64_t full_budget_deferred;  /* ... not sent for the server-wide budget (--send-budget-*) */
+  uint64_t delta_budget_deferred; /* DELTA frames not sent for the server-wide budget */
+  uint64_t send_rounds_limited;   /* snapshot rounds the server-wide budget cut short */
   uint64_t commands_by_type[PROTO_MSG_LAST_COMMAND + 1][2]; /* [type][0 ok, 1 answered with ERROR] */
   uint64_t errors_by_code[PROTO_ERR_COUNT];                 /* ERRORs sent, by code */
   uint64_t tick_seconds_bucket[STEERD_TICK_BUCKETS];        /* steps that took <= bucket bound */
 
   /* The map (PROTOCOL.md 17). */
-  uint64_t stuck_events;     /* STUCK events of the world since it was created (saved with it) */
-  uint32_t map_obstacles;    /* obstacles in the map now */
-  uint32_t map_version;      /* the map's version now */
-  uint64_t map_changes;      /* admin changes applied (ADD_OBSTACLE, REMOVE_OBSTACLE, steerd_server_map_edit) */
-  uint64_t map_parts_sent;   /* MAP packets sent */
-  uint64_t map_bytes_sent;   /* their payload bytes */
+  uint64_t stuck_events;   /* STUCK events of the world since it was created (saved with it) */
+  uint32_t map_obstacles;  /* obstacles in the map now */
+  uint32_t map_version;    /* the map's version now */
+  uint64_t map_changes;    /* admin changes applied (ADD_OBSTACLE, REMOVE_OBSTACLE, steerd_server_map_edit) */
+  uint64_t map_parts_sent; /* MAP packets sent */
+  uint64_t map_bytes_sent; /* their payload bytes */
   uint64_t map_changed_sent; /* MAP_CHANGED packets queued, one per client per change */
   uint64_t wait_answered;    /* PINGs and HELLOs answered while a tick waited for a navigation graph */
   uint64_t wait_kept;        /* packets received then, kept and handled after the tick */

@@ -1,6 +1,7 @@
 /* test_snapshot_bounds.c: what one client's snapshots may cost the others,
  * against the real server on 127.0.0.1: a
- * full-snapshot client of a big world is held to --full-rate-kbps. Bounds are
+ * full-snapshot client of a big world is held to --full-rate-kbps, and all
+ * clients together to the server-wide --send-budget-kbps, fairly. Bounds are
  * generous: the machine is a noisy 2-core box, and nothing here is timed
  * tighter than whole seconds. */
 #define _DEFAULT_SOURCE
@@ -14,6 +15,7 @@
 #include "check_run.h"
 #include "child_run.h"
 #include "client.h"
+#include "http_get.h"
 #include "protocol.h"
 #include "state_file.h"
 #include "steerd_proc.h"
@@ -32,8 +34,9 @@ static void server_start_world(steerd_proc *s, uint32_t n, uint32_t capacity, co
   ck_assert_int_eq(steerd_test_write_state(state_path, n, capacity, NULL), 0);
   static char cap[16];
   snprintf(cap, sizeof(cap), "%u", (capacity > n ? capacity : n) + 1000);
-  const char *args[40] = {"--no-demo",    "--client-timeout", "3000", "--state", state_path, "--checkpoint-interval",
-                          "0",            "--max-agents",     cap};
+  const char *args[40] = {"--no-demo", "--client-timeout", "3000",
+                          "--state",   state_path,         "--checkpoint-interval",
+                          "0",         "--max-agents",     cap};
   int k = 9;
   for (int i = 0; extra && extra[i] && k < 39; i++)
     args[k++] = extra[i];
@@ -79,7 +82,8 @@ static void on_gone(void *user, uint32_t reason) {
   ((watcher *)user)->gone = 1;
 }
 
-static void watcher_connect(watcher *w, const steerd_proc *s, const char *name, int delta, uint32_t max_agents) {
+static void watcher_connect(watcher *w, const steerd_proc *s, const char *name, int delta,
+                            uint32_t max_agents) {
   memset(w, 0, sizeof(*w));
   steerd_client_config cfg = steerd_client_default_config();
   cfg.name = name;
@@ -147,9 +151,96 @@ START_TEST(a_full_snapshot_client_is_held_to_its_rate) {
   /* Without the bound it would have had about 20 snapshots a second. */
   ck_assert_msg(b.frames_complete - a.frames_complete + b.frames_incomplete - a.frames_incomplete <
                     (uint64_t)seconds * 10u,
-                "%llu snapshots in %u s", (unsigned long long)(b.frames_complete - a.frames_complete), seconds);
+                "%llu snapshots in %u s", (unsigned long long)(b.frames_complete - a.frames_complete),
+                seconds);
   steerd_client_destroy(w[0].c);
   steerd_client_destroy(w[1].c);
+  server_stop(&s);
+}
+END_TEST
+
+/* ---- the server-wide send budget ----------------------------------------------------- */
+
+#define SHARE_AGENTS   2000u
+#define SHARE_FULL     4
+#define SHARE_ROUND    50000u /* bytes per snapshot round: --send-budget-kbps 8000 at 20 snapshots/s */
+#define SHARE_SNAP_MAX (SHARE_AGENTS * 28u + 50u * 40u) /* 28 bytes per agent, 40 per part, < 50 parts */
+#define SHARE_SECONDS  4u
+
+static double metric(const char *text, const char *series) {
+  size_t n = strlen(series);
+  for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+    if (strncmp(line, series, n) == 0 && line[n] == ' ')
+      return strtod(line + n + 1, NULL);
+  ck_abort_msg("no series %s in /metrics", series);
+  return 0;
+}
+
+static void scrape(const steerd_proc *s, char *body, size_t cap) {
+  ck_assert_int_eq(http_get(s->http_port, "/metrics", body, cap, 5000), 200);
+}
+
+/* A full snapshot of 2 000 agents is 32-58 KB, and four full-snapshot clients
+ * at 20 snapshots/s would take 2.6-4.6 MB/s. With a server-wide budget of one
+ * such snapshot per round (bytes only: --send-budget-us 0 makes the choice
+ * depend on sizes, not on timing) each round serves one of them, least
+ * recently served first, so each gets about a quarter of the rounds; a delta
+ * client, whose frame is far below an even split of the budget, gets every
+ * round meanwhile. */
+START_TEST(the_send_budget_shares_the_rounds_fairly) {
+  steerd_proc s;
+  char kbps[16];
+  snprintf(kbps, sizeof(kbps), "%u", SHARE_ROUND * 20u / 125u);
+  const char *const args[] = {
+      "--send-budget-kbps", kbps, "--send-budget-us", "0", "--http-port", "auto", NULL};
+  server_start_world(&s, SHARE_AGENTS, 0, args);
+  watcher w[SHARE_FULL + 1];
+  for (int i = 0; i < SHARE_FULL; i++)
+    watcher_connect(&w[i], &s, "full", 0, SHARE_AGENTS + 1000);
+  watcher_connect(&w[SHARE_FULL], &s, "delta", 1, SHARE_AGENTS + 1000);
+  service_all(w, SHARE_FULL + 1, 2000);
+  static char body[65536];
+  steerd_client_stats a[SHARE_FULL + 1], b[SHARE_FULL + 1];
+  scrape(&s, body, sizeof(body));
+  double rounds0 = metric(body, "steerd_snapshots_total");
+  double bytes0 = metric(body, "steerd_snapshot_sent_bytes_total{kind=\"full\"}");
+  double deferred0 = metric(body, "steerd_snapshots_deferred_total{kind=\"full\",budget=\"server\"}");
+  double delta_deferred0 = metric(body, "steerd_snapshots_deferred_total{kind=\"delta\",budget=\"server\"}");
+  for (int i = 0; i <= SHARE_FULL; i++)
+    steerd_client_get_stats(w[i].c, &a[i]);
+  service_all(w, SHARE_FULL + 1, SHARE_SECONDS * 1000u);
+  for (int i = 0; i <= SHARE_FULL; i++)
+    steerd_client_get_stats(w[i].c, &b[i]);
+  scrape(&s, body, sizeof(body));
+  double rounds = metric(body, "steerd_snapshots_total") - rounds0;
+  double bytes = metric(body, "steerd_snapshot_sent_bytes_total{kind=\"full\"}") - bytes0;
+  double deferred =
+      metric(body, "steerd_snapshots_deferred_total{kind=\"full\",budget=\"server\"}") - deferred0;
+  double delta_deferred =
+      metric(body, "steerd_snapshots_deferred_total{kind=\"delta\",budget=\"server\"}") - delta_deferred0;
+  fprintf(stderr, "send budget: %.0f rounds, %.0f full bytes, %.0f full snapshots deferred\n", rounds, bytes,
+          deferred);
+  ck_assert_double_ge(rounds, 10);
+  /* One full snapshot a round, and the rest deferred; the scrapes and the
+   * rounds are not simultaneous: a round more at each end. */
+  ck_assert_msg(bytes <= (rounds + 2.0) * SHARE_SNAP_MAX, "%.0f full bytes in %.0f rounds", bytes, rounds);
+  ck_assert_double_ge(deferred, (rounds - 2.0) * (SHARE_FULL - 1));
+  ck_assert_double_eq(delta_deferred, 0);
+  for (int i = 0; i <= SHARE_FULL; i++) {
+    ck_assert_msg(!w[i].gone, "client %d dropped", i);
+    uint64_t got =
+        b[i].frames_complete - a[i].frames_complete + b[i].frames_incomplete - a[i].frames_incomplete;
+    fprintf(stderr, "client %d (%s): %llu snapshots\n", i, i < SHARE_FULL ? "full" : "delta",
+            (unsigned long long)got);
+    if (i < SHARE_FULL) { /* a quarter of the rounds each; whatever the losses, none starved or favoured */
+      ck_assert_uint_ge(got, (uint64_t)(rounds / SHARE_FULL / 3.0));
+      ck_assert_uint_le(got, (uint64_t)(rounds / SHARE_FULL) + 3u);
+    } else { /* every round */
+      ck_assert_uint_ge(got, (uint64_t)(rounds / 2.0));
+    }
+  }
+  for (int i = 0; i <= SHARE_FULL; i++)
+    steerd_client_destroy(w[i].c);
   server_stop(&s);
 }
 END_TEST
@@ -197,10 +288,12 @@ START_TEST(clients_size_their_buffers_from_welcome) {
   steerd_client_destroy(w[1].c);
 
   /* steerd-client watch: complete frames, none overflowing. */
-  char bin[1100], port[16], out_path[64] = "/tmp/steerd-cli-out-XXXXXX", err_path[64] = "/tmp/steerd-cli-err-XXXXXX";
+  char bin[1100], port[16], out_path[64] = "/tmp/steerd-cli-out-XXXXXX",
+                            err_path[64] = "/tmp/steerd-cli-err-XXXXXX";
   ck_assert_int_eq(child_run_sibling(STEERD_BINARY, "client-sample/steerd-client", bin, sizeof(bin)), 0);
   snprintf(port, sizeof(port), "%u", (unsigned)s.port);
-  char *argv[] = {bin, "--host", "127.0.0.1", "--port", port, "watch", "--seconds", "3", "--events-only", NULL};
+  char *argv[] = {bin,     "--host",    "127.0.0.1", "--port",        port,
+                  "watch", "--seconds", "3",         "--events-only", NULL};
   char *envp[] = {NULL};
   int out = mkstemp(out_path), err = mkstemp(err_path), status = -1;
   ck_assert_int_ge(out, 0);
@@ -219,8 +312,8 @@ END_TEST
 
 /* ---- each delta client's frames in its own quota ------------------------------------------ */
 
-#define SHARED_AGENTS 2000u
-#define FAST_CLIENTS  5
+#define SHARED_AGENTS   2000u
+#define FAST_CLIENTS    5
 #define SHARED_CAPACITY 6000u /* the world's: a client's quota is 10 x this many records */
 
 /* Services the fast clients every millisecond and the slow one (w[n]) every
@@ -289,14 +382,15 @@ START_TEST(other_clients_never_overwrite_a_clients_baseline) {
       break;
     for (int i = 0; i <= FAST_CLIENTS; i++)
       w[i].counting = 0;
-    fprintf(stderr, "try %d discarded: this process stalled (%llu ms between fast reads, %llu between slow ones)\n",
+    fprintf(stderr,
+            "try %d discarded: this process stalled (%llu ms between fast reads, %llu between slow ones)\n",
             attempt, (unsigned long long)fast_gap, (unsigned long long)slow_gap);
     ck_assert_msg(attempt < 2, "this process stalled in every try: the machine is too loaded to check");
   }
   for (int i = 0; i <= FAST_CLIENTS; i++) {
     ck_assert_msg(!w[i].gone, "client %d dropped", i);
-    fprintf(stderr, "%s client %d: %u frames with all %u agents, %u with fewer (last %u)\n", i == FAST_CLIENTS ? "slow" : "fast",
-           i, w[i].whole, SHARED_AGENTS, w[i].partial, w[i].last_count);
+    fprintf(stderr, "%s client %d: %u frames with all %u agents, %u with fewer (last %u)\n",
+            i == FAST_CLIENTS ? "slow" : "fast", i, w[i].whole, SHARED_AGENTS, w[i].partial, w[i].last_count);
   }
   if (getenv("STEERD_TEST_KEEP_LOG")) {
     char cmd[128];
@@ -307,8 +401,9 @@ START_TEST(other_clients_never_overwrite_a_clients_baseline) {
   /* The slow client rebuilds the frames of 6 s in ~8 reads: a few at least,
    * each of the whole world. */
   ck_assert_uint_ge(slow->whole, 3);
-  ck_assert_msg(slow->partial == 0, "the slow client's frames lost their baselines: %u of %u held fewer agents",
-                slow->partial, slow->partial + slow->whole);
+  ck_assert_msg(slow->partial == 0,
+                "the slow client's frames lost their baselines: %u of %u held fewer agents", slow->partial,
+                slow->partial + slow->whole);
   for (int i = 0; i < FAST_CLIENTS; i++) {
     ck_assert_uint_ge(w[i].whole, 20);
     ck_assert_uint_eq(w[i].partial, 0);
@@ -323,6 +418,7 @@ static Suite *bounds_suite(void) {
   Suite *s = suite_create("snapshot_bounds");
   TCase *tc = check_tcase(s, "server", 120);
   tcase_add_test(tc, a_full_snapshot_client_is_held_to_its_rate);
+  tcase_add_test(tc, the_send_budget_shares_the_rounds_fairly);
   tcase_add_test(tc, clients_size_their_buffers_from_welcome);
   tcase_add_test(tc, other_clients_never_overwrite_a_clients_baseline);
   return s;
