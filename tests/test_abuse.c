@@ -442,6 +442,20 @@ START_TEST(a_spawn_and_despawn_burst_with_many_clients_completes) {
     int rc = steerd_client_connect(sp[i].w.c, "127.0.0.1", s.port);
     ck_assert_msg(rc == 0, "spawner %d: %s", i, steerd_client_strerror(rc));
   }
+  /* Every idle client welcomed and taking snapshots before the burst. */
+  uint64_t ready_end = now_ms() + 20000;
+  for (int ready = 0; !ready && now_ms() < ready_end;) {
+    ready = 1;
+    for (int i = 0; i < SWARM_IDLE; i++) {
+      steerd_client_service(idle[i].c, 0);
+      ready &= idle[i].frames > 0;
+    }
+    for (int i = 0; i < SWARM_SPAWNERS; i++) {
+      steerd_client_service(sp[i].w.c, 0);
+      ready &= steerd_client_get_state(sp[i].w.c) == STEERD_CLIENT_WELCOMED;
+    }
+    steerd_proc_sleep_ms(1);
+  }
   proto_command spawn = command(PROTO_MSG_SPAWN);
   spawn.spawn.model = STEER_MODEL_KINEMATIC;
   for (int i = 0; i < SWARM_SPAWNERS; i++)
@@ -483,6 +497,18 @@ START_TEST(a_spawn_and_despawn_burst_with_many_clients_completes) {
     }
     for (int i = 0; i < SWARM_SPAWNERS; i++)
       steerd_client_service(sp[i].w.c, 0);
+    steerd_proc_sleep_ms(1);
+  }
+  /* Snapshots went on: each idle client has one taken since the burst began
+   * (the send budget serves the least recently served first: within a few
+   * rounds of the burst's end at most). */
+  end = now_ms() + 5000;
+  for (int waiting = 1; waiting && now_ms() < end;) {
+    waiting = 0;
+    for (int i = 0; i < SWARM_IDLE; i++) {
+      steerd_client_service(idle[i].c, 0);
+      waiting |= idle[i].frames <= frames0[i];
+    }
     steerd_proc_sleep_ms(1);
   }
   for (int i = 0; i < SWARM_IDLE; i++) {

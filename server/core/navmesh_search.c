@@ -228,8 +228,7 @@ static double through(mpt p, mpt l, mpt r, mpt t) {
  * landmark L, |d(L, v) - d(L, goal)| at least (the triangle inequality of route
  * lengths), with the goal's d(L, goal) known within [lm_lo, lm_hi]. Less a
  * slack for the table's float rounding, so it never overestimates. */
-static double landmark_bound(const struct mesh_search *s, const steer_mesh *m, int32_t v) {
-  (void)m;
+static double landmark_bound(const struct mesh_search *s, int32_t v) {
   if (!s->nlm)
     return 0.0;
   const float *d = &s->lm[(size_t)v * s->nlm];
@@ -265,15 +264,17 @@ static void landmark_goal(struct mesh_search *s, const steer_mesh *m, uint32_t c
   const mesh_cell *mc = &m->cells[c];
   for (uint32_t k = 0; k < s->nlm; k++) {
     double lo = INFINITY, hi = INFINITY;
+    int unknown = 0; /* a vertex the landmark does not reach: no lower bound */
     for (uint32_t j = 0; j < mc->count; j++) {
       uint32_t v = m->pv[mc->first + j];
       double d = (double)s->lm[(size_t)v * s->nlm + k], e = dist(m->verts[v], s->goal);
-      lo = isfinite(d) ? dmin(lo, d - e) : -INFINITY;
-      hi = isfinite(d) ? dmin(hi, d + e) : hi;
-      if (!isfinite(lo))
-        lo = -INFINITY;
+      unknown |= !isfinite(d);
+      if (isfinite(d)) {
+        lo = dmin(lo, d - e);
+        hi = dmin(hi, d + e);
+      }
     }
-    s->lm_lo[k] = lo;
+    s->lm_lo[k] = unknown || !isfinite(lo) ? -INFINITY : lo;
     s->lm_hi[k] = hi;
   }
 }
@@ -308,7 +309,7 @@ static int add_root(struct mesh_search *s, const steer_mesh *m, int32_t v, uint3
   if (!grow(&s->roots, &s->cr, s->nr + 1u, sizeof *s->roots))
     return -1;
   note(s, (uint32_t)v, g);
-  s->roots[s->nr] = (mroot){m->verts[v], landmark_bound(s, m, v), v, parent};
+  s->roots[s->nr] = (mroot){m->verts[v], landmark_bound(s, v), v, parent};
   s->best[v] = g;
   s->best_gen[v] = s->gen;
   s->best_rec[v] = s->nr;
@@ -410,6 +411,7 @@ static int successor(struct mesh_search *s, const steer_mesh *m, uint32_t c, uin
   if (dominated(s, va, vb, a, b, len, t0, t1, o->p, g))
     return 1;
   double near = g + seg_dist(o->p, pb, pa);
+  /* In q the edge runs from b to a: l is toward b, r toward a. */
   mnode n = {pb, pa, g, 0.0, root, (uint32_t)q, m->ptw[ei], t1 == 1.0, t0 == 0.0};
   if (s->all)
     n.f = near;
@@ -650,7 +652,7 @@ int steer_mesh_plan_run(steer_mesh *m, uint32_t budget, uint32_t *spent) {
       break;
     }
     int32_t rv = s->roots[n.root].v;
-    if ((rv >= 0 && n.g > s->best[rv] + MESH_EPS))
+    if (rv >= 0 && n.g > s->best[rv] + MESH_EPS)
       continue;
     s->expanded++;
     uint32_t first = s->nn;

@@ -176,41 +176,6 @@ static void landmarks_begin(steer_planner *p, const steer_world *w, uint32_t k, 
   (void)steer_nav_cache_landmarks_start(p->navs, (float)k * STEER_NAV_CLASS);
 }
 
-/* Waits for the landmarks of r's class being computed, as await_build. */
-static void await_landmarks(steer_planner *p, float r) {
-  if (steer_nav_cache_landmarks_wait(p->navs, r, 0))
-    return;
-  float cr = steer_nav_class_radius(r);
-  uint64_t t0 = mono_ns();
-  p->stats.waits++;
-  while (!steer_nav_cache_landmarks_wait(p->navs, r, STEER_PLANNER_WAIT_SLICE_MS))
-    if (p->wait_fn)
-      p->wait_fn(p->wait_ctx, cr, mono_ns() - t0, 0);
-  uint64_t waited = mono_ns() - t0;
-  p->stats.wait_ns += waited;
-  if (p->wait_fn)
-    p->wait_fn(p->wait_ctx, cr, waited, 1);
-}
-
-/* A served mesh class's landmarks at the start of a tick: used from their due
- * tick on. A restored planner's cache has none for a class that uses them or
- * is due to: computed anew, and waited for at once when plans use them. */
-static void landmarks_settle(steer_planner *p, const steer_world *w, uint32_t k, uint64_t tick) {
-  float r = (float)k * STEER_NAV_CLASS;
-  if (p->lm_unknown && !p->lm_due[k] && !((p->lm_on >> k) & 1u))
-    landmarks_begin(p, w, k, tick); /* a state from before landmarks were saved */
-  if (!p->lm_due[k] && !((p->lm_on >> k) & 1u))
-    return;
-  if (steer_nav_cache_landmarks(p->navs, r) == 0)
-    (void)steer_nav_cache_landmarks_start(p->navs, r);
-  if (p->lm_due[k] && tick >= p->lm_due[k]) {
-    p->lm_on |= (uint8_t)(1u << k);
-    p->lm_due[k] = 0;
-  }
-  if ((p->lm_on >> k) & 1u)
-    await_landmarks(p, r);
-}
-
 int steer_planner_warm_radius(steer_planner *p, const steer_world *w, float r) {
   if (!p || !w || !isfinite(r) || r < 0.0f)
     return STEER_EINVAL;
@@ -242,22 +207,44 @@ void steer_planner_set_wait_hook(steer_planner *p, steer_planner_wait_fn fn, voi
   p->wait_ctx = ctx;
 }
 
-/* Waits for the build of r's class, if one runs, a slice at a time with the
- * host's hook between slices: the tick stays blocked (what keeps results
- * independent of timing), the host's connections do not. */
-static void await_build(steer_planner *p, float r) {
-  if (steer_nav_cache_wait(p->navs, r, 0))
+/* Waits for r's class's job (wait: steer_nav_cache_wait for its build,
+ * steer_nav_cache_landmarks_wait for its landmarks), if one runs, a slice at a
+ * time with the host's hook between slices: the tick stays blocked (what keeps
+ * results independent of timing), the host's connections do not. */
+static void await_job(steer_planner *p, float r, int (*wait)(steer_nav_cache *, float, uint32_t)) {
+  if (wait(p->navs, r, 0))
     return;
   float cr = steer_nav_class_radius(r);
   uint64_t t0 = mono_ns();
   p->stats.waits++;
-  while (!steer_nav_cache_wait(p->navs, r, STEER_PLANNER_WAIT_SLICE_MS))
+  while (!wait(p->navs, r, STEER_PLANNER_WAIT_SLICE_MS))
     if (p->wait_fn)
       p->wait_fn(p->wait_ctx, cr, mono_ns() - t0, 0);
   uint64_t waited = mono_ns() - t0;
   p->stats.wait_ns += waited;
   if (p->wait_fn)
     p->wait_fn(p->wait_ctx, cr, waited, 1);
+}
+
+static void await_build(steer_planner *p, float r) { await_job(p, r, steer_nav_cache_wait); }
+
+/* A served mesh class's landmarks at the start of a tick: used from their due
+ * tick on. A restored planner's cache has none for a class that uses them or
+ * is due to: computed anew, and waited for at once when plans use them. */
+static void landmarks_settle(steer_planner *p, const steer_world *w, uint32_t k, uint64_t tick) {
+  float r = (float)k * STEER_NAV_CLASS;
+  if (p->lm_unknown && !p->lm_due[k] && !((p->lm_on >> k) & 1u))
+    landmarks_begin(p, w, k, tick); /* a state from before landmarks were saved */
+  if (!p->lm_due[k] && !((p->lm_on >> k) & 1u))
+    return;
+  if (steer_nav_cache_landmarks(p->navs, r) == 0)
+    (void)steer_nav_cache_landmarks_start(p->navs, r);
+  if (p->lm_due[k] && tick >= p->lm_due[k]) {
+    p->lm_on |= (uint8_t)(1u << k);
+    p->lm_due[k] = 0;
+  }
+  if ((p->lm_on >> k) & 1u)
+    await_job(p, r, steer_nav_cache_landmarks_wait);
 }
 
 /* Ticks a new class's plans wait for its graph (built meanwhile off the tick
