@@ -67,8 +67,8 @@ static void circle(uint8_t period) {
   printf("| circle swap, 100 on a 50 m circle | %u | %u of %u, %u ticks (%.1f s) | %.0f ticks | %.2fx | %.3f "
          "m | — "
          "| %u | `%016llx` |\n",
-         period, r.done, CROWD_CIRCLE_N, r.ticks, (double)r.ticks * DT, (double)straight, (double)r.ticks / straight,
-         (double)r.gap, r.stuck, (unsigned long long)steer_world_hash(w));
+         period, r.done, CROWD_CIRCLE_N, r.ticks, (double)r.ticks * DT, (double)straight,
+         (double)r.ticks / straight, (double)r.gap, r.stuck, (unsigned long long)steer_world_hash(w));
   steer_world_destroy(w);
 }
 
@@ -109,9 +109,10 @@ static void doorway_sweep(uint8_t period, float horizon, uint32_t runs) {
   char ms[32], ss[32];
   snprintf(ms, sizeof(ms), med == UINT32_MAX ? "—" : "%.1f s", (double)med * DT);
   snprintf(ss, sizeof(ss), slow == UINT32_MAX ? "not all" : "%.1f s", (double)slow * DT);
-  printf("| doorway, %u jittered starts (horizon %.0f s) | %u | %u of %u | %s | %s | %.2f agents/s | %.3f m |\n",
-         runs, (double)horizon, period, ok, runs, ms, ss,
-         med == UINT32_MAX ? 0.0 : 100.0 / ((double)med * DT), (double)gap);
+  printf(
+      "| doorway, %u jittered starts (horizon %.0f s) | %u | %u of %u | %s | %s | %.2f agents/s | %.3f m |\n",
+      runs, (double)horizon, period, ok, runs, ms, ss, med == UINT32_MAX ? 0.0 : 100.0 / ((double)med * DT),
+      (double)gap);
 }
 
 static void level(void) {
@@ -174,7 +175,8 @@ int main(int argc, char **argv) {
     doorway(4, 3.0f);
   }
   if (all || strcmp(which, "sweep") == 0) {
-    printf("\n| scenario | neighbour period | runs with all 100 through in 300 s | median completion | slowest | "
+    printf("\n| scenario | neighbour period | runs with all 100 through in 300 s | median completion | "
+           "slowest | "
            "flow at the median | smallest gap between bodies |\n|---|---:|---:|---:|---:|---:|---:|\n");
     doorway_sweep(1, 3.0f, 8);
     doorway_sweep(4, 3.0f, 8);

@@ -62,7 +62,8 @@ static proto_obstacle obs[1024];
 static vec2 pts[4096];
 
 static void bench_encode(void) {
-  printf("| obstacles | segments | MAP bytes | parts | bytes/obstacle | encode ns/obstacle | decode + copy ns/obstacle |\n");
+  printf("| obstacles | segments | MAP bytes | parts | bytes/obstacle | encode ns/obstacle | decode + copy "
+         "ns/obstacle |\n");
   printf("|---:|---:|---:|---:|---:|---:|---:|\n");
   const uint32_t sizes[3] = {100, 1000, 16384};
   for (int s = 0; s < 3; s++) {
@@ -168,7 +169,8 @@ static void bench_stream(uint32_t n) {
       fprintf(stderr, "bench_map: no complete map\n");
       exit(1);
     }
-    printf("| %u | %.1f | %.1f | %llu |\n", n, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (unsigned long long)st.map_parts);
+    printf("| %u | %.1f | %.1f | %llu |\n", n, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+           (unsigned long long)st.map_parts);
     steerd_client_disconnect(c, 500);
     steerd_client_destroy(c);
   }

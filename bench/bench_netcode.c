@@ -194,7 +194,8 @@ static int cmp_pose(const void *a, const void *b) {
 
 /* ---- no visible pop ------------------------------------------------------------- */
 
-/* A rendered sample of an interpolated agent (60 Hz), linked to the same agent's sample in the previous render. */
+/* A rendered sample of an interpolated agent (60 Hz), linked to the same agent's sample in the previous
+ * render. */
 typedef struct render_rec {
   int64_t render_us;
   steer_id id;
@@ -336,7 +337,8 @@ static void quality(uint16_t port, const char *impair, uint32_t agents, uint32_t
       continue;
     const render_rec *a = &rr[rr[i].prev - 1], *b = &rr[i];
     double ax, ay, bx, by;
-    if (truth_at(truth, b->id, a->render_us, &ax, &ay) != 0 || truth_at(truth, b->id, b->render_us, &bx, &by) != 0)
+    if (truth_at(truth, b->id, a->render_us, &ax, &ay) != 0 ||
+        truth_at(truth, b->id, b->render_us, &bx, &by) != 0)
       continue;
     double moved = hypot(bx - ax, by - ay), jump = hypot(b->x - a->x, b->y - a->y);
     if (moved < 0.02)
@@ -901,10 +903,10 @@ int main(int argc, char **argv) {
   snprintf(maxc, sizeof maxc, "%u", clients + cpu_clients + 8);
   char thr[16];
   snprintf(thr, sizeof thr, "%u", threads);
-  const char *args[] = {"--no-demo",   "--rate-limit",    "1000000", "--rate-burst", "1000000",
-                        "--max-clients", maxc,            "--client-timeout", "10000", "--hello-timeout",
-                        "20000",       "--http-port",     "auto",    "--threads",  thr,
-                        NULL};
+  const char *args[] = {"--no-demo", "--rate-limit",    "1000000", "--rate-burst",
+                        "1000000",   "--max-clients",   maxc,      "--client-timeout",
+                        "10000",     "--hello-timeout", "20000",   "--http-port",
+                        "auto",      "--threads",       thr,       NULL};
   steerd_proc srv;
   if (steerd_proc_start(&srv, binary, args, 5000) != 0) {
     fprintf(stderr, "bench_netcode: the server did not start\n");

@@ -71,8 +71,8 @@ struct steerd_client {
   uint32_t max_parts;
   int size_from_welcome; /* config.max_agents 0: frame, part_seen and delta are sized at WELCOME */
 
-  steerd_delta *delta; /* config.snapshots == DELTA */
-  steerd_mapcopy *map; /* the server's map (MAP, MAP_CHANGED); NULL when config.map_obstacles is 0 */
+  steerd_delta *delta;     /* config.snapshots == DELTA */
+  steerd_mapcopy *map;     /* the server's map (MAP, MAP_CHANGED); NULL when config.map_obstacles is 0 */
   proto_obstacle *map_obs; /* scratch of one MAP part: CLIENT_MAP_PART_OBSTACLES */
   vec2 *map_points;        /* CLIENT_MAP_PART_POINTS */
 
@@ -182,8 +182,7 @@ static int size_buffers(steerd_client *c, uint32_t n) {
 }
 
 steerd_client *steerd_client_create(const steerd_client_config *cfg) {
-  if (cfg == NULL || cfg->max_agents > STEER_MAX_CAPACITY ||
-      cfg->snapshots >= PROTO_SNAPSHOTS_COUNT)
+  if (cfg == NULL || cfg->max_agents > STEER_MAX_CAPACITY || cfg->snapshots >= PROTO_SNAPSHOTS_COUNT)
     return NULL;
   const char *name = cfg->name != NULL ? cfg->name : "";
   size_t name_len = strlen(name);
@@ -523,8 +522,8 @@ static void handle_map(steerd_client *c, uint32_t type, const uint8_t *data, siz
       return;
     res = steerd_mapcopy_part(c->map, &h, c->map_obs, n);
   } else {
-    if (proto_decode_map_changed(data, len, &mc, removed, c->map_obs, c->map_points, CLIENT_MAP_PART_POINTS, NULL) !=
-        0) {
+    if (proto_decode_map_changed(data, len, &mc, removed, c->map_obs, c->map_points, CLIENT_MAP_PART_POINTS,
+                                 NULL) != 0) {
       c->stats.bad_packets++;
       return;
     }

@@ -78,8 +78,8 @@ static int remove_id(steerd_mapcopy *m, uint32_t id) {
   return -1;
 }
 
-steerd_mapcopy_result steerd_mapcopy_part(steerd_mapcopy *m, const proto_map_header *h, const proto_obstacle *obs,
-                                          uint32_t count) {
+steerd_mapcopy_result steerd_mapcopy_part(steerd_mapcopy *m, const proto_map_header *h,
+                                          const proto_obstacle *obs, uint32_t count) {
   if (h->part_index == 0) {
     m->collecting = 1;
     m->current = 0;

@@ -35,8 +35,8 @@ steerd_mapcopy *steerd_mapcopy_create(uint32_t max_obstacles, uint32_t max_point
 void steerd_mapcopy_destroy(steerd_mapcopy *m); /* accepts NULL */
 
 /* One decoded MAP part (obs[0..count)) or MAP_CHANGED. */
-steerd_mapcopy_result steerd_mapcopy_part(steerd_mapcopy *m, const proto_map_header *h, const proto_obstacle *obs,
-                                          uint32_t count);
+steerd_mapcopy_result steerd_mapcopy_part(steerd_mapcopy *m, const proto_map_header *h,
+                                          const proto_obstacle *obs, uint32_t count);
 steerd_mapcopy_result steerd_mapcopy_changed(steerd_mapcopy *m, const proto_map_changed *c);
 
 /* 1 when the copy is a complete map at steerd_mapcopy_version(). */

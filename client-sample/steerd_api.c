@@ -40,12 +40,14 @@ _Static_assert(SAME(STEERDC_FACING_TARGET, STEER_FACING_TARGET) &&
 _Static_assert(SAME(STEERDC_PATH_PINGPONG, STEER_PATH_PINGPONG) &&
                    SAME(STEERDC_CORNER_LAZY, STEER_CORNER_LAZY),
                "path modes, cornering");
-_Static_assert(SAME(STEERDC_EVENT_DESPAWNED, PROTO_EVENT_DESPAWNED) && SAME(STEERDC_EVENT_STUCK, PROTO_EVENT_STUCK),
+_Static_assert(SAME(STEERDC_EVENT_DESPAWNED, PROTO_EVENT_DESPAWNED) &&
+                   SAME(STEERDC_EVENT_STUCK, PROTO_EVENT_STUCK),
                "events");
 _Static_assert(SAME(STEERDC_CMD_ADD_OBSTACLE, PROTO_MSG_ADD_OBSTACLE) &&
                    SAME(STEERDC_CMD_REMOVE_OBSTACLE, PROTO_MSG_REMOVE_OBSTACLE),
                "map commands");
-_Static_assert(SAME(STEERDC_OBSTACLE_CIRCLE, STEER_OBSTACLE_CIRCLE) && SAME(STEERDC_OBSTACLE_WALL, STEER_OBSTACLE_WALL),
+_Static_assert(SAME(STEERDC_OBSTACLE_CIRCLE, STEER_OBSTACLE_CIRCLE) &&
+                   SAME(STEERDC_OBSTACLE_WALL, STEER_OBSTACLE_WALL),
                "obstacle kinds");
 _Static_assert(sizeof(vec2) == 2 * sizeof(float), "points are (x, y) float pairs");
 _Static_assert(SAME(STEERDC_CMD_SPAWN, PROTO_MSG_SPAWN) && SAME(STEERDC_CMD_VIEW, PROTO_MSG_VIEW),
@@ -741,8 +743,8 @@ int steerdc_map_get(const steerdc_client *c, uint32_t index, steerdc_obstacle *o
   return 0;
 }
 
-int steerdc_add_obstacle(steerdc_client *c, uint32_t id, uint32_t kind, const float *points_xy, uint32_t count,
-                         float radius, uint32_t *request_id) {
+int steerdc_add_obstacle(steerdc_client *c, uint32_t id, uint32_t kind, const float *points_xy,
+                         uint32_t count, float radius, uint32_t *request_id) {
   if (c == NULL || points_xy == NULL || kind >= STEER_OBSTACLE_KIND_COUNT || count == 0 ||
       count > STEER_MAP_MAX_VERTICES)
     return STEERDC_EINVAL;

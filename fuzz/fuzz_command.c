@@ -69,8 +69,8 @@ static void check_obstacle(const proto_add_obstacle *o) {
   if (o->kind == STEER_OBSTACLE_CIRCLE)
     FUZZ_CHECK(o->count == 1 && fuzz_number_ok(o->radius) && o->radius > 0.0f);
   else
-    FUZZ_CHECK(o->count >= (o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u) && o->count <= STEER_MAP_MAX_VERTICES &&
-               o->radius == 0.0f);
+    FUZZ_CHECK(o->count >= (o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u) &&
+               o->count <= STEER_MAP_MAX_VERTICES && o->radius == 0.0f);
   for (uint32_t i = 0; i < o->count && i < STEER_MAP_MAX_VERTICES; i++)
     FUZZ_CHECK(fuzz_number_ok(o->points[i].x) && fuzz_number_ok(o->points[i].y));
 }

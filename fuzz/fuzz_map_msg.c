@@ -24,8 +24,8 @@ static void check_obstacle(const proto_obstacle *o) {
   if (o->kind == STEER_OBSTACLE_CIRCLE)
     FUZZ_CHECK(o->count == 1 && fuzz_number_ok(o->radius) && o->radius > 0.0f);
   else
-    FUZZ_CHECK(o->count >= (o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u) && o->count <= PROTO_MAP_MAX_POINTS &&
-               o->radius == 0.0f);
+    FUZZ_CHECK(o->count >= (o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u) &&
+               o->count <= PROTO_MAP_MAX_POINTS && o->radius == 0.0f);
   for (uint32_t i = 0; i < o->count; i++)
     FUZZ_CHECK(fuzz_number_ok(o->points[i].x) && fuzz_number_ok(o->points[i].y));
   FUZZ_CHECK(proto_obstacle_size(o) > 0 && proto_obstacle_size(o) <= PROTO_MAP_OBSTACLE_MAX_BYTES);
@@ -77,7 +77,8 @@ static void fuzz_map_changed(const uint8_t *data, size_t size) {
     return;
   }
   fuzz_check_ok(rc, &err);
-  FUZZ_CHECK(c.version >= 1 && c.removed_count <= PROTO_MAP_CHANGED_MAX && c.added_count <= PROTO_MAP_CHANGED_MAX);
+  FUZZ_CHECK(c.version >= 1 && c.removed_count <= PROTO_MAP_CHANGED_MAX &&
+             c.added_count <= PROTO_MAP_CHANGED_MAX);
   for (uint32_t i = 0; i < c.removed_count; i++)
     FUZZ_CHECK(c.removed[i] >= 1);
   for (uint32_t i = 0; i < c.added_count; i++)

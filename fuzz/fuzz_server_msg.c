@@ -56,8 +56,9 @@ static void check_msg(const proto_server_msg *m, uint32_t cap) {
         FUZZ_CHECK(g->status >= PROTO_GOTO_QUEUED && g->status < PROTO_GOTO_STATUS_END);
         FUZZ_CHECK(g->reason < PROTO_GOTO_REASON_COUNT && g->partial <= 1);
         FUZZ_CHECK(g->target_kind == STEER_TARGET_POINT || g->target_kind == STEER_TARGET_AGENT);
-        FUZZ_CHECK(g->status == PROTO_GOTO_FOLLOWING ? g->route_count >= 1 && g->route_count <= PROTO_MAX_ROUTE_POINTS
-                                                     : g->route_count == 0);
+        FUZZ_CHECK(g->status == PROTO_GOTO_FOLLOWING
+                       ? g->route_count >= 1 && g->route_count <= PROTO_MAX_ROUTE_POINTS
+                       : g->route_count == 0);
         for (uint32_t i = 0; i < g->route_count; i++)
           FUZZ_CHECK(fuzz_number_ok(g->route[i].x) && fuzz_number_ok(g->route[i].y));
       }
@@ -128,7 +129,8 @@ static bool same_goto(const proto_goto_report *a, const proto_goto_report *b) {
   if (a->status != b->status || a->reason != b->reason || a->target_kind != b->target_kind ||
       a->partial != b->partial || a->route_count != b->route_count)
     return false;
-  if (a->target_kind == STEER_TARGET_POINT ? !same_point(a->target, b->target) : a->target_agent != b->target_agent)
+  if (a->target_kind == STEER_TARGET_POINT ? !same_point(a->target, b->target)
+                                           : a->target_agent != b->target_agent)
     return false;
   if (a->route_count && !same_point(a->goal, b->goal))
     return false;
@@ -148,7 +150,8 @@ static bool eq_msg(const proto_server_msg *a, const proto_server_msg *b) {
            x->snapshot_rate == y->snapshot_rate && same_float(x->world_min.x, y->world_min.x) &&
            same_float(x->world_min.y, y->world_min.y) && same_float(x->world_max.x, y->world_max.x) &&
            same_float(x->world_max.y, y->world_max.y) && x->tick == y->tick &&
-           x->server_time_us == y->server_time_us && x->protocol == y->protocol && x->max_agents == y->max_agents;
+           x->server_time_us == y->server_time_us && x->protocol == y->protocol &&
+           x->max_agents == y->max_agents;
   }
   case PROTO_MSG_ACK: {
     const proto_ack *x = &a->ack, *y = &b->ack;

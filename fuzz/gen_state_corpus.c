@@ -147,7 +147,8 @@ static int with_goto(const char *dir) {
   if (!w)
     return -1;
   const vec2 lower[2] = {{0.0f, -30.0f}, {0.0f, -1.5f}}, upper[2] = {{0.0f, 1.5f}, {0.0f, 30.0f}};
-  steer_obstacle_desc walls[2] = {{STEER_OBSTACLE_WALL, 2, lower, 0.0f}, {STEER_OBSTACLE_WALL, 2, upper, 0.0f}};
+  steer_obstacle_desc walls[2] = {{STEER_OBSTACLE_WALL, 2, lower, 0.0f},
+                                  {STEER_OBSTACLE_WALL, 2, upper, 0.0f}};
   for (uint32_t i = 0; i < 2; i++)
     if (steer_world_add_obstacle(w, 1 + i, &walls[i], NULL) != STEER_OK)
       return -1;

@@ -122,9 +122,8 @@ static void pack_params(msgpack_packer *pk, const proto_params *p) {
   if (present & PROTO_PARAM_STUCK_TIME)
     pack_kf(pk, "stuck_time", t->stuck_time);
   if (present & PROTO_PARAM_STUCK_REACTION)
-    pack_ks(pk, "stuck_reaction", stuck_reaction_names[t->stuck_reaction < STEER_STUCK_REACTION_COUNT
-                                                              ? t->stuck_reaction
-                                                              : 0]);
+    pack_ks(pk, "stuck_reaction",
+            stuck_reaction_names[t->stuck_reaction < STEER_STUCK_REACTION_COUNT ? t->stuck_reaction : 0]);
 }
 
 static void pack_point(msgpack_packer *pk, vec2 p) {
@@ -442,12 +441,12 @@ static int params_fn(reader *r, int key, void *ctx) {
 
 /* The keys in bit order: param_fields' names, then the tuning keys. */
 static const char *const param_keys[PARAM_KEY_COUNT] = {
-    "time_to_target", "target_radius",        "slow_radius",           "kinematic_time_to_target",
-    "align_target_radius", "align_slow_radius", "align_time_to_target", "max_prediction",
-    "panic_radius",   "wander_offset",        "wander_radius",         "wander_rate",
-    "separation_radius", "turn_trigger_distance", "path_recover_strength", "avoid_weight",
-    "avoid_horizon",  "avoid_priority",       "wall_lookahead",        "wall_margin",
-    "stuck_time",     "stuck_reaction"};
+    "time_to_target",      "target_radius",         "slow_radius",           "kinematic_time_to_target",
+    "align_target_radius", "align_slow_radius",     "align_time_to_target",  "max_prediction",
+    "panic_radius",        "wander_offset",         "wander_radius",         "wander_rate",
+    "separation_radius",   "turn_trigger_distance", "path_recover_strength", "avoid_weight",
+    "avoid_horizon",       "avoid_priority",        "wall_lookahead",        "wall_margin",
+    "stuck_time",          "stuck_reaction"};
 
 static int rd_params(reader *r, proto_params *p) {
   memset(p, 0, sizeof *p);
@@ -476,12 +475,12 @@ int rd_tuning(reader *r, proto_tuning *t) {
   return 0;
 }
 
-
 /* ---- Decoding: command bodies ---------------------------------------------------- */
 
-static const char *const behaviour_keys[] = {
-    "kind",           "target", "target_agent", "target_agent2", "orientation",    "facing",         "combine",
-    "separation_weight", "max_neighbours", "params", "node_radius", "cornering", "replan_distance"};
+static const char *const behaviour_keys[] = {"kind",           "target", "target_agent", "target_agent2",
+                                             "orientation",    "facing", "combine",      "separation_weight",
+                                             "max_neighbours", "params", "node_radius",  "cornering",
+                                             "replan_distance"};
 enum {
   BK_KIND,
   BK_TARGET,

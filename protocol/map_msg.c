@@ -33,7 +33,9 @@ steer_obstacle_desc proto_obstacle_desc(const proto_obstacle *o) {
 
 /* ---- encoding ------------------------------------------------------------ */
 
-static void pack_cstr(msgpack_packer *pk, const char *str) { msgpack_pack_str_with_body(pk, str, strlen(str)); }
+static void pack_cstr(msgpack_packer *pk, const char *str) {
+  msgpack_pack_str_with_body(pk, str, strlen(str));
+}
 
 static void pack_point(msgpack_packer *pk, vec2 p) {
   msgpack_pack_array(pk, 2);
@@ -86,7 +88,8 @@ proto_obstacle proto_obstacle_array_at(const void *array, uint32_t i) {
   return ((const proto_obstacle *)array)[i];
 }
 
-uint32_t proto_map_fit(proto_obstacle_at at, const void *ctx, uint32_t first, uint32_t total, size_t part_bytes) {
+uint32_t proto_map_fit(proto_obstacle_at at, const void *ctx, uint32_t first, uint32_t total,
+                       size_t part_bytes) {
   if (part_bytes < PROTO_MAP_HEADER_MAX_BYTES)
     return 0;
   size_t room = part_bytes - PROTO_MAP_HEADER_MAX_BYTES;
@@ -101,8 +104,8 @@ uint32_t proto_map_fit(proto_obstacle_at at, const void *ctx, uint32_t first, ui
   return n;
 }
 
-size_t proto_encode_map(uint8_t *buf, size_t cap, const proto_map_header *h, proto_obstacle_at at, const void *ctx,
-                        uint32_t first, uint32_t count) {
+size_t proto_encode_map(uint8_t *buf, size_t cap, const proto_map_header *h, proto_obstacle_at at,
+                        const void *ctx, uint32_t first, uint32_t count) {
   if (!buf || h->part_count < 1 || h->part_index >= h->part_count)
     return 0;
   writer w;
@@ -242,7 +245,8 @@ static int rd_obstacle(reader *r, obstacle_rd *o, bool body) {
     return fail_at(r, "radius", PROTO_ERR_BAD_FIELD, "a polygon or wall has points, not radius");
   if (o->count < (o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u))
     return fail_at(r, "points", PROTO_ERR_BAD_FIELD,
-                   o->kind == STEER_OBSTACLE_POLYGON ? "a polygon has 3 to 256 points" : "a wall has 2 to 256 points");
+                   o->kind == STEER_OBSTACLE_POLYGON ? "a polygon has 3 to 256 points"
+                                                     : "a wall has 2 to 256 points");
   o->radius = 0.0f;
   return 0;
 }
@@ -319,7 +323,8 @@ int proto_decode_map(const uint8_t *data, size_t len, proto_map_header *h, proto
   *count = 0;
   int rc = rd_frame_expect(&r, PROTO_MSG_MAP, 6, 6, &n, "not a MAP");
   if (rc == 0)
-    rc = rd_elem_uint(&r, "version", UINT32_MAX, &u[0]) || rd_elem_uint(&r, "part_index", UINT32_MAX, &u[1]) ||
+    rc = rd_elem_uint(&r, "version", UINT32_MAX, &u[0]) ||
+         rd_elem_uint(&r, "part_index", UINT32_MAX, &u[1]) ||
          rd_elem_uint(&r, "part_count", UINT32_MAX, &u[2]) ||
          rd_elem_uint(&r, "obstacle_total", UINT32_MAX, &u[3]);
   if (rc == 0 && (u[2] == 0 || u[1] >= u[2]))
@@ -341,8 +346,9 @@ int proto_decode_map(const uint8_t *data, size_t len, proto_map_header *h, proto
 }
 
 int proto_decode_map_changed(const uint8_t *data, size_t len, proto_map_changed *c,
-                             uint32_t removed[PROTO_MAP_CHANGED_MAX], proto_obstacle added[PROTO_MAP_CHANGED_MAX],
-                             vec2 *points, uint32_t point_cap, proto_error_info *err) {
+                             uint32_t removed[PROTO_MAP_CHANGED_MAX],
+                             proto_obstacle added[PROTO_MAP_CHANGED_MAX], vec2 *points, uint32_t point_cap,
+                             proto_error_info *err) {
   proto_error_info local;
   reader r;
   uint32_t n;
@@ -368,8 +374,8 @@ int proto_decode_map_changed(const uint8_t *data, size_t len, proto_map_changed 
     c->removed_count = rc == 0 ? n : 0;
   }
   if (rc == 0)
-    rc = rd_obstacles(&r, "added", PROTO_MAP_CHANGED_MAX, added, PROTO_MAP_CHANGED_MAX, &c->added_count, points,
-                      point_cap);
+    rc = rd_obstacles(&r, "added", PROTO_MAP_CHANGED_MAX, added, PROTO_MAP_CHANGED_MAX, &c->added_count,
+                      points, point_cap);
   if (rc == 0)
     rc = rd_end(&r);
   if (rc != 0)

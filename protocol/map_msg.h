@@ -29,9 +29,11 @@
 #define PROTO_MAP_PART_BYTES       PROTO_MAX_MESSAGE_BYTES /* a MAP packet never exceeds this */
 #define PROTO_MAP_MAX_POINTS       STEER_MAP_MAX_VERTICES  /* points of one polygon or wall */
 #define PROTO_MAP_HEADER_MAX_BYTES 25 /* fixarray, type, version, index, count, total: 5 each; array16 */
-/* The largest obstacle: a polygon of 256 points (fixmap, "id" u32, "type" "polygon", "points" array16, 256 x 11). */
+/* The largest obstacle: a polygon of 256 points (fixmap, "id" u32, "type" "polygon", "points" array16, 256 x
+ * 11). */
 #define PROTO_MAP_OBSTACLE_MAX_BYTES 2848
-#define PROTO_MAP_CHANGED_MAX        4 /* removals, and additions, in one MAP_CHANGED (4 of the largest fit 16384 bytes) */
+#define PROTO_MAP_CHANGED_MAX                                                                                \
+  4 /* removals, and additions, in one MAP_CHANGED (4 of the largest fit 16384 bytes) */
 
 /* One obstacle: its id and shape; points belong to the caller (decoders point
  * them into the caller's pool). A circle has count 1 (its centre) and radius. */
@@ -76,12 +78,13 @@ proto_obstacle proto_obstacle_array_at(const void *array, uint32_t i); /* array:
  * part_bytes (header counted at its worst case): at least one whenever
  * part_bytes >= PROTO_MAP_HEADER_MAX_BYTES + PROTO_MAP_OBSTACLE_MAX_BYTES; 0
  * when first is the end. */
-uint32_t proto_map_fit(proto_obstacle_at at, const void *ctx, uint32_t first, uint32_t total, size_t part_bytes);
+uint32_t proto_map_fit(proto_obstacle_at at, const void *ctx, uint32_t first, uint32_t total,
+                       size_t part_bytes);
 
 /* One MAP part: obstacles first..first+count. 0 when the buffer is too small
  * or an obstacle is invalid. */
-size_t proto_encode_map(uint8_t *buf, size_t cap, const proto_map_header *h, proto_obstacle_at at, const void *ctx,
-                        uint32_t first, uint32_t count);
+size_t proto_encode_map(uint8_t *buf, size_t cap, const proto_map_header *h, proto_obstacle_at at,
+                        const void *ctx, uint32_t first, uint32_t count);
 size_t proto_encode_map_changed(uint8_t *buf, size_t cap, const proto_map_changed *c);
 
 /* ---- Decoders (untrusted input; unknown keys of obstacle objects are skipped,
@@ -96,7 +99,8 @@ int proto_decode_map(const uint8_t *data, size_t len, proto_map_header *h, proto
                      uint32_t *count, vec2 *points, uint32_t point_cap, proto_error_info *err);
 /* MAP_CHANGED: c->removed and c->added point at the caller's arrays. */
 int proto_decode_map_changed(const uint8_t *data, size_t len, proto_map_changed *c,
-                             uint32_t removed[PROTO_MAP_CHANGED_MAX], proto_obstacle added[PROTO_MAP_CHANGED_MAX],
-                             vec2 *points, uint32_t point_cap, proto_error_info *err);
+                             uint32_t removed[PROTO_MAP_CHANGED_MAX],
+                             proto_obstacle added[PROTO_MAP_CHANGED_MAX], vec2 *points, uint32_t point_cap,
+                             proto_error_info *err);
 
 #endif /* PROTO_MAP_MSG_H */

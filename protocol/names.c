@@ -8,9 +8,9 @@
 /* ---- Names ---------------------------------------------------------------- */
 
 static const char *const error_names[PROTO_ERR_COUNT] = {
-    "OK",           "BAD_MESSAGE",   "UNKNOWN_TYPE",  "BAD_FIELD",      "VERSION_MISMATCH",
-    "NOT_WELCOMED", "NO_SUCH_AGENT", "WORLD_FULL",    "MODEL_MISMATCH", "BAD_TARGET",
-    "TOO_LARGE",    "RATE_LIMITED",  "NOT_OWNER",     "INTERNAL",       "FORBIDDEN",
+    "OK",           "BAD_MESSAGE",   "UNKNOWN_TYPE",   "BAD_FIELD",        "VERSION_MISMATCH",
+    "NOT_WELCOMED", "NO_SUCH_AGENT", "WORLD_FULL",     "MODEL_MISMATCH",   "BAD_TARGET",
+    "TOO_LARGE",    "RATE_LIMITED",  "NOT_OWNER",      "INTERNAL",         "FORBIDDEN",
     "UNAUTHORIZED", "TOKEN_EXPIRED", "QUOTA_EXCEEDED", "NO_SUCH_OBSTACLE", "OBSTACLE_EXISTS",
     "BLOCKED"};
 
@@ -54,10 +54,11 @@ const char *const cornering_names[STEER_CORNER_COUNT] = {"none", "arc", "lazy"};
 const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT] = {"full", "delta"};
 const char *const stuck_reaction_names[STEER_STUCK_REACTION_COUNT] = {"report", "nudge", "give_up"};
 static const char *const event_names[PROTO_EVENT_COUNT] = {
-    "arrived", "waypoint", "path_finished", "reversed", "spawned", "despawned", "stuck", "planned",
-    "replanned", "unreachable"};
+    "arrived",   "waypoint", "path_finished", "reversed",  "spawned",
+    "despawned", "stuck",    "planned",       "replanned", "unreachable"};
 const char *const goto_status_names[PROTO_GOTO_STATUS_END] = {"none", "queued", "following", "unreachable"};
-const char *const goto_reason_names[PROTO_GOTO_REASON_COUNT] = {"new", "map", "target_moved", "stuck", "continue"};
+const char *const goto_reason_names[PROTO_GOTO_REASON_COUNT] = {"new", "map", "target_moved", "stuck",
+                                                                "continue"};
 
 const float_field param_fields[PROTO_PARAM_COUNT] = {
     {"time_to_target", offsetof(steer_params, time_to_target), NUM_POSITIVE},
@@ -126,10 +127,9 @@ const char *proto_disconnect_name(uint32_t reason) {
 }
 
 const char *proto_msg_type_name(uint32_t type) {
-  static const char *const client[] = {"HELLO",    "SPAWN",      "DESPAWN",     "SET_BEHAVIOUR",
-                                       "SET_PATH", "SET_PARAMS", "STOP",        "QUERY",
-                                       "PING",     "VIEW",       "SNAPSHOT_ACK", "ADD_OBSTACLE",
-                                       "REMOVE_OBSTACLE"};
+  static const char *const client[] = {
+      "HELLO", "SPAWN", "DESPAWN", "SET_BEHAVIOUR", "SET_PATH",     "SET_PARAMS",     "STOP",
+      "QUERY", "PING",  "VIEW",    "SNAPSHOT_ACK",  "ADD_OBSTACLE", "REMOVE_OBSTACLE"};
   static const char *const server[] = {"WELCOME", "ACK",    "ERROR", "EVENT",      "SNAPSHOT",
                                        "DELTA",   "EVENTS", "MAP",   "MAP_CHANGED"};
   if (type >= PROTO_MSG_HELLO && type <= PROTO_MSG_REMOVE_OBSTACLE)
@@ -146,7 +146,9 @@ const char *proto_behaviour_name(uint32_t kind) {
 const char *proto_goto_status_name(uint32_t s) {
   return s == 0 ? NULL : name_of(goto_status_names, PROTO_GOTO_STATUS_END, s);
 }
-const char *proto_goto_reason_name(uint32_t r) { return name_of(goto_reason_names, PROTO_GOTO_REASON_COUNT, r); }
+const char *proto_goto_reason_name(uint32_t r) {
+  return name_of(goto_reason_names, PROTO_GOTO_REASON_COUNT, r);
+}
 const char *proto_facing_name(uint32_t facing) { return name_of(facing_names, STEER_FACING_COUNT, facing); }
 const char *proto_combine_name(uint32_t combine) {
   return name_of(combine_names, STEER_COMBINE_COUNT, combine);

@@ -8,7 +8,8 @@
 
 steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget, uint32_t build_delay, int nav) {
   steer_planner_config pc = steer_default_planner_config();
-  pc.budget = budget ? budget : (nav == STEER_NAV_GRAPH ? STEER_PLANNER_GRAPH_BUDGET : STEER_PLANNER_MESH_BUDGET);
+  pc.budget =
+      budget ? budget : (nav == STEER_NAV_GRAPH ? STEER_PLANNER_GRAPH_BUDGET : STEER_PLANNER_MESH_BUDGET);
   pc.build_delay = build_delay;
   pc.nav = (uint8_t)nav;
   return steer_planner_create(w, &pc);
@@ -33,9 +34,7 @@ int steerd_goto_restore(steer_planner *p, const steerd_persist_server *st) {
 }
 
 /* Whether the planner holds anything worth saving. */
-static int planner_idle(const steer_planner *p) {
-  return steer_planner_idle(p);
-}
+static int planner_idle(const steer_planner *p) { return steer_planner_idle(p); }
 
 int steerd_goto_save(const steer_planner *p, uint8_t **buf, size_t *cap, steerd_persist_server *st) {
   st->planner = NULL;
@@ -99,7 +98,8 @@ static int refuse(steerd_goto_refusal *why, int code, const char *field, const c
 /* The planner's checks as a wire refusal. */
 static int check(const steer_world *w, steer_id id, const steer_goto *g, steerd_goto_refusal *why) {
   if (g->target.kind == STEER_TARGET_NONE)
-    return refuse(why, PROTO_ERR_BAD_TARGET, "behaviour.target_agent", "goto needs a target or a target_agent");
+    return refuse(why, PROTO_ERR_BAD_TARGET, "behaviour.target_agent",
+                  "goto needs a target or a target_agent");
   switch (steer_planner_check(w, id, g)) {
   case STEER_OK:
     return 0;
@@ -178,8 +178,8 @@ void steerd_goto_report(const steer_planner *p, const steer_world *w, proto_agen
   go->target = gi.g.target.point;
   go->target_agent = gi.g.target.agent;
   steer_path path;
-  if (gi.status == STEER_GOTO_FOLLOWING && info.path == gi.path && steer_world_path_get(w, info.path, &path) == 0 &&
-      path.count <= PROTO_MAX_ROUTE_POINTS) {
+  if (gi.status == STEER_GOTO_FOLLOWING && info.path == gi.path &&
+      steer_world_path_get(w, info.path, &path) == 0 && path.count <= PROTO_MAX_ROUTE_POINTS) {
     go->partial = gi.partial;
     go->goal = gi.goal;
     go->route_count = path.count;

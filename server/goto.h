@@ -50,7 +50,6 @@ int steerd_goto_save(const steer_planner *p, uint8_t **buf, size_t *cap, steerd_
 
 /* ---- commands (PROTOCOL.md 5.3, 6.2, 6.4, 6.8) ---------------------------------- */
 
-
 /* Why a GOTO command is refused: the wire error (PROTO_ERR_*), its field and message. */
 typedef struct steerd_goto_refusal {
   int code;

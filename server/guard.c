@@ -46,7 +46,8 @@ uint32_t steerd_guard_reap_handshakes(ENetHost *host, uint64_t *seen_ns, uint64_
   while (open > max_open) {
     size_t oldest = host->peerCount;
     for (size_t i = 0; i < host->peerCount; i++)
-      if (seen_ns[i] && in_handshake(&host->peers[i]) && (oldest == host->peerCount || seen_ns[i] < seen_ns[oldest]))
+      if (seen_ns[i] && in_handshake(&host->peers[i]) &&
+          (oldest == host->peerCount || seen_ns[i] < seen_ns[oldest]))
         oldest = i;
     if (oldest == host->peerCount)
       break;

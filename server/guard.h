@@ -39,11 +39,11 @@ uint32_t steerd_guard_reap_handshakes(ENetHost *host, uint64_t *seen_ns, uint64_
 /* At most `burst` lines per window; the first line allowed after a window with
  * suppressed lines learns how many were suppressed. */
 typedef struct steerd_loglimit {
-  uint64_t window_ns;   /* window length */
-  uint32_t burst;       /* lines per window */
-  uint64_t start_ns;    /* current window */
-  uint32_t lines;       /* allowed in it */
-  uint64_t suppressed;  /* not logged since the last line that reported them */
+  uint64_t window_ns;  /* window length */
+  uint32_t burst;      /* lines per window */
+  uint64_t start_ns;   /* current window */
+  uint32_t lines;      /* allowed in it */
+  uint64_t suppressed; /* not logged since the last line that reported them */
   uint64_t total_suppressed;
 } steerd_loglimit;
 

@@ -33,7 +33,7 @@ typedef struct steerd_http_views {
   steerd_auth auth;
   uint64_t next_frame_us; /* server time of the views' next snapshot (--view-rate) */
   uint64_t frames, skipped, bytes;
-  char *map_text;       /* the map message (JSON) of map_version, encoded once for every view */
+  char *map_text; /* the map message (JSON) of map_version, encoded once for every view */
   size_t map_len;
   uint32_t map_version;
   uint64_t maps_sent;

@@ -30,7 +30,7 @@
 
 #include "demo.h"
 
-#define STEERD_PERSIST_VERSION    3u /* written only with a planner part (else 2) */
+#define STEERD_PERSIST_VERSION    3u  /* written only with a planner part (else 2) */
 #define STEERD_PERSIST_WORLD_AT   24u /* offset of the world bytes in the file */
 #define STEERD_PERSIST_NAME_BYTES 64
 

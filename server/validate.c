@@ -107,7 +107,8 @@ int steerd_check_params(const proto_params *pp, const char *prefix, steerd_check
              {PROTO_PARAM_WALL_MARGIN, t->wall_margin},
              {PROTO_PARAM_STUCK_TIME, t->stuck_time}};
   for (int i = 0; i < 5; i++)
-    if ((pp->present & tv[i].bit) && check_range(&steerd_tuning_ranges[i], tv[i].v, p, steerd_tuning_ranges[i].name, out))
+    if ((pp->present & tv[i].bit) &&
+        check_range(&steerd_tuning_ranges[i], tv[i].v, p, steerd_tuning_ranges[i].name, out))
       return -1;
   return 0;
 }

@@ -28,8 +28,8 @@ extern const steerd_range steerd_path_radius_range;       /* PATH radius */
 extern const steerd_range steerd_separation_weight_range; /* BEHAVIOUR separation_weight */
 /* PARAMS avoid_weight, avoid_horizon, wall_lookahead, wall_margin, stuck_time. */
 extern const steerd_range steerd_tuning_ranges[5];
-extern const steerd_range steerd_node_radius_range;       /* BEHAVIOUR node_radius (goto) */
-extern const steerd_range steerd_replan_distance_range;   /* BEHAVIOUR replan_distance (goto) */
+extern const steerd_range steerd_node_radius_range;     /* BEHAVIOUR node_radius (goto) */
+extern const steerd_range steerd_replan_distance_range; /* BEHAVIOUR replan_distance (goto) */
 
 typedef struct steerd_bounds {
   vec2 min, max;            /* world, m */

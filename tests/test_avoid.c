@@ -18,8 +18,8 @@
 #include "world.h"
 #include "world_fixture.h"
 
-#define DT CROWD_DT /* s: every test here ticks as the scenes do */
-#define CONTACT_TOLERANCE 0.05f /* m, the most two bodies may overlap after a step (world.h) */
+#define DT                CROWD_DT /* s: every test here ticks as the scenes do */
+#define CONTACT_TOLERANCE 0.05f    /* m, the most two bodies may overlap after a step (world.h) */
 
 /* ---- pairs ------------------------------------------------------------------ */
 
@@ -101,12 +101,13 @@ START_TEST(test_circle_swap) {
   ck_assert_ptr_nonnull(w);
   crowd_run r = crowd_run_until(w, STEER_EVENT_ARRIVED, CROWD_CIRCLE_N, 4000, 0);
   float straight = 100.0f / 1.5f / DT; /* 1333 ticks */
-  fprintf(stderr, "circle swap (neighbour_period %u): %u of %u arrived, %u ticks (straight line %.0f), smallest gap "
+  fprintf(stderr,
+          "circle swap (neighbour_period %u): %u of %u arrived, %u ticks (straight line %.0f), smallest gap "
           "%.3f m, %u STUCK\n",
           (unsigned)periods[_i], r.done, CROWD_CIRCLE_N, r.ticks, (double)straight, (double)r.gap, r.stuck);
   ck_assert_msg(r.done == CROWD_CIRCLE_N && r.ticks <= (uint32_t)(2.5f * straight),
-                "circle swap: %u of %u arrived in %u ticks (straight line %.0f)", r.done, CROWD_CIRCLE_N, r.ticks,
-                (double)straight);
+                "circle swap: %u of %u arrived in %u ticks (straight line %.0f)", r.done, CROWD_CIRCLE_N,
+                r.ticks, (double)straight);
   /* Documented tolerance (BENCHMARKS.md, world.h): the contact pass pushes
    * overlapping avoiders apart after every step, so even in this crush at the
    * centre bodies of 0.4 m overlap by at most CONTACT_TOLERANCE. */
@@ -122,12 +123,15 @@ START_TEST(test_doorway_swap) {
   ck_assert_ptr_nonnull(w);
   crowd_run r = crowd_run_until(w, STEER_EVENT_PATH_FINISHED, CROWD_DOORWAY_N, 6000, 1);
   fprintf(stderr,
-          "doorway (neighbour_period %d): %u of 100 through after %u ticks, deepest into a wall %.4f m, smallest gap "
+          "doorway (neighbour_period %d): %u of 100 through after %u ticks, deepest into a wall %.4f m, "
+          "smallest gap "
           "%.3f m, %u STUCK\n",
           _i ? 4 : 1, r.done, r.ticks, (double)r.deepest, (double)r.gap, r.stuck);
-  ck_assert_msg(r.done == CROWD_DOORWAY_N, "%u of 100 through the door after %u ticks (%u STUCK)", r.done, r.ticks,
-                r.stuck);
-  ck_assert_msg(r.ticks < 3200, "doorway swap took %u ticks", r.ticks); /* 160 s, both ways through 3 m (horizon 1 s took 155 s before the lane rule and the contact pass; 3 s did not finish) */
+  ck_assert_msg(r.done == CROWD_DOORWAY_N, "%u of 100 through the door after %u ticks (%u STUCK)", r.done,
+                r.ticks, r.stuck);
+  ck_assert_msg(r.ticks < 3200, "doorway swap took %u ticks",
+                r.ticks); /* 160 s, both ways through 3 m (horizon 1 s took 155 s before the lane rule and the
+                             contact pass; 3 s did not finish) */
   ck_assert_float_le(r.deepest, 1e-3f);
   ck_assert_msg(r.gap > -CONTACT_TOLERANCE, "bodies overlapped by %.3f m in the door", (double)-r.gap);
   steer_world_destroy(w);
@@ -253,7 +257,8 @@ START_TEST(test_path_steps_back_after_push) {
         ck_assert_int_eq(steer_world_remove_obstacle(w, 9), STEER_OK);
         steer_agent_info info;
         steer_world_get(w, id, &info);
-        ck_assert_float_lt(info.state.position.x, -2.5f); /* in front of the door, the far node behind the wall */
+        ck_assert_float_lt(info.state.position.x,
+                           -2.5f); /* in front of the door, the far node behind the wall */
         pushed = t;
       }
       if (ev[i].type == STEER_EVENT_STUCK) {
@@ -263,11 +268,11 @@ START_TEST(test_path_steps_back_after_push) {
       finished |= ev[i].type == STEER_EVENT_PATH_FINISHED;
     }
   }
-  fprintf(stderr, "pushed back at tick %u, %u STUCK (node %u), finished at tick %u\n", pushed, stuck, stuck_node,
-          finished ? t - 1 : 0);
+  fprintf(stderr, "pushed back at tick %u, %u STUCK (node %u), finished at tick %u\n", pushed, stuck,
+          stuck_node, finished ? t - 1 : 0);
   ck_assert_uint_gt(pushed, 0);
-  ck_assert_uint_ge(stuck, 1);        /* it did press into the wall */
-  ck_assert_uint_eq(stuck_node, 2);   /* aiming at the last node */
+  ck_assert_uint_ge(stuck, 1);      /* it did press into the wall */
+  ck_assert_uint_eq(stuck_node, 2); /* aiming at the last node */
   ck_assert_msg(finished, "the path never finished after the push (%u STUCK)", stuck);
   steer_world_destroy(w);
 }

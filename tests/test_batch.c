@@ -66,7 +66,8 @@ static steer_world *corner_world(int kind) {
       ck_assert_int_ge(paths[k], 0);
   }
   for (uint32_t i = 0; i < 8; i++) {
-    steer_behaviour b = steer_default_behaviour(kind == BATCH_WANDER ? STEER_BEHAVIOUR_WANDER : STEER_BEHAVIOUR_ARRIVE);
+    steer_behaviour b =
+        steer_default_behaviour(kind == BATCH_WANDER ? STEER_BEHAVIOUR_WANDER : STEER_BEHAVIOUR_ARRIVE);
     b.target.kind = STEER_TARGET_POINT;
     b.target.point = v2(20.0f + 7.0f * (float)i, 80.0f - 5.0f * (float)i);
     vec2 p = v2(10.0f + 9.0f * (float)i, 20.0f + 3.0f * (float)i);
@@ -100,7 +101,8 @@ static steer_world *corner_world(int kind) {
     }
     if (kind == BATCH_PATH_HEADING)
       b = steer_default_behaviour(STEER_BEHAVIOUR_NONE);
-    steer_id id = spawn(w, kind == BATCH_PATH_HEADING ? STEER_MODEL_HEADING : STEER_MODEL_DYNAMIC, b, p, theta, v);
+    steer_id id =
+        spawn(w, kind == BATCH_PATH_HEADING ? STEER_MODEL_HEADING : STEER_MODEL_DYNAMIC, b, p, theta, v);
     if (kind == BATCH_PATH_HEADING)
       ck_assert_int_eq(steer_world_follow_path(w, id, paths[i % 3]), STEER_OK);
   }
@@ -126,8 +128,8 @@ static steer_world *corner_world(int kind) {
 static void same_agent(const steer_world *a, const steer_world *b, uint32_t d, const char *what) {
   const float fa[7] = {a->px[d], a->py[d], a->vx[d], a->vy[d], a->theta[d], a->omega[d], a->wander[d]};
   const float fb[7] = {b->px[d], b->py[d], b->vx[d], b->vy[d], b->theta[d], b->omega[d], b->wander[d]};
-  ck_assert_msg(memcmp(fa, fb, sizeof fa) == 0, "%s: agent %u's state differs (px %.9g/%.9g theta %.9g/%.9g)", what,
-                d, (double)fa[0], (double)fb[0], (double)fa[4], (double)fb[4]);
+  ck_assert_msg(memcmp(fa, fb, sizeof fa) == 0, "%s: agent %u's state differs (px %.9g/%.9g theta %.9g/%.9g)",
+                what, d, (double)fa[0], (double)fb[0], (double)fa[4], (double)fb[4]);
   ck_assert_msg(a->arng[d].state == b->arng[d].state, "%s: agent %u's generator differs", what, d);
 }
 
@@ -176,7 +178,7 @@ END_TEST
  * whole step with them matches the scalar step (the scalar path redoes
  * them). */
 static void poison(steer_world *w, int kind) {
-  w->vx[1] = NAN; /* NaN */
+  w->vx[1] = NAN;      /* NaN */
   w->theta[3] = 50.0f; /* an angle error beyond 9 rad (arrive), a wrap beyond it */
   w->theta[5] = 2e5f;  /* beyond steer_sincos's range */
   if (kind == BATCH_PATH_HEADING) {
@@ -268,7 +270,8 @@ static void cache_fresh(steer_world *w, const char *what) {
     world_batch_rec rec = w->brec[d];
     world_batch_refresh(w, d);
     ck_assert_msg(kind == w->bkind[d], "%s: agent %u's cached kind %u, now %u", what, d, kind, w->bkind[d]);
-    ck_assert_msg(memcmp(&rec, &w->brec[d], sizeof rec) == 0, "%s: agent %u's cached record is stale", what, d);
+    ck_assert_msg(memcmp(&rec, &w->brec[d], sizeof rec) == 0, "%s: agent %u's cached record is stale", what,
+                  d);
   }
 }
 

@@ -317,7 +317,7 @@ START_TEST(handshake_fills_the_welcome) {
   ck_assert_uint_eq(w->snapshot_rate, 20);
   ck_assert_float_eq(w->world_min.x, -100.0f);
   ck_assert_float_eq(w->world_max.y, 50.0f);
-  ck_assert_uint_eq(w->max_agents, 0); /* the fake is an older server: no max_agents */
+  ck_assert_uint_eq(w->max_agents, 0);                 /* the fake is an older server: no max_agents */
   ck_assert_uint_eq(steerd_client_max_agents(c), 200); /* make_client's config */
   steerd_client_config cfg0 = steerd_client_default_config();
   cfg0.max_agents = 0; /* sized at WELCOME; without max_agents there, by the old default */

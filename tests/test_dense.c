@@ -85,7 +85,8 @@ static void run_quads(uint32_t seed, int rounds, int edgy_every, long *vector_la
         nrad[j][i] = steer_rng_next(&r) % 4u == 0 ? lim[j].radius : steer_rng_range(&r, 0.0f, 2.0f);
         float reach = reach0 + nrad[j][i];
         float a = steer_rng_range(&r, -STEER_PI, STEER_PI);
-        float dist = steer_rng_range(&r, 0.01f, 1.3f) * (reach > 0.0f ? reach : 1.0f); /* not coincident by rounding */
+        float dist =
+            steer_rng_range(&r, 0.01f, 1.3f) * (reach > 0.0f ? reach : 1.0f); /* not coincident by rounding */
         vec2 at = v2_add(st[j].position, v2(dist * cosf(a), dist * sinf(a)));
         if (kind == 0) /* exactly at the reach, along an axis */
           at = v2_add(st[j].position, v2(reach, 0.0f));
@@ -113,8 +114,8 @@ static void run_quads(uint32_t seed, int rounds, int edgy_every, long *vector_la
       steer_output want = scalar_finish(sp[j], lp[j], pp[j], weight[j], nxy[j], nrad[j], n[j], o[j]);
       ck_assert_msg(same_bits(out[j].linear.x, want.linear.x) && same_bits(out[j].linear.y, want.linear.y) &&
                         same_bits(out[j].angular, want.angular),
-                    "seed %u round %d lane %d (n %u): batch (%a, %a, %a), scalar (%a, %a, %a)", seed, round, j,
-                    n[j], (double)out[j].linear.x, (double)out[j].linear.y, (double)out[j].angular,
+                    "seed %u round %d lane %d (n %u): batch (%a, %a, %a), scalar (%a, %a, %a)", seed, round,
+                    j, n[j], (double)out[j].linear.x, (double)out[j].linear.y, (double)out[j].angular,
                     (double)want.linear.x, (double)want.linear.y, (double)want.angular);
     }
     /* The neighbours by index into records (the kept query's answer), with
@@ -126,7 +127,8 @@ static void run_quads(uint32_t seed, int rounds, int edgy_every, long *vector_la
     memset(rec, 0x7f, sizeof rec);
     for (int j = 0; j < 4; j++) {
       for (uint32_t i = 0; i < n[j]; i++) {
-        uint32_t at = (uint32_t)(((uint32_t)j * NMAX + i) * 7u + 3u) % (4 * NMAX + 7); /* 7 and 135: coprime */
+        uint32_t at =
+            (uint32_t)(((uint32_t)j * NMAX + i) * 7u + 3u) % (4 * NMAX + 7); /* 7 and 135: coprime */
         idx[j][i] = at;
         rec[at].x = nxy[j][i].x;
         rec[at].y = nxy[j][i].y;
@@ -142,8 +144,9 @@ static void run_quads(uint32_t seed, int rounds, int edgy_every, long *vector_la
     for (int j = 0; j < 4; j++)
       ck_assert_msg(same_bits(sa[j].linear.x, sb[j].linear.x) && same_bits(sa[j].linear.y, sb[j].linear.y) &&
                         same_bits(sa[j].angular, sb[j].angular),
-                    "seed %u round %d lane %d (n %u): by index (%a, %a), copied (%a, %a)", seed, round, j, n[j],
-                    (double)sb[j].linear.x, (double)sb[j].linear.y, (double)sa[j].linear.x, (double)sa[j].linear.y);
+                    "seed %u round %d lane %d (n %u): by index (%a, %a), copied (%a, %a)", seed, round, j,
+                    n[j], (double)sb[j].linear.x, (double)sb[j].linear.y, (double)sa[j].linear.x,
+                    (double)sa[j].linear.y);
     /* In place (out = o), as the world calls it. */
     steer_output io[4];
     memcpy(io, o, sizeof io);

@@ -240,10 +240,9 @@ static double metric(const char *text, const char *series) {
 START_TEST(pings_answered_while_graphs_build) {
   write_big_map();
   steerd_proc p;
-  const char *const args[] = {"--map",       big_path, "--world",          "-250,-250,250,250",
-                              "--plan-build-delay", "1",   "--http-port",      "auto",
-                              "--client-timeout",   "10000", "--nav",          "graph",
-                              NULL};
+  const char *const args[] = {"--map", big_path,      "--world", "-250,-250,250,250", "--plan-build-delay",
+                              "1",     "--http-port", "auto",    "--client-timeout",  "10000",
+                              "--nav", "graph",       NULL};
   ck_assert_msg(steerd_proc_start(&p, STEERD_BINARY, args, 20000) == 0, "the server did not start");
   events x;
   uint64_t t0 = steerd_proc_now_ms();
@@ -326,9 +325,8 @@ END_TEST
 START_TEST(readyz_waits_for_start_up_graphs) {
   write_big_map();
   steerd_proc p;
-  const char *const args[] = {"--map",       big_path, "--world", "-250,-250,250,250",
-                              "--http-port", "auto",   "--nav",   "graph",
-                              NULL};
+  const char *const args[] = {"--map", big_path, "--world", "-250,-250,250,250", "--http-port", "auto",
+                              "--nav", "graph",  NULL};
   ck_assert_msg(steerd_proc_start(&p, STEERD_BINARY, args, 20000) == 0, "the server did not start");
   events x;
   steerd_client *c = connect_client(&p, &x);
@@ -403,8 +401,8 @@ END_TEST
 START_TEST(query_reports_queue_position) {
   write_small_map();
   steerd_proc p;
-  const char *const args[] = {"--no-demo",     "--map",         small_path, "--world", "-50,-50,50,50",
-                              "--plan-budget", "1",             "--nav",    "graph",   NULL};
+  const char *const args[] = {"--no-demo",     "--map", small_path, "--world", "-50,-50,50,50",
+                              "--plan-budget", "1",     "--nav",    "graph",   NULL};
   ck_assert_msg(steerd_proc_start(&p, STEERD_BINARY, args, 20000) == 0, "the server did not start");
   events x;
   steerd_client *c = connect_client(&p, &x);

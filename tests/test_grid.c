@@ -450,9 +450,10 @@ START_TEST(test_crowd) {
   }
   steer_grid_build(&g, px, py, n);
   for (uint32_t q = 0; q < 60; q++) {
-    vec2 p = q % 3 == 0   ? v2(20.0f, 20.0f)
-             : q % 3 == 1 ? v2(16.0f + steer_rng_range(&r, -1.0f, 1.0f), 16.0f + steer_rng_range(&r, -1.0f, 1.0f))
-                          : steer_rng_point(&r, 0.0f, 64.0f, 0.0f, 64.0f);
+    vec2 p = q % 3 == 0 ? v2(20.0f, 20.0f)
+             : q % 3 == 1
+                 ? v2(16.0f + steer_rng_range(&r, -1.0f, 1.0f), 16.0f + steer_rng_range(&r, -1.0f, 1.0f))
+                 : steer_rng_point(&r, 0.0f, 64.0f, 0.0f, 64.0f);
     uint32_t exclude = q % 2 ? 400u + q : UINT32_MAX;
     for (uint32_t max = 1; max <= STEER_GRID_FAST_K; max += 3)
       check_query(&g, px, py, n, p, 2.0f + (float)(q % 7) * 3.0f, exclude, max);
@@ -558,12 +559,12 @@ START_TEST(test_kept_lists) {
       const uint32_t *nbi = NULL;
       float hc = hint_c[d];
       uint32_t nc = steer_grid_nearest_kept_idx(&g, &L2, d, p, radius, k, &hc, 0.0f, scratch, &nbi);
-      ck_assert_msg(nc == nb_count_check(nbi, nc) && nc == na, "round %u agent %u: by index %u, kept %u", round, d,
-                    nc, na);
+      ck_assert_msg(nc == nb_count_check(nbi, nc) && nc == na, "round %u agent %u: by index %u, kept %u",
+                    round, d, nc, na);
       for (uint32_t i = 0; i < nc; i++) {
         const steer_grid_rec *c = &L2.rec[nbi[i]];
-        ck_assert_msg(nbi[i] == g.items[b[i]], "round %u agent %u rank %u: index %u, plain %u", round, d, i, nbi[i],
-                      g.items[b[i]]);
+        ck_assert_msg(nbi[i] == g.items[b[i]], "round %u agent %u rank %u: index %u, plain %u", round, d, i,
+                      nbi[i], g.items[b[i]]);
         ck_assert(c->pos == b[i] && c->x == g.sx[b[i]] && c->y == g.sy[b[i]] && c->r == g.sr[b[i]]);
       }
       ck_assert(hc == hb);

@@ -27,7 +27,8 @@
 
 #define MAX_SEQ   4096
 #define MAX_PORTS 16
-#define QUIET_MS  1500 /* nothing more arrives after this much silence (a loaded CI box stalls threads for 100s of ms) */
+#define QUIET_MS                                                                                             \
+  1500 /* nothing more arrives after this much silence (a loaded CI box stalls threads for 100s of ms) */
 
 static uint64_t now_us(void) {
   struct timespec ts;
@@ -455,8 +456,8 @@ START_TEST(test_same_seed) {
       }
       round_trip(&cfg, n, 20, 64, &a, &s);
       uint32_t got = distinct(&a, n, seen[run]);
-      printf("seed %llu%s: %u of %u through\n", (unsigned long long)cfg.seed, run == 2 ? " (jitter, dup)" : "",
-             got, n);
+      printf("seed %llu%s: %u of %u through\n", (unsigned long long)cfg.seed,
+             run == 2 ? " (jitter, dup)" : "", got, n);
     }
     uint64_t kernel = udp_rcvbuf_errors() - before;
     if ((!memcmp(seen[0], seen[1], n) && !memcmp(seen[0], seen[2], n)) || kernel == 0 || attempt == 3)

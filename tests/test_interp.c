@@ -452,9 +452,9 @@ static void run_pop(double loss, uint64_t seed, int stamp_deadline, pop_result *
       truth t;
       pop_truth((double)packets[next].state_us * 1e-6, &t.x, &t.y, &t.vx, &t.vy, &t.theta);
       proto_pose p = quantize(1, t);
-      ck_assert_int_eq(
-          steerd_interp_push(it, (uint64_t)packets[next].arrival_us, (uint64_t)st / 33333, (uint64_t)st, &p, 1, 1),
-          0);
+      ck_assert_int_eq(steerd_interp_push(it, (uint64_t)packets[next].arrival_us, (uint64_t)st / 33333,
+                                          (uint64_t)st, &p, 1, 1),
+                       0);
     }
     int64_t render;
     int rc = steerd_interp_advance(it, (uint64_t)local, &render);

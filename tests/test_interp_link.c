@@ -125,9 +125,9 @@ static void truth_on_frame(void *user, const steerd_client_frame *f) {
   if (!t->recording)
     return;
   if (t->it)
-    ck_assert_int_eq(steerd_interp_push(t->it, steerd_client_now_us(), f->tick, f->server_time_us, f->poses,
-                                        f->count, 1),
-                     0);
+    ck_assert_int_eq(
+        steerd_interp_push(t->it, steerd_client_now_us(), f->tick, f->server_time_us, f->poses, f->count, 1),
+        0);
   if (t->n >= t->cap || f->count > t->max_agents) {
     t->overflow++;
     return;
@@ -304,7 +304,8 @@ static void pop_measure(const sample *samples, size_t ns, const truth_log *truth
       continue;
     const sample *a = &samples[samples[i].prev - 1], *b = &samples[i];
     double ax, ay, bx, by;
-    if (truth_at(truth, b->id, a->render_us, &ax, &ay) != 0 || truth_at(truth, b->id, b->render_us, &bx, &by) != 0)
+    if (truth_at(truth, b->id, a->render_us, &ax, &ay) != 0 ||
+        truth_at(truth, b->id, b->render_us, &bx, &by) != 0)
       continue;
     double moved = hypot(bx - ax, by - ay), jump = hypot(b->x - a->x, b->y - a->y);
     if (moved < POP_MIN_MOTION_M)
@@ -480,7 +481,8 @@ START_TEST(interpolation_through_lossy_latent_link) {
       missing_since[i] = 0;
       keep_sample(samples, &ns, cap, &last_sample[i], render, ids[i], &s);
     }
-    /* The truth's own frames through a buffer of their own (no loss, no delta): the pop measure at 0 % loss. */
+    /* The truth's own frames through a buffer of their own (no loss, no delta): the pop measure at 0 % loss.
+     */
     int64_t render_direct;
     if (steerd_interp_advance(truth.it, now, &render_direct) == 0)
       for (uint32_t i = 0; i < AGENTS; i++) {
@@ -542,10 +544,11 @@ START_TEST(interpolation_through_lossy_latent_link) {
          by_mode[1] ? sum_mode[1] / (double)by_mode[1] * 100 : 0);
   printf("  no visible pop (agent-frames moving >= %.0f cm per frame): through the link, %zu frames, largest "
          "jump %.2f x the true motion (%.2f cm for %.2f cm), %zu over %.0f x; full snapshots directly, %zu "
-         "frames, largest %.2f x (%.2f cm for %.2f cm), %zu over; largest excess over 2 x through the link %.2f cm\n",
+         "frames, largest %.2f x (%.2f cm for %.2f cm), %zu over; largest excess over 2 x through the link "
+         "%.2f cm\n",
          POP_MIN_MOTION_M * 100, pop.frames, pop.max_ratio, pop.jump * 100, pop.moved * 100, pop.over,
-         POP_MAX_RATIO, pop_direct.frames, pop_direct.max_ratio, pop_direct.jump * 100, pop_direct.moved * 100,
-         pop_direct.over, pop.max_excess * 100);
+         POP_MAX_RATIO, pop_direct.frames, pop_direct.max_ratio, pop_direct.jump * 100,
+         pop_direct.moved * 100, pop_direct.over, pop.max_excess * 100);
   printf("  renders more than four frames late (this process descheduled; no jump measured across): %zu\n",
          hitches);
   printf("  missing agent-samples %zu (longest %.0f ms), samples without truth %zu; rebuilt frames vs truth "
@@ -595,8 +598,8 @@ START_TEST(interpolation_through_lossy_latent_link) {
   ck_assert_msg(pop_direct.max_ratio <= POP_GUARD_DIRECT, "full snapshots: a jump of %.2f x the true motion",
                 pop_direct.max_ratio);
   ck_assert_uint_ge(pop.frames, renders * AGENTS / 4);
-  ck_assert_msg((double)pop.over <= POP_MAX_OVER_SHARE * (double)pop.frames, "%zu of %zu agent-frames jump over 2 x",
-                pop.over, pop.frames);
+  ck_assert_msg((double)pop.over <= POP_MAX_OVER_SHARE * (double)pop.frames,
+                "%zu of %zu agent-frames jump over 2 x", pop.over, pop.frames);
   ck_assert_msg(max_missing_us <= MAX_MISSING_US, "an agent was missing for %.0f ms",
                 (double)max_missing_us / 1000.0);
 

@@ -122,7 +122,8 @@ static size_t ex_ack_remove_obstacle(uint8_t *b, size_t cap) {
 }
 
 static size_t ex_error_obstacle_exists(uint8_t *b, size_t cap) {
-  return proto_encode_error(b, cap, 12, PROTO_ERR_OBSTACLE_EXISTS, "obstacle 12 exists: remove it first", "id");
+  return proto_encode_error(b, cap, 12, PROTO_ERR_OBSTACLE_EXISTS, "obstacle 12 exists: remove it first",
+                            "id");
 }
 
 static size_t ex_event_stuck(uint8_t *b, size_t cap) {
@@ -133,16 +134,16 @@ static size_t ex_event_stuck(uint8_t *b, size_t cap) {
 static size_t ex_set_params_avoid(uint8_t *b, size_t cap);
 
 static const steerd_example examples[] = {{"map", ex_map},
-                {"map_changed_added", ex_map_changed_added},
-                {"map_changed_removed", ex_map_changed_removed},
-                {"add_obstacle", ex_add_obstacle},
-                {"add_obstacle_circle", ex_add_circle},
-                {"remove_obstacle", ex_remove_obstacle},
-                {"ack_add_obstacle", ex_ack_add_obstacle},
-                {"ack_remove_obstacle", ex_ack_remove_obstacle},
-                {"error_obstacle_exists", ex_error_obstacle_exists},
-                {"event_stuck", ex_event_stuck},
-                {"set_params_avoid", ex_set_params_avoid}};
+                                          {"map_changed_added", ex_map_changed_added},
+                                          {"map_changed_removed", ex_map_changed_removed},
+                                          {"add_obstacle", ex_add_obstacle},
+                                          {"add_obstacle_circle", ex_add_circle},
+                                          {"remove_obstacle", ex_remove_obstacle},
+                                          {"ack_add_obstacle", ex_ack_add_obstacle},
+                                          {"ack_remove_obstacle", ex_ack_remove_obstacle},
+                                          {"error_obstacle_exists", ex_error_obstacle_exists},
+                                          {"event_stuck", ex_event_stuck},
+                                          {"set_params_avoid", ex_set_params_avoid}};
 #define EXAMPLE_COUNT (sizeof examples / sizeof examples[0])
 
 static size_t ex_set_params_avoid(uint8_t *b, size_t cap) {
@@ -228,10 +229,12 @@ START_TEST(map_changed_round_trip) {
   ck_assert_uint_eq(proto_encode_map_changed(buf2, sizeof buf2, &c), 0);
   static const uint8_t v0[] = {0x95, 0x28, 0x00, 0x01, 0x90, 0x90};
   proto_error_info e;
-  ck_assert_int_eq(proto_decode_map_changed(v0, sizeof v0, &c, removed, added, pts, 4096, &e), -PROTO_ERR_BAD_FIELD);
+  ck_assert_int_eq(proto_decode_map_changed(v0, sizeof v0, &c, removed, added, pts, 4096, &e),
+                   -PROTO_ERR_BAD_FIELD);
   ck_assert_str_eq(e.field, "version");
   static const uint8_t id0[] = {0x95, 0x28, 0x01, 0x01, 0x91, 0x00, 0x90};
-  ck_assert_int_eq(proto_decode_map_changed(id0, sizeof id0, &c, removed, added, pts, 4096, &e), -PROTO_ERR_BAD_FIELD);
+  ck_assert_int_eq(proto_decode_map_changed(id0, sizeof id0, &c, removed, added, pts, 4096, &e),
+                   -PROTO_ERR_BAD_FIELD);
   ck_assert_str_eq(e.field, "removed[0]");
 }
 END_TEST
@@ -376,7 +379,12 @@ START_TEST(map_edit_checks_name_the_field) {
       {STEER_OBSTACLE_CIRCLE, {{5.0f, 0.0f}}, 1, 0.0001f, PROTO_ERR_BAD_FIELD, "radius"},
       {STEER_OBSTACLE_WALL, {{0.0f, 0.0f}, {0.0f, 51.0f}}, 2, 0.0f, PROTO_ERR_BAD_FIELD, "points[1]"},
       {STEER_OBSTACLE_WALL, {{0.0f, 5.0f}, {0.0f, 5.0f}}, 2, 0.0f, PROTO_ERR_BAD_FIELD, "points[1]"},
-      {STEER_OBSTACLE_POLYGON, {{0.0f, 5.0f}, {1.0f, 5.0f}, {2.0f, 5.0f}}, 3, 0.0f, PROTO_ERR_BAD_FIELD, "points"},
+      {STEER_OBSTACLE_POLYGON,
+       {{0.0f, 5.0f}, {1.0f, 5.0f}, {2.0f, 5.0f}},
+       3,
+       0.0f,
+       PROTO_ERR_BAD_FIELD,
+       "points"},
       {STEER_OBSTACLE_POLYGON,
        {{10.0f, 10.0f}, {20.0f, 20.0f}, {20.0f, 10.0f}, {10.0f, 20.0f}},
        4,

@@ -59,8 +59,9 @@ static void assert_route_clear(const steer_map *m, vec2 from, const vec2 *pts, u
     uint32_t steps = (uint32_t)ceilf(v2_len(d) / 0.02f) + 1;
     for (uint32_t k = 0; k <= steps; k++) {
       vec2 p = v2_add(a, v2_scale(d, (float)k / (float)steps));
-      ck_assert_msg(steer_map_distance(m, p, r + 1.0f) >= r - 1e-3f, "segment %u at (%g, %g) is %g from geometry",
-                    i, (double)p.x, (double)p.y, (double)steer_map_distance(m, p, r + 1.0f));
+      ck_assert_msg(steer_map_distance(m, p, r + 1.0f) >= r - 1e-3f,
+                    "segment %u at (%g, %g) is %g from geometry", i, (double)p.x, (double)p.y,
+                    (double)steer_map_distance(m, p, r + 1.0f));
       ck_assert(!steer_map_inside(m, p));
     }
     a = pts[i];
@@ -294,8 +295,8 @@ static void assert_same_graph(const steer_nav *a, const steer_nav *b) {
     ck_assert_msg(pa.x == pb.x && pa.y == pb.y, "node %u differs", i);
     const uint32_t *na, *nb;
     uint32_t ca = steer_nav_neighbours(a, i, &na), cb = steer_nav_neighbours(b, i, &nb);
-    ck_assert_msg(ca == cb, "node %u at (%g, %g): %u neighbours updated, %u built", i, (double)pa.x, (double)pa.y, ca,
-                  cb);
+    ck_assert_msg(ca == cb, "node %u at (%g, %g): %u neighbours updated, %u built", i, (double)pa.x,
+                  (double)pa.y, ca, cb);
     for (uint32_t k = 0; k < ca; k++)
       ck_assert_uint_eq(na[k], nb[k]);
   }
@@ -325,7 +326,8 @@ START_TEST(update_equals_build) {
       if (count > 3 && steer_rng_float(&rng) < 0.4f) {
         uint32_t id;
         steer_obstacle_desc o;
-        ck_assert_int_eq(steer_map_get(m, (uint32_t)(steer_rng_float(&rng) * (float)count) % count, &id, &o), 0);
+        ck_assert_int_eq(steer_map_get(m, (uint32_t)(steer_rng_float(&rng) * (float)count) % count, &id, &o),
+                         0);
         ck_assert_int_eq(steer_map_remove(m, id), 0);
         removals++;
         continue;
@@ -393,7 +395,6 @@ START_TEST(update_equals_build) {
 }
 END_TEST
 
-
 /* The shortest route by an independent reference: Dijkstra over the graph's
  * nodes and neighbours (lengths recomputed here), the start and the goal
  * linked to every node steer_nav_clear says the body can reach straight,
@@ -459,7 +460,8 @@ START_TEST(search_matches_reference) {
   for (int i = 0; i < 60; i++) {
     vec2 c = steer_rng_point(&rng, -45.0f, 45.0f, -45.0f, 45.0f);
     float s = steer_rng_range(&rng, 0.3f, 2.0f), kind = steer_rng_float(&rng);
-    vec2 box[4] = {v2(c.x - s, c.y - s), v2(c.x + s, c.y - 0.5f * s), v2(c.x + s, c.y + s), v2(c.x - 0.5f * s, c.y + s)};
+    vec2 box[4] = {v2(c.x - s, c.y - s), v2(c.x + s, c.y - 0.5f * s), v2(c.x + s, c.y + s),
+                   v2(c.x - 0.5f * s, c.y + s)};
     vec2 bent[3] = {c, v2(c.x + 3.0f * s, c.y + s), v2(c.x + s, c.y + 2.5f * s)};
     steer_obstacle_desc o = kind < 0.35f   ? (steer_obstacle_desc){STEER_OBSTACLE_CIRCLE, 1, &c, s}
                             : kind < 0.75f ? (steer_obstacle_desc){STEER_OBSTACLE_POLYGON, 4, box, 0.0f}
@@ -484,17 +486,17 @@ START_TEST(search_matches_reference) {
       int rcb = steer_nav_plan_plain(plain, m, from, to, pb, CAP, &rb);
       ck_assert_int_eq(rca, rcb);
       float ref = reference_length(fast, m, from, to, r);
-      ck_assert_msg((rca == 0) == (ref < INFINITY), "(%g, %g) -> (%g, %g): plan %d, reference %g", (double)from.x,
-                    (double)from.y, (double)to.x, (double)to.y, rca, (double)ref);
+      ck_assert_msg((rca == 0) == (ref < INFINITY), "(%g, %g) -> (%g, %g): plan %d, reference %g",
+                    (double)from.x, (double)from.y, (double)to.x, (double)to.y, rca, (double)ref);
       if (rca != 0)
         continue;
       found++;
-      ck_assert_msg(fabsf(ra.length - rb.length) <= 0.01f * rb.length, "pruned %g, plain %g", (double)ra.length,
-                    (double)rb.length);
+      ck_assert_msg(fabsf(ra.length - rb.length) <= 0.01f * rb.length, "pruned %g, plain %g",
+                    (double)ra.length, (double)rb.length);
       sum_fast += ra.length;
       sum_plain += rb.length;
-      ck_assert_msg(ra.length <= ref * 1.01f + 1e-3f && ra.length >= ref * 0.99f - 1e-3f, "plan %g, reference %g",
-                    (double)ra.length, (double)ref);
+      ck_assert_msg(ra.length <= ref * 1.01f + 1e-3f && ra.length >= ref * 0.99f - 1e-3f,
+                    "plan %g, reference %g", (double)ra.length, (double)ref);
       assert_route_clear(m, from, pa, ra.count, r);
       compared += ra.count > 1;
     }

@@ -509,7 +509,8 @@ END_TEST
  * it (and acknowledges it when ack). Returns the frame's baseline tick. */
 static uint64_t frame_for(steerd_netcode *nc, uint32_t slot, const steer_world *w, steerd_delta *d, int ack) {
   steerd_netcode_out out;
-  ck_assert_int_eq(steerd_netcode_encode(nc, slot, w, steer_world_tick(w), steer_world_tick(w) * TICK_US, &out), 0);
+  ck_assert_int_eq(
+      steerd_netcode_encode(nc, slot, w, steer_world_tick(w), steer_world_tick(w) * TICK_US, &out), 0);
   ck_assert_uint_ge(out.part_count, 1);
   uint64_t t = 0;
   for (uint32_t p = 0; d && p < out.part_count; p++)
@@ -572,7 +573,7 @@ START_TEST(test_quota_isolation) {
       written += n;
     }
   }
-  ck_assert_uint_gt(written, 3u * pool); /* the old pool would have wrapped three times */
+  ck_assert_uint_gt(written, 3u * pool);  /* the old pool would have wrapped three times */
   ck_assert_uint_ge(with_base, 2u * 59u); /* and theirs go against baselines too */
   steerd_netcode_stats st;
   steerd_netcode_get_stats(nc, &st);
@@ -643,7 +644,8 @@ START_TEST(test_lost_frame_baseline) {
     steer_world_step(w, DT);
     steerd_netcode_begin(nc, w);
     steerd_netcode_out out;
-    ck_assert_int_eq(steerd_netcode_encode(nc, 0, w, steer_world_tick(w), steer_world_tick(w) * TICK_US, &out), 0);
+    ck_assert_int_eq(
+        steerd_netcode_encode(nc, 0, w, steer_world_tick(w), steer_world_tick(w) * TICK_US, &out), 0);
     ck_assert_uint_le(out.part_count, LF_PARTS);
     with_base += out.baseline_tick != 0;
     uint32_t slot = f % (LF_DELAY + 1);
@@ -668,9 +670,10 @@ START_TEST(test_lost_frame_baseline) {
   }
   steerd_netcode_stats st;
   steerd_netcode_get_stats(nc, &st);
-  printf("lost frames: %llu rebuilt, %llu of 200 against a baseline, %llu baselines lost, %u chunks at most\n",
-         (unsigned long long)rebuilt, (unsigned long long)with_base, (unsigned long long)st.baselines_lost,
-         st.chunks_max);
+  printf(
+      "lost frames: %llu rebuilt, %llu of 200 against a baseline, %llu baselines lost, %u chunks at most\n",
+      (unsigned long long)rebuilt, (unsigned long long)with_base, (unsigned long long)st.baselines_lost,
+      st.chunks_max);
   ck_assert_uint_gt(rebuilt, 100);
   ck_assert_uint_eq(st.baselines_lost, 0);
   ck_assert_uint_gt(with_base, 150);

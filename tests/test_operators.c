@@ -81,8 +81,10 @@ static void server_start(steerd_proc *s, const char *const *extra) {
 /* ---- --bind ------------------------------------------------------------------------------ */
 
 START_TEST(every_loopback_address_is_loopback) {
-  static const char *const loop[] = {"127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "::ffff:127.0.0.1"};
-  static const char *const not_loop[] = {"0.0.0.0", "10.0.0.1", "128.0.0.1", "::", "fe80::1", "localhost.evil"};
+  static const char *const loop[] = {"127.0.0.1", "127.1.2.3", "localhost",
+                                     "::1",       "[::1]",     "::ffff:127.0.0.1"};
+  static const char *const not_loop[] = {"0.0.0.0", "10.0.0.1", "128.0.0.1",
+                                         "::",      "fe80::1",  "localhost.evil"};
   for (size_t i = 0; i < sizeof loop / sizeof loop[0]; i++)
     ck_assert_msg(steerd_address_is_loopback(loop[i]), "%s", loop[i]);
   for (size_t i = 0; i < sizeof not_loop / sizeof not_loop[0]; i++)

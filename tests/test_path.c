@@ -542,7 +542,8 @@ static float edge_value(steer_rng *r, float lo, float hi, int edgy) {
   uint32_t k = steer_rng_next(r) % 40u;
   if (!edgy || k >= 10)
     return steer_rng_range(r, lo, hi);
-  static const float edges[] = {0.0f, -0.0f, 1e-30f, -1e-40f, 1e19f, INFINITY, NAN, STEER_PI, -STEER_PI, 1.0f};
+  static const float edges[] = {0.0f,     -0.0f, 1e-30f,   -1e-40f,   1e19f,
+                                INFINITY, NAN,   STEER_PI, -STEER_PI, 1.0f};
   return edges[k];
 }
 
@@ -582,7 +583,9 @@ START_TEST(test_heading_x4_bit_identical) {
       path[i].radius = steer_rng_range(&r, 0.1f, 3.0f);
       path[i].mode = (uint8_t)(steer_rng_next(&r) % STEER_PATH_MODE_COUNT);
       uint32_t corner = steer_rng_next(&r) % 8u;
-      path[i].cornering = (uint8_t)(corner == 0 ? STEER_CORNER_LAZY : corner < 4 ? STEER_CORNER_NONE : STEER_CORNER_ARC);
+      path[i].cornering = (uint8_t)(corner == 0  ? STEER_CORNER_LAZY
+                                    : corner < 4 ? STEER_CORNER_NONE
+                                                 : STEER_CORNER_ARC);
       ordinary &= path[i].cornering != STEER_CORNER_LAZY;
       steer_path_cursor_init(&cur[i]);
       cur[i].node = steer_rng_next(&r) % (count + 1u); /* sometimes past the end (clamped) */
@@ -603,20 +606,20 @@ START_TEST(test_heading_x4_bit_identical) {
       uint32_t where = steer_rng_next(&r) % 8u;
       if (where == 0)
         st[i].position = node; /* on the node */
-      else if (where == 1) /* within a metre */
+      else if (where == 1)     /* within a metre */
         st[i].position = v2_add(node, steer_rng_point(&r, -0.7f, 0.7f, -0.7f, 0.7f));
       else if (where == 2) { /* at the edge of the braking room: fmaxf(+0, 0), libm's to choose */
         st[i].position = v2_add(node, v2(0.5f * path[i].radius, 0.0f));
         ordinary = 0;
-      }
-      else
+      } else
         st[i].position = v2(edge_value(&r, -60.0f, 60.0f, edgy), edge_value(&r, -60.0f, 60.0f, edgy));
       uint32_t o = steer_rng_next(&r) % 16u;
       st[i].orientation = o == 0   ? edge_value(&r, -2e5f, 2e5f, 1)
                           : o == 1 ? edge_value(&r, -20.0f, 20.0f, edgy)
                                    : edge_value(&r, -STEER_PI, STEER_PI, edgy);
       ordinary &= st[i].orientation > -STEER_PI && st[i].orientation <= STEER_PI;
-      float speed = steer_rng_next(&r) % 8u == 0 ? 0.0f : edge_value(&r, 0.01f, lim[i].max_speed * 1.2f, edgy);
+      float speed =
+          steer_rng_next(&r) % 8u == 0 ? 0.0f : edge_value(&r, 0.01f, lim[i].max_speed * 1.2f, edgy);
       ordinary &= speed > 0.0f;
       vec2 h = steer_heading(st[i].orientation);
       st[i].velocity = v2_scale(h, speed);
@@ -639,9 +642,10 @@ START_TEST(test_heading_x4_bit_identical) {
     for (int i = 0; i < 4; i++) {
       steer_heading_output want = steer_path_steer_heading(sp[i], lp[i], pp[i], pa[i], cp[i]);
       ck_assert_msg(same_bits(out[i].rotation, want.rotation) && same_bits(out[i].speed, want.speed),
-                    "round %d lane %d: batch (%a, %a), scalar (%a, %a); p (%a, %a) theta %a node %u", round, i,
-                    (double)out[i].rotation, (double)out[i].speed, (double)want.rotation, (double)want.speed,
-                    (double)st[i].position.x, (double)st[i].position.y, (double)st[i].orientation, cur[i].node);
+                    "round %d lane %d: batch (%a, %a), scalar (%a, %a); p (%a, %a) theta %a node %u", round,
+                    i, (double)out[i].rotation, (double)out[i].speed, (double)want.rotation,
+                    (double)want.speed, (double)st[i].position.x, (double)st[i].position.y,
+                    (double)st[i].orientation, cur[i].node);
     }
   }
   ck_assert_int_gt(ordinary_quads, 1000);

@@ -269,7 +269,8 @@ START_TEST(test_step_same_hash_any_threads) {
     uint32_t ne0;
     steer_world_events(worlds[0], &ne0);
     for (int i = 1; i < N; i++) {
-      ck_assert_msg(steer_world_hash(worlds[i]) == h, "tick %d: %u threads differ from one", t + 1, counts[i]);
+      ck_assert_msg(steer_world_hash(worlds[i]) == h, "tick %d: %u threads differ from one", t + 1,
+                    counts[i]);
       uint32_t ne;
       steer_world_events(worlds[i], &ne);
       ck_assert_uint_eq(ne, ne0);
@@ -316,7 +317,8 @@ END_TEST
 
 /* The same events in the same order in two worlds; returns their count and
  * ORs their types into *kinds. */
-static uint32_t same_events(const steer_world *a, const steer_world *b, uint32_t *kinds, const char *what, int t) {
+static uint32_t same_events(const steer_world *a, const steer_world *b, uint32_t *kinds, const char *what,
+                            int t) {
   uint32_t na, nb;
   const steer_event *ea = steer_world_events(a, &na), *eb = steer_world_events(b, &nb);
   ck_assert_msg(na == nb, "%s tick %d: %u events against %u", what, t + 1, nb, na);
@@ -356,7 +358,8 @@ static void fused_script(steer_world *w, int t) {
       }
       int rc, k = 0;
       do { /* a goal inside an obstacle is refused: the next one */
-        b.target.point = v2(20.0f + (float)((i + 37u * (uint32_t)k) % 200), 30.0f + (float)((i + (uint32_t)k) % 150));
+        b.target.point =
+            v2(20.0f + (float)((i + 37u * (uint32_t)k) % 200), 30.0f + (float)((i + (uint32_t)k) % 150));
         rc = steer_world_set_behaviour(w, v.id[i], &b);
       } while (rc == STEER_EBLOCKED && ++k < 50);
       ck_assert_int_eq(rc, STEER_OK);
@@ -508,7 +511,8 @@ START_TEST(test_simd_same_hash_bench_scenarios) {
   steer_rng_seed(&rb, 7);
   steer_rng_seed(&rc, 7);
   int mixed = scenario > 0;
-  steer_world *ref = bench_like(mixed, n, &ra), *vec = bench_like(mixed, n, &rb), *vec2t = bench_like(mixed, n, &rc);
+  steer_world *ref = bench_like(mixed, n, &ra), *vec = bench_like(mixed, n, &rb),
+              *vec2t = bench_like(mixed, n, &rc);
   steer_world_set_simd(ref, 0);
   steer_world_set_pool(vec2t, two);
   uint32_t per_row = 1;
@@ -521,10 +525,10 @@ START_TEST(test_simd_same_hash_bench_scenarios) {
     steer_world_step(vec, 0.05f);
     steer_world_step(vec2t, 0.05f);
     uint64_t h = steer_world_hash(ref);
-    ck_assert_msg(steer_world_hash(vec) == h, "%s tick %d: the vector path differs", mixed ? "mixed" : "dense",
-                  t + 1);
-    ck_assert_msg(steer_world_hash(vec2t) == h, "%s tick %d: vector, 2 threads, differs", mixed ? "mixed" : "dense",
-                  t + 1);
+    ck_assert_msg(steer_world_hash(vec) == h, "%s tick %d: the vector path differs",
+                  mixed ? "mixed" : "dense", t + 1);
+    ck_assert_msg(steer_world_hash(vec2t) == h, "%s tick %d: vector, 2 threads, differs",
+                  mixed ? "mixed" : "dense", t + 1);
     same_events(ref, vec, &kinds, "vector path", t);
     same_events(ref, vec2t, &kinds, "vector path, 2 threads", t);
     uint32_t ne;
@@ -536,7 +540,7 @@ START_TEST(test_simd_same_hash_bench_scenarios) {
     retarget(vec2t, &rc, side);
   }
   ck_assert_uint_gt(arrivals, 0); /* goals were reached and redrawn: the arrive branches all ran */
-  if (mixed) /* the patrols passed nodes */
+  if (mixed)                      /* the patrols passed nodes */
     ck_assert(kinds & (1u << STEER_EVENT_WAYPOINT));
   steer_world_destroy(ref);
   steer_world_destroy(vec);

@@ -322,7 +322,9 @@ static proto_command cmd_set_behaviour_goto(void) {
   c.set_behaviour.behaviour.node_radius = 0.75f;
   return c;
 }
-static size_t ex_set_behaviour_goto(uint8_t *b, size_t cap) { return enc_cmd(b, cap, cmd_set_behaviour_goto()); }
+static size_t ex_set_behaviour_goto(uint8_t *b, size_t cap) {
+  return enc_cmd(b, cap, cmd_set_behaviour_goto());
+}
 /* ... the QUERY of that agent once its route is planned: through the door's
  * corners (-0.75, 21.25) and (0.75, 21.25), then the target... */
 static size_t ex_ack_query_goto(uint8_t *b, size_t cap) {
@@ -354,7 +356,8 @@ static size_t ex_event_planned(uint8_t *b, size_t cap) {
 /* ... a door closes: it is REPLANNED (51.27 m), and another agent's route has
  * no way left (UNREACHABLE, reason 1: the map changed)... */
 static size_t ex_events_goto(uint8_t *b, size_t cap) {
-  proto_event e[2] = {{1300, PROTO_EVENT_REPLANNED, ID1, 5127}, {1300, PROTO_EVENT_UNREACHABLE, ID2, PROTO_GOTO_MAP}};
+  proto_event e[2] = {{1300, PROTO_EVENT_REPLANNED, ID1, 5127},
+                      {1300, PROTO_EVENT_UNREACHABLE, ID2, PROTO_GOTO_MAP}};
   return proto_encode_events(b, cap, 0, e, 2);
 }
 /* ... and a target inside the map's geometry is refused. */
@@ -364,37 +367,37 @@ static size_t ex_error_goto_blocked(uint8_t *b, size_t cap) {
 }
 
 static const steerd_example examples[] = {{"hello", ex_hello},
-                {"hello_token", ex_hello_token},
-                {"spawn", ex_spawn},
-                {"despawn", ex_despawn},
-                {"set_behaviour", ex_set_behaviour},
-                {"set_path", ex_set_path},
-                {"set_params", ex_set_params},
-                {"stop", ex_stop},
-                {"query", ex_query},
-                {"ping", ex_ping},
-                {"hello_delta", ex_hello_delta},
-                {"view", ex_view},
-                {"set_behaviour_goto", ex_set_behaviour_goto},
-                {"welcome", ex_welcome_enc},
-                {"ack_spawn", ex_ack_spawn},
-                {"ack_query", ex_ack_query},
-                {"ack_ping", ex_ack_ping},
-                {"ack_set_params_target_lost", ex_ack_set_params_target_lost},
-                {"error", ex_error},
-                {"error_agent", ex_error_agent},
-                {"error_nil", ex_error_nil},
-                {"event", ex_event},
-                {"snapshot", ex_snapshot},
-                {"ack_view", ex_ack_view},
-                {"ack_query_goto", ex_ack_query_goto},
-                {"event_planned", ex_event_planned},
-                {"error_goto_blocked", ex_error_goto_blocked},
-                {"snapshot_ack", ex_snapshot_ack},
-                {"snapshot_ack_merged", ex_snapshot_ack_merged},
-                {"delta", ex_delta},
-                {"events", ex_events},
-                {"events_goto", ex_events_goto}};
+                                          {"hello_token", ex_hello_token},
+                                          {"spawn", ex_spawn},
+                                          {"despawn", ex_despawn},
+                                          {"set_behaviour", ex_set_behaviour},
+                                          {"set_path", ex_set_path},
+                                          {"set_params", ex_set_params},
+                                          {"stop", ex_stop},
+                                          {"query", ex_query},
+                                          {"ping", ex_ping},
+                                          {"hello_delta", ex_hello_delta},
+                                          {"view", ex_view},
+                                          {"set_behaviour_goto", ex_set_behaviour_goto},
+                                          {"welcome", ex_welcome_enc},
+                                          {"ack_spawn", ex_ack_spawn},
+                                          {"ack_query", ex_ack_query},
+                                          {"ack_ping", ex_ack_ping},
+                                          {"ack_set_params_target_lost", ex_ack_set_params_target_lost},
+                                          {"error", ex_error},
+                                          {"error_agent", ex_error_agent},
+                                          {"error_nil", ex_error_nil},
+                                          {"event", ex_event},
+                                          {"snapshot", ex_snapshot},
+                                          {"ack_view", ex_ack_view},
+                                          {"ack_query_goto", ex_ack_query_goto},
+                                          {"event_planned", ex_event_planned},
+                                          {"error_goto_blocked", ex_error_goto_blocked},
+                                          {"snapshot_ack", ex_snapshot_ack},
+                                          {"snapshot_ack_merged", ex_snapshot_ack_merged},
+                                          {"delta", ex_delta},
+                                          {"events", ex_events},
+                                          {"events_goto", ex_events_goto}};
 #define EXAMPLE_COUNT    (sizeof examples / sizeof examples[0])
 #define COMMAND_EXAMPLES 13 /* examples[0..12] are client commands, ... */
 #define SERVER_EXAMPLES                                                                                      \

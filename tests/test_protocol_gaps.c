@@ -103,7 +103,6 @@ START_TEST(core_wrap_is_exact) {
 }
 END_TEST
 
-
 /* Decodes the packet in m (then frees it) and checks the error's code, request_id and field (NULL: nil). */
 static void expect(mbuf *m, int code, uint32_t request_id, const char *field) {
   static proto_command c;
@@ -181,7 +180,8 @@ static void behaviour_with(mbuf *m, const char *kind, int target, int target_age
   if (target_agent && agent_first)
     mb_str(m, "target_agent"), msgpack_pack_int(&m->pk, 7);
   if (target)
-    mb_str(m, "target"), msgpack_pack_array(&m->pk, 2), msgpack_pack_int(&m->pk, 1), msgpack_pack_int(&m->pk, 1);
+    mb_str(m, "target"), msgpack_pack_array(&m->pk, 2), msgpack_pack_int(&m->pk, 1),
+        msgpack_pack_int(&m->pk, 1);
   if (target_agent && !agent_first)
     mb_str(m, "target_agent"), msgpack_pack_int(&m->pk, 7);
   if (target_agent2)
@@ -209,16 +209,17 @@ START_TEST(decoder_faults_come_in_order) {
   mbuf m;
   /* A type that is no command: UNKNOWN_TYPE whatever the element count, once the request_id reads. */
   mb_init(&m);
-  msgpack_pack_array(&m.pk, 4), msgpack_pack_int(&m.pk, 99), msgpack_pack_int(&m.pk, 6), msgpack_pack_map(&m.pk, 0),
-      msgpack_pack_int(&m.pk, 1);
+  msgpack_pack_array(&m.pk, 4), msgpack_pack_int(&m.pk, 99), msgpack_pack_int(&m.pk, 6),
+      msgpack_pack_map(&m.pk, 0), msgpack_pack_int(&m.pk, 1);
   expect(&m, PROTO_ERR_UNKNOWN_TYPE, 6, "type");
   mb_init(&m);
-  msgpack_pack_array(&m.pk, 3), msgpack_pack_int(&m.pk, 99), msgpack_pack_int(&m.pk, -1), msgpack_pack_map(&m.pk, 0);
+  msgpack_pack_array(&m.pk, 3), msgpack_pack_int(&m.pk, 99), msgpack_pack_int(&m.pk, -1),
+      msgpack_pack_map(&m.pk, 0);
   expect(&m, PROTO_ERR_BAD_MESSAGE, 0, "request_id");
   /* A command type with the wrong element count: BAD_MESSAGE nil, before its request_id is judged. */
   mb_init(&m);
-  msgpack_pack_array(&m.pk, 4), msgpack_pack_int(&m.pk, 9), msgpack_pack_int(&m.pk, 6), msgpack_pack_map(&m.pk, 0),
-      msgpack_pack_int(&m.pk, 1);
+  msgpack_pack_array(&m.pk, 4), msgpack_pack_int(&m.pk, 9), msgpack_pack_int(&m.pk, 6),
+      msgpack_pack_map(&m.pk, 0), msgpack_pack_int(&m.pk, 1);
   expect(&m, PROTO_ERR_BAD_MESSAGE, 6, NULL);
   /* In the body, the first fault in the order sent: an unknown key before a bad value. */
   mb_init(&m);

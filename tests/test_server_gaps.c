@@ -86,7 +86,8 @@ static void raw_channel1(raw *r, const uint8_t *data, size_t len) {
 }
 
 /* Channel 1 to raw_channel1; the EVENTs kept. */
-static void raw_packet(void *user, uint8_t channel, const uint8_t *data, size_t len, const proto_server_msg *m) {
+static void raw_packet(void *user, uint8_t channel, const uint8_t *data, size_t len,
+                       const proto_server_msg *m) {
   raw *r = user;
   if (channel == PROTO_CHANNEL_SNAPSHOT)
     raw_channel1(r, data, len);
@@ -110,7 +111,8 @@ static void raw_close(raw *r) { steerd_raw_close(&r->net); }
 static proto_server_msg raw_command(raw *r, proto_command *cmd) {
   ck_assert_uint_ne(steerd_raw_send(&r->net, cmd, ENET_PACKET_FLAG_RELIABLE), 0);
   proto_server_msg m;
-  ck_assert_msg(raw_service(r, cmd->request_id, 3000, &m) == 0, "no reply to command %u within 3 s", cmd->type);
+  ck_assert_msg(raw_service(r, cmd->request_id, 3000, &m) == 0, "no reply to command %u within 3 s",
+                cmd->type);
   return m;
 }
 
@@ -205,8 +207,8 @@ START_TEST(view_follow_of_a_missing_agent_is_one_answer) {
       v.view.follow = missing[i];
       v.view.radius = 10;
       proto_server_msg m = raw_command(both[k], &v);
-      ck_assert_msg(m.type == PROTO_MSG_ERROR, "%s client: VIEW follow %u was answered %u", k ? "delta" : "full",
-                    missing[i], m.type);
+      ck_assert_msg(m.type == PROTO_MSG_ERROR, "%s client: VIEW follow %u was answered %u",
+                    k ? "delta" : "full", missing[i], m.type);
       ck_assert_uint_eq(m.error.code, PROTO_ERR_NO_SUCH_AGENT);
       ck_assert_str_eq(m.error.field, "follow");
       v.view.follow = alive;
@@ -275,7 +277,8 @@ START_TEST(spawned_follows_the_view_circle) {
   proto_command v = view_centre(0, 0, 10);
   ck_assert_uint_eq(raw_command(&watcher, &v).type, PROTO_MSG_ACK);
   raw_watch(&watcher, 200);
-  steer_id inside = raw_spawn(&other, 9.5f, 0), edge = raw_spawn(&other, 10, 0), outside = raw_spawn(&other, 50, 0);
+  steer_id inside = raw_spawn(&other, 9.5f, 0), edge = raw_spawn(&other, 10, 0),
+           outside = raw_spawn(&other, 50, 0);
   steer_id own = raw_spawn(&watcher, 60, 60);
   raw_watch(&watcher, 300);
   int seen_inside = 0, seen_edge = 0, seen_outside = 0, seen_own = 0;
@@ -304,8 +307,15 @@ END_TEST
 START_TEST(delta_ids_restart_in_every_part) {
   enum { AGENTS = 150 };
   steerd_proc s;
-  const char *const fast[] = {"--rate-limit",      "100000", "--rate-burst", "100000", "--snapshot-budget",
-                              "8000",              "--client-rate-kbps", "0", NULL};
+  const char *const fast[] = {"--rate-limit",
+                              "100000",
+                              "--rate-burst",
+                              "100000",
+                              "--snapshot-budget",
+                              "8000",
+                              "--client-rate-kbps",
+                              "0",
+                              NULL};
   server_start(&s, fast);
   raw r;
   raw_connect(&r, s.port);
@@ -320,7 +330,9 @@ START_TEST(delta_ids_restart_in_every_part) {
   raw_watch(&r, 600);
   ck_assert_uint_eq(r.bad_parts, 0);
   ck_assert_uint_eq(r.bad_ids, 0);
-  printf("delta parts: %u packets, %u frames, %u multi-part, last frame %u agents\n", r.deltas, r.frames, r.multi_part_frames, r.frame_count); fflush(stdout);
+  printf("delta parts: %u packets, %u frames, %u multi-part, last frame %u agents\n", r.deltas, r.frames,
+         r.multi_part_frames, r.frame_count);
+  fflush(stdout);
   ck_assert_uint_gt(r.multi_part_frames, 0);
   ck_assert_uint_eq(r.frame_count, AGENTS);
   raw_close(&r);
@@ -393,9 +405,9 @@ START_TEST(errors_of_a_decoded_command_come_in_order) {
 }
 END_TEST
 
-
 /* Counts the BAD_FIELD errors to request 9 (the float agent id's). */
-static void count_field_errors(void *user, uint8_t channel, const uint8_t *data, size_t len, const proto_server_msg *m) {
+static void count_field_errors(void *user, uint8_t channel, const uint8_t *data, size_t len,
+                               const proto_server_msg *m) {
   (void)channel;
   (void)data;
   (void)len;
@@ -425,7 +437,8 @@ START_TEST(only_malformed_packets_count_as_garbage) {
   ping.ping.client_time_us = 1;
   ck_assert_uint_eq(raw_command(&r, &ping).type, PROTO_MSG_ACK);
   /* The decoder's BAD_FIELD (a float agent id) counts: the 4th is over the limit of 3. */
-  static const uint8_t bad[] = {0x93, 0x07, 0x09, 0x81, 0xa5, 'a', 'g', 'e', 'n', 't', 0xcb, 0x40, 0x14, 0, 0, 0, 0, 0, 0};
+  static const uint8_t bad[] = {0x93, 0x07, 0x09, 0x81, 0xa5, 'a', 'g', 'e', 'n', 't',
+                                0xcb, 0x40, 0x14, 0,    0,    0,   0,   0,   0};
   for (int i = 0; i < 4; i++)
     ck_assert_int_eq(steerd_raw_send_bytes(&r.net, bad, sizeof bad, ENET_PACKET_FLAG_RELIABLE), 0);
   uint32_t field_errors = 0;
@@ -439,7 +452,6 @@ START_TEST(only_malformed_packets_count_as_garbage) {
   ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
 }
 END_TEST
-
 
 /* SET_PARAMS on an agent whose target agent was despawned: applied (the limits
  * and params were valid), and the ACK says target_lost (was BAD_TARGET). */

@@ -60,8 +60,8 @@ static void on_event(void *user, const proto_event *e) {
 }
 
 static void server_start(steerd_proc *s) {
-  static const char *const args[] = {"--no-demo",       "--client-timeout", "2000", "--tick-rate", "30",
-                                     "--snapshot-rate", "20",               NULL};
+  static const char *const args[] = {"--no-demo", "--client-timeout", "2000", "--tick-rate",
+                                     "30",        "--snapshot-rate",  "20",   NULL};
   ck_assert_msg(steerd_proc_start(s, STEERD_BINARY, args, 5000) == 0, "the server did not start");
 }
 

@@ -925,8 +925,8 @@ static float batch_value(steer_rng *r, float lo, float hi, int edgy) {
   uint32_t k = steer_rng_next(r) % 40u;
   if (!edgy || k >= 12)
     return steer_rng_range(r, lo, hi);
-  static const float edges[] = {0.0f,     -0.0f,   1e-30f,  -1e-40f, 1e19f, -3e38f,
-                                INFINITY, NAN,     STEER_PI, -STEER_PI, 0.5f, 4.0f};
+  static const float edges[] = {0.0f,     -0.0f, 1e-30f,   -1e-40f,   1e19f, -3e38f,
+                                INFINITY, NAN,   STEER_PI, -STEER_PI, 0.5f,  4.0f};
   return edges[k];
 }
 
@@ -956,7 +956,7 @@ START_TEST(test_arrive_look_x4_bit_identical) {
       st[i].position = v2(batch_value(&r, -500.0f, 500.0f, edgy), batch_value(&r, -500.0f, 500.0f, edgy));
       uint32_t v = steer_rng_next(&r) % 8u;
       st[i].velocity = v == 0 ? v2(0.0f, 0.0f)
-                               : v2(batch_value(&r, -3.0f, 3.0f, edgy), batch_value(&r, -3.0f, 3.0f, edgy));
+                              : v2(batch_value(&r, -3.0f, 3.0f, edgy), batch_value(&r, -3.0f, 3.0f, edgy));
       st[i].orientation = steer_rng_next(&r) % 16u == 0 ? batch_value(&r, -20.0f, 20.0f, edgy)
                                                         : batch_value(&r, -STEER_PI, STEER_PI, edgy);
       st[i].rotation = batch_value(&r, -8.0f, 8.0f, edgy);
@@ -972,7 +972,7 @@ START_TEST(test_arrive_look_x4_bit_identical) {
       uint32_t t = steer_rng_next(&r) % 8u;
       if (t == 0)
         tgt[i] = st[i].position; /* on the target */
-      else if (t == 1) /* inside target_radius */
+      else if (t == 1)           /* inside target_radius */
         tgt[i] = v2_add(st[i].position, v2(0.5f * par[i].target_radius, 0.0f));
       else
         tgt[i] = v2(batch_value(&r, -500.0f, 500.0f, edgy), batch_value(&r, -500.0f, 500.0f, edgy));
@@ -1077,10 +1077,10 @@ START_TEST(test_wander_x4_bit_identical) {
       steer_output want = steer_wander(sp[i], lp[i], pp[i], &wb[i], &gb[i], DT);
       ck_assert_msg(same_bits(out[i].linear.x, want.linear.x) && same_bits(out[i].linear.y, want.linear.y) &&
                         same_bits(out[i].angular, want.angular) && same_bits(wa[i], wb[i]),
-                    "round %d lane %d: batch (%a, %a, %a, w %a), scalar (%a, %a, %a, w %a); theta %a", round, i,
-                    (double)out[i].linear.x, (double)out[i].linear.y, (double)out[i].angular, (double)wa[i],
-                    (double)want.linear.x, (double)want.linear.y, (double)want.angular, (double)wb[i],
-                    (double)st[i].orientation);
+                    "round %d lane %d: batch (%a, %a, %a, w %a), scalar (%a, %a, %a, w %a); theta %a", round,
+                    i, (double)out[i].linear.x, (double)out[i].linear.y, (double)out[i].angular,
+                    (double)wa[i], (double)want.linear.x, (double)want.linear.y, (double)want.angular,
+                    (double)wb[i], (double)st[i].orientation);
       ck_assert(memcmp(&ga[i], &gb[i], sizeof ga[i]) == 0);
     }
   }
@@ -1145,7 +1145,8 @@ START_TEST(test_integrate_x4_bit_identical) {
       sp[i] = &a[i];
       lp[i] = &lim[i];
     }
-    int done = heading ? steer_integrate_heading_x4(sp, lp, oh, DT) : steer_integrate_dynamic_x4(sp, lp, od, DT);
+    int done =
+        heading ? steer_integrate_heading_x4(sp, lp, oh, DT) : steer_integrate_dynamic_x4(sp, lp, od, DT);
     vector_lanes += done;
     if (ordinary) {
       ordinary_quads++;
@@ -1158,14 +1159,14 @@ START_TEST(test_integrate_x4_bit_identical) {
         steer_integrate_heading(&b[i], lp[i], oh[i], DT);
       else
         steer_integrate_dynamic(&b[i], lp[i], od[i], DT);
-      ck_assert_msg(same_state(&a[i], &b[i]),
-                    "round %d lane %d (%s): batch p (%a, %a) v (%a, %a) theta %a omega %a, scalar p (%a, %a) v "
-                    "(%a, %a) theta %a omega %a",
-                    round, i, heading ? "heading" : "dynamic", (double)a[i].position.x, (double)a[i].position.y,
-                    (double)a[i].velocity.x, (double)a[i].velocity.y, (double)a[i].orientation,
-                    (double)a[i].rotation, (double)b[i].position.x, (double)b[i].position.y,
-                    (double)b[i].velocity.x, (double)b[i].velocity.y, (double)b[i].orientation,
-                    (double)b[i].rotation);
+      ck_assert_msg(
+          same_state(&a[i], &b[i]),
+          "round %d lane %d (%s): batch p (%a, %a) v (%a, %a) theta %a omega %a, scalar p (%a, %a) v "
+          "(%a, %a) theta %a omega %a",
+          round, i, heading ? "heading" : "dynamic", (double)a[i].position.x, (double)a[i].position.y,
+          (double)a[i].velocity.x, (double)a[i].velocity.y, (double)a[i].orientation, (double)a[i].rotation,
+          (double)b[i].position.x, (double)b[i].position.y, (double)b[i].velocity.x, (double)b[i].velocity.y,
+          (double)b[i].orientation, (double)b[i].rotation);
     }
   }
   ck_assert_int_gt(ordinary_quads, 1000);

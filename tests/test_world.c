@@ -1130,9 +1130,7 @@ static steer_behaviour busy_flavour(busy *b, steer_behaviour beh) {
   return beh;
 }
 
-static vec2 rnd_point(steer_rng *r) {
-  return steer_rng_point(r, -55.0f, 55.0f, -55.0f, 55.0f);
-}
+static vec2 rnd_point(steer_rng *r) { return steer_rng_point(r, -55.0f, 55.0f, -55.0f, 55.0f); }
 
 static void busy_path(busy *b, steer_id id, steer_model model, uint32_t variant) {
   vec2 pts[6];

@@ -192,8 +192,9 @@ static vec2 random_point(float half) {
 
 static int state_ok(const steer_state *s, float half) {
   return isfinite(s->position.x) && isfinite(s->position.y) && isfinite(s->velocity.x) &&
-         isfinite(s->velocity.y) && isfinite(s->orientation) && isfinite(s->rotation) && fabsf(s->position.x) <= half &&
-         fabsf(s->position.y) <= half && s->orientation > -3.1415927f && s->orientation <= 3.1415927f;
+         isfinite(s->velocity.y) && isfinite(s->orientation) && isfinite(s->rotation) &&
+         fabsf(s->position.x) <= half && fabsf(s->position.y) <= half && s->orientation > -3.1415927f &&
+         s->orientation <= 3.1415927f;
 }
 
 /* 60 worlds of 24 agents, every model and behaviour, limits, params, targets,
@@ -225,7 +226,8 @@ START_TEST(no_nan_for_any_accepted_input) {
       }
       if (n > 0 && uni() < 0.3) {
         steer_id who = ids[(uint32_t)(uni() * n)];
-        steer_behaviour b = steer_default_behaviour((steer_behaviour_kind)(uni() * (STEER_BEHAVIOUR_COUNT - 1)));
+        steer_behaviour b =
+            steer_default_behaviour((steer_behaviour_kind)(uni() * (STEER_BEHAVIOUR_COUNT - 1)));
         b.params = random_params();
         b.facing = (uint8_t)(uni() * STEER_FACING_COUNT);
         b.combine = (uint8_t)(uni() * STEER_COMBINE_COUNT);
@@ -269,10 +271,11 @@ START_TEST(no_nan_for_any_accepted_input) {
       steps++;
       for (uint32_t k = 0; k < n; k++) {
         steer_state s = state_of(w, ids[k]);
-        ck_assert_msg(state_ok(&s, half),
-                      "world %d step %d agent %u: position (%g, %g) velocity (%g, %g) orientation %g rotation %g",
-                      world, step, ids[k], s.position.x, s.position.y, s.velocity.x, s.velocity.y, s.orientation,
-                      s.rotation);
+        ck_assert_msg(
+            state_ok(&s, half),
+            "world %d step %d agent %u: position (%g, %g) velocity (%g, %g) orientation %g rotation %g",
+            world, step, ids[k], s.position.x, s.position.y, s.velocity.x, s.velocity.y, s.orientation,
+            s.rotation);
       }
     }
     steer_world_destroy(w);
@@ -374,7 +377,8 @@ START_TEST(first_arrival_at_node_zero_is_no_reversal) {
   steer_agent_desc d = dynamic_at(-20, -20);
   steer_id a = spawn(w, &d);
   vec2 pts[3] = {v2(0, 0), v2(10, 0), v2(20, 0)};
-  ck_assert_int_eq(steer_world_set_path(w, a, pts, 3, 1.0f, STEER_PATH_PINGPONG, STEER_CORNER_NONE), STEER_OK);
+  ck_assert_int_eq(steer_world_set_path(w, a, pts, 3, 1.0f, STEER_PATH_PINGPONG, STEER_CORNER_NONE),
+                   STEER_OK);
   int seen[8][2];
   int n = 0;
   for (int i = 0; i < 3000 && n < 8; i++) {
@@ -389,8 +393,9 @@ START_TEST(first_arrival_at_node_zero_is_no_reversal) {
       }
   }
   ck_assert_int_ge(n, 7);
-  static const int expect[7][2] = {{STEER_EVENT_WAYPOINT, 0}, {STEER_EVENT_WAYPOINT, 1}, {STEER_EVENT_WAYPOINT, 2},
-                                   {STEER_EVENT_REVERSED, 2}, {STEER_EVENT_WAYPOINT, 1}, {STEER_EVENT_WAYPOINT, 0},
+  static const int expect[7][2] = {{STEER_EVENT_WAYPOINT, 0}, {STEER_EVENT_WAYPOINT, 1},
+                                   {STEER_EVENT_WAYPOINT, 2}, {STEER_EVENT_REVERSED, 2},
+                                   {STEER_EVENT_WAYPOINT, 1}, {STEER_EVENT_WAYPOINT, 0},
                                    {STEER_EVENT_REVERSED, 0}};
   for (int i = 0; i < 7; i++) {
     ck_assert_int_eq(seen[i][0], expect[i][0]);

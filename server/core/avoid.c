@@ -9,13 +9,13 @@
 #define AVOID_SIMD 0
 #endif
 
-#define AVOID_SIDE      0.5f /* weight of the pass-on-the-right term when head on */
-#define LANE_RANGE      6.0f /* m, oncoming agents this far ahead make an agent keep right */
-#define LANE_WIDTH      0.3f /* m, beyond both radii: an oncoming agent further to the side is passing clear */
-#define LANE_ONCOMING   0.2f /* of max_speed: slower toward us is not oncoming */
-#define LANE_STRENGTH   1.0f /* of max_speed, the sideways velocity added at full oncoming traffic */
-#define LANE_NEAR       0.3f /* m, beyond both radii: a neighbour this near ahead presses against us */
-#define LANE_PRESS      0.5f /* lane weight of each such neighbour that comes toward us */
+#define AVOID_SIDE    0.5f /* weight of the pass-on-the-right term when head on */
+#define LANE_RANGE    6.0f /* m, oncoming agents this far ahead make an agent keep right */
+#define LANE_WIDTH    0.3f /* m, beyond both radii: an oncoming agent further to the side is passing clear */
+#define LANE_ONCOMING 0.2f /* of max_speed: slower toward us is not oncoming */
+#define LANE_STRENGTH 1.0f /* of max_speed, the sideways velocity added at full oncoming traffic */
+#define LANE_NEAR     0.3f /* m, beyond both radii: a neighbour this near ahead presses against us */
+#define LANE_PRESS    0.5f /* lane weight of each such neighbour that comes toward us */
 
 float steer_avoid_share(uint8_t own, uint8_t other, int other_avoids) {
   if (!other_avoids)
@@ -203,17 +203,19 @@ vec2 steer_avoid_lane(vec2 p, vec2 want, float r, float max_speed, steer_avoid_s
     __m128 dx = _mm_sub_ps(_mm_loadu_ps(n->px + i), px), dy = _mm_sub_ps(_mm_loadu_ps(n->py + i), py);
     __m128 ahead = _mm_add_ps(_mm_mul_ps(dx, vux), _mm_mul_ps(dy, vuy));
     __m128 lat = _mm_add_ps(_mm_mul_ps(dx, vrx), _mm_mul_ps(dy, vry));
-    __m128 vel = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(n->vx + i), vux), _mm_mul_ps(_mm_loadu_ps(n->vy + i), vuy));
+    __m128 vel =
+        _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(n->vx + i), vux), _mm_mul_ps(_mm_loadu_ps(n->vy + i), vuy));
     __m128 on = _mm_mul_ps(_mm_xor_ps(vel, sign), isp);
     __m128 d2 = _mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy));
     __m128 rr = _mm_add_ps(_mm_loadu_ps(n->r + i), own);
     __m128 near = _mm_add_ps(rr, lnear), width = _mm_add_ps(rr, lwidth);
     __m128 in_front = _mm_and_ps(_mm_cmpgt_ps(ahead, zero), _mm_cmplt_ps(ahead, range));
-    __m128 press = _mm_and_ps(_mm_cmplt_ps(d2, _mm_mul_ps(near, near)),
-                              _mm_and_ps(_mm_cmpgt_ps(_mm_mul_ps(ahead, ahead), _mm_mul_ps(quarter, d2)),
-                                         _mm_cmpgt_ps(on, zero)));
-    __m128 oncoming = _mm_and_ps(_mm_cmpgt_ps(on, onc), _mm_and_ps(_mm_cmple_ps(lat, width),
-                                                                    _mm_cmpge_ps(lat, _mm_xor_ps(width, sign))));
+    __m128 press = _mm_and_ps(
+        _mm_cmplt_ps(d2, _mm_mul_ps(near, near)),
+        _mm_and_ps(_mm_cmpgt_ps(_mm_mul_ps(ahead, ahead), _mm_mul_ps(quarter, d2)), _mm_cmpgt_ps(on, zero)));
+    __m128 oncoming =
+        _mm_and_ps(_mm_cmpgt_ps(on, onc),
+                   _mm_and_ps(_mm_cmple_ps(lat, width), _mm_cmpge_ps(lat, _mm_xor_ps(width, sign))));
     __m128 o_w = _mm_mul_ps(on, _mm_sub_ps(one, _mm_mul_ps(ahead, irange)));
     __m128 wgt = _mm_or_ps(_mm_and_ps(press, press_w), _mm_andnot_ps(press, _mm_and_ps(oncoming, o_w)));
     _mm_storeu_ps(part + i, _mm_and_ps(in_front, _mm_mul_ps(wgt, _mm_loadu_ps(n->share + i))));

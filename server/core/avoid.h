@@ -41,7 +41,7 @@
 typedef struct steer_avoid_set {
   float px[STEER_AVOID_MAX + 4], py[STEER_AVOID_MAX + 4]; /* m */
   float vx[STEER_AVOID_MAX + 4], vy[STEER_AVOID_MAX + 4]; /* m/s */
-  float r[STEER_AVOID_MAX + 4];     /* m, body radius */
+  float r[STEER_AVOID_MAX + 4];                           /* m, body radius */
   float share[STEER_AVOID_MAX + 4]; /* this agent's part of the pair's avoidance, 0..2 (1: equal) */
   float tie[STEER_AVOID_MAX + 4];   /* +1 or -1: the side to push to when the two bodies coincide */
   int count;

@@ -169,7 +169,8 @@ unsigned world_batch_lean(steer_world *w, float dt, int kind, const uint32_t *dd
 #endif
 }
 
-unsigned world_batch_finish_dynamic(steer_world *w, float dt, int kind, const uint32_t dd[4], const steer_output o[4]) {
+unsigned world_batch_finish_dynamic(steer_world *w, float dt, int kind, const uint32_t dd[4],
+                                    const steer_output o[4]) {
 #if STEER_SIMD
   return finish_dynamic_4(w, dt, kind, dd, o);
 #else

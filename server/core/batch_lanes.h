@@ -84,14 +84,15 @@ BL_INLINE void BL(vmark_events)(steer_world *w, const uint32_t *dd, unsigned kee
  * steer_integrate_dynamic, integrate_store and events_precheck. */
 BL_FN unsigned BL(lean_arrive)(steer_world *w, float dt, const uint32_t *dd, unsigned want) {
   const world_batch_rec *rec = w->brec;
-#define PX(i)   w->px[dd[i]]
-#define PY(i)   w->py[dd[i]]
-#define VX(i)   w->vx[dd[i]]
-#define VY(i)   w->vy[dd[i]]
-#define TH(i)   w->theta[dd[i]]
-#define OM(i)   w->omega[dd[i]]
+#define PX(i) w->px[dd[i]]
+#define PY(i) w->py[dd[i]]
+#define VX(i) w->vx[dd[i]]
+#define VY(i) w->vy[dd[i]]
+#define TH(i) w->theta[dd[i]]
+#define OM(i) w->omega[dd[i]]
   const VF t = V1(dt);
-  VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH), om = VGATHER(OM);
+  VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH),
+     om = VGATHER(OM);
   VF f[12];
   BL(vrec)(rec, dd, 3, f);
   const VF tr = f[5], tx = f[10], ty = f[11];
@@ -127,16 +128,17 @@ BL_FN unsigned BL(lean_wander)(steer_world *w, float dt, const uint32_t *dd, uns
     rng[i] = w->arng[dd[i]];
     bin[i] = steer_rng_binomial(&rng[i]);
   }
-#define PX(i)   w->px[dd[i]]
-#define PY(i)   w->py[dd[i]]
-#define VX(i)   w->vx[dd[i]]
-#define VY(i)   w->vy[dd[i]]
-#define TH(i)   w->theta[dd[i]]
-#define OM(i)   w->omega[dd[i]]
-#define WA(i)   w->wander[dd[i]]
+#define PX(i) w->px[dd[i]]
+#define PY(i) w->py[dd[i]]
+#define VX(i) w->vx[dd[i]]
+#define VY(i) w->vy[dd[i]]
+#define TH(i) w->theta[dd[i]]
+#define OM(i) w->omega[dd[i]]
+#define WA(i) w->wander[dd[i]]
   const VF t = V1(dt);
   VF bad = VZERO;
-  VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH), om = VGATHER(OM);
+  VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH),
+     om = VGATHER(OM);
   VF f[12];
   BL(vrec)(rec, dd, 3, f);
   VF lx, ly, ang, wa;
@@ -198,11 +200,11 @@ BL_FN unsigned BL(lean_path)(steer_world *w, float dt, const uint32_t *dd, unsig
   }
   if (!want)
     return 0;
-#define PX(i)  w->px[dd[i]]
-#define PY(i)  w->py[dd[i]]
-#define VX(i)  w->vx[dd[i]]
-#define VY(i)  w->vy[dd[i]]
-#define TH(i)  w->theta[dd[i]]
+#define PX(i) w->px[dd[i]]
+#define PY(i) w->py[dd[i]]
+#define VX(i) w->vx[dd[i]]
+#define VY(i) w->vy[dd[i]]
+#define TH(i) w->theta[dd[i]]
   const VF zero = VZERO, one = V1(1.0f), t = V1(dt);
   VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH);
   VF f[8];
@@ -211,8 +213,9 @@ BL_FN unsigned BL(lean_path)(steer_world *w, float dt, const uint32_t *dd, unsig
   VF is_turn = VEQ(VLOAD(turn), one), is_fin = VEQ(VLOAD(fin), one);
   VF tx = VLOAD(nx), ty = VLOAD(ny);
   VF bad = zero, o_rot, o_speed, speed_now, r;
-  BL(vpath_heading)(px, py, vx, vy, th, ms, ma, mr, tx, ty, VLOAD(hr), is_fin, is_turn, VLOAD(rate), &o_rot, &o_speed,
-                    &speed_now, &bad);
+  BL(vpath_heading)
+  (px, py, vx, vy, th, ms, ma, mr, tx, ty, VLOAD(hr), is_fin, is_turn, VLOAD(rate), &o_rot, &o_speed,
+   &speed_now, &bad);
   BL(vintegrate_heading)(o_rot, o_speed, speed_now, ms, ma, mr, t, &px, &py, &vx, &vy, &th, &r, &bad);
   BL(vedge)(&px, &vx, w->cfg.min.x, w->cfg.max.x);
   BL(vedge)(&py, &vy, w->cfg.min.y, w->cfg.max.y);
@@ -250,7 +253,8 @@ BL_FN unsigned BL(lean_path)(steer_world *w, float dt, const uint32_t *dd, unsig
  * steer_integrate_dynamic, integrate_store in a world without a map and
  * events_mark + events_precheck. Lanes of agents with stuck detection are
  * not done (the events pass reads their behaviour). */
-BL_FN unsigned BL(finish_dynamic)(steer_world *w, float dt, int kind, const uint32_t *dd, const steer_output *o) {
+BL_FN unsigned BL(finish_dynamic)(steer_world *w, float dt, int kind, const uint32_t *dd,
+                                  const steer_output *o) {
   const world_batch_rec *rec = w->brec;
   unsigned want = 0;
   for (unsigned i = 0; i < VW; i++)
@@ -267,12 +271,13 @@ BL_FN unsigned BL(finish_dynamic)(steer_world *w, float dt, int kind, const uint
 #define OX(i) o[i].linear.x
 #define OY(i) o[i].linear.y
 #define OA(i) o[i].angular
-  VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH), om = VGATHER(OM);
+  VF px = VGATHER(PX), py = VGATHER(PY), vx = VGATHER(VX), vy = VGATHER(VY), th = VGATHER(TH),
+     om = VGATHER(OM);
   VF f[12];
   BL(vrec)(rec, dd, kind == BATCH_ARRIVE_LOOK ? 3 : 1, f);
   VF bad = VZERO;
-  BL(vintegrate_dynamic)(VGATHER(OX), VGATHER(OY), VGATHER(OA), f[0], f[1], f[2], f[3], V1(dt), &px, &py, &vx, &vy,
-                         &th, &om, &bad);
+  BL(vintegrate_dynamic)
+  (VGATHER(OX), VGATHER(OY), VGATHER(OA), f[0], f[1], f[2], f[3], V1(dt), &px, &py, &vx, &vy, &th, &om, &bad);
   BL(vedge)(&px, &vx, w->cfg.min.x, w->cfg.max.x);
   BL(vedge)(&py, &vy, w->cfg.min.y, w->cfg.max.y);
   unsigned keep = BL(vkeep)(want, bad, px, py, vx, vy, th, om);

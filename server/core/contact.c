@@ -72,8 +72,8 @@ void world_contact_free(steer_world *w) {
   w->ctc_disp = NULL;
 }
 
-void world_contact_note(const steer_world *w, uint32_t d, const struct steer_avoid_set *nb, const uint32_t *pos,
-                        uint32_t n, float dt) {
+void world_contact_note(const steer_world *w, uint32_t d, const struct steer_avoid_set *nb,
+                        const uint32_t *pos, uint32_t n, float dt) {
   if (!w->ctc)
     return;
   const float x = w->px[d], y = w->py[d], ovx = w->vx[d], ovy = w->vy[d];
@@ -87,7 +87,8 @@ void world_contact_note(const steer_world *w, uint32_t d, const struct steer_avo
   /* Four at a time, the same arithmetic as the scalar tail; only the hits
    * look up their agent (a scattered read). */
   const __m128 vx0 = _mm_set1_ps(x), vy0 = _mm_set1_ps(y), vvx = _mm_set1_ps(ovx), vvy = _mm_set1_ps(ovy);
-  const __m128 vpad = _mm_set1_ps(pad), vdt = _mm_set1_ps(dt), abs = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  const __m128 vpad = _mm_set1_ps(pad), vdt = _mm_set1_ps(dt),
+               abs = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
   for (; i + 4 <= n && k < WORLD_CONTACT_MAX; i += 4) {
     __m128 dx = _mm_sub_ps(_mm_loadu_ps(nb->px + i), vx0), dy = _mm_sub_ps(_mm_loadu_ps(nb->py + i), vy0);
     __m128 rel = _mm_add_ps(_mm_and_ps(_mm_sub_ps(_mm_loadu_ps(nb->vx + i), vvx), abs),

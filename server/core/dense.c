@@ -96,9 +96,10 @@ SIMD_INLINE int sep_clip_store(f4 sx, f4 sy, f4 bad, const steer_limits *const l
 
 /* sep_clip_store, then the scalar steer_separation for the lanes in bad;
  * returns the lanes the vector path computed. */
-SIMD_INLINE int sep_finish(f4 sx, f4 sy, f4 bad, const steer_state *const s[4], const steer_limits *const l[4],
-                           const steer_params *const p[4], const vec2 *const nxy[4], const float *const nrad[4],
-                           const uint32_t n[4], steer_output sep[4]) {
+SIMD_INLINE int sep_finish(f4 sx, f4 sy, f4 bad, const steer_state *const s[4],
+                           const steer_limits *const l[4], const steer_params *const p[4],
+                           const vec2 *const nxy[4], const float *const nrad[4], const uint32_t n[4],
+                           steer_output sep[4]) {
   int redo = sep_clip_store(sx, sy, bad, l, sep), done = 4;
   for (int j = 0; j < 4; j++)
     if (redo & (1 << j)) {
@@ -214,7 +215,8 @@ SIMD_INLINE void sep4_push(const sep4 *k, uint32_t i, f4 nx, f4 ny, f4 nr, f4 *s
   f4 ax = _mm_sub_ps(k->px, nx), ay = _mm_sub_ps(k->py, ny);
   f4 d2 = _mm_add_ps(_mm_mul_ps(ax, ax), _mm_mul_ps(ay, ay));
   /* separation_push: reach > 0 and not d2 >= reach^2 (NaN as there). */
-  f4 in = _mm_and_ps(live, _mm_and_ps(_mm_cmpgt_ps(reach, zero), _mm_cmpnge_ps(d2, _mm_mul_ps(reach, reach))));
+  f4 in =
+      _mm_and_ps(live, _mm_and_ps(_mm_cmpgt_ps(reach, zero), _mm_cmpnge_ps(d2, _mm_mul_ps(reach, reach))));
   f4 d = _mm_sqrt_ps(d2);
   /* Not d > 0 (coincident, or NaN): the push is along the heading. */
   *bad = _mm_or_ps(*bad, _mm_andnot_ps(_mm_cmpgt_ps(d, zero), in));
@@ -224,8 +226,9 @@ SIMD_INLINE void sep4_push(const sep4 *k, uint32_t i, f4 nx, f4 ny, f4 nr, f4 *s
   *sy = f4_sel(in, _mm_add_ps(*sy, _mm_mul_ps(_mm_mul_ps(ay, inv), f)), *sy);
 }
 
-static int sep_sse(const steer_state *const s[4], const steer_limits *const l[4], const steer_params *const p[4],
-                   const vec2 *const nxy[4], const float *const nrad[4], const uint32_t n[4], steer_output sep[4]) {
+static int sep_sse(const steer_state *const s[4], const steer_limits *const l[4],
+                   const steer_params *const p[4], const vec2 *const nxy[4], const float *const nrad[4],
+                   const uint32_t n[4], steer_output sep[4]) {
   sep4 k;
   const uint32_t most = sep4_setup(s, l, p, n, &k);
   f4 sx = _mm_setzero_ps(), sy = sx, bad = sx;
@@ -246,10 +249,9 @@ typedef struct sep8 {
   __m256 count, step;       /* the counts (up to 32: exact as floats), and 0 | 1 for neighbour i | i + 1 */
 } sep8;
 
-__attribute__((target("avx"), always_inline)) static inline uint32_t sep8_setup(const steer_state *const s[4],
-                                                                              const steer_limits *const l[4],
-                                                                              const steer_params *const p[4],
-                                                                              const uint32_t n[4], sep8 *c) {
+__attribute__((target("avx"), always_inline)) static inline uint32_t
+sep8_setup(const steer_state *const s[4], const steer_limits *const l[4], const steer_params *const p[4],
+           const uint32_t n[4], sep8 *c) {
   uint32_t most = n[0];
   for (int j = 1; j < 4; j++)
     most = n[j] > most ? n[j] : most;
@@ -273,10 +275,9 @@ __attribute__((target("avx"), always_inline)) static inline uint32_t sep8_setup(
  * neighbour i + 1; the sums take the low half, then the high half. The
  * predicates are the SSE ones (ordered greater-than; "not greater or equal",
  * true for NaN). */
-__attribute__((target("avx"))) static int sep_avx(const steer_state *const s[4], const steer_limits *const l[4],
-                                                  const steer_params *const p[4], const vec2 *const nxy[4],
-                                                  const float *const nrad[4], const uint32_t n[4],
-                                                  steer_output sep[4]) {
+__attribute__((target("avx"))) static int
+sep_avx(const steer_state *const s[4], const steer_limits *const l[4], const steer_params *const p[4],
+        const vec2 *const nxy[4], const float *const nrad[4], const uint32_t n[4], steer_output sep[4]) {
   sep8 k;
   const uint32_t most = sep8_setup(s, l, p, n, &k);
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
@@ -284,26 +285,27 @@ __attribute__((target("avx"))) static int sep_avx(const steer_state *const s[4],
   __m128 sx = _mm_setzero_ps(), sy = _mm_setzero_ps();
   __m256 bad = zero;
   /* The pushes of two neighbours of each agent, added in neighbour order. */
-#define SEP_AVX_PUSHES(nx, ny, nr, live)                                                                      \
-  do {                                                                                                        \
-    __m256 reach = _mm256_add_ps(vbase, nr);                                                                  \
-    __m256 ax = _mm256_sub_ps(vpx, nx), ay = _mm256_sub_ps(vpy, ny);                                          \
-    __m256 d2 = _mm256_add_ps(_mm256_mul_ps(ax, ax), _mm256_mul_ps(ay, ay));                                  \
-    __m256 in = _mm256_and_ps(live, _mm256_and_ps(_mm256_cmp_ps(reach, zero, _CMP_GT_OQ),                     \
-                                                  _mm256_cmp_ps(d2, _mm256_mul_ps(reach, reach), _CMP_NGE_UQ))); \
-    __m256 d = _mm256_sqrt_ps(d2);                                                                            \
-    bad = _mm256_or_ps(bad, _mm256_andnot_ps(_mm256_cmp_ps(d, zero, _CMP_GT_OQ), in));                        \
-    __m256 inv = _mm256_div_ps(one, d);                                                                       \
-    __m256 f = _mm256_div_ps(_mm256_mul_ps(vacc, _mm256_sub_ps(reach, d)), reach);                            \
-    __m256 px = _mm256_mul_ps(_mm256_mul_ps(ax, inv), f), py = _mm256_mul_ps(_mm256_mul_ps(ay, inv), f);      \
-    /* A lane out of reach adds +0, which leaves a sum as it is: it starts at \
-     * +0 and a sum of floats is never -0 in round-to-nearest. */               \
-    px = _mm256_and_ps(in, px);                                                                               \
-    py = _mm256_and_ps(in, py);                                                                               \
-    sx = _mm_add_ps(sx, _mm256_castps256_ps128(px));                                                          \
-    sy = _mm_add_ps(sy, _mm256_castps256_ps128(py));                                                          \
-    sx = _mm_add_ps(sx, _mm256_extractf128_ps(px, 1));                                                        \
-    sy = _mm_add_ps(sy, _mm256_extractf128_ps(py, 1));                                                        \
+#define SEP_AVX_PUSHES(nx, ny, nr, live)                                                                     \
+  do {                                                                                                       \
+    __m256 reach = _mm256_add_ps(vbase, nr);                                                                 \
+    __m256 ax = _mm256_sub_ps(vpx, nx), ay = _mm256_sub_ps(vpy, ny);                                         \
+    __m256 d2 = _mm256_add_ps(_mm256_mul_ps(ax, ax), _mm256_mul_ps(ay, ay));                                 \
+    __m256 in =                                                                                              \
+        _mm256_and_ps(live, _mm256_and_ps(_mm256_cmp_ps(reach, zero, _CMP_GT_OQ),                            \
+                                          _mm256_cmp_ps(d2, _mm256_mul_ps(reach, reach), _CMP_NGE_UQ)));     \
+    __m256 d = _mm256_sqrt_ps(d2);                                                                           \
+    bad = _mm256_or_ps(bad, _mm256_andnot_ps(_mm256_cmp_ps(d, zero, _CMP_GT_OQ), in));                       \
+    __m256 inv = _mm256_div_ps(one, d);                                                                      \
+    __m256 f = _mm256_div_ps(_mm256_mul_ps(vacc, _mm256_sub_ps(reach, d)), reach);                           \
+    __m256 px = _mm256_mul_ps(_mm256_mul_ps(ax, inv), f), py = _mm256_mul_ps(_mm256_mul_ps(ay, inv), f);     \
+    /* A lane out of reach adds +0, which leaves a sum as it is: it starts at                                \
+     * +0 and a sum of floats is never -0 in round-to-nearest. */                                            \
+    px = _mm256_and_ps(in, px);                                                                              \
+    py = _mm256_and_ps(in, py);                                                                              \
+    sx = _mm_add_ps(sx, _mm256_castps256_ps128(px));                                                         \
+    sy = _mm_add_ps(sy, _mm256_castps256_ps128(py));                                                         \
+    sx = _mm_add_ps(sx, _mm256_extractf128_ps(px, 1));                                                       \
+    sy = _mm_add_ps(sy, _mm256_extractf128_ps(py, 1));                                                       \
   } while (0)
   if (n[1] == n[0] && n[2] == n[0] && n[3] == n[0] && n[0] % 2 == 0) {
     /* The crowd's case: the same even count for all four, so neighbours i
@@ -321,7 +323,8 @@ __attribute__((target("avx"))) static int sep_avx(const steer_state *const s[4],
       __m128 r2 = _mm_castpd_ps(_mm_load_sd((const double *)(const void *)&nrad[2][i]));
       __m128 r3 = _mm_castpd_ps(_mm_load_sd((const double *)(const void *)&nrad[3][i]));
       __m128 u01 = _mm_unpacklo_ps(r0, r1), u23 = _mm_unpacklo_ps(r2, r3); /* ri0 ri1 rh0 rh1 */
-      __m256 nr = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_movelh_ps(u01, u23)), _mm_movehl_ps(u23, u01), 1);
+      __m256 nr =
+          _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_movelh_ps(u01, u23)), _mm_movehl_ps(u23, u01), 1);
       SEP_AVX_PUSHES(nx, ny, nr, all);
     }
     __m128 bad4 = _mm_or_ps(_mm256_castps256_ps128(bad), _mm256_extractf128_ps(bad, 1));
@@ -348,9 +351,9 @@ __attribute__((target("avx"))) static int sep_avx(const steer_state *const s[4],
  * record of zeros and are masked off. */
 __attribute__((target("avx"))) static int sep_avx_idx(const steer_state *const s[4],
                                                       const steer_limits *const l[4],
-                                                      const steer_params *const p[4], const steer_grid_rec *rec,
-                                                      const uint32_t *const nb[4], const uint32_t n[4],
-                                                      steer_output sep[4]) {
+                                                      const steer_params *const p[4],
+                                                      const steer_grid_rec *rec, const uint32_t *const nb[4],
+                                                      const uint32_t n[4], steer_output sep[4]) {
   sep8 k;
   const uint32_t most = sep8_setup(s, l, p, n, &k);
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
@@ -418,8 +421,8 @@ int steer_separation_x4(const steer_state *const s[4], const steer_limits *const
 }
 
 int steer_separation_x4_idx(const steer_state *const s[4], const steer_limits *const l[4],
-                            const steer_params *const p[4], const steer_grid_rec *rec, const uint32_t *const nb[4],
-                            const uint32_t n[4], steer_output sep[4]) {
+                            const steer_params *const p[4], const steer_grid_rec *rec,
+                            const uint32_t *const nb[4], const uint32_t n[4], steer_output sep[4]) {
 #if DENSE_AVX
   if (steer_dense_avx())
     return sep_avx_idx(s, l, p, rec, nb, n, sep);

@@ -47,8 +47,8 @@ int steer_blend_separation_x4(const steer_output o[4], const steer_output sep[4]
  * STEER_SEPARATION_X4_MAX. */
 #define STEER_SEPARATION_X4_MAX 32u
 int steer_separation_x4_idx(const steer_state *const s[4], const steer_limits *const l[4],
-                            const steer_params *const p[4], const steer_grid_rec *rec, const uint32_t *const nb[4],
-                            const uint32_t n[4], steer_output sep[4]);
+                            const steer_params *const p[4], const steer_grid_rec *rec,
+                            const uint32_t *const nb[4], const uint32_t n[4], steer_output sep[4]);
 
 /* The eight-lane (AVX) path: whether the processor has it, whether it is in
  * use (by default where supported), and a switch for tests and benchmarks

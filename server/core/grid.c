@@ -135,8 +135,8 @@ void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t 
   steer_grid_build_payload(g, px, py, NULL, NULL, NULL, NULL, count);
 }
 
-void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, const float *vx, const float *vy,
-                              const float *r, const uint16_t *key, uint32_t count) {
+void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, const float *vx,
+                              const float *vy, const float *r, const uint16_t *key, uint32_t count) {
   uint32_t cells = g->cols * g->rows;
   uint32_t *start = g->cell_start;
   memset(start, 0, (cells + 1) * sizeof(uint32_t));
@@ -284,8 +284,9 @@ GRID_INLINE void topk_insert(topk *t, const int nv, float d2, uint32_t pos) {
   __m128i xi = _mm_set1_epi32((int)pos), xk = _mm_castps_si128(x);
   __m128i cm = _mm_setzero_si128(), ck = _mm_setzero_si128(), ci = _mm_setzero_si128();
   for (int v = 0; v < nv; v++) {
-    __m128i m = _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k[v], x)),
-                             _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k[v], x)), _mm_cmpgt_epi32(t->i[v], xi)));
+    __m128i m =
+        _mm_or_si128(_mm_castps_si128(_mm_cmpgt_ps(t->k[v], x)),
+                     _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(t->k[v], x)), _mm_cmpgt_epi32(t->i[v], xi)));
     __m128i k = _mm_castps_si128(t->k[v]), i = t->i[v];
     /* The same masks and entries moved up one rank. */
     __m128i sm = _mm_or_si128(_mm_slli_si128(m, 4), cm);
@@ -536,8 +537,9 @@ static int box_rank(const steer_grid *g, float *sd, int32_t *sp, uint32_t m, uin
     for (uint32_t j = 0; j < m; j += 4) {
       __m128 dj = _mm_loadu_ps(sd + j);
       __m128i pj = _mm_loadu_si128((const __m128i *)(const void *)(sp + j));
-      __m128i lt = _mm_or_si128(_mm_castps_si128(_mm_cmplt_ps(dj, di)),
-                                _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(dj, di)), _mm_cmpgt_epi32(pi, pj)));
+      __m128i lt =
+          _mm_or_si128(_mm_castps_si128(_mm_cmplt_ps(dj, di)),
+                       _mm_and_si128(_mm_castps_si128(_mm_cmpeq_ps(dj, di)), _mm_cmpgt_epi32(pi, pj)));
       before = _mm_sub_epi32(before, lt);
     }
     before = _mm_add_epi32(before, _mm_shuffle_epi32(before, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -567,10 +569,9 @@ static int box_rank(const steer_grid *g, float *sd, int32_t *sp, uint32_t m, uin
  * survivors have the same d2). */
 #define BOX_RANK_MAX 32u
 
-__attribute__((target("avx2,bmi2,popcnt"))) static int nearest_box_avx2(const steer_grid *g, vec2 p, float thr,
-                                                                        float margin, uint32_t excl, uint32_t k,
-                                                                        uint32_t *out, float *out_d2,
-                                                                        int want_pos, float *kth) {
+__attribute__((target("avx2,bmi2,popcnt"))) static int
+nearest_box_avx2(const steer_grid *g, vec2 p, float thr, float margin, uint32_t excl, uint32_t k,
+                 uint32_t *out, float *out_d2, int want_pos, float *kth) {
   const float half = sqrtf(thr) + margin;
   uint32_t c0 = grid_col(g, p.x - half), c1 = grid_col(g, p.x + half);
   uint32_t r0 = grid_row(g, p.y - half), r1 = grid_row(g, p.y + half);
@@ -589,7 +590,8 @@ __attribute__((target("avx2,bmi2,popcnt"))) static int nearest_box_avx2(const st
     for (; a < end; a += 8) {
       if (m > BOX_CAP)
         return 0;
-      __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(sx + a), px8), dy = _mm256_sub_ps(_mm256_loadu_ps(sy + a), py8);
+      __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(sx + a), px8),
+             dy = _mm256_sub_ps(_mm256_loadu_ps(sy + a), py8);
       __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
       uint32_t pass = (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(d2, thr8, _CMP_LE_OQ));
       if (end - a < 8)
@@ -600,8 +602,9 @@ __attribute__((target("avx2,bmi2,popcnt"))) static int nearest_box_avx2(const st
       uint64_t lanes = _pext_u64(0x0706050403020100ull, _pdep_u64(pass, 0x0101010101010101ull) * 0xffu);
       __m256i idx = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)lanes));
       _mm256_storeu_ps(sd + m, _mm256_permutevar8x32_ps(d2, idx));
-      _mm256_storeu_si256((__m256i *)(void *)(sp + m),
-                          _mm256_permutevar8x32_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32((int)a)), idx));
+      _mm256_storeu_si256(
+          (__m256i *)(void *)(sp + m),
+          _mm256_permutevar8x32_epi32(_mm256_add_epi32(iota, _mm256_set1_epi32((int)a)), idx));
       m += (uint32_t)__builtin_popcount(pass);
     }
   }
@@ -643,9 +646,9 @@ __attribute__((target("avx2,bmi2,popcnt"))) static int nearest_box_avx2(const st
                   p2 = _mm256_loadu_si256((const __m256i *)(const void *)(sp + 16)),
                   p3 = _mm256_loadu_si256((const __m256i *)(const void *)(sp + 24));
     n0 = n1 = n2 = n3 = _mm256_setzero_si256();
-#define BOX_BEFORE(dv, pv)                                                                                      \
-  _mm256_castps_si256(_mm256_or_ps(                                                                             \
-      _mm256_cmp_ps(dj, dv, _CMP_LT_OQ),                                                                        \
+#define BOX_BEFORE(dv, pv)                                                                                   \
+  _mm256_castps_si256(_mm256_or_ps(                                                                          \
+      _mm256_cmp_ps(dj, dv, _CMP_LT_OQ),                                                                     \
       _mm256_and_ps(_mm256_cmp_ps(dj, dv, _CMP_EQ_OQ), _mm256_castsi256_ps(_mm256_cmpgt_epi32(pv, pj)))))
     for (uint32_t j = 0; j < m; j++) {
       const __m256 dj = _mm256_broadcast_ss(sd + j);
@@ -701,8 +704,9 @@ static uint32_t nearest_fast(const steer_grid *g, vec2 p, float radius, uint32_t
   float full = float_below(r2);
   if (hint && *hint > 0.0f && *hint < full) {
 #if GRID_AVX2
-    int boxed = steer_grid_avx2() ? nearest_box_avx2(g, p, *hint, q.margin, excl, max, out, out_d2, want_pos, hint)
-                                  : nearest_box(g, p, *hint, q.margin, excl, max, out, out_d2, want_pos, hint);
+    int boxed = steer_grid_avx2()
+                    ? nearest_box_avx2(g, p, *hint, q.margin, excl, max, out, out_d2, want_pos, hint)
+                    : nearest_box(g, p, *hint, q.margin, excl, max, out, out_d2, want_pos, hint);
 #else
     int boxed = nearest_box(g, p, *hint, q.margin, excl, max, out, out_d2, want_pos, hint);
 #endif
@@ -767,8 +771,8 @@ uint32_t steer_grid_nearest_hint(const steer_grid *g, vec2 p, float radius, uint
   return nearest_any(g, p, radius, exclude, out, out_d2, max, hint, 0);
 }
 
-uint32_t steer_grid_nearest_pos(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out_pos,
-                                uint32_t max, float *hint) {
+uint32_t steer_grid_nearest_pos(const steer_grid *g, vec2 p, float radius, uint32_t exclude,
+                                uint32_t *out_pos, uint32_t max, float *hint) {
   return nearest_any(g, p, radius, exclude, out_pos, NULL, max, hint, 1);
 }
 
@@ -980,7 +984,7 @@ uint32_t steer_grid_nearest_kept_idx(const steer_grid *g, steer_grid_lists *L, u
     for (uint32_t i = 0; i < STEER_GRID_LIST; i += 4) { /* slots past m hold valid indices (the build pads) */
       __m128 c0 = _mm_loadu_ps(&rec[e->item[i]].x), c1 = _mm_loadu_ps(&rec[e->item[i + 1]].x);
       __m128 c2 = _mm_loadu_ps(&rec[e->item[i + 2]].x), c3 = _mm_loadu_ps(&rec[e->item[i + 3]].x);
-      _MM_TRANSPOSE4_PS(c0, c1, c2, c3); /* x, y, pos, r */
+      _MM_TRANSPOSE4_PS(c0, c1, c2, c3);                         /* x, y, pos, r */
       __m128 dx = _mm_sub_ps(c0, px4), dy = _mm_sub_ps(c1, py4); /* as the query computes it */
       __m128i d2 = _mm_castps_si128(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)));
       __m128i lo = _mm_or_si128(_mm_slli_epi32(_mm_castps_si128(c2), 4),

@@ -23,10 +23,10 @@ typedef struct steer_grid {
   float *sx, *sy;       /* positions in cell order */
   /* What neighbour steering reads, in cell order too (steer_grid_build_payload),
    * so a query's results are read from the memory it has just scanned. */
-  float *svx, *svy;  /* m/s, velocities */
-  float *sr;         /* m, body radii */
-  uint16_t *skey;    /* caller's per-agent tag */
-  uint8_t radii;     /* sr was filled by the last build */
+  float *svx, *svy; /* m/s, velocities */
+  float *sr;        /* m, body radii */
+  uint16_t *skey;   /* caller's per-agent tag */
+  uint8_t radii;    /* sr was filled by the last build */
 } steer_grid;
 
 #define STEER_GRID_MAX_CELLS (1u << 22)
@@ -40,8 +40,8 @@ void steer_grid_free(steer_grid *g);
 void steer_grid_build(steer_grid *g, const float *px, const float *py, uint32_t count);
 /* The same, also copying radii (r may be NULL) and velocities and a tag per
  * agent (vx NULL: neither) into cell order. */
-void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, const float *vx, const float *vy,
-                              const float *r, const uint16_t *key, uint32_t count);
+void steer_grid_build_payload(steer_grid *g, const float *px, const float *py, const float *vx,
+                              const float *vy, const float *r, const uint16_t *key, uint32_t count);
 
 /* Up to max nearest agents strictly within radius of p, nearest first, excluding
  * dense index `exclude` (UINT32_MAX for none). Equal squared distances are
@@ -80,8 +80,8 @@ uint32_t steer_grid_nearest_hint(const steer_grid *g, vec2 p, float radius, uint
 
 /* steer_grid_nearest_hint giving positions in cell order (index sx, sy, the
  * payload, items) instead of dense indices. */
-uint32_t steer_grid_nearest_pos(const steer_grid *g, vec2 p, float radius, uint32_t exclude, uint32_t *out_pos,
-                                uint32_t max, float *hint);
+uint32_t steer_grid_nearest_pos(const steer_grid *g, vec2 p, float radius, uint32_t exclude,
+                                uint32_t *out_pos, uint32_t max, float *hint);
 
 /* ---- kept candidate lists (Verlet lists) ----------------------------------
  *

@@ -19,7 +19,6 @@ steer_nav *steer_nav_create(void) {
   return n;
 }
 
-
 void steer_nav_destroy(steer_nav *n) {
   if (!n)
     return;
@@ -41,7 +40,6 @@ uint32_t steer_nav_neighbours(const steer_nav *n, uint32_t i, const uint32_t **o
   *out = n->adj + n->start[i];
   return n->start[i + 1] - n->start[i];
 }
-
 
 uint64_t steer_nav_hash(const steer_nav *n) {
   if (n->mesh)
@@ -111,7 +109,8 @@ int nav_vis_walk(steer_nav *n, vec2 p, vec2 q, float R, uint32_t *blocker) {
     if (x0 > x1) /* only the reach of an end falls in the strip */
       x0 = x1 = x1 < umin + 0.5f * (umax - umin) ? umin : umax;
     float va = pv + (x0 - pu) * slope, vb = pv + (x1 - pu) * slope;
-    uint32_t r0 = cell_of(minf(va, vb) - e, vlo, n->inv_cell, nv), r1 = cell_of(maxf(va, vb) + e, vlo, n->inv_cell, nv);
+    uint32_t r0 = cell_of(minf(va, vb) - e, vlo, n->inv_cell, nv),
+             r1 = cell_of(maxf(va, vb) + e, vlo, n->inv_cell, nv);
     for (uint32_t cv = r0; cv <= r1; cv++) {
       uint32_t cell = major_x ? cv * n->cols + cu : cu * n->cols + cv;
       for (uint32_t i = n->cell_start[cell]; i < n->cell_start[cell + 1]; i++) {
@@ -251,8 +250,8 @@ typedef struct nav_hot {
 } nav_hot;
 
 typedef struct nav_state {
-  vec2 p;          /* where the node is */
-  float h;         /* m, to the goal (straight line) */
+  vec2 p;  /* where the node is */
+  float h; /* m, to the goal (straight line) */
   uint32_t parent;
 } nav_state;
 
@@ -279,7 +278,7 @@ struct nav_search {
   vec2 *bbox;       /* 2 per block: lo, hi of its nodes */
   struct heap_item *heap;
   uint32_t heap_cap;
-  uint32_t *hpos; /* nnodes + 2 + blocks: where an open node's (or a block's) entry is in heap */
+  uint32_t *hpos;  /* nnodes + 2 + blocks: where an open node's (or a block's) entry is in heap */
   uint32_t *route; /* nnodes + 2: the reversed node list of a route */
   size_t bytes;
 };
@@ -317,11 +316,13 @@ int nav_search_alloc(steer_nav *t) {
   s->heap = malloc((size_t)s->heap_cap * sizeof *s->heap);
   s->hpos = malloc((size_t)s->heap_cap * sizeof *s->hpos);
   s->route = malloc(((size_t)N + 2u) * sizeof *s->route);
-  if (!s->st || !s->hot || !s->anchor || !s->dir || !s->arc || !s->dir_ok || !s->bfirst || !s->bnodes || !s->bbox || !s->heap || !s->hpos || !s->route)
+  if (!s->st || !s->hot || !s->anchor || !s->dir || !s->arc || !s->dir_ok || !s->bfirst || !s->bnodes ||
+      !s->bbox || !s->heap || !s->hpos || !s->route)
     return STEER_ENOMEM;
-  s->bytes = sizeof *s + ((size_t)N + 2u) * (sizeof(nav_state) + sizeof(nav_hot) + sizeof(uint32_t)) + (size_t)N * (sizeof(vec2) + sizeof(uint32_t) + 1u) +
-             (size_t)t->nadj * (sizeof(uint16_t) + sizeof(struct nav_arc)) + (cells + 1u) * sizeof(uint32_t) + 2u * cells * sizeof(vec2) +
-             (size_t)s->heap_cap * (sizeof(struct heap_item) + sizeof(uint32_t));
+  s->bytes = sizeof *s + ((size_t)N + 2u) * (sizeof(nav_state) + sizeof(nav_hot) + sizeof(uint32_t)) +
+             (size_t)N * (sizeof(vec2) + sizeof(uint32_t) + 1u) +
+             (size_t)t->nadj * (sizeof(uint16_t) + sizeof(struct nav_arc)) + (cells + 1u) * sizeof(uint32_t) +
+             2u * cells * sizeof(vec2) + (size_t)s->heap_cap * (sizeof(struct heap_item) + sizeof(uint32_t));
   return 0;
 }
 
@@ -525,7 +526,8 @@ static inline nav_hot *touch(nav_search *s, uint32_t v, uint32_t gen, vec2 to) {
 }
 
 /* Offers v the way in through parent at g: taken and queued if it improves. */
-static inline void offer(nav_search *s, uint32_t *hs, uint32_t v, uint32_t parent, float g, uint32_t gen, vec2 to) {
+static inline void offer(nav_search *s, uint32_t *hs, uint32_t v, uint32_t parent, float g, uint32_t gen,
+                         vec2 to) {
   nav_hot *y = &s->hot[v];
   uint32_t k = NAV_TOUCHED;
   if ((y->mark >> 2) == gen) {

@@ -37,8 +37,8 @@ typedef struct nav_node {
 /* An obstacle of the map the graph was made from, and its candidates. */
 typedef struct nav_group {
   uint32_t id;
-  uint64_t shape; /* hash of kind, points and radius */
-  vec2 lo, hi;    /* m, its box */
+  uint64_t shape;        /* hash of kind, points and radius */
+  vec2 lo, hi;           /* m, its box */
   uint32_t first, count; /* into cand */
 } nav_group;
 
@@ -67,12 +67,12 @@ struct steer_nav {
 
   nav_node *nodes;
   uint32_t nnodes;
-  uint32_t *start;  /* nnodes + 1, into adj */
-  uint32_t *adj;    /* neighbour indices, ascending per node */
-  float *adj_len;   /* m */
-  uint32_t nadj;    /* directed edges */
-  nav_box *reach;   /* per node: a box holding it and its neighbours (nav_build.c: what
-                     * an update must look at; may be larger than needed, never smaller) */
+  uint32_t *start; /* nnodes + 1, into adj */
+  uint32_t *adj;   /* neighbour indices, ascending per node */
+  float *adj_len;  /* m */
+  uint32_t nadj;   /* directed edges */
+  nav_box *reach;  /* per node: a box holding it and its neighbours (nav_build.c: what
+                    * an update must look at; may be larger than needed, never smaller) */
 
   /* The map's primitives in a uniform grid over [lo, hi] (clamped), each
    * cell listing the primitives whose boxes touch it. */
@@ -122,7 +122,8 @@ static float orient(vec2 a, vec2 b, vec2 c) { return v2_cross(v2_sub(b, a), v2_s
 /* Squared distance between segments pq and ab. */
 static inline float dist2_seg_seg(vec2 p, vec2 q, vec2 a, vec2 b) {
   float d1 = orient(p, q, a), d2 = orient(p, q, b), d3 = orient(a, b, p), d4 = orient(a, b, q);
-  if (((d1 > 0.0f && d2 < 0.0f) || (d1 < 0.0f && d2 > 0.0f)) && ((d3 > 0.0f && d4 < 0.0f) || (d3 < 0.0f && d4 > 0.0f)))
+  if (((d1 > 0.0f && d2 < 0.0f) || (d1 < 0.0f && d2 > 0.0f)) &&
+      ((d3 > 0.0f && d4 < 0.0f) || (d3 < 0.0f && d4 > 0.0f)))
     return 0.0f;
   float d = minf(dist2_point_seg(a, p, q), dist2_point_seg(b, p, q));
   return minf(d, minf(dist2_point_seg(p, a, b), dist2_point_seg(q, a, b)));

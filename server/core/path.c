@@ -392,14 +392,14 @@ int steer_path_steer_heading_x4(const steer_state *const s[4], const steer_limit
     rate[i] = ci->turn_rate;
   }
 #define LANES(e) _mm_setr_ps(e(0), e(1), e(2), e(3))
-#define PX(i) s[i]->position.x
-#define PY(i) s[i]->position.y
-#define VX(i) s[i]->velocity.x
-#define VY(i) s[i]->velocity.y
-#define TH(i) s[i]->orientation
-#define MS(i) l[i]->max_speed
-#define MA(i) l[i]->max_acceleration
-#define MR(i) l[i]->max_rotation
+#define PX(i)    s[i]->position.x
+#define PY(i)    s[i]->position.y
+#define VX(i)    s[i]->velocity.x
+#define VY(i)    s[i]->velocity.y
+#define TH(i)    s[i]->orientation
+#define MS(i)    l[i]->max_speed
+#define MA(i)    l[i]->max_acceleration
+#define MR(i)    l[i]->max_rotation
   f4 bad = _mm_setzero_ps(), out_rot, out_speed, speed_now;
   vpath_heading_4(LANES(PX), LANES(PY), LANES(VX), LANES(VY), LANES(TH), LANES(MS), LANES(MA), LANES(MR),
                   _mm_loadu_ps(tx), _mm_loadu_ps(ty), _mm_loadu_ps(hr), _mm_loadu_ps(fin), _mm_loadu_ps(turn),

@@ -17,33 +17,33 @@
  * (include it before including this file again with another width). */
 
 #if BL_W == 4
-#define VF          __m128
-#define BL(name)    name##_4
-#define BL_INLINE   static inline __attribute__((always_inline))
-#define BL_FN       static
+#define VF        __m128
+#define BL(name)  name##_4
+#define BL_INLINE static inline __attribute__((always_inline))
+#define BL_FN     static
 #include <emmintrin.h>
-#define V1(x)       _mm_set1_ps(x)
-#define VZERO       _mm_setzero_ps()
-#define VSQRT(a)    _mm_sqrt_ps(a)
-#define VAND(a, b)  _mm_and_ps(a, b)
-#define VOR(a, b)   _mm_or_ps(a, b)
-#define VANDN(m, a) _mm_andnot_ps(m, a) /* ~m & a */
-#define VXOR(a, b)  _mm_xor_ps(a, b)
-#define VMIN(a, b)  _mm_min_ps(a, b) /* a < b ? a : b */
-#define VMAX(a, b)  _mm_max_ps(a, b) /* a > b ? a : b */
+#define V1(x)         _mm_set1_ps(x)
+#define VZERO         _mm_setzero_ps()
+#define VSQRT(a)      _mm_sqrt_ps(a)
+#define VAND(a, b)    _mm_and_ps(a, b)
+#define VOR(a, b)     _mm_or_ps(a, b)
+#define VANDN(m, a)   _mm_andnot_ps(m, a) /* ~m & a */
+#define VXOR(a, b)    _mm_xor_ps(a, b)
+#define VMIN(a, b)    _mm_min_ps(a, b) /* a < b ? a : b */
+#define VMAX(a, b)    _mm_max_ps(a, b) /* a > b ? a : b */
 #define VSEL(m, a, b) _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b))
-#define VLT(a, b)   _mm_cmplt_ps(a, b)
-#define VLE(a, b)   _mm_cmple_ps(a, b)
-#define VGT(a, b)   _mm_cmpgt_ps(a, b)
-#define VGE(a, b)   _mm_cmpge_ps(a, b)
-#define VEQ(a, b)   _mm_cmpeq_ps(a, b)
-#define VUNORD(a, b) _mm_cmpunord_ps(a, b)
-#define VMASK(a)    _mm_movemask_ps(a)
-#define VSTORE(p, a) _mm_storeu_ps(p, a)
-#define VLOAD(p)    _mm_loadu_ps(p)
+#define VLT(a, b)     _mm_cmplt_ps(a, b)
+#define VLE(a, b)     _mm_cmple_ps(a, b)
+#define VGT(a, b)     _mm_cmpgt_ps(a, b)
+#define VGE(a, b)     _mm_cmpge_ps(a, b)
+#define VEQ(a, b)     _mm_cmpeq_ps(a, b)
+#define VUNORD(a, b)  _mm_cmpunord_ps(a, b)
+#define VMASK(a)      _mm_movemask_ps(a)
+#define VSTORE(p, a)  _mm_storeu_ps(p, a)
+#define VLOAD(p)      _mm_loadu_ps(p)
 /* Lanes of scalars (a set, not a store and a load: narrow stores do not
  * forward to a wide load). */
-#define VGATHER(e)  _mm_setr_ps(e(0), e(1), e(2), e(3))
+#define VGATHER(e) _mm_setr_ps(e(0), e(1), e(2), e(3))
 
 /* Four consecutive floats at p[i] (lane i) as four vectors (a transpose). */
 BL_INLINE void BL(vrows4)(const float *const p[4], VF out[4]) {
@@ -86,34 +86,34 @@ BL_INLINE VF BL(vwrap_d)(VF a) {
 }
 
 #elif BL_W == 8
-#define VF          __m256
-#define BL(name)    name##_8
-#define BL_INLINE   static inline __attribute__((always_inline, target("avx")))
-#define BL_FN       static __attribute__((target("avx")))
+#define VF        __m256
+#define BL(name)  name##_8
+#define BL_INLINE static inline __attribute__((always_inline, target("avx")))
+#define BL_FN     static __attribute__((target("avx")))
 #include <immintrin.h>
-#define V1(x)       _mm256_set1_ps(x)
-#define VZERO       _mm256_setzero_ps()
-#define VSQRT(a)    _mm256_sqrt_ps(a)
-#define VAND(a, b)  _mm256_and_ps(a, b)
-#define VOR(a, b)   _mm256_or_ps(a, b)
-#define VANDN(m, a) _mm256_andnot_ps(m, a)
-#define VXOR(a, b)  _mm256_xor_ps(a, b)
-#define VMIN(a, b)  _mm256_min_ps(a, b)
-#define VMAX(a, b)  _mm256_max_ps(a, b)
+#define V1(x)         _mm256_set1_ps(x)
+#define VZERO         _mm256_setzero_ps()
+#define VSQRT(a)      _mm256_sqrt_ps(a)
+#define VAND(a, b)    _mm256_and_ps(a, b)
+#define VOR(a, b)     _mm256_or_ps(a, b)
+#define VANDN(m, a)   _mm256_andnot_ps(m, a)
+#define VXOR(a, b)    _mm256_xor_ps(a, b)
+#define VMIN(a, b)    _mm256_min_ps(a, b)
+#define VMAX(a, b)    _mm256_max_ps(a, b)
 /* Not blendv: GCC 12 folds it into a generic select, which it then splits
  * lane by lane in a function built with target("avx"). */
 #define VSEL(m, a, b) _mm256_or_ps(_mm256_and_ps(m, a), _mm256_andnot_ps(m, b))
 /* SSE's predicates: ordered (false with NaN). */
-#define VLT(a, b)   _mm256_cmp_ps(a, b, _CMP_LT_OQ)
-#define VLE(a, b)   _mm256_cmp_ps(a, b, _CMP_LE_OQ)
-#define VGT(a, b)   _mm256_cmp_ps(a, b, _CMP_GT_OQ)
-#define VGE(a, b)   _mm256_cmp_ps(a, b, _CMP_GE_OQ)
-#define VEQ(a, b)   _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
-#define VUNORD(a, b) _mm256_cmp_ps(a, b, _CMP_UNORD_Q)
-#define VMASK(a)    _mm256_movemask_ps(a)
-#define VSTORE(p, a) _mm256_storeu_ps(p, a)
-#define VLOAD(p)    _mm256_loadu_ps(p)
-#define VGATHER(e)  _mm256_setr_ps(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7))
+#define VLT(a, b)     _mm256_cmp_ps(a, b, _CMP_LT_OQ)
+#define VLE(a, b)     _mm256_cmp_ps(a, b, _CMP_LE_OQ)
+#define VGT(a, b)     _mm256_cmp_ps(a, b, _CMP_GT_OQ)
+#define VGE(a, b)     _mm256_cmp_ps(a, b, _CMP_GE_OQ)
+#define VEQ(a, b)     _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
+#define VUNORD(a, b)  _mm256_cmp_ps(a, b, _CMP_UNORD_Q)
+#define VMASK(a)      _mm256_movemask_ps(a)
+#define VSTORE(p, a)  _mm256_storeu_ps(p, a)
+#define VLOAD(p)      _mm256_loadu_ps(p)
+#define VGATHER(e)    _mm256_setr_ps(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7))
 
 BL_INLINE VF BL(vfloor)(VF x) { return _mm256_floor_ps(x); }
 
@@ -150,9 +150,9 @@ BL_INLINE VF BL(vwrap_d)(VF a) {
 #error "BL_W is 4 or 8"
 #endif
 
-#define VALL    VEQ(VZERO, VZERO) /* all ones */
-#define VW      ((unsigned)BL_W)
-#define VFULL   ((1u << BL_W) - 1u)
+#define VALL  VEQ(VZERO, VZERO) /* all ones */
+#define VW    ((unsigned)BL_W)
+#define VFULL ((1u << BL_W) - 1u)
 
 /* m ? a : b, m from a compare (all ones or all zeros per lane). */
 BL_INLINE VF BL(vsel)(VF m, VF a, VF b) { return VSEL(m, a, b); }
@@ -215,8 +215,9 @@ BL_INLINE void BL(vsincos)(VF theta, VF *s, VF *c, VF *bad) {
   VF x = ((theta - k * V1(1.5703125f)) - k * V1(4.8375129699707031e-4f)) - k * V1(7.5497899548918821e-8f);
   VF z = x * x;
   VF sn = ((V1(-1.9515295891e-4f) * z + V1(8.3321608736e-3f)) * z - V1(1.6666654611e-1f)) * z * x + x;
-  VF cs = ((V1(2.443315711809948e-5f) * z - V1(1.388731625493765e-3f)) * z + V1(4.166664568298827e-2f)) * z * z -
-          V1(0.5f) * z + V1(1.0f);
+  VF cs =
+      ((V1(2.443315711809948e-5f) * z - V1(1.388731625493765e-3f)) * z + V1(4.166664568298827e-2f)) * z * z -
+      V1(0.5f) * z + V1(1.0f);
   VF q = k - V1(4.0f) * BL(vfloor)(k * V1(0.25f));
   /* 0 (sn, cs), 1 (cs, -sn), 2 (-sn, -cs), 3 (-cs, sn). */
   VF odd = VOR(VEQ(q, V1(1.0f)), VEQ(q, V1(3.0f)));
@@ -280,7 +281,6 @@ BL_INLINE void BL(vintegrate_dynamic)(VF lx, VF ly, VF ang, VF ms, VF ma, VF mr,
   *om = rot;
 }
 
-
 /* ---- the steering of the batch kinds, lane by lane ------------------------- */
 
 /* steer_arrive's linear part toward the point (f[10], f[11]) and
@@ -288,8 +288,8 @@ BL_INLINE void BL(vintegrate_dynamic)(VF lx, VF ly, VF ang, VF ms, VF ma, VF mr,
  * records, laid out as world_batch_rec for arrive + look (limits, then
  * time_to_target, target_radius, slow_radius, align_target_radius,
  * align_slow_radius, align_time_to_target, the point). */
-BL_INLINE void BL(varrive_look)(VF px, VF py, VF vx, VF vy, VF th, VF om, const VF *f, VF *lx, VF *ly, VF *ang,
-                                VF *bad) {
+BL_INLINE void BL(varrive_look)(VF px, VF py, VF vx, VF vy, VF th, VF om, const VF *f, VF *lx, VF *ly,
+                                VF *ang, VF *bad) {
   const VF zero = VZERO;
   const VF ms = f[0], ma = f[1], mr = f[2], maa = f[3];
   const VF ttt = f[4], tr = f[5], sr = f[6], atr = f[7], asr = f[8], attt = f[9], tx = f[10], ty = f[11];
@@ -336,7 +336,8 @@ BL_INLINE void BL(vwander)(VF px, VF py, VF th, VF om, VF wa_in, VF bin, VF t, c
  * radius), or an arc turn's rate (is_turn). Gives the output and the
  * agent's speed |v| (*speed_now). */
 BL_INLINE void BL(vpath_heading)(VF px, VF py, VF vx, VF vy, VF th, VF ms, VF ma, VF mr, VF tx, VF ty, VF hr,
-                                 VF is_fin, VF is_turn, VF rate, VF *o_rot, VF *o_speed, VF *speed_now, VF *bad) {
+                                 VF is_fin, VF is_turn, VF rate, VF *o_rot, VF *o_speed, VF *speed_now,
+                                 VF *bad) {
   const VF zero = VZERO;
   VF bad_turn = zero, bad_go = zero;
   *speed_now = VSQRT(vx * vx + vy * vy);

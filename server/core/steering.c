@@ -520,29 +520,30 @@ int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *cons
                          const steer_params *const p[4], const vec2 target[4], steer_output out[4]) {
 #if STEER_SIMD
 #define LANES(field) _mm_setr_ps(field(0), field(1), field(2), field(3))
-#define PX(i)   s[i]->position.x
-#define PY(i)   s[i]->position.y
-#define VX(i)   s[i]->velocity.x
-#define VY(i)   s[i]->velocity.y
-#define TH(i)   s[i]->orientation
-#define OM(i)   s[i]->rotation
-#define TX(i)   target[i].x
-#define TY(i)   target[i].y
-#define MS(i)   l[i]->max_speed
-#define MA(i)   l[i]->max_acceleration
-#define MR(i)   l[i]->max_rotation
-#define MAA(i)  l[i]->max_angular_acceleration
-#define TTT(i)  p[i]->time_to_target
-#define TR(i)   p[i]->target_radius
-#define SR(i)   p[i]->slow_radius
-#define ATR(i)  p[i]->align_target_radius
-#define ASR(i)  p[i]->align_slow_radius
-#define ATTT(i) p[i]->align_time_to_target
+#define PX(i)        s[i]->position.x
+#define PY(i)        s[i]->position.y
+#define VX(i)        s[i]->velocity.x
+#define VY(i)        s[i]->velocity.y
+#define TH(i)        s[i]->orientation
+#define OM(i)        s[i]->rotation
+#define TX(i)        target[i].x
+#define TY(i)        target[i].y
+#define MS(i)        l[i]->max_speed
+#define MA(i)        l[i]->max_acceleration
+#define MR(i)        l[i]->max_rotation
+#define MAA(i)       l[i]->max_angular_acceleration
+#define TTT(i)       p[i]->time_to_target
+#define TR(i)        p[i]->target_radius
+#define SR(i)        p[i]->slow_radius
+#define ATR(i)       p[i]->align_target_radius
+#define ASR(i)       p[i]->align_slow_radius
+#define ATTT(i)      p[i]->align_time_to_target
   /* The lanes of the limits and parameters, laid out as world_batch_rec. */
-  const f4 f[12] = {LANES(MS),  LANES(MA),  LANES(MR),   LANES(MAA), LANES(TTT), LANES(TR),
-                    LANES(SR),  LANES(ATR), LANES(ASR),  LANES(ATTT), LANES(TX), LANES(TY)};
+  const f4 f[12] = {LANES(MS), LANES(MA),  LANES(MR),  LANES(MAA),  LANES(TTT), LANES(TR),
+                    LANES(SR), LANES(ATR), LANES(ASR), LANES(ATTT), LANES(TX),  LANES(TY)};
   f4 bad = _mm_setzero_ps(), lx, ly, angular;
-  varrive_look_4(LANES(PX), LANES(PY), LANES(VX), LANES(VY), LANES(TH), LANES(OM), f, &lx, &ly, &angular, &bad);
+  varrive_look_4(LANES(PX), LANES(PY), LANES(VX), LANES(VY), LANES(TH), LANES(OM), f, &lx, &ly, &angular,
+                 &bad);
   const f4 res[] = {lx, ly, angular};
   arrive_look_lanes lanes = {s, l, p, target, out};
   return f4_finish_lanes(res, 3, bad, 0, arrive_look_keep, arrive_look_redo, &lanes);
@@ -574,25 +575,26 @@ int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *cons
 #endif
 }
 
-int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4], const steer_params *const p[4],
-                    float *const wander_orientation[4], steer_rng *const rng[4], float dt, steer_output out[4]) {
+int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4],
+                    const steer_params *const p[4], float *const wander_orientation[4],
+                    steer_rng *const rng[4], float dt, steer_output out[4]) {
 #if STEER_SIMD
 #define LANES(e) _mm_setr_ps(e(0), e(1), e(2), e(3))
-#define PX(i)   s[i]->position.x
-#define PY(i)   s[i]->position.y
-#define TH(i)   s[i]->orientation
-#define OM(i)   s[i]->rotation
-#define MA(i)   l[i]->max_acceleration
-#define MR(i)   l[i]->max_rotation
-#define MAA(i)  l[i]->max_angular_acceleration
-#define WR(i)   p[i]->wander_rate
-#define WO(i)   p[i]->wander_offset
-#define WRAD(i) p[i]->wander_radius
-#define ATR(i)  p[i]->align_target_radius
-#define ASR(i)  p[i]->align_slow_radius
-#define ATTT(i) p[i]->align_time_to_target
-#define WA(i)   (*wander_orientation[i])
-#define BIN(i)  bin[i]
+#define PX(i)    s[i]->position.x
+#define PY(i)    s[i]->position.y
+#define TH(i)    s[i]->orientation
+#define OM(i)    s[i]->rotation
+#define MA(i)    l[i]->max_acceleration
+#define MR(i)    l[i]->max_rotation
+#define MAA(i)   l[i]->max_angular_acceleration
+#define WR(i)    p[i]->wander_rate
+#define WO(i)    p[i]->wander_offset
+#define WRAD(i)  p[i]->wander_radius
+#define ATR(i)   p[i]->align_target_radius
+#define ASR(i)   p[i]->align_slow_radius
+#define ATTT(i)  p[i]->align_time_to_target
+#define WA(i)    (*wander_orientation[i])
+#define BIN(i)   bin[i]
   /* The generators advance here, as in steer_wander; a lane redone by the
    * scalar code starts again from its saved generator. */
   steer_rng saved[4];
@@ -602,11 +604,11 @@ int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4
     bin[i] = steer_rng_binomial(rng[i]);
   }
   const f4 zero = _mm_setzero_ps();
-  const f4 f[12] = {zero,       LANES(MA),  LANES(MR),  LANES(MAA), LANES(WR), LANES(WO),
-                    LANES(WRAD), LANES(ATR), LANES(ASR), LANES(ATTT), zero,     zero};
+  const f4 f[12] = {zero,        LANES(MA),  LANES(MR),  LANES(MAA),  LANES(WR), LANES(WO),
+                    LANES(WRAD), LANES(ATR), LANES(ASR), LANES(ATTT), zero,      zero};
   f4 bad = zero, lx, ly, angular, wa;
-  vwander_4(LANES(PX), LANES(PY), LANES(TH), LANES(OM), LANES(WA), LANES(BIN), f4_set(dt), f, &lx, &ly, &angular,
-            &wa, &bad);
+  vwander_4(LANES(PX), LANES(PY), LANES(TH), LANES(OM), LANES(WA), LANES(BIN), f4_set(dt), f, &lx, &ly,
+            &angular, &wa, &bad);
   const f4 res[] = {lx, ly, angular, wa};
   wander_lanes lanes = {s, l, p, wander_orientation, rng, saved, dt, out};
   return f4_finish_lanes(res, 4, bad, 0, wander_keep, wander_redo, &lanes);
@@ -633,28 +635,28 @@ int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4
 #endif
 }
 
-int steer_integrate_dynamic_x4(steer_state *const s[4], const steer_limits *const l[4], const steer_output o[4],
-                               float dt) {
+int steer_integrate_dynamic_x4(steer_state *const s[4], const steer_limits *const l[4],
+                               const steer_output o[4], float dt) {
 #if STEER_SIMD
   if (dt > 0.0f) {
 #define LANES(e) _mm_setr_ps(e(0), e(1), e(2), e(3))
-#define PX(i)  s[i]->position.x
-#define PY(i)  s[i]->position.y
-#define VX(i)  s[i]->velocity.x
-#define VY(i)  s[i]->velocity.y
-#define TH(i)  s[i]->orientation
-#define OM(i)  s[i]->rotation
-#define OX(i)  o[i].linear.x
-#define OY(i)  o[i].linear.y
-#define OA(i)  o[i].angular
-#define MS(i)  l[i]->max_speed
-#define MA(i)  l[i]->max_acceleration
-#define MR(i)  l[i]->max_rotation
-#define MAA(i) l[i]->max_angular_acceleration
+#define PX(i)    s[i]->position.x
+#define PY(i)    s[i]->position.y
+#define VX(i)    s[i]->velocity.x
+#define VY(i)    s[i]->velocity.y
+#define TH(i)    s[i]->orientation
+#define OM(i)    s[i]->rotation
+#define OX(i)    o[i].linear.x
+#define OY(i)    o[i].linear.y
+#define OA(i)    o[i].angular
+#define MS(i)    l[i]->max_speed
+#define MA(i)    l[i]->max_acceleration
+#define MR(i)    l[i]->max_rotation
+#define MAA(i)   l[i]->max_angular_acceleration
     f4 bad = _mm_setzero_ps();
     f4 px = LANES(PX), py = LANES(PY), vx = LANES(VX), vy = LANES(VY), th = LANES(TH), rot = LANES(OM);
-    vintegrate_dynamic_4(LANES(OX), LANES(OY), LANES(OA), LANES(MS), LANES(MA), LANES(MR), LANES(MAA), f4_set(dt), &px,
-                         &py, &vx, &vy, &th, &rot, &bad);
+    vintegrate_dynamic_4(LANES(OX), LANES(OY), LANES(OA), LANES(MS), LANES(MA), LANES(MR), LANES(MAA),
+                         f4_set(dt), &px, &py, &vx, &vy, &th, &rot, &bad);
     const f4 res[] = {px, py, vx, vy, th, rot};
     integrate_lanes lanes = {s, l, o, NULL, dt};
     return f4_finish_lanes(res, 6, bad, 0, integrate_keep, integrate_dynamic_redo, &lanes);
@@ -684,21 +686,21 @@ int steer_integrate_heading_x4(steer_state *const s[4], const steer_limits *cons
 #if STEER_SIMD
   if (dt > 0.0f) {
 #define LANES(e) _mm_setr_ps(e(0), e(1), e(2), e(3))
-#define PX(i) s[i]->position.x
-#define PY(i) s[i]->position.y
-#define VX(i) s[i]->velocity.x
-#define VY(i) s[i]->velocity.y
-#define TH(i) s[i]->orientation
-#define OS(i) o[i].speed
-#define OR(i) o[i].rotation
-#define MS(i) l[i]->max_speed
-#define MA(i) l[i]->max_acceleration
-#define MR(i) l[i]->max_rotation
+#define PX(i)    s[i]->position.x
+#define PY(i)    s[i]->position.y
+#define VX(i)    s[i]->velocity.x
+#define VY(i)    s[i]->velocity.y
+#define TH(i)    s[i]->orientation
+#define OS(i)    o[i].speed
+#define OR(i)    o[i].rotation
+#define MS(i)    l[i]->max_speed
+#define MA(i)    l[i]->max_acceleration
+#define MR(i)    l[i]->max_rotation
     f4 bad = _mm_setzero_ps();
     f4 vx = LANES(VX), vy = LANES(VY), px = LANES(PX), py = LANES(PY), th = LANES(TH), rot;
     f4 speed = _mm_sqrt_ps(_mm_add_ps(_mm_mul_ps(vx, vx), _mm_mul_ps(vy, vy)));
-    vintegrate_heading_4(LANES(OR), LANES(OS), speed, LANES(MS), LANES(MA), LANES(MR), f4_set(dt), &px, &py, &vx, &vy,
-                         &th, &rot, &bad);
+    vintegrate_heading_4(LANES(OR), LANES(OS), speed, LANES(MS), LANES(MA), LANES(MR), f4_set(dt), &px, &py,
+                         &vx, &vy, &th, &rot, &bad);
     const f4 res[] = {px, py, vx, vy, th, rot};
     integrate_lanes lanes = {s, l, NULL, o, dt};
     return f4_finish_lanes(res, 6, bad, 0, integrate_keep, integrate_heading_redo, &lanes);

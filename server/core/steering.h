@@ -172,8 +172,9 @@ int steer_arrive_look_x4(const steer_state *const s[4], const steer_limits *cons
  * path's exact range (an orientation beyond 1e5 rad, NaN) are redone by
  * steer_wander from their saved generator. Returns the lanes the vector path
  * computed (0 without SSE2). */
-int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4], const steer_params *const p[4],
-                    float *const wander_orientation[4], steer_rng *const rng[4], float dt, steer_output out[4]);
+int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4],
+                    const steer_params *const p[4], float *const wander_orientation[4],
+                    steer_rng *const rng[4], float dt, steer_output out[4]);
 
 /* Four agents' steer_integrate_dynamic / steer_integrate_heading, bit for bit,
  * the same way (simd.h): lanes outside the vector path's exact range (an
@@ -181,8 +182,8 @@ int steer_wander_x4(const steer_state *const s[4], const steer_limits *const l[4
  * zeros at a fminf/fmaxf, an orientation beyond 1e5 rad) are integrated by the
  * scalar function. s[i] must be four different states. Returns the lanes the
  * vector path computed (0 without SSE2, or when dt is not > 0). */
-int steer_integrate_dynamic_x4(steer_state *const s[4], const steer_limits *const l[4], const steer_output o[4],
-                               float dt);
+int steer_integrate_dynamic_x4(steer_state *const s[4], const steer_limits *const l[4],
+                               const steer_output o[4], float dt);
 int steer_integrate_heading_x4(steer_state *const s[4], const steer_limits *const l[4],
                                const steer_heading_output o[4], float dt);
 

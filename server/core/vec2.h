@@ -139,7 +139,8 @@ static inline float steer_wrap_angle_d(double a) {
     a -= pi;
   }
   float f = (float)a;
-  /* The float nearest an angle just above -pi is -STEER_PI, which lies outside (-pi, pi]: the same heading is +pi. */
+  /* The float nearest an angle just above -pi is -STEER_PI, which lies outside (-pi, pi]: the same heading is
+   * +pi. */
   return f <= -STEER_PI ? STEER_PI : f;
 }
 

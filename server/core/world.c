@@ -805,7 +805,8 @@ static uint32_t neighbours_kept(steer_world *w, uint32_t d, const steer_state *s
   return n;
 }
 
-static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state *s, float dt, steer_output o);
+static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state *s, float dt,
+                                   steer_output o);
 
 static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_state *s, float dt) {
   const steer_behaviour *b = &w->behaviour[d];
@@ -887,7 +888,8 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
 
 /* What follows the behaviour: separation from the nearest neighbours and
  * avoidance, on top of the behaviour's output o. */
-static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state *s, float dt, steer_output o) {
+static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state *s, float dt,
+                                   steer_output o) {
   const steer_behaviour *b = &w->behaviour[d];
   const steer_limits *l = &w->limits[d];
   uint32_t idx[SEPARATION_MAX_NEIGHBOURS];
@@ -1228,8 +1230,8 @@ static void lean_flush(steer_world *w, float dt, int k, const uint32_t *lean, ui
 
 /* The other batchable agents (not lean, or lean where lean batches do not
  * run): four of a kind at a time (batch_quad). */
-static inline void quad_add(steer_world *w, float dt, uint32_t d, uint32_t end, uint32_t (*quad)[4], uint32_t *nq,
-                            uint8_t *done, uint32_t begin, int fused) {
+static inline void quad_add(steer_world *w, float dt, uint32_t d, uint32_t end, uint32_t (*quad)[4],
+                            uint32_t *nq, uint8_t *done, uint32_t begin, int fused) {
   int k = batch_kind(w, d);
   /* The behaviours (120 bytes each) are the quads' biggest stream: fetched
    * ahead, their misses overlap the quads' arithmetic. */
@@ -1623,7 +1625,7 @@ void steer_world_step(steer_world *w, float dt) {
   pass_steering(w, dt, fused);
   if (!fused)
     pass_integrate(w, dt, STEER_SIMD && !w->scalar_only);
-  world_contact(w, dt); /* overlapping avoiders pushed apart (contact.c) */
+  world_contact(w, dt);                              /* overlapping avoiders pushed apart (contact.c) */
   pass_events(w, dt, STEER_SIMD && !w->scalar_only); /* may change velocities (a stuck agent's nudge) */
   /* Rebuilt on the new positions for the next step; with nobody separating it is
    * left for steer_world_query_radius to build if it is asked. */
@@ -1718,7 +1720,7 @@ static uint64_t hash_behaviour(uint64_t h, const steer_behaviour *b) {
   h = mixf(h, b->wall_margin);
   h = mixf(h, b->stuck_time);
   return mix32(h, (uint32_t)b->avoid_priority | (uint32_t)b->stuck_reaction << 8 |
-                     (uint32_t)b->neighbour_period << 16);
+                      (uint32_t)b->neighbour_period << 16);
 }
 
 uint64_t steer_world_hash(const steer_world *w) {

@@ -95,7 +95,7 @@ struct steer_world {
   uint8_t *ekind;
   vec2 *ept;
   float *er;
-  float *nhint;  /* m^2, last separation query's max-th distance squared (0: none); a guess, not state */
+  float *nhint; /* m^2, last separation query's max-th distance squared (0: none); a guess, not state */
   /* Caches of model, behaviour and limits for the vector path (world_batch_rec
    * above), kept by world_batch_refresh wherever those change: the batch
    * kind and flags, and the record (valid when the kind is not BATCH_NONE). */
@@ -129,16 +129,16 @@ struct steer_world {
 
   /* the map and stuck detection (world_map.c), saved */
   steer_map *map;
-  float *stuck_best;   /* m, per agent: nearest it has come to its goal this episode */
-  float *stuck_timer;  /* s, per agent: time since it last made progress */
-  uint8_t *stuck_flag; /* per agent: STUCK reported in this episode */
-  uint16_t *akey;      /* per agent, a cache: 0 no avoidance, else 1 + avoid_priority (the grid's tag) */
-  uint32_t avoiding;   /* agents with avoid_weight > 0: the grid copies velocities for them */
-  uint8_t map_live;    /* the map holds geometry (a cache of steer_map_count > 0) */
+  float *stuck_best;    /* m, per agent: nearest it has come to its goal this episode */
+  float *stuck_timer;   /* s, per agent: time since it last made progress */
+  uint8_t *stuck_flag;  /* per agent: STUCK reported in this episode */
+  uint16_t *akey;       /* per agent, a cache: 0 no avoidance, else 1 + avoid_priority (the grid's tag) */
+  uint32_t avoiding;    /* agents with avoid_weight > 0: the grid copies velocities for them */
+  uint8_t map_live;     /* the map holds geometry (a cache of steer_map_count > 0) */
   uint32_t stuck_watch; /* agents with stuck_time > 0 (the tick reads no behaviour when 0) */
   /* Kept neighbour sets (neighbour_period > 1), saved: per agent up to
    * WORLD_NLIST dense indices, valid while nlist_stamp[d] == nepoch. */
-  uint32_t *nlist;      /* allocated when first needed */
+  uint32_t *nlist; /* allocated when first needed */
   uint8_t *nlist_n;
   uint32_t *nlist_stamp;
   uint32_t nepoch;
@@ -221,7 +221,8 @@ unsigned world_batch_lean(steer_world *w, float dt, int kind, const uint32_t *dd
  * events_precheck, as the scalar path to the bit. Returns a bit per agent
  * it did; the others (stuck detection, outside the exact range) are left
  * untouched. */
-unsigned world_batch_finish_dynamic(steer_world *w, float dt, int kind, const uint32_t dd[4], const steer_output o[4]);
+unsigned world_batch_finish_dynamic(steer_world *w, float dt, int kind, const uint32_t dd[4],
+                                    const steer_output o[4]);
 
 /* ---- contact.c: the contact pass after integration -------------------------- */
 
@@ -234,8 +235,8 @@ int world_contact_need(steer_world *w, const steer_behaviour *b);
 void world_contact_free(steer_world *w);
 /* Notes agent d's contact candidates among its n neighbours nb (pos: their
  * places in the grid's cell order), nearest first. */
-void world_contact_note(const steer_world *w, uint32_t d, const struct steer_avoid_set *nb, const uint32_t *pos,
-                        uint32_t n, float dt);
+void world_contact_note(const steer_world *w, uint32_t d, const struct steer_avoid_set *nb,
+                        const uint32_t *pos, uint32_t n, float dt);
 /* Pushes overlapping avoiders apart (after integration), clipped to the map. */
 void world_contact(steer_world *w, float dt);
 
@@ -278,9 +279,11 @@ static inline int valid_params(const steer_params *p) {
          in_range(p->slow_radius, p->target_radius, STEER_MAX_DISTANCE) &&
          in_range(p->align_target_radius, 0.0f, STEER_PI) &&
          in_range(p->align_slow_radius, p->align_target_radius, STEER_PI) &&
-         in_range(p->max_prediction, 0.0f, STEER_MAX_TIME) && in_range(p->panic_radius, 0.0f, STEER_MAX_DISTANCE) &&
+         in_range(p->max_prediction, 0.0f, STEER_MAX_TIME) &&
+         in_range(p->panic_radius, 0.0f, STEER_MAX_DISTANCE) &&
          in_range(p->wander_offset, 0.0f, STEER_MAX_DISTANCE) &&
-         in_range(p->wander_radius, 0.0f, STEER_MAX_DISTANCE) && in_range(p->wander_rate, 0.0f, STEER_MAX_FACTOR) &&
+         in_range(p->wander_radius, 0.0f, STEER_MAX_DISTANCE) &&
+         in_range(p->wander_rate, 0.0f, STEER_MAX_FACTOR) &&
          in_range(p->separation_radius, 0.0f, STEER_MAX_DISTANCE) &&
          in_range(p->turn_trigger_distance, 0.0f, STEER_MAX_DISTANCE) &&
          in_range(p->path_recover_strength, 0.0f, STEER_MAX_FACTOR);
@@ -291,9 +294,11 @@ static inline int valid_params(const steer_params *p) {
 /* The avoidance, wall and stuck fields of a behaviour. */
 static inline int valid_avoidance(const steer_behaviour *b) {
   /* The ranges of world.h: beyond them a step could produce a NaN. */
-  return b->neighbour_period >= 1 && b->neighbour_period <= 16 && in_range(b->avoid_weight, 0.0f, STEER_MAX_FACTOR) &&
+  return b->neighbour_period >= 1 && b->neighbour_period <= 16 &&
+         in_range(b->avoid_weight, 0.0f, STEER_MAX_FACTOR) &&
          in_range(b->avoid_horizon, STEER_MIN_TIME, STEER_MAX_TIME) &&
-         in_range(b->wall_lookahead, 0.0f, STEER_MAX_TIME) && in_range(b->wall_margin, 0.0f, STEER_MAX_DISTANCE) &&
+         in_range(b->wall_lookahead, 0.0f, STEER_MAX_TIME) &&
+         in_range(b->wall_margin, 0.0f, STEER_MAX_DISTANCE) &&
          in_range(b->stuck_time, 0.0f, STEER_MAX_TIME) && b->stuck_reaction < STEER_STUCK_REACTION_COUNT;
 }
 

@@ -267,7 +267,8 @@ int steer_world_save(const steer_world *w, uint8_t *buf, size_t cap, size_t *len
     steer_put_u8(&b, e->cornering);
     steer_put_u8(&b, e->released);
     steer_put_u32(&b, e->users);
-    steer_put_f32s(&b, (const float *)(w->path_points + (size_t)h * c->max_path_points), 2u * (size_t)e->count);
+    steer_put_f32s(&b, (const float *)(w->path_points + (size_t)h * c->max_path_points),
+                   2u * (size_t)e->count);
   }
   steer_put_u32(&b, w->path_free_count);
   for (uint32_t i = 0; i < w->path_free_count; i++)
@@ -486,8 +487,8 @@ static int get_avoid_and_map(steer_rbuf *b, steer_world *w) {
     w->nlist_stamp[d] = 0;
     if (kept == 0xFF)
       continue;
-    if (kept > WORLD_NLIST || (!w->nlist && !(w->nlist = malloc((size_t)w->cfg.max_agents * WORLD_NLIST *
-                                                                    sizeof(uint32_t)))))
+    if (kept > WORLD_NLIST ||
+        (!w->nlist && !(w->nlist = malloc((size_t)w->cfg.max_agents * WORLD_NLIST * sizeof(uint32_t)))))
       return 0;
     for (uint32_t i = 0; i < kept; i++) {
       uint32_t j = steer_get_u32(b);

@@ -39,8 +39,8 @@ int crowd_rooms(steer_world *w) {
   vec2 left[] = {{-1.5f, 1.5f}, {-1.5f, 20}, {1.5f, 20}, {1.5f, 1.5f}};
   vec2 right[] = {{-1.5f, -20}, {-1.5f, -1.5f}, {1.5f, -1.5f}, {1.5f, -20}};
   vec2 outer[] = {{-20, -20}, {20, -20}, {20, 20}, {-20, 20}, {-20, -20}};
-  steer_obstacle_desc a = {STEER_OBSTACLE_POLYGON, 4, left, 0.0f}, b = {STEER_OBSTACLE_POLYGON, 4, right, 0.0f},
-                      o = {STEER_OBSTACLE_WALL, 5, outer, 0.0f};
+  steer_obstacle_desc a = {STEER_OBSTACLE_POLYGON, 4, left, 0.0f},
+                      b = {STEER_OBSTACLE_POLYGON, 4, right, 0.0f}, o = {STEER_OBSTACLE_WALL, 5, outer, 0.0f};
   int rc = steer_world_add_obstacle(w, 1, &a, NULL);
   if (rc == STEER_OK)
     rc = steer_world_add_obstacle(w, 2, &b, NULL);

@@ -84,7 +84,8 @@ void steerd_md_examples_check(const char *md_path, const char *marker, const ste
     }
     size_t n = examples[k].fn(got, EXAMPLE_BYTES);
     if (n != nb || memcmp(got, want, n) != 0) {
-      fprintf(stderr, "%s: %s %s differs from the encoder, which writes:\n", md_path, marker, examples[k].name);
+      fprintf(stderr, "%s: %s %s differs from the encoder, which writes:\n", md_path, marker,
+              examples[k].name);
       steerd_dump_hex(stderr, got, n);
     }
     ck_assert_uint_eq(nb, n);

@@ -70,8 +70,8 @@ uint32_t steerd_raw_send(steerd_raw_peer *r, proto_command *cmd, uint32_t flags)
 
 /* One event: connect and disconnect noted, a packet handed on (and decoded
  * into *m, *decoded set, when it is a server message on the reliable channel). */
-static void handle(steerd_raw_peer *r, ENetEvent *ev, steerd_raw_packet_fn fn, void *user, proto_server_msg *m,
-                   int *decoded) {
+static void handle(steerd_raw_peer *r, ENetEvent *ev, steerd_raw_packet_fn fn, void *user,
+                   proto_server_msg *m, int *decoded) {
   *decoded = 0;
   if (ev->type == ENET_EVENT_TYPE_CONNECT) {
     r->connected = 1;
@@ -82,7 +82,8 @@ static void handle(steerd_raw_peer *r, ENetEvent *ev, steerd_raw_packet_fn fn, v
   } else if (ev->type == ENET_EVENT_TYPE_RECEIVE) {
     const uint8_t *data = ev->packet->data;
     size_t len = ev->packet->dataLength;
-    *decoded = ev->channelID == PROTO_CHANNEL_RELIABLE && proto_decode_server_msg(data, len, m, NULL, 0, NULL) == 0;
+    *decoded =
+        ev->channelID == PROTO_CHANNEL_RELIABLE && proto_decode_server_msg(data, len, m, NULL, 0, NULL) == 0;
     if (fn)
       fn(user, ev->channelID, data, len, *decoded ? m : NULL);
     enet_packet_destroy(ev->packet);
@@ -108,8 +109,8 @@ static uint32_t reply_id(const proto_server_msg *m) {
                                       : 0;
 }
 
-int steerd_raw_wait_reply(steerd_raw_peer *r, uint32_t request_id, uint32_t timeout_ms, steerd_raw_packet_fn fn,
-                          void *user, proto_server_msg *out) {
+int steerd_raw_wait_reply(steerd_raw_peer *r, uint32_t request_id, uint32_t timeout_ms,
+                          steerd_raw_packet_fn fn, void *user, proto_server_msg *out) {
   uint64_t end = steerd_proc_now_ms() + timeout_ms;
   ENetEvent ev;
   proto_server_msg m;

@@ -59,7 +59,7 @@ int steerd_raw_pump(steerd_raw_peer *r, uint32_t wait_ms, steerd_raw_packet_fn f
 /* Services for up to timeout_ms, every packet to fn (may be NULL), until the
  * reply (WELCOME, ACK or ERROR) to request_id comes: 0 with it in *out, or -1.
  * request_id 0 waits out the whole time. */
-int steerd_raw_wait_reply(steerd_raw_peer *r, uint32_t request_id, uint32_t timeout_ms, steerd_raw_packet_fn fn,
-                          void *user, proto_server_msg *out);
+int steerd_raw_wait_reply(steerd_raw_peer *r, uint32_t request_id, uint32_t timeout_ms,
+                          steerd_raw_packet_fn fn, void *user, proto_server_msg *out);
 
 #endif

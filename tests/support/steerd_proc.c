@@ -86,8 +86,7 @@ int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *ext
   }
   close(fd);
   uint64_t deadline = steerd_proc_now_ms() + timeout_ms;
-  while (!(p->port = find_port(p, "listening on ")) ||
-         (http && !(p->http_port = find_port(p, "http on ")))) {
+  while (!(p->port = find_port(p, "listening on ")) || (http && !(p->http_port = find_port(p, "http on ")))) {
     if (steerd_proc_now_ms() >= deadline)
       break;
     if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {

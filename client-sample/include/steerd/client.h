@@ -130,7 +130,7 @@ enum {
   STEERDC_EVENT_REVERSED = 3,      /* data = node index it turned at */
   STEERDC_EVENT_SPAWNED = 4,       /* data = owner client id */
   STEERDC_EVENT_DESPAWNED = 5,     /* data 0 */
-  STEERDC_EVENT_STUCK = 6          /* data = the path node aimed at (0 without a path): no progress for stuck_time */
+  STEERDC_EVENT_STUCK = 6 /* data = the path node aimed at (0 without a path): no progress for stuck_time */
 };
 
 /* Commands, as in steerdc_reply.command. */
@@ -144,7 +144,7 @@ enum {
   STEERDC_CMD_QUERY = 8,
   STEERDC_CMD_PING = 9,
   STEERDC_CMD_VIEW = 10,
-  STEERDC_CMD_ADD_OBSTACLE = 12,   /* admins: the map (PROTOCOL.md 17.3) */
+  STEERDC_CMD_ADD_OBSTACLE = 12, /* admins: the map (PROTOCOL.md 17.3) */
   STEERDC_CMD_REMOVE_OBSTACLE = 13
 };
 
