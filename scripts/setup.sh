@@ -14,6 +14,8 @@ if [ "${1:-}" != "--build-only" ]; then
   packages+=(check python3 python3-enet python3-msgpack clang libclang-rt-14-dev)
   # llvm-14: llvm-ar-14 and llvm-ranlib-14 for clang's LTO archive of the movement core (.ci/run).
   packages+=(llvm-14)
+  # clang-format-14: the layout .ci/run checks every source against (.clang-format).
+  packages+=(clang-format-14)
   # Recast/Detour for the anchor benchmark bench/anchors/detour_nav.cpp (built only when present).
   packages+=(librecast-dev)
   # Mono for the C# binding's test (tests/engine/csharp_test.sh): the mcs compiler, the runtime
