@@ -166,6 +166,7 @@ static const cmd_help commands[] = {
      "  bots N [--seconds S] [--seed K] [--rate HZ]\n"
      "      N connections issuing random valid commands at HZ (4) per bot for S seconds\n"
      "      (10), then a summary per bot; the bots despawn their agents before they leave.\n"
+     "      A bot whose connection times out (--timeout) tries twice more.\n"
      "      e.g. steerd-client bots 20 --seconds 30 --seed 7\n"},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
@@ -1659,6 +1660,7 @@ typedef struct bot {
   uint32_t pending_id[BOT_PENDING];
   uint8_t pending_model[BOT_PENDING];
   uint64_t sent;
+  uint32_t tries;                               /* connection attempts (BOT_TRIES at most) */
   uint64_t errors_by_code[PROTO_ERR_COUNT + 1]; /* last slot: codes out of range */
   vec2 lo, hi;                                  /* m, where to put points */
 } bot;
@@ -1676,6 +1678,29 @@ static void bot_lost(bot *b, const char *what, int r) {
     snprintf(buf, sizeof buf, "bot %d: %s", b->index, what);
     report(b->c, buf, r, NULL);
   }
+}
+
+/* Connection attempts per bot: a busy server (many bots at once, or an
+ * unoptimised build) may let a handshake time out that the next one makes. */
+#define BOT_TRIES 3
+
+static void bot_on_reply(void *user, const proto_server_msg *m);
+
+/* Starts (or starts again) bot b's connection: 0, or the client's error. */
+static int bot_connect(bot *b, const args *a) {
+  char name[32];
+  snprintf(name, sizeof name, "%s-bot-%d", strlen(a->name) > 20 ? "steerd" : a->name, b->index);
+  steerd_client_config cfg = steerd_client_default_config();
+  cfg.name = name;
+  cfg.token = a->token;
+  cfg.connect_timeout_ms = a->timeout_ms;
+  cfg.snapshots = a->delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
+  cfg.callbacks.on_reply = bot_on_reply;
+  cfg.user = b;
+  steerd_client_destroy(b->c);
+  b->tries++;
+  b->c = steerd_client_create(&cfg);
+  return b->c != NULL ? steerd_client_connect_start(b->c, a->host, a->port) : STEERD_CLIENT_ENOMEM;
 }
 
 static void bot_on_reply(void *user, const proto_server_msg *m) {
@@ -1853,17 +1878,7 @@ static int cmd_bots(const args *a) {
     bot *b = &bots[i];
     b->index = (int)i;
     b->rng = seed * 0x100000001B3ull + i;
-    char name[32];
-    snprintf(name, sizeof name, "%s-bot-%u", strlen(a->name) > 20 ? "steerd" : a->name, (unsigned)i);
-    steerd_client_config cfg = steerd_client_default_config();
-    cfg.name = name;
-    cfg.token = a->token;
-    cfg.connect_timeout_ms = a->timeout_ms;
-    cfg.snapshots = a->delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
-    cfg.callbacks.on_reply = bot_on_reply;
-    cfg.user = b;
-    b->c = steerd_client_create(&cfg);
-    int r = b->c != NULL ? steerd_client_connect_start(b->c, a->host, a->port) : STEERD_CLIENT_ENOMEM;
+    int r = bot_connect(b, a);
     if (r < 0) {
       bot_lost(b, "connect", r);
       lost++;
@@ -1889,6 +1904,8 @@ static int cmd_bots(const args *a) {
       if (b->lost || steerd_client_get_state(b->c) != STEERD_CLIENT_CONNECTING)
         continue;
       int r = steerd_client_service(b->c, 0);
+      if (r == STEERD_CLIENT_ETIMEDOUT && b->tries < BOT_TRIES)
+        r = bot_connect(b, a); /* once more */
       if (r < 0) {
         bot_lost(b, "connect", r);
         lost++;
