@@ -381,6 +381,51 @@ END_TEST
 /* Saved mid-way (a queue waiting, routes followed, a door closed since the
  * graphs were built), the world and the planner loaded into new ones continue
  * exactly as the originals: same world hash, planner hash and events every tick. */
+/* Saves p and w and loads them into a new world and planner. */
+static void restore(steer_planner *p, steer_world *w, const steer_planner_config *pc, steer_planner **p2,
+                    steer_world **w2) {
+  size_t wl = steer_world_state_size(w), pl = steer_planner_state_size(p);
+  uint8_t *wb = malloc(wl), *pb = malloc(pl);
+  ck_assert_int_eq(steer_world_save(w, wb, wl, NULL), 0);
+  ck_assert_int_eq(steer_planner_save(p, pb, pl, NULL), 0);
+  *w2 = steer_world_load(wb, wl, NULL);
+  ck_assert_ptr_nonnull(*w2);
+  *p2 = steer_planner_create(*w2, pc);
+  ck_assert_int_eq(steer_planner_load(*p2, pb, pl), 0);
+  free(wb);
+  free(pb);
+}
+
+/* Runs both for ticks, with the same events, expansions and hashes in every
+ * tick; returns the events. */
+static uint32_t lockstep(steer_planner *p, steer_world *w, steer_planner *p2, steer_world *w2, int ticks) {
+  uint32_t events = 0;
+  for (int t = 0; t < ticks; t++) {
+    steer_planner_update(p, w);
+    steer_planner_update(p2, w2);
+    uint32_t n1, n2;
+    const steer_plan_event *e1 = steer_planner_events(p, &n1);
+    const steer_plan_event *e2 = steer_planner_events(p2, &n2);
+    ck_assert_uint_eq(n1, n2);
+    for (uint32_t i = 0; i < n1; i++) {
+      ck_assert_uint_eq(e1[i].agent, e2[i].agent);
+      ck_assert_uint_eq(e1[i].type, e2[i].type);
+      ck_assert_uint_eq(e1[i].reason, e2[i].reason);
+      ck_assert_uint_eq(e1[i].points, e2[i].points);
+      ck_assert(e1[i].length == e2[i].length);
+    }
+    events += n1;
+    ck_assert_uint_eq(steer_planner_get_stats(p).last_expanded, steer_planner_get_stats(p2).last_expanded);
+    steer_world_step(w, DT);
+    steer_world_step(w2, DT);
+    steer_planner_observe(p, w);
+    steer_planner_observe(p2, w2);
+    ck_assert_uint_eq(steer_world_hash(w), steer_world_hash(w2));
+    ck_assert_uint_eq(steer_planner_hash(p), steer_planner_hash(p2));
+  }
+  return events;
+}
+
 START_TEST(checkpoint_continues_bit_for_bit) {
   steer_world *w = make_world(64, HALF, 1);
   two_rooms(w);
@@ -422,29 +467,7 @@ START_TEST(checkpoint_continues_bit_for_bit) {
   ck_assert_int_eq(steer_planner_save(p2, pb2, pl, &got), 0);
   ck_assert_mem_eq(pb, pb2, pl);
 
-  uint32_t events = 0;
-  for (int t = 0; t < 400; t++) {
-    steer_planner_update(p, w);
-    steer_planner_update(p2, w2);
-    uint32_t n1, n2;
-    const steer_plan_event *e1 = steer_planner_events(p, &n1);
-    const steer_plan_event *e2 = steer_planner_events(p2, &n2);
-    ck_assert_uint_eq(n1, n2);
-    for (uint32_t i = 0; i < n1; i++) {
-      ck_assert_uint_eq(e1[i].agent, e2[i].agent);
-      ck_assert_uint_eq(e1[i].type, e2[i].type);
-      ck_assert_uint_eq(e1[i].reason, e2[i].reason);
-      ck_assert_uint_eq(e1[i].points, e2[i].points);
-      ck_assert(e1[i].length == e2[i].length);
-    }
-    events += n1;
-    steer_world_step(w, DT);
-    steer_world_step(w2, DT);
-    steer_planner_observe(p, w);
-    steer_planner_observe(p2, w2);
-    ck_assert_uint_eq(steer_world_hash(w), steer_world_hash(w2));
-    ck_assert_uint_eq(steer_planner_hash(p), steer_planner_hash(p2));
-  }
+  uint32_t events = lockstep(p, w, p2, w2, 400);
   ck_assert_uint_gt(events, 30); /* the queue was served after the restore, replans included */
 
   /* Untrusted bytes: damage, another version, another capacity. */
@@ -1004,45 +1027,6 @@ START_TEST(long_route_planned_whole) {
   }
 }
 END_TEST
-
-/* Saves p and w and loads them into a new world and planner. */
-static void restore(steer_planner *p, steer_world *w, const steer_planner_config *pc, steer_planner **p2,
-                    steer_world **w2) {
-  size_t wl = steer_world_state_size(w), pl = steer_planner_state_size(p);
-  uint8_t *wb = malloc(wl), *pb = malloc(pl);
-  ck_assert_int_eq(steer_world_save(w, wb, wl, NULL), 0);
-  ck_assert_int_eq(steer_planner_save(p, pb, pl, NULL), 0);
-  *w2 = steer_world_load(wb, wl, NULL);
-  ck_assert_ptr_nonnull(*w2);
-  *p2 = steer_planner_create(*w2, pc);
-  ck_assert_int_eq(steer_planner_load(*p2, pb, pl), 0);
-  free(wb);
-  free(pb);
-}
-
-/* Runs both for ticks, with the same events and hashes in every tick. */
-static void lockstep(steer_planner *p, steer_world *w, steer_planner *p2, steer_world *w2, int ticks) {
-  for (int t = 0; t < ticks; t++) {
-    steer_planner_update(p, w);
-    steer_planner_update(p2, w2);
-    uint32_t n1, n2;
-    const steer_plan_event *e1 = steer_planner_events(p, &n1);
-    const steer_plan_event *e2 = steer_planner_events(p2, &n2);
-    ck_assert_uint_eq(n1, n2);
-    for (uint32_t i = 0; i < n1; i++) {
-      ck_assert_uint_eq(e1[i].agent, e2[i].agent);
-      ck_assert_uint_eq(e1[i].type, e2[i].type);
-      ck_assert(e1[i].length == e2[i].length);
-    }
-    ck_assert_uint_eq(steer_planner_get_stats(p).last_expanded, steer_planner_get_stats(p2).last_expanded);
-    steer_world_step(w, DT);
-    steer_world_step(w2, DT);
-    steer_planner_observe(p, w);
-    steer_planner_observe(p2, w2);
-    ck_assert_uint_eq(steer_world_hash(w), steer_world_hash(w2));
-    ck_assert_uint_eq(steer_planner_hash(p), steer_planner_hash(p2));
-  }
-}
 
 /* A served mesh class's landmarks are computed off the tick and used by the
  * plans begun from their due tick on; a planner restored before that tick or
