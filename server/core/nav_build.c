@@ -682,201 +682,193 @@ out:
   return rc;
 }
 
-/* Makes t (zeroed) the graph of m for radius r in [lo, hi]; o, when not NULL,
- * is the graph of an earlier map for the same r and bounds, reused where the
- * map did not change. */
-static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec2 lo, vec2 hi) {
-  t->r = r;
-  t->lo = lo;
-  t->hi = hi;
-  const float R = r + STEER_MAP_SKIN;
-  const float seg_reach =
-      R + NAV_TOUCH + NAV_NEAR; /* covers what a node's freedom and a segment's sight depend on */
-  uint32_t count = steer_map_count(m);
-  uint32_t prim_cap = 0;
-  int rc = 0;
-  node_list cand = {0};
-  uint8_t *state = NULL;
-  uint32_t *prev = NULL, *old_to_new = NULL, *cand_prev = NULL, *gmatch = NULL, *vis_nodes = NULL;
-  uint8_t *fresh = NULL;
-  uint32_t *dead = NULL; /* bits over o's directed edges: failed their test again */
-  node_buckets bk = {0};
-  edge_list e = {0};
-  static const change_set empty;
-  change_set *added = malloc(sizeof *added), *removed = malloc(sizeof *removed);
-  t->groups = malloc(((size_t)count + 1u) * sizeof *t->groups);
-  if (!added || !removed || !t->groups) {
-    rc = STEER_ENOMEM;
-    goto done;
-  }
-  *added = empty;
-  *removed = empty;
+/* One build's scratch, shared by nav_make's stages. o, the graph reused, goes
+ * NULL when the map changed too much for an update (a build from scratch). */
+typedef struct nav_make_ctx {
+  steer_nav *t, *o;
+  const steer_map *m;
+  float R;              /* r + skin: the free test of a node */
+  float seg_reach;      /* covers what a node's freedom and a segment's sight depend on */
+  node_list cand;       /* every obstacle's candidate nodes, in map order */
+  uint32_t *gmatch;     /* per group: the old group it is, or NAV_NONE (new) */
+  uint32_t *cand_prev;  /* per candidate: its old node, NAV_NONE (was no node) or NAV_NEW */
+  uint8_t *state;       /* per candidate: CAND_* */
+  uint32_t *prev;       /* per node: its old node, or NAV_NONE */
+  uint8_t *fresh;       /* per node: 1 its edges are to be found, 2 found */
+  uint32_t *old_to_new; /* per old node: its new one, or NAV_NONE */
+  uint32_t *dead;       /* bits over o's directed edges: failed their test again */
+  uint32_t *vis_nodes;
+  node_buckets bk;
+  edge_list e;
+  change_set *added, *removed;
+} nav_make_ctx;
 
-  /* Groups in map order; the old ones matched in order (a removal keeps the
-   * order of the rest, an addition goes last), the rest are new. */
-  gmatch = malloc(((size_t)count + 1u) * sizeof *gmatch);
-  if (!gmatch) {
-    rc = STEER_ENOMEM;
-    goto done;
-  }
-  build_ctx b = {r, r + STEER_MAP_SKIN + STEER_NAV_MARGIN, lo, hi, &cand};
+/* Groups in map order with their candidates; the old ones matched in order
+ * (a removal keeps the order of the rest, an addition goes last) and their
+ * candidates copied, the rest made; what changed goes in added and removed. */
+static int make_groups(nav_make_ctx *x, float r, vec2 lo, vec2 hi) {
+  steer_nav *t = x->t;
+  uint32_t count = steer_map_count(x->m), prim_cap = 0;
+  int rc = 0;
+  build_ctx b = {r, r + STEER_MAP_SKIN + STEER_NAV_MARGIN, lo, hi, &x->cand};
   uint32_t og = 0; /* next old group */
   for (uint32_t i = 0; i < count && rc == 0; i++) {
     uint32_t id;
     steer_obstacle_desc d;
-    if (steer_map_get(m, i, &id, &d) != 0)
+    if (steer_map_get(x->m, i, &id, &d) != 0)
       continue;
     rc = prims_of(&t->prims, &t->nprims, &prim_cap, &d);
     nav_group *g = &t->groups[t->ngroups];
     g->id = id;
     g->shape = shape_hash(&d);
     shape_box(&d, &g->lo, &g->hi);
-    g->first = cand.n;
+    g->first = x->cand.n;
     uint32_t match = NAV_NONE;
-    while (o && og < o->ngroups && match == NAV_NONE) {
-      const nav_group *x = &o->groups[og];
-      if (x->id == g->id && x->shape == g->shape) {
+    while (x->o && og < x->o->ngroups && match == NAV_NONE) {
+      const nav_group *old = &x->o->groups[og];
+      if (old->id == g->id && old->shape == g->shape) {
         match = og;
-      } else if (removed->n == NAV_MAX_CHANGES) {
-        o = NULL; /* too many changes: from scratch */
+      } else if (x->removed->n == NAV_MAX_CHANGES) {
+        x->o = NULL; /* too many changes: from scratch */
       } else {
-        change_add(removed, x->lo, x->hi, seg_reach);
+        change_add(x->removed, old->lo, old->hi, x->seg_reach);
       }
       og++;
     }
     if (rc == 0 && match != NAV_NONE) {
-      const nav_group *x = &o->groups[match];
-      for (uint32_t k = 0; k < x->count && rc == 0; k++) {
-        const nav_node *nd = &o->cand[x->first + k];
+      const nav_group *old = &x->o->groups[match];
+      for (uint32_t k = 0; k < old->count && rc == 0; k++) {
+        const nav_node *nd = &x->o->cand[old->first + k];
         rc = push_node(&b, nd->p, nd->a, nd->c, nd->tang); /* in bounds: they were */
       }
     } else if (rc == 0) {
-      if (o && added->n == NAV_MAX_CHANGES)
-        o = NULL;
-      else if (o)
-        change_add(added, g->lo, g->hi, seg_reach);
+      if (x->o && x->added->n == NAV_MAX_CHANGES)
+        x->o = NULL;
+      else if (x->o)
+        change_add(x->added, g->lo, g->hi, x->seg_reach);
       rc = obstacle_nodes(&b, &d);
     }
-    g->count = cand.n - g->first;
-    gmatch[t->ngroups++] = match;
+    g->count = x->cand.n - g->first;
+    x->gmatch[t->ngroups++] = match;
   }
-  while (rc == 0 && o && og < o->ngroups) {
-    if (removed->n == NAV_MAX_CHANGES)
-      o = NULL;
+  while (rc == 0 && x->o && og < x->o->ngroups) {
+    if (x->removed->n == NAV_MAX_CHANGES)
+      x->o = NULL;
     else
-      change_add(removed, o->groups[og].lo, o->groups[og].hi, seg_reach);
+      change_add(x->removed, x->o->groups[og].lo, x->o->groups[og].hi, x->seg_reach);
     og++;
   }
   if (rc != 0)
-    goto done;
+    return rc;
   /* Each candidate's old node index (NAV_NONE: was no node), or NAV_NEW. */
-  cand_prev = malloc(((size_t)cand.n + 1u) * sizeof *cand_prev);
-  if (!cand_prev) {
-    rc = STEER_ENOMEM;
-    goto done;
-  }
+  x->cand_prev = malloc(((size_t)x->cand.n + 1u) * sizeof *x->cand_prev);
+  if (!x->cand_prev)
+    return STEER_ENOMEM;
   for (uint32_t gi = 0; gi < t->ngroups; gi++) {
     const nav_group *g = &t->groups[gi];
     for (uint32_t k = 0; k < g->count; k++)
-      cand_prev[g->first + k] =
-          o && gmatch[gi] != NAV_NONE ? o->cand_live[o->groups[gmatch[gi]].first + k] : NAV_NEW;
+      x->cand_prev[g->first + k] = x->o && x->gmatch[gi] != NAV_NONE
+                                       ? x->o->cand_live[x->o->groups[x->gmatch[gi]].first + k]
+                                       : NAV_NEW;
   }
-  if (!o)
-    added->n = removed->n = 0;
-  rc = grid_build(t);
-  if (rc != 0)
-    goto done;
+  if (!x->o)
+    x->added->n = x->removed->n = 0;
+  return 0;
+}
 
-  /* Which candidates are nodes: new ones are tested; an old node only when
-   * something was added near it, an old dead candidate only when something
-   * was removed near it. */
-  t->ncand = cand.n;
-  t->cand = cand.v;
-  cand.v = NULL;
+/* Which candidates are nodes: new ones are tested; an old node only when
+ * something was added near it, an old dead candidate only when something was
+ * removed near it. Then each node's old one (prev, old_to_new) and whether
+ * its edges are to be found (fresh). */
+static int make_nodes(nav_make_ctx *x) {
+  steer_nav *t = x->t;
+  const steer_nav *o = x->o;
+  t->ncand = x->cand.n;
+  t->cand = x->cand.v;
+  x->cand.v = NULL;
   t->cand_live = malloc(((size_t)t->ncand + 1u) * sizeof *t->cand_live);
-  state = malloc((size_t)t->ncand + 1u);
-  if (!t->cand_live || !state) {
-    rc = STEER_ENOMEM;
-    goto done;
-  }
+  x->state = malloc((size_t)t->ncand + 1u);
+  if (!t->cand_live || !x->state)
+    return STEER_ENOMEM;
   uint32_t live = 0;
   for (uint32_t k = 0; k < t->ncand; k++) {
     vec2 p = t->cand[k].p;
-    uint32_t pv = cand_prev[k];
+    uint32_t pv = x->cand_prev[k];
     int is;
     if (pv == NAV_NEW) {
-      state[k] = CAND_NEW;
-      is = steer_map_free(m, p, R, 0.0f);
+      x->state[k] = CAND_NEW;
+      is = steer_map_free(x->m, p, x->R, 0.0f);
     } else if (pv != NAV_NONE) {
-      state[k] = CAND_WAS_LIVE;
-      is = !point_near(added, p) || steer_map_free(m, p, R, 0.0f);
+      x->state[k] = CAND_WAS_LIVE;
+      is = !point_near(x->added, p) || steer_map_free(x->m, p, x->R, 0.0f);
     } else {
-      state[k] = CAND_WAS_DEAD;
-      is = point_near(removed, p) && steer_map_free(m, p, R, 0.0f);
+      x->state[k] = CAND_WAS_DEAD;
+      is = point_near(x->removed, p) && steer_map_free(x->m, p, x->R, 0.0f);
     }
     t->cand_live[k] = is ? live++ : NAV_NONE;
   }
   t->nnodes = live;
   t->nodes = malloc(((size_t)live + 1u) * sizeof *t->nodes);
-  prev = malloc(((size_t)live + 1u) * sizeof *prev);
-  fresh = malloc((size_t)live + 1u);
-  old_to_new = o ? malloc(((size_t)o->nnodes + 1u) * sizeof *old_to_new) : NULL;
-  if (!t->nodes || !prev || !fresh || (o && !old_to_new)) {
-    rc = STEER_ENOMEM;
-    goto done;
-  }
+  x->prev = malloc(((size_t)live + 1u) * sizeof *x->prev);
+  x->fresh = malloc((size_t)live + 1u);
+  x->old_to_new = o ? malloc(((size_t)o->nnodes + 1u) * sizeof *x->old_to_new) : NULL;
+  if (!t->nodes || !x->prev || !x->fresh || (o && !x->old_to_new))
+    return STEER_ENOMEM;
   if (o)
     for (uint32_t i = 0; i < o->nnodes; i++)
-      old_to_new[i] = NAV_NONE;
+      x->old_to_new[i] = NAV_NONE;
   for (uint32_t k = 0; k < t->ncand; k++) {
     uint32_t i = t->cand_live[k];
     if (i == NAV_NONE)
       continue;
     t->nodes[i] = t->cand[k];
-    prev[i] = state[k] == CAND_WAS_LIVE ? cand_prev[k] : NAV_NONE;
-    fresh[i] = prev[i] == NAV_NONE;
-    if (prev[i] != NAV_NONE)
-      old_to_new[prev[i]] = i;
+    x->prev[i] = x->state[k] == CAND_WAS_LIVE ? x->cand_prev[k] : NAV_NONE;
+    x->fresh[i] = x->prev[i] == NAV_NONE;
+    if (x->prev[i] != NAV_NONE)
+      x->old_to_new[x->prev[i]] = i;
   }
+  return 0;
+}
 
-  /* Edges kept: both ends still nodes, and nothing added near the segment
-   * (else it is tested again; the failed ones are marked dead, both ways).
-   * Only nodes whose reach box meets an added box can have such an edge. */
-  if (o && added->n > 0) {
-    dead = calloc(o->nadj / 32u + 1u, sizeof *dead);
-    if (!dead) {
-      rc = STEER_ENOMEM;
-      goto done;
-    }
-    for (uint32_t u = 0; u < o->nnodes; u++) {
-      uint32_t nu = old_to_new[u];
-      if (nu == NAV_NONE || !box_near(added, o->reach[u].lo, o->reach[u].hi))
+/* Edges kept: both ends still nodes, and nothing added near the segment (else
+ * it is tested again; the failed ones are marked dead, both ways). Only nodes
+ * whose reach box meets an added box can have such an edge. */
+static int mark_dead_edges(nav_make_ctx *x) {
+  const steer_nav *o = x->o;
+  if (!o || x->added->n == 0)
+    return 0;
+  x->dead = calloc(o->nadj / 32u + 1u, sizeof *x->dead);
+  if (!x->dead)
+    return STEER_ENOMEM;
+  for (uint32_t u = 0; u < o->nnodes; u++) {
+    uint32_t nu = x->old_to_new[u];
+    if (nu == NAV_NONE || !box_near(x->added, o->reach[u].lo, o->reach[u].hi))
+      continue;
+    for (uint32_t k = o->start[u]; k < o->start[u + 1]; k++) {
+      uint32_t v = o->adj[k], nv;
+      if (v < u || (nv = x->old_to_new[v]) == NAV_NONE)
         continue;
-      for (uint32_t k = o->start[u]; k < o->start[u + 1]; k++) {
-        uint32_t v = o->adj[k], nv;
-        if (v < u || (nv = old_to_new[v]) == NAV_NONE)
-          continue;
-        vec2 a = t->nodes[nu].p, c = t->nodes[nv].p;
-        if (seg_near(added, a, c) && !nav_vis_pair(t, a, c, NULL)) {
-          uint32_t back = old_pos(o, v, u);
-          dead[k / 32u] |= 1u << (k % 32u);
-          dead[back / 32u] |= 1u << (back % 32u);
-        }
+      vec2 a = x->t->nodes[nu].p, c = x->t->nodes[nv].p;
+      if (seg_near(x->added, a, c) && !nav_vis_pair(x->t, a, c, NULL)) {
+        uint32_t back = old_pos(o, v, u);
+        x->dead[k / 32u] |= 1u << (k % 32u);
+        x->dead[back / 32u] |= 1u << (back % 32u);
       }
     }
   }
-  if (o || removed->n > 0) {
-    vis_nodes = malloc(((size_t)t->nnodes + 1u) * sizeof *vis_nodes);
-    if (!vis_nodes || buckets_make(&bk, t) != 0) {
-      rc = STEER_ENOMEM;
-      goto done;
-    }
-  }
-  /* Edges of the nodes of an added obstacle: only with the nodes from which
-   * a disc round its nodes is not shadowed by one wall (fresh = 2: done). */
-  for (uint32_t gi = 0; o && gi < t->ngroups && rc == 0; gi++) {
+  return 0;
+}
+
+/* Edges of the nodes of an added obstacle: only with the nodes from which a
+ * disc round its nodes is not shadowed by one wall (fresh = 2: done). Then the
+ * edges of the other new nodes (all of them from scratch; revived ones): every
+ * other node, each pair once. */
+static int link_added(nav_make_ctx *x) {
+  steer_nav *t = x->t;
+  int rc = 0;
+  for (uint32_t gi = 0; x->o && gi < t->ngroups && rc == 0; gi++) {
     const nav_group *g = &t->groups[gi];
-    if (gmatch[gi] != NAV_NONE)
+    if (x->gmatch[gi] != NAV_NONE)
       continue;
     vec2 blo = v2(INFINITY, INFINITY), bhi = v2(-INFINITY, -INFINITY);
     uint32_t live_here = 0;
@@ -895,87 +887,128 @@ static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec
       if (t->cand_live[k] != NAV_NONE)
         rho2 = maxf(rho2, v2_len2(v2_sub(t->cand[k].p, c)));
     rho2 = (sqrtf(rho2) + NAV_NEAR) * (sqrtf(rho2) + NAV_NEAR);
-    const uint32_t nv = unshadowed(t, &bk, c, rho2, NULL, vis_nodes);
+    const uint32_t nv = unshadowed(t, &x->bk, c, rho2, NULL, x->vis_nodes);
     for (uint32_t k = g->first; k < g->first + g->count && rc == 0; k++) {
       const uint32_t f = t->cand_live[k];
       if (f == NAV_NONE)
         continue;
-      fresh[f] = 2;
-      rc = link_new(t, &e, fresh, f, vis_nodes, nv);
+      x->fresh[f] = 2;
+      rc = link_new(t, &x->e, x->fresh, f, x->vis_nodes, nv);
     }
   }
-  /* Edges of the other new nodes (all of them from scratch; revived ones):
-   * every other node, each pair once. */
   for (uint32_t f = 0; f < t->nnodes && rc == 0; f++) {
-    if (fresh[f] == 1)
-      rc = link_new(t, &e, fresh, f, NULL, t->nnodes);
+    if (x->fresh[f] == 1)
+      rc = link_new(t, &x->e, x->fresh, f, NULL, t->nnodes);
   }
-  /* Pairs of old nodes that may see each other now something is gone: those
-   * whose segment passes near a removed obstacle and were not edges. Only
-   * nodes from which the removed area is not hidden take part (shadowed). */
+  return rc;
+}
+
+/* Whether the segment from pu to q (= pu + w) comes within sqrt(rho2) of c. */
+static int seg_meets_disc(vec2 c, float rho2, vec2 pu, vec2 w, vec2 q) {
+  vec2 cu = v2_sub(c, pu);
+  float l2 = v2_len2(w), dt = v2_dot(cu, w), cr = v2_cross(w, cu);
+  return dt <= 0.0f ? v2_len2(cu) <= rho2 : (dt >= l2 ? v2_len2(v2_sub(c, q)) <= rho2 : cr * cr <= rho2 * l2);
+}
+
+/* Pairs of old nodes that may see each other now something is gone: those
+ * whose segment passes near a removed obstacle and were not edges. Only nodes
+ * from which the removed area is not hidden take part (shadowed). */
+static int link_revealed(nav_make_ctx *x) {
+  steer_nav *t = x->t;
+  const change_set *removed = x->removed;
+  int rc = 0;
   for (uint32_t i = 0; i < removed->n && rc == 0; i++) {
     const vec2 c = removed->c[i];
     const float rho2 = removed->rho2[i];
-    const uint32_t nv = unshadowed(t, &bk, c, rho2, fresh, vis_nodes);
-    for (uint32_t x = 0; x < nv && rc == 0; x++) {
-      const uint32_t u = vis_nodes[x];
-      const vec2 pu = t->nodes[u].p, cu = v2_sub(c, pu);
-      const float du2 = v2_len2(cu);
+    const uint32_t nv = unshadowed(t, &x->bk, c, rho2, x->fresh, x->vis_nodes);
+    for (uint32_t a = 0; a < nv && rc == 0; a++) {
+      const uint32_t u = x->vis_nodes[a];
+      const vec2 pu = t->nodes[u].p;
       nav_recent recent = {{0}, 0};
-      for (uint32_t y = x + 1; y < nv && rc == 0; y++) {
-        const uint32_t v = vis_nodes[y];
-        /* Distance from c to the segment pu-pv within rho. */
-        vec2 w = v2_sub(t->nodes[v].p, pu);
-        float l2 = v2_len2(w), dt = v2_dot(cu, w), cr = v2_cross(w, cu);
-        int near = dt <= 0.0f ? du2 <= rho2
-                              : (dt >= l2 ? v2_len2(v2_sub(c, t->nodes[v].p)) <= rho2 : cr * cr <= rho2 * l2);
-        if (!near)
+      for (uint32_t b = a + 1; b < nv && rc == 0; b++) {
+        const uint32_t v = x->vis_nodes[b];
+        const vec2 pv = t->nodes[v].p, w = v2_sub(pv, pu);
+        if (!seg_meets_disc(c, rho2, pu, w, pv))
           continue;
         /* Met once per removed box it passes: the first such box takes it. */
         int earlier = 0;
-        for (uint32_t j = 0; j < i && !earlier; j++) {
-          vec2 cj = removed->c[j];
-          vec2 cuj = v2_sub(cj, pu);
-          float dtj = v2_dot(cuj, w), crj = v2_cross(w, cuj);
-          earlier = dtj <= 0.0f ? v2_len2(cuj) <= removed->rho2[j]
-                                : (dtj >= l2 ? v2_len2(v2_sub(cj, t->nodes[v].p)) <= removed->rho2[j]
-                                             : crj * crj <= removed->rho2[j] * l2);
-        }
-        if (earlier || old_edge(o, prev[u], prev[v]))
+        for (uint32_t j = 0; j < i && !earlier; j++)
+          earlier = seg_meets_disc(removed->c[j], removed->rho2[j], pu, w, pv);
+        if (earlier || old_edge(x->o, x->prev[u], x->prev[v]))
           continue;
         const nav_node *nu = &t->nodes[u], *nw = &t->nodes[v];
         if (!tangent(nu, nw->p) || !tangent(nw, nu->p))
           continue;
         if (nav_vis_pair(t, nu->p, nw->p, &recent))
-          rc = edge_push(&e, u, v, v2_len(v2_sub(nu->p, nw->p)));
+          rc = edge_push(&x->e, u, v, v2_len(v2_sub(nu->p, nw->p)));
       }
     }
   }
-  if (rc != 0)
-    goto done;
+  return rc;
+}
 
+static void make_ctx_free(nav_make_ctx *x) {
+  free(x->cand.v);
+  free(x->cand_prev);
+  free(x->gmatch);
+  free(x->vis_nodes);
+  free(x->state);
+  free(x->prev);
+  free(x->fresh);
+  free(x->old_to_new);
+  free(x->dead);
+  buckets_free(&x->bk);
+  free(x->e.v);
+  free(x->added);
+  free(x->removed);
+}
+
+/* Makes t (zeroed) the graph of m for radius r in [lo, hi]; o, when not NULL,
+ * is the graph of an earlier map for the same r and bounds, reused where the
+ * map did not change. */
+static int nav_make(steer_nav *t, steer_nav *o, const steer_map *m, float r, vec2 lo, vec2 hi) {
+  t->r = r;
+  t->lo = lo;
+  t->hi = hi;
+  nav_make_ctx x = {.t = t, .o = o, .m = m, .R = r + STEER_MAP_SKIN};
+  x.seg_reach = x.R + NAV_TOUCH + NAV_NEAR;
+  uint32_t count = steer_map_count(m);
+  static const change_set empty;
+  x.added = malloc(sizeof *x.added);
+  x.removed = malloc(sizeof *x.removed);
+  x.gmatch = malloc(((size_t)count + 1u) * sizeof *x.gmatch);
+  t->groups = malloc(((size_t)count + 1u) * sizeof *t->groups);
+  int rc = !x.added || !x.removed || !x.gmatch || !t->groups ? STEER_ENOMEM : 0;
+  if (rc == 0) {
+    *x.added = empty;
+    *x.removed = empty;
+    rc = make_groups(&x, r, lo, hi);
+  }
+  if (rc == 0)
+    rc = grid_build(t);
+  if (rc == 0)
+    rc = make_nodes(&x);
+  if (rc == 0)
+    rc = mark_dead_edges(&x);
+  if (rc == 0 && (x.o || x.removed->n > 0)) {
+    x.vis_nodes = malloc(((size_t)t->nnodes + 1u) * sizeof *x.vis_nodes);
+    if (!x.vis_nodes || buckets_make(&x.bk, t) != 0)
+      rc = STEER_ENOMEM;
+  }
+  if (rc == 0)
+    rc = link_added(&x);
+  if (rc == 0)
+    rc = link_revealed(&x);
   /* Adjacency, ascending per node; then the search's scratch (nav.c). */
-  rc = adj_make(t, o, &e, old_to_new, prev, dead);
+  if (rc == 0)
+    rc = adj_make(t, x.o, &x.e, x.old_to_new, x.prev, x.dead);
   if (rc == 0 && nav_search_alloc(t) != 0)
     rc = STEER_ENOMEM;
-  if (rc != 0)
-    goto done;
-  t->version = steer_map_version(m);
-  t->built = 1;
-done:
-  free(cand.v);
-  free(cand_prev);
-  free(gmatch);
-  free(vis_nodes);
-  free(state);
-  free(prev);
-  free(fresh);
-  free(old_to_new);
-  free(dead);
-  buckets_free(&bk);
-  free(e.v);
-  free(added);
-  free(removed);
+  if (rc == 0) {
+    t->version = steer_map_version(m);
+    t->built = 1;
+  }
+  make_ctx_free(&x);
   return rc;
 }
 
