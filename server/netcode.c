@@ -1047,26 +1047,30 @@ static nc_frame *choose_baseline(steerd_netcode *nc, nc_scratch *x, nc_client *c
   return base;
 }
 
-/* One frame; keyframe: against nothing and carrying no ops in flight (the
- * smallest frame to keep: only what it sends). */
-static int encode_frame(steerd_netcode *nc, nc_scratch *x, uint32_t slot, const steer_world *w, uint64_t tick,
-                        uint64_t time_us, steerd_netcode_out *out, int keyframe, steerd_netcode_stats *st) {
-  memset(out, 0, sizeof *out);
-  if (slot >= nc->cfg.max_clients || !nc->clients[slot].active ||
-      steer_world_capacity(w) > nc->cfg.max_agents)
-    return STEERD_NETCODE_EINVAL;
-  nc_client *c = &nc->clients[slot];
-  if (tick == 0 || tick <= c->last_tick)
-    return STEERD_NETCODE_OK; /* nothing new: no frame */
-  if (!x->batch)
-    chunks_release_stale(nc, c); /* a batch did it before its ranges */
-  const steer_world_view *v = &nc->view;
-  int all;
-  uint32_t nview = gather_view(nc, x, c, w, &all);
+/* One frame's encoding in progress: what encode_frame's stages share. */
+typedef struct nc_enc {
+  steerd_netcode *nc;
+  nc_scratch *x;
+  nc_client *c;
+  const steer_world_view *v;
+  uint64_t tick, time_us;
+  int all;        /* the client views the whole world: in_view is not used */
+  uint32_t nview; /* agents in view */
+  nc_frame *base; /* the baseline, or NULL (the frame is absolute) */
+  nc_frame *prev; /* the previous frame, whose ops are in flight, or NULL */
+  uint32_t bseq;  /* base's seq, or NO_SEQ */
+  uint32_t nrec, ncand, max_age, kept_in_flight, nrem, nsel, nabs, parts;
+  size_t cand_bytes, rem_bytes, total;
+  int sorted; /* x->order is sorted by priority */
+} nc_enc;
 
-  /* Baseline: the newest acknowledged frame, as the client holds it. Ops in
-   * flight: for a client that merges, the previous frame's entries newer than
-   * the baseline (each agent's newest op since the baseline). */
+/* Baseline: the newest acknowledged frame, as the client holds it. Ops in
+ * flight: for a client that merges, the previous frame's entries newer than
+ * the baseline (each agent's newest op since the baseline). */
+static void enc_baseline(nc_enc *e, int keyframe, steerd_netcode_stats *st) {
+  steerd_netcode *nc = e->nc;
+  nc_scratch *x = e->x;
+  nc_client *c = e->c;
   nc_frame *base = keyframe ? NULL : choose_baseline(nc, x, c, st);
   nc_frame *prev = c->merges && !keyframe ? frame_by_seq(c, c->seq - 1u) : NULL;
   if (prev == base || (prev && !frame_intact(nc, c, prev)))
@@ -1081,38 +1085,45 @@ static int encode_frame(steerd_netcode *nc, nc_scratch *x, uint32_t slot, const 
    * in flight. */
   uint32_t nbase = base ? index_frame(nc, c, &x->base_ix, base, NO_SEQ, 1) : 0;
   uint32_t nflight = prev ? index_frame(nc, c, &x->prev_ix, prev, base ? base->seq : acked_seq(c), 0) : 0;
-  uint64_t bound = (uint64_t)nview + nbase + nflight;
+  uint64_t bound = (uint64_t)e->nview + nbase + nflight;
   if (base && (bound > nc->recs_cap ||
                c->head + bound - base->first / CHUNK * CHUNK > (uint64_t)nc->chunks_per_client * CHUNK)) {
     base = NULL; /* the new frame could overwrite the baseline, or not fit: start afresh */
     nflight = prev ? index_frame(nc, c, &x->prev_ix, prev, acked_seq(c), 0) : 0;
   }
-  if (!base && prev && (uint64_t)nview + nflight > nc->recs_cap) {
+  if (!base && prev && (uint64_t)e->nview + nflight > nc->recs_cap) {
     prev = NULL; /* cannot carry them: no frame before this one is a baseline any more */
     c->min_base_seq = c->seq;
   }
-  const uint32_t bseq = base ? base->seq : NO_SEQ;
+  e->base = base;
+  e->prev = prev;
+  e->bseq = base ? base->seq : NO_SEQ;
   if (++x->enc_epoch == 0) {
     memset(x->view_stamp, 0, nc->cfg.max_agents * sizeof *x->view_stamp);
     memset(x->sent_stamp, 0, nc->cfg.max_agents * sizeof *x->sent_stamp);
     x->enc_epoch = 1;
   }
+}
 
-  /* Every agent in view: kept as the client holds it, or a candidate. */
+/* Every agent in view: kept as the client holds it, or a candidate. */
+static void enc_candidates(nc_enc *e) {
+  steerd_netcode *nc = e->nc;
+  nc_scratch *x = e->x;
+  nc_client *c = e->c;
+  const steer_world_view *v = e->v;
+  const nc_frame *base = e->base, *prev = e->prev;
   const float th_pos = nc->cfg.dr_position_m > 1e-6f ? nc->cfg.dr_position_m : 1e-6f;
   const float th_ang = nc->cfg.dr_angle_rad > 1e-7f ? nc->cfg.dr_angle_rad : 1e-7f;
   const float refresh = (float)nc->cfg.dr_refresh;
-  uint32_t nrec = 0, ncand = 0, max_age = 0, kept_in_flight = 0;
-  size_t cand_bytes = 0;
-  for (uint32_t i = 0; i < nview; i++) {
-    uint32_t k = all ? i : x->in_view[i];
+  for (uint32_t i = 0; i < e->nview; i++) {
+    uint32_t k = e->all ? i : x->in_view[i];
     steer_id id = v->id[k];
     uint32_t s = id & STEER_ID_INDEX_MASK;
     x->view_stamp[s] = x->enc_epoch;
     x->view_id[s] = id;
-    proto_record now = record_now(nc, x, k, time_us);
+    proto_record now = record_now(nc, x, k, e->time_us);
     float importance = 1.0f;
-    if (!all) {
+    if (!e->all) {
       float dx = v->px[k] - c->centre.x, dy = v->py[k] - c->centre.y;
       float d = sqrtf(dx * dx + dy * dy) / c->view.radius;
       importance = 1.0f - 0.5f * (d < 1.0f ? d : 1.0f);
@@ -1122,7 +1133,7 @@ static int encode_frame(steerd_netcode *nc, nc_scratch *x, uint32_t slot, const 
     const nc_rec *b = bi != NO_INDEX ? pool_at(nc, c, base->first + bi) : NULL;
     /* What the client holds (without a baseline: nothing, whatever is in flight). */
     const nc_rec *o = pi != NO_INDEX && base ? pool_at(nc, c, prev->first + pi) : b;
-    nc_cand *cd = &x->cands[ncand];
+    nc_cand *cd = &x->cands[e->ncand];
     cd->base = bi;
     cd->opt = pi != NO_INDEX ? pi : bi;
     cd->opt_prev = pi != NO_INDEX;
@@ -1130,7 +1141,7 @@ static int encode_frame(steerd_netcode *nc, nc_scratch *x, uint32_t slot, const 
     proto_record pb; /* b predicted to the frame's time */
     int have_pb = 0;
     if (o && !(o->flags & REC_TOMB)) {
-      proto_record p = proto_record_predict(&o->r, time_us);
+      proto_record p = proto_record_predict(&o->r, e->time_us);
       if (o == b) {
         pb = p;
         have_pb = 1;
@@ -1140,10 +1151,10 @@ static int encode_frame(steerd_netcode *nc, nc_scratch *x, uint32_t slot, const 
       float err_ang = fabsf(steer_wrap_angle(proto_dequantize_angle(p.theta) - v->theta[k]));
       uint32_t age = c->seq - o->seq;
       if (err_pos <= nc->cfg.dr_position_m && err_ang <= nc->cfg.dr_angle_rad && age < nc->cfg.dr_refresh) {
-        x->recs[nrec++] = *o;
-        kept_in_flight += o != b;
-        if (age > max_age)
-          max_age = age;
+        x->recs[e->nrec++] = *o;
+        e->kept_in_flight += o != b;
+        if (age > e->max_age)
+          e->max_age = age;
         continue;
       }
       cd->score = importance * ((float)age / refresh + err_pos / th_pos + ANGLE_WEIGHT * err_ang / th_ang);
@@ -1155,46 +1166,52 @@ static int encode_frame(steerd_netcode *nc, nc_scratch *x, uint32_t slot, const 
        * prediction when that is well within the threshold (no bytes): theta
        * within half of it, omega off by less than half of it per 100 ms. */
       if (!have_pb)
-        pb = proto_record_predict(br, time_us);
+        pb = proto_record_predict(br, e->time_us);
       if (fabsf(steer_wrap_angle(proto_dequantize_angle(pb.theta) - v->theta[k])) <= 0.5f * th_ang)
         now.theta = pb.theta;
       if (fabsf(proto_dequantize_omega(now.omega) - proto_dequantize_omega(br->omega)) * 0.1f <=
           0.5f * th_ang)
         now.omega = br->omega;
     }
-    cd->e = proto_delta_diff(br, &now, time_us);
+    cd->e = proto_delta_diff(br, &now, e->time_us);
     cd->now = now;
     cd->size = (uint32_t)(proto_delta_entry_size(&cd->e, id) - 1u + ID_COST_GUESS); /* id - id costs 1 */
-    cand_bytes += cd->size;
-    x->order[ncand] = order_key(cd->score, ncand);
-    ncand++;
+    e->cand_bytes += cd->size;
+    x->order[e->ncand] = order_key(cd->score, e->ncand);
+    e->ncand++;
   }
+}
 
-  /* Removals: agents the client may hold (the baseline's, or added in flight)
-   * that are no longer in view or in the world, unless a frame in flight
-   * already removes them (that tombstone is carried into the new frame; if its
-   * frame is lost, the baseline resolved from the next ack still holds the
-   * agent, and the removal goes again). */
-  uint32_t nrem = 0;
+/* Removals: agents the client may hold (the baseline's, or added in flight)
+ * that are no longer in view or in the world, unless a frame in flight
+ * already removes them (that tombstone is carried into the new frame; if its
+ * frame is lost, the baseline resolved from the next ack still holds the
+ * agent, and the removal goes again). */
+static void enc_removals(nc_enc *e) {
+  steerd_netcode *nc = e->nc;
+  nc_scratch *x = e->x;
+  nc_client *c = e->c;
+  const nc_frame *base = e->base, *prev = e->prev;
   for (uint32_t i = 0; base && i < base->count; i++) {
     const nc_rec *r = pool_at(nc, c, base->first + i);
     if (!(r->flags & REC_TOMB) && !in_view(nc, x, r->r.id) && !removal_in_flight(nc, x, c, prev, r->r.id))
-      x->removed[nrem++] = r->r.id;
+      x->removed[e->nrem++] = r->r.id;
   }
   for (uint32_t i = 0; base && prev && i < prev->count; i++) {
     const nc_rec *r = pool_at(nc, c, prev->first + i);
-    if (r->seq > bseq && !(r->flags & REC_TOMB) && !in_view(nc, x, r->r.id) &&
+    if (r->seq > e->bseq && !(r->flags & REC_TOMB) && !in_view(nc, x, r->r.id) &&
         index_find(nc, c, &x->base_ix, base, r->r.id) == NO_INDEX)
-      x->removed[nrem++] = r->r.id;
+      x->removed[e->nrem++] = r->r.id;
   }
-  sort_ids(x, x->removed, nrem);
-  size_t rem_bytes = 0;
-  for (uint32_t i = 0; i < nrem; i++)
-    rem_bytes += proto_delta_removed_size(x->removed[i], i ? x->removed[i - 1] : 0);
+  sort_ids(x, x->removed, e->nrem);
+  for (uint32_t i = 0; i < e->nrem; i++)
+    e->rem_bytes += proto_delta_removed_size(x->removed[i], i ? x->removed[i - 1] : 0);
+}
 
-  /* This frame's budget: budget_bytes, or what the rate allows (a token
-   * bucket holding at most budget_bytes, so a quiet spell allows one full
-   * frame, not a burst). */
+/* This frame's budget: budget_bytes, or what the rate allows (a token bucket
+ * holding at most budget_bytes, so a quiet spell allows one full frame, not a
+ * burst). */
+static size_t enc_budget(const steerd_netcode *nc, nc_client *c, uint64_t time_us) {
   size_t budget = nc->cfg.budget_bytes;
   if (nc->cfg.rate_bytes) {
     if (c->rate_time_us != 0 && time_us > c->rate_time_us)
@@ -1204,149 +1221,194 @@ static int encode_frame(steerd_netcode *nc, nc_scratch *x, uint32_t slot, const 
       c->tokens = (double)nc->cfg.budget_bytes;
     budget = c->tokens < (double)MIN_FRAME_BUDGET ? MIN_FRAME_BUDGET : (size_t)c->tokens;
   }
-  /* Choose by priority within the budget (changes only; removals always go). */
+  return budget;
+}
+
+/* Chooses the changes by priority within the budget (removals always go),
+ * then lays them out by their real sizes and encodes the parts into out,
+ * dropping the least urgent until within the budget and its part count (or
+ * the parts the removals alone need). */
+static int enc_choose(nc_enc *e, size_t budget, const proto_delta_header *h, steerd_netcode_out *out) {
+  steerd_netcode *nc = e->nc;
+  nc_scratch *x = e->x;
   uint32_t budget_parts = (uint32_t)((budget + PROTO_SNAPSHOT_PART_BYTES - 1) / PROTO_SNAPSHOT_PART_BYTES);
   size_t payload_budget = budget - (size_t)budget_parts * PROTO_DELTA_HEADER_MAX_BYTES;
-  size_t room = payload_budget > rem_bytes ? payload_budget - rem_bytes : 0;
-  int sorted = 0;
-  uint32_t nsel = 0;
-  if (cand_bytes <= room) {
-    nsel = ncand;
+  size_t room = payload_budget > e->rem_bytes ? payload_budget - e->rem_bytes : 0;
+  if (e->cand_bytes <= room) {
+    e->nsel = e->ncand;
   } else {
-    sort_keys(x->order, ncand, x->keys_tmp);
-    sorted = 1;
+    sort_keys(x->order, e->ncand, x->keys_tmp);
+    e->sorted = 1;
     size_t used = 0;
-    for (uint32_t i = 0; i < ncand; i++) {
+    for (uint32_t i = 0; i < e->ncand; i++) {
       uint32_t j = key_low(x->order[i]);
       if (used + x->cands[j].size > room)
         break;
       used += x->cands[j].size;
-      nsel++;
+      e->nsel++;
     }
   }
-
-  /* Lay out by the real sizes; drop the least urgent until within the budget
-   * and its part count (or the parts the removals alone need). */
   size_t rem_payload;
-  uint32_t max_parts = layout(nc, x, nrem, 0, &rem_payload);
+  uint32_t max_parts = layout(nc, x, e->nrem, 0, &rem_payload);
   if (max_parts < budget_parts)
     max_parts = budget_parts;
-  proto_delta_header h = {tick, time_us, base ? base->tick : 0, 0, 1};
-  size_t total = 0;
-  uint32_t parts;
   for (;;) {
-    for (uint32_t i = 0; i < nsel; i++) { /* by id */
+    for (uint32_t i = 0; i < e->nsel; i++) { /* by id */
       uint32_t j = key_low(x->order[i]);
       x->keys[i] = (uint64_t)x->cands[j].e.id << 32 | j;
     }
-    sort_keys(x->keys, nsel, x->keys_tmp);
-    for (uint32_t i = 0; i < nsel; i++)
+    sort_keys(x->keys, e->nsel, x->keys_tmp);
+    for (uint32_t i = 0; i < e->nsel; i++)
       x->sel[i] = x->cands[key_low(x->keys[i])].e;
     size_t payload;
-    parts = layout(nc, x, nrem, nsel, &payload);
-    int rc = encode_parts(x, &h, parts, out, &total);
+    e->parts = layout(nc, x, e->nrem, e->nsel, &payload);
+    int rc = encode_parts(x, h, e->parts, out, &e->total);
     if (rc != STEERD_NETCODE_OK)
       return rc;
-    if ((total <= budget && parts <= max_parts) || nsel == 0)
-      break;
-    if (!sorted) {
-      sort_keys(x->order, ncand, x->keys_tmp);
-      sorted = 1;
+    if ((e->total <= budget && e->parts <= max_parts) || e->nsel == 0)
+      return STEERD_NETCODE_OK;
+    if (!e->sorted) {
+      sort_keys(x->order, e->ncand, x->keys_tmp);
+      e->sorted = 1;
     }
     /* Over the bytes: drop about the excess; over only the part count (total
      * within the budget): drop at least one, or this loop would never end. */
-    size_t avg = payload / (nrem + nsel) + 1;
-    size_t excess = total > budget ? total - budget : 0;
+    size_t avg = payload / (e->nrem + e->nsel) + 1;
+    size_t excess = e->total > budget ? e->total - budget : 0;
     size_t drop = excess / avg + 1;
-    nsel = drop >= nsel ? 0 : nsel - (uint32_t)drop;
+    e->nsel = drop >= e->nsel ? 0 : e->nsel - (uint32_t)drop;
   }
+}
 
-  /* The new frame: kept entries, the chosen changes and the removals (new ops
-   * of this frame, each superseding the op in flight it replaces), and what
-   * the client holds of the candidates that wait. */
-  uint32_t nabs = 0;
-  for (uint32_t i = 0; i < ncand; i++) {
+/* The new frame's records: kept entries, the chosen changes and the removals
+ * (new ops of this frame, each superseding the op in flight it replaces), and
+ * what the client holds of the candidates that wait; then copied into the
+ * client's pool. 0, NC_DEFER or STEERD_NETCODE_ENOMEM. */
+static int enc_records(nc_enc *e) {
+  steerd_netcode *nc = e->nc;
+  nc_scratch *x = e->x;
+  nc_client *c = e->c;
+  const nc_frame *base = e->base, *prev = e->prev;
+  for (uint32_t i = 0; i < e->ncand; i++) {
     const nc_cand *cd = &x->cands[key_low(x->order[i])];
     const nc_rec *o = cd->opt == NO_INDEX ? NULL
                       : cd->opt_prev      ? pool_at(nc, c, prev->first + cd->opt)
                       : base              ? pool_at(nc, c, base->first + cd->opt)
                                           : NULL;
-    if (i < nsel) {
+    if (i < e->nsel) {
       nc_rec r = rec_from_proto(&cd->now, c->seq);
       x->sent_stamp[cd->now.id & STEER_ID_INDEX_MASK] = x->enc_epoch;
       r.prev = cd->opt_prev ? pool_at(nc, c, prev->first + cd->opt)->orig : NO_POS;
-      x->recs[nrec++] = r;
-      nabs += cd->base == NO_INDEX;
+      x->recs[e->nrec++] = r;
+      e->nabs += cd->base == NO_INDEX;
     } else if (o && base) {
-      x->recs[nrec++] = *o;
-      if (!(o->flags & REC_TOMB) && c->seq - o->seq > max_age)
-        max_age = c->seq - o->seq;
+      x->recs[e->nrec++] = *o;
+      if (!(o->flags & REC_TOMB) && c->seq - o->seq > e->max_age)
+        e->max_age = c->seq - o->seq;
     }
   }
   if (!base) /* carried: every op in flight this frame did not replace */
     for (uint32_t i = 0; prev && i < prev->count; i++) {
       const nc_rec *r = pool_at(nc, c, prev->first + i);
       if (index_wants(&x->prev_ix, r) && !sent_now(nc, x, r->r.id))
-        x->recs[nrec++] = *r;
+        x->recs[e->nrec++] = *r;
     }
   for (uint32_t i = 0; base && prev && i < prev->count; i++) { /* removals in flight */
     const nc_rec *r = pool_at(nc, c, prev->first + i);
-    if (r->seq > bseq && (r->flags & REC_TOMB) && !in_view(nc, x, r->r.id))
-      x->recs[nrec++] = *r;
+    if (r->seq > e->bseq && (r->flags & REC_TOMB) && !in_view(nc, x, r->r.id))
+      x->recs[e->nrec++] = *r;
   }
-  for (uint32_t i = 0; i < nrem; i++) {
+  for (uint32_t i = 0; i < e->nrem; i++) {
     uint32_t pi = index_find(nc, c, &x->prev_ix, prev, x->removed[i]);
-    x->recs[nrec++] =
+    x->recs[e->nrec++] =
         tombstone(x->removed[i], c->seq, pi != NO_INDEX ? pool_at(nc, c, prev->first + pi)->orig : NO_POS);
   }
-  int mrc = chunks_map(nc, x, c, nrec);
-  if (mrc != 0) {
-    memset(out, 0, sizeof *out); /* not sent: the client would rely on a frame the server cannot remember */
+  int mrc = chunks_map(nc, x, c, e->nrec);
+  if (mrc != 0)
     return mrc == NC_DEFER ? NC_DEFER : STEERD_NETCODE_ENOMEM;
-  }
-  for (uint32_t i = 0; i < nrec; i++) {
+  for (uint32_t i = 0; i < e->nrec; i++) {
     nc_rec *r = pool_at(nc, c, c->head + i);
     *r = x->recs[i];
     if (r->seq == c->seq)
       r->orig = c->head + i;
   }
+  return 0;
+}
+
+/* The frame sent: the rate's debt, the frame's record in the client's ring,
+ * what out reports and the statistics. */
+static void enc_commit(const nc_enc *e, uint64_t baseline_tick, steerd_netcode_out *out,
+                       steerd_netcode_stats *st) {
+  const steerd_netcode *nc = e->nc;
+  nc_client *c = e->c;
   if (nc->cfg.rate_bytes) {
-    c->tokens -= (double)total; /* removals beyond the budget are a debt */
+    c->tokens -= (double)e->total; /* removals beyond the budget are a debt */
     if (c->tokens < -(double)nc->cfg.budget_bytes)
       c->tokens = -(double)nc->cfg.budget_bytes;
   }
   nc_frame *f = &c->frames[c->seq % STEERD_NETCODE_FRAMES];
   memset(f, 0, sizeof *f);
-  f->tick = tick;
-  f->time_us = time_us;
+  f->tick = e->tick;
+  f->time_us = e->time_us;
   f->first = c->head;
-  f->count = nrec;
+  f->count = e->nrec;
   f->seq = c->seq;
-  f->base_seq = bseq;
-  f->resolved = prev == NULL; /* nothing in flight: the client holds exactly this */
-  c->head += nrec;
+  f->base_seq = e->bseq;
+  f->resolved = e->prev == NULL; /* nothing in flight: the client holds exactly this */
+  c->head += e->nrec;
   c->seq++;
-  c->last_tick = tick;
-  c->last_view = nview;
+  c->last_tick = e->tick;
+  c->last_view = e->nview;
 
-  out->baseline_tick = h.baseline_tick;
-  out->in_view = nview;
-  out->changes = nsel;
-  out->removed = nrem;
-  out->deferred = ncand - nsel;
+  out->baseline_tick = baseline_tick;
+  out->in_view = e->nview;
+  out->changes = e->nsel;
+  out->removed = e->nrem;
+  out->deferred = e->ncand - e->nsel;
   st->frames++;
-  st->frames_full += base == NULL;
-  st->parts += parts;
-  st->bytes += total;
-  st->changes += nsel;
-  st->absolute += nabs;
-  st->removed += nrem;
-  st->candidates += ncand;
-  st->deferred += ncand - nsel;
-  st->in_view += nview;
-  st->kept_in_flight += kept_in_flight;
-  if (max_age > st->max_age)
-    st->max_age = max_age;
+  st->frames_full += e->base == NULL;
+  st->parts += e->parts;
+  st->bytes += e->total;
+  st->changes += e->nsel;
+  st->absolute += e->nabs;
+  st->removed += e->nrem;
+  st->candidates += e->ncand;
+  st->deferred += e->ncand - e->nsel;
+  st->in_view += e->nview;
+  st->kept_in_flight += e->kept_in_flight;
+  if (e->max_age > st->max_age)
+    st->max_age = e->max_age;
+}
+
+/* One frame; keyframe: against nothing and carrying no ops in flight (the
+ * smallest frame to keep: only what it sends). */
+static int encode_frame(steerd_netcode *nc, nc_scratch *x, uint32_t slot, const steer_world *w, uint64_t tick,
+                        uint64_t time_us, steerd_netcode_out *out, int keyframe, steerd_netcode_stats *st) {
+  memset(out, 0, sizeof *out);
+  if (slot >= nc->cfg.max_clients || !nc->clients[slot].active ||
+      steer_world_capacity(w) > nc->cfg.max_agents)
+    return STEERD_NETCODE_EINVAL;
+  nc_client *c = &nc->clients[slot];
+  if (tick == 0 || tick <= c->last_tick)
+    return STEERD_NETCODE_OK; /* nothing new: no frame */
+  if (!x->batch)
+    chunks_release_stale(nc, c); /* a batch did it before its ranges */
+  nc_enc e = {.nc = nc, .x = x, .c = c, .v = &nc->view, .tick = tick, .time_us = time_us};
+  e.nview = gather_view(nc, x, c, w, &e.all);
+  enc_baseline(&e, keyframe, st);
+  enc_candidates(&e);
+  enc_removals(&e);
+  size_t budget = enc_budget(nc, c, time_us);
+  proto_delta_header h = {tick, time_us, e.base ? e.base->tick : 0, 0, 1};
+  int rc = enc_choose(&e, budget, &h, out);
+  if (rc != STEERD_NETCODE_OK)
+    return rc;
+  rc = enc_records(&e);
+  if (rc != 0) {
+    memset(out, 0, sizeof *out); /* not sent: the client would rely on a frame the server cannot remember */
+    return rc;
+  }
+  enc_commit(&e, h.baseline_tick, out, st);
   return STEERD_NETCODE_OK;
 }
 
