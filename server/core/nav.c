@@ -202,13 +202,13 @@ int nav_vis_pair(steer_nav *n, vec2 a, vec2 b, nav_recent *recent) {
  * settled by the few walls that stopped lately, ~67 walks), the heap ~10 %.
  * Fewer expansions need a heuristic that knows the walls, see below.
  *
- * Evaluated and not taken (BENCHMARKS.md): landmarks (ALT). On the map of 100
+ * Evaluated and not taken (git history of BENCHMARKS.md): landmarks (ALT). On the map of 100
  * rooms 8 landmarks cut expansions only 368 -> 306 (216 if the goal's
  * landmark distances were exact, 152 with 32 landmarks; a perfect heuristic
  * expands 21): with doors in every wall many routes are nearly as short as the
  * best, and a landmark bound is tight only along its own shortest paths. They
  * would cost 8 Dijkstras (~8 ms) after every map change and 1.6 MB. Nor
- * (2026-11-26, measured, BENCHMARKS.md): a landmark per cell of the block
+ * (2026-11-26, measured; git history of BENCHMARKS.md): a landmark per cell of the block
  * grid, the goal's cell's and its 8 neighbours' used (expansions 368 -> 242,
  * but 9 table reads per touched node and the goal's sight checks of its
  * cell's corners ate the gain: +5 % once every table was made, 2.5x slower
