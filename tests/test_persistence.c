@@ -94,7 +94,7 @@ static int refuses(const char *needle, const char *extra) {
   int rc = steerd_proc_start(&p, STEERD_BINARY, args, 3000);
   int ok = rc != 0 && steerd_proc_log_contains(&p, needle);
   if (rc == 0)
-    steerd_proc_stop(&p, 3000);
+    steerd_proc_stop(&p, 10000);
   else
     unlink(p.log_path);
   return ok;
@@ -215,7 +215,7 @@ START_TEST(sigkill_then_restore_gives_the_same_world) {
   ck_assert_uint_ne(reply.ack.agent, mine);
   steerd_client_destroy(alice);
   steerd_client_destroy(bob);
-  ck_assert_int_eq(steerd_proc_stop(&q, 3000), 0);
+  ck_assert_int_eq(steerd_proc_stop(&q, 10000), 0);
 }
 END_TEST
 
@@ -223,7 +223,7 @@ START_TEST(sigterm_writes_a_checkpoint_and_the_demo_resumes) {
   steerd_proc p;
   start(&p, 1, NULL);
   steerd_proc_sleep_ms(300);
-  ck_assert_int_eq(steerd_proc_stop(&p, 3000) >= 0, 1);
+  ck_assert_int_eq(steerd_proc_stop(&p, 10000) >= 0, 1);
   /* steerd_proc_stop removed the log: start again and compare with the file's world. */
   steerd_proc q;
   start(&q, 1, NULL);
@@ -237,7 +237,7 @@ START_TEST(sigterm_writes_a_checkpoint_and_the_demo_resumes) {
   wait_for_log(&q, "checkpoint (interval)", 3000);
   ck_assert(last_line(&q, "checkpoint (interval)", line, sizeof(line)));
   ck_assert_uint_eq(parse_mark(line).agents, m.agents);
-  steerd_proc_stop(&q, 3000);
+  steerd_proc_stop(&q, 10000);
 }
 END_TEST
 
@@ -276,7 +276,7 @@ static void flip_byte(long at) {
 START_TEST(broken_state_files_stop_the_server) {
   steerd_proc p;
   start(&p, 1, NULL);
-  steerd_proc_stop(&p, 3000); /* writes the shutdown checkpoint */
+  steerd_proc_stop(&p, 10000); /* writes the shutdown checkpoint */
   FILE *f = fopen(state_path, "rb");
   ck_assert_ptr_nonnull(f);
   fseek(f, 0, SEEK_END);
@@ -313,7 +313,7 @@ START_TEST(broken_state_files_stop_the_server) {
   /* --state-reset discards it on purpose. */
   start(&p, 0, "--state-reset");
   ck_assert(steerd_proc_log_contains(&p, "--state-reset: ignoring the state file"));
-  steerd_proc_stop(&p, 3000);
+  steerd_proc_stop(&p, 10000);
   unlink(backup);
 }
 END_TEST
@@ -346,7 +346,7 @@ static unsigned restored_agents(void) {
   char line[1024];
   ck_assert_msg(last_line(&q, "restored", line, sizeof(line)), "nothing restored");
   unsigned agents = parse_mark(line).agents;
-  ck_assert_int_eq(steerd_proc_stop(&q, 3000), 0);
+  ck_assert_int_eq(steerd_proc_stop(&q, 10000), 0);
   return agents;
 }
 
@@ -444,11 +444,11 @@ START_TEST(unusable_state_paths_stop_the_server) {
   /* A link to a good file is followed, and the file behind it is replaced. */
   steerd_proc q;
   start_with(&q, target, NULL);
-  ck_assert_int_eq(steerd_proc_stop(&q, 3000), 0);
+  ck_assert_int_eq(steerd_proc_stop(&q, 10000), 0);
   start_with(&q, state_path, NULL);
   ck_assert(steerd_proc_log_contains(&q, "restored"));
   ck_assert(steerd_proc_log_contains(&q, "checkpoints replace"));
-  ck_assert_int_eq(steerd_proc_stop(&q, 3000), 0);
+  ck_assert_int_eq(steerd_proc_stop(&q, 10000), 0);
   struct stat st;
   ck_assert_int_eq(lstat(state_path, &st), 0);
   ck_assert(S_ISLNK(st.st_mode));
@@ -487,7 +487,7 @@ START_TEST(stale_temporary_files_are_removed_at_start) {
   ck_assert_int_eq(access(stale[0], F_OK), -1);
   ck_assert_int_eq(access(stale[1], F_OK), -1);
   ck_assert_int_eq(access(keep, F_OK), 0);
-  ck_assert_int_eq(steerd_proc_stop(&p, 3000), 0);
+  ck_assert_int_eq(steerd_proc_stop(&p, 10000), 0);
   unlink(keep);
 }
 END_TEST
@@ -499,7 +499,7 @@ START_TEST(version_1_files_are_still_read) {
   steerd_client *alice = connect_as(p.port, "alice", STEERD_ROLE_CONTROLLER);
   populate(alice, 0.0f);
   steerd_client_destroy(alice);
-  ck_assert_int_eq(steerd_proc_stop(&p, 3000), 0);
+  ck_assert_int_eq(steerd_proc_stop(&p, 10000), 0);
   uint8_t *img;
   size_t len;
   read_state(state_path, &img, &len);
