@@ -135,6 +135,68 @@ static uint64_t be(const uint8_t *p, int n) {
   return v;
 }
 
+/* A signed integer of n bytes (int 8..64): MP_UINT when it is not negative. */
+static int rd_intn(reader *r, mp_val *v, int n) {
+  if (need(r, (size_t)n))
+    return -1;
+  uint64_t raw = be(r->p + r->pos, n);
+  r->pos += (size_t)n;
+  int64_t s;
+  if (n == 8) {
+    s = raw >= (1ull << 63) ? -(int64_t)(~raw) - 1 : (int64_t)raw;
+  } else {
+    uint64_t sign = 1ull << (8 * n - 1);
+    s = (raw & sign) ? (int64_t)raw - (int64_t)(sign << 1) : (int64_t)raw;
+  }
+  if (s >= 0) {
+    v->kind = MP_UINT;
+    v->u = (uint64_t)s;
+  } else {
+    v->kind = MP_INT;
+    v->i = s;
+  }
+  return 0;
+}
+
+/* A float 32 (n = 4) or float 64 (n = 8). */
+static int rd_floatn(reader *r, mp_val *v, int n) {
+  if (need(r, (size_t)n))
+    return -1;
+  v->kind = MP_FLOAT;
+  if (n == 4) {
+    uint32_t bits = (uint32_t)be(r->p + r->pos, 4);
+    float f;
+    memcpy(&f, &bits, 4);
+    v->f = f;
+  } else {
+    uint64_t bits = be(r->p + r->pos, 8);
+    double d;
+    memcpy(&d, &bits, 8);
+    v->f = d;
+  }
+  r->pos += (size_t)n;
+  return 0;
+}
+
+/* An extension (header byte b: fixext 1..16, or ext 8/16/32 with its size),
+ * skipped whole: type byte and data; v->u is the data's size. */
+static int rd_ext(reader *r, mp_val *v, uint8_t b) {
+  v->kind = MP_EXT;
+  if (b >= 0xd4 && b <= 0xd8) {
+    v->u = (uint64_t)1 << (b - 0xd4);
+  } else {
+    int n = 1 << (b - 0xc7);
+    if (need(r, (size_t)n))
+      return -1;
+    v->u = be(r->p + r->pos, n);
+    r->pos += (size_t)n;
+  }
+  if (need(r, 1) || need(r, 1 + (size_t)v->u))
+    return -1;
+  r->pos += 1 + (size_t)v->u;
+  return 0;
+}
+
 /* Reads one value's header; strings and binaries are consumed whole, arrays and
  * maps leave their elements to the caller. */
 int rd_val(reader *r, mp_val *v) {
@@ -191,50 +253,11 @@ int rd_val(reader *r, mp_val *v) {
   case 0xd0:
   case 0xd1:
   case 0xd2:
-  case 0xd3: {
-    n = 1 << (b - 0xd0);
-    if (need(r, (size_t)n))
-      return -1;
-    uint64_t raw = be(r->p + r->pos, n);
-    r->pos += (size_t)n;
-    int64_t s;
-    if (n == 8) {
-      s = raw >= (1ull << 63) ? -(int64_t)(~raw) - 1 : (int64_t)raw;
-    } else {
-      uint64_t sign = 1ull << (8 * n - 1);
-      s = (raw & sign) ? (int64_t)raw - (int64_t)(sign << 1) : (int64_t)raw;
-    }
-    if (s >= 0) {
-      v->kind = MP_UINT;
-      v->u = (uint64_t)s;
-    } else {
-      v->kind = MP_INT;
-      v->i = s;
-    }
-    return 0;
-  }
-  case 0xca: {
-    if (need(r, 4))
-      return -1;
-    uint32_t bits = (uint32_t)be(r->p + r->pos, 4);
-    float f;
-    memcpy(&f, &bits, 4);
-    r->pos += 4;
-    v->kind = MP_FLOAT;
-    v->f = f;
-    return 0;
-  }
-  case 0xcb: {
-    if (need(r, 8))
-      return -1;
-    uint64_t bits = be(r->p + r->pos, 8);
-    double d;
-    memcpy(&d, &bits, 8);
-    r->pos += 8;
-    v->kind = MP_FLOAT;
-    v->f = d;
-    return 0;
-  }
+  case 0xd3:
+    return rd_intn(r, v, 1 << (b - 0xd0));
+  case 0xca:
+  case 0xcb:
+    return rd_floatn(r, v, b == 0xca ? 4 : 8);
   case 0xd9:
   case 0xda:
   case 0xdb:
@@ -262,26 +285,11 @@ int rd_val(reader *r, mp_val *v) {
   case 0xd5:
   case 0xd6:
   case 0xd7:
-  case 0xd8: /* fixext: type byte + 1..16 bytes */
-    v->kind = MP_EXT;
-    v->u = (uint64_t)1 << (b - 0xd4);
-    if (need(r, 1 + (size_t)v->u))
-      return -1;
-    r->pos += 1 + (size_t)v->u;
-    return 0;
+  case 0xd8:
   case 0xc7:
   case 0xc8:
   case 0xc9:
-    n = 1 << (b - 0xc7);
-    if (need(r, (size_t)n))
-      return -1;
-    v->kind = MP_EXT;
-    v->u = be(r->p + r->pos, n);
-    r->pos += (size_t)n;
-    if (need(r, 1) || need(r, 1 + (size_t)v->u))
-      return -1;
-    r->pos += 1 + (size_t)v->u;
-    return 0;
+    return rd_ext(r, v, b);
   default: /* 0xc1 is never used */
     return fail(r, PROTO_ERR_BAD_MESSAGE, "invalid msgpack byte");
   }

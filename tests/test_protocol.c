@@ -6,6 +6,9 @@
  * byte for byte against the encoder.
  *
  * Run with PROTO_PRINT_EXAMPLES=1 to print the examples in PROTOCOL.md's format. */
+/* The reader's own header first: Check defines a macro named like its fail(). */
+#include "wire_internal.h"
+
 #include <check.h>
 #include <math.h>
 #include <msgpack.h>
@@ -1966,6 +1969,81 @@ START_TEST(test_delta_messages) {
 }
 END_TEST
 
+/* The reader's every msgpack header (the spec's formats), from hand-made
+ * bytes: the kind and value it gives and the bytes it consumes (a string's or
+ * extension's payload included, an array's or map's elements not). */
+START_TEST(test_reader_every_format) {
+  static const struct {
+    uint8_t bytes[12];
+    size_t len;
+    int kind;
+    uint64_t u;
+    int64_t i;
+    double f;
+  } cases[] = {
+      {{0x05}, 1, MP_UINT, 5, 0, 0},
+      {{0xfd}, 1, MP_INT, 0, -3, 0},
+      {{0xcc, 0xc8}, 2, MP_UINT, 200, 0, 0},
+      {{0xcd, 0xea, 0x60}, 3, MP_UINT, 60000, 0, 0},
+      {{0xce, 0xee, 0x6b, 0x28, 0x00}, 5, MP_UINT, 4000000000u, 0, 0},
+      {{0xcf, 0x80, 0, 0, 0, 0, 0, 0, 0x05}, 9, MP_UINT, 0x8000000000000005ull, 0, 0},
+      {{0xd0, 0x9c}, 2, MP_INT, 0, -100, 0},
+      {{0xd0, 0x64}, 2, MP_UINT, 100, 0, 0},
+      {{0xd1, 0x8a, 0xd0}, 3, MP_INT, 0, -30000, 0},
+      {{0xd2, 0x88, 0xca, 0x6c, 0x00}, 5, MP_INT, 0, -2000000000, 0},
+      {{0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0}, 9, MP_INT, 0, INT64_MIN, 0},
+      {{0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 9, MP_INT, 0, -1, 0},
+      {{0xd3, 0, 0, 0, 0, 0, 0, 0x01, 0x00}, 9, MP_UINT, 256, 0, 0},
+      {{0xca, 0x3f, 0xc0, 0x00, 0x00}, 5, MP_FLOAT, 0, 0, 1.5},
+      {{0xcb, 0xc0, 0x02, 0, 0, 0, 0, 0, 0}, 9, MP_FLOAT, 0, 0, -2.25},
+      {{0xa2, 'h', 'i'}, 3, MP_STR, 2, 0, 0},
+      {{0xd9, 0x03, 'a', 'b', 'c'}, 5, MP_STR, 3, 0, 0},
+      {{0xda, 0x00, 0x01, 'z'}, 4, MP_STR, 1, 0, 0},
+      {{0xc4, 0x02, 0x01, 0x02}, 4, MP_BIN, 2, 0, 0},
+      {{0xc5, 0x00, 0x01, 0xff}, 4, MP_BIN, 1, 0, 0},
+      {{0x93}, 1, MP_ARRAY, 3, 0, 0},
+      {{0xdc, 0x00, 0x14}, 3, MP_ARRAY, 20, 0, 0},
+      {{0xdd, 0x00, 0x01, 0x00, 0x00}, 5, MP_ARRAY, 65536, 0, 0},
+      {{0x82}, 1, MP_MAP, 2, 0, 0},
+      {{0xde, 0x00, 0x14}, 3, MP_MAP, 20, 0, 0},
+      {{0xc0}, 1, MP_NIL, 0, 0, 0},
+      {{0xc3}, 1, MP_BOOL, 1, 0, 0},
+      {{0xc2}, 1, MP_BOOL, 0, 0, 0},
+      {{0xd4, 0x01, 0xaa}, 3, MP_EXT, 1, 0, 0},
+      {{0xd6, 0x01, 1, 2, 3, 4}, 6, MP_EXT, 4, 0, 0},
+      {{0xc7, 0x03, 0x07, 1, 2, 3}, 6, MP_EXT, 3, 0, 0},
+      {{0xc8, 0x00, 0x02, 0x07, 1, 2}, 6, MP_EXT, 2, 0, 0},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    proto_error_info err;
+    reader r;
+    mp_val v;
+    reader_init(&r, cases[k].bytes, cases[k].len, &err, true);
+    ck_assert_msg(rd_val(&r, &v) == 0, "case %zu: not read", k);
+    ck_assert_msg((int)v.kind == cases[k].kind, "case %zu: kind %d, not %d", k, (int)v.kind, cases[k].kind);
+    ck_assert_msg(r.pos == cases[k].len, "case %zu: %zu bytes consumed, not %zu", k, r.pos, cases[k].len);
+    if (v.kind == MP_INT)
+      ck_assert_msg(v.i == cases[k].i, "case %zu: %lld", k, (long long)v.i);
+    else if (v.kind == MP_FLOAT)
+      ck_assert_msg(v.f == cases[k].f, "case %zu: %g", k, v.f);
+    else
+      ck_assert_msg(v.u == cases[k].u, "case %zu: %llu", k, (unsigned long long)v.u);
+    /* One byte short: an error, never a read past the end. */
+    if (v.kind != MP_ARRAY && v.kind != MP_MAP && cases[k].len > 1) {
+      reader_init(&r, cases[k].bytes, cases[k].len - 1, &err, true);
+      ck_assert_msg(rd_val(&r, &v) != 0, "case %zu: read from a truncated value", k);
+    }
+  }
+  /* 0xc1 is never used. */
+  static const uint8_t never[] = {0xc1};
+  proto_error_info err;
+  reader r;
+  mp_val v;
+  reader_init(&r, never, 1, &err, true);
+  ck_assert_int_ne(rd_val(&r, &v), 0);
+}
+END_TEST
+
 static Suite *protocol_suite(void) {
   Suite *s = suite_create("protocol");
   TCase *tc = check_tcase(s, "core", 60);
@@ -1988,6 +2066,7 @@ static Suite *protocol_suite(void) {
   tcase_add_test(tc, test_protocol_md_examples);
   tcase_add_test(tc, test_goto_wire);
   tcase_add_test(tc, test_delta_messages);
+  tcase_add_test(tc, test_reader_every_format);
   return s;
 }
 
