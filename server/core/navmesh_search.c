@@ -580,6 +580,19 @@ static int expand(struct mesh_search *s, const steer_mesh *m, const mnode *n) {
   return 1;
 }
 
+/* Whether n's root was reached shorter since n was queued (root-level
+ * pruning at the pop): n is not expanded. */
+static int superseded(const struct mesh_search *s, const mnode *n) {
+  int32_t rv = s->roots[n->root].v;
+  return rv >= 0 && n->g > s->best[rv] + MESH_EPS;
+}
+
+/* Expands n and queues its successors: 1, or 0 on no memory. */
+static int expand_node(struct mesh_search *s, const steer_mesh *m, const mnode *n) {
+  uint32_t first = s->nn;
+  return expand(s, m, n) && settle(s, first);
+}
+
 int steer_mesh_plan_start(steer_mesh *m, vec2 from, vec2 to) { return steer_mesh_plan_begin(m, from, to, 1); }
 
 int steer_mesh_plan_begin(steer_mesh *m, vec2 from, vec2 to, int landmarks) {
@@ -651,12 +664,10 @@ int steer_mesh_plan_run(steer_mesh *m, uint32_t budget, uint32_t *spent) {
       s->found = (int)ni;
       break;
     }
-    int32_t rv = s->roots[n.root].v;
-    if (rv >= 0 && n.g > s->best[rv] + MESH_EPS)
+    if (superseded(s, &n))
       continue;
     s->expanded++;
-    uint32_t first = s->nn;
-    if (!expand(s, m, &n) || !settle(s, first)) {
+    if (!expand_node(s, m, &n)) {
       s->state = SEARCH_DONE;
       s->rc = s->nn >= MAX_NODES ? STEER_ENOENT : STEER_ENOMEM;
       break;
@@ -746,11 +757,8 @@ static int one_to_all(struct mesh_search **slot, const steer_mesh *m, uint32_t v
     if (cancel && ++polls % 4096u == 0 && atomic_load_explicit(cancel, memory_order_relaxed))
       return -1;
     mnode nd = s->nodes[ni];
-    int32_t rv = s->roots[nd.root].v;
-    if (rv >= 0 && nd.g > s->best[rv] + MESH_EPS)
-      continue;
-    uint32_t first = s->nn;
-    ok = expand(s, m, &nd) && settle(s, first);
+    if (!superseded(s, &nd))
+      ok = expand_node(s, m, &nd);
   }
   for (uint32_t v = 0; v < m->nverts; v++)
     vd[v] = vdist(s, v);
