@@ -50,8 +50,9 @@ typedef struct mnode {
   uint8_t lv, rv; /* l is the entry edge's first vertex, r its second */
 } mnode;
 
+/* 16 bytes: ties of f, rare, look the node's g up. */
 typedef struct hitem {
-  double f, g;
+  double f;
   uint32_t seq, node;
 } hitem;
 
@@ -153,22 +154,23 @@ static struct mesh_search *search_reset(struct mesh_search **slot, const steer_m
 
 /* ---- the open list: a binary heap by f, then the deeper node, then order ---- */
 
-static int hless(const hitem *a, const hitem *b) {
+static int hless(const struct mesh_search *s, const hitem *a, const hitem *b) {
   if (a->f != b->f)
     return a->f < b->f;
-  if (a->g != b->g)
-    return a->g > b->g;
+  double ga = s->nodes[a->node].g, gb = s->nodes[b->node].g;
+  if (ga != gb)
+    return ga > gb;
   return a->seq < b->seq;
 }
 
 static int heap_push(struct mesh_search *s, uint32_t node) {
   if (!grow(&s->heap, &s->ch, s->nh + 1u, sizeof *s->heap))
     return 0;
-  hitem it = {s->nodes[node].f, s->nodes[node].g, s->seq++, node};
+  hitem it = {s->nodes[node].f, s->seq++, node};
   uint32_t i = s->nh++;
   while (i > 0) {
     uint32_t p = (i - 1u) / 2u;
-    if (!hless(&it, &s->heap[p]))
+    if (!hless(s, &it, &s->heap[p]))
       break;
     s->heap[i] = s->heap[p];
     i = p;
@@ -185,9 +187,9 @@ static uint32_t heap_pop(struct mesh_search *s) {
     uint32_t c = 2u * i + 1u;
     if (c >= s->nh)
       break;
-    if (c + 1u < s->nh && hless(&s->heap[c + 1u], &s->heap[c]))
+    if (c + 1u < s->nh && hless(s, &s->heap[c + 1u], &s->heap[c]))
       c++;
-    if (!hless(&s->heap[c], &last))
+    if (!hless(s, &s->heap[c], &last))
       break;
     s->heap[i] = s->heap[c];
     i = c;
@@ -332,8 +334,8 @@ static int push_node(struct mesh_search *s, const mnode *n) {
  * same nodes expanded in the same order. 1, or 0 on no memory. */
 static int settle(struct mesh_search *s, uint32_t first) {
   if (s->nn == first + 1u && s->nodes[first].cell != NO_CELL) {
-    hitem it = {s->nodes[first].f, s->nodes[first].g, s->seq, first};
-    if (s->nh == 0 || hless(&it, &s->heap[0])) {
+    hitem it = {s->nodes[first].f, s->seq, first};
+    if (s->nh == 0 || hless(s, &it, &s->heap[0])) {
       s->next = first;
       return 1;
     }
@@ -549,14 +551,22 @@ static int expand(struct mesh_search *s, const steer_mesh *m, const mnode *n) {
         return 0;
     }
   }
-  for (uint32_t d = 1; d < cnt; d++) {
-    uint32_t j = (k + d) % cnt;
-    mpt a = m->verts[m->pv[mc->first + j]], b = m->verts[m->pv[mc->first + (j + 1u) % cnt]];
+  /* Each vertex's sides of the two rays, computed once: an edge's end is the
+   * next edge's start. */
+  uint32_t j = (k + 1u) % cnt;
+  double ra = mesh_orient(p, R, m->verts[m->pv[mc->first + j]]);
+  double la = -mesh_orient(p, L, m->verts[m->pv[mc->first + j]]);
+  for (uint32_t d = 1; d < cnt; d++, j = j + 1u == cnt ? 0u : j + 1u) {
+    mpt b = m->verts[m->pv[mc->first + (j + 1u == cnt ? 0u : j + 1u)]];
+    double rb = mesh_orient(p, R, b), lb = -mesh_orient(p, L, b);
+    double r0 = ra, l0 = la;
+    ra = rb;
+    la = lb;
     if (m->pn[mc->first + j] < 0 && !s->all)
       continue;
     double rlo, rhi, llo, lhi;
-    nonneg(mesh_orient(p, R, a), mesh_orient(p, R, b), &rlo, &rhi);   /* left of the right ray */
-    nonneg(-mesh_orient(p, L, a), -mesh_orient(p, L, b), &llo, &lhi); /* right of the left ray */
+    nonneg(r0, rb, &rlo, &rhi); /* left of the right ray */
+    nonneg(l0, lb, &llo, &lhi); /* right of the left ray */
     double lo = dmax(rlo, llo), hi = dmin(rhi, lhi);
     if (hi > lo && !successor(s, m, n->cell, j, lo, hi, n->root, n->g))
       return 0;
