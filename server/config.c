@@ -91,7 +91,9 @@ static const option_def options[] = {
     {"--state", "STEERD_STATE", OPT_FILE, OFF(state_file), 0, 0,
      "checkpoint file: restored at start if present, written every interval and at shutdown (none)"},
     {"--map", "STEERD_MAP", OPT_FILE, OFF(map_file), 0, 0,
-     "JSON map (walls, obstacles) for a new world; a restored world keeps its own (none)"},
+     "map file (walls, obstacles) for a new world: steerd JSON, a Moving AI grid (.map) or a Tiled map "
+     "(.tmj); "
+     "a restored world keeps its own (none)"},
     {"--state-reset", "STEERD_STATE_RESET", OPT_BOOL, OFF(state_reset), 0, 0,
      "start a new world even if the state file exists (it is overwritten at the next checkpoint)"},
     {"--checkpoint-interval", "STEERD_CHECKPOINT_INTERVAL", OPT_U32, OFF(checkpoint_interval_s), 0, 86400,

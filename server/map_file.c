@@ -1,4 +1,5 @@
-/* map_file.c: the JSON map file, parsed with jansson, and Moving AI grid maps (see map_file.h). */
+/* map_file.c: the JSON map file, parsed with jansson, and Moving AI grid maps (see map_file.h);
+ * which format a file is; Tiled maps are map_tiled.c. */
 #include "map_file.h"
 
 #include <errno.h>
@@ -190,7 +191,11 @@ done:
   return rc;
 }
 
-static int load_text(const char *text, size_t len, int grid, steer_world *w, char *err, size_t errlen);
+/* What a map text is: steerd's JSON, a Moving AI grid or a Tiled map. */
+enum { MAP_JSON = 0, MAP_GRID, MAP_TILED };
+
+static int load_text(const char *text, size_t len, int kind, const char *dir, steer_world *w, char *err,
+                     size_t errlen);
 
 int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
@@ -208,23 +213,39 @@ int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t err
   }
   char why[256];
   size_t plen = strlen(path);
-  int grid = steerd_map_is_movingai(buf, len) || (plen >= 4 && strcmp(path + plen - 4, ".map") == 0);
-  int rc = load_text(buf, len, grid, w, why, sizeof why);
+  int kind =
+      steerd_map_is_movingai(buf, len) || (plen >= 4 && strcmp(path + plen - 4, ".map") == 0) ? MAP_GRID
+      : steerd_map_is_tiled(buf, len) || (plen >= 4 && strcmp(path + plen - 4, ".tmj") == 0)  ? MAP_TILED
+                                                                                              : MAP_JSON;
+  /* A Tiled map's external tilesets are named relative to it. */
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (slash)
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path > 0 ? slash - path : 1), path);
+  else
+    snprintf(dir, sizeof dir, ".");
+  int rc = load_text(buf, len, kind, dir, w, why, sizeof why);
   free(buf);
   return rc != 0 ? fail(err, errlen, "map file %s: %s", path, why) : 0;
 }
 
 int steerd_map_text_load(const char *text, size_t len, steer_world *w, char *err, size_t errlen) {
-  return load_text(text, len, steerd_map_is_movingai(text, len), w, err, errlen);
+  int kind = steerd_map_is_movingai(text, len) ? MAP_GRID
+             : steerd_map_is_tiled(text, len)  ? MAP_TILED
+                                               : MAP_JSON;
+  return load_text(text, len, kind, NULL, w, err, errlen);
 }
 
-/* grid: a Moving AI map, else JSON. */
-static int load_text(const char *text, size_t len, int grid, steer_world *w, char *err, size_t errlen) {
+/* kind: MAP_*; dir: where a Tiled map's external tilesets are (NULL: none). */
+static int load_text(const char *text, size_t len, int kind, const char *dir, steer_world *w, char *err,
+                     size_t errlen) {
   const steer_world_config *c = steer_world_get_config(w);
   steer_map *m = steer_map_create(c->min, c->max, c->cell_size);
-  int rc = !m     ? fail(err, errlen, "out of memory")
-           : grid ? steerd_map_parse_movingai(text, len, m, err, errlen)
-                  : steerd_map_parse(text, len, m, err, errlen);
+  int grid = kind == MAP_GRID;
+  int rc = !m                  ? fail(err, errlen, "out of memory")
+           : grid              ? steerd_map_parse_movingai(text, len, m, err, errlen)
+           : kind == MAP_TILED ? steerd_map_parse_tiled(text, len, dir, m, err, errlen)
+                               : steerd_map_parse(text, len, m, err, errlen);
   if (rc != 0) {
     steer_map_destroy(m);
     return -1;
@@ -235,6 +256,8 @@ static int load_text(const char *text, size_t len, int grid, steer_world *w, cha
   steer_map_destroy(m);
   if (arc == STEER_OK)
     return 0;
+  if (failed < n && kind == MAP_TILED)
+    return fail(err, errlen, "obstacle %u of the map: %s", failed + 1, steer_strerror(arc));
   if (failed < n)
     return fail(err, errlen, grid ? "rectangle %u: %s" : "obstacles[%u]: %s", grid ? failed + 1 : failed,
                 steer_strerror(arc));
@@ -391,6 +414,11 @@ typedef struct grid_rect {
 } grid_rect;
 
 int steerd_grid_map_add(const steerd_grid_map *g, steer_map *m, char *err, size_t errlen) {
+  return steerd_grid_map_add_from(g, m, 1, err, errlen);
+}
+
+int steerd_grid_map_add_from(const steerd_grid_map *g, steer_map *m, uint32_t first_id, char *err,
+                             size_t errlen) {
   uint32_t w = g->width, h = g->height;
   /* The bounds first: a map that would not fit is refused whole, with what
    * the world needs, not at its first rectangle outside. */
@@ -450,7 +478,7 @@ int steerd_grid_map_add(const steerd_grid_map *g, steer_map *m, char *err, size_
     }
   }
   free(open);
-  if (steer_map_count(m) + count > STEER_MAP_MAX_OBSTACLES) {
+  if (steer_map_count(m) + count > STEER_MAP_MAX_OBSTACLES || count > UINT32_MAX - first_id) {
     free(rects);
     return fail(err, errlen,
                 "the map's blocked cells make %zu rectangles, more than the %u obstacles a map holds", count,
@@ -463,7 +491,7 @@ int steerd_grid_map_add(const steerd_grid_map *g, steer_map *m, char *err, size_
     vec2 p[4] = {v2((float)q->x0, (float)q->y0), v2((float)q->x1, (float)q->y0),
                  v2((float)q->x1, (float)q->y1), v2((float)q->x0, (float)q->y1)};
     steer_obstacle_desc d = {STEER_OBSTACLE_POLYGON, 4, p, 0.0f};
-    uint32_t id = (uint32_t)i + 1;
+    uint32_t id = first_id + (uint32_t)i;
     int arc = steer_map_add(m, id, &d);
     if (arc == STEER_EFULL)
       rc = fail(err, errlen,

@@ -27,7 +27,21 @@
  * obstacles): each row's maximal runs of blocked cells, and runs with the
  * same x-span on consecutive rows merged into one rectangle; ids 1, 2, ... in
  * row-major order of their top-left cells. The world's bounds must contain
- * [0, W] x [0, H]. */
+ * [0, W] x [0, H].
+ *
+ * And maps of the Tiled editor (mapeditor.org) in its JSON format (.tmj),
+ * told by "type": "map" with a "layers" array (or the name .tmj):
+ * orthogonal, not infinite, W x H tiles; a tile is 1 m, pixel (x, y) is
+ * (x / tilewidth, y / tileheight) metres (y down the map, as in the editor
+ * and in grid maps). Tile layers (CSV or uncompressed base64 data): cells
+ * whose tile has the bool property "collision" true (in its tileset, embedded
+ * or an external .tsj next to the map) are blocked, merged into rectangles
+ * as a grid map's, ids from the map's "nextobjectid" on. Object layers: each
+ * rectangle, polygon, polyline (a wall) and ellipse (a circle; one that is not
+ * round an enclosing 16-gon), rotation included, is an obstacle with its Tiled
+ * object id, unless it or its layer (or a group above) says "collision"
+ * false; points, text and tile objects are not obstacles. Group layers are
+ * read in order. */
 #ifndef STEERD_MAP_FILE_H
 #define STEERD_MAP_FILE_H
 
@@ -75,14 +89,28 @@ void steerd_grid_map_free(steerd_grid_map *g); /* accepts an empty one */
  * 512 x 512 m: start the server with bounds covering [0,512]x[0,512] (--world
  * 0,0,512,512)"), more rectangles than a map holds, an id already used. */
 int steerd_grid_map_add(const steerd_grid_map *g, steer_map *m, char *err, size_t errlen);
+/* The same with ids first_id, first_id + 1, ... */
+int steerd_grid_map_add_from(const steerd_grid_map *g, steer_map *m, uint32_t first_id, char *err,
+                             size_t errlen);
 
 /* steerd_grid_map_read then steerd_grid_map_add: the Moving AI map in len
  * bytes into m (created by the caller over bounds containing the map). */
 int steerd_map_parse_movingai(const char *text, size_t len, steer_map *m, char *err, size_t errlen);
 
+/* Whether len bytes are a Tiled JSON map ("type": "map", a "layers" array). */
+int steerd_map_is_tiled(const char *text, size_t len);
+
+/* The Tiled map in len bytes into m (the rule above); dir is where its
+ * external tilesets are, NULL to refuse them. Returns 0, or -1 with err naming
+ * the layer and object, e.g. "layer \"walls\", object 12 (polygon): edges that
+ * cross or touch". */
+int steerd_map_parse_tiled(const char *text, size_t len, const char *dir, steer_map *m, char *err,
+                           size_t errlen);
+
 /* Reads path and adds its obstacles to w (agents in the way are moved, as for
  * an admin's add): a Moving AI map when its content says so (or its name
- * ends in .map: then a wrong first line is reported as such), else JSON.
+ * ends in .map: then a wrong first line is reported as such), a Tiled map
+ * likewise (.tmj), else steerd's JSON.
  * Returns 0, or -1 with err naming the file, element and field (line and
  * column for a grid map). */
 int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t errlen);

@@ -4,11 +4,15 @@
  * start on a bad one, saying where. Moving AI grid maps: their blocked cells
  * become the rectangles of the rule, .scen points land in their cells, bad
  * files are refused with line and column, and the server loads them and
- * refuses one its bounds do not contain, saying which bounds it needs. */
+ * refuses one its bounds do not contain, saying which bounds it needs. Tiled
+ * maps: every kind of shape and collision tile becomes its obstacle, base64
+ * data and external tilesets are read, bad maps are refused naming the layer
+ * and object, and the server starts on one. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -400,6 +404,259 @@ START_TEST(test_server_refuses_grid_outside_bounds) {
 }
 END_TEST
 
+/* ---- Tiled maps ------------------------------------------------------------- */
+
+/* A Tiled map of 10 x 8 tiles of 16 px (1 m each): tile 3 (index 2 of the
+ * embedded tileset) collides; layer data as given (JSON), then the object
+ * layer's objects, and more root fields. */
+static char *tiled_map(const char *data, const char *objects, const char *more) {
+  static const char *fmt =
+      "{\"type\": \"map\", \"version\": \"1.10\", \"tiledversion\": \"1.10.2\", \"orientation\": "
+      "\"orthogonal\","
+      " \"renderorder\": \"right-down\", \"infinite\": false, \"width\": 10, \"height\": 8,"
+      " \"tilewidth\": 16, \"tileheight\": 16, \"nextobjectid\": 12, \"nextlayerid\": 4%s,"
+      " \"tilesets\": [{\"firstgid\": 1, \"name\": \"ground\", \"tilecount\": 4, \"columns\": 4,"
+      "   \"tiles\": [{\"id\": 2, \"properties\": [{\"name\": \"collision\", \"type\": \"bool\", \"value\": "
+      "true}]},"
+      "              {\"id\": 3, \"properties\": [{\"name\": \"collision\", \"type\": \"bool\", \"value\": "
+      "false}]}]}],"
+      " \"layers\": [{\"type\": \"tilelayer\", \"id\": 1, \"name\": \"ground\", \"width\": 10, \"height\": 8,"
+      "   \"x\": 0, \"y\": 0, \"visible\": true, \"opacity\": 1, \"data\": %s},"
+      "  {\"type\": \"group\", \"id\": 3, \"name\": \"level\", \"layers\": [{\"type\": \"objectgroup\", "
+      "\"id\": 2,"
+      "   \"name\": \"walls\", \"objects\": [%s]}]}]}";
+  size_t cap = strlen(fmt) + strlen(data) + strlen(objects) + strlen(more) + 1;
+  char *t = malloc(cap);
+  ck_assert_ptr_nonnull(t);
+  snprintf(t, cap, fmt, more, data, objects);
+  return t;
+}
+
+/* 80 tile ids: 1 (no collision) but tile 3 at cells (1, 1) and (2, 1), and
+ * at (5, 5) flipped horizontally (the flag bits do not change the tile). */
+static const char *tiled_data(void) {
+  static char d[1024];
+  size_t n = 0;
+  n += (size_t)snprintf(d + n, sizeof d - n, "[");
+  for (int i = 0; i < 80; i++) {
+    unsigned gid = (i == 11 || i == 12) ? 3u : (i == 55 ? 0x80000003u : (i == 70 ? 4u : 1u));
+    n += (size_t)snprintf(d + n, sizeof d - n, "%s%u", i ? ", " : "", gid);
+  }
+  snprintf(d + n, sizeof d - n, "]");
+  return d;
+}
+
+#define TILED_OBJECTS                                                                                        \
+  "{\"id\": 4, \"name\": \"crate\", \"x\": 112, \"y\": 16, \"width\": 32, \"height\": 16, \"rotation\": 0}," \
+  "{\"id\": 5, \"x\": 16, \"y\": 96, \"polygon\": [{\"x\": 0, \"y\": 0}, {\"x\": 32, \"y\": 0}, {\"x\": 0, " \
+  "\"y\": 16}]},"                                                                                            \
+  "{\"id\": 6, \"x\": 16, \"y\": 112, \"polyline\": [{\"x\": 0, \"y\": 0}, {\"x\": 32, \"y\": 0}]},"         \
+  "{\"id\": 7, \"x\": 128, \"y\": 96, \"width\": 16, \"height\": 16, \"ellipse\": true},"                    \
+  "{\"id\": 8, \"x\": 40, \"y\": 40, \"point\": true},"                                                      \
+  "{\"id\": 9, \"x\": 0, \"y\": 64, \"width\": 16, \"height\": 16, \"properties\": [{\"name\": "             \
+  "\"collision\", "                                                                                          \
+  "\"type\": \"bool\", \"value\": false}]},"                                                                 \
+  "{\"id\": 10, \"x\": 64, \"y\": 64, \"width\": 32, \"height\": 16, \"rotation\": 90},"                     \
+  "{\"id\": 11, \"x\": 0, \"y\": 0, \"width\": 32, \"height\": 16, \"ellipse\": true}"
+
+/* Every kind of Tiled shape becomes the obstacle the rule says, with its
+ * Tiled id; collision tiles become rectangles numbered from nextobjectid. */
+START_TEST(test_tiled_map) {
+  char *text = tiled_map(tiled_data(), TILED_OBJECTS, "");
+  ck_assert(steerd_map_is_tiled(text, strlen(text)));
+  ck_assert(!steerd_map_is_tiled(GOOD, strlen(GOOD)));
+  steer_map *m = new_map();
+  char err[256] = "";
+  ck_assert_msg(steerd_map_parse_tiled(text, strlen(text), NULL, m, err, sizeof err) == 0, "%s", err);
+  ck_assert_uint_eq(steer_map_count(m), 8);
+  const uint32_t present[] = {4, 5, 6, 7, 10, 11, 12, 13}, absent[] = {8, 9, 14};
+  for (size_t i = 0; i < sizeof present / sizeof present[0]; i++)
+    ck_assert_msg(steer_map_find(m, present[i]) >= 0, "obstacle %u missing", present[i]);
+  for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
+    ck_assert_msg(steer_map_find(m, absent[i]) < 0, "obstacle %u present", absent[i]);
+  /* Inside: the two tile rectangles (cells 1..2 of row 1; the flipped tile at
+   * (5, 5)), the rectangle at 7..9 x 1..2 m, the triangle, the circle, the
+   * rectangle turned a quarter clockwise about its corner (4, 4) to cover
+   * 3..4 x 4..6, and the flat ellipse round (1, 0.5). */
+  const float in[][2] = {{2.0f, 1.5f}, {5.5f, 5.5f}, {8.0f, 1.5f}, {1.5f, 6.2f},
+                         {8.5f, 6.5f}, {3.5f, 5.0f}, {1.9f, 0.5f}, {1.0f, 0.9f}};
+  for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+    ck_assert_msg(steer_map_inside(m, v2(in[i][0], in[i][1])), "(%g, %g) not inside", (double)in[i][0],
+                  (double)in[i][1]);
+  /* Outside: a free cell, a non-colliding tile (cell (0, 7)), the skipped
+   * object 9's place, beyond the circle, the turned rectangle's place before
+   * the turn, and the flat ellipse's box corner. */
+  const float out[][2] = {{0.5f, 3.5f}, {0.5f, 7.5f}, {0.5f, 4.5f},
+                          {8.5f, 7.1f}, {5.0f, 4.5f}, {0.05f, 0.05f}};
+  for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+    ck_assert_msg(!steer_map_inside(m, v2(out[i][0], out[i][1])), "(%g, %g) inside", (double)out[i][0],
+                  (double)out[i][1]);
+  uint32_t id;
+  steer_obstacle_desc d;
+  for (uint32_t i = 0; i < steer_map_count(m); i++) {
+    ck_assert_int_eq(steer_map_get(m, i, &id, &d), STEER_OK);
+    if (id == 6) { /* the polyline: a wall of the two points, in metres */
+      ck_assert_uint_eq(d.kind, STEER_OBSTACLE_WALL);
+      ck_assert_uint_eq(d.count, 2);
+      ck_assert(d.points[0].x == 1.0f && d.points[0].y == 7.0f && d.points[1].x == 3.0f &&
+                d.points[1].y == 7.0f);
+    } else if (id == 7) { /* the round ellipse: a circle */
+      ck_assert_uint_eq(d.kind, STEER_OBSTACLE_CIRCLE);
+      ck_assert(d.points[0].x == 8.5f && d.points[0].y == 6.5f && d.radius == 0.5f);
+    } else if (id == 11) {
+      ck_assert_uint_eq(d.kind, STEER_OBSTACLE_POLYGON);
+      ck_assert_uint_eq(d.count, 16);
+    } else if (id == 12) { /* row 1's run of two collision tiles */
+      ck_assert_uint_eq(d.kind, STEER_OBSTACLE_POLYGON);
+      ck_assert(d.points[0].x == 1.0f && d.points[0].y == 1.0f && d.points[2].x == 3.0f &&
+                d.points[2].y == 2.0f);
+    }
+  }
+  steer_map_destroy(m);
+  free(text);
+}
+END_TEST
+
+/* Base64 tile data (uncompressed) reads as the array does. */
+START_TEST(test_tiled_base64) {
+  /* 80 ids, little-endian, all 1 but 3 at cell (4, 0). */
+  uint8_t raw[320];
+  for (int i = 0; i < 80; i++) {
+    uint32_t gid = i == 4 ? 3u : 1u;
+    raw[4 * i] = (uint8_t)gid, raw[4 * i + 1] = raw[4 * i + 2] = raw[4 * i + 3] = 0;
+  }
+  static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  char b64[512];
+  size_t n = 0;
+  b64[n++] = '"';
+  for (size_t i = 0; i < sizeof raw; i += 3) {
+    uint32_t q = (uint32_t)raw[i] << 16 | (i + 1 < sizeof raw ? (uint32_t)raw[i + 1] << 8 : 0u) |
+                 (i + 2 < sizeof raw ? raw[i + 2] : 0u);
+    b64[n++] = tab[q >> 18 & 63];
+    b64[n++] = tab[q >> 12 & 63];
+    b64[n++] = i + 1 < sizeof raw ? tab[q >> 6 & 63] : '=';
+    b64[n++] = i + 2 < sizeof raw ? tab[q & 63] : '=';
+  }
+  b64[n++] = '"';
+  b64[n] = '\0';
+  char *text = tiled_map(b64, "", "");
+  char *enc = strstr(text, "\"data\"");
+  ck_assert_ptr_nonnull(enc);
+  steer_map *m = new_map();
+  char err[256] = "";
+  ck_assert_msg(steerd_map_parse_tiled(text, strlen(text), NULL, m, err, sizeof err) == 0, "%s", err);
+  ck_assert_uint_eq(steer_map_count(m), 1);
+  ck_assert(steer_map_inside(m, v2(4.5f, 0.5f)));
+  ck_assert(!steer_map_inside(m, v2(3.5f, 0.5f)));
+  steer_map_destroy(m);
+  free(text);
+}
+END_TEST
+
+typedef struct tiled_bad {
+  const char *data, *objects, *more;
+  const char *says;
+} tiled_bad;
+
+#define BOWTIE                                                                                               \
+  "{\"id\": 5, \"x\": 16, \"y\": 16, \"polygon\": [{\"x\": 0, \"y\": 0}, {\"x\": 32, \"y\": 32}, {\"x\": "   \
+  "32, "                                                                                                     \
+  "\"y\": 0}, {\"x\": 0, \"y\": 32}]}"
+
+static const tiled_bad tiled_bads[] = {
+    {NULL, "", ", \"orientation\": \"isometric\"", "only orthogonal"},
+    {NULL, "", ", \"infinite\": true", "infinite"},
+    {"\"eJxjYGBgAAAABAAB\", \"encoding\": \"base64\", \"compression\": \"zlib\"", "", "", "zlib-compressed"},
+    {"[1, 2, 3]", "", "", "layer \"ground\".data: not 80 tile ids"},
+    {"\"AAAA!AAA\", \"encoding\": \"base64\"", "", "", "layer \"ground\".data"},
+    {NULL, BOWTIE, "", "layer \"walls\", object 5 (polygon): edges that cross or touch"},
+    {NULL, "{\"id\": 6, \"x\": 16, \"y\": 16, \"width\": 0, \"height\": 8}", "",
+     "object 6: a shape of zero size"},
+    {NULL, "{\"id\": 6, \"x\": 16000, \"y\": 16, \"width\": 16, \"height\": 16}", "",
+     "object 6 (rectangle): a point outside the world bounds"},
+    {NULL, "{\"x\": 16, \"y\": 16, \"width\": 16, \"height\": 16}", "", "an object without a Tiled id"},
+};
+
+/* Each bad map is refused with an error naming the layer, object or field. */
+START_TEST(test_tiled_bad) {
+  const tiled_bad *b = &tiled_bads[_i];
+  char *text = tiled_map(b->data ? b->data : tiled_data(), b->objects, b->more);
+  /* A later duplicate of a root field is what the case changes: JSON
+   * duplicates are refused, so the case's field replaces the first one. */
+  if (b->more[0]) {
+    const char *key = strchr(b->more, '"');
+    const char *end = strchr(key + 1, '"');
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(end - key + 1), key);
+    char *first = strstr(text, name);
+    ck_assert_ptr_nonnull(first);
+    char *comma = strchr(first, ',');
+    memset(first, ' ', (size_t)(comma - first + 1)); /* the file's own field and its comma go */
+  }
+  steer_map *m = new_map();
+  char err[256] = "";
+  ck_assert_int_eq(steerd_map_parse_tiled(text, strlen(text), NULL, m, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, b->says) != NULL, "case %d: error \"%s\", not \"%s\"", _i, err, b->says);
+  steer_map_destroy(m);
+  free(text);
+}
+END_TEST
+
+/* An external tileset next to the map file; the world loader tells a Tiled
+ * map by its content; without a file there is no "next to". */
+START_TEST(test_tiled_external_tileset) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/steerd_tiled_%d", (int)getpid());
+  ck_assert_int_eq(mkdir(dir, 0700), 0);
+  char tsj[128], map[128];
+  snprintf(tsj, sizeof tsj, "%s/walls.tsj", dir);
+  snprintf(map, sizeof map, "%s/level.json", dir);
+  write_file(tsj, "{\"type\": \"tileset\", \"name\": \"walls\", \"tilecount\": 4, \"tiles\": [{\"id\": 2, "
+                  "\"properties\": [{\"name\": \"collision\", \"type\": \"bool\", \"value\": true}]}]}");
+  char *text = tiled_map(tiled_data(), "", "");
+  char *ts = strstr(text, "\"tilesets\": [");
+  ck_assert_ptr_nonnull(ts);
+  char *layers = strstr(text, "\"layers\": [");
+  size_t cap = strlen(text) + 128;
+  char *ext = malloc(cap);
+  snprintf(ext, cap, "%.*s\"tilesets\": [{\"firstgid\": 1, \"source\": \"walls.tsj\"}], %s", (int)(ts - text),
+           text, layers);
+  write_file(map, ext);
+  steer_world_config c = steer_default_world_config();
+  steer_world *w = steer_world_create(&c);
+  ck_assert_ptr_nonnull(w);
+  char err[256] = "";
+  ck_assert_msg(steerd_map_file_load(map, w, err, sizeof err) == 0, "%s", err);
+  ck_assert_uint_eq(steer_map_count(steer_world_map(w)), 2);
+  steer_world_destroy(w);
+  w = steer_world_create(&c);
+  ck_assert_int_eq(steerd_map_text_load(ext, strlen(ext), w, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "external tileset is read only from a map file") != NULL, "%s", err);
+  steer_world_destroy(w);
+  unlink(tsj);
+  unlink(map);
+  rmdir(dir);
+  free(ext);
+  free(text);
+}
+END_TEST
+
+/* The real server starts on a .tmj map and says what it read. */
+START_TEST(test_server_loads_tiled_map) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/steerd_tiled_%d.tmj", (int)getpid());
+  char *text = tiled_map(tiled_data(), TILED_OBJECTS, "");
+  write_file(path, text);
+  const char *extra[] = {"--map", path, "--no-demo", "--world", "0,0,10,8", NULL};
+  steerd_proc p;
+  ck_assert_int_eq(steerd_proc_start(&p, STEERD_BINARY, extra, 20000), 0);
+  ck_assert(steerd_proc_log_contains(&p, ": 8 obstacles"));
+  steerd_proc_stop(&p, 5000);
+  unlink(path);
+  free(text);
+}
+END_TEST
+
 static Suite *map_file_suite(void) {
   Suite *s = suite_create("map_file");
   TCase *t = check_tcase(s, "parse", 60);
@@ -413,11 +670,17 @@ static Suite *map_file_suite(void) {
   tcase_add_loop_test(grid, test_bad_grids, 0, (int)(sizeof bad_grids / sizeof bad_grids[0]));
   tcase_add_test(grid, test_grid_too_many_rectangles);
   tcase_add_test(grid, test_grid_world_load);
+  TCase *tiled = check_tcase(s, "tiled", 60);
+  tcase_add_test(tiled, test_tiled_map);
+  tcase_add_test(tiled, test_tiled_base64);
+  tcase_add_loop_test(tiled, test_tiled_bad, 0, (int)(sizeof tiled_bads / sizeof tiled_bads[0]));
+  tcase_add_test(tiled, test_tiled_external_tileset);
   TCase *srv = check_tcase(s, "server", 120);
   tcase_add_test(srv, test_server_loads_map);
   tcase_add_test(srv, test_server_refuses_bad_map);
   tcase_add_test(srv, test_server_loads_grid_map);
   tcase_add_test(srv, test_server_refuses_grid_outside_bounds);
+  tcase_add_test(srv, test_server_loads_tiled_map);
   return s;
 }
 
