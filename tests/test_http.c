@@ -1,5 +1,6 @@
 /* test_http.c: the HTTP port of the real server (http.c, metrics.c): probes,
- * /metrics checked by promtool and scraped by a real Prometheus server, the
+ * /metrics checked by promtool and scraped by a real Prometheus server that
+ * also answers every query of the compose file's Grafana dashboard, the
  * checkpoint that cannot be written, JSON logs, `steerd healthcheck`, and the
  * drain on SIGTERM (503 from /readyz all along, with or without clients).
  * Every server gets an ephemeral game port and an ephemeral HTTP port
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -271,6 +273,89 @@ static uint16_t free_port(void) {
   return ntohs(a.sin_port);
 }
 
+/* Percent-encodes a PromQL expression for a query string. */
+static void url_encode(const char *in, char *out, size_t cap) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t n = 0;
+  for (; *in && n + 4 < cap; in++) {
+    unsigned char ch = (unsigned char)*in;
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+        strchr("-_.~", ch)) {
+      out[n++] = (char)ch;
+    } else {
+      out[n++] = '%';
+      out[n++] = hex[ch >> 4];
+      out[n++] = hex[ch & 15];
+    }
+  }
+  ck_assert_msg(*in == '\0', "expression too long to encode");
+  out[n] = '\0';
+}
+
+/* The number of series expr returns from the Prometheus on prom_port; fails
+ * the test if Prometheus refuses the expression. */
+static size_t prometheus_series(uint16_t prom_port, const char *expr) {
+  char path[2048];
+  strcpy(path, "/api/v1/query?query=");
+  url_encode(expr, path + strlen(path), sizeof path - strlen(path));
+  int status = http_get(prom_port, path, body, sizeof body, 5000);
+  ck_assert_msg(status == 200 || status == 0 || status >= 500, "Prometheus refused \"%s\" (%d): %s", expr,
+                status, body);
+  if (status != 200)
+    return 0;
+  json_error_t err;
+  json_t *root = json_loads(body, 0, &err);
+  ck_assert_ptr_nonnull(root);
+  ck_assert_str_eq(json_string_value(json_object_get(root, "status")), "success");
+  size_t n = json_array_size(json_object_get(json_object_get(root, "data"), "result"));
+  json_decref(root);
+  return n;
+}
+
+/* The compose file's Grafana dashboard: every panel reads the provisioned
+ * data source, and every query is valid PromQL that returns series from a
+ * real Prometheus scraping a real server (a query naming a metric the server
+ * does not export returns none). Rates need two scrapes, so each query gets
+ * a few seconds. */
+static void check_dashboard(uint16_t prom_port) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/deploy/compose/grafana/provisioning/datasources/prometheus.yml",
+           STEERD_SOURCE_DIR);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t len = fread(body, 1, sizeof body - 1, f);
+  body[len] = '\0';
+  fclose(f);
+  ck_assert_msg(strstr(body, "uid: steerd-prometheus") != NULL, "%s names no uid steerd-prometheus", path);
+  snprintf(path, sizeof path, "%s/deploy/compose/grafana/dashboards/steerd.json", STEERD_SOURCE_DIR);
+  json_error_t err;
+  json_t *dash = json_load_file(path, 0, &err);
+  ck_assert_msg(dash != NULL, "%s: line %d: %s", path, err.line, err.text);
+  json_t *panels = json_object_get(dash, "panels");
+  ck_assert_uint_ge(json_array_size(panels), 10);
+  size_t queries = 0, i, j;
+  json_t *panel, *target;
+  json_array_foreach(panels, i, panel) {
+    const char *title = json_string_value(json_object_get(panel, "title"));
+    ck_assert_ptr_nonnull(title);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(panel, "datasource"), "uid")),
+                     "steerd-prometheus");
+    ck_assert_msg(json_array_size(json_object_get(panel, "targets")) > 0, "panel \"%s\" has no query", title);
+    json_array_foreach(json_object_get(panel, "targets"), j, target) {
+      const char *expr = json_string_value(json_object_get(target, "expr"));
+      ck_assert_msg(expr != NULL, "panel \"%s\": a target without expr", title);
+      size_t series = 0;
+      uint64_t deadline = steerd_proc_now_ms() + 30000;
+      while ((series = prometheus_series(prom_port, expr)) == 0 && steerd_proc_now_ms() < deadline)
+        steerd_proc_sleep_ms(500);
+      ck_assert_msg(series > 0, "panel \"%s\": \"%s\" returned no series", title, expr);
+      queries++;
+    }
+  }
+  ck_assert_uint_ge(queries, 20);
+  json_decref(dash);
+}
+
 START_TEST(test_prometheus_scrapes) {
   steerd_proc p;
   start(&p, NULL);
@@ -294,6 +379,7 @@ START_TEST(test_prometheus_scrapes) {
   pid_t prom = fork();
   ck_assert_int_ge(prom, 0);
   if (prom == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* a failed assertion ends the test process: Prometheus goes too */
     FILE *out = freopen(log_path, "w", stderr);
     (void)out;
     dup2(STDERR_FILENO, STDOUT_FILENO);
@@ -323,6 +409,8 @@ START_TEST(test_prometheus_scrapes) {
     }
     json_decref(root);
   }
+  if (found)
+    check_dashboard(prom_port);
   kill(prom, SIGTERM);
   waitpid(prom, NULL, 0);
   ck_assert_msg(found, "Prometheus never returned steerd_agents (see %s)", log_path);
