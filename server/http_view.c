@@ -31,11 +31,12 @@
 #define VIEW_QUEUE_BYTES (1024 * 1024) /* a 10 000-agent snapshot is ~300 KB */
 /* Before each queued message: its kind byte and u32 length, in the LWS_PRE
  * bytes libwebsockets may write its framing into, so it is sent in place. */
-#define VIEW_MSG_HEADER    LWS_PRE
-#define VIEW_GARBAGE_LIMIT 20          /* undecodable messages before the view is closed */
-#define VIEW_ID_BASE       0x80000000u /* WELCOME client_id of views: never an agent owner */
-#define VIEW_PART_BYTES    PROTO_MAX_MESSAGE_BYTES
-#define VIEW_MAP_MAX_BYTES (VIEW_QUEUE_BYTES / 2) /* a larger map message names /api/map instead */
+#define VIEW_MSG_HEADER       LWS_PRE
+#define VIEW_GARBAGE_LIMIT    20          /* undecodable messages before the view is closed */
+#define VIEW_ID_BASE          0x80000000u /* WELCOME client_id of views: never an agent owner */
+#define VIEW_PART_BYTES       PROTO_MAX_MESSAGE_BYTES
+#define VIEW_MAP_MAX_BYTES    (VIEW_QUEUE_BYTES / 2) /* a larger map message names /api/map instead */
+#define VIEW_MARKS_PER_SECOND 20                     /* STUCK and UNREACHABLE of agents not inspected */
 
 /* MSG_TEXT: a reply sent as a text frame (the map's JSON). */
 enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1, MSG_TEXT = 2 };
@@ -47,7 +48,9 @@ struct http_view {
   int closing;    /* close once the queue is written (after an ERROR that ends the session) */
   int close_sent; /* the close frame is out: waiting for the peer's */
   proto_view view;
-  steer_id inspected; /* the agent of the last QUERY: its EVENTs come to the view */
+  steer_id inspected;    /* the agent of the last QUERY: its EVENTs come to the view */
+  uint64_t marks_second; /* the loop's second of marks_sent */
+  uint32_t marks_sent;   /* STUCK and UNREACHABLE EVENTs of other agents sent in that second */
   uint32_t garbage;
   uint8_t *queue; /* VIEW_QUEUE_BYTES */
   size_t head, tail;
@@ -316,17 +319,41 @@ void steerd_http_views_snapshot(steerd_http *h) {
   }
 }
 
-/* Only the inspected agent's: a whole-world view of a busy world would
- * otherwise take a WebSocket message per event of every agent. */
+/* The agents a developer must see at once, whichever is inspected: those
+ * STUCK or UNREACHABLE. */
+static int is_mark(uint8_t code) { return code == PROTO_EVENT_STUCK || code == PROTO_EVENT_UNREACHABLE; }
+
+/* Whether a STUCK or UNREACHABLE at pos goes to view v: in its view (a
+ * followed agent's view takes them all), and at most VIEW_MARKS_PER_SECOND a
+ * second, so a jammed crowd's storm of STUCK costs a view a bounded share. */
+static int wants_mark(steerd_http *h, http_view *v, vec2 pos) {
+  if (v->view.kind == PROTO_VIEW_CENTRE &&
+      v2_len2(v2_sub(pos, v->view.centre)) > v->view.radius * v->view.radius)
+    return 0;
+  uint64_t second = uv_now(h->loop) / 1000;
+  if (second != v->marks_second) {
+    v->marks_second = second;
+    v->marks_sent = 0;
+  }
+  if (v->marks_sent >= VIEW_MARKS_PER_SECOND)
+    return 0;
+  v->marks_sent++;
+  return 1;
+}
+
+/* The inspected agent's events, and the STUCK and UNREACHABLE of every agent
+ * in view: every event of every agent would take a whole-world view of a busy
+ * world a WebSocket message each. */
 void steerd_http_views_event(steerd_http *h, const proto_event *e, vec2 pos) {
-  (void)pos;
   if (h->views.open == 0)
     return;
   uint8_t *buf = h->views.scratch + LWS_PRE;
   size_t len = 0;
   for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
     http_view *v = &h->views.slots[i];
-    if (!v->wsi || !v->welcomed || v->closing || v->inspected != e->agent)
+    if (!v->wsi || !v->welcomed || v->closing)
+      continue;
+    if (v->inspected != e->agent && !(is_mark(e->code) && wants_mark(h, v, pos)))
       continue;
     if (len == 0 && (len = proto_encode_event(buf, PROTO_MAX_MESSAGE_BYTES, e)) == 0)
       return;

@@ -1,12 +1,18 @@
 // view.js: the live view. Speaks the game protocol (PROTOCOL.md 15) over the
 // server's WebSocket: HELLO, then a VIEW of what the canvas shows; draws each
 // SNAPSHOT over the map (the server's text messages, JSON); QUERY and
-// /api/agent for the agent clicked; EVENTs of that agent.
+// /api/agent for the agent clicked; EVENTs of that agent, and the STUCK and
+// UNREACHABLE of every agent in view, marked on the world and logged.
 "use strict";
 
 (() => {
   const MSG = { HELLO: 1, QUERY: 8, PING: 9, VIEW: 10, WELCOME: 32, ACK: 33, ERROR: 34, EVENT: 35, SNAPSHOT: 36 };
-  const EVENT_NAMES = ["arrived", "waypoint", "path_finished", "reversed", "spawned", "despawned"];
+  const EVENT_NAMES = ["arrived", "waypoint", "path_finished", "reversed", "spawned", "despawned", "stuck",
+    "planned", "replanned", "unreachable"];
+  const EVENT_STUCK = 6, EVENT_UNREACHABLE = 9;
+  const MARK_MS = 5000; // how long a STUCK or UNREACHABLE ring stays on its agent
+  const MARK_COLOURS = { [EVENT_STUCK]: "#ffa726", [EVENT_UNREACHABLE]: "#ef5350" };
+  const VELOCITY_COLOUR = "#e040fb", SCALE_COLOUR = "#d8dee9";
   const canvas = document.getElementById("world");
   const ctx = canvas.getContext("2d");
   const statusEl = document.getElementById("status");
@@ -14,6 +20,8 @@
   const fieldsEl = document.getElementById("inspector-fields");
   const eventsEl = document.getElementById("events");
   const pauseBtn = document.getElementById("pause");
+  const velocityBtn = document.getElementById("velocities");
+  const logEl = document.getElementById("log");
 
   const params = new URLSearchParams(location.search);
   let token = params.get("token") || sessionStorage.getItem("steerd-token") || "";
@@ -24,6 +32,10 @@
   let selected = 0, detail = null, detailTimer = 0;
   let map = null;                 // the obstacles: the last map message (PROTOCOL.md 15)
   let moved = false;              // the user panned or zoomed: a new map does not refit
+  let fitPending = 0;             // fit the camera to the snapshot this many frames on (a whole-world one)
+  let showVelocities = false;
+  const marks = new Map();        // id -> {code, until}: agents recently STUCK or UNREACHABLE
+  let scaleBar = null;            // what drawScale drew last, for tests
   // Camera: world point at the canvas centre and pixels per metre.
   const cam = { x: 0, y: 0, scale: 4 };
 
@@ -66,7 +78,7 @@
       case MSG.WELCOME: {
         const w = m[2].world; // [min_x, min_y, max_x, max_y]
         welcome = { ...m[2], world_min: [w[0], w[1]], world_max: [w[2], w[3]] };
-        fitWorld();
+        fitEverything();
         break;
       }
       case MSG.SNAPSHOT:
@@ -75,8 +87,12 @@
       case MSG.ACK:
         if (m[2] === MSG.QUERY && m[3].agent === selected) showReport(m[3]);
         break;
-      case MSG.EVENT:
-        if (m[3] === selected) addEvent(m[1], m[2], m[4]);
+      case MSG.EVENT: // [35, tick, code, agent, data]
+        if (m[3] === selected) addEvent(eventsEl, m[1], m[2], m[4]);
+        if (m[2] === EVENT_STUCK || m[2] === EVENT_UNREACHABLE) {
+          marks.set(m[3], { code: m[2], until: performance.now() + MARK_MS });
+          addEvent(logEl, m[1], m[2], m[4], m[3]);
+        }
         break;
       case MSG.ERROR:
         if (m[2] === 15 || m[2] === 16) askToken(m[3]);
@@ -104,6 +120,7 @@
       frames++;
       if (!paused) agents = building.agents;
       building = null;
+      if (fitPending && --fitPending === 0 && !moved) fitAgents(true);
     }
   }
 
@@ -142,7 +159,7 @@
   function setMap(m) {
     const first = !map;
     map = m;
-    if (first && !moved) fitWorld();
+    if (first && !moved) fitEverything();
   }
 
   // ---- camera and VIEW ----
@@ -152,24 +169,36 @@
     canvas.height = canvas.clientHeight * devicePixelRatio;
   }
 
-  // The demo's groups keep to +-60 m, and a large empty world would show only dots:
-  // fit that square and the map's obstacles (the demo's level stands beside the groups).
-  function fitWorld() {
+  // "Fit everything": ask for the whole world, then fit the agents of a
+  // snapshot made after the VIEW (the third on: those queued before it hold
+  // the old view) and the map's obstacles, within the world's bounds.
+  // Meanwhile the camera fits what the page has (it keeps the VIEW "all").
+  function fitEverything() {
     if (!welcome) return;
-    const [minx, miny] = welcome.world_min, [maxx, maxy] = welcome.world_max;
-    let x0 = -60, y0 = -60, x1 = 60, y1 = 60;
+    fitPending = 3;
+    fitAgents(false);
+    clearTimeout(viewTimer);
+    send(MSG.VIEW, { all: true });
+  }
+
+  function fitAgents(view) {
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    const take = (x, y, r) => {
+      x0 = Math.min(x0, x - r), x1 = Math.max(x1, x + r);
+      y0 = Math.min(y0, y - r), y1 = Math.max(y1, y + r);
+    };
+    for (const a of agents.values()) take(a.x, a.y, 2);
     for (const o of map ? map.obstacles : []) {
       const r = o.kind === "circle" ? o.radius_m : 0;
-      for (const [x, y] of o.points_m) {
-        x0 = Math.min(x0, x - r), x1 = Math.max(x1, x + r);
-        y0 = Math.min(y0, y - r), y1 = Math.max(y1, y + r);
-      }
+      for (const [x, y] of o.points_m) take(x, y, r);
     }
+    if (x0 > x1) [x0, y0, x1, y1] = [-60, -60, 60, 60];
+    const [minx, miny] = welcome.world_min, [maxx, maxy] = welcome.world_max;
     x0 = Math.max(x0, minx), y0 = Math.max(y0, miny), x1 = Math.min(x1, maxx), y1 = Math.min(y1, maxy);
     cam.x = (x0 + x1) / 2;
     cam.y = (y0 + y1) / 2;
     cam.scale = Math.min(canvas.width / Math.max(x1 - x0, 1), canvas.height / Math.max(y1 - y0, 1)) * 0.95;
-    sendView();
+    if (view) sendView();
   }
 
   let viewTimer = 0;
@@ -224,7 +253,11 @@
   });
   document.getElementById("fit").addEventListener("click", () => {
     moved = false;
-    fitWorld();
+    fitEverything();
+  });
+  velocityBtn.addEventListener("click", () => {
+    showVelocities = !showVelocities;
+    velocityBtn.classList.toggle("on", showVelocities);
   });
 
   // ---- the inspector ----
@@ -279,11 +312,13 @@
     }
   }
 
-  function addEvent(tick, code, data) {
+  // The newest first, at most 50 (the world's log: 8).
+  function addEvent(list, tick, code, data, agent) {
     const li = document.createElement("li");
-    li.textContent = "tick " + tick + ": " + (EVENT_NAMES[code] || code) + (data ? " " + data : "");
-    eventsEl.prepend(li);
-    while (eventsEl.childElementCount > 50) eventsEl.lastChild.remove();
+    li.textContent = "tick " + tick + ": " + (agent ? "agent " + agent + " " : "") + (EVENT_NAMES[code] || code) +
+      (data ? " " + data : "");
+    list.prepend(li);
+    while (list.childElementCount > (list === logEl ? 8 : 50)) list.lastChild.remove();
   }
 
   // ---- drawing ----
@@ -308,9 +343,27 @@
     if (map) drawMap(map);
     if (detail) drawDetail(detail);
     const r = Math.max(6, 0.6 * cam.scale);
+    let inView = 0;
     for (const [id, a] of agents) {
       const [px, py] = toScreen(...predict(a, now));
       if (px < -r || py < -r || px > canvas.width + r || py > canvas.height + r) continue;
+      inView++;
+      if (showVelocities) {
+        ctx.strokeStyle = VELOCITY_COLOUR;
+        ctx.lineWidth = 2;
+        ctx.beginPath();
+        ctx.moveTo(px, py);
+        ctx.lineTo(px + a.vx * cam.scale, py - a.vy * cam.scale); // where it is in a second
+        ctx.stroke();
+      }
+      const mark = marks.get(id);
+      if (mark && mark.until > now) {
+        ctx.strokeStyle = MARK_COLOURS[mark.code];
+        ctx.lineWidth = 3;
+        ctx.beginPath();
+        ctx.arc(px, py, r * 2.2, 0, 2 * Math.PI);
+        ctx.stroke();
+      } else if (mark) marks.delete(id);
       ctx.save();
       ctx.translate(px, py);
       ctx.rotate(-a.theta);
@@ -329,8 +382,25 @@
       frames = 0;
       fpsAt = now;
     }
-    if (welcome) statusEl.textContent = "tick " + lastTick + " · " + agents.size + " agents in view · " + fps + " snapshots/s" + (paused ? " · paused" : "");
+    drawScale();
+    if (welcome) statusEl.textContent = "tick " + lastTick + " · " + inView + " agents on screen of " + agents.size +
+      " sent · " + fps + " snapshots/s" + (paused ? " · paused" : "");
     requestAnimationFrame(draw);
+  }
+
+  // A bar of a round length (1, 2 or 5 times a power of ten metres) of 80 to 200 pixels, bottom left.
+  function drawScale() {
+    const want = 120 / cam.scale;
+    const p = Math.pow(10, Math.floor(Math.log10(want)));
+    const metres = [1, 2, 5, 10].map((k) => k * p).find((m) => m * cam.scale >= 80) || 10 * p;
+    const px = Math.round(metres * cam.scale), x = 16, y = canvas.height - 20;
+    ctx.fillStyle = SCALE_COLOUR;
+    ctx.fillRect(x, y, px, 4);
+    ctx.fillRect(x, y - 6, 2, 10);
+    ctx.fillRect(x + px - 2, y - 6, 2, 10);
+    ctx.font = 12 * devicePixelRatio + "px system-ui, sans-serif";
+    ctx.fillText(metres >= 1 ? metres + " m" : metres * 100 + " cm", x, y - 8);
+    scaleBar = { metres, px, x, y };
   }
 
   // A line every 10 m (100 m when zoomed out), for a sense of scale and motion.
@@ -422,5 +492,7 @@
     obstacles: () => (map ? map.obstacles.length : 0),
     map: () => map,
     toScreen: (x, y) => toScreen(x, y).map((v) => v / devicePixelRatio),
+    scaleBar: () => (scaleBar ? { ...scaleBar } : null),
+    marks: () => [...marks].map(([id, m]) => ({ id, code: m.code })),
   };
 })();

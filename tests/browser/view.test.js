@@ -4,9 +4,11 @@
 // screenshots' pixels that agents are drawn and move; that the map (the demo's
 // level) comes over the WebSocket and is drawn under them; that pan and zoom send
 // a VIEW (fewer agents arrive); that clicking an agent shows its id in the
-// inspector; that pause freezes the picture; and that a server with a secret
-// wants an observer token.
-//   node tests/browser/view.test.js path/to/steerd [screenshot.png]
+// inspector; that pause freezes the picture; that "fit everything" brings every
+// agent on screen; the scale bar's length; the velocity toggle; that an agent
+// sent to an unreachable point is ringed and logged by name; and that a server
+// with a secret wants an observer token.
+//   node tests/browser/view.test.js path/to/steerd path/to/steerd-client [screenshot.png]
 "use strict";
 
 const { spawn, execFileSync } = require("child_process");
@@ -17,9 +19,13 @@ const zlib = require("zlib");
 const { chromium } = require("playwright-core");
 
 const STEERD = process.argv[2];
-const SHOT = process.argv[3]; // optional: where to keep a screenshot of the demo world (docs/webview.png)
+const CLIENT = process.argv[3];
+const SHOT = process.argv[4]; // optional: where to keep a screenshot of the demo world (docs/webview.png)
 const AGENT_RGB = [0x4f, 0xc3, 0xf7]; // view.js draws agents in #4fc3f7
 const OBSTACLE_RGB = [0x2b, 0x36, 0x45]; // and fills obstacles with #2b3645
+const VELOCITY_RGB = [0xe0, 0x40, 0xfb]; // velocity vectors #e040fb
+const SCALE_RGB = [0xd8, 0xde, 0xe9]; // the scale bar #d8dee9
+const UNREACHABLE_RGB = [0xef, 0x53, 0x50]; // the ring of an agent UNREACHABLE #ef5350
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
@@ -44,7 +50,8 @@ function startServer(env) {
       const m = /http on 127\.0\.0\.1:(\d+)/.exec(log);
       if (m) {
         clearTimeout(timer);
-        resolve({ proc, port: Number(m[1]), log: () => log });
+        const game = /listening on 127\.0\.0\.1:(\d+) \(udp\)/.exec(log);
+      resolve({ proc, port: Number(m[1]), gamePort: game ? Number(game[1]) : 0, log: () => log });
       }
     });
     proc.on("exit", (code) => reject(new Error("steerd exited with " + code + ":\n" + log)));
@@ -100,15 +107,41 @@ function decodePng(buf) {
   return { width, height, rgb: out };
 }
 
-// The set of pixels in the agents' colour, as indices.
-function agentPixels(png) {
+// The set of pixels in a colour (the agents' by default), as indices; `skip` a rectangle
+// {x, y, width, height} of the page not looked at (the bar's buttons).
+function agentPixels(png, rgb = AGENT_RGB, skip = null) {
   const set = new Set();
   for (let i = 0; i < png.width * png.height; i++) {
-    const d = Math.abs(png.rgb[i * 3] - AGENT_RGB[0]) + Math.abs(png.rgb[i * 3 + 1] - AGENT_RGB[1]) +
-      Math.abs(png.rgb[i * 3 + 2] - AGENT_RGB[2]);
+    const x = i % png.width, y = Math.floor(i / png.width);
+    if (skip && x >= skip.x && x <= skip.x + skip.width && y >= skip.y && y <= skip.y + skip.height) continue;
+    const d = Math.abs(png.rgb[i * 3] - rgb[0]) + Math.abs(png.rgb[i * 3 + 1] - rgb[1]) +
+      Math.abs(png.rgb[i * 3 + 2] - rgb[2]);
     if (d < 40) set.add(i);
   }
   return set;
+}
+
+// steerd-client's shell on the game port: sends `lines`, resolves with what it printed
+// once `until` matches it.
+function clientShell(port, lines, until) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(CLIENT, ["--port", String(port), "shell"], { stdio: ["pipe", "pipe", "pipe"] });
+    let out = "", err = "";
+    const timer = setTimeout(() => {
+      proc.kill();
+      reject(new Error("steerd-client shell: no " + until + " in 15 s:\n" + out + err));
+    }, 15000);
+    proc.stdout.on("data", (d) => {
+      out += d;
+      if (until.test(out)) {
+        clearTimeout(timer);
+        proc.stdin.end();
+        resolve(out);
+      }
+    });
+    proc.stderr.on("data", (d) => (err += d));
+    proc.stdin.write(lines.join("\n") + "\n");
+  });
 }
 
 // Pixels of a 5 x 5 patch round (x, y) within 30 (sum of channel differences) of rgb.
@@ -242,6 +275,71 @@ async function main() {
     const cam2 = await page.evaluate(() => window.steerdView.camera());
     check(cam2.x > cam1.x && cam2.y < cam1.y, "dragging pans the camera");
     console.log("# " + total + " agents in the whole world");
+
+    // Fit everything: the whole world's agents again, every one of them on the screen.
+    await page.click("#fit");
+    await waitFor(page, (n) => window.steerdView.agents().length >= n && window.steerdView.agents().every((p) =>
+      p.screen[0] >= 0 && p.screen[0] <= innerWidth && p.screen[1] >= 0 && p.screen[1] <= innerHeight),
+      "fit everything: all " + total + " agents are on the screen", 10000, total);
+
+    // The scale bar: a round length, as long on the screen as the camera says.
+    {
+      const bar = await page.evaluate(() => ({ ...window.steerdView.scaleBar(), scale: window.steerdView.camera().scale }));
+      check([1, 2, 5].some((k) => Math.abs(bar.metres / Math.pow(10, Math.round(Math.log10(bar.metres / k))) - k) < 1e-6),
+        "the scale bar is a round length (" + bar.metres + " m)");
+      check(Math.abs(bar.px - bar.metres * bar.scale) <= 1 && bar.px >= 80 && bar.px <= 200,
+        "the scale bar is " + bar.metres + " m long at the camera's scale (" + bar.px + " px)");
+      const png = decodePng(await page.screenshot());
+      const mid = patchMatches(png, bar.x + bar.px / 2, bar.y + 2, SCALE_RGB);
+      const past = patchMatches(png, bar.x + bar.px + 6, bar.y + 2, SCALE_RGB);
+      check(mid >= 15 && past === 0, "the scale bar is drawn, and ends where it says (" + mid + ", " + past + "/25)");
+    }
+
+    // Velocities: no line in their colour until the toggle, then one from each moving agent.
+    {
+      const skip = await page.evaluate(() => {
+        const r = document.getElementById("bar").getBoundingClientRect();
+        return { x: r.x, y: r.y, width: r.width, height: r.height };
+      });
+      const before = agentPixels(decodePng(await page.screenshot()), VELOCITY_RGB, skip).size;
+      await page.click("#velocities");
+      await sleep(300);
+      const on = agentPixels(decodePng(await page.screenshot()), VELOCITY_RGB, skip).size;
+      await page.click("#velocities");
+      await sleep(300);
+      const off = agentPixels(decodePng(await page.screenshot()), VELOCITY_RGB, skip).size;
+      check(before === 0 && on > 100 && off === 0,
+        "velocities toggle on and off (" + before + ", " + on + ", " + off + " velocity-coloured pixels)");
+    }
+
+    // An agent sent to a point walled in: UNREACHABLE, ringed on the world and logged by name.
+    {
+      const spawned = await clientShell(server.gamePort, [
+        'add-obstacle --id 900 --type wall --points "-100,-100;-96,-100;-96,-96;-100,-96;-100,-100"',
+        "spawn --model dynamic --x -90 --y -90"], /^\d+$/m);
+      const id = Number(/^(\d+)$/m.exec(spawned)[1]);
+      await page.click("#fit");
+      await waitFor(page, (id) => window.steerdView.agents().some((p) => p.id === id && p.screen[0] >= 0 &&
+        p.screen[0] <= innerWidth && p.screen[1] >= 0 && p.screen[1] <= innerHeight),
+        "the new agent " + id + " is on the screen", 10000, id);
+      const said = await clientShell(server.gamePort, ["goto " + id + " --target -98,-98 --wait 5"], /unreachable/);
+      check(/"event":"unreachable"/.test(said), "the GOTO is unreachable (" + said.trim() + ")");
+      await waitFor(page, (id) => window.steerdView.marks().some((m) => m.id === id && m.code === 9) &&
+        document.getElementById("log").textContent.includes("agent " + id + " unreachable"),
+        "the live view marks agent " + id + " and logs it as unreachable", 10000, id);
+      const at = await page.evaluate((id) => window.steerdView.agents().find((p) => p.id === id).screen, id);
+      const png = decodePng(await page.screenshot());
+      let ring = 0;
+      for (let dy = -40; dy <= 40; dy++)
+        for (let dx = -40; dx <= 40; dx++) {
+          const x = Math.round(at[0]) + dx, y = Math.round(at[1]) + dy, i = (y * png.width + x) * 3;
+          if (x < 0 || y < 0 || x >= png.width || y >= png.height) continue;
+          const d = Math.abs(png.rgb[i] - UNREACHABLE_RGB[0]) + Math.abs(png.rgb[i + 1] - UNREACHABLE_RGB[1]) +
+            Math.abs(png.rgb[i + 2] - UNREACHABLE_RGB[2]);
+          ring += d < 40;
+        }
+      check(ring > 30, "a red ring round agent " + id + " (" + ring + " pixels)");
+    }
     await stopServer(server);
 
     // With a secret the view needs an observer token.
