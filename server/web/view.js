@@ -493,6 +493,7 @@
     map: () => map,
     toScreen: (x, y) => toScreen(x, y).map((v) => v / devicePixelRatio),
     scaleBar: () => (scaleBar ? { ...scaleBar } : null),
+    fitting: () => fitPending > 0, // "fit everything" waits for its whole-world snapshot
     marks: () => [...marks].map(([id, m]) => ({ id, code: m.code })),
   };
 })();

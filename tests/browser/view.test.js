@@ -188,6 +188,7 @@ async function main() {
     await waitFor(page, () => window.steerdView && window.steerdView.agents().length >= 20, "the demo world's agents arrive");
     await waitFor(page, () => window.steerdView.obstacles() >= 20, "the demo's level arrives over the WebSocket", 10000);
     check(mapFetches === 0, "without fetching /api/map");
+    await waitFor(page, () => !window.steerdView.fitting(), "the camera fits the world", 10000);
 
     // Drawn under the agents: solid inside obstacles (points at least 2 m inside, where no
     // agent's body reaches), not in the free corridor. The level stands beside the groups.
@@ -281,6 +282,7 @@ async function main() {
     await waitFor(page, (n) => window.steerdView.agents().length >= n && window.steerdView.agents().every((p) =>
       p.screen[0] >= 0 && p.screen[0] <= innerWidth && p.screen[1] >= 0 && p.screen[1] <= innerHeight),
       "fit everything: all " + total + " agents are on the screen", 10000, total);
+    await waitFor(page, () => !window.steerdView.fitting(), "and the camera stays", 10000);
 
     // The scale bar: a round length, as long on the screen as the camera says.
     {
@@ -322,6 +324,7 @@ async function main() {
       await waitFor(page, (id) => window.steerdView.agents().some((p) => p.id === id && p.screen[0] >= 0 &&
         p.screen[0] <= innerWidth && p.screen[1] >= 0 && p.screen[1] <= innerHeight),
         "the new agent " + id + " is on the screen", 10000, id);
+      await waitFor(page, () => !window.steerdView.fitting(), "the camera fits it", 10000);
       const said = await clientShell(server.gamePort, ["goto " + id + " --target -98,-98 --wait 5"], /unreachable/);
       check(/"event":"unreachable"/.test(said), "the GOTO is unreachable (" + said.trim() + ")");
       await waitFor(page, (id) => window.steerdView.marks().some((m) => m.id === id && m.code === 9) &&
