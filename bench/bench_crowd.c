@@ -19,7 +19,9 @@
  * so a change to the core can be checked to change nothing.
  *   sweep   the doorway from 8 jittered starts (each start moved by up to
  *           0.5 m): runs that finish, median and slowest completion, flow.
- *   bench_crowd [circle|doorway|sweep|level|all] */
+ *   trip    one agent with the default params on a clear line (3.2, 10, 20,
+ *           50 m): arrival and rest against the straight-line time.
+ *   bench_crowd [circle|doorway|sweep|level|trip|all] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -153,10 +155,41 @@ static void level(void) {
   steer_world_destroy(w);
 }
 
+/* One dynamic agent with the default params on a clear line of len m at 3 m/s,
+ * 6 m/s^2: when it arrives (the ARRIVED event) and is at rest, against the
+ * straight-line time len / max_speed. */
+static void trip(float len) {
+  steer_world_config cfg = steer_default_world_config();
+  steer_world *w = built(steer_world_create(&cfg), "trip");
+  steer_agent_desc d = steer_default_agent_desc();
+  d.model = STEER_MODEL_DYNAMIC;
+  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
+  d.behaviour.target.kind = STEER_TARGET_POINT;
+  d.behaviour.target.point = v2(len, 0.0f);
+  steer_id id;
+  if (steer_world_spawn(w, &d, 0, &id) != STEER_OK)
+    built(NULL, "trip");
+  float arrived = -1.0f, rest = -1.0f, beyond = -INFINITY;
+  for (int i = 1; i <= (int)(60.0f / DT); i++) {
+    steer_world_step(w, DT);
+    steer_agent_info info;
+    steer_world_get(w, id, &info);
+    beyond = fmaxf(beyond, info.state.position.x - len);
+    if (arrived < 0.0f && info.arrived)
+      arrived = (float)i * DT;
+    if (arrived >= 0.0f && rest < 0.0f && v2_len(info.state.velocity) < 1e-3f)
+      rest = (float)i * DT;
+  }
+  float line = len / d.limits.max_speed;
+  printf("| trip %g m | %.2f s | %.2f s | %.2f s | %.2f | %.3f m |\n", (double)len, (double)arrived,
+         (double)rest, (double)line, (double)(arrived / line), (double)beyond);
+  steer_world_destroy(w);
+}
+
 int main(int argc, char **argv) {
   const char *which = argc > 1 ? argv[1] : "all";
   if (strcmp(which, "-h") == 0 || strcmp(which, "--help") == 0) {
-    printf("usage: bench_crowd [circle|doorway|sweep|level|all]\n");
+    printf("usage: bench_crowd [circle|doorway|sweep|level|trip|all]\n");
     return 0;
   }
   int all = strcmp(which, "all") == 0;
@@ -184,5 +217,13 @@ int main(int argc, char **argv) {
   }
   if (all || strcmp(which, "level") == 0)
     level();
+  if (all || strcmp(which, "trip") == 0) {
+    printf("\n| scenario | arrived | at rest | straight line | arrived / straight | past the goal |\n"
+           "|---|---:|---:|---:|---:|---:|\n");
+    trip(3.2f);
+    trip(10.0f);
+    trip(20.0f);
+    trip(50.0f);
+  }
   return 0;
 }

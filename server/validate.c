@@ -115,8 +115,8 @@ int steerd_check_params(const proto_params *pp, const char *prefix, steerd_check
 
 int steerd_check_merged_params(const steer_params *p, const char *field, steerd_check *out) {
   const char *why = NULL;
-  if (!(p->slow_radius >= p->target_radius))
-    why = "slow_radius must be >= target_radius";
+  if (!(p->slow_radius == 0.0f || p->slow_radius >= p->target_radius))
+    why = "slow_radius must be 0 or >= target_radius";
   else if (!(p->align_slow_radius >= p->align_target_radius))
     why = "align_slow_radius must be >= align_target_radius";
   if (!why)

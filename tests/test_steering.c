@@ -863,7 +863,7 @@ START_TEST(test_default_values) {
   steer_limits l = steer_default_limits();
   ck_assert_float_eq(p.time_to_target, 0.1f);
   ck_assert_float_eq(p.target_radius, 0.5f);
-  ck_assert_float_eq(p.slow_radius, 4.0f);
+  ck_assert_float_eq(p.slow_radius, 0.0f);
   ck_assert_float_eq(p.kinematic_time_to_target, 0.25f);
   ck_assert_float_eq(p.align_target_radius, 0.02f);
   ck_assert_float_eq(p.align_slow_radius, 0.6f);

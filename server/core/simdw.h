@@ -238,10 +238,15 @@ BL_INLINE void BL(vclip)(VF *x, VF *y, VF max_len, VF *bad) {
   *y = BL(vsel)(cut, *y * k, *y);
 }
 
-/* approach_speed (steering.c). */
+/* approach_speed (steering.c): the ramp and half-limit curve with slow_radius > 0,
+ * the curve of ARRIVE_BRAKE_SHARE (0.9) of the limit with slow_radius 0. */
 BL_INLINE VF BL(vapproach)(VF dist, VF max_speed, VF max_acc, VF slow_radius, VF time_to_target) {
-  VF speed = BL(vsel)(VLT(dist, slow_radius), max_speed * dist / slow_radius, max_speed);
-  VF braking = VSQRT(max_acc * dist);
+  VF ramped = VLT(VZERO, slow_radius);
+  VF speed = BL(vsel)(VAND(ramped, VLT(dist, slow_radius)), max_speed * dist / slow_radius, max_speed);
+  VF acc = V1(0.9f) * max_acc;
+  VF lag = acc * time_to_target;
+  VF physical = VSQRT(lag * lag + V1(2.0f) * acc * dist) - lag;
+  VF braking = BL(vsel)(ramped, VSQRT(max_acc * dist), physical);
   speed = BL(vsel)(VLT(braking, speed), braking, speed);
   VF damped = dist / (V1(4.0f) * time_to_target);
   return BL(vsel)(VLT(damped, speed), damped, speed);

@@ -23,7 +23,7 @@ steer_params steer_default_params(void) {
   steer_params p;
   p.time_to_target = 0.1f;
   p.target_radius = 0.5f;
-  p.slow_radius = 4.0f;
+  p.slow_radius = 0.0f;
   p.kinematic_time_to_target = 0.25f;
   p.align_target_radius = 0.02f;
   p.align_slow_radius = 0.6f;
@@ -60,23 +60,39 @@ static float clip_abs(float v, float max_abs) { return steer_clampf(v, -max_abs,
 
 /* Speed (or turn rate) to ask for at distance dist (or angle) from the goal.
  *
- * Millington's ramp (max * dist / slow_radius) alone overshoots when slow_radius is
- * small for the acceleration available, and it is under-damped when its slope is
- * steep for time_to_target (align's defaults are). Two caps make it safe for any
- * slow_radius, as long as the tick dt <= time_to_target:
- *  - the braking curve sqrt(max_acc * dist): the speed from which braking at half
- *    the limit stops exactly at the goal. The other half is headroom for the lag
- *    of the (target - current) / time_to_target controller, which always runs a
- *    little above the speed it tracks;
- *  - dist / (4 * time_to_target): near the goal the controller then behaves as a
- *    critically damped spring, which reaches the goal without crossing it (its
- *    discrete form with dt <= time_to_target has real positive eigenvalues). */
+ * With slow_radius > 0, Millington's ramp (max * dist / slow_radius) capped by the
+ * braking curve sqrt(max_acc * dist): the speed from which braking at half the
+ * limit stops exactly at the goal, the other half being headroom for the lag of
+ * the (target - current) / time_to_target controller, which always runs a little
+ * above the speed it tracks. The ramp alone overshoots when slow_radius is small
+ * for the acceleration available.
+ *
+ * With slow_radius 0 the braking comes from the acceleration alone: the agent
+ * keeps max_speed until v^2 / (2 k max_acc) from the goal and brakes at k of the
+ * limit (ARRIVE_BRAKE_SHARE), along sqrt(c^2 + 2 k max_acc dist) - c with
+ * c = k max_acc time_to_target. The controller runs c above the speed it tracks,
+ * so the agent itself moves at sqrt(c^2 + 2 k max_acc dist) and sheds exactly
+ * k max_acc: the curve is the one whose lagging follower brakes on the limit.
+ *
+ * Both are capped by dist / (4 * time_to_target): near the goal the controller
+ * then behaves as a critically damped spring, which reaches the goal without
+ * crossing it (its discrete form with dt <= time_to_target has real positive
+ * eigenvalues). Safe for any slow_radius as long as the tick dt <= time_to_target. */
+#define ARRIVE_BRAKE_SHARE 0.9f
+
 static float approach_speed(float dist, float max_speed, float max_acc, float slow_radius,
                             float time_to_target) {
   float speed = max_speed;
-  if (dist < slow_radius)
-    speed = max_speed * dist / slow_radius;
-  float braking = sqrtf(max_acc * dist);
+  float braking;
+  if (slow_radius > 0.0f) {
+    if (dist < slow_radius)
+      speed = max_speed * dist / slow_radius;
+    braking = sqrtf(max_acc * dist);
+  } else {
+    float acc = ARRIVE_BRAKE_SHARE * max_acc;
+    float lag = acc * time_to_target;
+    braking = sqrtf(lag * lag + 2.0f * acc * dist) - lag;
+  }
   if (braking < speed)
     speed = braking;
   float damped = dist / (4.0f * time_to_target);

@@ -37,7 +37,7 @@ typedef struct steer_limits {
 typedef struct steer_params {
   float time_to_target;           /* s, dynamic seek/arrive/velocity match (0.1) */
   float target_radius;            /* m, arrive: inside it the agent is arrived (0.5) */
-  float slow_radius;              /* m, arrive: inside it the agent slows down (4) */
+  float slow_radius;              /* m, arrive: the ramp; 0 brakes on max_acceleration (0) */
   float kinematic_time_to_target; /* s, kinematic arrive (0.25) */
   float align_target_radius;      /* rad, align dead band (0.02) */
   float align_slow_radius;        /* rad, align starts slowing its turn (0.6) */
@@ -91,10 +91,12 @@ steer_output steer_seek(const steer_state *s, const steer_limits *l, const steer
 steer_output steer_flee(const steer_state *s, const steer_limits *l, const steer_params *p, vec2 target);
 /* Brakes to rest inside target_radius; never asks for more speed than it can shed
  * before the target, so it does not overshoot whatever slow_radius is. The speed
- * asked for at distance d is the least of max_speed, Millington's
- * max_speed * d / slow_radius, the braking curve sqrt(max_acceleration * d) (half
- * the limit, the rest is headroom for the controller's lag) and d / (4 *
- * time_to_target) (critically damped near the target). */
+ * asked for at distance d is the least of max_speed, a braking curve and d / (4 *
+ * time_to_target) (critically damped near the target). The curve: with
+ * slow_radius 0 (the default), braking at 0.9 of max_acceleration from
+ * v^2 / (2 * 0.9 * max_acceleration), allowing for the controller's lag; with
+ * slow_radius > 0, Millington's max_speed * d / slow_radius capped by
+ * sqrt(max_acceleration * d) (half the limit, the rest is headroom for the lag). */
 steer_output steer_arrive(const steer_state *s, const steer_limits *l, const steer_params *p, vec2 target);
 /* Angular only; the error is wrapped, so turns take the short way. Same speed caps
  * as arrive in angle space; brakes the rotation inside the dead band

@@ -200,7 +200,7 @@ typedef struct steer_event {
  *   time_to_target, kinematic_time_to_target,
  *   align_time_to_target                 in [STEER_MIN_TIME, STEER_MAX_TIME]
  *   max_prediction                       in [0, STEER_MAX_TIME]
- *   target_radius <= slow_radius, panic_radius, wander_offset, wander_radius,
+ *   slow_radius 0 or >= target_radius, panic_radius, wander_offset, wander_radius,
  *   separation_radius, turn_trigger_distance in [0, STEER_MAX_DISTANCE]
  *   align_target_radius <= align_slow_radius in [0, pi]
  *   wander_rate, path_recover_strength,

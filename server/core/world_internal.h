@@ -276,7 +276,7 @@ static inline int valid_params(const steer_params *p) {
          in_range(p->kinematic_time_to_target, STEER_MIN_TIME, STEER_MAX_TIME) &&
          in_range(p->align_time_to_target, STEER_MIN_TIME, STEER_MAX_TIME) &&
          in_range(p->target_radius, 0.0f, STEER_MAX_DISTANCE) &&
-         in_range(p->slow_radius, p->target_radius, STEER_MAX_DISTANCE) &&
+         (p->slow_radius == 0.0f || in_range(p->slow_radius, p->target_radius, STEER_MAX_DISTANCE)) &&
          in_range(p->align_target_radius, 0.0f, STEER_PI) &&
          in_range(p->align_slow_radius, p->align_target_radius, STEER_PI) &&
          in_range(p->max_prediction, 0.0f, STEER_MAX_TIME) &&
