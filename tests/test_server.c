@@ -817,6 +817,11 @@ START_TEST(every_class_of_bad_input_gets_its_error) {
   recorder_connect(&good, &s, "good");
   recorder_connect(&r, &s, "clumsy");
   steer_id a = spawn_dynamic(&r, 0.0f, 0.0f);
+  proto_command slow = command(PROTO_MSG_SET_PARAMS); /* a ramp of 4 m, for a merge that fails */
+  slow.set_params.agent = a;
+  slow.set_params.params.present = PROTO_PARAM_SLOW_RADIUS;
+  slow.set_params.params.v.slow_radius = 4.0f;
+  expect_ack(&r, &slow);
   pump_frames(&good, 2, 5000);
   span_start(&good);
   struct {
