@@ -1,8 +1,8 @@
-/* fuzz_map_file.c: the JSON map-file parser (server/map_file.c) on arbitrary
- * bytes. Checks: it never crashes; a refusal comes with an error message; an
- * accepted file gives a map whose every obstacle passes steer_map_check again
- * (so the parser adds nothing steer_map_add would refuse) and whose queries
- * (inside, free, cast, move) run on it. */
+/* fuzz_map_file.c: the JSON map-file parsers (server/map_file.c, and
+ * map_tiled.c for what looks like a Tiled map) on arbitrary bytes. Checks: it never crashes; a refusal comes
+ * with an error message; an accepted file gives a map whose every obstacle passes steer_map_check again (so
+ * the parser adds nothing steer_map_add would refuse) and whose queries (inside, free, cast, move) run on it.
+ */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(m != NULL);
   char err[256];
   err[0] = '\0';
-  int rc = steerd_map_parse((const char *)data, size, m, err, sizeof err);
+  const char *text = (const char *)data;
+  int rc = steerd_map_is_tiled(text, size) ? steerd_map_parse_tiled(text, size, NULL, m, err, sizeof err)
+                                           : steerd_map_parse(text, size, m, err, sizeof err);
   if (rc != 0) {
     FUZZ_CHECK(err[0] != '\0');
   } else {
