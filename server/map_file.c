@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
+int steerd_map_fail(char *err, size_t errlen, const char *fmt, ...) {
   if (err && errlen) {
     va_list ap;
     va_start(ap, fmt);
@@ -49,47 +49,51 @@ static int shape_error(const steer_map *m, const steer_obstacle_desc *d, const s
   switch (f->rule) {
   case STEER_MAP_RULE_OUTSIDE:
     if (circle)
-      return fail(err, errlen, "obstacles[%zu].center: (%g, %g) is outside the world bounds (%g,%g)-(%g,%g)",
-                  i, (double)p.x, (double)p.y, (double)lo.x, (double)lo.y, (double)hi.x, (double)hi.y);
-    return fail(err, errlen,
-                "obstacles[%zu].points[%u]: (%g, %g) is outside the world bounds (%g,%g)-(%g,%g)", i, f->at,
-                (double)p.x, (double)p.y, (double)lo.x, (double)lo.y, (double)hi.x, (double)hi.y);
+      return steerd_map_fail(
+          err, errlen, "obstacles[%zu].center: (%g, %g) is outside the world bounds (%g,%g)-(%g,%g)", i,
+          (double)p.x, (double)p.y, (double)lo.x, (double)lo.y, (double)hi.x, (double)hi.y);
+    return steerd_map_fail(
+        err, errlen, "obstacles[%zu].points[%u]: (%g, %g) is outside the world bounds (%g,%g)-(%g,%g)", i,
+        f->at, (double)p.x, (double)p.y, (double)lo.x, (double)lo.y, (double)hi.x, (double)hi.y);
   case STEER_MAP_RULE_REACHES_OUT:
-    return fail(err, errlen,
-                "obstacles[%zu].radius: the circle reaches outside the world bounds (%g,%g)-(%g,%g)", i,
-                (double)lo.x, (double)lo.y, (double)hi.x, (double)hi.y);
+    return steerd_map_fail(
+        err, errlen, "obstacles[%zu].radius: the circle reaches outside the world bounds (%g,%g)-(%g,%g)", i,
+        (double)lo.x, (double)lo.y, (double)hi.x, (double)hi.y);
   case STEER_MAP_RULE_SHORT_EDGE:
-    return fail(err, errlen, "obstacles[%zu].points[%u]: the edge from points[%u] is shorter than 1 mm", i,
-                f->at, f->other);
+    return steerd_map_fail(err, errlen,
+                           "obstacles[%zu].points[%u]: the edge from points[%u] is shorter than 1 mm", i,
+                           f->at, f->other);
   case STEER_MAP_RULE_CROSSING:
-    return fail(err, errlen,
-                "obstacles[%zu].points: the edges from points[%u] and from points[%u] cross or touch", i,
-                f->at, f->other);
+    return steerd_map_fail(
+        err, errlen, "obstacles[%zu].points: the edges from points[%u] and from points[%u] cross or touch", i,
+        f->at, f->other);
   case STEER_MAP_RULE_NO_AREA:
-    return fail(err, errlen,
-                "obstacles[%zu].points: the polygon has zero area (less than 1 square millimetre)", i);
+    return steerd_map_fail(
+        err, errlen, "obstacles[%zu].points: the polygon has zero area (less than 1 square millimetre)", i);
   case STEER_MAP_RULE_FOLD:
-    return fail(err, errlen, "obstacles[%zu].points[%u]: the edges meeting there fold back onto each other",
-                i, f->at);
+    return steerd_map_fail(err, errlen,
+                           "obstacles[%zu].points[%u]: the edges meeting there fold back onto each other", i,
+                           f->at);
   default:
-    return fail(err, errlen, "obstacles[%zu]: not a valid %s", i, kind_names[d->kind]);
+    return steerd_map_fail(err, errlen, "obstacles[%zu]: not a valid %s", i, kind_names[d->kind]);
   }
 }
 
 /* One obstacle; i is its index in "obstacles", pts holds STEER_MAP_MAX_VERTICES. */
 static int parse_obstacle(const json_t *o, size_t i, steer_map *m, vec2 *pts, char *err, size_t errlen) {
   if (!json_is_object(o))
-    return fail(err, errlen, "obstacles[%zu]: not an object", i);
+    return steerd_map_fail(err, errlen, "obstacles[%zu]: not an object", i);
   const char *key;
   json_t *val;
   json_object_foreach((json_t *)o, key, val) {
     if (strcmp(key, "id") && strcmp(key, "type") && strcmp(key, "center") && strcmp(key, "radius") &&
         strcmp(key, "points"))
-      return fail(err, errlen, "obstacles[%zu].%s: unknown field (id, type, center, radius, points)", i, key);
+      return steerd_map_fail(err, errlen,
+                             "obstacles[%zu].%s: unknown field (id, type, center, radius, points)", i, key);
   }
   const json_t *id = json_object_get(o, "id");
   if (!json_is_integer(id) || json_integer_value(id) < 1 || json_integer_value(id) > 4294967295LL)
-    return fail(err, errlen, "obstacles[%zu].id: missing or not an integer 1..4294967295", i);
+    return steerd_map_fail(err, errlen, "obstacles[%zu].id: missing or not an integer 1..4294967295", i);
   uint32_t oid = (uint32_t)json_integer_value(id);
   const char *type = json_string_value(json_object_get(o, "type"));
   int kind = -1;
@@ -97,43 +101,46 @@ static int parse_obstacle(const json_t *o, size_t i, steer_map *m, vec2 *pts, ch
     if (strcmp(type, kind_names[k]) == 0)
       kind = k;
   if (kind < 0)
-    return fail(err, errlen, "obstacles[%zu].type: missing or not one of circle, polygon, wall", i);
+    return steerd_map_fail(err, errlen, "obstacles[%zu].type: missing or not one of circle, polygon, wall",
+                           i);
   steer_obstacle_desc d = {(uint8_t)kind, 0, pts, 0.0f};
   if (kind == STEER_OBSTACLE_CIRCLE) {
     if (json_object_get(o, "points"))
-      return fail(err, errlen, "obstacles[%zu].points: a circle has center and radius", i);
+      return steerd_map_fail(err, errlen, "obstacles[%zu].points: a circle has center and radius", i);
     if (!get_point(json_object_get(o, "center"), &pts[0]))
-      return fail(err, errlen, "obstacles[%zu].center: missing or not an [x, y] pair of finite numbers", i);
+      return steerd_map_fail(err, errlen,
+                             "obstacles[%zu].center: missing or not an [x, y] pair of finite numbers", i);
     if (!get_float(json_object_get(o, "radius"), &d.radius) || !(d.radius >= STEER_MAP_MIN_EXTENT))
-      return fail(err, errlen, "obstacles[%zu].radius: missing or not a number >= %g", i,
-                  (double)STEER_MAP_MIN_EXTENT);
+      return steerd_map_fail(err, errlen, "obstacles[%zu].radius: missing or not a number >= %g", i,
+                             (double)STEER_MAP_MIN_EXTENT);
     d.count = 1;
   } else {
     if (json_object_get(o, "center") || json_object_get(o, "radius"))
-      return fail(err, errlen, "obstacles[%zu]: a %s has points, not center or radius", i, type);
+      return steerd_map_fail(err, errlen, "obstacles[%zu]: a %s has points, not center or radius", i, type);
     const json_t *p = json_object_get(o, "points");
     size_t least = kind == STEER_OBSTACLE_POLYGON ? 3 : 2;
     if (!json_is_array(p) || json_array_size(p) < least || json_array_size(p) > STEER_MAP_MAX_VERTICES)
-      return fail(err, errlen, "obstacles[%zu].points: missing or not an array of %zu..%u points", i, least,
-                  STEER_MAP_MAX_VERTICES);
+      return steerd_map_fail(err, errlen, "obstacles[%zu].points: missing or not an array of %zu..%u points",
+                             i, least, STEER_MAP_MAX_VERTICES);
     d.count = (uint32_t)json_array_size(p);
     for (size_t k = 0; k < d.count; k++)
       if (!get_point(json_array_get(p, k), &pts[k]))
-        return fail(err, errlen, "obstacles[%zu].points[%zu]: not an [x, y] pair of finite numbers", i, k);
+        return steerd_map_fail(err, errlen,
+                               "obstacles[%zu].points[%zu]: not an [x, y] pair of finite numbers", i, k);
   }
   if (steer_map_find(m, oid) >= 0)
-    return fail(err, errlen, "obstacles[%zu].id: %u is used by an earlier obstacle", i, oid);
+    return steerd_map_fail(err, errlen, "obstacles[%zu].id: %u is used by an earlier obstacle", i, oid);
   steer_map_fault f;
   if (steer_map_shape_fault(m, &d, &f) != STEER_MAP_RULE_OK)
     return shape_error(m, &d, &f, i, err, errlen);
   int rc = steer_map_add(m, oid, &d);
   if (rc == STEER_EFULL)
-    return fail(err, errlen, "obstacles[%zu]: the map is full (%u obstacles, %u segments)", i,
-                STEER_MAP_MAX_OBSTACLES, STEER_MAP_MAX_SEGMENTS);
+    return steerd_map_fail(err, errlen, "obstacles[%zu]: the map is full (%u obstacles, %u segments)", i,
+                           STEER_MAP_MAX_OBSTACLES, STEER_MAP_MAX_SEGMENTS);
   if (rc == STEER_ENOMEM)
-    return fail(err, errlen, "obstacles[%zu]: out of memory", i);
+    return steerd_map_fail(err, errlen, "obstacles[%zu]: out of memory", i);
   if (rc != STEER_OK)
-    return fail(err, errlen, "obstacles[%zu]: refused by the map (%s)", i, steer_strerror(rc));
+    return steerd_map_fail(err, errlen, "obstacles[%zu]: refused by the map (%s)", i, steer_strerror(rc));
   return 0;
 }
 
@@ -141,50 +148,50 @@ int steerd_map_parse(const char *text, size_t len, steer_map *m, char *err, size
   json_error_t je;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (!root)
-    return fail(err, errlen, "line %d, column %d: %s", je.line, je.column, je.text);
+    return steerd_map_fail(err, errlen, "line %d, column %d: %s", je.line, je.column, je.text);
   int rc = 0;
   vec2 *pts = malloc(STEER_MAP_MAX_VERTICES * sizeof(vec2));
   const char *key;
   json_t *val;
   if (!pts) {
-    rc = fail(err, errlen, "out of memory");
+    rc = steerd_map_fail(err, errlen, "out of memory");
     goto done;
   }
   if (!json_is_object(root)) {
-    rc = fail(err, errlen, "the file is not a JSON object");
+    rc = steerd_map_fail(err, errlen, "the file is not a JSON object");
     goto done;
   }
   json_object_foreach(root, key, val) {
     if (strcmp(key, "format") && strcmp(key, "version") && strcmp(key, "obstacles")) {
-      rc = fail(err, errlen, "%s: unknown field (format, version, obstacles)", key);
+      rc = steerd_map_fail(err, errlen, "%s: unknown field (format, version, obstacles)", key);
       goto done;
     }
   }
   const char *format = json_string_value(json_object_get(root, "format"));
   if (!format || strcmp(format, "steerd-map") != 0) {
-    rc = fail(err, errlen, "format: missing or not \"steerd-map\"");
+    rc = steerd_map_fail(err, errlen, "format: missing or not \"steerd-map\"");
     goto done;
   }
   const json_t *ver = json_object_get(root, "version");
   if (!json_is_integer(ver)) {
-    rc = fail(err, errlen, "version: missing or not an integer");
+    rc = steerd_map_fail(err, errlen, "version: missing or not an integer");
     goto done;
   }
   if (json_integer_value(ver) != STEERD_MAP_FILE_VERSION) {
-    rc = fail(err, errlen, "version: %lld is not supported (this server reads %d)",
-              (long long)json_integer_value(ver), STEERD_MAP_FILE_VERSION);
+    rc = steerd_map_fail(err, errlen, "version: %lld is not supported (this server reads %d)",
+                         (long long)json_integer_value(ver), STEERD_MAP_FILE_VERSION);
     goto done;
   }
   const json_t *obs = json_object_get(root, "obstacles");
   if (!json_is_array(obs)) {
-    rc = fail(err, errlen, "obstacles: missing or not an array");
+    rc = steerd_map_fail(err, errlen, "obstacles: missing or not an array");
     goto done;
   }
   steer_map_hold(m); /* one index build for the whole file */
   for (size_t i = 0; i < json_array_size(obs) && rc == 0; i++)
     rc = parse_obstacle(json_array_get(obs, i), i, m, pts, err, errlen);
   if (steer_map_release(m) != STEER_OK && rc == 0)
-    rc = fail(err, errlen, "out of memory");
+    rc = steerd_map_fail(err, errlen, "out of memory");
 done:
   free(pts);
   json_decref(root);
@@ -200,16 +207,17 @@ static int load_text(const char *text, size_t len, int kind, const char *dir, st
 int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
   if (!f)
-    return fail(err, errlen, "map file %s: %s", path, strerror(errno));
+    return steerd_map_fail(err, errlen, "map file %s: %s", path, strerror(errno));
   char *buf = malloc(STEERD_MAP_FILE_MAX_BYTES + 1u);
   size_t len = buf ? fread(buf, 1, STEERD_MAP_FILE_MAX_BYTES + 1u, f) : 0;
   int rd_err = ferror(f);
   fclose(f);
   if (!buf)
-    return fail(err, errlen, "map file %s: out of memory", path);
+    return steerd_map_fail(err, errlen, "map file %s: out of memory", path);
   if (rd_err || len > STEERD_MAP_FILE_MAX_BYTES) {
     free(buf);
-    return fail(err, errlen, "map file %s: %s", path, rd_err ? "read error" : "larger than 64 MiB");
+    return steerd_map_fail(err, errlen, "map file %s: %s", path,
+                           rd_err ? "read error" : "larger than 64 MiB");
   }
   char why[256];
   size_t plen = strlen(path);
@@ -226,7 +234,7 @@ int steerd_map_file_load(const char *path, steer_world *w, char *err, size_t err
     snprintf(dir, sizeof dir, ".");
   int rc = load_text(buf, len, kind, dir, w, why, sizeof why);
   free(buf);
-  return rc != 0 ? fail(err, errlen, "map file %s: %s", path, why) : 0;
+  return rc != 0 ? steerd_map_fail(err, errlen, "map file %s: %s", path, why) : 0;
 }
 
 int steerd_map_text_load(const char *text, size_t len, steer_world *w, char *err, size_t errlen) {
@@ -242,7 +250,7 @@ static int load_text(const char *text, size_t len, int kind, const char *dir, st
   const steer_world_config *c = steer_world_get_config(w);
   steer_map *m = steer_map_create(c->min, c->max, c->cell_size);
   int grid = kind == MAP_GRID;
-  int rc = !m                  ? fail(err, errlen, "out of memory")
+  int rc = !m                  ? steerd_map_fail(err, errlen, "out of memory")
            : grid              ? steerd_map_parse_movingai(text, len, m, err, errlen)
            : kind == MAP_TILED ? steerd_map_parse_tiled(text, len, dir, m, err, errlen)
                                : steerd_map_parse(text, len, m, err, errlen);
@@ -257,11 +265,11 @@ static int load_text(const char *text, size_t len, int kind, const char *dir, st
   if (arc == STEER_OK)
     return 0;
   if (failed < n && kind == MAP_TILED)
-    return fail(err, errlen, "obstacle %u of the map: %s", failed + 1, steer_strerror(arc));
+    return steerd_map_fail(err, errlen, "obstacle %u of the map: %s", failed + 1, steer_strerror(arc));
   if (failed < n)
-    return fail(err, errlen, grid ? "rectangle %u: %s" : "obstacles[%u]: %s", grid ? failed + 1 : failed,
-                steer_strerror(arc));
-  return fail(err, errlen, "the map: %s", steer_strerror(arc));
+    return steerd_map_fail(err, errlen, grid ? "rectangle %u: %s" : "obstacles[%u]: %s",
+                           grid ? failed + 1 : failed, steer_strerror(arc));
+  return steerd_map_fail(err, errlen, "the map: %s", steer_strerror(arc));
 }
 
 /* ---- Moving AI grid maps -------------------------------------------------- */
@@ -350,32 +358,35 @@ int steerd_grid_map_read(const char *text, size_t len, steerd_grid_map *g, char 
   const char *line;
   size_t n;
   if (!text || !next_line(&r, &line, &n) || !line_is(line, n, "type octile"))
-    return fail(err, errlen, "line 1: not a Moving AI map (the first line is not \"type octile\")");
+    return steerd_map_fail(err, errlen,
+                           "line 1: not a Moving AI map (the first line is not \"type octile\")");
   uint32_t w = 0, h = 0;
   /* height and width, either order (the benchmark's files give height first) */
   for (int k = 0; k < 2; k++) {
     if (!next_line(&r, &line, &n))
-      return fail(err, errlen, "line %u: the file ends in the header (height H, width W, map)", r.no + 1);
+      return steerd_map_fail(err, errlen, "line %u: the file ends in the header (height H, width W, map)",
+                             r.no + 1);
     uint32_t v;
     if (!h && (v = header_number(line, n, "height")) != 0)
       h = v;
     else if (!w && (v = header_number(line, n, "width")) != 0)
       w = v;
     else
-      return fail(err, errlen, "line %u: not \"%s N\" with N from 1 to %u", r.no, h ? "width" : "height",
-                  STEERD_GRID_MAP_MAX_SIDE);
+      return steerd_map_fail(err, errlen, "line %u: not \"%s N\" with N from 1 to %u", r.no,
+                             h ? "width" : "height", STEERD_GRID_MAP_MAX_SIDE);
   }
   if (!next_line(&r, &line, &n))
-    return fail(err, errlen, "line %u: the file ends before \"map\" (the line before the rows)", r.no + 1);
+    return steerd_map_fail(err, errlen, "line %u: the file ends before \"map\" (the line before the rows)",
+                           r.no + 1);
   if (!line_is(line, n, "map"))
-    return fail(err, errlen, "line %u: not \"map\" (the line before the rows)", r.no);
+    return steerd_map_fail(err, errlen, "line %u: not \"map\" (the line before the rows)", r.no);
   uint8_t *cells = malloc((size_t)w * h);
   if (!cells)
-    return fail(err, errlen, "out of memory for a %u x %u map", w, h);
+    return steerd_map_fail(err, errlen, "out of memory for a %u x %u map", w, h);
   for (uint32_t y = 0; y < h; y++) {
     if (!next_line(&r, &line, &n)) {
       free(cells);
-      return fail(err, errlen, "line %u: the file ends after %u of %u rows", r.no + 1, y, h);
+      return steerd_map_fail(err, errlen, "line %u: the file ends after %u of %u rows", r.no + 1, y, h);
     }
     size_t check = n < w ? n : w;
     for (size_t x = 0; x < check; x++) {
@@ -384,24 +395,24 @@ int steerd_grid_map_read(const char *text, size_t len, steerd_grid_map *g, char 
         unsigned char c = (unsigned char)line[x];
         free(cells);
         if (c >= 0x21 && c < 0x7f)
-          return fail(err, errlen,
-                      "line %u, column %zu: '%c' is not a map cell (. G free; @ O T S W blocked)", r.no,
-                      x + 1, c);
-        return fail(err, errlen,
-                    "line %u, column %zu: byte 0x%02x is not a map cell (. G free; @ O T S W blocked)", r.no,
-                    x + 1, c);
+          return steerd_map_fail(err, errlen,
+                                 "line %u, column %zu: '%c' is not a map cell (. G free; @ O T S W blocked)",
+                                 r.no, x + 1, c);
+        return steerd_map_fail(
+            err, errlen, "line %u, column %zu: byte 0x%02x is not a map cell (. G free; @ O T S W blocked)",
+            r.no, x + 1, c);
       }
       cells[(size_t)y * w + x] = (uint8_t)k;
     }
     if (n != w) {
       free(cells);
-      return fail(err, errlen, "line %u: a row of %zu cells, the map is %u wide", r.no, n, w);
+      return steerd_map_fail(err, errlen, "line %u: a row of %zu cells, the map is %u wide", r.no, n, w);
     }
   }
   while (next_line(&r, &line, &n))
     if (trimmed(line, n) != 0) {
       free(cells);
-      return fail(err, errlen, "line %u: more rows than the map's height (%u)", r.no, h);
+      return steerd_map_fail(err, errlen, "line %u: more rows than the map's height (%u)", r.no, h);
     }
   g->width = w;
   g->height = h;
@@ -428,10 +439,11 @@ int steerd_grid_map_add_from(const steerd_grid_map *g, steer_map *m, uint32_t fi
   while (steer_map_find(m, probe_id) >= 0)
     probe_id++;
   if (steer_map_check(m, probe_id, &probe) == STEER_EINVAL)
-    return fail(err, errlen,
-                "the map is %u x %u m: start the server with bounds covering [0,%u]x[0,%u] (--world "
-                "0,0,%u,%u)",
-                w, h, w, h, w, h);
+    return steerd_map_fail(
+        err, errlen,
+        "the map is %u x %u m: start the server with bounds covering [0,%u]x[0,%u] (--world "
+        "0,0,%u,%u)",
+        w, h, w, h, w, h);
   /* Rectangles in the order of their top-left cells: a run of row y extends
    * the rectangle whose x-span it repeats from row y - 1 (open[x0] holds it,
    * one slot per first column), else starts a new one. */
@@ -441,7 +453,7 @@ int steerd_grid_map_add_from(const steerd_grid_map *g, steer_map *m, uint32_t fi
   if (!rects || !open) {
     free(rects);
     free(open);
-    return fail(err, errlen, "out of memory");
+    return steerd_map_fail(err, errlen, "out of memory");
   }
   for (uint32_t x = 0; x < w; x++)
     open[x] = UINT32_MAX;
@@ -464,7 +476,7 @@ int steerd_grid_map_add_from(const steerd_grid_map *g, steer_map *m, uint32_t fi
           if (!more) {
             free(rects);
             free(open);
-            return fail(err, errlen, "out of memory");
+            return steerd_map_fail(err, errlen, "out of memory");
           }
           rects = more;
           cap *= 2;
@@ -480,9 +492,9 @@ int steerd_grid_map_add_from(const steerd_grid_map *g, steer_map *m, uint32_t fi
   free(open);
   if (steer_map_count(m) + count > STEER_MAP_MAX_OBSTACLES || count > UINT32_MAX - first_id) {
     free(rects);
-    return fail(err, errlen,
-                "the map's blocked cells make %zu rectangles, more than the %u obstacles a map holds", count,
-                STEER_MAP_MAX_OBSTACLES);
+    return steerd_map_fail(
+        err, errlen, "the map's blocked cells make %zu rectangles, more than the %u obstacles a map holds",
+        count, STEER_MAP_MAX_OBSTACLES);
   }
   int rc = 0;
   steer_map_hold(m); /* one index build for the whole map */
@@ -494,17 +506,18 @@ int steerd_grid_map_add_from(const steerd_grid_map *g, steer_map *m, uint32_t fi
     uint32_t id = first_id + (uint32_t)i;
     int arc = steer_map_add(m, id, &d);
     if (arc == STEER_EFULL)
-      rc = fail(err, errlen,
-                "rectangle %u (cells %u..%u x %u..%u): the map is full (%u obstacles, %u segments)", id,
-                q->x0, q->x1 - 1, q->y0, q->y1 - 1, STEER_MAP_MAX_OBSTACLES, STEER_MAP_MAX_SEGMENTS);
+      rc = steerd_map_fail(
+          err, errlen, "rectangle %u (cells %u..%u x %u..%u): the map is full (%u obstacles, %u segments)",
+          id, q->x0, q->x1 - 1, q->y0, q->y1 - 1, STEER_MAP_MAX_OBSTACLES, STEER_MAP_MAX_SEGMENTS);
     else if (arc == STEER_ENOMEM)
-      rc = fail(err, errlen, "out of memory");
+      rc = steerd_map_fail(err, errlen, "out of memory");
     else if (arc != STEER_OK)
-      rc = fail(err, errlen, "rectangle %u (cells %u..%u x %u..%u): id %u is used by another obstacle", id,
-                q->x0, q->x1 - 1, q->y0, q->y1 - 1, id);
+      rc = steerd_map_fail(err, errlen,
+                           "rectangle %u (cells %u..%u x %u..%u): id %u is used by another obstacle", id,
+                           q->x0, q->x1 - 1, q->y0, q->y1 - 1, id);
   }
   if (steer_map_release(m) != STEER_OK && rc == 0)
-    rc = fail(err, errlen, "out of memory");
+    rc = steerd_map_fail(err, errlen, "out of memory");
   free(rects);
   return rc;
 }

@@ -97,6 +97,9 @@ int steerd_grid_map_add_from(const steerd_grid_map *g, steer_map *m, uint32_t fi
  * bytes into m (created by the caller over bounds containing the map). */
 int steerd_map_parse_movingai(const char *text, size_t len, steer_map *m, char *err, size_t errlen);
 
+/* The map readers' error: formats err (errlen bytes, when given) and returns -1. */
+int steerd_map_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Whether len bytes are a Tiled JSON map ("type": "map", a "layers" array). */
 int steerd_map_is_tiled(const char *text, size_t len);
 

@@ -6,10 +6,11 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "map_file.h"
 
@@ -21,16 +22,6 @@
 #define ELLIPSE_SIDES 16u
 /* An external tileset file larger than this is refused. */
 #define TILESET_MAX_BYTES (16u << 20)
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 /* The value of the property named name in v's "properties" (Tiled's list of
  * {name, type, value}), or NULL. */
@@ -90,8 +81,8 @@ static int mark_solid(solid_set *s, uint64_t gid) {
 /* An external tileset: dir/source read and parsed (the caller frees it). */
 static json_t *load_tileset(const char *dir, const char *source, char *err, size_t errlen) {
   if (!dir) {
-    fail(err, errlen, "tileset \"%s\": an external tileset is read only from a map file (next to it)",
-         source);
+    steerd_map_fail(err, errlen,
+                    "tileset \"%s\": an external tileset is read only from a map file (next to it)", source);
     return NULL;
   }
   char path[4096];
@@ -101,7 +92,7 @@ static json_t *load_tileset(const char *dir, const char *source, char *err, size
     snprintf(path, sizeof path, "%s/%s", dir, source);
   FILE *f = fopen(path, "rb");
   if (!f) {
-    fail(err, errlen, "tileset %s: %s", path, strerror(errno));
+    steerd_map_fail(err, errlen, "tileset %s: %s", path, strerror(errno));
     return NULL;
   }
   json_error_t je;
@@ -109,12 +100,12 @@ static json_t *load_tileset(const char *dir, const char *source, char *err, size
   long size = ftell(f);
   fclose(f);
   if (!t) {
-    fail(err, errlen, "tileset %s: line %d, column %d: %s", path, je.line, je.column, je.text);
+    steerd_map_fail(err, errlen, "tileset %s: line %d, column %d: %s", path, je.line, je.column, je.text);
     return NULL;
   }
   if (size > (long)TILESET_MAX_BYTES || !json_is_object(t)) {
     json_decref(t);
-    fail(err, errlen, "tileset %s: not a Tiled JSON tileset", path);
+    steerd_map_fail(err, errlen, "tileset %s: not a Tiled JSON tileset", path);
     return NULL;
   }
   return t;
@@ -127,7 +118,7 @@ static int read_tilesets(const json_t *root, const char *dir, solid_set *s, char
     const json_t *ts = json_array_get(sets, i);
     const json_t *first = json_object_get(ts, "firstgid");
     if (!json_is_integer(first) || json_integer_value(first) < 1 || json_integer_value(first) >= GID_FLAGS)
-      return fail(err, errlen, "tilesets[%zu].firstgid: missing or not a tile id", i);
+      return steerd_map_fail(err, errlen, "tilesets[%zu].firstgid: missing or not a tile id", i);
     json_t *ext = NULL;
     const char *source = json_string_value(json_object_get(ts, "source"));
     if (source) {
@@ -141,10 +132,10 @@ static int read_tilesets(const json_t *root, const char *dir, solid_set *s, char
       const json_t *tile = json_array_get(tiles, k);
       const json_t *id = json_object_get(tile, "id");
       if (!json_is_integer(id) || json_integer_value(id) < 0)
-        rc = fail(err, errlen, "tilesets[%zu].tiles[%zu].id: missing or not a tile index", i, k);
+        rc = steerd_map_fail(err, errlen, "tilesets[%zu].tiles[%zu].id: missing or not a tile index", i, k);
       else if (collision(tile) == 1 &&
                !mark_solid(s, (uint64_t)json_integer_value(first) + (uint64_t)json_integer_value(id)))
-        rc = fail(err, errlen, "tilesets[%zu].tiles[%zu]: not a tile id this reader keeps", i, k);
+        rc = steerd_map_fail(err, errlen, "tilesets[%zu].tiles[%zu]: not a tile id this reader keeps", i, k);
     }
     json_decref(ext);
     if (rc != 0)
@@ -155,40 +146,15 @@ static int read_tilesets(const json_t *root, const char *dir, solid_set *s, char
 
 /* ---- tile layers -------------------------------------------------------------- */
 
-static int b64_value(int c) {
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if (c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if (c >= '0' && c <= '9')
-    return c - '0' + 52;
-  return c == '+' ? 62 : (c == '/' ? 63 : -1);
-}
-
-/* Decodes base64 (padded) into a new buffer of *n bytes; NULL when s is not
- * base64 or memory is short. */
+/* Decodes base64 (padded, libsodium's decoder) into a new buffer of *n bytes;
+ * NULL when s is not base64 or memory is short. */
 static uint8_t *b64_decode(const char *s, size_t len, size_t *n) {
-  if (len % 4u != 0u)
+  size_t cap = len / 4u * 3u + 1u;
+  uint8_t *out = malloc(cap);
+  if (out && sodium_base642bin(out, cap, s, len, NULL, n, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+    free(out);
     return NULL;
-  uint8_t *out = malloc(len / 4u * 3u + 1u);
-  size_t k = 0;
-  for (size_t i = 0; out && i < len; i += 4u) {
-    int v[4], pad = 0;
-    for (int j = 0; j < 4; j++) {
-      v[j] = s[i + (size_t)j] == '=' && i + 4u == len && j >= 2 ? (pad++, 0) : b64_value(s[i + (size_t)j]);
-      if (v[j] < 0 || (pad && s[i + (size_t)j] != '=')) {
-        free(out);
-        return NULL;
-      }
-    }
-    uint32_t q = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-    out[k++] = (uint8_t)(q >> 16);
-    if (pad < 2)
-      out[k++] = (uint8_t)(q >> 8);
-    if (pad < 1)
-      out[k++] = (uint8_t)q;
   }
-  *n = k;
   return out;
 }
 
@@ -198,28 +164,30 @@ static int read_tile_layer(const json_t *l, const char *name, const solid_set *s
   const json_t *w = json_object_get(l, "width"), *h = json_object_get(l, "height");
   if (!json_is_integer(w) || !json_is_integer(h) || json_integer_value(w) != g->width ||
       json_integer_value(h) != g->height)
-    return fail(err, errlen, "layer \"%s\": a tile layer of another size than the map (%u x %u tiles)", name,
-                g->width, g->height);
+    return steerd_map_fail(err, errlen,
+                           "layer \"%s\": a tile layer of another size than the map (%u x %u tiles)", name,
+                           g->width, g->height);
   double ox = 0.0, oy = 0.0;
   number(json_object_get(l, "offsetx"), &ox);
   number(json_object_get(l, "offsety"), &oy);
   if (ox != 0.0 || oy != 0.0)
-    return fail(err, errlen, "layer \"%s\": an offset tile layer (its tiles would not be the map's cells)",
-                name);
+    return steerd_map_fail(
+        err, errlen, "layer \"%s\": an offset tile layer (its tiles would not be the map's cells)", name);
   const char *compression = json_string_value(json_object_get(l, "compression"));
   if (compression && compression[0])
-    return fail(err, errlen,
-                "layer \"%s\": %s-compressed tile data is not read (in Tiled: Map > Map Properties > Tile "
-                "Layer Format: CSV or Base64 (uncompressed))",
-                name, compression);
+    return steerd_map_fail(
+        err, errlen,
+        "layer \"%s\": %s-compressed tile data is not read (in Tiled: Map > Map Properties > Tile "
+        "Layer Format: CSV or Base64 (uncompressed))",
+        name, compression);
   const json_t *data = json_object_get(l, "data");
   const char *b64 = json_string_value(data);
   size_t cells = (size_t)g->width * g->height, nbytes = 0;
   uint8_t *bytes = b64 ? b64_decode(b64, strlen(b64), &nbytes) : NULL;
   int rc = 0;
   if (b64 ? !bytes || nbytes != 4u * cells : !(json_is_array(data) && json_array_size(data) == cells))
-    rc = fail(err, errlen, "layer \"%s\".data: not %zu tile ids (an array, or base64 of 32-bit ids)", name,
-              cells);
+    rc = steerd_map_fail(
+        err, errlen, "layer \"%s\".data: not %zu tile ids (an array, or base64 of 32-bit ids)", name, cells);
   for (size_t i = 0; rc == 0 && i < cells; i++) {
     uint32_t gid;
     if (bytes) {
@@ -229,7 +197,7 @@ static int read_tile_layer(const json_t *l, const char *name, const solid_set *s
       const json_t *v = json_array_get(data, i);
       if (!json_is_integer(v) || json_integer_value(v) < 0 ||
           json_integer_value(v) > (json_int_t)UINT32_MAX) {
-        rc = fail(err, errlen, "layer \"%s\".data[%zu]: not a tile id", name, i);
+        rc = steerd_map_fail(err, errlen, "layer \"%s\".data[%zu]: not a tile id", name, i);
         break;
       }
       gid = (uint32_t)json_integer_value(v);
@@ -303,7 +271,7 @@ static int read_object(tiled_ctx *t, const json_t *o, const char *name, int laye
   const json_t *idv = json_object_get(o, "id");
   if (!json_is_integer(idv) || json_integer_value(idv) < 1 ||
       json_integer_value(idv) > (json_int_t)UINT32_MAX)
-    return fail(err, errlen, "layer \"%s\": an object without a Tiled id", name);
+    return steerd_map_fail(err, errlen, "layer \"%s\": an object without a Tiled id", name);
   uint32_t id = (uint32_t)json_integer_value(idv);
   int own = collision(o);
   if (own == 0 || (own < 0 && layer_collision == 0) || json_is_true(json_object_get(o, "point")) ||
@@ -311,7 +279,7 @@ static int read_object(tiled_ctx *t, const json_t *o, const char *name, int laye
     return 0;
   double x = 0.0, y = 0.0, w = 0.0, h = 0.0, rot = 0.0;
   if (!number(json_object_get(o, "x"), &x) || !number(json_object_get(o, "y"), &y))
-    return fail(err, errlen, "layer \"%s\", object %u: no x and y", name, id);
+    return steerd_map_fail(err, errlen, "layer \"%s\", object %u: no x and y", name, id);
   number(json_object_get(o, "width"), &w);
   number(json_object_get(o, "height"), &h);
   number(json_object_get(o, "rotation"), &rot);
@@ -322,10 +290,10 @@ static int read_object(tiled_ctx *t, const json_t *o, const char *name, int laye
     what = poly ? "polygon" : "polyline";
     d.kind = poly ? STEER_OBSTACLE_POLYGON : STEER_OBSTACLE_WALL;
     if (!object_points(t, poly ? poly : line, x, y, rot, &d.count))
-      return fail(err, errlen, "layer \"%s\", object %u (%s): not 2..%u points of finite x and y", name, id,
-                  what, STEER_MAP_MAX_VERTICES);
+      return steerd_map_fail(err, errlen, "layer \"%s\", object %u (%s): not 2..%u points of finite x and y",
+                             name, id, what, STEER_MAP_MAX_VERTICES);
   } else if (!(w > 0.0 && h > 0.0)) {
-    return fail(err, errlen, "layer \"%s\", object %u: a shape of zero size", name, id);
+    return steerd_map_fail(err, errlen, "layer \"%s\", object %u: a shape of zero size", name, id);
   } else if (json_is_true(json_object_get(o, "ellipse"))) {
     what = "ellipse";
     if (w / t->tw == h / t->th) { /* a circle in metres */
@@ -357,15 +325,17 @@ static int read_object(tiled_ctx *t, const json_t *o, const char *name, int laye
     return 0;
   }
   if (rc == STEER_EFULL)
-    return fail(err, errlen, "layer \"%s\", object %u (%s): the map is full (%u obstacles, %u segments)",
-                name, id, what, STEER_MAP_MAX_OBSTACLES, STEER_MAP_MAX_SEGMENTS);
+    return steerd_map_fail(err, errlen,
+                           "layer \"%s\", object %u (%s): the map is full (%u obstacles, %u segments)", name,
+                           id, what, STEER_MAP_MAX_OBSTACLES, STEER_MAP_MAX_SEGMENTS);
   if (rc == STEER_ENOMEM)
-    return fail(err, errlen, "out of memory");
+    return steerd_map_fail(err, errlen, "out of memory");
   steer_map_fault f;
   if (steer_map_shape_fault(t->m, &d, &f) != STEER_MAP_RULE_OK)
-    return fail(err, errlen, "layer \"%s\", object %u (%s): %s", name, id, what, rule_text(f.rule));
-  return fail(err, errlen, "layer \"%s\", object %u (%s): id %u is used by another obstacle", name, id, what,
-              id);
+    return steerd_map_fail(err, errlen, "layer \"%s\", object %u (%s): %s", name, id, what,
+                           rule_text(f.rule));
+  return steerd_map_fail(err, errlen, "layer \"%s\", object %u (%s): id %u is used by another obstacle", name,
+                         id, what, id);
 }
 
 /* The layers in order, group layers' own layers in theirs: tile layers into
@@ -381,7 +351,7 @@ static int walk_layers(tiled_ctx *t, const json_t *layers, int pass, const solid
     lc = lc >= 0 ? lc : parent_collision;
     int rc = 0;
     if (!type)
-      rc = fail(err, errlen, "layers[%zu]: no type", i);
+      rc = steerd_map_fail(err, errlen, "layers[%zu]: no type", i);
     else if (strcmp(type, "group") == 0)
       rc = walk_layers(t, json_object_get(l, "layers"), pass, s, g, lc, err, errlen);
     else if (pass == 0 && strcmp(type, "tilelayer") == 0)
@@ -413,19 +383,20 @@ static int map_header(const json_t *root, uint32_t *w, uint32_t *h, double *tw, 
                       size_t errlen) {
   const char *orient = json_string_value(json_object_get(root, "orientation"));
   if (orient && strcmp(orient, "orthogonal") != 0)
-    return fail(err, errlen, "orientation: \"%s\"; only orthogonal Tiled maps are read", orient);
+    return steerd_map_fail(err, errlen, "orientation: \"%s\"; only orthogonal Tiled maps are read", orient);
   if (json_is_true(json_object_get(root, "infinite")))
-    return fail(err, errlen,
-                "infinite: an infinite Tiled map is not read (in Tiled: Map > Map Properties > "
-                "Infinite off)");
+    return steerd_map_fail(err, errlen,
+                           "infinite: an infinite Tiled map is not read (in Tiled: Map > Map Properties > "
+                           "Infinite off)");
   const json_t *jw = json_object_get(root, "width"), *jh = json_object_get(root, "height");
   if (!json_is_integer(jw) || !json_is_integer(jh) || json_integer_value(jw) < 1 ||
       json_integer_value(jh) < 1 || json_integer_value(jw) > STEERD_GRID_MAP_MAX_SIDE ||
       json_integer_value(jh) > STEERD_GRID_MAP_MAX_SIDE)
-    return fail(err, errlen, "width, height: missing, or not 1..%u tiles", STEERD_GRID_MAP_MAX_SIDE);
+    return steerd_map_fail(err, errlen, "width, height: missing, or not 1..%u tiles",
+                           STEERD_GRID_MAP_MAX_SIDE);
   if (!number(json_object_get(root, "tilewidth"), tw) || !number(json_object_get(root, "tileheight"), th) ||
       !(*tw > 0.0) || !(*th > 0.0))
-    return fail(err, errlen, "tilewidth, tileheight: missing or not positive");
+    return steerd_map_fail(err, errlen, "tilewidth, tileheight: missing or not positive");
   *w = (uint32_t)json_integer_value(jw);
   *h = (uint32_t)json_integer_value(jh);
   return 0;
@@ -436,13 +407,13 @@ int steerd_map_parse_tiled(const char *text, size_t len, const char *dir, steer_
   json_error_t je;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (!root)
-    return fail(err, errlen, "line %d, column %d: %s", je.line, je.column, je.text);
+    return steerd_map_fail(err, errlen, "line %d, column %d: %s", je.line, je.column, je.text);
   solid_set solid = {NULL, 0};
   steerd_grid_map g = {0, 0, NULL};
   tiled_ctx t = {m, 0.0, 0.0, malloc(STEER_MAP_MAX_VERTICES * sizeof(vec2)), 0};
   int rc = map_header(root, &g.width, &g.height, &t.tw, &t.th, err, errlen);
   if (rc == 0 && (!t.pts || !(g.blocked = calloc((size_t)g.width * g.height, 1))))
-    rc = fail(err, errlen, "out of memory");
+    rc = steerd_map_fail(err, errlen, "out of memory");
   if (rc == 0)
     rc = read_tilesets(root, dir, &solid, err, errlen);
   if (rc == 0)
@@ -458,7 +429,7 @@ int steerd_map_parse_tiled(const char *text, size_t len, const char *dir, steer_
     steer_map_hold(m); /* one index build for the whole map */
     rc = walk_layers(&t, json_object_get(root, "layers"), 1, &solid, &g, -1, err, errlen);
     if (steer_map_release(m) != STEER_OK && rc == 0)
-      rc = fail(err, errlen, "out of memory");
+      rc = steerd_map_fail(err, errlen, "out of memory");
   }
   int any = 0;
   for (size_t i = 0; rc == 0 && i < (size_t)g.width * g.height && !any; i++)
