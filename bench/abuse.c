@@ -41,6 +41,10 @@
  *             snapshots; the server runs with --max-pending 256 so the burst
  *             can connect. The row adds the SPAWNs and DESPAWNs ACKed and
  *             when the last one was (ms after the burst began).
+ *   mapflood  one admin client (anonymous on loopback) sends --edits N
+ *             ADD_OBSTACLE (small circles on a grid, in an empty world),
+ *             --inflight K unanswered at a time; the row adds the ACKs and
+ *             their latency p50 / p99 / max.
  */
 #define _GNU_SOURCE
 #include <enet/enet.h>
@@ -67,7 +71,7 @@
 typedef struct opts {
   const char *attack;
   const char *binary;
-  int peers, clients, seconds, rate, reconnect, agents, spawners;
+  int peers, clients, seconds, rate, reconnect, agents, spawners, edits, inflight;
   int hello, reliable, full, delta_idle;
   const char *label;
   float view_radius;
@@ -143,18 +147,33 @@ typedef struct watcher {
   /* spawnburst's spawners: replies counted, a DESPAWN sent for each SPAWN ACKed */
   uint32_t spawn_acks, despawn_acks, errors;
   uint64_t last_ack_ms;
+  /* mapflood's admin: edits sent and ACKed, each one's send time and latency */
+  uint32_t edits_sent, edit_acks;
+  uint64_t *edit_sent_ms; /* by request_id, the ids being the client's own 1, 2, ... */
+  uint64_t *edit_latency_ms;
 } watcher;
+
+static void send_edit(watcher *w);
 
 static void on_reply(void *user, const proto_server_msg *m) {
   watcher *w = user;
   if (m->type == PROTO_MSG_ERROR) {
+    if (w->edit_sent_ms && w->errors == 0)
+      fprintf(stderr, "abuse: the first ERROR of the edits: %u %s (%s)\n", m->error.code, m->error.message,
+              m->error.field);
     w->errors++;
+    if (w->edit_sent_ms)
+      send_edit(w); /* the flood goes on */
     return;
   }
   if (m->type != PROTO_MSG_ACK)
     return;
   w->last_ack_ms = steerd_proc_now_ms();
-  if (m->ack.command == PROTO_MSG_DESPAWN) {
+  if (m->ack.command == PROTO_MSG_ADD_OBSTACLE && w->edit_sent_ms &&
+      m->ack.request_id <= (uint32_t)o.edits + 1u) {
+    w->edit_latency_ms[w->edit_acks++] = w->last_ack_ms - w->edit_sent_ms[m->ack.request_id];
+    send_edit(w);
+  } else if (m->ack.command == PROTO_MSG_DESPAWN) {
     w->despawn_acks++;
   } else if (m->ack.command == PROTO_MSG_SPAWN) {
     w->spawn_acks++;
@@ -197,6 +216,27 @@ static int watcher_start(watcher *w, const char *name, int delta, uint32_t max_a
 static void watcher_service(watcher *w) {
   if (w->c && !w->gone && steerd_client_service(w->c, 0) < 0)
     w->gone = 1;
+}
+
+/* mapflood: the next ADD_OBSTACLE, a 0.2 m circle on a 1.2 m grid from the
+ * corner of the default world (-50..50 m), while there are edits left to send. */
+static void send_edit(watcher *w) {
+  if (w->edits_sent >= (uint32_t)o.edits)
+    return;
+  proto_command cmd;
+  memset(&cmd, 0, sizeof(cmd));
+  cmd.type = PROTO_MSG_ADD_OBSTACLE;
+  uint32_t k = w->edits_sent;
+  cmd.add_obstacle.id = 1000000u + k;
+  cmd.add_obstacle.kind = STEER_OBSTACLE_CIRCLE;
+  cmd.add_obstacle.count = 1;
+  cmd.add_obstacle.radius = 0.2f;
+  cmd.add_obstacle.points[0] = v2(-48.0f + 1.2f * (float)(k % 80u), -48.0f + 1.2f * (float)(k / 80u));
+  uint32_t rid;
+  if (steerd_client_send(w->c, &cmd, &rid) != 0 || rid > (uint32_t)o.edits + 1u)
+    return;
+  w->edit_sent_ms[rid] = steerd_proc_now_ms();
+  w->edits_sent++;
 }
 
 /* ---- raw ENet attackers --------------------------------------------------- */
@@ -303,9 +343,9 @@ typedef struct probe {
 static void usage(void) {
   fprintf(
       stderr,
-      "usage: abuse flood|halfopen|nohello|burst|bigworld|spawnburst [--binary PATH] [--seconds S]\n"
+      "usage: abuse flood|halfopen|nohello|burst|bigworld|spawnburst|mapflood [--binary PATH] [--seconds S]\n"
       "       [--peers N] [--rate R] [--reconnect S] [--no-hello] [--reliable] [--clients N] [--agents N]\n"
-      "       [--spawners N] [--delta-idle]\n"
+      "       [--spawners N] [--delta-idle] [--edits N] [--inflight K]\n"
       "       [--full] [--label TEXT] [--view-radius M] [--server-arg ARG]...\n");
   exit(2);
 }
@@ -319,6 +359,8 @@ static void parse(int argc, char **argv) {
   o.reconnect = 7;
   o.agents = 10000;
   o.spawners = 100;
+  o.edits = 5000;
+  o.inflight = 50;
   o.hello = 1;
   o.label = "";
   if (argc < 2)
@@ -343,6 +385,10 @@ static void parse(int argc, char **argv) {
       o.agents = atoi(v), i++;
     else if (!strcmp(a, "--spawners") && v)
       o.spawners = atoi(v), i++;
+    else if (!strcmp(a, "--edits") && v)
+      o.edits = atoi(v), i++;
+    else if (!strcmp(a, "--inflight") && v)
+      o.inflight = atoi(v), i++;
     else if (!strcmp(a, "--label") && v)
       o.label = v, i++;
     else if (!strcmp(a, "--view-radius") && v)
@@ -361,7 +407,8 @@ static void parse(int argc, char **argv) {
       usage();
   }
   if (o.peers < 0 || o.peers > MAX_PEERS || o.clients < 0 || o.clients > MAX_CLIENTS || o.seconds < 1 ||
-      o.seconds > MAX_SECONDS || o.rate < 1 || o.spawners < 1 || o.spawners > MAX_CLIENTS)
+      o.seconds > MAX_SECONDS || o.rate < 1 || o.spawners < 1 || o.spawners > MAX_CLIENTS || o.edits < 1 ||
+      o.inflight < 1)
     usage();
 }
 
@@ -455,13 +502,26 @@ static int spawn_share(steerd_client *c, int k, int n) {
 int main(int argc, char **argv) {
   parse(argc, argv);
   signal(SIGPIPE, SIG_IGN);
-  int burst = !strcmp(o.attack, "burst"), sb = !strcmp(o.attack, "spawnburst");
+  int burst = !strcmp(o.attack, "burst"), sb = !strcmp(o.attack, "spawnburst"),
+      mf = !strcmp(o.attack, "mapflood");
   int big = !strcmp(o.attack, "bigworld") || sb; /* sb: the idle clients live in a child too */
   int nsp = sb ? o.spawners : 0;
   char max_agents[32], max_clients[32];
   snprintf(max_agents, sizeof(max_agents), "%d", o.agents + 1000);
   snprintf(max_clients, sizeof(max_clients), "%d", o.clients + nsp + 32);
-  const char *args_plain[] = {"--no-demo", "--max-agents", "2000", NULL};
+  const char *args_plain[24] = {"--no-demo", "--max-agents", "2000", NULL};
+  if (mf) { /* the admin is anonymous; --server-arg: as an operator tunes it */
+    int n = 3;
+    args_plain[n++] = "--anonymous-role";
+    args_plain[n++] = "admin";
+    args_plain[n++] = "--rate-limit";
+    args_plain[n++] = "1000000";
+    args_plain[n++] = "--rate-burst";
+    args_plain[n++] = "1000000";
+    for (int i = 0; i < o.server_argc && n < 23; i++)
+      args_plain[n++] = o.server_args[i];
+    args_plain[n] = NULL;
+  }
   const char *args_big[40] = {
       "--no-demo", "--max-agents", max_agents, "--max-clients",           max_clients, "--rate-limit",
       "1000000",   "--rate-burst", "1000000",  "--max-agents-per-client", max_agents,  NULL};
@@ -502,8 +562,12 @@ int main(int argc, char **argv) {
   watcher_start(&obs, "observer", 1, (uint32_t)o.agents + 1000);
   watcher spawner;
   memset(&spawner, 0, sizeof(spawner));
-  if (burst || (big && !sb))
-    watcher_start(&spawner, "spawner", 1, 16);
+  if (burst || (big && !sb) || mf)
+    watcher_start(&spawner, mf ? "admin" : "spawner", 1, 16);
+  if (mf) {
+    spawner.edit_sent_ms = calloc((size_t)o.edits + 2u, sizeof(uint64_t));
+    spawner.edit_latency_ms = calloc((size_t)o.edits + 2u, sizeof(uint64_t));
+  }
   watcher *sp = calloc(MAX_CLIENTS, sizeof(watcher));
   for (int i = 0; i < nsp; i++)
     watcher_start(&sp[i], "spawner", 1, 16);
@@ -573,7 +637,7 @@ int main(int argc, char **argv) {
   int probes = 0, probes_ok = 0;
   int flood = !strcmp(o.attack, "flood"), half = !strcmp(o.attack, "halfopen"),
       nohello = !strcmp(o.attack, "nohello");
-  if (!flood && !half && !nohello && !burst && !big)
+  if (!flood && !half && !nohello && !burst && !big && !mf)
     usage();
   int spawners_up = 0;
   for (int i = 0; i < nsp; i++)
@@ -587,6 +651,8 @@ int main(int argc, char **argv) {
     spawn_agents(spawner.c, o.agents, 0, NULL);
   for (int i = 0; i < nsp; i++)
     spawn_share(sp[i].c, i, o.agents / nsp + (i < o.agents % nsp));
+  for (int i = 0; mf && i < o.inflight; i++)
+    send_edit(&spawner);
   while (second < o.seconds) {
     uint64_t now = steerd_proc_now_ms();
     if (flood || half || nohello) {
@@ -728,6 +794,20 @@ int main(int argc, char **argv) {
            "burst began; spawners connected after %d of %d)\n",
            (unsigned long long)spawned, o.agents, (unsigned long long)despawned, (unsigned long long)errors,
            last ? (long long)(last - start) : -1LL, sp_still, spawners_up);
+  }
+  if (mf) {
+    uint32_t n = spawner.edit_acks;
+    qsort(spawner.edit_latency_ms, n, sizeof(uint64_t), bench_cmp_u64);
+    printf("(mapflood: %u of %d ADD_OBSTACLEs ACKed, %u ERRORs, %d in flight; ACK latency ms p50 %llu / p99 "
+           "%llu / "
+           "max %llu; last ACK %lld ms after the flood began)\n",
+           n, o.edits, spawner.errors, o.inflight,
+           n ? (unsigned long long)spawner.edit_latency_ms[n / 2] : 0ull,
+           n ? (unsigned long long)spawner.edit_latency_ms[(n * 99u) / 100u] : 0ull,
+           n ? (unsigned long long)spawner.edit_latency_ms[n - 1] : 0ull,
+           spawner.last_ack_ms ? (long long)(spawner.last_ack_ms - start) : -1LL);
+    free(spawner.edit_sent_ms);
+    free(spawner.edit_latency_ms);
   }
   for (int i = 0; i < nsp; i++)
     steerd_client_destroy(sp[i].c);

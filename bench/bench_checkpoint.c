@@ -139,6 +139,7 @@ out:
   double loop_ms[64], write_ms[64], cpu_ms[64];
   int ck = 0, failed = 0;
   unsigned long long skipped = 0, overruns = 0, ticks = 0, bytes = 0;
+  double step_max_ms = NAN; /* the server's longest step (an older binary does not say) */
   FILE *f = fopen(srv.log_path, "r");
   char line[1024];
   while (f && fgets(line, sizeof(line), f)) {
@@ -168,6 +169,9 @@ out:
     }
     if ((p = strstr(line, "stats: ")) && (p = strstr(p, "tick ")))
       sscanf(p, "tick %llu, %llu overruns, %llu skipped", &ticks, &overruns, &skipped);
+    const char *l = strstr(line, "longest step ");
+    if (l)
+      sscanf(l, "longest step %lf", &step_max_ms);
   }
   if (f)
     fclose(f);
@@ -198,15 +202,15 @@ out:
     snprintf(wcol, sizeof(wcol), "%.1f", wmax);
   printf(
       "| binary | agents | file | checkpoints | loop ms per checkpoint (min / median / max) | of which CPU "
-      "(min / max) | write ms, worker (max) | ticks | skipped | overruns | observer frames/s (min / median) "
-      "| "
-      "load avg |\n");
-  printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  printf("| %s | %u | %.1f MB | %d (%d failed) | %.1f / %.1f / %.1f | %s | %s | %llu | %llu | %llu | %.0f / "
-         "%.0f | "
-         "%s |\n",
+      "(min / max) | write ms, worker (max) | ticks | skipped | overruns | longest step ms | observer "
+      "frames/s "
+      "(min / median) | load avg |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  printf("| %s | %u | %.1f MB | %d (%d failed) | %.1f / %.1f / %.1f | %s | %s | %llu | %llu | %llu | %.1f | "
+         "%.0f / "
+         "%.0f | %s |\n",
          label, agents, (double)bytes / 1e6, ck, failed, ck ? lsorted[0] : 0.0, ck ? lsorted[ck / 2] : 0.0,
-         ck ? lsorted[ck - 1] : 0.0, ccol, wcol, ticks, skipped, overruns, nr ? rates[0] : 0.0,
+         ck ? lsorted[ck - 1] : 0.0, ccol, wcol, ticks, skipped, overruns, step_max_ms, nr ? rates[0] : 0.0,
          nr ? rates[nr / 2] : 0.0, load);
   return 0;
 }

@@ -845,7 +845,7 @@ static int decode_command(reader *r, proto_command *out) {
  * whose second element is an unsigned integer <= UINT32_MAX has its request_id
  * read, whatever its first element and whatever follows (wrong element count,
  * bad body, truncation after the request_id, trailing bytes). */
-static int peek_request_id(const uint8_t *data, size_t len, uint32_t *out) {
+int proto_peek_request_id(const uint8_t *data, size_t len, uint32_t *out) {
   proto_error_info scratch;
   reader r;
   mp_val v;
@@ -868,7 +868,7 @@ int proto_decode_command(const uint8_t *data, size_t len, proto_command *out, pr
   if (rc == 0)
     rc = rd_end(&r);
   rc = finish(&r, rc);
-  if (rc != 0 && !r.err->has_request_id && peek_request_id(r.p, r.len, &r.err->request_id))
+  if (rc != 0 && !r.err->has_request_id && proto_peek_request_id(r.p, r.len, &r.err->request_id))
     r.err->has_request_id = 1;
   return rc;
 }

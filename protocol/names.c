@@ -12,7 +12,7 @@ static const char *const error_names[PROTO_ERR_COUNT] = {
     "NOT_WELCOMED", "NO_SUCH_AGENT", "WORLD_FULL",     "MODEL_MISMATCH",   "BAD_TARGET",
     "TOO_LARGE",    "RATE_LIMITED",  "NOT_OWNER",      "INTERNAL",         "FORBIDDEN",
     "UNAUTHORIZED", "TOKEN_EXPIRED", "QUOTA_EXCEEDED", "NO_SUCH_OBSTACLE", "OBSTACLE_EXISTS",
-    "BLOCKED"};
+    "BLOCKED",      "BUSY"};
 
 static const char *const error_texts[PROTO_ERR_COUNT] = {
     "success",
@@ -35,7 +35,8 @@ static const char *const error_texts[PROTO_ERR_COUNT] = {
     "the client owns its maximum of agents",
     "no obstacle has this id",
     "an obstacle with this id exists",
-    "inside the map's geometry, or an obstacle over an agent that has nowhere to go"};
+    "inside the map's geometry, or an obstacle over an agent that has nowhere to go",
+    "too many commands waiting to run: retry once earlier ones are answered"};
 
 static const char *const disconnect_names[PROTO_DISCONNECT_COUNT] = {
     "none",   "server shutting down",  "protocol abuse", "timeout", "version mismatch", "server full",

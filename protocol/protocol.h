@@ -120,6 +120,7 @@ typedef enum proto_error_code {
   PROTO_ERR_OBSTACLE_EXISTS = 19,  /* ADD_OBSTACLE: the id is in use */
   PROTO_ERR_BLOCKED = 20,          /* a position, target or path point inside the map's geometry; an
                                       obstacle over an agent that has nowhere to go */
+  PROTO_ERR_BUSY = 21,             /* the sender's queue of commands waiting to run is full: not queued */
   PROTO_ERR_COUNT
 } proto_error_code;
 
@@ -590,6 +591,9 @@ size_t proto_encode_command(uint8_t *buf, size_t cap, const proto_command *cmd);
 size_t proto_encode_welcome(uint8_t *buf, size_t cap, const proto_welcome *w);
 size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a);
 /* message and field may be NULL ("" and nil); both are truncated to their caps. */
+/* The request_id of a command packet as an ERROR names it (PROTOCOL.md 7.3):
+ * 1 and *out when the packet has one, else 0. Reads no further. */
+int proto_peek_request_id(const uint8_t *data, size_t len, uint32_t *out);
 size_t proto_encode_error(uint8_t *buf, size_t cap, uint32_t request_id, int code, const char *message,
                           const char *field);
 size_t proto_encode_event(uint8_t *buf, size_t cap, const proto_event *e);

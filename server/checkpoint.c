@@ -1,7 +1,8 @@
 /* checkpoint.c: atomic replace (temp file, fsync, rename, fsync directory),
  * whole-file read, start-up checks of the path, and the checkpointer that
- * writes on a libuv worker thread. */
+ * writes from a forked process or on a libuv worker thread. */
 #define _XOPEN_SOURCE 700 /* realpath */
+#define _GNU_SOURCE       /* pipe2 */
 #include "checkpoint.h"
 
 #include <dirent.h>
@@ -10,8 +11,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +36,8 @@ const char *steerd_checkpoint_strerror(int code) {
     return "out of memory";
   case STEERD_CHECKPOINT_EBUSY:
     return "a checkpoint is being written";
+  case STEERD_CHECKPOINT_EAGAIN:
+    return "cannot start a checkpoint process";
   default:
     return "unknown error";
   }
@@ -346,6 +353,10 @@ out:
 
 /* ---- the checkpointer ------------------------------------------------------ */
 
+/* A forked writer's nice value: on a machine short of cores the loop's
+ * ticks win over the checkpoint's encoding. */
+#define CHILD_NICE 5
+
 struct steerd_checkpointer {
   uv_loop_t *loop;
   char *path;
@@ -368,7 +379,21 @@ struct steerd_checkpointer {
   uint64_t tick, loop_ns, loop_cpu_ns, write_ns;
   int rc;
   char err[320];
+
+  /* A forked writer (steerd_checkpointer_fork): its pid (0: none) and the
+   * read end of the pipe its result comes back on. */
+  pid_t child;
+  int child_fd;
 };
+
+/* What a forked writer sends back, in one write (under PIPE_BUF, so it
+ * arrives whole or not at all). */
+typedef struct fork_result {
+  int rc;
+  uint64_t len, write_ns;
+  char detail[192];
+  char err[320];
+} fork_result;
 
 steerd_checkpointer *steerd_checkpointer_create(uv_loop_t *loop, const char *path) {
   steerd_checkpointer *c = calloc(1, sizeof(*c));
@@ -387,12 +412,14 @@ steerd_checkpointer *steerd_checkpointer_create(uv_loop_t *loop, const char *pat
     return NULL;
   }
   c->loop = loop;
+  c->child_fd = -1;
   c->stats.enabled = 1;
   c->work.data = c;
   return c;
 }
 
-/* queued: the work request is still libuv's; pending: the buffer is the worker's. */
+/* queued: the work request is still libuv's; pending: the buffer is the
+ * worker's, or a forked writer has not reported. */
 int steerd_checkpointer_busy(const steerd_checkpointer *c) { return c->queued || c->pending; }
 
 uint8_t *steerd_checkpointer_buffer(steerd_checkpointer *c, size_t len) {
@@ -454,9 +481,59 @@ static void on_work_done(uv_work_t *w, int status) {
   finish_job(c);
 }
 
+/* Takes a forked writer's result: block 0 returns at once when the writer
+ * has not sent it yet. The writer exits right after sending, so the wait for
+ * its exit is short. */
+static void reap_child(steerd_checkpointer *c, int block) {
+  if (!c->child)
+    return;
+  fork_result r;
+  ssize_t n;
+  if (!block) {
+    struct timeval tv = {0, 0};
+    fd_set fds;
+    FD_ZERO(&fds);
+    FD_SET(c->child_fd, &fds);
+    if (select(c->child_fd + 1, &fds, NULL, NULL, &tv) <= 0)
+      return;
+  }
+  do
+    n = read(c->child_fd, &r, sizeof r);
+  while (n < 0 && errno == EINTR);
+  int status = 0;
+  while (waitpid(c->child, &status, 0) < 0 && errno == EINTR)
+    ;
+  close(c->child_fd);
+  c->child = 0;
+  c->child_fd = -1;
+  if (n == (ssize_t)sizeof r) {
+    c->rc = r.rc;
+    c->len = (size_t)r.len;
+    c->write_ns = r.write_ns;
+    memcpy(c->detail, r.detail, sizeof c->detail);
+    c->detail[sizeof c->detail - 1] = '\0';
+    memcpy(c->err, r.err, sizeof c->err);
+    c->err[sizeof c->err - 1] = '\0';
+  } else {
+    c->rc = STEERD_CHECKPOINT_EIO;
+    if (WIFSIGNALED(status))
+      snprintf(c->err, sizeof c->err, "the checkpoint process was killed by signal %d", WTERMSIG(status));
+    else
+      snprintf(c->err, sizeof c->err, "the checkpoint process exited (status %d) without a result",
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  finish_job(c);
+}
+
+void steerd_checkpointer_poll(steerd_checkpointer *c) {
+  if (c)
+    reap_child(c, 0);
+}
+
 void steerd_checkpointer_wait(steerd_checkpointer *c) {
   if (!c)
     return;
+  reap_child(c, 1);
   uv_mutex_lock(&c->lock);
   while (c->running)
     uv_cond_wait(&c->done, &c->lock);
@@ -496,6 +573,74 @@ int steerd_checkpointer_submit(steerd_checkpointer *c, size_t len, steerd_checkp
     finish_job(c);
     return STEERD_CHECKPOINT_EIO;
   }
+  return STEERD_CHECKPOINT_OK;
+}
+
+/* The forked writer: makes the image from its copy of the parent's memory,
+ * seals and writes it, sends the result and exits without running the
+ * parent's exit handlers or flushing its stdio. */
+static void __attribute__((noreturn))
+run_child(steerd_checkpointer *c, int fd, steerd_checkpoint_image_fn make, void *ctx) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL); /* a writer never outlives its server */
+  if (getppid() == 1)
+    _exit(1);
+  setpriority(PRIO_PROCESS, 0, CHILD_NICE); /* the ticks come first where cores are short */
+  fork_result r;
+  memset(&r, 0, sizeof r);
+  r.rc = STEERD_CHECKPOINT_ENOMEM;
+  c->pending = 0; /* the buffer is this process's own copy */
+  uint64_t t0 = uv_hrtime();
+  size_t len = make(ctx, c, r.detail, sizeof r.detail, r.err, sizeof r.err);
+  if (len > 0) {
+    c->len = len;
+    run_job(c);
+    r.rc = c->rc;
+    r.len = len;
+    memcpy(r.err, c->err, sizeof r.err);
+  }
+  r.write_ns = uv_hrtime() - t0; /* the writer's whole time: making the image too */
+  ssize_t n;
+  do
+    n = write(fd, &r, sizeof r);
+  while (n < 0 && errno == EINTR);
+  _exit(n == (ssize_t)sizeof r ? 0 : 1);
+}
+
+int steerd_checkpointer_fork(steerd_checkpointer *c, steerd_checkpoint_image_fn make, void *ctx,
+                             steerd_checkpoint_seal_fn seal, const char *why, uint64_t tick, uint64_t loop_ns,
+                             uint64_t loop_cpu_ns) {
+  if (steerd_checkpointer_busy(c))
+    return STEERD_CHECKPOINT_EBUSY;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    c->stats.fork_failed++;
+    LOG_WARN("checkpoint (%s): no pipe for its writer (%s): the image is made on the loop", why,
+             strerror(errno));
+    return STEERD_CHECKPOINT_EAGAIN;
+  }
+  set_job(c, 0, seal, why, NULL, tick, loop_ns, loop_cpu_ns);
+  uint64_t t0 = uv_hrtime();
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    run_child(c, fds[1], make, ctx);
+  }
+  close(fds[1]);
+  if (pid < 0) {
+    int e = errno;
+    close(fds[0]);
+    c->pending = 0;
+    c->stats.in_flight = 0;
+    c->stats.fork_failed++;
+    LOG_WARN("checkpoint (%s): cannot fork its writer (%s): the image is made on the loop", why, strerror(e));
+    return STEERD_CHECKPOINT_EAGAIN;
+  }
+  /* fork is a system call: its time is the loop thread's CPU time too. */
+  uint64_t forked = uv_hrtime() - t0;
+  c->loop_ns += forked;
+  c->loop_cpu_ns += forked;
+  c->child = pid;
+  c->child_fd = fds[0];
   return STEERD_CHECKPOINT_OK;
 }
 

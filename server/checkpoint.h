@@ -21,7 +21,8 @@ typedef enum steerd_checkpoint_error {
   STEERD_CHECKPOINT_ENOENT = -2, /* read: the file does not exist */
   STEERD_CHECKPOINT_EIO = -3,    /* a system call failed, or not a regular file (see err) */
   STEERD_CHECKPOINT_ENOMEM = -4, /* no memory (read: for the contents) */
-  STEERD_CHECKPOINT_EBUSY = -5   /* a checkpoint is being written */
+  STEERD_CHECKPOINT_EBUSY = -5,  /* a checkpoint is being written */
+  STEERD_CHECKPOINT_EAGAIN = -6  /* fork: no process could be started (the caller writes another way) */
 } steerd_checkpoint_error;
 
 const char *steerd_checkpoint_strerror(int code);
@@ -62,12 +63,13 @@ typedef struct steerd_checkpoint_stats {
   uint32_t last_loop_us;     /* loop-thread time of the last checkpoint (us) */
   uint32_t last_loop_cpu_us; /* of which the loop thread was on a CPU (us) */
   uint32_t last_write_us;    /* write, fsync and rename of the last checkpoint (us) */
+  uint64_t fork_failed;      /* checkpoints whose writer could not be forked (made on the loop instead) */
 } steerd_checkpoint_stats;
 
-/* A state file's writer: one checkpoint at a time, written (the optional
- * seal, then steerd_checkpoint_write) on a libuv worker thread so that the
- * loop only pays for making the image. Results are logged and counted on the
- * loop thread. */
+/* A state file's writer: one checkpoint at a time, made, sealed and written
+ * by a forked process (the loop pays for the fork), or made on the loop and
+ * written (the optional seal, then steerd_checkpoint_write) on a libuv
+ * worker thread. Results are logged and counted on the loop thread. */
 typedef struct steerd_checkpointer steerd_checkpointer;
 
 /* Runs on the worker before the write, e.g. to checksum the image. */
@@ -98,6 +100,27 @@ uint8_t *steerd_checkpointer_buffer(steerd_checkpointer *c, size_t len);
 int steerd_checkpointer_submit(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal,
                                const char *why, const char *detail, uint64_t tick, uint64_t loop_ns,
                                uint64_t loop_cpu_ns);
+
+/* Makes a checkpoint's image in a forked writer: fills the checkpointer's
+ * buffer (steerd_checkpointer_buffer) and detail (the log line's end, as for
+ * submit); returns the image's length, or 0 with a reason in err. */
+typedef size_t (*steerd_checkpoint_image_fn)(void *ctx, steerd_checkpointer *c, char *detail,
+                                             size_t detail_cap, char *err, size_t errcap);
+
+/* Forks a writer that makes the image (make, from its copy-on-write copy of
+ * this process's memory as it is now), seals and writes it, and reports back:
+ * the calling thread pays for the fork only, and the pages the kernel copies
+ * when this process next writes them. loop_ns and loop_cpu_ns are the
+ * caller's time before the call; the fork's is added. The result is logged
+ * and counted by steerd_checkpointer_poll (or wait). 0, EBUSY, or EAGAIN when
+ * no process could be started (nothing was done). */
+int steerd_checkpointer_fork(steerd_checkpointer *c, steerd_checkpoint_image_fn make, void *ctx,
+                             steerd_checkpoint_seal_fn seal, const char *why, uint64_t tick, uint64_t loop_ns,
+                             uint64_t loop_cpu_ns);
+
+/* Takes a forked writer's result if it is in, without waiting (loop thread,
+ * e.g. once a tick). */
+void steerd_checkpointer_poll(steerd_checkpointer *c);
 
 /* The same on the calling thread, after any write in flight: the result. */
 int steerd_checkpointer_write_now(steerd_checkpointer *c, size_t len, steerd_checkpoint_seal_fn seal,

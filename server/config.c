@@ -86,6 +86,14 @@ static const option_def options[] = {
      "commands per second per peer; excess gets RATE_LIMITED (50)"},
     {"--rate-burst", "STEERD_RATE_BURST", OPT_U32, OFF(rate_burst), 1, 1000000,
      "commands a peer may send back to back (100)"},
+    {"--command-budget-us", "STEERD_COMMAND_BUDGET_US", OPT_U32, OFF(command_budget_us), 1, 1000000,
+     "loop thread us per tick that running clients' commands may take, shared by the clients waiting; "
+     "the rest waits for the next tick (8000)"},
+    {"--command-spare", "STEERD_COMMAND_SPARE", OPT_BOOL, OFF(command_spare), 0, 0,
+     "commands past --command-budget-us also run in the loop's spare time before the next tick: 1 or 0 "
+     "(1)"},
+    {"--command-queue", "STEERD_COMMAND_QUEUE", OPT_U32, OFF(command_queue), 1, 65536,
+     "commands one peer may have waiting to run; more get BUSY (256)"},
     {"--max-agents-per-client", "STEERD_MAX_AGENTS_PER_CLIENT", OPT_U32, OFF(max_agents_per_client), 1,
      4194304, "agents one client identity may own; QUOTA_EXCEEDED beyond (1000)"},
     {"--state", "STEERD_STATE", OPT_FILE, OFF(state_file), 0, 0,
@@ -178,6 +186,9 @@ void steerd_config_default(steerd_config *c) {
   c->garbage_limit = 20;
   c->rate_limit = 50;
   c->rate_burst = 100;
+  c->command_budget_us = 8000;
+  c->command_queue = 256;
+  c->command_spare = 1;
   c->max_agents_per_client = 1000;
   c->max_path_points = 64;
   c->dr_position_cm = 2;

@@ -50,9 +50,12 @@ typedef struct steerd_config {
   uint32_t max_pending; /* connections not yet WELCOMEd, beside max_clients (STEERD_MAX_PENDING, 16) */
   uint32_t
       client_queue_kb; /* reliable KB queued to one peer before it is dropped (STEERD_CLIENT_QUEUE_KB, 256) */
-  uint32_t garbage_limit;         /* malformed packets per 10 s before ABUSE (STEERD_GARBAGE_LIMIT, 20) */
-  uint32_t rate_limit;            /* commands per second per peer (STEERD_RATE_LIMIT, 50) */
-  uint32_t rate_burst;            /* token bucket size (STEERD_RATE_BURST, 100) */
+  uint32_t garbage_limit;     /* malformed packets per 10 s before ABUSE (STEERD_GARBAGE_LIMIT, 20) */
+  uint32_t rate_limit;        /* commands per second per peer (STEERD_RATE_LIMIT, 50) */
+  uint32_t rate_burst;        /* token bucket size (STEERD_RATE_BURST, 100) */
+  uint32_t command_budget_us; /* loop CPU us per tick for commands (STEERD_COMMAND_BUDGET_US, 8000) */
+  uint32_t command_queue;     /* commands waiting per peer before BUSY (STEERD_COMMAND_QUEUE, 256) */
+  int command_spare;          /* commands also use the time before the next tick (STEERD_COMMAND_SPARE, 1) */
   uint32_t max_agents_per_client; /* agents one identity may own (STEERD_MAX_AGENTS_PER_CLIENT, 1000) */
   uint32_t max_path_points;       /* points of one path, <= 256 (STEERD_MAX_PATH_POINTS, 64) */
 

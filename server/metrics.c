@@ -41,6 +41,12 @@ static void counter(out *o, const char *name, const char *help, uint64_t v) {
   put(o, "%s %llu\n", name, (unsigned long long)v);
 }
 
+/* A counter of seconds. */
+static void counter_s(out *o, const char *name, const char *help, uint64_t ns) {
+  family(o, name, "counter", help);
+  put(o, "%s %.9f\n", name, (double)ns / 1e9);
+}
+
 static void gauge(out *o, const char *name, const char *help, double v) {
   family(o, name, "gauge", help);
   put(o, "%s %.17g\n", name, v);
@@ -63,6 +69,8 @@ static void tick_histogram(out *o, const steerd_server_stats *st) {
   put(o, "steerd_tick_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)st->ticks);
   put(o, "steerd_tick_duration_seconds_sum %.9f\n", (double)st->step_ns_total / 1e9);
   put(o, "steerd_tick_duration_seconds_count %llu\n", (unsigned long long)st->ticks);
+  gauge(o, "steerd_tick_duration_max_seconds", "The longest world step since the start.",
+        (double)st->step_ns_max / 1e9);
 }
 
 static void commands(out *o, const steerd_server_stats *st) {
@@ -111,9 +119,9 @@ static void snapshots(out *o, const steerd_metrics_input *in) {
   counter(o, "steerd_delta_frames_without_baseline_total",
           "DELTA frames sent against no acknowledged baseline (every agent absolute).",
           in->delta_frames_without_baseline);
-  family(o, "steerd_delta_snapshot_seconds_total", "counter",
-         "Loop thread's time choosing, encoding (on --threads) and sending the DELTA frames of snapshots.");
-  put(o, "steerd_delta_snapshot_seconds_total %.9f\n", (double)st->delta_ns_total / 1e9);
+  counter_s(o, "steerd_delta_snapshot_seconds_total",
+            "Loop thread's time choosing, encoding (on --threads) and sending the DELTA frames of snapshots.",
+            st->delta_ns_total);
   family(o, "steerd_snapshots_deferred_total", "counter",
          "Snapshots not sent to a client in a round, to be sent in a later one: by kind and by the budget "
          "that deferred them (client: its own --full-rate-kbps; server: --send-budget-kbps and "
@@ -162,14 +170,30 @@ static void planner(out *o, const steerd_metrics_input *in) {
   counter(o, "steerd_plan_waits_total",
           "Ticks that waited for a navigation graph build (or landmarks) still running at its due tick.",
           pl->waits);
-  family(o, "steerd_plan_wait_seconds_total", "counter",
-         "Time ticks spent waiting for navigation graph builds.");
-  put(o, "steerd_plan_wait_seconds_total %.9f\n", (double)pl->wait_ns / 1e9);
+  counter_s(o, "steerd_plan_wait_seconds_total", "Time ticks spent waiting for navigation graph builds.",
+            pl->wait_ns);
   counter(o, "steerd_plan_wait_answered_total",
           "PINGs and HELLOs answered while a tick waited for a navigation graph.", in->stats.wait_answered);
   counter(o, "steerd_plan_wait_kept_packets_total",
           "Packets received while a tick waited for a navigation graph, handled after the tick.",
           in->stats.wait_kept);
+}
+
+static void command_queue(out *o, const steerd_server_stats *st) {
+  gauge(o, "steerd_commands_queued", "Commands received and waiting to run, all clients.",
+        (double)st->commands_queued);
+  counter(o, "steerd_commands_run_total", "Commands taken from the clients' inboxes and run.",
+          st->commands_run);
+  counter(o, "steerd_commands_busy_total", "Commands refused BUSY because their sender's inbox was full.",
+          st->commands_busy);
+  counter(o, "steerd_command_budget_exhausted_total",
+          "Ticks whose --command-budget-us ran out with commands still waiting.",
+          st->command_budget_exhausted);
+  counter_s(o, "steerd_command_seconds_total", "Loop time spent running commands.", st->command_ns_total);
+  counter_s(o, "steerd_command_wait_seconds_total", "Time the commands run waited in their inboxes.",
+            st->command_wait_ns_total);
+  gauge(o, "steerd_command_wait_max_seconds", "The longest any command has waited in its inbox.",
+        (double)st->command_wait_ns_max / 1e9);
 }
 
 static void checkpoints(out *o, const steerd_metrics_input *in) {
@@ -185,6 +209,12 @@ static void checkpoints(out *o, const steerd_metrics_input *in) {
   gauge(o, "steerd_checkpoint_last_size_bytes", "Size of the last good checkpoint.", (double)ck->last_bytes);
   gauge(o, "steerd_checkpoint_last_duration_seconds", "Loop time the last good checkpoint took.",
         (double)ck->last_loop_us / 1e6);
+  gauge(o, "steerd_checkpoint_last_write_seconds",
+        "Time the last good checkpoint's writer took to make (when forked), seal, write and rename it.",
+        (double)ck->last_write_us / 1e6);
+  counter(o, "steerd_checkpoint_fork_failed_total",
+          "Checkpoints whose writer process could not be forked, so that the loop made the image.",
+          ck->fork_failed);
 }
 
 size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *in) {
@@ -230,6 +260,7 @@ size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *
   snapshots(&o, in);
   checkpoints(&o, in);
   planner(&o, in);
+  command_queue(&o, st);
   counter(&o, "steerd_agents_stuck_total",
           "STUCK events: agents that made no progress toward their goal for their stuck_time.",
           st->stuck_events);

@@ -18,6 +18,7 @@
 #include "protocol.h"
 #include "ticker.h"
 #include "checkpoint.h"
+#include "command_queue.h"
 #include "persist.h"
 #include "validate.h"
 #include "world.h"
@@ -58,10 +59,18 @@
 #define EVENTS_SHARE_MIN (4u * 1024u)
 #define LOG_BURST        20
 
-/* Packets kept while a tick waits for a navigation graph (plan_wait_service),
- * at most: beyond them ENet is left alone until the tick ends, and what the
- * peers send waits in the socket and ENet's resends. */
-#define KEPT_MAX 4096u
+/* A client's commands waiting to run (command_queue.h): at most
+ * --command-queue of them and CMDQ_MAX_BYTES of packets. */
+#define CMDQ_MAX_BYTES (1024u * 1024u)
+/* What one visit of the command scheduler grants a client. */
+#define CMDQ_QUANTUM_NS 250000u
+/* Commands run in the spare time before the next tick or snapshot
+ * (--command-spare) stop this long before it. */
+#define CMD_SPARE_RESERVE_NS 2000000u
+/* Commands run in slices of at most this, with ENet serviced between them:
+ * a backlog does not keep the other clients' packets (and their replies)
+ * waiting in the socket. */
+#define CMD_SLICE_NS 2000000u
 
 /* An identity that owns agents: a token's name (it outlives its connections, so
  * a client that reconnects owns its agents again), or one anonymous connection.
@@ -102,7 +111,7 @@ typedef struct client {
   uint64_t measured_pass;      /* s->service_pass when queued was last measured for client_behind() */
   steerd_bytebucket full_rate; /* full snapshots: --full-rate-kbps (send_snapshot()) */
   int full_due;                /* takes this snapshot */
-  uint32_t kept;               /* its packets in s->kept, handled after the tick (plan_wait_service()) */
+  steerd_cmdq inbox;           /* its commands not run yet, in the order they came (run_commands()) */
   uint64_t served_round;       /* the snapshot round that last sent it a snapshot (0: none yet) */
   uint32_t delta_bytes_est;    /* bytes of its last DELTA frame: what its next one is reckoned to cost */
   int send_take;               /* a delta client this round serves */
@@ -114,14 +123,6 @@ typedef struct send_cand {
   uint64_t served; /* its served_round */
   uint32_t slot;
 } send_cand;
-
-/* A packet received while a tick waited, handled after the tick. */
-typedef struct kept_packet {
-  ENetPacket *packet;
-  ENetPeer *peer;
-  uint32_t client_id; /* the client it came from: gone if the peer now holds another */
-  uint8_t channel;
-} kept_packet;
 
 struct steerd_server {
   steerd_config cfg;
@@ -194,11 +195,12 @@ struct steerd_server {
   uint64_t last_tick_ns;
   steerd_mapsync *mapsync; /* per client slot: the MAP parts it is being sent (map_admin.h) */
 
-  kept_packet *kept; /* KEPT_MAX: received while a tick waited for a graph, handled after it */
-  uint32_t kept_count;
-  uint32_t warming;         /* the start-up's graph builds still running (steer_planner_warm_start) */
-  uint64_t warm_start_ns;   /* when they started */
-  steerd_loglimit wait_log; /* ticks' long waits for a graph */
+  steerd_cmdsched cmdsched;    /* runs the clients' inboxes (run_commands()) */
+  uint64_t cmd_budget_left_ns; /* of --command-budget-us, until the next tick */
+  int cmd_budget_spent;        /* this tick's budget ran out with commands waiting (counted once) */
+  uint32_t warming;            /* the start-up's graph builds still running (steer_planner_warm_start) */
+  uint64_t warm_start_ns;      /* when they started */
+  steerd_loglimit wait_log;    /* ticks' long waits for a graph */
 };
 
 static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s->start_ns) / 1000u; }
@@ -501,6 +503,7 @@ static int is_pending(const steerd_server *s, const client *c) {
 
 /* Frees c's slot: its identity, its netcode slot, its peer link. */
 static void client_release(steerd_server *s, client *c) {
+  steerd_cmdq_clear(&c->inbox);
   owner_detach(s, c);
   if (!is_pending(s, c))
     steerd_mapsync_stop(s->mapsync, (uint32_t)(c - s->clients));
@@ -556,7 +559,8 @@ static client *pending_slot(steerd_server *s, uint64_t now) {
     client *c = &s->pending[i];
     if (!c->peer)
       return c;
-    if (!enet_list_empty(&c->peer->dispatchedCommands) || (c->peer->flags & ENET_PEER_FLAG_NEEDS_DISPATCH))
+    if (c->inbox.count || !enet_list_empty(&c->peer->dispatchedCommands) ||
+        (c->peer->flags & ENET_PEER_FLAG_NEEDS_DISPATCH))
       continue;
     int rank = c->closing ? 3 : now - c->connected_ns >= PENDING_MIN_AGE_NS ? 2 : 1;
     if (!victim || rank > victim_rank || (rank == victim_rank && c->connected_ns < victim->connected_ns)) {
@@ -1325,6 +1329,104 @@ static void handle_packet(steerd_server *s, client *c, const ENetPacket *p, uint
     s->stats.commands_by_type[s->cmd.type][s->stats.errors_sent != errors_before]++;
 }
 
+static int service_enet(steerd_server *s);
+
+/* A command its sender's inbox has no room for (--command-queue,
+ * CMDQ_MAX_BYTES): answered BUSY at once, with its request_id. */
+static void refuse_busy(steerd_server *s, client *c, const ENetPacket *p) {
+  uint32_t id = 0;
+  proto_peek_request_id(p->data, p->dataLength, &id);
+  s->stats.commands_busy++;
+  char text[PROTO_MAX_ERROR_TEXT_BYTES + 1];
+  snprintf(text, sizeof text,
+           "busy: %u of your commands wait to run (about %.1f ms of work); this one was not queued: send it "
+           "again once earlier ones are answered",
+           c->inbox.count, (double)c->inbox.count * (double)c->inbox.cost_ns / 1e6);
+  send_error(s, c, id, PROTO_ERR_BUSY, text, NULL);
+}
+
+/* What a peer sends: a command joins its inbox, run by run_commands. Handled
+ * at once: a packet on channel 1 (SNAPSHOT_ACK, never answered but for a
+ * fault), one too large to read, and what a peer not yet WELCOMEd sends (its
+ * HELLO frees the pending slot that a burst of connections needs; before
+ * WELCOME nothing else runs, and --garbage-limit bounds the rest) unless it
+ * has packets waiting already; while a tick waits (in_wait), every packet
+ * waits for the tick's end. Takes p. */
+static void receive_packet(steerd_server *s, client *c, ENetPacket *p, uint8_t channel, int in_wait) {
+  int now = (channel != PROTO_CHANNEL_RELIABLE || (is_pending(s, c) && !c->inbox.count)) && !in_wait;
+  if (now || p->dataLength > PROTO_MAX_MESSAGE_BYTES) {
+    handle_packet(s, c, p, channel);
+    enet_packet_destroy(p);
+    return;
+  }
+  if (c->closing || c->overflowed) {
+    enet_packet_destroy(p);
+    return;
+  }
+  if (steerd_cmdq_push(&c->inbox, p, channel, uv_hrtime(), s->cfg.command_queue, CMDQ_MAX_BYTES) == 0)
+    return;
+  refuse_busy(s, c, p);
+  enet_packet_destroy(p);
+}
+
+/* Client slots for the command scheduler: the WELCOMEd ones, then the pending. */
+static client *client_at(steerd_server *s, uint32_t slot) {
+  return slot < s->cfg.max_clients ? &s->clients[slot] : &s->pending[slot - s->cfg.max_clients];
+}
+
+static steerd_cmdq *inbox_at(void *ctx, uint32_t slot) {
+  client *c = client_at(ctx, slot);
+  return c->peer ? &c->inbox : NULL;
+}
+
+static void run_queued(void *ctx, uint32_t slot, const ENetPacket *p, uint8_t channel) {
+  steerd_server *s = ctx;
+  client *c = client_at(s, slot);
+  if (c->peer && !s->stopping)
+    handle_packet(s, c, p, channel);
+  reap_overflowed(s);
+}
+
+/* Runs the clients' waiting commands, fairly (command_queue.h), within what
+ * is left of the tick's --command-budget-us or, with --command-spare, the
+ * time until the next tick or snapshot is due (less a reserve), whichever is
+ * longer, in slices with ENet serviced between them; the rest waits.
+ * Returns 1 when commands are left waiting. */
+static int run_commands(steerd_server *s) {
+  int left = 0;
+  for (int slices = 0; !s->stopping; slices++) {
+    uint64_t allow = s->cmd_budget_left_ns;
+    if (s->cfg.command_spare) {
+      uint64_t now = uv_hrtime(), spare = steerd_ticker_wait_ns(&s->ticks, now),
+               snap = steerd_ticker_wait_ns(&s->snapshots, now);
+      if (snap < spare)
+        spare = snap;
+      spare = spare > CMD_SPARE_RESERVE_NS ? spare - CMD_SPARE_RESERVE_NS : 0;
+      if (spare > allow)
+        allow = spare;
+    }
+    if (!allow) {
+      for (uint32_t i = 0; i < s->cfg.max_clients + s->cfg.max_pending && !left; i++)
+        left = inbox_at(s, i) && inbox_at(s, i)->count;
+      break;
+    }
+    if (slices > 0) /* between slices, what came meanwhile joins the inboxes (and the replies go out) */
+      service_enet(s);
+    uint64_t spent =
+        steerd_cmdq_run(&s->cmdsched, s->cfg.max_clients + s->cfg.max_pending, inbox_at, run_queued, s,
+                        allow < CMD_SLICE_NS ? allow : CMD_SLICE_NS, CMDQ_QUANTUM_NS, &left);
+    s->cmd_budget_left_ns = spent >= s->cmd_budget_left_ns ? 0 : s->cmd_budget_left_ns - spent;
+    s->stats.command_ns_total += spent;
+    if (!left)
+      break;
+  }
+  if (left && !s->cmd_budget_left_ns && !s->cmd_budget_spent) {
+    s->cmd_budget_spent = 1;
+    s->stats.command_budget_exhausted++;
+  }
+  return left;
+}
+
 /* ---- the tick ------------------------------------------------------------ */
 
 static void run_tick(steerd_server *s) {
@@ -1334,6 +1436,8 @@ static void run_tick(steerd_server *s) {
   steerd_goto_after_step(s->planner, s->world);
   uint64_t spent = uv_hrtime() - t0;
   s->stats.step_ns_total += spent;
+  if (spent > s->stats.step_ns_max)
+    s->stats.step_ns_max = spent;
   for (int b = 0; b < STEERD_TICK_BUCKETS; b++)
     if ((double)spent <= steerd_tick_bucket_bounds[b] * 1e9)
       s->stats.tick_seconds_bucket[b]++;
@@ -1571,17 +1675,15 @@ static void send_snapshot(steerd_server *s) {
     s->observer.on_snapshot(s->observer.arg);
 }
 
-static int service_enet(steerd_server *s);
-
 static void log_stats(steerd_server *s) {
   steerd_server_stats *st = &s->stats;
   LOG_INFO(
       "stats: %u clients, %u agents, tick %llu, %llu overruns, %llu skipped, %llu slow, mean step %.1f us, "
-      "%llu snapshots, %llu commands, %llu bad messages",
+      "longest step %.1f ms, %llu snapshots, %llu commands, %llu bad messages",
       st->clients, steer_world_count(s->world), (unsigned long long)steer_world_tick(s->world),
       (unsigned long long)st->overruns, (unsigned long long)st->ticks_skipped,
       (unsigned long long)st->slow_ticks, st->ticks ? (double)st->step_ns_total / st->ticks / 1000.0 : 0.0,
-      (unsigned long long)st->snapshots, (unsigned long long)st->commands,
+      (double)st->step_ns_max / 1e6, (unsigned long long)st->snapshots, (unsigned long long)st->commands,
       (unsigned long long)st->bad_messages);
   if (st->queue_overflows || st->errors_suppressed || st->pending_evicted || st->handshakes_reset ||
       st->refused_full || st->service_cut || s->peer_log.total_suppressed || st->events_lost)
@@ -1599,6 +1701,11 @@ static void log_stats(steerd_server *s) {
              (unsigned long long)st->send_rounds_limited, (unsigned long long)st->full_budget_deferred,
              (unsigned long long)st->delta_budget_deferred, (double)s->delta_ns_per_frame / 1000.0,
              (double)s->full_ns_per_part / 1000.0);
+  if (st->commands_busy || st->command_budget_exhausted)
+    LOG_INFO("command stats: %llu run, %llu refused BUSY (--command-queue), %llu ticks out of "
+             "--command-budget-us with commands waiting, longest wait %.1f ms",
+             (unsigned long long)s->cmdsched.run, (unsigned long long)st->commands_busy,
+             (unsigned long long)st->command_budget_exhausted, (double)s->cmdsched.wait_ns_max / 1e6);
   if (st->full_deferred)
     LOG_INFO("full snapshot stats: %llu sent, %llu deferred by --full-rate-kbps",
              (unsigned long long)st->full_sent, (unsigned long long)st->full_deferred);
@@ -1653,6 +1760,40 @@ static void drop_late_hellos(steerd_server *s, uint64_t now) {
  * thread (now: on this thread, after any write in flight, e.g. at shutdown). A
  * failed checkpoint is logged and counted and the previous file is intact.
  * STEERD_CHECKPOINT_EBUSY: one is still being written (try again later). */
+/* A checkpoint's image in the checkpointer's buffer: the world and the
+ * server's records (st) as steerd_persist_encode lays them out; detail gets
+ * the log line's end. Its length, or 0 with a reason in err. Runs on the loop,
+ * or in a forked writer on its copy of the loop's memory. */
+typedef struct image_job {
+  steerd_server *s;
+  steerd_persist_server *st;
+} image_job;
+
+static size_t make_image(void *ctx, steerd_checkpointer *ck, char *detail, size_t detail_cap, char *err,
+                         size_t errcap) {
+  const image_job *job = ctx;
+  steerd_server *s = job->s;
+  size_t world_len = steer_world_state_size(s->world), len = 0;
+  size_t cap = steerd_persist_size(world_len, job->st);
+  uint8_t *buf = steerd_checkpointer_buffer(ck, cap);
+  uint8_t *world = buf ? buf + STEERD_PERSIST_WORLD_AT : NULL;
+  if (!buf || steer_world_save(s->world, world, cap - STEERD_PERSIST_WORLD_AT, &world_len) != STEER_OK ||
+      (len = steerd_persist_encode(buf, cap, world, world_len, job->st, 0)) == 0) {
+    snprintf(err, errcap, "out of memory for the image");
+    return 0;
+  }
+  int dn = snprintf(detail, detail_cap, "at tick %llu: %u agents, state hash %016llx",
+                    (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world),
+                    (unsigned long long)steer_world_hash(s->world));
+  if (job->st->planner_len && dn > 0 && (size_t)dn < detail_cap)
+    snprintf(detail + dn, detail_cap - (size_t)dn, ", GOTO hash %016llx",
+             (unsigned long long)steer_planner_hash(s->planner));
+  return len;
+}
+
+/* The interval's and SIGHUP's checkpoints fork a writer (the loop pays for
+ * the planner's records and the fork); where no process can be started, and
+ * for the one at shutdown (now), the image is made on the loop. */
 static int checkpoint(steerd_server *s, const char *why, int now) {
   if (!s->ckpt)
     return 0;
@@ -1681,24 +1822,21 @@ static int checkpoint(steerd_server *s, const char *why, int now) {
     steerd_checkpointer_failed(s->ckpt, why, "out of memory for the planner's state");
     return STEERD_CHECKPOINT_ENOMEM;
   }
-  size_t world_len = steer_world_state_size(s->world), len = 0;
-  size_t cap = steerd_persist_size(world_len, &st);
-  uint8_t *buf = steerd_checkpointer_buffer(s->ckpt, cap);
-  uint8_t *world = buf ? buf + STEERD_PERSIST_WORLD_AT : NULL;
-  if (!buf || steer_world_save(s->world, world, cap - STEERD_PERSIST_WORLD_AT, &world_len) != STEER_OK ||
-      (len = steerd_persist_encode(buf, cap, world, world_len, &st, 0)) == 0) {
-    steerd_checkpointer_failed(s->ckpt, why, "out of memory for the image");
+  image_job job = {s, &st};
+  uint64_t tick = steer_world_tick(s->world);
+  if (!now) {
+    int rc = steerd_checkpointer_fork(s->ckpt, make_image, &job, steerd_persist_seal, why, tick,
+                                      uv_hrtime() - t0, thread_cpu_ns() - cpu0);
+    if (rc != STEERD_CHECKPOINT_EAGAIN)
+      return rc;
+  }
+  char detail[192], err[64];
+  size_t len = make_image(&job, s->ckpt, detail, sizeof detail, err, sizeof err);
+  if (len == 0) {
+    steerd_checkpointer_failed(s->ckpt, why, err);
     return STEERD_CHECKPOINT_ENOMEM;
   }
-  char detail[192];
-  int dn = snprintf(detail, sizeof(detail), "at tick %llu: %u agents, state hash %016llx",
-                    (unsigned long long)steer_world_tick(s->world), steer_world_count(s->world),
-                    (unsigned long long)steer_world_hash(s->world));
-  if (st.planner_len && dn > 0 && (size_t)dn < sizeof(detail))
-    snprintf(detail + dn, sizeof(detail) - (size_t)dn, ", GOTO hash %016llx",
-             (unsigned long long)steer_planner_hash(s->planner));
   uint64_t loop_ns = uv_hrtime() - t0, cpu_ns = thread_cpu_ns() - cpu0;
-  uint64_t tick = steer_world_tick(s->world);
   if (now)
     return steerd_checkpointer_write_now(s->ckpt, len, steerd_persist_seal, why, detail, tick, loop_ns,
                                          cpu_ns);
@@ -1855,6 +1993,10 @@ static void on_timer(uv_timer_t *t) {
     s->tick_time_us = (steerd_ticker_slot_ns(&s->ticks, slot) - s->start_ns) / 1000u;
     run_tick(s);
   }
+  if (due) {
+    s->cmd_budget_left_ns = (uint64_t)s->cfg.command_budget_us * 1000u;
+    s->cmd_budget_spent = 0;
+  }
   if (snapshot_due(s, now, due))
     send_snapshot(s);
   s->stats.overruns = s->ticks.overruns;
@@ -1863,6 +2005,7 @@ static void on_timer(uv_timer_t *t) {
   send_map_streams(s);
   reap_overflowed(s);
   int more = service_enet(s); /* timeouts and resends, then everything queued goes out */
+  run_commands(s);
   flush_events(s);
   reap_overflowed(s);
   enet_host_flush(s->host);
@@ -1871,6 +2014,7 @@ static void on_timer(uv_timer_t *t) {
       log_stats(s);
     s->next_stats_ns = now + STATS_INTERVAL_NS;
   }
+  steerd_checkpointer_poll(s->ckpt);
   if (s->ckpt_requested && checkpoint(s, s->ckpt_requested, 0) != STEERD_CHECKPOINT_EBUSY)
     s->ckpt_requested = NULL;
   /* One in flight still: the interval's checkpoint follows as soon as it is done. */
@@ -1962,23 +2106,6 @@ static void on_disconnect(steerd_server *s, ENetEvent *ev) {
   client_release(s, c);
 }
 
-/* The packets kept while a tick waited (plan_wait_service), in the order
- * they came, before anything ENet received after them. */
-static void handle_kept(steerd_server *s) {
-  for (uint32_t i = 0; i < s->kept_count; i++) {
-    kept_packet *k = &s->kept[i];
-    client *c = client_of(k->peer);
-    if (c && c->id == k->client_id) {
-      c->kept--;
-      if (!s->stopping)
-        handle_packet(s, c, k->packet, k->channel);
-    }
-    enet_packet_destroy(k->packet);
-    reap_overflowed(s);
-  }
-  s->kept_count = 0;
-}
-
 /* Handles what ENet has received, at most SERVICE_MAX_EVENTS events and no
  * longer than until a tick is due (a flood would otherwise keep this loop
  * going for seconds while no tick runs). Returns 1 when it stopped early. */
@@ -1987,7 +2114,6 @@ static int service_enet(steerd_server *s) {
   int rc;
   uint32_t n = 0;
   s->service_pass++;
-  handle_kept(s);
   while ((rc = enet_host_service(s->host, &ev, 0)) > 0) {
     switch (ev.type) {
     case ENET_EVENT_TYPE_CONNECT:
@@ -1999,8 +2125,9 @@ static int service_enet(steerd_server *s) {
     case ENET_EVENT_TYPE_RECEIVE: {
       client *c = client_of(ev.peer);
       if (c && !s->stopping)
-        handle_packet(s, c, ev.packet, ev.channelID);
-      enet_packet_destroy(ev.packet);
+        receive_packet(s, c, ev.packet, ev.channelID, 0);
+      else
+        enet_packet_destroy(ev.packet);
       reap_overflowed(s);
       break;
     }
@@ -2026,6 +2153,7 @@ static void on_readable(uv_poll_t *p, int status, int events) {
     return;
   }
   service_enet(s);
+  run_commands(s);
   flush_events(s); /* SPAWNED and DESPAWNED of the commands just handled */
   reap_overflowed(s);
   enet_host_flush(s->host);
@@ -2043,17 +2171,15 @@ static int answered_in_waits(const ENetPacket *p, uint8_t channel) {
  * ENet host is serviced so that no client sees the server go silent: ENet
  * upkeep (acknowledgements, its pings, resends), connections and
  * disconnections (they change no agent), and PINGs and HELLOs answered at
- * once. Every other packet is kept and handled after the tick in the order
- * it came (handle_kept): commands change the world only between ticks, never
- * inside one, so the tick's results are those of a tick that did not wait. A
- * PING or HELLO whose client has packets kept is kept too: replies go in the
- * order of the commands (PROTOCOL.md 10). A client that disconnects during
- * the wait loses its kept packets, as one that disconnects before its
- * commands are read. */
+ * once. Every other packet joins its client's inbox, run after the tick in
+ * the order it came (run_commands): commands change the world only between
+ * ticks, never inside one, so the tick's results are those of a tick that
+ * did not wait. A PING or HELLO whose client has commands waiting waits too:
+ * replies go in the order of the commands (PROTOCOL.md 10). */
 static void plan_wait_service(steerd_server *s) {
   ENetEvent ev;
   uint32_t n = 0;
-  while (s->kept_count < KEPT_MAX && n++ < SERVICE_MAX_EVENTS && enet_host_service(s->host, &ev, 0) > 0) {
+  while (n++ < SERVICE_MAX_EVENTS && enet_host_service(s->host, &ev, 0) > 0) {
     switch (ev.type) {
     case ENET_EVENT_TYPE_CONNECT:
       on_connect(s, &ev);
@@ -2063,16 +2189,16 @@ static void plan_wait_service(steerd_server *s) {
       break;
     case ENET_EVENT_TYPE_RECEIVE: {
       client *c = client_of(ev.peer);
-      if (c && !s->stopping && !c->kept && answered_in_waits(ev.packet, ev.channelID)) {
+      if (c && !s->stopping && !c->inbox.count && answered_in_waits(ev.packet, ev.channelID)) {
         handle_packet(s, c, ev.packet, ev.channelID);
         s->stats.wait_answered++;
+        enet_packet_destroy(ev.packet);
       } else if (c && !s->stopping) {
-        s->kept[s->kept_count++] = (kept_packet){ev.packet, ev.peer, c->id, ev.channelID};
-        c->kept++;
         s->stats.wait_kept++;
-        break;
+        receive_packet(s, c, ev.packet, ev.channelID, 1);
+      } else {
+        enet_packet_destroy(ev.packet);
       }
-      enet_packet_destroy(ev.packet);
       reap_overflowed(s);
       break;
     }
@@ -2197,7 +2323,6 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   s->event_backlog = s->queue_cap / 4u;
   s->event_share = s->event_backlog;
   s->events = calloc((size_t)cfg->max_clients * CLIENT_EVENTS, sizeof(*s->events));
-  s->kept = calloc(KEPT_MAX, sizeof(*s->kept));
   steerd_loglimit_init(&s->peer_log, LOG_WINDOW_NS, LOG_BURST);
   steerd_loglimit_init(&s->wait_log, LOG_WINDOW_NS, LOG_BURST);
   s->part_first = calloc((size_t)cfg->max_agents + 2, sizeof(*s->part_first));
@@ -2221,7 +2346,7 @@ steerd_server *steerd_server_create(uv_loop_t *loop, const steerd_config *cfg) {
   nc.rate_bytes = (uint32_t)((uint64_t)cfg->client_rate_kbps * 1000u / 8u);
   s->netcode = steerd_netcode_create(&nc);
   s->mapsync = steerd_mapsync_create(cfg->max_clients);
-  if (!s->mapsync || !s->clients || !s->pending || !s->events || !s->kept || !s->part_first || !s->owners ||
+  if (!s->mapsync || !s->clients || !s->pending || !s->events || !s->part_first || !s->owners ||
       !s->full_parts || !s->send_cands || !s->ckpt_owners || !s->scratch_ids || !s->world || !s->netcode) {
     LOG_ERROR("cannot create a world of %u agents in bounds (%g,%g)-(%g,%g)", cfg->max_agents,
               cfg->world_min.x, cfg->world_min.y, cfg->world_max.x, cfg->world_max.y);
@@ -2452,9 +2577,8 @@ static void close_handles(steerd_server *s) {
 void steerd_server_destroy(steerd_server *s) {
   if (!s)
     return;
-  for (uint32_t i = 0; i < s->kept_count; i++)
-    enet_packet_destroy(s->kept[i].packet);
-  free(s->kept);
+  for (uint32_t i = 0; s->clients && s->pending && i < s->cfg.max_clients + s->cfg.max_pending; i++)
+    steerd_cmdq_clear(&client_at(s, i)->inbox);
   if (s->host) {
     enet_host_destroy(s->host);
     enet_deinitialize();
@@ -2491,6 +2615,14 @@ void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out) {
   out->stuck_events = steer_world_stuck_count(s->world);
   out->map_obstacles = steer_map_count(m);
   out->map_version = steer_map_version(m);
+  out->commands_run = s->cmdsched.run;
+  out->command_wait_ns_total = s->cmdsched.wait_ns_sum;
+  out->command_wait_ns_max = s->cmdsched.wait_ns_max;
+  out->commands_queued = 0;
+  for (uint32_t i = 0; i < s->cfg.max_clients + s->cfg.max_pending; i++) {
+    const client *c = i < s->cfg.max_clients ? &s->clients[i] : &s->pending[i - s->cfg.max_clients];
+    out->commands_queued += c->peer ? c->inbox.count : 0u;
+  }
 }
 
 void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out) {

@@ -40,6 +40,7 @@ typedef struct steerd_server_stats {
   uint64_t abuse_disconnects; /* peers dropped for malformed packets */
   uint64_t hello_timeouts;    /* peers dropped for not saying HELLO in time */
   uint64_t step_ns_total;     /* time spent in world steps */
+  uint64_t step_ns_max;       /* the longest world step */
   uint64_t delta_frames;      /* DELTA frames encoded (one per delta client per snapshot) */
   uint64_t delta_bytes;       /* their payload bytes */
   uint64_t delta_ns_total;    /* time spent choosing and encoding them, sending included */
@@ -76,7 +77,16 @@ typedef struct steerd_server_stats {
   uint64_t map_bytes_sent; /* their payload bytes */
   uint64_t map_changed_sent; /* MAP_CHANGED packets queued, one per client per change */
   uint64_t wait_answered;    /* PINGs and HELLOs answered while a tick waited for a navigation graph */
-  uint64_t wait_kept;        /* packets received then, kept and handled after the tick */
+  uint64_t wait_kept;        /* packets received then, left in their clients' inboxes for after the tick */
+
+  /* Commands waiting to run (command_queue.h, --command-budget-us, --command-queue). */
+  uint64_t commands_busy;            /* commands refused BUSY: their sender's inbox was full */
+  uint64_t command_budget_exhausted; /* ticks whose command budget ran out with commands waiting */
+  uint64_t command_ns_total;         /* loop time spent running commands */
+  uint64_t commands_run;             /* commands taken from the inboxes and run */
+  uint64_t command_wait_ns_total;    /* their time in the inboxes */
+  uint64_t command_wait_ns_max;      /* the longest of those */
+  uint32_t commands_queued;          /* commands waiting now */
 } steerd_server_stats;
 
 /* Binds the ENet host and builds the world; logs "listening on ADDR:PORT".
@@ -146,7 +156,7 @@ int steerd_server_map_edit(steerd_server *s, const struct steerd_map_edit *e, st
 /* Checkpoint counters (server/checkpoint.h); all zero without --state. */
 void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out);
 
-/* A checkpoint now, written on a worker thread (SIGHUP); why names it in the
+/* A checkpoint now, written by a forked writer (SIGHUP); why names it in the
  * log. With one in flight, the next follows when it is done. */
 void steerd_server_checkpoint(steerd_server *s, const char *why);
 
