@@ -137,6 +137,10 @@ static const option_def options[] = {
      "address of the HTTP port: metrics, health, live view (127.0.0.1; 0.0.0.0 in the container)"},
     {"--http-port", "STEERD_HTTP_PORT", OPT_HTTP_PORT, OFF(http_port), 0, 0,
      "TCP port of /metrics, /healthz, /readyz and the live view; 0 = off, auto picks a free one (7780)"},
+    {"--http-max-connections", "STEERD_HTTP_MAX_CONNECTIONS", OPT_U32, OFF(http_max_connections), 1, 65536,
+     "open connections the HTTP port serves at once; more are answered 503 and closed (128)"},
+    {"--http-max-per-address", "STEERD_HTTP_MAX_PER_ADDRESS", OPT_U32, OFF(http_max_per_address), 1, 65536,
+     "open HTTP connections from one address; more are answered 503 and closed (32)"},
     {"--log-format", "STEERD_LOG_FORMAT", OPT_LOG_FORMAT, OFF(log_format), 0, 0,
      "text, or json: one JSON object per line (text)"},
     {"--drain-timeout", "STEERD_DRAIN_TIMEOUT_MS", OPT_U32, OFF(drain_timeout_ms), 0, 3600000,
@@ -202,6 +206,8 @@ void steerd_config_default(steerd_config *c) {
   c->delta_pool = 0;
   strcpy(c->http_bind, "127.0.0.1");
   c->http_port = 7780;
+  c->http_max_connections = 128;
+  c->http_max_per_address = 32;
   c->log_format = STEERD_LOG_TEXT;
   c->drain_timeout_ms = 2000;
   c->drain_min_ms = 1000;

@@ -84,7 +84,9 @@ typedef struct steerd_config {
   /* Operations: HTTP (metrics, health, the live view), logs, drain (README "Operations"). */
   char http_bind[64]; /* address of the HTTP port (STEERD_HTTP_BIND, 127.0.0.1) */
   int32_t http_port;  /* TCP port, 0 = off, STEERD_HTTP_PORT_AUTO = ephemeral (STEERD_HTTP_PORT, 7780) */
-  int log_format;     /* steerd_log_format (STEERD_LOG_FORMAT, text) */
+  uint32_t http_max_connections; /* open at once (STEERD_HTTP_MAX_CONNECTIONS, 128) */
+  uint32_t http_max_per_address; /* open at once from one address (STEERD_HTTP_MAX_PER_ADDRESS, 32) */
+  int log_format;                /* steerd_log_format (STEERD_LOG_FORMAT, text) */
   uint32_t drain_timeout_ms; /* SIGTERM: longest wait for clients to leave (STEERD_DRAIN_TIMEOUT_MS, 2000) */
   uint32_t drain_min_ms;     /* SIGTERM: shortest time the HTTP port answers (STEERD_DRAIN_MIN_MS, 1000) */
   uint32_t view_rate; /* Hz: snapshots a live view gets, at most the snapshot rate (STEERD_VIEW_RATE, 10) */

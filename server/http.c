@@ -102,6 +102,9 @@ static size_t render_metrics(steerd_http *h, char *buf, size_t cap) {
   in.view_frames_skipped = h->views.skipped;
   in.view_bytes = h->views.bytes;
   in.http_requests = h->requests;
+  in.http_connections = h->conns;
+  in.http_refused_full = h->refused_full;
+  in.http_refused_address = h->refused_address;
   in.version = STEERD_VERSION;
   const steer_planner *pl = steerd_server_planner(h->server);
   in.plan = steer_planner_get_stats(pl);
@@ -348,11 +351,100 @@ static int confirm_upgrade(steerd_http *h, struct lws *wsi, const char *upgrade)
   return 0;
 }
 
+/* ---- connection limits ---------------------------------------------------------- */
+
+/* The opaque user data of a counted connection: its address, tagged. */
+#define COUNTED_TAG (1ull << 32)
+
+static struct http_addr_count *addr_entry(steerd_http *h, uint32_t ip, int add) {
+  struct http_addr_count *free_slot = NULL;
+  for (uint32_t i = 0; i < h->cfg->http_max_connections; i++) {
+    if (h->addrs[i].open && h->addrs[i].ip == ip)
+      return &h->addrs[i];
+    if (!h->addrs[i].open && !free_slot)
+      free_slot = &h->addrs[i];
+  }
+  if (add && free_slot)
+    free_slot->ip = ip;
+  return add ? free_slot : NULL;
+}
+
+/* Answers an accepted connection 503 and lets libwebsockets close it: what
+ * the peer has sent so far is read first, so that the close is a FIN the
+ * peer reads the answer before, not a reset that loses it. */
+static int refuse_connection(int fd, const char *why) {
+  char msg[320];
+  int body = (int)strlen(why);
+  int n = snprintf(msg, sizeof msg,
+                   "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                   "Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
+                   body, why);
+  if (n > 0 && (size_t)n < sizeof msg && send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n) {
+    shutdown(fd, SHUT_WR);
+    char sink[4096];
+    for (int i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+      ;
+  }
+  return 1;
+}
+
+/* Before libwebsockets takes an accepted socket: the limits. */
+static int filter_connection(steerd_http *h, const struct lws_filter_network_conn_args *a) {
+  if (a->cli_addr.ss_family != AF_INET)
+    return 0;
+  uint32_t ip = ((const struct sockaddr_in *)&a->cli_addr)->sin_addr.s_addr;
+  if (h->conns >= h->cfg->http_max_connections) {
+    h->refused_full++;
+    return refuse_connection(a->accept_fd, "every HTTP connection slot is taken; retry in a second\n");
+  }
+  const struct http_addr_count *e = addr_entry(h, ip, 0);
+  if (e && e->open >= h->cfg->http_max_per_address) {
+    h->refused_address++;
+    return refuse_connection(a->accept_fd,
+                             "too many HTTP connections from your address; retry in a second\n");
+  }
+  return 0;
+}
+
+/* An accepted connection is counted from its creation to its destruction. */
+static void count_connection(steerd_http *h, struct lws *wsi) {
+  struct sockaddr_in sa;
+  socklen_t len = sizeof sa;
+  if (getpeername(lws_get_socket_fd(wsi), (struct sockaddr *)&sa, &len) != 0 || sa.sin_family != AF_INET)
+    return;
+  struct http_addr_count *e = addr_entry(h, sa.sin_addr.s_addr, 1);
+  if (!e)
+    return; /* a table as large as the connection cap never runs out */
+  e->open++;
+  h->conns++;
+  lws_set_opaque_user_data(wsi, (void *)(uintptr_t)(COUNTED_TAG | sa.sin_addr.s_addr));
+}
+
+static void uncount_connection(steerd_http *h, struct lws *wsi) {
+  uint64_t tag = (uint64_t)(uintptr_t)lws_get_opaque_user_data(wsi);
+  if (!(tag & COUNTED_TAG))
+    return;
+  lws_set_opaque_user_data(wsi, NULL);
+  struct http_addr_count *e = addr_entry(h, (uint32_t)tag, 0);
+  if (e && e->open)
+    e->open--;
+  if (h->conns)
+    h->conns--;
+}
+
 static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                          size_t len) {
   steerd_http *h = lws_context_user(lws_get_context(wsi));
   http_req *req = user;
   switch (reason) {
+  case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+    return filter_connection(h, user);
+  case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+    count_connection(h, wsi);
+    break;
+  case LWS_CALLBACK_WSI_DESTROY:
+    uncount_connection(h, wsi);
+    break;
   case LWS_CALLBACK_HTTP:
     return on_http(h, wsi, req, in ? (const char *)in : "/");
   case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
@@ -454,7 +546,9 @@ steerd_http *steerd_http_create(uv_loop_t *loop, steerd_server *server, const st
   h->server = server;
   h->cfg = steerd_server_config(server);
   h->start_unix_s = wall_seconds();
-  if (steerd_http_views_init(&h->views, h->cfg, steer_world_capacity(steerd_server_world(server))) != 0 ||
+  h->addrs = calloc(h->cfg->http_max_connections, sizeof *h->addrs);
+  if (!h->addrs ||
+      steerd_http_views_init(&h->views, h->cfg, steer_world_capacity(steerd_server_world(server))) != 0 ||
       steerd_http_agones_init(h) != 0) {
     LOG_ERROR("cannot set up the HTTP port");
     steerd_http_destroy(h);
@@ -540,6 +634,7 @@ void steerd_http_destroy(steerd_http *h) {
     uv_run(h->loop, UV_RUN_DEFAULT);
   }
   steerd_http_views_free(&h->views);
+  free(h->addrs);
   free(h);
 }
 

@@ -80,6 +80,14 @@ struct steerd_http {
   int closer_open;
   steerd_http_views views;
   steerd_http_agones agones;
+  /* Open connections, counted per peer address (--http-max-connections,
+   * --http-max-per-address); those over a limit are answered 503 and closed. */
+  struct http_addr_count {
+    uint32_t ip; /* IPv4, network order */
+    uint32_t open;
+  } * addrs; /* --http-max-connections entries */
+  uint32_t conns;
+  uint64_t refused_full, refused_address;
 };
 
 /* The world's map as JSON (GET /api/map, and the view's map message with

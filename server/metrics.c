@@ -279,5 +279,14 @@ size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *
           in->view_frames_skipped);
   counter(&o, "steerd_view_sent_bytes_total", "Payload bytes sent to live views.", in->view_bytes);
   counter(&o, "steerd_http_requests_total", "HTTP requests answered.", in->http_requests);
+  gauge(&o, "steerd_http_connections", "HTTP connections open (the live views' included).",
+        (double)in->http_connections);
+  family(&o, "steerd_http_connections_refused_total", "counter",
+         "HTTP connections answered 503 and closed: every slot taken (--http-max-connections), or every slot "
+         "of the peer's address (--http-max-per-address).");
+  put(&o, "steerd_http_connections_refused_total{reason=\"full\"} %llu\n",
+      (unsigned long long)in->http_refused_full);
+  put(&o, "steerd_http_connections_refused_total{reason=\"address\"} %llu\n",
+      (unsigned long long)in->http_refused_address);
   return o.overflowed ? 0 : o.len;
 }

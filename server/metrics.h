@@ -23,10 +23,12 @@ typedef struct steerd_metrics_input {
   uint32_t views;                                        /* live views open */
   uint64_t view_frames, view_frames_skipped, view_bytes; /* live view snapshots */
   uint64_t http_requests;                                /* HTTP requests answered */
-  steer_planner_stats plan;                              /* GOTO's planner (planner.h) */
-  uint32_t plan_agents;                                  /* agents in GOTO */
-  uint64_t plan_builds, plan_loop_builds;                /* full graph builds, and those on the loop thread */
-  const char *version;                                   /* build version */
+  uint32_t http_connections;                             /* HTTP connections open */
+  uint64_t http_refused_full, http_refused_address; /* answered 503: every slot taken, or the address's */
+  steer_planner_stats plan;                         /* GOTO's planner (planner.h) */
+  uint32_t plan_agents;                             /* agents in GOTO */
+  uint64_t plan_builds, plan_loop_builds;           /* full graph builds, and those on the loop thread */
+  const char *version;                              /* build version */
 } steerd_metrics_input;
 
 /* Writes the exposition into buf; returns its length, or 0 if cap is too small

@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -730,6 +731,98 @@ START_TEST(test_readyz_503_right_after_sigterm) {
 }
 END_TEST
 
+/* ---- connection limits ------------------------------------------------------------- */
+
+/* A TCP connection to the HTTP port from source address `from` (127.0.0.x). */
+static int connect_from(uint16_t port, const char *from) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET, .sin_port = htons(port)};
+  inet_pton(AF_INET, from, &src.sin_addr);
+  inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&src, sizeof src), 0);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&dst, sizeof dst), 0);
+  struct timeval tv = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+/* Everything the server sends on fd until it closes it (or 5 s pass). */
+static void read_all(int fd, char *out, size_t cap) {
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < cap && (r = recv(fd, out + n, cap - 1 - n, 0)) > 0)
+    n += (size_t)r;
+  out[n] = '\0';
+}
+
+static const char REFUSED_ADDRESS[] =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 63\r\n"
+    "Retry-After: 1\r\nConnection: close\r\n\r\ntoo many HTTP connections from your address; retry in a "
+    "second\n";
+static const char REFUSED_FULL[] =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 55\r\n"
+    "Retry-After: 1\r\nConnection: close\r\n\r\nevery HTTP connection slot is taken; retry in a second\n";
+
+/* Connections past --http-max-per-address from one address, and past
+ * --http-max-connections in all, are answered 503 with Retry-After and
+ * closed, whether or not they sent a request; other addresses are served
+ * until the port is full; a closed connection frees its slot; /metrics
+ * counts the refusals. */
+START_TEST(test_connection_limits) {
+  steerd_proc p;
+  static const char *const limits[] = {"--http-max-connections", "4", "--http-max-per-address", "2", NULL};
+  start(&p, limits);
+  /* Two idle connections from 127.0.0.1 take its slots (once the server has
+   * accepted them: a GET on a third address waits for that). */
+  int a1 = connect_from(p.http_port, "127.0.0.1"), a2 = connect_from(p.http_port, "127.0.0.1");
+  int b = connect_from(p.http_port, "127.0.0.2");
+  static const char get[] = "GET /healthz HTTP/1.1\r\nHost: steerd\r\n\r\n";
+  ck_assert_int_eq(send(b, get, sizeof get - 1, 0), (ssize_t)(sizeof get - 1));
+  char buf[1024];
+  ck_assert_int_gt(recv(b, buf, sizeof buf, 0), 12);
+  ck_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+  /* A third from 127.0.0.1, with a request or without. */
+  int a3 = connect_from(p.http_port, "127.0.0.1");
+  read_all(a3, buf, sizeof buf);
+  ck_assert_str_eq(buf, REFUSED_ADDRESS);
+  close(a3);
+  a3 = connect_from(p.http_port, "127.0.0.1");
+  ck_assert_int_eq(send(a3, get, sizeof get - 1, 0), (ssize_t)(sizeof get - 1));
+  read_all(a3, buf, sizeof buf);
+  ck_assert_str_eq(buf, REFUSED_ADDRESS);
+  close(a3);
+  /* 127.0.0.3 takes the fourth slot; a fifth connection finds none. */
+  int c = connect_from(p.http_port, "127.0.0.3");
+  ck_assert_int_eq(send(c, get, sizeof get - 1, 0), (ssize_t)(sizeof get - 1));
+  ck_assert_int_gt(recv(c, buf, sizeof buf, 0), 12);
+  ck_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+  int d = connect_from(p.http_port, "127.0.0.4");
+  read_all(d, buf, sizeof buf);
+  ck_assert_str_eq(buf, REFUSED_FULL);
+  close(d);
+  /* Closing frees a slot: 127.0.0.1 is served again. */
+  close(a1);
+  close(a2);
+  close(b);
+  close(c);
+  /* The server notices the closes within a poll or two; until then a GET may
+   * still find the port full, or count them open. */
+  int got = 0;
+  for (int i = 0; i < 100; i++) {
+    got = http_get(p.http_port, "/metrics", body, sizeof body, 5000);
+    if (got == 200 && metric(body, "steerd_http_connections") == 1) /* this GET's own */
+      break;
+    steerd_proc_sleep_ms(20);
+  }
+  ck_assert_int_eq(got, 200);
+  ck_assert_double_eq(metric(body, "steerd_http_connections"), 1);
+  ck_assert_double_eq(metric(body, "steerd_http_connections_refused_total{reason=\"address\"}"), 2);
+  ck_assert_double_ge(metric(body, "steerd_http_connections_refused_total{reason=\"full\"}"), 1);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
 static Suite *http_suite(void) {
   Suite *s = suite_create("http");
   TCase *tc = check_tcase(s, "http", 180);
@@ -745,6 +838,7 @@ static Suite *http_suite(void) {
   tcase_add_test(tc, test_map_api);
   tcase_add_test(tc, test_drain_on_sigterm);
   tcase_add_test(tc, test_readyz_503_right_after_sigterm);
+  tcase_add_test(tc, test_connection_limits);
   return s;
 }
 
