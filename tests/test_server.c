@@ -1233,8 +1233,8 @@ static void on_snapshot_part(void *user, uint8_t channel, const uint8_t *data, s
 
 START_TEST(large_world_snapshots_split_under_the_mtu) {
   server_proc s;
-  const char *const args[] = {"--no-demo",    "--rate-limit",    "2000", "--rate-burst",
-                              "1000",         "--command-queue", "1000", NULL};
+  const char *const args[] = {"--no-demo", "--rate-limit",    "2000", "--rate-burst",
+                              "1000",      "--command-queue", "1000", NULL};
   server_start(&s, args);
   recorder r;
   recorder_connect(&r, &s, "many");
