@@ -584,6 +584,11 @@ run_child(steerd_checkpointer *c, int fd, steerd_checkpoint_image_fn make, void 
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* a writer never outlives its server */
   if (getppid() == 1)
     _exit(1);
+  /* The copies of the server's sockets go at once: a connection the server
+   * closes meanwhile is closed, not held open by this process. */
+  if (fd > 3)
+    close_range(3, (unsigned)fd - 1u, 0);
+  close_range((unsigned)fd + 1u, ~0u, 0);
   setpriority(PRIO_PROCESS, 0, CHILD_NICE); /* the ticks come first where cores are short */
   fork_result r;
   memset(&r, 0, sizeof r);

@@ -1754,12 +1754,6 @@ static void drop_late_hellos(steerd_server *s, uint64_t now) {
 
 /* ---- checkpoints ------------------------------------------------------------ */
 
-/* The world and who owns what, written atomically to the state file. The loop
- * makes the image (the world saved straight into the checkpointer's buffer,
- * then the owners); the checksum, write, fsync and rename run on a worker
- * thread (now: on this thread, after any write in flight, e.g. at shutdown). A
- * failed checkpoint is logged and counted and the previous file is intact.
- * STEERD_CHECKPOINT_EBUSY: one is still being written (try again later). */
 /* A checkpoint's image in the checkpointer's buffer: the world and the
  * server's records (st) as steerd_persist_encode lays them out; detail gets
  * the log line's end. Its length, or 0 with a reason in err. Runs on the loop,
@@ -1791,9 +1785,14 @@ static size_t make_image(void *ctx, steerd_checkpointer *ck, char *detail, size_
   return len;
 }
 
-/* The interval's and SIGHUP's checkpoints fork a writer (the loop pays for
- * the planner's records and the fork); where no process can be started, and
- * for the one at shutdown (now), the image is made on the loop. */
+/* The world and who owns what, written atomically to the state file. The
+ * interval's and SIGHUP's checkpoints fork a writer that makes the image,
+ * checksums, writes, fsyncs and renames (the loop pays for the planner's
+ * records and the fork); where no process can be started, the loop makes the
+ * image and a worker thread writes it, and at shutdown (now) all of it runs
+ * on this thread after any write in flight. A failed checkpoint is logged and
+ * counted and the previous file is intact. STEERD_CHECKPOINT_EBUSY: one is
+ * still being written (try again later). */
 static int checkpoint(steerd_server *s, const char *why, int now) {
   if (!s->ckpt)
     return 0;
