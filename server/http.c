@@ -432,8 +432,7 @@ static void uncount_connection(steerd_http *h, struct lws *wsi) {
     h->conns--;
 }
 
-static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
-                         size_t len) {
+static int http_serve(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
   steerd_http *h = lws_context_user(lws_get_context(wsi));
   http_req *req = user;
   switch (reason) {
@@ -464,10 +463,29 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
   return lws_callback_http_dummy(wsi, reason, user, in, len);
 }
 
+/* Every callback's time is the loop's HTTP phase (steerd_server_charge_http). */
+static int charged(struct lws *wsi, uint64_t t0, int rc) {
+  steerd_http *h = lws_context_user(lws_get_context(wsi));
+  if (h && h->server)
+    steerd_server_charge_http(h->server, uv_hrtime() - t0);
+  return rc;
+}
+
+static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                         size_t len) {
+  uint64_t t0 = uv_hrtime();
+  return charged(wsi, t0, http_serve(wsi, reason, user, in, len));
+}
+
+static int view_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                         size_t len) {
+  uint64_t t0 = uv_hrtime();
+  return charged(wsi, t0, steerd_http_view_callback(wsi, reason, user, in, len));
+}
+
 static const struct lws_protocols protocols[] = {
     {"http", http_callback, sizeof(http_req), 0, 0, NULL, 0},
-    {STEERD_HTTP_VIEW_PROTOCOL, steerd_http_view_callback, sizeof(void *), PROTO_MAX_MESSAGE_BYTES, 0, NULL,
-     0},
+    {STEERD_HTTP_VIEW_PROTOCOL, view_callback, sizeof(void *), PROTO_MAX_MESSAGE_BYTES, 0, NULL, 0},
     {"steerd-agones", steerd_http_agones_callback, 0, 0, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0}};
 

@@ -73,6 +73,32 @@ static void tick_histogram(out *o, const steerd_server_stats *st) {
         (double)st->step_ns_max / 1e9);
 }
 
+const char *steerd_loop_phase_name(int phase) {
+  static const char *const names[STEERD_LOOP_PHASES] = {"step", "commands",   "enet",
+                                                        "send", "checkpoint", "http"};
+  return phase >= 0 && phase < STEERD_LOOP_PHASES ? names[phase] : "unknown";
+}
+
+static void loop_phases(out *o, const steerd_server_stats *st) {
+  family(o, "steerd_loop_seconds_total", "counter", "The loop thread's time, by what it was doing.");
+  for (int p = 0; p < STEERD_LOOP_PHASES; p++)
+    put(o, "steerd_loop_seconds_total{phase=\"%s\"} %.9f\n", steerd_loop_phase_name(p),
+        (double)st->loop_phase_ns[p] / 1e9);
+  family(o, "steerd_tick_overruns_by_cause_total", "counter",
+         "Overruns, each charged to the phase that took most of the loop since the tick before it.");
+  for (int p = 0; p < STEERD_LOOP_PHASES; p++)
+    put(o, "steerd_tick_overruns_by_cause_total{cause=\"%s\"} %llu\n", steerd_loop_phase_name(p),
+        (unsigned long long)st->overruns_by_phase[p]);
+  family(o, "steerd_tick_lateness_seconds", "histogram",
+         "How long after its slot in the schedule a tick began.");
+  for (int b = 0; b < STEERD_TICK_BUCKETS; b++)
+    put(o, "steerd_tick_lateness_seconds_bucket{le=\"%g\"} %llu\n", steerd_tick_bucket_bounds[b],
+        (unsigned long long)st->tick_late_bucket[b]);
+  put(o, "steerd_tick_lateness_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)st->ticks);
+  put(o, "steerd_tick_lateness_seconds_sum %.9f\n", (double)st->tick_late_ns_total / 1e9);
+  put(o, "steerd_tick_lateness_seconds_count %llu\n", (unsigned long long)st->ticks);
+}
+
 static void commands(out *o, const steerd_server_stats *st) {
   char name[32];
   family(o, "steerd_commands_total", "counter",
@@ -235,6 +261,7 @@ size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *
   gauge(&o, "steerd_agents", "Agents in the world.", in->agents);
   gauge(&o, "steerd_agents_max", "Capacity of the world (--max-agents).", in->agents_max);
   clients(&o, in);
+  loop_phases(&o, st);
   commands(&o, st);
   counter(&o, "steerd_commands_rate_limited_total", "Commands refused with RATE_LIMITED.", st->rate_limited);
   counter(&o, "steerd_malformed_packets_total", "Packets that did not decode (answered BAD_MESSAGE etc.).",

@@ -195,15 +195,33 @@ struct steerd_server {
   uint64_t last_tick_ns;
   steerd_mapsync *mapsync; /* per client slot: the MAP parts it is being sent (map_admin.h) */
 
-  steerd_cmdsched cmdsched;    /* runs the clients' inboxes (run_commands()) */
-  uint64_t cmd_budget_left_ns; /* of --command-budget-us, until the next tick */
-  int cmd_budget_spent;        /* this tick's budget ran out with commands waiting (counted once) */
-  uint32_t warming;            /* the start-up's graph builds still running (steer_planner_warm_start) */
-  uint64_t warm_start_ns;      /* when they started */
-  steerd_loglimit wait_log;    /* ticks' long waits for a graph */
+  steerd_cmdsched cmdsched;              /* runs the clients' inboxes (run_commands()) */
+  uint64_t cmd_budget_left_ns;           /* of --command-budget-us, until the next tick */
+  int cmd_budget_spent;                  /* this tick's budget ran out with commands waiting (counted once) */
+  uint64_t phase_ns[STEERD_LOOP_PHASES]; /* the loop's time by phase since the last tick ran */
+  uint32_t warming;         /* the start-up's graph builds still running (steer_planner_warm_start) */
+  uint64_t warm_start_ns;   /* when they started */
+  steerd_loglimit wait_log; /* ticks' long waits for a graph */
 };
 
 static uint64_t server_time_us(const steerd_server *s) { return (uv_hrtime() - s->start_ns) / 1000u; }
+
+static void charge(steerd_server *s, steerd_loop_phase phase, uint64_t ns) {
+  s->phase_ns[phase] += ns;
+  s->stats.loop_phase_ns[phase] += ns;
+}
+
+void steerd_server_charge_http(steerd_server *s, uint64_t ns) { charge(s, STEERD_PHASE_HTTP, ns); }
+
+/* A tick found others due with it (an overrun): the phase that took most of
+ * the loop since the last tick is its cause. */
+static void charge_overrun(steerd_server *s) {
+  int worst = 0;
+  for (int p = 1; p < STEERD_LOOP_PHASES; p++)
+    if (s->phase_ns[p] > s->phase_ns[worst])
+      worst = p;
+  s->stats.overruns_by_phase[worst]++;
+}
 
 /* A line about one peer's refusal or drop, through the server's log limiter
  * (at most LOG_BURST per LOG_WINDOW_NS; the next line allowed says how many
@@ -1417,6 +1435,7 @@ static int run_commands(steerd_server *s) {
                         allow < CMD_SLICE_NS ? allow : CMD_SLICE_NS, CMDQ_QUANTUM_NS, &left);
     s->cmd_budget_left_ns = spent >= s->cmd_budget_left_ns ? 0 : s->cmd_budget_left_ns - spent;
     s->stats.command_ns_total += spent;
+    charge(s, STEERD_PHASE_COMMANDS, spent);
     if (!left)
       break;
   }
@@ -1435,6 +1454,7 @@ static void run_tick(steerd_server *s) {
   steer_world_step(s->world, s->dt);
   steerd_goto_after_step(s->planner, s->world);
   uint64_t spent = uv_hrtime() - t0;
+  charge(s, STEERD_PHASE_STEP, spent);
   s->stats.step_ns_total += spent;
   if (spent > s->stats.step_ns_max)
     s->stats.step_ns_max = spent;
@@ -1985,23 +2005,35 @@ static void on_timer(uv_timer_t *t) {
   for (uint32_t i = 0; i < s->cfg.max_pending; i++)
     if (s->pending[i].peer)
       s->pending[i].last_rx_ms = s->pending[i].peer->lastReceiveTime;
+  uint64_t overruns = s->ticks.overruns;
   uint32_t due = steerd_ticker_due(&s->ticks, now);
+  if (s->ticks.overruns != overruns)
+    charge_overrun(s);
+  if (due)
+    memset(s->phase_ns, 0, sizeof s->phase_ns);
   for (uint32_t i = 0; i < due; i++) {
     /* After a stall the steps run in the last `due` slots consumed (the skipped ones come first). */
-    uint64_t slot = s->ticks.index - (due - 1u - i);
-    s->tick_time_us = (steerd_ticker_slot_ns(&s->ticks, slot) - s->start_ns) / 1000u;
+    uint64_t slot = s->ticks.index - (due - 1u - i), slot_ns = steerd_ticker_slot_ns(&s->ticks, slot);
+    s->tick_time_us = (slot_ns - s->start_ns) / 1000u;
+    uint64_t late = uv_hrtime() - slot_ns;
+    s->stats.tick_late_ns_total += late;
+    for (int b = 0; b < STEERD_TICK_BUCKETS; b++)
+      if ((double)late <= steerd_tick_bucket_bounds[b] * 1e9)
+        s->stats.tick_late_bucket[b]++;
     run_tick(s);
   }
   if (due) {
     s->cmd_budget_left_ns = (uint64_t)s->cfg.command_budget_us * 1000u;
     s->cmd_budget_spent = 0;
   }
+  uint64_t t_send = uv_hrtime();
   if (snapshot_due(s, now, due))
     send_snapshot(s);
   s->stats.overruns = s->ticks.overruns;
   s->stats.ticks_skipped = s->ticks.skipped;
   flush_events(s);
   send_map_streams(s);
+  charge(s, STEERD_PHASE_SEND, uv_hrtime() - t_send);
   reap_overflowed(s);
   int more = service_enet(s); /* timeouts and resends, then everything queued goes out */
   run_commands(s);
@@ -2013,6 +2045,7 @@ static void on_timer(uv_timer_t *t) {
       log_stats(s);
     s->next_stats_ns = now + STATS_INTERVAL_NS;
   }
+  uint64_t t_ckpt = uv_hrtime();
   steerd_checkpointer_poll(s->ckpt);
   if (s->ckpt_requested && checkpoint(s, s->ckpt_requested, 0) != STEERD_CHECKPOINT_EBUSY)
     s->ckpt_requested = NULL;
@@ -2020,6 +2053,7 @@ static void on_timer(uv_timer_t *t) {
   if (s->next_checkpoint_ns && now >= s->next_checkpoint_ns &&
       checkpoint(s, "interval", 0) != STEERD_CHECKPOINT_EBUSY)
     s->next_checkpoint_ns = now + (uint64_t)s->cfg.checkpoint_interval_s * 1000000000ull;
+  charge(s, STEERD_PHASE_CHECKPOINT, uv_hrtime() - t_ckpt);
   /* Sleep until the sooner deadline, rounded up to libuv's millisecond timer;
    * deadlines are absolute, so the rounding never accumulates. */
   now = uv_hrtime();
@@ -2108,7 +2142,7 @@ static void on_disconnect(steerd_server *s, ENetEvent *ev) {
 /* Handles what ENet has received, at most SERVICE_MAX_EVENTS events and no
  * longer than until a tick is due (a flood would otherwise keep this loop
  * going for seconds while no tick runs). Returns 1 when it stopped early. */
-static int service_enet(steerd_server *s) {
+static int service_pass(steerd_server *s) {
   ENetEvent ev;
   int rc;
   uint32_t n = 0;
@@ -2142,6 +2176,13 @@ static int service_enet(steerd_server *s) {
   if (rc < 0)
     LOG_WARN("enet_host_service failed");
   return 0;
+}
+
+static int service_enet(steerd_server *s) {
+  uint64_t t0 = uv_hrtime();
+  int more = service_pass(s);
+  charge(s, STEERD_PHASE_ENET, uv_hrtime() - t0);
+  return more;
 }
 
 static void on_readable(uv_poll_t *p, int status, int events) {

@@ -24,6 +24,21 @@ typedef struct steerd_server steerd_server;
 #define STEERD_TICK_BUCKETS 12
 extern const double steerd_tick_bucket_bounds[STEERD_TICK_BUCKETS];
 
+/* What the loop thread does, for the time it spends and the stalls it causes
+ * (steerd_server_stats loop_phase_ns, overruns_by_phase). */
+typedef enum steerd_loop_phase {
+  STEERD_PHASE_STEP = 0,   /* the world's step, GOTO's plans and the tick's events */
+  STEERD_PHASE_COMMANDS,   /* running the clients' commands */
+  STEERD_PHASE_ENET,       /* ENet: receiving, connects, resends, acknowledgements */
+  STEERD_PHASE_SEND,       /* snapshots (the live views' included), events, map streams */
+  STEERD_PHASE_CHECKPOINT, /* making or forking checkpoints */
+  STEERD_PHASE_HTTP,       /* answering the HTTP port's requests and WebSocket messages */
+  STEERD_LOOP_PHASES
+} steerd_loop_phase;
+
+/* "step", "commands", ... (metrics labels; metrics.c). */
+const char *steerd_loop_phase_name(int phase);
+
 typedef struct steerd_server_stats {
   uint64_t ticks;         /* world steps run */
   uint64_t ticks_skipped; /* steps dropped after stalls */
@@ -87,6 +102,13 @@ typedef struct steerd_server_stats {
   uint64_t command_wait_ns_total;    /* their time in the inboxes */
   uint64_t command_wait_ns_max;      /* the longest of those */
   uint32_t commands_queued;          /* commands waiting now */
+
+  /* The loop thread's time by phase; each overrun charged to the phase that
+   * took the most of the loop since the tick before it; how late ticks start. */
+  uint64_t loop_phase_ns[STEERD_LOOP_PHASES];
+  uint64_t overruns_by_phase[STEERD_LOOP_PHASES];
+  uint64_t tick_late_bucket[STEERD_TICK_BUCKETS]; /* ticks started within bucket bound of their slot */
+  uint64_t tick_late_ns_total;
 } steerd_server_stats;
 
 /* Binds the ENet host and builds the world; logs "listening on ADDR:PORT".
@@ -152,6 +174,9 @@ void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out);
 struct steerd_map_edit;
 struct steerd_map_result;
 int steerd_server_map_edit(steerd_server *s, const struct steerd_map_edit *e, struct steerd_map_result *r);
+
+/* Charges ns of the loop thread's time to the HTTP phase (http.c, per callback). */
+void steerd_server_charge_http(steerd_server *s, uint64_t ns);
 
 /* Checkpoint counters (server/checkpoint.h); all zero without --state. */
 void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out);

@@ -181,6 +181,23 @@ START_TEST(test_metrics_promtool_and_counts) {
   ck_assert_double_eq(metric(body, "steerd_tick_duration_seconds_count"), ticks);
   ck_assert_double_eq(metric(body, "steerd_tick_duration_seconds_bucket{le=\"+Inf\"}"), ticks);
   ck_assert_double_gt(metric(body, "steerd_snapshot_packets_sent_total{kind=\"full\"}"), 0);
+  /* Every tick's lateness is counted; the loop's time is charged to what it did. */
+  ck_assert_double_eq(metric(body, "steerd_tick_lateness_seconds_count"), ticks);
+  ck_assert_double_eq(metric(body, "steerd_tick_lateness_seconds_bucket{le=\"+Inf\"}"), ticks);
+  ck_assert_double_le(metric(body, "steerd_tick_lateness_seconds_bucket{le=\"0.0001\"}"), ticks);
+  ck_assert_double_gt(metric(body, "steerd_loop_seconds_total{phase=\"step\"}"), 0);
+  ck_assert_double_gt(metric(body, "steerd_loop_seconds_total{phase=\"commands\"}"), 0);
+  ck_assert_double_gt(metric(body, "steerd_loop_seconds_total{phase=\"enet\"}"), 0);
+  ck_assert_double_gt(metric(body, "steerd_loop_seconds_total{phase=\"send\"}"), 0);
+  ck_assert_double_gt(metric(body, "steerd_loop_seconds_total{phase=\"http\"}"), 0); /* the probes' */
+  double by_cause = 0;
+  static const char *const causes[] = {"step", "commands", "enet", "send", "checkpoint", "http"};
+  for (size_t i = 0; i < sizeof causes / sizeof causes[0]; i++) {
+    char series[96];
+    snprintf(series, sizeof series, "steerd_tick_overruns_by_cause_total{cause=\"%s\"}", causes[i]);
+    by_cause += metric(body, series);
+  }
+  ck_assert_double_eq(by_cause, metric(body, "steerd_tick_overruns_total"));
   /* Every series below is exported. */
   static const char *const names[] = {"steerd_tick_overruns_total ",
                                       "steerd_ticks_skipped_total ",
