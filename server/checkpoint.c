@@ -10,8 +10,9 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -490,11 +491,8 @@ static void reap_child(steerd_checkpointer *c, int block) {
   fork_result r;
   ssize_t n;
   if (!block) {
-    struct timeval tv = {0, 0};
-    fd_set fds;
-    FD_ZERO(&fds);
-    FD_SET(c->child_fd, &fds);
-    if (select(c->child_fd + 1, &fds, NULL, NULL, &tv) <= 0)
+    struct pollfd pfd = {c->child_fd, POLLIN, 0};
+    if (poll(&pfd, 1, 0) <= 0)
       return;
   }
   do
@@ -580,9 +578,9 @@ int steerd_checkpointer_submit(steerd_checkpointer *c, size_t len, steerd_checkp
  * seals and writes it, sends the result and exits without running the
  * parent's exit handlers or flushing its stdio. */
 static void __attribute__((noreturn))
-run_child(steerd_checkpointer *c, int fd, steerd_checkpoint_image_fn make, void *ctx) {
+run_child(steerd_checkpointer *c, int fd, pid_t parent, steerd_checkpoint_image_fn make, void *ctx) {
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* a writer never outlives its server */
-  if (getppid() == 1)
+  if (getppid() != parent)          /* it went before the line above took effect */
     _exit(1);
   /* The copies of the server's sockets go at once: a connection the server
    * closes meanwhile is closed, not held open by this process. */
@@ -625,10 +623,10 @@ int steerd_checkpointer_fork(steerd_checkpointer *c, steerd_checkpoint_image_fn 
   }
   set_job(c, 0, seal, why, NULL, tick, loop_ns, loop_cpu_ns);
   uint64_t t0 = uv_hrtime();
-  pid_t pid = fork();
+  pid_t parent = getpid(), pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    run_child(c, fds[1], make, ctx);
+    run_child(c, fds[1], parent, make, ctx);
   }
   close(fds[1]);
   if (pid < 0) {
