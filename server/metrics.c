@@ -61,14 +61,21 @@ static const char *lower(const char *s, char *buf, size_t cap) {
   return buf;
 }
 
-static void tick_histogram(out *o, const steerd_server_stats *st) {
-  family(o, "steerd_tick_duration_seconds", "histogram", "Time one world step took.");
+/* A histogram over the tick buckets (steerd_tick_bucket_bounds) of `count`
+ * observations summing to sum_ns. */
+static void tick_buckets(out *o, const char *name, const char *help, const uint64_t *bucket, uint64_t count,
+                         uint64_t sum_ns) {
+  family(o, name, "histogram", help);
   for (int b = 0; b < STEERD_TICK_BUCKETS; b++)
-    put(o, "steerd_tick_duration_seconds_bucket{le=\"%g\"} %llu\n", steerd_tick_bucket_bounds[b],
-        (unsigned long long)st->tick_seconds_bucket[b]);
-  put(o, "steerd_tick_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)st->ticks);
-  put(o, "steerd_tick_duration_seconds_sum %.9f\n", (double)st->step_ns_total / 1e9);
-  put(o, "steerd_tick_duration_seconds_count %llu\n", (unsigned long long)st->ticks);
+    put(o, "%s_bucket{le=\"%g\"} %llu\n", name, steerd_tick_bucket_bounds[b], (unsigned long long)bucket[b]);
+  put(o, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)count);
+  put(o, "%s_sum %.9f\n", name, (double)sum_ns / 1e9);
+  put(o, "%s_count %llu\n", name, (unsigned long long)count);
+}
+
+static void tick_histogram(out *o, const steerd_server_stats *st) {
+  tick_buckets(o, "steerd_tick_duration_seconds", "Time one world step took.", st->tick_seconds_bucket,
+               st->ticks, st->step_ns_total);
   gauge(o, "steerd_tick_duration_max_seconds", "The longest world step since the start.",
         (double)st->step_ns_max / 1e9);
 }
@@ -89,14 +96,8 @@ static void loop_phases(out *o, const steerd_server_stats *st) {
   for (int p = 0; p < STEERD_LOOP_PHASES; p++)
     put(o, "steerd_tick_overruns_by_cause_total{cause=\"%s\"} %llu\n", steerd_loop_phase_name(p),
         (unsigned long long)st->overruns_by_phase[p]);
-  family(o, "steerd_tick_lateness_seconds", "histogram",
-         "How long after its slot in the schedule a tick began.");
-  for (int b = 0; b < STEERD_TICK_BUCKETS; b++)
-    put(o, "steerd_tick_lateness_seconds_bucket{le=\"%g\"} %llu\n", steerd_tick_bucket_bounds[b],
-        (unsigned long long)st->tick_late_bucket[b]);
-  put(o, "steerd_tick_lateness_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)st->ticks);
-  put(o, "steerd_tick_lateness_seconds_sum %.9f\n", (double)st->tick_late_ns_total / 1e9);
-  put(o, "steerd_tick_lateness_seconds_count %llu\n", (unsigned long long)st->ticks);
+  tick_buckets(o, "steerd_tick_lateness_seconds", "How long after its slot in the schedule a tick began.",
+               st->tick_late_bucket, st->ticks, st->tick_late_ns_total);
 }
 
 static void commands(out *o, const steerd_server_stats *st) {

@@ -773,6 +773,15 @@ static void read_all(int fd, char *out, size_t cap) {
   out[n] = '\0';
 }
 
+/* A GET of /healthz on fd, answered 200. */
+static void expect_served(int fd) {
+  static const char get[] = "GET /healthz HTTP/1.1\r\nHost: steerd\r\n\r\n";
+  ck_assert_int_eq(send(fd, get, sizeof get - 1, 0), (ssize_t)(sizeof get - 1));
+  char buf[1024];
+  ck_assert_int_gt(recv(fd, buf, sizeof buf, 0), 12);
+  ck_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+}
+
 static const char REFUSED_ADDRESS[] =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 63\r\n"
     "Retry-After: 1\r\nConnection: close\r\n\r\ntoo many HTTP connections from your address; retry in a "
@@ -794,11 +803,9 @@ START_TEST(test_connection_limits) {
    * accepted them: a GET on a third address waits for that). */
   int a1 = connect_from(p.http_port, "127.0.0.1"), a2 = connect_from(p.http_port, "127.0.0.1");
   int b = connect_from(p.http_port, "127.0.0.2");
+  expect_served(b);
   static const char get[] = "GET /healthz HTTP/1.1\r\nHost: steerd\r\n\r\n";
-  ck_assert_int_eq(send(b, get, sizeof get - 1, 0), (ssize_t)(sizeof get - 1));
   char buf[1024];
-  ck_assert_int_gt(recv(b, buf, sizeof buf, 0), 12);
-  ck_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0);
   /* A third from 127.0.0.1, with a request or without. */
   int a3 = connect_from(p.http_port, "127.0.0.1");
   read_all(a3, buf, sizeof buf);
@@ -811,9 +818,7 @@ START_TEST(test_connection_limits) {
   close(a3);
   /* 127.0.0.3 takes the fourth slot; a fifth connection finds none. */
   int c = connect_from(p.http_port, "127.0.0.3");
-  ck_assert_int_eq(send(c, get, sizeof get - 1, 0), (ssize_t)(sizeof get - 1));
-  ck_assert_int_gt(recv(c, buf, sizeof buf, 0), 12);
-  ck_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+  expect_served(c);
   int d = connect_from(p.http_port, "127.0.0.4");
   read_all(d, buf, sizeof buf);
   ck_assert_str_eq(buf, REFUSED_FULL);
