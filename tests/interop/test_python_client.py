@@ -46,7 +46,7 @@ ADD_OBSTACLE, REMOVE_OBSTACLE = 12, 13     # §17.3
 # error codes (§8)
 BAD_MESSAGE, UNKNOWN_TYPE, BAD_FIELD, VERSION_MISMATCH, NOT_WELCOMED, NO_SUCH_AGENT = 1, 2, 3, 4, 5, 6
 RATE_LIMITED, NOT_OWNER = 11, 12
-FORBIDDEN, NO_SUCH_OBSTACLE, OBSTACLE_EXISTS, BLOCKED = 14, 18, 19, 20
+FORBIDDEN, NO_SUCH_OBSTACLE, OBSTACLE_EXISTS, BLOCKED, BUSY = 14, 18, 19, 20, 21
 # event codes (§7.4)
 EV_ARRIVED, EV_WAYPOINT, EV_PATH_FINISHED, EV_REVERSED, EV_SPAWNED, EV_DESPAWNED, EV_STUCK = range(7)
 EV_PLANNED, EV_REPLANNED, EV_UNREACHABLE = 7, 8, 9   # GOTO (§5.6)
@@ -698,6 +698,7 @@ def is_error(rep, code, field=Ellipsis):
 
 def run(binary):
     check_spec_examples()
+    busy_run(binary)
     map_run(binary)
     with open(MAP_PATH, "w", encoding="utf-8") as f:
         f.write(MAP_JSON)
@@ -1266,6 +1267,46 @@ def dist_to_obstacle(p, o):
         return math.hypot(p[0] - o["center"][0], p[1] - o["center"][1]) - o["radius"]
     pts = o["points"] + ([o["points"][0]] if o["type"] == "polygon" else [])
     return dist_polyline(p, pts)
+
+
+def busy_run(binary):
+    """§4 Command queue: one command a tick (--command-budget-us 1, --command-spare 0) and room
+    for 4 waiting: of 50 PINGs sent back to back most find the queue full."""
+    server = Server(binary, ["--command-queue", "4", "--command-budget-us", "1", "--command-spare", "0",
+                             "--rate-limit", "1000000", "--rate-burst", "1000000"])
+    a = None
+    try:
+        port = server.wait_port(min(10.0, remaining()))
+        require(port is not None, "busy server reports its port", "\n" + server.tail())
+        a = Client(port, "python-busy")
+        require(a.connect(5.0) and a.hello()[0] == WELCOME, "busy server: HELLO -> WELCOME")
+        rids = []
+        for i in range(50):  # one flush: they arrive together
+            a.rid += 1
+            rids.append(a.rid)
+            a.peer.send(0, enet.Packet(msgpack.packb([PING, a.rid, {"client_time_us": i}]),
+                                       enet.PACKET_FLAG_RELIABLE))
+        a.host.flush()
+        got = a.wait_until(lambda: len(a.replies) >= 50, 10.0)
+        replies = list(a.replies)
+        by_rid = {}
+        for m in replies:
+            by_rid.setdefault(m[1], []).append(m)
+        check(got and sorted(by_rid) == sorted(rids) and all(len(v) == 1 for v in by_rid.values()),
+              "§10: each of 50 pipelined PINGs gets exactly one reply", [m[:3] for m in replies])
+        busy = [m for m in replies if m[0] == ERROR]
+        check(len(busy) >= 25 and all(is_error(m, BUSY, None) and m[3].startswith("busy") for m in busy),
+              "§4, §8: the PINGs that find the queue full get ERROR 21 BUSY with their request_id, field nil",
+              busy[:3])
+        acks = [m[1] for m in replies if m[0] == ACK]
+        check(len(acks) >= 4 and acks == sorted(acks) and all(is_ack(m, PING) for m in replies if m[0] == ACK),
+              "§10: the queued PINGs are ACKed in the order sent", acks)
+        rep = a.request(PING, {"client_time_us": 1})
+        check(is_ack(rep, PING), "§4: once answered, the next command is queued and ACKed", describe(rep))
+    finally:
+        if a is not None:
+            a.close()
+        server.kill()
 
 
 def map_run(binary):
