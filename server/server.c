@@ -1388,8 +1388,20 @@ static void receive_packet(steerd_server *s, client *c, ENetPacket *p, uint8_t c
 }
 
 /* Client slots for the command scheduler: the WELCOMEd ones, then the pending. */
-static client *client_at(steerd_server *s, uint32_t slot) {
+static uint32_t client_slots(const steerd_server *s) { return s->cfg.max_clients + s->cfg.max_pending; }
+
+static client *client_at(const steerd_server *s, uint32_t slot) {
   return slot < s->cfg.max_clients ? &s->clients[slot] : &s->pending[slot - s->cfg.max_clients];
+}
+
+/* Commands waiting in every inbox. */
+static uint32_t commands_waiting(const steerd_server *s) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < client_slots(s); i++) {
+    const client *c = client_at(s, i);
+    n += c->peer ? c->inbox.count : 0u;
+  }
+  return n;
 }
 
 static steerd_cmdq *inbox_at(void *ctx, uint32_t slot) {
@@ -1424,15 +1436,13 @@ static int run_commands(steerd_server *s) {
         allow = spare;
     }
     if (!allow) {
-      for (uint32_t i = 0; i < s->cfg.max_clients + s->cfg.max_pending && !left; i++)
-        left = inbox_at(s, i) && inbox_at(s, i)->count;
+      left = commands_waiting(s) > 0;
       break;
     }
     if (slices > 0) /* between slices, what came meanwhile joins the inboxes (and the replies go out) */
       service_enet(s);
-    uint64_t spent =
-        steerd_cmdq_run(&s->cmdsched, s->cfg.max_clients + s->cfg.max_pending, inbox_at, run_queued, s,
-                        allow < CMD_SLICE_NS ? allow : CMD_SLICE_NS, CMDQ_QUANTUM_NS, &left);
+    uint64_t spent = steerd_cmdq_run(&s->cmdsched, client_slots(s), inbox_at, run_queued, s,
+                                     allow < CMD_SLICE_NS ? allow : CMD_SLICE_NS, CMDQ_QUANTUM_NS, &left);
     s->cmd_budget_left_ns = spent >= s->cmd_budget_left_ns ? 0 : s->cmd_budget_left_ns - spent;
     s->stats.command_ns_total += spent;
     charge(s, STEERD_PHASE_COMMANDS, spent);
@@ -2617,7 +2627,7 @@ static void close_handles(steerd_server *s) {
 void steerd_server_destroy(steerd_server *s) {
   if (!s)
     return;
-  for (uint32_t i = 0; s->clients && s->pending && i < s->cfg.max_clients + s->cfg.max_pending; i++)
+  for (uint32_t i = 0; s->clients && s->pending && i < client_slots(s); i++)
     steerd_cmdq_clear(&client_at(s, i)->inbox);
   if (s->host) {
     enet_host_destroy(s->host);
@@ -2658,11 +2668,7 @@ void steerd_server_get_stats(const steerd_server *s, steerd_server_stats *out) {
   out->commands_run = s->cmdsched.run;
   out->command_wait_ns_total = s->cmdsched.wait_ns_sum;
   out->command_wait_ns_max = s->cmdsched.wait_ns_max;
-  out->commands_queued = 0;
-  for (uint32_t i = 0; i < s->cfg.max_clients + s->cfg.max_pending; i++) {
-    const client *c = i < s->cfg.max_clients ? &s->clients[i] : &s->pending[i - s->cfg.max_clients];
-    out->commands_queued += c->peer ? c->inbox.count : 0u;
-  }
+  out->commands_queued = commands_waiting(s);
 }
 
 void steerd_server_checkpoint_stats(const steerd_server *s, steerd_checkpoint_stats *out) {
