@@ -109,6 +109,8 @@ int steer_mesh_plan_begin(steer_mesh *mesh, vec2 from, vec2 to, int landmarks);
  * Each costs a search of the whole free space, which is why they are computed
  * apart from the mesh, off the tick thread, and attached when due. */
 #define STEER_MESH_LANDMARKS 8u
+/* The most a mesh takes (a larger count is cut to it). */
+#define STEER_MESH_LANDMARKS_MAX 32u
 /* The table of count landmarks for mesh (chosen farthest-first in the largest
  * part of its free space), into *table (the caller owns it). The mesh is only
  * read: its plans may run meanwhile on another thread. When *cancel (may be

@@ -81,7 +81,7 @@ struct mesh_search {
    * INFINITY: unknown). */
   const float *lm;
   uint32_t nlm;
-  double lm_lo[STEER_MESH_LANDMARKS], lm_hi[STEER_MESH_LANDMARKS];
+  double lm_lo[STEER_MESH_LANDMARKS_MAX], lm_hi[STEER_MESH_LANDMARKS_MAX];
   /* Per vertex: the shortest route to it seen so far, this search (an
    * interval's end in sight of its root, or a root): see successor. */
   double *vd;
@@ -777,6 +777,7 @@ static int one_to_all(struct mesh_search **slot, const steer_mesh *m, uint32_t v
 
 int steer_mesh_landmarks(const steer_mesh *m, uint32_t count, const atomic_int *cancel, float **out) {
   *out = NULL;
+  count = count < STEER_MESH_LANDMARKS_MAX ? count : STEER_MESH_LANDMARKS_MAX;
   if (!count || !m->ncells)
     return 0;
   /* The largest part, by cells: the others (pockets the level encloses) plan
@@ -839,7 +840,7 @@ int steer_mesh_landmarks(const steer_mesh *m, uint32_t count, const atomic_int *
 void steer_mesh_set_landmarks(steer_mesh *m, float *table, uint32_t count) {
   free(m->lm_d);
   m->lm_d = table;
-  m->nlm = table ? count : 0u;
+  m->nlm = table ? (count < STEER_MESH_LANDMARKS_MAX ? count : STEER_MESH_LANDMARKS_MAX) : 0u;
 }
 
 uint32_t steer_mesh_landmark_count(const steer_mesh *m) { return m->nlm; }
