@@ -323,4 +323,40 @@ static inline int needs_point_or_agent(uint8_t kind) {
          kind == STEER_BEHAVIOUR_FACE || kind == STEER_BEHAVIOUR_ALIGN;
 }
 
+/* The agent store's lookups, shared by world.c and world_tick.c. */
+static inline uint32_t world_dense_of(const steer_world *w, steer_id id) {
+  uint32_t slot = id & STEER_ID_INDEX_MASK;
+  if (id == 0 || slot >= w->cfg.max_agents)
+    return NO_DENSE;
+  uint32_t d = w->slot_dense[slot];
+  if (d == NO_DENSE || w->id[d] != id)
+    return NO_DENSE;
+  return d;
+}
+
+static inline steer_path world_path_view(const steer_world *w, int32_t h) {
+  const path_entry *e = &w->paths[h];
+  steer_path p;
+  p.points = w->path_points + (size_t)h * w->cfg.max_path_points;
+  p.count = e->count;
+  p.radius = e->radius;
+  p.mode = e->mode;
+  p.cornering = e->cornering;
+  return p;
+}
+
+static inline steer_state world_state_of(const steer_world *w, uint32_t d) {
+  steer_state s;
+  s.position = v2(w->px[d], w->py[d]);
+  s.orientation = w->theta[d];
+  s.velocity = v2(w->vx[d], w->vy[d]);
+  s.rotation = w->omega[d];
+  return s;
+}
+
+/* The neighbour grid and the kept candidate lists on the current positions
+ * (threaded: from the step, the pool is free; queries between steps build it
+ * on the calling thread). world_tick.c. */
+void world_grid_rebuild(steer_world *w, int threaded);
+
 #endif /* STEER_WORLD_INTERNAL_H */
