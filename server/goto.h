@@ -85,7 +85,7 @@ void steerd_goto_report(const steer_planner *p, const steer_world *w, proto_agen
  * follows the result (the plan is served at the start of that tick). */
 proto_event steerd_goto_event(const steer_plan_event *e);
 
-/* An admin changed the map (server.c map_changed: ADD_OBSTACLE, REMOVE_OBSTACLE,
+/* An admin changed the map (server_commands.c map_changed: ADD_OBSTACLE, REMOVE_OBSTACLE,
  * steerd_server_map_edit): routes across the change are queued for replanning
  * at once, ahead of GOTOs that come after it; served at the next tick. */
 void steerd_goto_map_changed(steer_planner *p, const steer_world *w);

@@ -331,7 +331,7 @@ static uint32_t same_events(const steer_world *a, const steer_world *b, uint32_t
 }
 
 /* The vector path integrates each block as it steers it while no agent
- * targets another (world.c, steer_range): against the scalar reference after
+ * targets another (world_tick.c, steer_range): against the scalar reference after
  * every tick while that switches on and off. The scenario above starts with
  * pursuers (two passes); they are turned into arrivals (one fused pass, with
  * walls, obstacles, avoidance and kept neighbour sets); one pursues again (two
@@ -498,7 +498,7 @@ static void retarget(steer_world *w, steer_rng *rng, float side) {
 
 START_TEST(test_simd_same_hash_bench_scenarios) {
   /* _i % 3: 0 dense, 1 mixed, 2 mixed big enough that two threads take
-   * chunks of a whole block (world.c, pass_steering), with the events pass's
+   * chunks of a whole block (world_tick.c, pass_steering), with the events pass's
    * prechecks on both threads; _i < 3 with the lean batches as wide as the
    * processor allows (eight lanes with AVX), else four lanes. */
   const int avx_was = world_batch_set_avx(_i < 3);

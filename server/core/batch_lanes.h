@@ -8,7 +8,7 @@
 
 #include "simdw.h"
 
-/* integrate_store's world edge (world.c): outside [lo, hi] on an axis, the
+/* integrate_store's world edge (world_tick.c): outside [lo, hi] on an axis, the
  * position is clamped and that axis' velocity stopped. */
 BL_INLINE void BL(vedge)(VF *p, VF *v, float lo, float hi) {
   VF vlo = V1(lo), vhi = V1(hi);

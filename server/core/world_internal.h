@@ -1,5 +1,5 @@
-/* world_internal.h: the world's layout, shared by world.c (the store and the
- * tick) and world_state.c (save and load). Internal to the core: nothing outside
+/* world_internal.h: the world's layout, shared by world.c (the store), world_tick.c (the
+ * step) and world_state.c (save and load). Internal to the core: nothing outside
  * server/core includes it. The validity checks here are the ones the public API
  * applies to its arguments; loading a saved world applies the same ones. */
 #ifndef STEER_WORLD_INTERNAL_H
@@ -89,7 +89,7 @@ struct steer_world {
   steer_path_cursor *cursor;
   command3 *cmd; /* scratch written by the steering pass */
   /* Scratch written by the vector path's steering pass for the same step's
-   * events pass (world.c, pass_events), so that it need not read the
+   * events pass (world_tick.c, pass_events), so that it need not read the
    * behaviours: what to look at (EV_*), and an arriving agent's target point
    * and radius, or a path follower's turn trigger distance (r). */
   uint8_t *ekind;
@@ -145,7 +145,7 @@ struct steer_world {
   uint64_t stuck_count;
   /* Agents whose behaviour targets another agent (reads its state while
    * steering), a cache: with none the vector path integrates each block right
-   * after steering it (world.c, steer_range), since no agent then reads
+   * after steering it (world_tick.c, steer_range), since no agent then reads
    * another's position, velocity or orientation during the steering pass. */
   uint32_t readers;
   /* Kept candidate lists of the neighbour query (grid.h), a cache: not saved. */
