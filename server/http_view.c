@@ -37,6 +37,13 @@
 #define VIEW_PART_BYTES       PROTO_MAX_MESSAGE_BYTES
 #define VIEW_MAP_MAX_BYTES    (VIEW_QUEUE_BYTES / 2) /* a larger map message names /api/map instead */
 #define VIEW_MARKS_PER_SECOND 20                     /* STUCK and UNREACHABLE of agents not inspected */
+/* The agents message: once a second, at most VIEW_AGENTS_MAX agents of at
+ * most VIEW_AGENT_JSON bytes each (`,[id,radius,"velocity_match",owner]`),
+ * so it and a snapshot fit a view's queue together. */
+#define VIEW_AGENTS_PERIOD_US 1000000u
+#define VIEW_AGENTS_MAX       4000u
+#define VIEW_AGENT_JSON       64u
+#define VIEW_AGENTS_BYTES     ((size_t)VIEW_AGENTS_MAX * VIEW_AGENT_JSON + 128u)
 
 /* MSG_TEXT: a reply sent as a text frame (the map's JSON). */
 enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1, MSG_TEXT = 2 };
@@ -60,6 +67,7 @@ struct http_view {
   int rx_too_large;
   int map_sent; /* the map message of map_version is queued */
   uint32_t map_version;
+  uint64_t agents_due_us; /* server time of its next agents message (0: with the next snapshot) */
 };
 
 static uint32_t next_view_id = VIEW_ID_BASE + 1;
@@ -76,7 +84,10 @@ int steerd_http_views_init(steerd_http_views *v, const steerd_config *cfg, uint3
                  ((size_t)max_agents / 500 + 2) * PROTO_SNAPSHOT_HEADER_MAX_BYTES;
   v->frame = malloc(v->frame_cap);
   v->frame_tick = UINT64_MAX;
-  if (!v->slots || !v->indices || !v->part_first || !v->scratch || !v->part_len || !v->frame)
+  v->agents_text = malloc(VIEW_AGENTS_BYTES);
+  v->agents_tick = UINT64_MAX;
+  if (!v->agents_text || !v->slots || !v->indices || !v->part_first || !v->scratch || !v->part_len ||
+      !v->frame)
     return -1;
   if (cfg->secret_len > 0) {
     if (steerd_auth_init(&v->auth, cfg->secret, cfg->secret_len) != STEERD_AUTH_OK)
@@ -99,6 +110,7 @@ void steerd_http_views_free(steerd_http_views *v) {
   free(v->part_len);
   free(v->frame);
   free(v->map_text);
+  free(v->agents_text);
   memset(v, 0, sizeof(*v));
 }
 
@@ -237,6 +249,68 @@ static void encode_frame(steerd_http_views *vs, const steer_world_view *wv, cons
   }
 }
 
+/* The agents message (PROTOCOL.md 15) of the agents idx[0..n) (all of the
+ * view when idx is NULL) into vs->agents_text: what the snapshots do not
+ * carry and a developer needs to tell agents apart (body radius, behaviour,
+ * owner), at most VIEW_AGENTS_MAX of them. Its length. */
+static size_t encode_agents(steerd_http *h, const steer_world_view *wv, const uint32_t *idx, uint32_t n,
+                            uint64_t tick) {
+  steerd_http_views *vs = &h->views;
+  const steer_world *w = steerd_server_world(h->server);
+  const steer_planner *pl = steerd_server_planner(h->server);
+  uint32_t take = n < VIEW_AGENTS_MAX ? n : VIEW_AGENTS_MAX;
+  char *t = vs->agents_text;
+  size_t at = (size_t)snprintf(t, VIEW_AGENTS_BYTES,
+                               "{\"type\":\"agents\",\"tick\":%llu,\"complete\":%s,\"agents\":[",
+                               (unsigned long long)tick, take == n ? "true" : "false");
+  const char *sep = "";
+  for (uint32_t k = 0; k < take && at + VIEW_AGENT_JSON + 8u <= VIEW_AGENTS_BYTES; k++) {
+    steer_id id = wv->id[idx ? idx[k] : k];
+    steer_agent_info info;
+    steer_goto_info gi;
+    if (steer_world_get(w, id, &info) != STEER_OK)
+      continue;
+    /* As QUERY names it (steerd_goto_report): GOTO until unreachable or off its route. */
+    int in_goto = steer_planner_get(pl, id, &gi) == STEER_OK && gi.status != STEER_GOTO_UNREACHABLE &&
+                  !(gi.status == STEER_GOTO_FOLLOWING && info.path != gi.path);
+    uint32_t kind = in_goto ? PROTO_BEHAVIOUR_GOTO : info.behaviour.kind;
+    const char *name = proto_behaviour_name(kind);
+    at += (size_t)snprintf(t + at, VIEW_AGENTS_BYTES - at, "%s[%u,%.2f,\"%s\",%u]", sep, id,
+                           (double)info.limits.radius, name ? name : "none", info.owner);
+    sep = ",";
+  }
+  at += (size_t)snprintf(t + at, VIEW_AGENTS_BYTES - at, "]}");
+  vs->agents_sent++;
+  return at;
+}
+
+/* The agents message into v's queue when it is due (once every
+ * VIEW_AGENTS_PERIOD_US, and with the first snapshot of a new VIEW), before
+ * the snapshot it goes with. */
+static void queue_agents(steerd_http *h, http_view *v, const steer_world_view *wv, const uint32_t *idx,
+                         uint32_t n, uint64_t tick, uint64_t time_us) {
+  steerd_http_views *vs = &h->views;
+  if (v->snapshot_msgs > 0 || time_us < v->agents_due_us || !vs->agents_text)
+    return;
+  size_t len;
+  if (idx == NULL) { /* the whole world's: encoded once a tick for every view that takes it */
+    if (vs->agents_tick != tick) {
+      vs->agents_len = encode_agents(h, wv, NULL, n, tick);
+      vs->agents_tick = tick;
+    }
+    len = vs->agents_len;
+  } else {
+    vs->agents_tick = UINT64_MAX;
+    len = encode_agents(h, wv, idx, n, tick);
+  }
+  uint8_t *dst = q_reserve(v, len);
+  if (!dst)
+    return; /* a full queue: tried again with the next snapshot */
+  memcpy(dst, vs->agents_text, len);
+  q_commit(v, len, MSG_TEXT);
+  v->agents_due_us = time_us + VIEW_AGENTS_PERIOD_US;
+}
+
 /* The frame in vs->frame into the view's queue, unless its previous one is still there. */
 static void queue_frame(steerd_http_views *vs, http_view *v) {
   if (v->snapshot_msgs > 0) {
@@ -275,6 +349,7 @@ static void view_snapshot(steerd_http *h, http_view *v, const steer_world_view *
     if (dx * dx + dy * dy < r * r)
       vs->indices[n++] = i;
   }
+  queue_agents(h, v, wv, vs->indices, n, tick, time_us);
   vs->frame_tick = UINT64_MAX;
   encode_frame(vs, wv, vs->indices, n, tick, time_us);
   queue_frame(vs, v);
@@ -310,6 +385,7 @@ void steerd_http_views_snapshot(steerd_http *h) {
       encode_frame(vs, &wv, NULL, wv.count, tick, time_us);
       vs->frame_tick = tick;
     }
+    queue_agents(h, v, &wv, NULL, wv.count, tick, time_us);
     queue_frame(vs, v);
   }
   for (uint32_t i = 0; i < STEERD_HTTP_MAX_VIEWS; i++) {
@@ -437,6 +513,7 @@ static void handle_command(steerd_http *h, http_view *v, const proto_command *cm
       return;
     }
     v->view = cmd->view;
+    v->agents_due_us = 0; /* the new view's agents come with its first snapshot */
     send_ack(h, v, &ack);
     return;
   case PROTO_MSG_QUERY:

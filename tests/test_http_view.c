@@ -169,9 +169,9 @@ static int ws_next(ws_client *c, proto_server_msg *m, uint32_t type_mask, uint32
 
 #define WANT(t) (1u << ((t)-32))
 
-/* The next text message (others are dropped), parsed: it must be JSON of type
- * "map". NULL when none came within timeout_ms. */
-static json_t *ws_next_map(ws_client *c, uint32_t timeout_ms) {
+/* The next text message of the given type (others are dropped), parsed: every
+ * text message must be JSON with a type. NULL when none came within timeout_ms. */
+static json_t *ws_next_text(ws_client *c, const char *type, uint32_t timeout_ms) {
   uint64_t deadline = steerd_proc_now_ms() + timeout_ms;
   for (;;) {
     while (c->head != c->tail) {
@@ -181,7 +181,12 @@ static json_t *ws_next_map(ws_client *c, uint32_t timeout_ms) {
         json_error_t err;
         j = json_loadb((const char *)msg->data, msg->len, 0, &err);
         ck_assert_msg(j != NULL, "a text message that is not JSON: %s", err.text);
-        ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "map");
+        const char *t = json_string_value(json_object_get(j, "type"));
+        ck_assert_ptr_nonnull(t);
+        if (strcmp(t, type) != 0) {
+          json_decref(j);
+          j = NULL;
+        }
       }
       free(msg->data);
       if (j)
@@ -192,6 +197,8 @@ static json_t *ws_next_map(ws_client *c, uint32_t timeout_ms) {
     ws_service(c);
   }
 }
+
+static json_t *ws_next_map(ws_client *c, uint32_t timeout_ms) { return ws_next_text(c, "map", timeout_ms); }
 
 /* 1 when the map message holds obstacle id. */
 static int map_has(const json_t *map, uint32_t id) {
@@ -574,6 +581,102 @@ START_TEST(test_map_after_welcome_and_changes) {
 }
 END_TEST
 
+/* The next agents message and the SNAPSHOT right after it (other binary
+ * messages between are dropped; no other text may come between): 0 when none
+ * came within timeout_ms. */
+static int ws_next_agents(ws_client *c, json_t **agents, proto_server_msg *m, uint32_t timeout_ms) {
+  *agents = ws_next_text(c, "agents", timeout_ms);
+  if (!*agents)
+    return 0;
+  uint64_t deadline = steerd_proc_now_ms() + timeout_ms;
+  for (;;) {
+    while (c->head != c->tail) {
+      ws_msg *msg = &c->inbox[c->head++ % WS_MAX_MSGS];
+      ck_assert_msg(!msg->text, "a text message between the agents message and its snapshot");
+      proto_error_info err;
+      int rc = proto_decode_server_msg(msg->data, msg->len, m, poses, 10000, &err);
+      free(msg->data);
+      ck_assert_int_eq(rc, 0);
+      if (m->type == PROTO_MSG_SNAPSHOT)
+        return 1;
+    }
+    if (c->closed || steerd_proc_now_ms() >= deadline)
+      return 0;
+    ws_service(c);
+  }
+}
+
+/* The agents message lists the snapshot's agents in its order (one part: the
+ * demo's 16 KB), each with the radius, behaviour and owner QUERY reports. */
+static void check_agents(ws_client *c, const json_t *agents, const proto_server_msg *m) {
+  ck_assert_int_eq(json_integer_value(json_object_get(agents, "tick")), (json_int_t)m->snapshot.header.tick);
+  ck_assert(json_is_true(json_object_get(agents, "complete")));
+  const json_t *list = json_object_get(agents, "agents");
+  ck_assert_uint_eq(m->snapshot.header.part_count, 1);
+  ck_assert_uint_eq(json_array_size(list), m->snapshot.count);
+  for (uint32_t k = 0; k < m->snapshot.count; k++)
+    ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(list, k), 0)), (json_int_t)poses[k].id);
+  /* The first agent against its QUERY (the demo's NPCs change behaviour only on their own schedule). */
+  const json_t *a = json_array_get(list, 0);
+  proto_command q;
+  memset(&q, 0, sizeof q);
+  q.type = PROTO_MSG_QUERY;
+  q.request_id = 99;
+  q.query.agent = (steer_id)json_integer_value(json_array_get(a, 0));
+  ws_send(c, &q);
+  proto_server_msg r;
+  ck_assert(ws_next(c, &r, WANT(PROTO_MSG_ACK), 3000));
+  ck_assert_uint_eq(r.ack.request_id, 99);
+  const proto_agent_report *rep = &r.ack.query;
+  ck_assert_double_eq_tol(json_real_value(json_array_get(a, 1)), (double)rep->limits.radius, 0.005);
+  ck_assert_str_eq(json_string_value(json_array_get(a, 2)), proto_behaviour_name(rep->behaviour));
+  ck_assert_int_eq(json_integer_value(json_array_get(a, 3)), (json_int_t)rep->owner);
+}
+
+START_TEST(test_agents_message) {
+  steerd_proc p;
+  start(&p, NULL);
+  ws_client *c = ws_open(p.http_port);
+  proto_command h = hello(NULL);
+  ws_send(c, &h);
+  proto_server_msg m;
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  /* With the first snapshot: every agent of the world. */
+  json_t *agents;
+  ck_assert(ws_next_agents(c, &agents, &m, 3000));
+  ck_assert_uint_eq(m.snapshot.header.agent_total, STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO);
+  check_agents(c, agents, &m);
+  json_decref(agents);
+  /* About once a second after: not with every snapshot (10 a second). */
+  uint64_t t0 = steerd_proc_now_ms();
+  ck_assert(ws_next_agents(c, &agents, &m, 3000));
+  uint64_t gap = steerd_proc_now_ms() - t0;
+  ck_assert_msg(gap >= 500 && gap <= 2500, "the next agents message after %llu ms", (unsigned long long)gap);
+  json_decref(agents);
+  /* A VIEW of a 20 m circle: its first snapshot comes with the agents of that circle. */
+  vec2 at = v2(poses[0].x, poses[0].y);
+  proto_command v;
+  memset(&v, 0, sizeof v);
+  v.type = PROTO_MSG_VIEW;
+  v.request_id = 8;
+  v.view.kind = PROTO_VIEW_CENTRE;
+  v.view.centre = at;
+  v.view.radius = 20.0f;
+  ws_send(c, &v);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ACK), 3000));
+  t0 = steerd_proc_now_ms();
+  ck_assert(ws_next_agents(c, &agents, &m, 3000));
+  ck_assert_uint_le(steerd_proc_now_ms() - t0, 400);
+  ck_assert_uint_lt(m.snapshot.header.agent_total, STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO);
+  for (uint32_t k = 0; k < m.snapshot.count; k++)
+    ck_assert_float_lt(hypotf(poses[k].x - at.x, poses[k].y - at.y), 20.0f + 0.02f);
+  check_agents(c, agents, &m);
+  json_decref(agents);
+  ws_close(c);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("http_view");
   TCase *tc = check_tcase(s, "view", 120);
@@ -582,6 +685,7 @@ int main(void) {
   tcase_add_test(tc, test_handshake_refusals);
   tcase_add_test(tc, test_token_required_with_a_secret);
   tcase_add_test(tc, test_map_after_welcome_and_changes);
+  tcase_add_test(tc, test_agents_message);
   tcase_add_test(tc, test_big_map_names_api_map);
   return check_run(s);
 }

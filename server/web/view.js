@@ -2,7 +2,8 @@
 // server's WebSocket: HELLO, then a VIEW of what the canvas shows; draws each
 // SNAPSHOT over the map (the server's text messages, JSON); QUERY and
 // /api/agent for the agent clicked; EVENTs of that agent, and the STUCK and
-// UNREACHABLE of every agent in view, marked on the world and logged.
+// UNREACHABLE of every agent in view, marked on the world and logged; each
+// agent's body to scale, coloured by behaviour or owner (the agents message).
 "use strict";
 
 (() => {
@@ -12,7 +13,16 @@
   const EVENT_STUCK = 6, EVENT_UNREACHABLE = 9;
   const MARK_MS = 5000; // how long a STUCK or UNREACHABLE ring stays on its agent
   const MARK_COLOURS = { [EVENT_STUCK]: "#ffa726", [EVENT_UNREACHABLE]: "#ef5350" };
-  const VELOCITY_COLOUR = "#e040fb", SCALE_COLOUR = "#d8dee9";
+  const VELOCITY_COLOUR = "#e040fb", SCALE_COLOUR = "#d8dee9", SELECTED_COLOUR = "#ffcc4d";
+  // Bodies by behaviour (the names of PROTOCOL.md 5), by owner (the server's own, then clients by id),
+  // and agents whose details have not come yet.
+  const BEHAVIOUR_COLOURS = {
+    none: "#90a4ae", seek: "#4fc3f7", flee: "#f06292", arrive: "#4db6ac", align: "#a1887f",
+    velocity_match: "#dce775", face: "#bcaaa4", look_where_going: "#80deea", pursue: "#ba68c8", evade: "#ff8a65",
+    interpose: "#7986cb", wander: "#aed581", follow_path: "#64b5f6", goto: "#fff176",
+  };
+  const OWNER_COLOURS = ["#90a4ae", "#4fc3f7", "#f06292", "#aed581", "#ffb74d", "#ba68c8", "#4db6ac", "#fff176", "#7986cb"];
+  const UNKNOWN_COLOUR = "#ffffff";
   const canvas = document.getElementById("world");
   const ctx = canvas.getContext("2d");
   const statusEl = document.getElementById("status");
@@ -22,6 +32,8 @@
   const pauseBtn = document.getElementById("pause");
   const velocityBtn = document.getElementById("velocities");
   const logEl = document.getElementById("log");
+  const colourBtn = document.getElementById("colour");
+  const legendEl = document.getElementById("legend");
 
   const params = new URLSearchParams(location.search);
   let token = params.get("token") || sessionStorage.getItem("steerd-token") || "";
@@ -34,6 +46,9 @@
   let moved = false;              // the user panned or zoomed: a new map does not refit
   let fitPending = 0;             // fit the camera to the snapshot this many frames on (a whole-world one)
   let showVelocities = false;
+  let details = new Map();        // id -> {r, behaviour, owner}: the last agents message
+  let colourBy = "behaviour";     // or "owner"
+  let legendKey = "";
   const marks = new Map();        // id -> {code, until}: agents recently STUCK or UNREACHABLE
   let scaleBar = null;            // what drawScale drew last, for tests
   // Camera: world point at the canvas centre and pixels per metre.
@@ -147,6 +162,11 @@
       statusEl.textContent = "bad message: " + e.message;
       return;
     }
+    if (m.type === "agents") {
+      if (paused) return; // the picture stands still: colours too (the next one comes within a second)
+      details = new Map(m.agents.map(([id, r, behaviour, owner]) => [id, { r, behaviour, owner }]));
+      return;
+    }
     if (m.type !== "map") return;
     if (m.href) {
       fetch(m.href + (token ? "?token=" + encodeURIComponent(token) : "")).then((r) => (r.ok ? r.json() : null))
@@ -255,6 +275,18 @@
     moved = false;
     fitEverything();
   });
+  colourBtn.addEventListener("click", () => {
+    colourBy = colourBy === "behaviour" ? "owner" : "behaviour";
+    colourBtn.textContent = "colour: " + colourBy;
+  });
+  // Hovering an agent names it (the canvas' tooltip).
+  canvas.addEventListener("mousemove", (e) => {
+    if (drag && drag.moved) return;
+    const id = nearest(e.clientX * devicePixelRatio, e.clientY * devicePixelRatio);
+    const d = details.get(id);
+    canvas.title = id ? "agent " + id + (d ? " · " + d.behaviour + " · " + ownerName(d.owner) + " · radius " +
+      d.r + " m" : "") : "";
+  });
   velocityBtn.addEventListener("click", () => {
     showVelocities = !showVelocities;
     velocityBtn.classList.toggle("on", showVelocities);
@@ -262,15 +294,51 @@
 
   // ---- the inspector ----
 
-  function pick(sx, sy) {
-    let best = 0, bestD = 14 * devicePixelRatio;
+  // The agent drawn nearest a screen point, within 14 px or its body; 0 for none.
+  function nearest(sx, sy) {
+    let best = 0, bestD = Infinity;
     const now = performance.now();
     for (const [id, a] of agents) {
       const [px, py] = toScreen(...predict(a, now));
-      const d = Math.hypot(px - sx, py - sy);
-      if (d < bestD) (best = id), (bestD = d);
+      const d = Math.hypot(px - sx, py - sy), d0 = details.get(id);
+      const reach = Math.max(14 * devicePixelRatio, d0 ? d0.r * cam.scale : 0);
+      if (d < reach && d < bestD) (best = id), (bestD = d);
     }
-    select(best);
+    return best;
+  }
+
+  function pick(sx, sy) {
+    select(nearest(sx, sy));
+  }
+
+  const ownerName = (o) => (o === 0 ? "server" : "client " + o);
+
+  // An agent's colour and legend entry by the current choice.
+  function colourOf(id) {
+    const d = details.get(id);
+    if (!d) return [UNKNOWN_COLOUR, "not known yet"];
+    if (colourBy === "owner") return [OWNER_COLOURS[d.owner === 0 ? 0 : 1 + ((d.owner - 1) % (OWNER_COLOURS.length - 1))], ownerName(d.owner)];
+    return [BEHAVIOUR_COLOURS[d.behaviour] || UNKNOWN_COLOUR, d.behaviour];
+  }
+
+  // What each colour on the screen means, with how many agents show it.
+  function drawLegend(counts) {
+    const rows = [...counts].sort((a, b) => b[1].n - a[1].n || (a[0] < b[0] ? -1 : 1));
+    const key = colourBy + JSON.stringify(rows);
+    if (key === legendKey) return;
+    legendKey = key;
+    legendEl.textContent = "";
+    for (const [name, { colour, n }] of rows) {
+      const li = document.createElement("li");
+      const sw = document.createElement("span");
+      sw.className = "swatch";
+      sw.style.background = colour;
+      li.append(sw, name + " " + n);
+      li.dataset.name = name;
+      li.dataset.count = String(n);
+      li.dataset.colour = colour;
+      legendEl.append(li);
+    }
   }
 
   function select(id) {
@@ -343,6 +411,7 @@
     if (map) drawMap(map);
     if (detail) drawDetail(detail);
     const r = Math.max(6, 0.6 * cam.scale);
+    const counts = new Map();
     let inView = 0;
     for (const [id, a] of agents) {
       const [px, py] = toScreen(...predict(a, now));
@@ -364,19 +433,13 @@
         ctx.arc(px, py, r * 2.2, 0, 2 * Math.PI);
         ctx.stroke();
       } else if (mark) marks.delete(id);
-      ctx.save();
-      ctx.translate(px, py);
-      ctx.rotate(-a.theta);
-      ctx.beginPath();
-      ctx.moveTo(r * 1.6, 0);
-      ctx.lineTo(-r, r);
-      ctx.lineTo(-r * 0.5, 0);
-      ctx.lineTo(-r, -r);
-      ctx.closePath();
-      ctx.fillStyle = id === selected ? "#ffcc4d" : "#4fc3f7";
-      ctx.fill();
-      ctx.restore();
+      const [colour, name] = colourOf(id);
+      const c = counts.get(name) || { colour, n: 0 };
+      c.n++;
+      counts.set(name, c);
+      drawAgent(px, py, a.theta, details.get(id), id === selected ? SELECTED_COLOUR : colour, r);
     }
+    drawLegend(counts);
     if (now - fpsAt > 1000) {
       fps = frames;
       frames = 0;
@@ -386,6 +449,35 @@
     if (welcome) statusEl.textContent = "tick " + lastTick + " · " + inView + " agents on screen of " + agents.size +
       " sent · " + fps + " snapshots/s" + (paused ? " · paused" : "");
     requestAnimationFrame(draw);
+  }
+
+  // The body to scale (a disc of its radius, a line to its heading) once it is
+  // 5 px or more across; else an arrow of r px, so a far-off crowd stays visible.
+  function drawAgent(px, py, theta, d, colour, r) {
+    const body = d ? d.r * cam.scale : 0;
+    ctx.save();
+    ctx.translate(px, py);
+    ctx.rotate(-theta);
+    ctx.fillStyle = colour;
+    ctx.beginPath();
+    if (body >= 5) {
+      ctx.arc(0, 0, body, 0, 2 * Math.PI);
+      ctx.fill();
+      ctx.strokeStyle = "#10151c";
+      ctx.lineWidth = Math.max(1, body / 6);
+      ctx.beginPath();
+      ctx.moveTo(0, 0);
+      ctx.lineTo(body, 0);
+      ctx.stroke();
+    } else {
+      ctx.moveTo(r * 1.6, 0);
+      ctx.lineTo(-r, r);
+      ctx.lineTo(-r * 0.5, 0);
+      ctx.lineTo(-r, -r);
+      ctx.closePath();
+      ctx.fill();
+    }
+    ctx.restore();
   }
 
   // A bar of a round length (1, 2 or 5 times a power of ten metres) of 80 to 200 pixels, bottom left.
@@ -495,5 +587,9 @@
     scaleBar: () => (scaleBar ? { ...scaleBar } : null),
     fitting: () => fitPending > 0, // "fit everything" waits for its whole-world snapshot
     marks: () => [...marks].map(([id, m]) => ({ id, code: m.code })),
+    details: () => [...details].map(([id, d]) => ({ id, ...d })),
+    colourOf: (id) => colourOf(id)[0],
+    colours: () => [...new Set([...Object.values(BEHAVIOUR_COLOURS), ...OWNER_COLOURS, UNKNOWN_COLOUR])],
+    legend: () => [...legendEl.children].map((li) => ({ name: li.dataset.name, count: Number(li.dataset.count), colour: li.dataset.colour })),
   };
 })();

@@ -5,7 +5,9 @@
 // level) comes over the WebSocket and is drawn under them; that pan and zoom send
 // a VIEW (fewer agents arrive); that clicking an agent shows its id in the
 // inspector; that pause freezes the picture; that "fit everything" brings every
-// agent on screen; the scale bar's length; the velocity toggle; that an agent
+// agent on screen; the scale bar's length; the velocity toggle; bodies drawn to
+// scale in their behaviour's colour, then their owner's, named on hover, with a
+// legend; that an agent
 // sent to an unreachable point is ringed and logged by name; and that a server
 // with a secret wants an observer token.
 //   node tests/browser/view.test.js path/to/steerd path/to/steerd-client [screenshot.png]
@@ -21,7 +23,7 @@ const { chromium } = require("playwright-core");
 const STEERD = process.argv[2];
 const CLIENT = process.argv[3];
 const SHOT = process.argv[4]; // optional: where to keep a screenshot of the demo world (docs/webview.png)
-const AGENT_RGB = [0x4f, 0xc3, 0xf7]; // view.js draws agents in #4fc3f7
+let AGENT_RGBS = [[0x4f, 0xc3, 0xf7]]; // the colours view.js draws agents in (window.steerdView.colours())
 const OBSTACLE_RGB = [0x2b, 0x36, 0x45]; // and fills obstacles with #2b3645
 const VELOCITY_RGB = [0xe0, 0x40, 0xfb]; // velocity vectors #e040fb
 const SCALE_RGB = [0xd8, 0xde, 0xe9]; // the scale bar #d8dee9
@@ -108,17 +110,44 @@ function decodePng(buf) {
 }
 
 // The set of pixels in a colour (the agents' by default), as indices; `skip` a rectangle
-// {x, y, width, height} of the page not looked at (the bar's buttons).
-function agentPixels(png, rgb = AGENT_RGB, skip = null) {
-  const set = new Set();
+// {x, y, width, height} of the page not looked at, or a list of them (the bar's buttons and
+// text, whose anti-aliased edges pass for the grey of agents at rest).
+function agentPixels(png, rgb = null, skip = null) {
+  const set = new Set(), rgbs = rgb ? [rgb] : AGENT_RGBS, skips = skip ? [].concat(skip) : [];
   for (let i = 0; i < png.width * png.height; i++) {
     const x = i % png.width, y = Math.floor(i / png.width);
-    if (skip && x >= skip.x && x <= skip.x + skip.width && y >= skip.y && y <= skip.y + skip.height) continue;
-    const d = Math.abs(png.rgb[i * 3] - rgb[0]) + Math.abs(png.rgb[i * 3 + 1] - rgb[1]) +
-      Math.abs(png.rgb[i * 3 + 2] - rgb[2]);
-    if (d < 40) set.add(i);
+    if (skips.some((r) => x >= r.x && x <= r.x + r.width && y >= r.y && y <= r.y + r.height)) continue;
+    for (const c of rgbs) {
+      const d = Math.abs(png.rgb[i * 3] - c[0]) + Math.abs(png.rgb[i * 3 + 1] - c[1]) + Math.abs(png.rgb[i * 3 + 2] - c[2]);
+      if (d < 40) {
+        set.add(i);
+        break;
+      }
+    }
   }
   return set;
+}
+
+// The page's panels (the bar, the inspector) as rectangles for agentPixels to skip.
+const panels = (page) => page.evaluate(() => ["bar", "inspector"].map((id) => {
+  const r = document.getElementById(id).getBoundingClientRect();
+  return { x: r.x, y: r.y, width: r.width, height: r.height };
+}));
+
+const hexRgb = (h) => [1, 3, 5].map((k) => parseInt(h.slice(k, k + 2), 16));
+
+// Pixels within r + 2 of (x, y) in colour rgb (within 40).
+function discPixels(png, x, y, r, rgb) {
+  let n = 0;
+  const R = Math.ceil(r + 2);
+  for (let dy = -R; dy <= R; dy++)
+    for (let dx = -R; dx <= R; dx++) {
+      if (dx * dx + dy * dy > (r + 2) * (r + 2)) continue;
+      const px = Math.round(x) + dx, py = Math.round(y) + dy, i = (py * png.width + px) * 3;
+      if (px < 0 || py < 0 || px >= png.width || py >= png.height) continue;
+      n += Math.abs(png.rgb[i] - rgb[0]) + Math.abs(png.rgb[i + 1] - rgb[1]) + Math.abs(png.rgb[i + 2] - rgb[2]) < 40;
+    }
+  return n;
 }
 
 // steerd-client's shell on the game port: sends `lines`, resolves with what it printed
@@ -189,6 +218,24 @@ async function main() {
     await waitFor(page, () => window.steerdView.obstacles() >= 20, "the demo's level arrives over the WebSocket", 10000);
     check(mapFetches === 0, "without fetching /api/map");
     await waitFor(page, () => !window.steerdView.fitting(), "the camera fits the world", 10000);
+    AGENT_RGBS = (await page.evaluate(() => window.steerdView.colours())).map(hexRgb);
+    // The agents message: every agent's body radius, behaviour and owner, once a second.
+    await waitFor(page, () => window.steerdView.details().length >= 20 && window.steerdView.details().every((d) =>
+      d.r > 0 && typeof d.behaviour === "string" && d.owner === 0), "each agent's radius, behaviour and owner arrive", 10000);
+    await waitFor(page, () => window.steerdView.legend().length >= 2, "the legend lists the behaviours on the screen", 5000);
+    {
+      const [all, details] = await page.evaluate(() => [window.steerdView.legend(), window.steerdView.details()]);
+      const legend = all.filter((e) => e.name !== "not known yet"); // spawned since the last agents message
+      const names = new Set(details.map((d) => d.behaviour));
+      check(legend.every((e) => names.has(e.name) && e.count > 0),
+        "the legend's entries are the agents' behaviours (" + legend.map((e) => e.name + " " + e.count).join(", ") + ")");
+      const colours = await page.evaluate((ns) => ns.map((n) => {
+        const d = window.steerdView.details().find((x) => x.behaviour === n);
+        return d ? window.steerdView.colourOf(d.id) : "";
+      }), legend.map((e) => e.name));
+      check(legend.every((e, i) => e.colour === colours[i]) && new Set(colours).size === colours.length,
+        "each behaviour has its own colour, the legend's");
+    }
 
     // Drawn under the agents: solid inside obstacles (points at least 2 m inside, where no
     // agent's body reaches), not in the free corridor. The level stands beside the groups.
@@ -208,7 +255,8 @@ async function main() {
     const shot1 = await page.screenshot();
     await sleep(1000);
     const shot2 = await page.screenshot();
-    const a = agentPixels(decodePng(shot1)), b = agentPixels(decodePng(shot2));
+    const skipPanels = await panels(page);
+    const a = agentPixels(decodePng(shot1), null, skipPanels), b = agentPixels(decodePng(shot2), null, skipPanels);
     check(a.size > 300 && b.size > 300, "agents are drawn (" + a.size + " and " + b.size + " agent-coloured pixels)");
     check(difference(a, b) > 200, "agents moved in a second (" + difference(a, b) + " pixels changed)");
 
@@ -244,9 +292,10 @@ async function main() {
     let moved = -1, still = false;
     for (let attempt = 0; attempt < 3; attempt++) {
       const s1 = await frozen();
-      const p1 = agentPixels(decodePng(await page.screenshot()));
+      const skip = await panels(page);
+      const p1 = agentPixels(decodePng(await page.screenshot()), null, skip);
       await sleep(800);
-      const p2 = agentPixels(decodePng(await page.screenshot()));
+      const p2 = agentPixels(decodePng(await page.screenshot()), null, skip);
       const s2 = await frozen();
       still = s1.agents === s2.agents;
       if (!still) break;
@@ -267,6 +316,39 @@ async function main() {
     }
     await waitFor(page, (n) => window.steerdView.agents().length > 0 && window.steerdView.agents().length < n,
       "zoomed in, fewer agents arrive (the VIEW)", 10000, total);
+    // Zoomed in, paused: an agent apart from the others is a disc of its own radius at the
+    // camera's scale, in its behaviour's colour; then in its owner's; and hovering names it.
+    {
+      await page.click("#pause");
+      await sleep(300);
+      const one = await page.evaluate((sel) => {
+        const all = window.steerdView.agents(), det = new Map(window.steerdView.details().map((d) => [d.id, d]));
+        const scale = window.steerdView.camera().scale / devicePixelRatio;
+        const p = all.find((p) => p.id !== sel && det.has(p.id) && det.get(p.id).r * scale >= 6 &&
+          p.screen[0] > 60 && p.screen[0] < innerWidth - 320 && p.screen[1] > 140 && p.screen[1] < innerHeight - 60 &&
+          all.every((q) => q === p || Math.hypot(q.screen[0] - p.screen[0], q.screen[1] - p.screen[1]) >
+            3 * det.get(p.id).r * scale + 10));
+        return p ? { ...p, ...det.get(p.id), px: det.get(p.id).r * scale, colour: window.steerdView.colourOf(p.id) } : null;
+      }, target.id);
+      check(one !== null, "zoomed in, an agent stands apart with a body of 6 px or more");
+      const disc = Math.PI * one.px * one.px;
+      const got = discPixels(decodePng(await page.screenshot()), one.screen[0], one.screen[1], one.px, hexRgb(one.colour));
+      check(got > 0.7 * disc && got < 1.2 * disc, "agent " + one.id + " (" + one.behaviour + ", radius " + one.r +
+        " m) is a disc of " + one.px.toFixed(1) + " px in " + one.colour + " (" + got + " pixels of " + disc.toFixed(0) + ")");
+      await page.click("#colour");
+      await sleep(200);
+      const owner = await page.evaluate((id) => window.steerdView.colourOf(id), one.id);
+      const byOwner = discPixels(decodePng(await page.screenshot()), one.screen[0], one.screen[1], one.px, hexRgb(owner));
+      const legendOwner = await page.evaluate(() => window.steerdView.legend().map((e) => e.name));
+      check(owner !== one.colour && byOwner > 0.7 * disc && legendOwner.includes("server"),
+        "coloured by owner, it is " + owner + " (" + byOwner + " pixels) and the legend says server");
+      await page.click("#colour");
+      await page.mouse.move(one.screen[0], one.screen[1]);
+      await waitFor(page, (a) => document.getElementById("world").title.startsWith("agent " + a.id + " · " + a.behaviour),
+        "hovering agent " + one.id + " names it", 5000, one);
+      await page.click("#pause");
+    }
+
     // Pan: drag the world; the camera moves.
     const cam1 = await page.evaluate(() => window.steerdView.camera());
     await page.mouse.move(500, 350);
