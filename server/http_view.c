@@ -45,7 +45,7 @@
 #define VIEW_AGENT_JSON       64u
 #define VIEW_AGENTS_BYTES     ((size_t)VIEW_AGENTS_MAX * VIEW_AGENT_JSON + 128u)
 
-/* MSG_TEXT: a reply sent as a text frame (the map's JSON). */
+/* MSG_TEXT: a reply sent as a text frame (the map's and the agents' JSON). */
 enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1, MSG_TEXT = 2 };
 
 struct http_view {
