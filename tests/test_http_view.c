@@ -169,6 +169,21 @@ static int ws_next(ws_client *c, proto_server_msg *m, uint32_t type_mask, uint32
 
 #define WANT(t) (1u << ((t)-32))
 
+/* A VIEW of the circle of radius r round at (request 8), and its ACK. */
+static void view_circle(ws_client *c, proto_server_msg *m, vec2 at, float r) {
+  proto_command v;
+  memset(&v, 0, sizeof v);
+  v.type = PROTO_MSG_VIEW;
+  v.request_id = 8;
+  v.view.kind = PROTO_VIEW_CENTRE;
+  v.view.centre = at;
+  v.view.radius = r;
+  ws_send(c, &v);
+  ck_assert(ws_next(c, m, WANT(PROTO_MSG_ACK), 3000));
+  ck_assert_uint_eq(m->ack.request_id, 8);
+  ck_assert_uint_eq(m->ack.command, PROTO_MSG_VIEW);
+}
+
 /* The next text message of the given type (others are dropped), parsed: every
  * text message must be JSON with a type. NULL when none came within timeout_ms. */
 static json_t *ws_next_text(ws_client *c, const char *type, uint32_t timeout_ms) {
@@ -258,17 +273,7 @@ START_TEST(test_session_view_query) {
   vec2 at = v2(poses[0].x, poses[0].y);
   /* A VIEW of a 5 m circle where one agent was: fewer agents, all strictly within it (the
    * filter and the encoding read the same positions; 2 cm of slack for the quantization). */
-  proto_command v;
-  memset(&v, 0, sizeof v);
-  v.type = PROTO_MSG_VIEW;
-  v.request_id = 8;
-  v.view.kind = PROTO_VIEW_CENTRE;
-  v.view.centre = at;
-  v.view.radius = 5.0f;
-  ws_send(c, &v);
-  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ACK), 3000));
-  ck_assert_uint_eq(m.ack.request_id, 8);
-  ck_assert_uint_eq(m.ack.command, PROTO_MSG_VIEW);
+  view_circle(c, &m, at, 5.0f);
   int filtered = 0;
   for (int i = 0; i < 10 && !filtered; i++) {
     ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
@@ -655,15 +660,7 @@ START_TEST(test_agents_message) {
   json_decref(agents);
   /* A VIEW of a 20 m circle: its first snapshot comes with the agents of that circle. */
   vec2 at = v2(poses[0].x, poses[0].y);
-  proto_command v;
-  memset(&v, 0, sizeof v);
-  v.type = PROTO_MSG_VIEW;
-  v.request_id = 8;
-  v.view.kind = PROTO_VIEW_CENTRE;
-  v.view.centre = at;
-  v.view.radius = 20.0f;
-  ws_send(c, &v);
-  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_ACK), 3000));
+  view_circle(c, &m, at, 20.0f);
   t0 = steerd_proc_now_ms();
   ck_assert(ws_next_agents(c, &agents, &m, 3000));
   ck_assert_uint_le(steerd_proc_now_ms() - t0, 400);
