@@ -40,7 +40,6 @@ typedef struct steerd_http_views {
   char *agents_text;    /* VIEW_AGENTS_BYTES: an agents message (http_view.c) */
   size_t agents_len;    /* of the whole world's, when agents_tick is its tick */
   uint64_t agents_tick; /* UINT64_MAX: the text is not the whole world's */
-  uint64_t agents_sent;
 } steerd_http_views;
 
 int steerd_http_views_init(steerd_http_views *v, const steerd_config *cfg, uint32_t max_agents);

@@ -280,7 +280,6 @@ static size_t encode_agents(steerd_http *h, const steer_world_view *wv, const ui
     sep = ",";
   }
   at += (size_t)snprintf(t + at, VIEW_AGENTS_BYTES - at, "]}");
-  vs->agents_sent++;
   return at;
 }
 
