@@ -138,7 +138,7 @@ START_TEST(test_delta_matches_full) {
   pump(&full, &delta, 1500); /* the delta client learns every agent */
   clear(&full);
   clear(&delta);
-  pump(&full, &delta, 3000); /* 60 snapshots; a sanitizer build on a busy machine delivers a third */
+  pump(&full, &delta, 3000); /* 60 snapshots; a sanitizer build on a busy machine delivered 17 in 2 s */
   double max_pos = 0, max_ang = 0;
   uint32_t n = compare(&full, &delta, &max_pos, &max_ang);
   printf("delta vs full: %u ticks compared, max %.4f m, %.5f rad apart\n", n, max_pos, max_ang);
