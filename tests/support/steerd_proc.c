@@ -20,6 +20,22 @@ void steerd_proc_sleep_ms(uint32_t ms) {
   nanosleep(&ts, NULL);
 }
 
+/* On stderr: how a server that never listened ended, and its log. */
+static void report_early_exit(const steerd_proc *p, int status) {
+  if (WIFSIGNALED(status))
+    fprintf(stderr, "steerd died of signal %d before listening; its log (%s):\n", WTERMSIG(status),
+            p->log_path);
+  else
+    fprintf(stderr, "steerd exited with %d before listening; its log (%s):\n", WEXITSTATUS(status),
+            p->log_path);
+  FILE *f = fopen(p->log_path, "r");
+  char line[1024];
+  while (f && fgets(line, sizeof(line), f))
+    fputs(line, stderr);
+  if (f)
+    fclose(f);
+}
+
 int steerd_proc_log_contains(const steerd_proc *p, const char *needle) {
   FILE *f = fopen(p->log_path, "r");
   if (!f)
@@ -89,8 +105,10 @@ int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *ext
   while (!(p->port = find_port(p, "listening on ")) || (http && !(p->http_port = find_port(p, "http on ")))) {
     if (steerd_proc_now_ms() >= deadline)
       break;
-    if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
-      p->pid = 0; /* exited before listening: the log says why */
+    int status = 0;
+    if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
+      p->pid = 0; /* exited before listening: the log says why, so the failing test shows it */
+      report_early_exit(p, status);
       return -1;
     }
     steerd_proc_sleep_ms(10);
