@@ -86,6 +86,28 @@ static void doorway(uint8_t period, float horizon) {
   steer_world_destroy(w);
 }
 
+/* A squad sent to one point, by arrive and by path, arriving at the point
+ * or settling against those already there: how many are done in 60 s, when
+ * the last was, how close bodies came, and how far the last done is from
+ * the point (the squad's spread). */
+static void rally(uint8_t arrival, int by_path) {
+  steer_world *w = built(crowd_rally(arrival, by_path), "rally");
+  crowd_run r =
+      crowd_run_until(w, by_path ? STEER_EVENT_PATH_FINISHED : STEER_EVENT_ARRIVED, CROWD_RALLY_N, 1200, 0);
+  steer_world_view v = steer_world_get_view(w);
+  float spread = 0.0f;
+  for (uint32_t i = 0; i < v.count; i++)
+    spread = fmaxf(spread, v2_len(v2(v.px[i], v.py[i])));
+  float straight = 20.0f / 1.5f / DT;
+  printf("| rally, 60 from a 20 m circle to its centre (%s, %s) | %u of %u%s | %u ticks (%.1f s) | %.2fx | "
+         "%.3f m | %.1f m | %u | `%016llx` |\n",
+         by_path ? "path" : "arrive", arrival == STEER_ARRIVAL_SETTLE ? "settle" : "point", r.done,
+         CROWD_RALLY_N, r.done < CROWD_RALLY_N ? " in 60 s" : "", r.ticks, (double)r.ticks * DT,
+         (double)r.ticks / straight, (double)r.gap, (double)spread, r.stuck,
+         (unsigned long long)steer_world_hash(w));
+  steer_world_destroy(w);
+}
+
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return x < y ? -1 : x > y;
@@ -189,7 +211,7 @@ static void trip(float len) {
 int main(int argc, char **argv) {
   const char *which = argc > 1 ? argv[1] : "all";
   if (strcmp(which, "-h") == 0 || strcmp(which, "--help") == 0) {
-    printf("usage: bench_crowd [circle|doorway|sweep|level|trip|all]\n");
+    printf("usage: bench_crowd [circle|doorway|sweep|level|trip|rally|all]\n");
     return 0;
   }
   int all = strcmp(which, "all") == 0;
@@ -214,6 +236,12 @@ int main(int argc, char **argv) {
     doorway_sweep(1, 3.0f, 8);
     doorway_sweep(4, 3.0f, 8);
     doorway_sweep(1, 1.0f, 8);
+  }
+  if (all || strcmp(which, "rally") == 0) {
+    printf("\n| scenario | done | the last done | last / straight line | smallest gap between bodies | "
+           "farthest from the point | STUCK | state hash |\n|---|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int k = 0; k < 4; k++)
+      rally(k & 1 ? STEER_ARRIVAL_SETTLE : STEER_ARRIVAL_POINT, k >> 1);
   }
   if (all || strcmp(which, "level") == 0)
     level();

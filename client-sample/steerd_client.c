@@ -115,7 +115,8 @@ static void print_agent(const proto_agent_report *q) {
   printf("},\"owner\":%lu", (unsigned long)q->owner);
   if (q->has_tuning) {
     const proto_tuning *t = &q->tuning;
-    const char *react = proto_stuck_reaction_name(t->stuck_reaction);
+    const char *react = proto_stuck_reaction_name(t->stuck_reaction),
+               *arrival = proto_arrival_name(t->arrival);
     fputs(",\"tuning\":{\"avoid_weight\":", stdout);
     print_num(stdout, "%.4g", t->avoid_weight);
     fputs(",\"avoid_horizon\":", stdout);
@@ -126,7 +127,7 @@ static void print_agent(const proto_agent_report *q) {
     print_num(stdout, "%.4g", t->wall_margin);
     fputs(",\"stuck_time\":", stdout);
     print_num(stdout, "%.4g", t->stuck_time);
-    printf(",\"stuck_reaction\":\"%s\"}", react ? react : "?");
+    printf(",\"stuck_reaction\":\"%s\",\"arrival\":\"%s\"}", react ? react : "?", arrival ? arrival : "?");
   }
   if (q->has_goto) {
     const proto_goto_report *g = &q->go;
@@ -513,6 +514,14 @@ static int params_key(proto_set_params *sp, const char *key, const char *value) 
     sp->params.present |= PROTO_PARAM_STUCK_REACTION;
     return 0;
   }
+  if (strcmp(key, "arrival") == 0) {
+    int r = find_name(proto_arrival_name, STEER_ARRIVAL_COUNT, value);
+    if (r < 0)
+      return -1;
+    t->arrival = (uint8_t)r;
+    sp->params.present |= PROTO_PARAM_ARRIVAL;
+    return 0;
+  }
   if (strcmp(key, "avoid_priority") == 0) {
     uint32_t v;
     if (parse_u32(value, &v) != 0 || v > 255)
@@ -567,7 +576,8 @@ static int cmd_params(const args *a) {
     if (eq == NULL || params_key(&cmd.set_params, item, eq + 1) != 0) {
       fprintf(stderr,
               "steerd-client params: cannot set '%s'%s%s: a key is a limit, a parameter or a tuning key "
-              "with a number (stuck_reaction: report, nudge or give_up); see steerd-client params --help\n",
+              "with a number (stuck_reaction: report, nudge or give_up; arrival: point or settle); see "
+              "steerd-client params --help\n",
               item, eq != NULL ? " to " : " (KEY=VALUE)", eq != NULL ? eq + 1 : "");
       return EXIT_USAGE;
     }

@@ -156,6 +156,8 @@ def command_seeds():
     s["stop_agent_negative"] = [7, 25, {"agent": -1}]
     s["query_duplicate_key"] = [8, 26, {"agent": 1, "agent ": 2}]
     s["unknown_key"] = [6, 27, {"agent": 1, "params": {"slow_radus": 1}}]
+    s["set_params_settle"] = [6, 30, {"agent": A1, "params": {"avoid_weight": 1, "arrival": "settle"}}]
+    s["set_params_bad_arrival"] = [6, 31, {"agent": A1, "params": {"arrival": 1}}]
     s["nan_inf"] = [2, 28, {"model": "dynamic", "x": F32(float("nan")), "y": F64(float("inf"))}]
     s["out_of_range"] = [2, 29, {"model": "dynamic", "x": F64(1000000.01), "y": F64(-0.0)}]
     s["extra_element"] = [9, 5, {}, 1]
@@ -228,6 +230,8 @@ def server_seeds():
         "tuning": {k: v for k, v in tuning.items() if k != "stuck_time"}})])
     s["ack_query_tuning_bad_reaction"] = pack([33, 8, 8, dict(report, **{
         "tuning": dict(tuning, stuck_reaction="panic")})])
+    s["ack_query_tuning_settle"] = pack([33, 8, 8, dict(report, **{"tuning": dict(tuning, arrival="settle")})])
+    s["ack_query_tuning_bad_arrival"] = pack([33, 8, 8, dict(report, **{"tuning": dict(tuning, arrival="land")})])
     s["ack_query_tuning_zero_horizon"] = pack([33, 8, 8, dict(report, **{"tuning": dict(tuning, avoid_horizon=0)})])
     s["ack_unknown_command"] = pack([33, 1, 1, {"agent": 1}])
     s.update(snapshot_seeds())

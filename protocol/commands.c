@@ -41,6 +41,27 @@ void proto_tuning_apply(const proto_params *src, steer_behaviour *dst) {
     dst->stuck_time = t->stuck_time;
   if (src->present & PROTO_PARAM_STUCK_REACTION)
     dst->stuck_reaction = t->stuck_reaction;
+  if (src->present & PROTO_PARAM_ARRIVAL)
+    dst->arrival = t->arrival;
+}
+
+void proto_tuning_of(const steer_behaviour *b, proto_tuning *t) {
+  t->avoid_weight = b->avoid_weight;
+  t->avoid_horizon = b->avoid_horizon;
+  t->avoid_priority = b->avoid_priority;
+  t->wall_lookahead = b->wall_lookahead;
+  t->wall_margin = b->wall_margin;
+  t->stuck_time = b->stuck_time;
+  t->stuck_reaction = b->stuck_reaction;
+  t->arrival = b->arrival;
+}
+
+void proto_tuning_keep(const steer_behaviour *from, steer_behaviour *to) {
+  proto_params keep;
+  memset(&keep, 0, sizeof keep);
+  keep.present = PROTO_PARAM_TUNING;
+  proto_tuning_of(from, &keep.tuning);
+  proto_tuning_apply(&keep, to);
 }
 
 void proto_behaviour_apply(const proto_behaviour *src, steer_behaviour *dst) {
@@ -124,6 +145,8 @@ static void pack_params(msgpack_packer *pk, const proto_params *p) {
   if (present & PROTO_PARAM_STUCK_REACTION)
     pack_ks(pk, "stuck_reaction",
             stuck_reaction_names[t->stuck_reaction < STEER_STUCK_REACTION_COUNT ? t->stuck_reaction : 0]);
+  if (present & PROTO_PARAM_ARRIVAL)
+    pack_ks(pk, "arrival", arrival_names[t->arrival < STEER_ARRIVAL_COUNT ? t->arrival : 0]);
 }
 
 static void pack_point(msgpack_packer *pk, vec2 p) {
@@ -434,19 +457,37 @@ static int params_fn(reader *r, int key, void *ctx) {
     return rd_float(r, NUM_NONNEG, &t->wall_margin);
   case 5:
     return rd_float(r, NUM_NONNEG, &t->stuck_time);
-  default:
+  case 6:
     return rd_enum(r, stuck_reaction_names, STEER_STUCK_REACTION_COUNT, &t->stuck_reaction);
+  default:
+    return rd_enum(r, arrival_names, STEER_ARRIVAL_COUNT, &t->arrival);
   }
 }
 
 /* The keys in bit order: param_fields' names, then the tuning keys. */
-static const char *const param_keys[PARAM_KEY_COUNT] = {
-    "time_to_target",      "target_radius",         "slow_radius",           "kinematic_time_to_target",
-    "align_target_radius", "align_slow_radius",     "align_time_to_target",  "max_prediction",
-    "panic_radius",        "wander_offset",         "wander_radius",         "wander_rate",
-    "separation_radius",   "turn_trigger_distance", "path_recover_strength", "avoid_weight",
-    "avoid_horizon",       "avoid_priority",        "wall_lookahead",        "wall_margin",
-    "stuck_time",          "stuck_reaction"};
+static const char *const param_keys[PARAM_KEY_COUNT] = {"time_to_target",
+                                                        "target_radius",
+                                                        "slow_radius",
+                                                        "kinematic_time_to_target",
+                                                        "align_target_radius",
+                                                        "align_slow_radius",
+                                                        "align_time_to_target",
+                                                        "max_prediction",
+                                                        "panic_radius",
+                                                        "wander_offset",
+                                                        "wander_radius",
+                                                        "wander_rate",
+                                                        "separation_radius",
+                                                        "turn_trigger_distance",
+                                                        "path_recover_strength",
+                                                        "avoid_weight",
+                                                        "avoid_horizon",
+                                                        "avoid_priority",
+                                                        "wall_lookahead",
+                                                        "wall_margin",
+                                                        "stuck_time",
+                                                        "stuck_reaction",
+                                                        "arrival"};
 
 static int rd_params(reader *r, proto_params *p) {
   memset(p, 0, sizeof *p);
@@ -461,15 +502,16 @@ void pack_tuning(msgpack_packer *pk, const proto_tuning *t) {
   pack_params(pk, &p);
 }
 
-/* Only the tuning keys, every one (a key of the other params is unknown here). */
+/* Only the tuning keys, every one but arrival (a server that predates it
+ * does not send it: POINT), a key of the other params unknown here. */
 static int tuning_fn(reader *r, int key, void *ctx) { return params_fn(r, key + PROTO_PARAM_COUNT, ctx); }
 
 int rd_tuning(reader *r, proto_tuning *t) {
   proto_params p;
   uint32_t seen = 0;
   memset(&p, 0, sizeof p);
-  const uint32_t all = (1u << PROTO_TUNING_COUNT) - 1u;
-  if (rd_map(r, param_keys + PROTO_PARAM_COUNT, PROTO_TUNING_COUNT, all, tuning_fn, &p, &seen))
+  const uint32_t required = (1u << (PROTO_TUNING_COUNT - 1)) - 1u;
+  if (rd_map(r, param_keys + PROTO_PARAM_COUNT, PROTO_TUNING_COUNT, required, tuning_fn, &p, &seen))
     return -1;
   *t = p.tuning;
   return 0;

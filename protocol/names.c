@@ -54,6 +54,7 @@ const char *const mode_names[STEER_PATH_MODE_COUNT] = {"once", "loop", "pingpong
 const char *const cornering_names[STEER_CORNER_COUNT] = {"none", "arc", "lazy"};
 const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT] = {"full", "delta"};
 const char *const stuck_reaction_names[STEER_STUCK_REACTION_COUNT] = {"report", "nudge", "give_up"};
+const char *const arrival_names[STEER_ARRIVAL_COUNT] = {"point", "settle"};
 static const char *const event_names[PROTO_EVENT_COUNT] = {
     "arrived",   "waypoint", "path_finished", "reversed",  "spawned",
     "despawned", "stuck",    "planned",       "replanned", "unreachable"};
@@ -159,6 +160,8 @@ const char *proto_cornering_name(uint32_t c) { return name_of(cornering_names, S
 const char *proto_stuck_reaction_name(uint32_t r) {
   return name_of(stuck_reaction_names, STEER_STUCK_REACTION_COUNT, r);
 }
+
+const char *proto_arrival_name(uint32_t a) { return name_of(arrival_names, STEER_ARRIVAL_COUNT, a); }
 const char *proto_event_name(uint32_t code) { return name_of(event_names, PROTO_EVENT_COUNT, code); }
 const char *proto_param_name(uint32_t i) { return i < PROTO_PARAM_COUNT ? param_fields[i].name : NULL; }
 const char *proto_limit_name(uint32_t i) { return i < PROTO_LIMIT_COUNT ? limit_fields[i].name : NULL; }

@@ -204,9 +204,10 @@ enum {
   PROTO_PARAM_WALL_MARGIN = 1u << 19,
   PROTO_PARAM_STUCK_TIME = 1u << 20,
   PROTO_PARAM_STUCK_REACTION = 1u << 21,
-  PROTO_PARAM_TUNING = ((1u << 22) - 1u) & ~PROTO_PARAM_ALL
+  PROTO_PARAM_ARRIVAL = 1u << 22,
+  PROTO_PARAM_TUNING = ((1u << 23) - 1u) & ~PROTO_PARAM_ALL
 };
-#define PROTO_TUNING_COUNT 7
+#define PROTO_TUNING_COUNT 8
 #define PROTO_PARAM_KEYS   (PROTO_PARAM_ALL | PROTO_PARAM_TUNING) /* every PARAMS key */
 
 typedef struct proto_tuning {
@@ -217,6 +218,7 @@ typedef struct proto_tuning {
   float wall_margin;      /* m, >= 0 */
   float stuck_time;       /* s, >= 0 */
   uint8_t stuck_reaction; /* steer_stuck_reaction */
+  uint8_t arrival;        /* steer_arrival */
 } proto_tuning;
 
 /* Partial steer_params: only fields whose bit is set in present were sent. */
@@ -572,8 +574,14 @@ void proto_limits_apply(const proto_limits *src, steer_limits *dst);
 void proto_params_apply(const proto_params *src, steer_params *dst);
 /* Copies the present tuning keys (PROTO_PARAM_TUNING) into dst. */
 void proto_tuning_apply(const proto_params *src, steer_behaviour *dst);
+/* The agent's own keys of a behaviour (avoidance, the wall feeler, stuck
+ * detection, arrival), and to's set to from's: a new behaviour keeps them
+ * unless its params name them (PROTOCOL.md 5.2). */
+void proto_tuning_of(const steer_behaviour *b, proto_tuning *t);
+void proto_tuning_keep(const steer_behaviour *from, steer_behaviour *to);
 /* "report", "nudge", "give_up"; NULL if out of range. */
 const char *proto_stuck_reaction_name(uint32_t reaction);
+const char *proto_arrival_name(uint32_t arrival);
 /* dst should be steer_default_behaviour(src->kind); sets kind, the present
  * options, the target (AGENT if target_agent, else POINT if target or
  * orientation, else NONE) and the present params. */

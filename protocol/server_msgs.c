@@ -124,7 +124,8 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
         (q->behaviour >= STEER_BEHAVIOUR_COUNT && q->behaviour != PROTO_BEHAVIOUR_GOTO) ||
         (q->has_goto && !goto_report_valid(&q->go)))
       return 0;
-    if (q->has_tuning && q->tuning.stuck_reaction >= STEER_STUCK_REACTION_COUNT)
+    if (q->has_tuning &&
+        (q->tuning.stuck_reaction >= STEER_STUCK_REACTION_COUNT || q->tuning.arrival >= STEER_ARRIVAL_COUNT))
       return 0;
     msgpack_pack_map(&pk, 14u + (q->has_tuning ? 1u : 0u) + (q->has_goto ? 1u : 0u));
     pack_ku(&pk, "agent", a->agent);

@@ -32,6 +32,7 @@ extern const char *const mode_names[STEER_PATH_MODE_COUNT];
 extern const char *const cornering_names[STEER_CORNER_COUNT];
 extern const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT];
 extern const char *const stuck_reaction_names[STEER_STUCK_REACTION_COUNT];
+extern const char *const arrival_names[STEER_ARRIVAL_COUNT];
 extern const char *const goto_status_names[PROTO_GOTO_STATUS_END]; /* [0] "none" is never on the wire */
 extern const char *const goto_reason_names[PROTO_GOTO_REASON_COUNT];
 extern const float_field param_fields[PROTO_PARAM_COUNT];

@@ -123,19 +123,13 @@ int steerd_goto_set(steer_planner *p, steer_world *w, steer_id id, const proto_b
   steer_goto g = steerd_goto_request(b);
   if (check(w, id, &g, why) != 0)
     return -1;
-  /* As for every behaviour: the agent's avoidance, wall feeler and stuck
-   * detection are kept unless the GOTO's params name them (PROTOCOL.md 5.2). */
+  /* As for every behaviour: the agent's avoidance, wall feeler, stuck
+   * detection and arrival are kept unless the GOTO's params name them
+   * (PROTOCOL.md 5.2). */
   steer_behaviour nb = steer_default_behaviour(STEER_BEHAVIOUR_NONE);
   steer_agent_info was;
-  if (steer_world_get(w, id, &was) == STEER_OK) {
-    nb.avoid_weight = was.behaviour.avoid_weight;
-    nb.avoid_horizon = was.behaviour.avoid_horizon;
-    nb.avoid_priority = was.behaviour.avoid_priority;
-    nb.wall_lookahead = was.behaviour.wall_lookahead;
-    nb.wall_margin = was.behaviour.wall_margin;
-    nb.stuck_time = was.behaviour.stuck_time;
-    nb.stuck_reaction = was.behaviour.stuck_reaction;
-  }
+  if (steer_world_get(w, id, &was) == STEER_OK)
+    proto_tuning_keep(&was.behaviour, &nb);
   proto_behaviour_apply(b, &nb);
   nb.kind = STEER_BEHAVIOUR_NONE;
   memset(&nb.target, 0, sizeof nb.target);

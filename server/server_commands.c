@@ -492,19 +492,13 @@ int steerd_server_agent_report(const steerd_server *s, steer_id id, proto_agent_
   r->tick = steer_world_tick(s->world); /* the state after the last completed tick */
   r->model = info.model;
   r->behaviour = info.behaviour.kind;
-  r->arrived = info.arrived;
+  r->arrived = info.arrived != 0;
   r->path_node = info.path >= 0 ? (int32_t)info.cursor.node : -1;
   r->state = info.state;
   r->limits = info.limits;
   r->owner = info.owner;
   r->has_tuning = 1; /* the agent's avoidance, wall feeler and stuck detection (PROTOCOL.md 6.8) */
-  r->tuning.avoid_weight = info.behaviour.avoid_weight;
-  r->tuning.avoid_horizon = info.behaviour.avoid_horizon;
-  r->tuning.avoid_priority = info.behaviour.avoid_priority;
-  r->tuning.wall_lookahead = info.behaviour.wall_lookahead;
-  r->tuning.wall_margin = info.behaviour.wall_margin;
-  r->tuning.stuck_time = info.behaviour.stuck_time;
-  r->tuning.stuck_reaction = info.behaviour.stuck_reaction;
+  proto_tuning_of(&info.behaviour, &r->tuning);
   steerd_goto_report(s->planner, s->world, r);
   return STEER_OK;
 }
@@ -623,19 +617,9 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
     steer_behaviour b = steer_default_behaviour((steer_behaviour_kind)cmd->set_behaviour.behaviour.kind);
     steer_agent_info was;
     if (steer_world_get(s->world, ack.agent, &was) == STEER_OK) {
-      /* Avoidance, the wall feeler and stuck detection are the agent's, kept
+      /* Avoidance, the wall feeler, stuck detection and arrival are the agent's, kept
        * across behaviours unless the new one's params name them (PROTOCOL.md 5.2). */
-      proto_params keep;
-      memset(&keep, 0, sizeof keep);
-      keep.present = PROTO_PARAM_TUNING;
-      keep.tuning.avoid_weight = was.behaviour.avoid_weight;
-      keep.tuning.avoid_horizon = was.behaviour.avoid_horizon;
-      keep.tuning.avoid_priority = was.behaviour.avoid_priority;
-      keep.tuning.wall_lookahead = was.behaviour.wall_lookahead;
-      keep.tuning.wall_margin = was.behaviour.wall_margin;
-      keep.tuning.stuck_time = was.behaviour.stuck_time;
-      keep.tuning.stuck_reaction = was.behaviour.stuck_reaction;
-      proto_tuning_apply(&keep, &b);
+      proto_tuning_keep(&was.behaviour, &b);
     }
     proto_behaviour_apply(&cmd->set_behaviour.behaviour, &b);
     rc = steer_world_set_behaviour(s->world, ack.agent, &b);

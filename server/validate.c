@@ -96,7 +96,7 @@ int steerd_check_params(const proto_params *pp, const char *prefix, steerd_check
     if ((pp->present & (1u << i)) && check_range(&steerd_param_ranges[i], float_at(&pp->v, param_offsets[i]),
                                                  p, steerd_param_ranges[i].name, out))
       return -1;
-  /* The tuning keys (avoid_priority and stuck_reaction: the decoder's range is the server's). */
+  /* The tuning keys (avoid_priority, stuck_reaction and arrival: the decoder's range is the server's). */
   const proto_tuning *t = &pp->tuning;
   const struct {
     uint32_t bit;

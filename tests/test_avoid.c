@@ -138,6 +138,55 @@ START_TEST(test_doorway_swap) {
 }
 END_TEST
 
+/* The rally (crowd_scenes.h) with STEER_ARRIVAL_SETTLE, _i = 0 by arrive, 1
+ * by a "once" path: 60 bodies sent to one point all finish, within 1.5x the
+ * straight line's time (a squad that arrives at the point instead jams round
+ * it: 3 of 60 in 60 s, BENCHMARKS.md), packed round the point (60 discs of
+ * 0.4 m fill a disc of 3.3 m), and hold there at rest (braking decays the
+ * speed geometrically, so "at rest" is below 1 mm/s); a world saved while
+ * they settle goes on the same after a load. */
+START_TEST(test_rally_settles) {
+  const int by_path = _i;
+  const uint8_t done = by_path ? STEER_EVENT_PATH_FINISHED : STEER_EVENT_ARRIVED;
+  steer_world *w = crowd_rally(STEER_ARRIVAL_SETTLE, by_path);
+  ck_assert_ptr_nonnull(w);
+  crowd_run r = crowd_run_until(w, done, 20, 2000, 0);
+  ck_assert_uint_ge(r.done, 20);
+  size_t len = steer_world_state_size(w);
+  uint8_t *buf = malloc(len);
+  ck_assert_int_eq(steer_world_save(w, buf, len, NULL), STEER_OK);
+  steer_world *c = steer_world_load(buf, len, NULL);
+  ck_assert_ptr_nonnull(c);
+  free(buf);
+  crowd_run rest = crowd_run_until(w, done, CROWD_RALLY_N - r.done, 2000, 0);
+  r.done += rest.done;
+  r.ticks += rest.ticks;
+  r.gap = fminf(r.gap, rest.gap);
+  float straight = 20.0f / 1.5f / DT;
+  ck_assert_msg(r.done == CROWD_RALLY_N && r.ticks <= (uint32_t)(1.5f * straight),
+                "rally: %u of %u done in %u ticks (straight line %.0f)", r.done, CROWD_RALLY_N, r.ticks,
+                (double)straight);
+  ck_assert_msg(r.gap > -CONTACT_TOLERANCE, "bodies overlapped by %.3f m", (double)-r.gap);
+  for (uint32_t t = 0; t < rest.ticks; t++)
+    steer_world_step(c, DT);
+  ck_assert_uint_eq(steer_world_hash(c), steer_world_hash(w));
+  for (int t = 0; t < 40; t++) /* 2 s more */
+    steer_world_step(w, DT);
+  steer_world_view v = steer_world_get_view(w);
+  for (uint32_t i = 0; i < v.count; i++) {
+    float dist = v2_len(v2(v.px[i], v.py[i]));
+    ck_assert_msg(dist < 4.0f, "agent %u settled %.2f m from the point", i, (double)dist);
+    float speed = v2_len(v2(v.vx[i], v.vy[i]));
+    ck_assert_msg(speed < 1e-3f, "agent %u still moves at %g m/s", i, (double)speed);
+    steer_agent_info info;
+    ck_assert_int_eq(steer_world_get(w, v.id[i], &info), STEER_OK);
+    ck_assert(by_path ? info.cursor.finished : info.arrived);
+  }
+  steer_world_destroy(c);
+  steer_world_destroy(w);
+}
+END_TEST
+
 /* ---- geometry steering and stuck ------------------------------------------------ */
 
 START_TEST(test_pillar_seek_round) {
@@ -383,6 +432,7 @@ static Suite *avoid_suite(void) {
   TCase *c = check_tcase(s, "crowds", 600);
   tcase_add_loop_test(c, test_circle_swap, 0, 3);
   tcase_add_loop_test(c, test_doorway_swap, 0, 2);
+  tcase_add_loop_test(c, test_rally_settles, 0, 2);
   TCase *g = check_tcase(s, "geometry", 120);
   tcase_add_test(g, test_pillar_seek_round);
   tcase_add_test(g, test_dead_end_reports_stuck);

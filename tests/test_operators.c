@@ -346,7 +346,7 @@ START_TEST(client_cli_environment_and_shell) {
   ck_assert_msg(strstr(r.out, "4194304\n") != NULL, "spawn printed: %s", r.out);
   ck_assert_msg(strstr(r.out, "\"tuning\":{\"avoid_weight\":0,\"avoid_horizon\":3,\"avoid_priority\":0,"
                               "\"wall_lookahead\":1,\"wall_margin\":0.25,\"stuck_time\":0,"
-                              "\"stuck_reaction\":\"report\"}") != NULL,
+                              "\"stuck_reaction\":\"report\",\"arrival\":\"point\"}") != NULL,
                 "query printed: %s", r.out);
   ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
 }
@@ -459,7 +459,8 @@ START_TEST(client_cli_sets_params) {
   char *shell[] = {"", "shell", NULL};
   run(&r, CLI, shell, env,
       "spawn --model dynamic --x 1 --y 2\n"
-      "params 4194304 --set \"max_speed=2,avoid_weight=1.5,avoid_priority=3,stuck_reaction=nudge\"\n"
+      "params 4194304 --set "
+      "\"max_speed=2,avoid_weight=1.5,avoid_priority=3,stuck_reaction=nudge,arrival=settle\"\n"
       "query 4194304\n",
       8000);
   ck_assert_msg(r.status == 0, "shell: %s", r.err);
@@ -467,7 +468,7 @@ START_TEST(client_cli_sets_params) {
   ck_assert_msg(strstr(r.out, "\"max_speed\":2,") != NULL, "%s", r.out);
   ck_assert_msg(strstr(r.out, "\"avoid_weight\":1.5,") != NULL, "%s", r.out);
   ck_assert_msg(strstr(r.out, "\"avoid_priority\":3,") != NULL, "%s", r.out);
-  ck_assert_msg(strstr(r.out, "\"stuck_reaction\":\"nudge\"") != NULL, "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\"stuck_reaction\":\"nudge\",\"arrival\":\"settle\"") != NULL, "%s", r.out);
   /* A key it does not know, or a pair without a value: usage, nothing sent. */
   char *unknown[] = {"", "params", "4194304", "--set", "speed=1", NULL};
   run(&r, CLI, unknown, env, NULL, 8000);
@@ -477,6 +478,10 @@ START_TEST(client_cli_sets_params) {
   run(&r, CLI, novalue, env, NULL, 8000);
   ck_assert_int_eq(r.status, 2);
   ck_assert_msg(strstr(r.err, "cannot set 'max_speed' (KEY=VALUE)") != NULL, "%s", r.err);
+  char *badname[] = {"", "params", "4194304", "--set", "arrival=land", NULL};
+  run(&r, CLI, badname, env, NULL, 8000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "cannot set 'arrival' to land") != NULL, "%s", r.err);
   /* A value out of range is the server's to refuse, with the field. */
   run(&r, CLI, shell, env, "spawn --model dynamic --x 0 --y 0\nparams 4194305 --set max_speed=-1\n", 8000);
   ck_assert_int_eq(r.status, 1);

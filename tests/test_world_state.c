@@ -420,6 +420,71 @@ START_TEST(test_resave_identical) {
 }
 END_TEST
 
+/* A world of `n` avoiders arriving at one point, with the given arrival,
+ * stepped 20 times. */
+static steer_world *rally_world(uint32_t n, uint8_t arrival) {
+  steer_world_config cfg = steer_default_world_config();
+  cfg.max_agents = n;
+  steer_world *w = steer_world_create(&cfg);
+  ck_assert_ptr_nonnull(w);
+  for (uint32_t i = 0; i < n; i++) {
+    steer_agent_desc d = steer_default_agent_desc();
+    d.model = STEER_MODEL_DYNAMIC;
+    d.state.position = v2(3.0f * cosf((float)i), 3.0f * sinf((float)i));
+    d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
+    d.behaviour.target.kind = STEER_TARGET_POINT;
+    d.behaviour.avoid_weight = 1.0f;
+    d.behaviour.arrival = arrival;
+    ck_assert_int_eq(steer_world_spawn(w, &d, 0, NULL), STEER_OK);
+  }
+  for (int t = 0; t < 20; t++)
+    steer_world_step(w, DT);
+  return w;
+}
+
+/* A file of version 2 (no arrival byte in the avoidance records) loads, its
+ * agents arriving at their point, and saves as the current version: the
+ * bytes of the same world saved now. The version 2 file is the current one
+ * without the arrival bytes, found as the bytes where a world differs from
+ * the same world that settles. */
+START_TEST(test_version_2_loads) {
+  enum { N = 5 };
+  steer_world *a = rally_world(N, STEER_ARRIVAL_POINT), *b = rally_world(N, STEER_ARRIVAL_SETTLE);
+  size_t len, len_b;
+  uint8_t *cur = save(a, &len), *other = save(b, &len_b);
+  ck_assert_uint_eq(len, len_b);
+  uint8_t *old = malloc(len);
+  size_t n = 0, removed = 0;
+  for (size_t i = 0; i < len - 8; i++) {
+    if (i >= 24 && cur[i] != other[i]) {
+      ck_assert_uint_eq(cur[i], STEER_ARRIVAL_POINT);
+      ck_assert_uint_eq(other[i], STEER_ARRIVAL_SETTLE);
+      removed++;
+      continue;
+    }
+    old[n++] = cur[i];
+  }
+  ck_assert_uint_eq(removed, N); /* one byte an agent: the worlds differ in nothing else yet */
+  n += 8;
+  wr32(old + 4, 2);
+  wr64(old + 16, n);
+  reseal(old, n);
+  steer_world *w = load_ok(old, n);
+  ck_assert_uint_eq(steer_world_hash(w), steer_world_hash(a));
+  size_t len_w;
+  uint8_t *again = save(w, &len_w);
+  ck_assert_uint_eq(len_w, len);
+  ck_assert_mem_eq(again, cur, len);
+  free(again);
+  free(old);
+  free(cur);
+  free(other);
+  steer_world_destroy(w);
+  steer_world_destroy(a);
+  steer_world_destroy(b);
+}
+END_TEST
+
 /* After a load, spawns get the ids the original would have given, through
  * reused, high-generation and retired slots; path handles too. */
 START_TEST(test_ids_after_load) {
@@ -775,6 +840,7 @@ static Suite *world_state_suite(void) {
   tcase_add_test(tc, test_busy_world);
   tcase_add_test(tc, test_round_trip_continues);
   tcase_add_test(tc, test_resave_identical);
+  tcase_add_test(tc, test_version_2_loads);
   tcase_add_test(tc, test_ids_after_load);
   tcase_add_test(tc, test_load_anywhere);
   tcase_add_test(tc, test_empty_world);

@@ -14,7 +14,13 @@
  * tick. A pair of avoiders shares each overlap by their avoidance priorities
  * (steer_avoid_share: equal halves; a "bully" takes less); an avoider
  * overlapping an agent that does not avoid takes all of it. The pass keeps no
- * state between ticks: the lists are consumed and cleared. */
+ * state between ticks: the lists are consumed and cleared.
+ *
+ * The same lists say who touches whom for STEER_ARRIVAL_SETTLE: after the
+ * pushes, an arriving avoider that touches an agent already done at its goal
+ * is done too (world_settle). Who is done is read as the tick began, so the
+ * result does not depend on the order agents are visited in either; a
+ * crowd settles outward from the goal by one body a tick at most. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +39,7 @@
 #define CONTACT_ITERATIONS 4
 #define CONTACT_SLOP       1e-4f /* m, overlaps below this are left (float noise) */
 #define CONTACT_REACH_PAD  0.05f /* m, beyond what the pair can close in a tick */
+#define SETTLE_MARK        0xFFu /* ctc_moved: the agent settles this tick */
 
 int world_contact_need(steer_world *w, const steer_behaviour *b) {
   if (w->ctc || !(b->avoid_weight > 0.0f))
@@ -148,6 +155,41 @@ static int contact_disp(const steer_world *w, uint32_t d, float *ox, float *oy) 
   return hits > 0;
 }
 
+/* Whether avoider d, arriving with STEER_ARRIVAL_SETTLE and not done, touches
+ * one of its candidates that is done at the same goal. */
+static int settles(const steer_world *w, uint32_t d) {
+  vec2 goal, other;
+  float within, unused;
+  if (w->behaviour[d].arrival != STEER_ARRIVAL_SETTLE || !arrival_goal(w, d, &goal, &within) ||
+      arrival_done(w, d))
+    return 0;
+  const uint32_t *list = w->ctc + (size_t)d * WORLD_CONTACT_MAX;
+  for (uint32_t i = 0; i < w->ctc_n[d]; i++) {
+    uint32_t j = list[i];
+    float dx = w->px[d] - w->px[j], dy = w->py[d] - w->py[j];
+    float reach = w->radius[d] + w->radius[j] + STEER_SETTLE_GAP;
+    if (dx * dx + dy * dy <= reach * reach && arrival_done(w, j) && arrival_goal(w, j, &other, &unused) &&
+        v2_len2(v2_sub(other, goal)) <= within * within)
+      return 1;
+  }
+  return 0;
+}
+
+/* Agent d is done where it stands (world_holds): the event is the one its
+ * behaviour sends at the goal. */
+static void settle(steer_world *w, uint32_t d) {
+  if (w->behaviour[d].kind == STEER_BEHAVIOUR_FOLLOW_PATH) {
+    steer_path_cursor *c = &w->cursor[d];
+    c->node = w->paths[w->path[d]].count - 1u;
+    c->finished = 1;
+    c->turn_time_left = 0.0f;
+    world_emit(w, w->id[d], STEER_EVENT_PATH_FINISHED, c->node);
+  } else {
+    w->arrived[d] = 1;
+    world_emit(w, w->id[d], STEER_EVENT_ARRIVED, 0);
+  }
+}
+
 void world_contact(steer_world *w, float dt) {
   if (!w->ctc || !w->avoiding)
     return;
@@ -202,15 +244,28 @@ void world_contact(steer_world *w, float dt) {
       w->py[d] = p1.y;
     }
   }
+  /* Who settles, from who was done as the tick began (marked, then
+   * applied). */
+  for (uint32_t k = 0; k < m; k++)
+    moved[act[k]] = settles(w, act[k]) ? SETTLE_MARK : 0;
   /* The velocity follows the position (as in position-based dynamics): what
    * the pass moved a body by is taken off its closing speed. */
   const float inv_dt = 1.0f / dt;
   for (uint32_t k = 0; k < m; k++) {
     uint32_t d = act[k];
+    if (moved[d] == SETTLE_MARK)
+      settle(w, d);
     w->ctc_n[d] = 0;
     moved[d] = 0;
     if (tot[2 * k] == 0.0f && tot[2 * k + 1] == 0.0f)
       continue;
+    if (world_holds(w, d)) {
+      /* Pushed while it holds: moved, and at rest there. Given the push as
+       * a speed, a packed squad would pass it on from body to body. */
+      w->vx[d] = 0.0f;
+      w->vy[d] = 0.0f;
+      continue;
+    }
     vec2 v = v2(w->vx[d] + tot[2 * k] * inv_dt, w->vy[d] + tot[2 * k + 1] * inv_dt);
     v = v2_clip(v, w->limits[d].max_speed);
     w->vx[d] = v.x;

@@ -574,6 +574,7 @@ int steer_world_set_tuning(steer_world *w, steer_id id, const steer_behaviour *s
   b.wall_margin = src->wall_margin;
   b.stuck_time = src->stuck_time;
   b.stuck_reaction = src->stuck_reaction;
+  b.arrival = src->arrival;
   if (!valid_avoidance(&b))
     return STEER_EINVAL;
   if (world_nlist_need(w, &b) != STEER_OK)
@@ -738,7 +739,7 @@ static uint64_t hash_behaviour(uint64_t h, const steer_behaviour *b) {
   h = mixf(h, b->wall_margin);
   h = mixf(h, b->stuck_time);
   return mix32(h, (uint32_t)b->avoid_priority | (uint32_t)b->stuck_reaction << 8 |
-                      (uint32_t)b->neighbour_period << 16);
+                      (uint32_t)b->neighbour_period << 16 | (uint32_t)b->arrival << 24);
 }
 
 uint64_t steer_world_hash(const steer_world *w) {

@@ -104,6 +104,22 @@ typedef enum steer_stuck_reaction {
   STEER_STUCK_REACTION_COUNT
 } steer_stuck_reaction;
 
+/* When an arriving agent (arrive at a point, a "once" path's last node,
+ * GOTO) is done (see steer_behaviour.arrival). */
+typedef enum steer_arrival {
+  STEER_ARRIVAL_POINT = 0, /* inside target_radius (arrive) or the path's radius of its last node */
+  /* That, or touching (within STEER_SETTLE_GAP) an agent that is done at the
+   * same goal (within the agent's own target or node radius), as an RTS
+   * squad settles round its rally point. Done either way, the agent holds
+   * where it is: it brakes, neither separating nor avoiding, and only bodies
+   * pressing into it move it. Only avoiders (avoid_weight > 0, dynamic
+   * model) settle by touch: the contact pass sees who touches whom. */
+  STEER_ARRIVAL_SETTLE,
+  STEER_ARRIVAL_COUNT
+} steer_arrival;
+
+#define STEER_SETTLE_GAP 0.05f /* m between two bodies that touch, for STEER_ARRIVAL_SETTLE */
+
 typedef struct steer_behaviour {
   uint8_t kind;    /* steer_behaviour_kind */
   uint8_t facing;  /* steer_facing, dynamic model only */
@@ -144,6 +160,7 @@ typedef struct steer_behaviour {
    * in a straight line instead (a new episode, no nudge). */
   float stuck_time;       /* s, 0 turns detection off (0) */
   uint8_t stuck_reaction; /* steer_stuck_reaction (REPORT) */
+  uint8_t arrival;        /* steer_arrival (POINT) */
 } steer_behaviour;
 
 /* A behaviour of the given kind with default parameters and no target. */
@@ -242,10 +259,10 @@ int steer_world_set_limits(steer_world *w, steer_id id, const steer_limits *l);
  * included, even a target agent that is gone (the agent then keeps resting as
  * its behaviour says, until given a new behaviour). Re-arms ARRIVED. */
 int steer_world_set_params(steer_world *w, steer_id id, const steer_params *p);
-/* Only the avoidance, wall feeler and stuck settings of src (avoid_weight,
- * avoid_horizon, avoid_priority, wall_lookahead, wall_margin, stuck_time,
- * stuck_reaction); the behaviour, its target and path stay (a lost target
- * agent too). Restarts stuck detection. */
+/* Only the avoidance, wall feeler, stuck and arrival settings of src
+ * (avoid_weight, avoid_horizon, avoid_priority, wall_lookahead, wall_margin,
+ * stuck_time, stuck_reaction, arrival); the behaviour, its target and path
+ * stay (a lost target agent too). Restarts stuck detection. */
 int steer_world_set_tuning(steer_world *w, steer_id id, const steer_behaviour *src);
 /* 1 if the agent's behaviour targets an agent (or, for interpose, two) of
  * which one is no longer alive; 0 otherwise or if there is no such agent. */
@@ -362,7 +379,7 @@ uint64_t steer_world_stuck_count(const steer_world *w);
  * and continues bit-identically: same steer_world_hash, same results under the
  * same calls, same ids and path handles handed out next. */
 
-#define STEER_STATE_VERSION 2u
+#define STEER_STATE_VERSION 3u
 
 /* Exact bytes steer_world_save writes for the world as it is now. */
 size_t steer_world_state_size(const steer_world *w);

@@ -172,6 +172,43 @@ static inline int needs_neighbours(const steer_behaviour *b) {
   return b->separation_weight > 0.0f || b->avoid_weight > 0.0f;
 }
 
+/* Where agent d is going, when it arrives at a point: an arrive behaviour's
+ * point target, or a "once" path's last node; and the radius it is done
+ * within. 0 for the others. */
+static inline int arrival_goal(const steer_world *w, uint32_t d, vec2 *goal, float *within) {
+  const steer_behaviour *b = &w->behaviour[d];
+  if (b->kind == STEER_BEHAVIOUR_ARRIVE && b->target.kind == STEER_TARGET_POINT) {
+    *goal = b->target.point;
+    *within = b->params.target_radius;
+    return 1;
+  }
+  if (b->kind == STEER_BEHAVIOUR_FOLLOW_PATH && w->path[d] >= 0) {
+    const path_entry *e = &w->paths[w->path[d]];
+    if (e->mode != STEER_PATH_ONCE)
+      return 0;
+    *goal = w->path_points[(size_t)w->path[d] * w->cfg.max_path_points + e->count - 1u];
+    *within = e->radius;
+    return 1;
+  }
+  return 0;
+}
+
+/* Whether agent d, arriving at a point, is done (ARRIVED, or its path
+ * finished). */
+static inline int arrival_done(const steer_world *w, uint32_t d) {
+  return w->behaviour[d].kind == STEER_BEHAVIOUR_FOLLOW_PATH ? w->cursor[d].finished : w->arrived[d];
+}
+
+/* An agent done under STEER_ARRIVAL_SETTLE holds where it is: it brakes,
+ * neither separating nor avoiding, and only the contact pass moves it (a
+ * squad packed round its point would otherwise keep pushing itself about). */
+static inline int world_holds(const steer_world *w, uint32_t d) {
+  vec2 goal;
+  float within;
+  return w->behaviour[d].arrival == STEER_ARRIVAL_SETTLE && arrival_done(w, d) &&
+         arrival_goal(w, d, &goal, &within);
+}
+
 /* ---- world_map.c: geometry, avoidance and stuck passes of the tick -------- */
 
 /* Linear acceleration o of dynamic agent d turned by agent and wall avoidance;
@@ -299,7 +336,8 @@ static inline int valid_avoidance(const steer_behaviour *b) {
          in_range(b->avoid_horizon, STEER_MIN_TIME, STEER_MAX_TIME) &&
          in_range(b->wall_lookahead, 0.0f, STEER_MAX_TIME) &&
          in_range(b->wall_margin, 0.0f, STEER_MAX_DISTANCE) &&
-         in_range(b->stuck_time, 0.0f, STEER_MAX_TIME) && b->stuck_reaction < STEER_STUCK_REACTION_COUNT;
+         in_range(b->stuck_time, 0.0f, STEER_MAX_TIME) && b->stuck_reaction < STEER_STUCK_REACTION_COUNT &&
+         b->arrival < STEER_ARRIVAL_COUNT;
 }
 
 /* Which behaviours each model can run (bit per steer_behaviour_kind). */

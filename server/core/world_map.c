@@ -206,6 +206,8 @@ vec2 world_avoid_dynamic(const steer_world *w, uint32_t d, const steer_state *s,
     }
     nb.count = (int)n;
     world_contact_note(w, d, &nb, pos, n, dt);
+    if (world_holds(w, d)) /* noted for the contact pass, nothing more */
+      return o;
     /* Keep right of oncoming traffic first, then avoid what is still predicted. */
     vec2 kept = steer_avoid_lane(s->position, want, l->radius, l->max_speed, &nb);
     changed |= kept.x != want.x || kept.y != want.y;

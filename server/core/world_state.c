@@ -1,11 +1,13 @@
 /* world_state.c: a world's whole state as bytes, and a world made from them.
  *
- * Format version 2. Every field is written one by one, little-endian (floats as
- * their IEEE-754 bits, so -0, NaN payloads and all round-trip exactly); there
- * is no padding and no struct is copied raw. Offsets in bytes:
+ * Format version 3 (version 2 is read too: it has no arrival byte, and its
+ * agents arrive at their point). Every field is written one by one,
+ * little-endian (floats as their IEEE-754 bits, so -0, NaN payloads and all
+ * round-trip exactly); there is no padding and no struct is copied raw.
+ * Offsets in bytes:
  *
  *   header     0  char[4]  magic "STRD"
- *              4  u32      format version (1)
+ *              4  u32      format version (3)
  *              8  u32      byte-order marker 0x01020304 (bytes 04 03 02 01)
  *             12  u32      reserved, 0
  *             16  u64      total size in bytes, checksum included
@@ -36,11 +38,11 @@
  * f32 x 15 params in steer_params order), i32 path (-1: none), cursor (u32
  * node, i8 dir, u8 finished, f32 turn_time_left, turn_rate).
  *
- * Avoidance record (32 bytes plus the kept set, version 2): f32 avoid_weight,
+ * Avoidance record (33 bytes plus the kept set): f32 avoid_weight,
  * avoid_horizon, u8 avoid_priority, u8 neighbour_period, f32 wall_lookahead,
- * wall_margin, stuck_time, u8 stuck_reaction, then the stuck state: f32 best
- * distance, f32 timer, u8 reported; then the kept neighbour set: u8 n (255:
- * none), n x u32 dense indices.
+ * wall_margin, stuck_time, u8 stuck_reaction, u8 arrival (not in version 2),
+ * then the stuck state: f32 best distance, f32 timer, u8 reported; then the
+ * kept neighbour set: u8 n (255: none), n x u32 dense indices.
  *
  * Checksum: an xxHash64-style hash (not compatible with XXH64), every step a
  * bijection of the running value, so a change confined to one aligned 8-byte
@@ -59,17 +61,18 @@
 #include "world.h"
 #include "world_internal.h"
 
-#define STATE_MAGIC      "STRD"
-#define STATE_BOM        0x01020304u
-#define STATE_HEADER     24u
-#define STATE_FIXED      96u /* header, config and world scalars */
-#define STATE_TRAILER    8u
-#define AGENT_RECORD     173u
-#define AVOID_RECORD     33u /* with an empty kept set */
-#define OBSTACLE_FIXED   13u
-#define PATH_ENTRY_FIXED 19u
-#define PARAM_FLOATS     15u
-#define LIMIT_FLOATS     5u
+#define STATE_MAGIC       "STRD"
+#define STATE_BOM         0x01020304u
+#define STATE_HEADER      24u
+#define STATE_FIXED       96u /* header, config and world scalars */
+#define STATE_TRAILER     8u
+#define AGENT_RECORD      173u
+#define AVOID_RECORD      34u /* with an empty kept set; one less in version 2 */
+#define STATE_VERSION_OLD 2u  /* the earlier version still read */
+#define OBSTACLE_FIXED    13u
+#define PATH_ENTRY_FIXED  19u
+#define PARAM_FLOATS      15u
+#define LIMIT_FLOATS      5u
 
 _Static_assert(sizeof(steer_params) == PARAM_FLOATS * sizeof(float),
                "steer_params changed: update the agent record and raise STEER_STATE_VERSION");
@@ -166,6 +169,7 @@ static void put_avoid(steer_wbuf *b, const steer_world *w, uint32_t d) {
   steer_put_f32(b, bh->wall_margin);
   steer_put_f32(b, bh->stuck_time);
   steer_put_u8(b, bh->stuck_reaction);
+  steer_put_u8(b, bh->arrival);
   steer_put_f32(b, w->stuck_best[d]);
   steer_put_f32(b, w->stuck_timer[d]);
   steer_put_u8(b, w->stuck_flag[d]);
@@ -466,7 +470,7 @@ static int get_paths(steer_rbuf *b, steer_world *w, uint32_t *users) {
 /* The avoidance records (checked with the rest of each behaviour), the STUCK
  * count and the map, whose obstacles are checked as steer_map_add checks them;
  * then every agent must be free of it (with 1 mm of slack). */
-static int get_avoid_and_map(steer_rbuf *b, steer_world *w) {
+static int get_avoid_and_map(steer_rbuf *b, steer_world *w, uint32_t format) {
   for (uint32_t d = 0; d < w->count; d++) {
     steer_behaviour *bh = &w->behaviour[d];
     bh->avoid_weight = steer_get_f32(b);
@@ -477,6 +481,7 @@ static int get_avoid_and_map(steer_rbuf *b, steer_world *w) {
     bh->wall_margin = steer_get_f32(b);
     bh->stuck_time = steer_get_f32(b);
     bh->stuck_reaction = steer_get_u8(b);
+    bh->arrival = format > STATE_VERSION_OLD ? steer_get_u8(b) : STEER_ARRIVAL_POINT;
     w->stuck_best[d] = steer_get_f32(b);
     w->stuck_timer[d] = steer_get_f32(b);
     w->stuck_flag[d] = steer_get_u8(b);
@@ -547,14 +552,15 @@ static int get_avoid_and_map(steer_rbuf *b, steer_world *w) {
 /* Checks the envelope: size, magic, checksum, then version (an intact file of
  * another version is EVERSION, a damaged one ECORRUPT), then the rest of the
  * header. */
-static int check_envelope(const uint8_t *buf, size_t len) {
+static int check_envelope(const uint8_t *buf, size_t len, uint32_t *format) {
   if (!buf || len < STATE_FIXED + STATE_TRAILER || memcmp(buf, STATE_MAGIC, 4) != 0)
     return STEER_ECORRUPT;
   if (state_checksum(buf, len - STATE_TRAILER) != steer_le64(buf + len - STATE_TRAILER))
     return STEER_ECORRUPT;
   steer_rbuf b = steer_rbuf_make(buf, len);
   b.pos = 4;
-  if (steer_get_u32(&b) != STEER_STATE_VERSION)
+  *format = steer_get_u32(&b);
+  if (*format != STEER_STATE_VERSION && *format != STATE_VERSION_OLD)
     return STEER_EVERSION;
   if (steer_get_u32(&b) != STATE_BOM || steer_get_u32(&b) != 0 || steer_get_u64(&b) != (uint64_t)len)
     return STEER_ECORRUPT;
@@ -562,7 +568,8 @@ static int check_envelope(const uint8_t *buf, size_t len) {
 }
 
 static int load(const uint8_t *buf, size_t len, steer_world **out) {
-  int rc = check_envelope(buf, len);
+  uint32_t format = 0;
+  int rc = check_envelope(buf, len, &format);
   if (rc != STEER_OK)
     return rc;
   steer_rbuf b = steer_rbuf_make(buf, len - STATE_TRAILER);
@@ -589,7 +596,8 @@ static int load(const uint8_t *buf, size_t len, steer_world **out) {
    * what is allocated below by the input's size (every path handle takes at
    * least 4 bytes, live or free). */
   uint64_t least = (uint64_t)STATE_FIXED + (uint64_t)count * AGENT_RECORD + (uint64_t)cfg.max_agents * 6u +
-                   12u + (uint64_t)cfg.max_paths * 4u + (uint64_t)count * AVOID_RECORD + 16u + STATE_TRAILER;
+                   12u + (uint64_t)cfg.max_paths * 4u +
+                   (uint64_t)count * (AVOID_RECORD - (format == STATE_VERSION_OLD)) + 16u + STATE_TRAILER;
   if (least > (uint64_t)len)
     return STEER_ECORRUPT;
 
@@ -611,7 +619,7 @@ static int load(const uint8_t *buf, size_t len, steer_world **out) {
   ok = ok && get_slots(&b, w, scratch);
   if (ok)
     memset(scratch, 0, (size_t)scratch_n * sizeof(*scratch));
-  ok = ok && get_paths(&b, w, scratch) && get_avoid_and_map(&b, w) && !b.bad && b.pos == b.len;
+  ok = ok && get_paths(&b, w, scratch) && get_avoid_and_map(&b, w, format) && !b.bad && b.pos == b.len;
   free(scratch);
   if (!ok) {
     steer_world_destroy(w);

@@ -145,6 +145,8 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
   steer_state t1, t2;
   vec2 tp;
   int linear_only = 1; /* facing decides the angular part */
+  if (world_holds(w, d))
+    goto lost;
   switch (b->kind) {
   case STEER_BEHAVIOUR_SEEK:
   case STEER_BEHAVIOUR_FLEE:
@@ -205,7 +207,7 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
     linear_only = 0;
     break;
   default:
-  lost: /* NONE, or a target that has gone: come to rest */
+  lost: /* NONE, a target that has gone, or settled: come to rest */
     o = steer_brake(s, l, p);
     linear_only = 0;
     break;
@@ -225,7 +227,7 @@ static steer_output dynamic_finish(steer_world *w, uint32_t d, const steer_state
   vec2 nxy[SEPARATION_MAX_NEIGHBOURS];
   float nrad[SEPARATION_MAX_NEIGHBOURS];
   uint32_t nn = needs_neighbours(b) ? neighbours_kept(w, d, s, dt, idx, nxy, nrad) : 0;
-  if (b->separation_weight > 0.0f) {
+  if (b->separation_weight > 0.0f && !world_holds(w, d)) {
     steer_output sep = steer_separation(s, l, &b->params, nxy, nrad, (int)nn);
     if (b->combine == STEER_COMBINE_PRIORITY) {
       /* Separation steers the velocity only; the orientation stays the behaviour's. */

@@ -160,7 +160,7 @@ SPEC_EXAMPLES = {
                                         "radius": 0.5}, "owner": 3,
                              "tuning": {"avoid_weight": 1, "avoid_horizon": 3, "avoid_priority": 0,
                                         "wall_lookahead": 1, "wall_margin": 0.25, "stuck_time": 5,
-                                        "stuck_reaction": "report"}}],
+                                        "stuck_reaction": "report", "arrival": "point"}}],
     "ack_ping": [33, 9, 9, {"client_time_us": 1700000000000000, "server_time_us": 41166666,
                             "tick": 1235}],
     "ack_set_params_target_lost": [33, 6, 6, {"agent": 4194305, "target_lost": True}],
@@ -189,7 +189,7 @@ SPEC_EXAMPLES = {
                                               "max_angular_acceleration": 12, "radius": 0.5}, "owner": 3,
                                    "tuning": {"avoid_weight": 1, "avoid_horizon": 3, "avoid_priority": 0,
                                               "wall_lookahead": 1, "wall_margin": 0.25, "stuck_time": 5,
-                                              "stuck_reaction": "report"},
+                                              "stuck_reaction": "report", "arrival": "point"},
                                    "goto": {"status": "following", "reason": "new", "target": [30, 12.5],
                                             "goal": [30, 12.5], "partial": False,
                                             "route": [[-0.75, 21.25], [0.75, 21.25], [30, 12.5]]}}],
@@ -1084,7 +1084,8 @@ def scenario(server, port, clients):
         check(isinstance(tun, dict) and same_value(tun.get("avoid_weight"), 0.0)
               and same_value(tun.get("avoid_horizon"), 3.0) and tun.get("avoid_priority") == 0
               and same_value(tun.get("wall_lookahead"), 1.0) and same_value(tun.get("wall_margin"), 0.25)
-              and same_value(tun.get("stuck_time"), 0.0) and tun.get("stuck_reaction") == "report",
+              and same_value(tun.get("stuck_time"), 0.0) and tun.get("stuck_reaction") == "report"
+              and tun.get("arrival") == "point",
               "QUERY: tuning has the §5.2 defaults of an agent spawned without them", tun)
         check(qb.get("agent") == aid and qb.get("model") == "dynamic"
               and qb.get("behaviour") == "follow_path" and qb.get("owner") == cid
@@ -1399,14 +1400,17 @@ def map_scenario(port):
         rep = a.request(SET_PARAMS, {"agent": seeker, "params": {"avoid_weight": 1.5, "avoid_priority": 300}})
         check(is_error(rep, BAD_FIELD, "params.avoid_priority"), "§5.2: avoid_priority above 255 is BAD_FIELD",
               describe(rep))
+        rep = a.request(SET_PARAMS, {"agent": seeker, "params": {"avoid_weight": 1.5, "arrival": "land"}})
+        check(is_error(rep, BAD_FIELD, "params.arrival"), "§5.2: an arrival other than point or settle is BAD_FIELD",
+              describe(rep))
         rep = a.request(SET_PARAMS, {"agent": seeker, "params": {"avoid_weight": 1.5, "avoid_priority": 3,
-                                                                 "stuck_reaction": "give_up"}})
-        check(is_ack(rep, SET_PARAMS), "§5.2: avoidance and stuck keys in SET_PARAMS", describe(rep))
+                                                                 "stuck_reaction": "give_up", "arrival": "settle"}})
+        check(is_ack(rep, SET_PARAMS), "§5.2: avoidance, stuck and arrival keys in SET_PARAMS", describe(rep))
         rep = a.request(QUERY, {"agent": seeker})
         tun = rep[3].get("tuning", {}) if is_ack(rep, QUERY) else {}
         check(same_value(tun.get("avoid_weight"), 1.5) and tun.get("avoid_priority") == 3
               and tun.get("stuck_reaction") == "give_up" and same_value(tun.get("stuck_time"), 0.5)
-              and same_value(tun.get("wall_lookahead"), 0.0),
+              and same_value(tun.get("wall_lookahead"), 0.0) and tun.get("arrival") == "settle",
               "§6.8: QUERY's tuning reports the agent's avoidance and stuck parameters as set", describe(rep))
         # a controller may not change the map: none here (anonymous admins); a repeated HELLO resends the map
         parts = b.map_parts

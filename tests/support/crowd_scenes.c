@@ -98,6 +98,24 @@ steer_world *crowd_doorway(uint8_t period, float horizon, uint32_t variant) {
   return w;
 }
 
+steer_world *crowd_rally(uint8_t arrival, int by_path) {
+  steer_world *w = crowd_world(CROWD_RALLY_N, 40.0f, 5);
+  for (uint32_t i = 0; w && i < CROWD_RALLY_N; i++) {
+    float a = STEER_TWO_PI * (float)i / (float)CROWD_RALLY_N;
+    vec2 goal = v2(0.0f, 0.0f);
+    steer_agent_desc d = crowd_walker(v2(20.0f * cosf(a), 20.0f * sinf(a)), goal);
+    d.behaviour.arrival = arrival;
+    steer_id id;
+    if (steer_world_spawn(w, &d, 0, &id) != STEER_OK ||
+        (by_path &&
+         steer_world_set_path(w, id, &goal, 1, 0.5f, STEER_PATH_ONCE, STEER_CORNER_NONE) != STEER_OK)) {
+      steer_world_destroy(w);
+      w = NULL;
+    }
+  }
+  return w;
+}
+
 float crowd_min_gap(const steer_world *w) {
   steer_world_view v = steer_world_get_view(w);
   float best = INFINITY;

@@ -9,6 +9,9 @@
  *           ORCA test), STUCK reported after 5 s.
  *   doorway two groups of 50 swap rooms through a 3 m door (crowd_rooms),
  *           each on a path through the door, STUCK reported after 20 s.
+ *   rally   CROWD_RALLY_N (60) on a 20 m circle, all to its centre (the
+ *           fan-in of a squad sent to one point), by arrive or by a "once"
+ *           path, with a chosen steer_arrival.
  * Without Check: a scene that cannot be built is NULL, for the caller to
  * fail on. */
 #ifndef STEERD_CROWD_SCENES_H
@@ -22,6 +25,7 @@
 #define CROWD_RADIUS    0.4f  /* m */
 #define CROWD_CIRCLE_N  100u
 #define CROWD_DOORWAY_N 100u
+#define CROWD_RALLY_N   60u
 
 /* A world of [-half, half] x [-half, half] m for max_agents agents (3 events
  * each), 4 m cells, the given seed; otherwise steer_default_world_config().
@@ -50,6 +54,13 @@ steer_world *crowd_circle(uint8_t period);
  * each axis (a generator seeded 1000 + variant), so that a sweep shows how
  * robust the flow is rather than one chaotic run. */
 steer_world *crowd_doorway(uint8_t period, float horizon, uint32_t variant);
+
+/* The rally (seed 5, a world of +-40 m): agent i starts at angle 2 pi i / 60
+ * on the circle of 20 m round the origin and goes to the origin, arriving
+ * there (by_path 0: done is ARRIVED) or along a one-node "once" path of radius
+ * 0.5 m (by_path 1: done is PATH_FINISHED, as a GOTO without walls), with the
+ * given arrival (steer_arrival). */
+steer_world *crowd_rally(uint8_t arrival, int by_path);
 
 /* Smallest gap between two bodies of CROWD_RADIUS (negative: overlap). */
 float crowd_min_gap(const steer_world *w);
