@@ -143,7 +143,8 @@ END_TEST
  * straight line's time (a squad that arrives at the point instead jams round
  * it: 3 of 60 in 60 s, BENCHMARKS.md), packed round the point (60 discs of
  * 0.4 m fill a disc of 3.3 m), and hold there at rest (braking decays the
- * speed geometrically, so "at rest" is below 1 mm/s); a world saved while
+ * speed geometrically, so "at rest" is below 1 mm/s; nobody moves 5 cm in 2 s
+ * more); a world saved while
  * they settle goes on the same after a load. */
 START_TEST(test_rally_settles) {
   const int by_path = _i;
@@ -170,10 +171,18 @@ START_TEST(test_rally_settles) {
   for (uint32_t t = 0; t < rest.ticks; t++)
     steer_world_step(c, DT);
   ck_assert_uint_eq(steer_world_hash(c), steer_world_hash(w));
+  steer_world_view v = steer_world_get_view(w);
+  float *was = malloc(2u * v.count * sizeof *was);
+  for (uint32_t i = 0; i < v.count; i++) {
+    was[2 * i] = v.px[i];
+    was[2 * i + 1] = v.py[i];
+  }
   for (int t = 0; t < 40; t++) /* 2 s more */
     steer_world_step(w, DT);
-  steer_world_view v = steer_world_get_view(w);
+  v = steer_world_get_view(w);
   for (uint32_t i = 0; i < v.count; i++) {
+    float moved = v2_len(v2(v.px[i] - was[2 * i], v.py[i] - was[2 * i + 1]));
+    ck_assert_msg(moved < 0.05f, "agent %u held but moved %.3f m", i, (double)moved);
     float dist = v2_len(v2(v.px[i], v.py[i]));
     ck_assert_msg(dist < 4.0f, "agent %u settled %.2f m from the point", i, (double)dist);
     float speed = v2_len(v2(v.vx[i], v.vy[i]));
@@ -182,6 +191,7 @@ START_TEST(test_rally_settles) {
     ck_assert_int_eq(steer_world_get(w, v.id[i], &info), STEER_OK);
     ck_assert(by_path ? info.cursor.finished : info.arrived);
   }
+  free(was);
   steer_world_destroy(c);
   steer_world_destroy(w);
 }
