@@ -208,6 +208,50 @@ static void trip(float len) {
   steer_world_destroy(w);
 }
 
+/* One dynamic agent (default limits) sent by a client to goal after goal:
+ * `goals` points `step` m apart on a line, each sent at the ARRIVED of the
+ * one before, with the given arrival. When the last ARRIVED came, and the
+ * slowest speed on the way after the first metre. */
+static void chain(uint8_t arrival, int goals, float step) {
+  steer_world_config cfg = steer_default_world_config();
+  steer_world *w = built(steer_world_create(&cfg), "chain");
+  steer_agent_desc d = steer_default_agent_desc();
+  d.model = STEER_MODEL_DYNAMIC;
+  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
+  d.behaviour.target.kind = STEER_TARGET_POINT;
+  d.behaviour.target.point = v2(step, 0.0f);
+  d.behaviour.arrival = arrival;
+  steer_id id;
+  if (steer_world_spawn(w, &d, 0, &id) != STEER_OK)
+    built(NULL, "chain");
+  int sent = 1;
+  float done = -1.0f, slowest = INFINITY;
+  for (int i = 1; i <= (int)(120.0f / DT) && done < 0.0f; i++) {
+    steer_world_step(w, DT);
+    steer_agent_info info;
+    steer_world_get(w, id, &info);
+    if (info.state.position.x > 1.0f)
+      slowest = fminf(slowest, v2_len(info.state.velocity));
+    uint32_t n;
+    const steer_event *ev = steer_world_events(w, &n);
+    for (uint32_t k = 0; k < n; k++) {
+      if (ev[k].agent != id || ev[k].type != STEER_EVENT_ARRIVED)
+        continue;
+      if (sent == goals) {
+        done = (float)i * DT;
+      } else {
+        d.behaviour.target.point = v2(step * (float)++sent, 0.0f);
+        steer_world_set_behaviour(w, id, &d.behaviour);
+      }
+    }
+  }
+  float line = step * (float)goals / d.limits.max_speed;
+  printf("| %d goals %g m apart, each sent at ARRIVED (%s) | %.2f s | %.2f s | %.2f | %.2f m/s |\n", goals,
+         (double)step, arrival == STEER_ARRIVAL_PASS ? "pass" : "point", (double)done, (double)line,
+         (double)(done / line), (double)slowest);
+  steer_world_destroy(w);
+}
+
 int main(int argc, char **argv) {
   const char *which = argc > 1 ? argv[1] : "all";
   if (strcmp(which, "-h") == 0 || strcmp(which, "--help") == 0) {
@@ -252,6 +296,12 @@ int main(int argc, char **argv) {
     trip(10.0f);
     trip(20.0f);
     trip(50.0f);
+    printf("\n| scenario | last ARRIVED | straight line | last / straight | slowest after the first metre |\n"
+           "|---|---:|---:|---:|---:|\n");
+    chain(STEER_ARRIVAL_POINT, 5, 8.0f);
+    chain(STEER_ARRIVAL_PASS, 5, 8.0f);
+    chain(STEER_ARRIVAL_POINT, 10, 3.2f);
+    chain(STEER_ARRIVAL_PASS, 10, 3.2f);
   }
   return 0;
 }

@@ -89,7 +89,7 @@ const cmd_help commands[] = {
      "      max_speed max_acceleration max_rotation max_angular_acceleration radius, the behaviours'\n"
      "      time_to_target ... path_recover_strength, and avoid_weight avoid_horizon avoid_priority\n"
      "      wall_lookahead wall_margin stuck_time stuck_reaction (report|nudge|give_up) arrival\n"
-     "      (point|settle). Keys not named keep their values.\n"
+     "      (point|settle|pass). Keys not named keep their values.\n"
      "      e.g. steerd-client params 4194305 --set "
      "\"max_speed=2,avoid_weight=1\"\n"},
     {"list",

@@ -576,7 +576,7 @@ static int cmd_params(const args *a) {
     if (eq == NULL || params_key(&cmd.set_params, item, eq + 1) != 0) {
       fprintf(stderr,
               "steerd-client params: cannot set '%s'%s%s: a key is a limit, a parameter or a tuning key "
-              "with a number (stuck_reaction: report, nudge or give_up; arrival: point or settle); see "
+              "with a number (stuck_reaction: report, nudge or give_up; arrival: point, settle or pass); see "
               "steerd-client params --help\n",
               item, eq != NULL ? " to " : " (KEY=VALUE)", eq != NULL ? eq + 1 : "");
       return EXIT_USAGE;

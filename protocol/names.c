@@ -54,7 +54,7 @@ const char *const mode_names[STEER_PATH_MODE_COUNT] = {"once", "loop", "pingpong
 const char *const cornering_names[STEER_CORNER_COUNT] = {"none", "arc", "lazy"};
 const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT] = {"full", "delta"};
 const char *const stuck_reaction_names[STEER_STUCK_REACTION_COUNT] = {"report", "nudge", "give_up"};
-const char *const arrival_names[STEER_ARRIVAL_COUNT] = {"point", "settle"};
+const char *const arrival_names[STEER_ARRIVAL_COUNT] = {"point", "settle", "pass"};
 static const char *const event_names[PROTO_EVENT_COUNT] = {
     "arrived",   "waypoint", "path_finished", "reversed",  "spawned",
     "despawned", "stuck",    "planned",       "replanned", "unreachable"};

@@ -127,6 +127,66 @@ START_TEST(test_chain_flows) {
 }
 END_TEST
 
+/* An agent that passes its goals (STEER_ARRIVAL_PASS), sent on to the next
+ * one at each ARRIVED as a client would (by arrive, by_path 0), or along a
+ * once path of the same four goals (by_path 1): it never slows below 2.9 of
+ * its 3 m/s, is done with the last goal as soon as full speed can get there,
+ * then holds: at rest past the goal by no more than its braking distance,
+ * and not back. */
+START_TEST(test_pass_keeps_speed) {
+  const int by_path = _i;
+  const float v = 3.0f, a = 6.0f, radius = 0.5f, brake = v * v / (2.0f * a);
+  const vec2 goals[4] = {{8.0f, 0.0f}, {16.0f, 0.0f}, {24.0f, 0.0f}, {32.0f, 0.0f}};
+  steer_world *w = trip_world();
+  steer_id id = spawn_arriving(w, v2(0.0f, 0.0f), goals[0], v, a);
+  steer_behaviour b = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
+  b.target.kind = STEER_TARGET_POINT;
+  b.target.point = goals[0];
+  b.arrival = STEER_ARRIVAL_PASS;
+  ck_assert_int_eq(steer_world_set_behaviour(w, id, &b), STEER_OK);
+  if (by_path)
+    ck_assert_int_eq(steer_world_set_path(w, id, goals, 4, radius, STEER_PATH_ONCE, STEER_CORNER_NONE),
+                     STEER_OK);
+  const uint8_t done_type = by_path ? STEER_EVENT_PATH_FINISHED : STEER_EVENT_ARRIVED;
+  int next = 1;
+  float slowest = INFINITY, done = -1.0f, rest_x = NAN;
+  for (int i = 1; i <= (int)(30.0f / DT); i++) {
+    steer_world_step(w, DT);
+    steer_agent_info info;
+    ck_assert_int_eq(steer_world_get(w, id, &info), STEER_OK);
+    float speed = v2_len(info.state.velocity);
+    if (done < 0.0f && info.state.position.x > 1.0f)
+      slowest = fminf(slowest, speed);
+    if (done >= 0.0f && speed < 1e-3f && isnan(rest_x))
+      rest_x = info.state.position.x;
+    uint32_t n;
+    const steer_event *ev = steer_world_events(w, &n);
+    for (uint32_t k = 0; k < n; k++) {
+      if (ev[k].agent != id || ev[k].type != done_type)
+        continue;
+      if (by_path || next == 4) {
+        done = (float)i * DT;
+      } else {
+        b.target.point = goals[next++];
+        ck_assert_int_eq(steer_world_set_behaviour(w, id, &b), STEER_OK);
+      }
+    }
+  }
+  steer_agent_info info;
+  ck_assert_int_eq(steer_world_get(w, id, &info), STEER_OK);
+  steer_world_destroy(w);
+  /* Full speed from rest, then the line to the radius at v (ticks of DT). */
+  float fastest = (32.0f - radius) / v + v / (2.0f * a);
+  ck_assert_msg(slowest >= 2.9f, "slowed to %g m/s before the last goal", (double)slowest);
+  ck_assert_msg(done > 0.0f && done <= fastest + 2.0f * DT, "done at %g s, full speed gets there in %g s",
+                (double)done, (double)fastest);
+  ck_assert_msg(!isnan(rest_x) && rest_x > 32.0f - radius && rest_x <= 32.0f - radius + brake + 0.2f,
+                "came to rest at x = %g (braking from the radius takes %g m)", (double)rest_x, (double)brake);
+  ck_assert_msg(fabsf(info.state.position.x - rest_x) < 1e-3f, "went from %g back to %g", (double)rest_x,
+                (double)info.state.position.x);
+}
+END_TEST
+
 START_TEST(test_trip_replays) {
   uint64_t a, b;
   run_trip(20.0f, 3.0f, 6.0f, &a);
@@ -140,6 +200,7 @@ static Suite *arrival_suite(void) {
   TCase *tc = tcase_create("physics");
   tcase_add_test(tc, test_clear_trip);
   tcase_add_test(tc, test_chain_flows);
+  tcase_add_loop_test(tc, test_pass_keeps_speed, 0, 2);
   tcase_add_test(tc, test_trip_replays);
   suite_add_tcase(s, tc);
   return s;

@@ -32,11 +32,12 @@ void world_batch_refresh(steer_world *w, uint32_t d) {
   world_batch_rec *r = &w->brec[d];
   int kind = BATCH_NONE;
   if (w->model[d] == STEER_MODEL_DYNAMIC) {
-    /* A settling arrival, once done, holds where it is (world_holds): the
-     * scalar path's brake, not the batch's arrive at the point. */
+    /* Only an arrival at the point: one that settles or passes holds where
+     * it is once done (world_holds), and a passing one seeks until then, as
+     * the scalar path does. */
     if (b->kind == STEER_BEHAVIOUR_ARRIVE)
       kind = b->target.kind == STEER_TARGET_POINT && b->facing != STEER_FACING_TARGET &&
-                     b->facing != STEER_FACING_NONE && b->arrival != STEER_ARRIVAL_SETTLE
+                     b->facing != STEER_FACING_NONE && b->arrival == STEER_ARRIVAL_POINT
                  ? BATCH_ARRIVE_LOOK
                  : BATCH_NONE;
     else if (b->kind == STEER_BEHAVIOUR_WANDER)

@@ -203,6 +203,13 @@ uint32_t steer_path_prev_node(const steer_path *path, const steer_path_cursor *c
   }
 }
 
+int steer_path_final_node(const steer_path *path, const steer_path_cursor *c, uint32_t *node) {
+  if (!path_valid(path) || c->finished || path->mode != STEER_PATH_ONCE)
+    return 0;
+  *node = cursor_node(path, c);
+  return is_final_leg(path, *node);
+}
+
 steer_output steer_path_steer_dynamic(const steer_state *s, const steer_limits *l, const steer_params *p,
                                       const steer_path *path, const steer_path_cursor *c) {
   if (!path_valid(path))

@@ -61,6 +61,10 @@ void steer_path_cursor_init(steer_path_cursor *c);
  * reads cursor->dir; once and loop always run forward. */
 uint32_t steer_path_prev_node(const steer_path *path, const steer_path_cursor *c);
 
+/* Whether a once path's follower, not finished, heads for its last node
+ * (*node). */
+int steer_path_final_node(const steer_path *path, const steer_path_cursor *c, uint32_t *node);
+
 /* Dynamic model: seek the current node; arrive on the last leg of a once path;
  * brake when finished. Cornering must be NONE. */
 steer_output steer_path_steer_dynamic(const steer_state *s, const steer_limits *l, const steer_params *p,

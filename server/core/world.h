@@ -115,6 +115,13 @@ typedef enum steer_arrival {
    * pressing into it move it. Only avoiders (avoid_weight > 0, dynamic
    * model) settle by touch: the contact pass sees who touches whom. */
   STEER_ARRIVAL_SETTLE,
+  /* Done inside the radius as POINT, but reached at full speed: the agent
+   * seeks the point instead of braking for it (a client sending goal after
+   * goal keeps it moving), and once done holds as SETTLE does, so it comes to
+   * rest past the point (v^2 / 2a: 0.75 m at the default limits). Dynamic
+   * model; the radius should be more than a tick's travel, or the agent
+   * crosses it between two ticks and comes back. */
+  STEER_ARRIVAL_PASS,
   STEER_ARRIVAL_COUNT
 } steer_arrival;
 

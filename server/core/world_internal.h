@@ -199,13 +199,14 @@ static inline int arrival_done(const steer_world *w, uint32_t d) {
   return w->behaviour[d].kind == STEER_BEHAVIOUR_FOLLOW_PATH ? w->cursor[d].finished : w->arrived[d];
 }
 
-/* An agent done under STEER_ARRIVAL_SETTLE holds where it is: it brakes,
- * neither separating nor avoiding, and only the contact pass moves it (a
- * squad packed round its point would otherwise keep pushing itself about). */
+/* An agent done under STEER_ARRIVAL_SETTLE or PASS holds where it is: it
+ * brakes, neither separating nor avoiding, and only the contact pass moves it
+ * (a squad packed round its point would otherwise keep pushing itself about,
+ * and one that passed its point would turn back to it). */
 static inline int world_holds(const steer_world *w, uint32_t d) {
   vec2 goal;
   float within;
-  return w->behaviour[d].arrival == STEER_ARRIVAL_SETTLE && arrival_done(w, d) &&
+  return w->behaviour[d].arrival != STEER_ARRIVAL_POINT && arrival_done(w, d) &&
          arrival_goal(w, d, &goal, &within);
 }
 

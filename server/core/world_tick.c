@@ -153,9 +153,12 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
   case STEER_BEHAVIOUR_ARRIVE:
     if (!target_point(w, &b->target, &tp))
       goto lost;
-    o = b->kind == STEER_BEHAVIOUR_SEEK   ? steer_seek(s, l, p, tp)
-        : b->kind == STEER_BEHAVIOUR_FLEE ? steer_flee(s, l, p, tp)
-                                          : steer_arrive(s, l, p, tp);
+    if (b->kind == STEER_BEHAVIOUR_FLEE)
+      o = steer_flee(s, l, p, tp);
+    else if (b->kind == STEER_BEHAVIOUR_ARRIVE && b->arrival != STEER_ARRIVAL_PASS)
+      o = steer_arrive(s, l, p, tp);
+    else /* seek, and an arrival that passes through the point at speed */
+      o = steer_seek(s, l, p, tp);
     break;
   case STEER_BEHAVIOUR_VELOCITY_MATCH:
     if (!target_state(w, b->target.agent, &t1))
@@ -175,7 +178,11 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
     break;
   case STEER_BEHAVIOUR_FOLLOW_PATH: {
     steer_path path = world_path_view(w, w->path[d]);
-    o = steer_path_steer_dynamic(s, l, p, &path, &w->cursor[d]);
+    uint32_t node;
+    if (b->arrival == STEER_ARRIVAL_PASS && steer_path_final_node(&path, &w->cursor[d], &node))
+      o = steer_seek(s, l, p, path.points[node]); /* through the last node at speed */
+    else
+      o = steer_path_steer_dynamic(s, l, p, &path, &w->cursor[d]);
     break;
   }
   case STEER_BEHAVIOUR_ALIGN: {
