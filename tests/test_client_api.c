@@ -8,6 +8,9 @@
  *
  *   errors      every error code has a name and a text; bad arguments and
  *               calls before a connection fail with their codes
+ *   numbers     every public number the wire carries as a number (event codes,
+ *               command types, error codes) is PROTOCOL.md's, read from its
+ *               tables; the numbers of the enums sent as names are the ABI's
  *   token       HELLO with a valid token is welcomed; none or a forged one is
  *               refused with UNAUTHORIZED and the server's text
  *   commands    (full and delta snapshots) every command: SPAWN (with limits, with a
@@ -180,6 +183,144 @@ START_TEST(test_errors) {
   name[sizeof name - 1] = '\0';
   ck_assert_int_eq(steerdc_connect_start(c, "127.0.0.1", 7777, name, NULL), STEERDC_EINVAL);
   steerdc_destroy(c);
+}
+END_TEST
+
+static char *read_spec(void) {
+  FILE *f = fopen(PROTOCOL_MD, "rb");
+  ck_assert_msg(f != NULL, "cannot open %s", PROTOCOL_MD);
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  long n = ftell(f);
+  ck_assert_int_gt(n, 0);
+  rewind(f);
+  char *text = malloc((size_t)n + 1);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_uint_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+  text[n] = '\0';
+  fclose(f);
+  return text;
+}
+
+/* Whether the spec has a table row beginning "| value | name |". */
+static int spec_row(const char *spec, long value, const char *name) {
+  char row[96];
+  snprintf(row, sizeof row, "\n| %ld | %s |", value, name);
+  return strstr(spec, row) != NULL;
+}
+
+/* Each value by itself, so that a reordering anywhere shows here: the C#
+ * binding and compiled games hold these numbers. */
+typedef struct named {
+  long value, want;
+  const char *name;
+} named;
+#define N(v, want)                                                                                           \
+  { (long)(v), (want), #v }
+
+START_TEST(test_numbers) {
+  char *spec = read_spec();
+  /* EVENT codes (PROTOCOL.md 7.4). */
+  static const struct {
+    long value;
+    const char *wire;
+  } events[] = {{STEERDC_EVENT_ARRIVED, "arrived"},
+                {STEERDC_EVENT_WAYPOINT, "waypoint"},
+                {STEERDC_EVENT_PATH_FINISHED, "path_finished"},
+                {STEERDC_EVENT_REVERSED, "reversed"},
+                {STEERDC_EVENT_SPAWNED, "spawned"},
+                {STEERDC_EVENT_DESPAWNED, "despawned"},
+                {STEERDC_EVENT_STUCK, "stuck"},
+                {STEERDC_EVENT_PLANNED, "planned"},
+                {STEERDC_EVENT_REPLANNED, "replanned"},
+                {STEERDC_EVENT_UNREACHABLE, "unreachable"}};
+  for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
+    ck_assert_msg(spec_row(spec, events[i].value, events[i].wire), "event %s is not %ld in PROTOCOL.md",
+                  events[i].wire, events[i].value);
+  /* Command types: the headings "6.n NAME (type)" and "ADD_OBSTACLE (12)". */
+  static const struct {
+    long value;
+    const char *wire;
+  } cmds[] = {{STEERDC_CMD_SPAWN, "SPAWN"},
+              {STEERDC_CMD_DESPAWN, "DESPAWN"},
+              {STEERDC_CMD_SET_BEHAVIOUR, "SET_BEHAVIOUR"},
+              {STEERDC_CMD_SET_PATH, "SET_PATH"},
+              {STEERDC_CMD_SET_PARAMS, "SET_PARAMS"},
+              {STEERDC_CMD_STOP, "STOP"},
+              {STEERDC_CMD_QUERY, "QUERY"},
+              {STEERDC_CMD_PING, "PING"},
+              {STEERDC_CMD_VIEW, "VIEW"},
+              {STEERDC_CMD_ADD_OBSTACLE, "ADD_OBSTACLE"},
+              {STEERDC_CMD_REMOVE_OBSTACLE, "REMOVE_OBSTACLE"}};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    char heading[64];
+    snprintf(heading, sizeof heading, " %s (%ld)", cmds[i].wire, cmds[i].value);
+    ck_assert_msg(strstr(spec, heading) != NULL, "command %s is not type %ld in PROTOCOL.md", cmds[i].wire,
+                  cmds[i].value);
+  }
+  /* ERROR codes (PROTOCOL.md 11): every row is the library's name, and the
+   * code after the last has none. */
+  long code = 1;
+  while (spec_row(spec, code, steerdc_wire_error_name((uint32_t)code)))
+    code++;
+  ck_assert_msg(code > 21, "error %ld: the library says %s, PROTOCOL.md's table another", code,
+                steerdc_wire_error_name((uint32_t)code));
+  ck_assert_str_eq(steerdc_wire_error_name((uint32_t)code), "UNKNOWN");
+  free(spec);
+  /* Sent as names (the library converts): the numbers are the ABI's. */
+  static const named abi[] = {N(STEERDC_MODEL_KINEMATIC, 0),
+                              N(STEERDC_MODEL_DYNAMIC, 1),
+                              N(STEERDC_MODEL_HEADING, 2),
+                              N(STEERDC_BEHAVIOUR_NONE, 0),
+                              N(STEERDC_BEHAVIOUR_SEEK, 1),
+                              N(STEERDC_BEHAVIOUR_FLEE, 2),
+                              N(STEERDC_BEHAVIOUR_ARRIVE, 3),
+                              N(STEERDC_BEHAVIOUR_ALIGN, 4),
+                              N(STEERDC_BEHAVIOUR_VELOCITY_MATCH, 5),
+                              N(STEERDC_BEHAVIOUR_FACE, 6),
+                              N(STEERDC_BEHAVIOUR_LOOK_WHERE_GOING, 7),
+                              N(STEERDC_BEHAVIOUR_PURSUE, 8),
+                              N(STEERDC_BEHAVIOUR_EVADE, 9),
+                              N(STEERDC_BEHAVIOUR_INTERPOSE, 10),
+                              N(STEERDC_BEHAVIOUR_WANDER, 11),
+                              N(STEERDC_BEHAVIOUR_FOLLOW_PATH, 12),
+                              N(STEERDC_FACING_LOOK_WHERE_GOING, 0),
+                              N(STEERDC_FACING_NONE, 1),
+                              N(STEERDC_FACING_TARGET, 2),
+                              N(STEERDC_COMBINE_BLEND, 0),
+                              N(STEERDC_COMBINE_PRIORITY, 1),
+                              N(STEERDC_PATH_ONCE, 0),
+                              N(STEERDC_PATH_LOOP, 1),
+                              N(STEERDC_PATH_PINGPONG, 2),
+                              N(STEERDC_CORNER_NONE, 0),
+                              N(STEERDC_CORNER_ARC, 1),
+                              N(STEERDC_CORNER_LAZY, 2),
+                              N(STEERDC_OBSTACLE_CIRCLE, 0),
+                              N(STEERDC_OBSTACLE_POLYGON, 1),
+                              N(STEERDC_OBSTACLE_WALL, 2),
+                              N(STEERDC_SNAPSHOTS_FULL, 0),
+                              N(STEERDC_SNAPSHOTS_DELTA, 1),
+                              N(STEERDC_VIEW_ALL, 0),
+                              N(STEERDC_VIEW_CENTRE, 1),
+                              N(STEERDC_VIEW_FOLLOW, 2),
+                              N(STEERDC_PARAM_TIME_TO_TARGET, 0),
+                              N(STEERDC_PARAM_TARGET_RADIUS, 1),
+                              N(STEERDC_PARAM_SLOW_RADIUS, 2),
+                              N(STEERDC_PARAM_KINEMATIC_TIME_TO_TARGET, 3),
+                              N(STEERDC_PARAM_ALIGN_TARGET_RADIUS, 4),
+                              N(STEERDC_PARAM_ALIGN_SLOW_RADIUS, 5),
+                              N(STEERDC_PARAM_ALIGN_TIME_TO_TARGET, 6),
+                              N(STEERDC_PARAM_MAX_PREDICTION, 7),
+                              N(STEERDC_PARAM_PANIC_RADIUS, 8),
+                              N(STEERDC_PARAM_WANDER_OFFSET, 9),
+                              N(STEERDC_PARAM_WANDER_RADIUS, 10),
+                              N(STEERDC_PARAM_WANDER_RATE, 11),
+                              N(STEERDC_PARAM_SEPARATION_RADIUS, 12),
+                              N(STEERDC_PARAM_TURN_TRIGGER_DISTANCE, 13),
+                              N(STEERDC_PARAM_PATH_RECOVER_STRENGTH, 14),
+                              N(STEERDC_PARAM_COUNT, 15)};
+  for (size_t i = 0; i < sizeof abi / sizeof abi[0]; i++)
+    ck_assert_msg(abi[i].value == abi[i].want, "%s is %ld, the ABI says %ld", abi[i].name, abi[i].value,
+                  abi[i].want);
 }
 END_TEST
 
@@ -557,6 +698,7 @@ static Suite *suite(void) {
   TCase *tc = check_tcase(s, "api", 120);
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_abi_layout);
+  tcase_add_test(tc, test_numbers);
   tcase_add_test(tc, test_token);
   tcase_add_loop_test(tc, test_commands, STEERDC_SNAPSHOTS_FULL, STEERDC_SNAPSHOTS_DELTA + 1);
   tcase_add_test(tc, test_polling);

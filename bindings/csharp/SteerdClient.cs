@@ -53,7 +53,7 @@ namespace Steerd
     public enum SteerdPathMode : uint { Once = 0, Loop = 1, PingPong = 2 }
     public enum SteerdCornering : uint { None = 0, Arc = 1, Lazy = 2 }
     public enum SteerdRenderMode : uint { Interpolate = 0, Extrapolate = 1, HoldNewest = 2, HoldOldest = 3 }
-    public enum SteerdEventCode : uint { Arrived = 0, Waypoint = 1, PathFinished = 2, Reversed = 3, Spawned = 4, Despawned = 5, Stuck = 6 }
+    public enum SteerdEventCode : uint { Arrived = 0, Waypoint = 1, PathFinished = 2, Reversed = 3, Spawned = 4, Despawned = 5, Stuck = 6, Planned = 7, Replanned = 8, Unreachable = 9 }
     public enum SteerdCommand : uint { Error = 0, Spawn = 2, Despawn = 3, SetBehaviour = 4, SetPath = 5, SetParams = 6, Stop = 7, Query = 8, Ping = 9, View = 10, AddObstacle = 12, RemoveObstacle = 13 }
     public enum SteerdObstacleKind : uint { Circle = 0, Polygon = 1, Wall = 2 }
     public enum SteerdViewKind : uint { All = 0, Centre = 1, Follow = 2 }

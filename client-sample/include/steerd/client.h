@@ -130,7 +130,10 @@ enum {
   STEERDC_EVENT_REVERSED = 3,      /* data = node index it turned at */
   STEERDC_EVENT_SPAWNED = 4,       /* data = owner client id */
   STEERDC_EVENT_DESPAWNED = 5,     /* data 0 */
-  STEERDC_EVENT_STUCK = 6 /* data = the path node aimed at (0 without a path): no progress for stuck_time */
+  STEERDC_EVENT_STUCK = 6, /* data = the path node aimed at (0 without a path): no progress for stuck_time */
+  STEERDC_EVENT_PLANNED = 7,    /* GOTO: the first route was planned; data = its length in cm */
+  STEERDC_EVENT_REPLANNED = 8,  /* GOTO: a new route replaced the one followed; data = its length in cm */
+  STEERDC_EVENT_UNREACHABLE = 9 /* GOTO: no route; data = the reason (PROTOCOL.md 7.4) */
 };
 
 /* Commands, as in steerdc_reply.command. */
