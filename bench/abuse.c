@@ -11,6 +11,9 @@
  *   observer frames/s min / median over the attack's whole seconds,
  *   ticks skipped (the server's own counter, from its stats line at SIGTERM),
  *   server VmRSS before / max / after (after: 2 s past the attack),
+ *   tick p99.9 over the attack and the 2 s after: the world step and how late
+ *   ticks began, as the upper bounds of /metrics' histogram buckets (a tick
+ *   is due every 33 ms at 30 Hz; "late" is the loop's silence),
  *   fresh clients that connected (WELCOME) / tried, one try every second,
  *   well-behaved clients still connected at the end (burst, bigworld).
  *
@@ -49,6 +52,7 @@
 #define _GNU_SOURCE
 #include <enet/enet.h>
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -60,6 +64,7 @@
 
 #include "bench_util.h"
 #include "client.h"
+#include "http_get.h"
 #include "protocol.h"
 #include "state_file.h"
 #include "steerd_proc.h"
@@ -100,6 +105,57 @@ static double rss_mb(void) {
 }
 
 static long log_bytes;
+
+/* The cumulative buckets of one /metrics histogram (steerd_tick_bucket_bounds
+ * of server/metrics.c, then +Inf). */
+#define TICK_BUCKETS 13
+typedef struct histogram {
+  double le[TICK_BUCKETS];
+  double count[TICK_BUCKETS];
+} histogram;
+typedef struct tick_times {
+  histogram step, late;
+} tick_times;
+
+static void read_histogram(const char *body, const char *name, histogram *h) {
+  memset(h, 0, sizeof *h);
+  char prefix[96];
+  int n = snprintf(prefix, sizeof prefix, "%s_bucket{le=\"", name), k = 0;
+  for (const char *p = strstr(body, prefix); p && k < TICK_BUCKETS; p = strstr(p + 1, prefix)) {
+    const char *v = p + n;
+    h->le[k] = strncmp(v, "+Inf", 4) == 0 ? INFINITY : strtod(v, NULL);
+    const char *sp = strchr(v, ' ');
+    h->count[k++] = sp ? strtod(sp + 1, NULL) : 0.0;
+  }
+}
+
+/* 0 if /metrics did not answer. */
+static int read_tick_times(tick_times *t) {
+  static char body[1 << 17];
+  if (http_get(srv.http_port, "/metrics", body, sizeof body, 5000) != 200)
+    return 0;
+  read_histogram(body, "steerd_tick_duration_seconds", &t->step);
+  read_histogram(body, "steerd_tick_lateness_seconds", &t->late);
+  return 1;
+}
+
+/* The p99.9 of what was observed between a and b: the upper bound of the
+ * first bucket holding it, as text in ms. */
+static const char *p999(const histogram *a, const histogram *b, char *out, size_t cap) {
+  double total = b->count[TICK_BUCKETS - 1] - a->count[TICK_BUCKETS - 1];
+  snprintf(out, cap, "?");
+  if (!(total > 0.0))
+    return out;
+  for (int k = 0; k < TICK_BUCKETS; k++)
+    if (b->count[k] - a->count[k] >= 0.999 * total) {
+      if (isinf(b->le[k]))
+        snprintf(out, cap, "> %g", b->le[k - 1] * 1e3);
+      else
+        snprintf(out, cap, "≤ %g", b->le[k] * 1e3);
+      break;
+    }
+  return out;
+}
 
 /* SIGTERM, wait, and the skipped ticks from the stats line of the log. */
 static long stop_server(void) {
@@ -509,25 +565,29 @@ int main(int argc, char **argv) {
   char max_agents[32], max_clients[32];
   snprintf(max_agents, sizeof(max_agents), "%d", o.agents + 1000);
   snprintf(max_clients, sizeof(max_clients), "%d", o.clients + nsp + 32);
-  const char *args_plain[24] = {"--no-demo", "--max-agents", "2000", NULL};
+  const char *args_plain[26] = {"--no-demo", "--max-agents", "2000", "--http-port", "auto", NULL};
   if (mf) { /* the admin is anonymous; --server-arg: as an operator tunes it */
-    int n = 3;
+    int n = 5;
     args_plain[n++] = "--anonymous-role";
     args_plain[n++] = "admin";
     args_plain[n++] = "--rate-limit";
     args_plain[n++] = "1000000";
     args_plain[n++] = "--rate-burst";
     args_plain[n++] = "1000000";
-    for (int i = 0; i < o.server_argc && n < 23; i++)
+    for (int i = 0; i < o.server_argc && n < 25; i++)
       args_plain[n++] = o.server_args[i];
     args_plain[n] = NULL;
   }
-  const char *args_big[40] = {
-      "--no-demo", "--max-agents", max_agents, "--max-clients",           max_clients, "--rate-limit",
-      "1000000",   "--rate-burst", "1000000",  "--max-agents-per-client", max_agents,  NULL};
+  const char *args_big[42] = {"--no-demo", "--max-agents",
+                              max_agents,  "--max-clients",
+                              max_clients, "--rate-limit",
+                              "1000000",   "--rate-burst",
+                              "1000000",   "--max-agents-per-client",
+                              max_agents,  "--http-port",
+                              "auto",      NULL};
   char state[] = "/tmp/steerd-abuse-state-XXXXXX";
   if (sb) { /* an empty world; the burst fills it */
-    int n = 11;
+    int n = 13;
     args_big[n++] = "--max-pending";
     args_big[n++] = "256";
     for (int i = 0; i < o.server_argc; i++)
@@ -539,7 +599,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "abuse: cannot write the state file %s\n", state);
       return 1;
     }
-    int n = 11;
+    int n = 13;
     args_big[n++] = "--state";
     args_big[n++] = state;
     args_big[n++] = "--checkpoint-interval";
@@ -625,6 +685,8 @@ int main(int argc, char **argv) {
     }
   }
   double rss_before = rss_mb(), rss_max = rss_before;
+  tick_times ticks0, ticks1;
+  int have_ticks = read_tick_times(&ticks0);
   int clients_up = 0;
   for (int i = 0; i < (big ? 0 : o.clients); i++)
     clients_up += steerd_client_get_state(cl[i].c) == STEERD_CLIENT_WELCOMED;
@@ -756,6 +818,7 @@ int main(int argc, char **argv) {
     steerd_proc_sleep_ms(2);
   }
   double rss_after = rss_mb();
+  have_ticks = have_ticks && read_tick_times(&ticks1);
   int obs_up = !obs.gone && steerd_client_get_state(obs.c) == STEERD_CLIENT_WELCOMED;
   long skipped = stop_server();
   if (big && !sb)
@@ -766,16 +829,22 @@ int main(int argc, char **argv) {
   fprintf(stderr, "\n");
   qsort(per_second, (size_t)o.seconds, sizeof(per_second[0]), bench_cmp_u64);
   steerd_client_welcome(obs.c);
-  printf("| attack | server | observer frames/s min / median | ticks skipped | RSS MB before / max / after | "
-         "fresh client connected | clients connected after | server log |\n");
-  printf("|---|---|---|---:|---|---|---|---:|\n");
+  char step_txt[32] = "?", late_txt[32] = "?";
+  if (have_ticks) {
+    p999(&ticks0.step, &ticks1.step, step_txt, sizeof step_txt);
+    p999(&ticks0.late, &ticks1.late, late_txt, sizeof late_txt);
+  }
+  printf("| attack | server | observer frames/s min / median | ticks skipped | tick p99.9 ms step / late | "
+         "RSS MB before / max / after | fresh client connected | clients connected after | server log |\n");
+  printf("|---|---|---|---:|---|---|---|---|---:|\n");
   char clients_txt[64] = "observer only";
   if (o.clients)
     snprintf(clients_txt, sizeof(clients_txt), "%d of %d", still, clients_up);
-  printf("| %s %s | %s | %llu / %llu | %ld | %.1f / %.1f / %.1f | %d of %d | %s%s | %.1f KB |\n", o.attack,
-         o.label, o.binary, (unsigned long long)per_second[0], (unsigned long long)per_second[o.seconds / 2],
-         skipped, rss_before, rss_max, rss_after, probes_ok, probes, clients_txt,
-         obs_up ? "" : " (observer dropped)", (double)log_bytes / 1024.0);
+  printf("| %s %s | %s | %llu / %llu | %ld | %s / %s | %.1f / %.1f / %.1f | %d of %d | %s%s | %.1f KB |\n",
+         o.attack, o.label, o.binary, (unsigned long long)per_second[0],
+         (unsigned long long)per_second[o.seconds / 2], skipped, step_txt, late_txt, rss_before, rss_max,
+         rss_after, probes_ok, probes, clients_txt, obs_up ? "" : " (observer dropped)",
+         (double)log_bytes / 1024.0);
   printf("(attack packets sent %llu, connects %llu; server CPU during the attack %.0f %% of a core)\n",
          (unsigned long long)sent_total, (unsigned long long)connects_total,
          100.0 * cpu_attack / wall_attack);
