@@ -106,12 +106,13 @@ static double rss_mb(void) {
 
 static long log_bytes;
 
-/* The cumulative buckets of one /metrics histogram (steerd_tick_bucket_bounds
- * of server/metrics.c, then +Inf). */
-#define TICK_BUCKETS 13
+/* The cumulative buckets of one /metrics histogram, as many as it has (up
+ * to MAX_BUCKETS), the last +Inf. */
+#define MAX_BUCKETS 32
 typedef struct histogram {
-  double le[TICK_BUCKETS];
-  double count[TICK_BUCKETS];
+  int n;
+  double le[MAX_BUCKETS];
+  double count[MAX_BUCKETS];
 } histogram;
 typedef struct tick_times {
   histogram step, late;
@@ -120,12 +121,12 @@ typedef struct tick_times {
 static void read_histogram(const char *body, const char *name, histogram *h) {
   memset(h, 0, sizeof *h);
   char prefix[96];
-  int n = snprintf(prefix, sizeof prefix, "%s_bucket{le=\"", name), k = 0;
-  for (const char *p = strstr(body, prefix); p && k < TICK_BUCKETS; p = strstr(p + 1, prefix)) {
+  int n = snprintf(prefix, sizeof prefix, "%s_bucket{le=\"", name);
+  for (const char *p = strstr(body, prefix); p && h->n < MAX_BUCKETS; p = strstr(p + 1, prefix)) {
     const char *v = p + n;
-    h->le[k] = strncmp(v, "+Inf", 4) == 0 ? INFINITY : strtod(v, NULL);
+    h->le[h->n] = strncmp(v, "+Inf", 4) == 0 ? INFINITY : strtod(v, NULL);
     const char *sp = strchr(v, ' ');
-    h->count[k++] = sp ? strtod(sp + 1, NULL) : 0.0;
+    h->count[h->n++] = sp ? strtod(sp + 1, NULL) : 0.0;
   }
 }
 
@@ -142,11 +143,13 @@ static int read_tick_times(tick_times *t) {
 /* The p99.9 of what was observed between a and b: the upper bound of the
  * first bucket holding it, as text in ms. */
 static const char *p999(const histogram *a, const histogram *b, char *out, size_t cap) {
-  double total = b->count[TICK_BUCKETS - 1] - a->count[TICK_BUCKETS - 1];
   snprintf(out, cap, "?");
+  if (a->n != b->n || b->n < 2 || !isinf(b->le[b->n - 1]))
+    return out;
+  double total = b->count[b->n - 1] - a->count[a->n - 1];
   if (!(total > 0.0))
     return out;
-  for (int k = 0; k < TICK_BUCKETS; k++)
+  for (int k = 0; k < b->n; k++)
     if (b->count[k] - a->count[k] >= 0.999 * total) {
       if (isinf(b->le[k]))
         snprintf(out, cap, "> %g", b->le[k - 1] * 1e3);

@@ -20,7 +20,8 @@
  * Version 3 is version 2 with the GOTO planner's state after the demo part:
  * u32 P (> 0), then P bytes of steer_planner_save() (checked by
  * steer_planner_load). A server with no agent in GOTO and no plan waiting
- * writes version 2, which servers before version 3 still read.
+ * writes version 2. The world inside has its own format word
+ * (STEER_STATE_VERSION, world_state.c).
  * Pure: no I/O (server/checkpoint.c reads and writes files). */
 #ifndef STEERD_PERSIST_H
 #define STEERD_PERSIST_H

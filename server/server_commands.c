@@ -497,7 +497,7 @@ int steerd_server_agent_report(const steerd_server *s, steer_id id, proto_agent_
   r->state = info.state;
   r->limits = info.limits;
   r->owner = info.owner;
-  r->has_tuning = 1; /* the agent's avoidance, wall feeler and stuck detection (PROTOCOL.md 6.8) */
+  r->has_tuning = 1; /* the agent's avoidance, wall feeler, stuck detection and arrival (PROTOCOL.md 6.8) */
   proto_tuning_of(&info.behaviour, &r->tuning);
   steerd_goto_report(s->planner, s->world, r);
   return STEER_OK;

@@ -197,6 +197,40 @@ START_TEST(test_rally_settles) {
 }
 END_TEST
 
+/* An agent pressed against a wall does not settle against one done on the
+ * wall's other side, its bodies touching through the wall (a wall has no
+ * thickness): the two are not together at the point. */
+START_TEST(test_no_settling_through_a_wall) {
+  steer_world *w = crowd_world(2, 20.0f, 1);
+  ck_assert_ptr_nonnull(w);
+  vec2 wall[] = {{0.0f, -5.0f}, {0.0f, 5.0f}};
+  steer_obstacle_desc o = {STEER_OBSTACLE_WALL, 2, wall, 0.0f};
+  ck_assert_int_eq(steer_world_add_obstacle(w, 1, &o, NULL), STEER_OK);
+  const vec2 point = v2(0.42f, 0.0f);
+  steer_agent_desc there = crowd_walker(point, point), behind = crowd_walker(v2(-3.0f, 0.0f), point);
+  there.behaviour.arrival = behind.behaviour.arrival = STEER_ARRIVAL_SETTLE;
+  behind.behaviour.wall_lookahead = 0.0f; /* straight into the wall, body against it */
+  behind.behaviour.wall_margin = 0.0f;
+  steer_id a, b;
+  ck_assert_int_eq(steer_world_spawn(w, &there, 0, &a), STEER_OK);
+  ck_assert_int_eq(steer_world_spawn(w, &behind, 0, &b), STEER_OK);
+  float nearest = INFINITY;
+  for (int t = 0; t < 200; t++) { /* 10 s */
+    steer_world_step(w, DT);
+    steer_world_view v = steer_world_get_view(w);
+    nearest = fminf(nearest, hypotf(v.px[0] - v.px[1], v.py[0] - v.py[1]) - 2.0f * CROWD_RADIUS);
+  }
+  steer_agent_info ia, ib;
+  ck_assert_int_eq(steer_world_get(w, a, &ia), STEER_OK);
+  ck_assert_int_eq(steer_world_get(w, b, &ib), STEER_OK);
+  ck_assert(ia.arrived);
+  ck_assert_msg(nearest <= STEER_SETTLE_GAP, "the bodies never touched through the wall (gap %.3f m)",
+                (double)nearest);
+  ck_assert_msg(!ib.arrived, "settled through the wall at x = %.2f", (double)ib.state.position.x);
+  steer_world_destroy(w);
+}
+END_TEST
+
 /* ---- geometry steering and stuck ------------------------------------------------ */
 
 START_TEST(test_pillar_seek_round) {
@@ -443,6 +477,7 @@ static Suite *avoid_suite(void) {
   tcase_add_loop_test(c, test_circle_swap, 0, 3);
   tcase_add_loop_test(c, test_doorway_swap, 0, 2);
   tcase_add_loop_test(c, test_rally_settles, 0, 2);
+  tcase_add_test(c, test_no_settling_through_a_wall);
   TCase *g = check_tcase(s, "geometry", 120);
   tcase_add_test(g, test_pillar_seek_round);
   tcase_add_test(g, test_dead_end_reports_stuck);

@@ -1700,6 +1700,46 @@ END_TEST
 
 /* ---- PROTOCOL.md examples ---------------------------------------------------------------- */
 
+/* Removes the first `key` (a fixstr) and its value, `vlen` bytes, from the
+ * message, and decrements the tuning map's count. */
+static size_t drop_tuning_key(uint8_t *b, size_t n, const char *key, size_t vlen) {
+  uint8_t k[32];
+  size_t kl = strlen(key);
+  k[0] = (uint8_t)(0xa0u | kl);
+  memcpy(k + 1, key, kl);
+  uint8_t *at = find_bytes(b, n, k, kl + 1);
+  uint8_t *map = find_bytes(b, n, "\xa6tuning", 7);
+  ck_assert(at && map);
+  map[7]--; /* a fixmap */
+  size_t cut = kl + 1 + vlen;
+  memmove(at, at + cut, n - (size_t)(at - b) - cut);
+  return n - cut;
+}
+
+/* QUERY's tuning from a server that predates `arrival` (seven keys) decodes,
+ * arriving at the point; one without an earlier key is refused. */
+START_TEST(test_tuning_without_arrival) {
+  uint8_t old[1024];
+  size_t n = ex_ack_query(buf, sizeof buf);
+  memcpy(old, buf, n);
+  size_t m = drop_tuning_key(old, n, "arrival", 6); /* "point": a5 + 5 */
+  ck_assert_uint_eq(m, n - 14);
+  proto_server_msg msg, now;
+  proto_error_info e;
+  ck_assert_int_eq(proto_decode_server_msg(buf, n, &now, NULL, 0, &e), 0);
+  ck_assert_int_eq(proto_decode_server_msg(old, m, &msg, NULL, 0, &e), 0);
+  ck_assert(msg.ack.query.has_tuning);
+  ck_assert_uint_eq(msg.ack.query.tuning.arrival, STEER_ARRIVAL_POINT);
+  const proto_tuning *t = &msg.ack.query.tuning, *u = &now.ack.query.tuning;
+  ck_assert(t->avoid_weight == u->avoid_weight && t->avoid_horizon == u->avoid_horizon &&
+            t->avoid_priority == u->avoid_priority && t->wall_lookahead == u->wall_lookahead &&
+            t->wall_margin == u->wall_margin && t->stuck_time == u->stuck_time &&
+            t->stuck_reaction == u->stuck_reaction);
+  m = drop_tuning_key(old, m, "stuck_time", 5); /* a float32: ca + 4 */
+  ck_assert_int_ne(proto_decode_server_msg(old, m, &msg, NULL, 0, &e), 0);
+}
+END_TEST
+
 START_TEST(test_protocol_md_examples) {
   steerd_md_examples_check(PROTOCOL_MD, "example", examples, EXAMPLE_COUNT);
 }
@@ -2065,6 +2105,7 @@ static Suite *protocol_suite(void) {
   tcase_add_test(tc, test_fuzz);
   tcase_add_test(tc, test_protocol_md_examples);
   tcase_add_test(tc, test_goto_wire);
+  tcase_add_test(tc, test_tuning_without_arrival);
   tcase_add_test(tc, test_delta_messages);
   tcase_add_test(tc, test_reader_every_format);
   return s;

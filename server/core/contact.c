@@ -17,10 +17,13 @@
  * state between ticks: the lists are consumed and cleared.
  *
  * The same lists say who touches whom for STEER_ARRIVAL_SETTLE: after the
- * pushes, an arriving avoider that touches an agent already done at its goal
- * is done too (world_settle). Who is done is read as the tick began, so the
- * result does not depend on the order agents are visited in either; a
- * crowd settles outward from the goal by one body a tick at most. */
+ * pushes, an arriving avoider on its last leg that touches an agent already
+ * done at its goal, with no wall between their centres, is done too
+ * (settles, settle). Who is done is read as the tick began, so the result
+ * does not depend on the order agents are visited in either; a crowd
+ * settles outward from the goal by one body a tick at most. A body's
+ * candidates are its WORLD_CONTACT_MAX nearest, so in a dense pack a done
+ * agent further down the list may be missed for a tick. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,34 +158,42 @@ static int contact_disp(const steer_world *w, uint32_t d, float *ox, float *oy) 
   return hits > 0;
 }
 
-/* Whether avoider d, arriving with STEER_ARRIVAL_SETTLE and not done, touches
- * one of its candidates that is done at the same goal. */
+/* Whether avoider d, arriving with STEER_ARRIVAL_SETTLE, not done and on its
+ * last leg (a path follower heading for its last node), touches one of its
+ * candidates that is done at the same goal, the two not parted by a wall. */
 static int settles(const steer_world *w, uint32_t d) {
   vec2 goal, other;
   float within, unused;
   if (w->behaviour[d].arrival != STEER_ARRIVAL_SETTLE || !arrival_goal(w, d, &goal, &within) ||
       arrival_done(w, d))
     return 0;
+  if (w->behaviour[d].kind == STEER_BEHAVIOUR_FOLLOW_PATH &&
+      w->cursor[d].node + 1u != w->paths[w->path[d]].count)
+    return 0;
   const uint32_t *list = w->ctc + (size_t)d * WORLD_CONTACT_MAX;
   for (uint32_t i = 0; i < w->ctc_n[d]; i++) {
     uint32_t j = list[i];
     float dx = w->px[d] - w->px[j], dy = w->py[d] - w->py[j];
     float reach = w->radius[d] + w->radius[j] + STEER_SETTLE_GAP;
+    float t;
+    vec2 n;
     if (dx * dx + dy * dy <= reach * reach && arrival_done(w, j) && arrival_goal(w, j, &other, &unused) &&
-        v2_len2(v2_sub(other, goal)) <= within * within)
+        v2_len2(v2_sub(other, goal)) <= within * within &&
+        !(w->map_live && steer_map_cast(w->map, v2(w->px[d], w->py[d]), v2(-dx, -dy), 0.0f, &t, &n)))
       return 1;
   }
   return 0;
 }
 
-/* Agent d is done where it stands (world_holds): the event is the one its
- * behaviour sends at the goal. */
+/* Agent d is done where it stands (world_holds): the events are the ones its
+ * behaviour sends at the goal (a path's last node: WAYPOINT, then
+ * PATH_FINISHED). */
 static void settle(steer_world *w, uint32_t d) {
   if (w->behaviour[d].kind == STEER_BEHAVIOUR_FOLLOW_PATH) {
     steer_path_cursor *c = &w->cursor[d];
-    c->node = w->paths[w->path[d]].count - 1u;
     c->finished = 1;
     c->turn_time_left = 0.0f;
+    world_emit(w, w->id[d], STEER_EVENT_WAYPOINT, c->node);
     world_emit(w, w->id[d], STEER_EVENT_PATH_FINISHED, c->node);
   } else {
     w->arrived[d] = 1;

@@ -155,9 +155,10 @@ static steer_output dynamic_steering(steer_world *w, uint32_t d, const steer_sta
       goto lost;
     if (b->kind == STEER_BEHAVIOUR_FLEE)
       o = steer_flee(s, l, p, tp);
-    else if (b->kind == STEER_BEHAVIOUR_ARRIVE && b->arrival != STEER_ARRIVAL_PASS)
+    else if (b->kind == STEER_BEHAVIOUR_ARRIVE &&
+             (b->arrival != STEER_ARRIVAL_PASS || b->target.kind != STEER_TARGET_POINT))
       o = steer_arrive(s, l, p, tp);
-    else /* seek, and an arrival that passes through the point at speed */
+    else /* seek, and an arrival that passes through its point at speed */
       o = steer_seek(s, l, p, tp);
     break;
   case STEER_BEHAVIOUR_VELOCITY_MATCH:

@@ -1401,7 +1401,7 @@ def map_scenario(port):
         check(is_error(rep, BAD_FIELD, "params.avoid_priority"), "§5.2: avoid_priority above 255 is BAD_FIELD",
               describe(rep))
         rep = a.request(SET_PARAMS, {"agent": seeker, "params": {"avoid_weight": 1.5, "arrival": "land"}})
-        check(is_error(rep, BAD_FIELD, "params.arrival"), "§5.2: an arrival other than point or settle is BAD_FIELD",
+        check(is_error(rep, BAD_FIELD, "params.arrival"), "§5.2: an arrival other than point, settle or pass is BAD_FIELD",
               describe(rep))
         rep = a.request(SET_PARAMS, {"agent": seeker, "params": {"avoid_weight": 1.5, "avoid_priority": 3,
                                                                  "stuck_reaction": "give_up", "arrival": "settle"}})

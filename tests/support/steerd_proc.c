@@ -107,7 +107,7 @@ int steerd_proc_start(steerd_proc *p, const char *binary, const char *const *ext
       break;
     int status = 0;
     if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
-      p->pid = 0; /* exited before listening: the log says why, so the failing test shows it */
+      p->pid = 0; /* exited before listening: printed, so a test that expected it to start shows why */
       report_early_exit(p, status);
       return -1;
     }
