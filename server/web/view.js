@@ -356,7 +356,8 @@
       send(MSG.QUERY, { agent: id });
       const q = "id=" + id + (token ? "&token=" + encodeURIComponent(token) : "");
       fetch("/api/agent?" + q).then((r) => (r.ok ? r.json() : null)).then((d) => {
-        if (selected === id) detail = d;
+        // Paused, the drawn route and target stand still too: only the first comes in.
+        if (selected === id && (!paused || !detail)) detail = d;
       }).catch(() => {});
     };
     refresh();
@@ -588,6 +589,7 @@
     fitting: () => fitPending > 0, // "fit everything" waits for its whole-world snapshot
     marks: () => [...marks].map(([id, m]) => ({ id, code: m.code })),
     details: () => [...details].map(([id, d]) => ({ id, ...d })),
+    routeShown: () => detail !== null, // the selected agent's /api/agent has come and is drawn
     colourOf: (id) => colourOf(id)[0],
     colours: () => [...new Set([...Object.values(BEHAVIOUR_COLOURS), ...OWNER_COLOURS, UNKNOWN_COLOUR])],
     legend: () => [...legendEl.children].map((li) => ({ name: li.dataset.name, count: Number(li.dataset.count), colour: li.dataset.colour })),

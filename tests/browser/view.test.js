@@ -280,6 +280,9 @@ async function main() {
       fs.writeFileSync(SHOT, await page.screenshot());
     }
 
+    // The selected agent's route and target (/api/agent) are drawn before the pause, which
+    // keeps them as they are.
+    await waitFor(page, () => window.steerdView.routeShown(), "the selected agent's route is drawn", 10000);
     // Pause: the picture stands still. The map stays live while paused (the demo's side door
     // closes and opens every 20 s), and a changed obstacle under an agent's anti-aliased edge
     // changes a few of its pixels: a pair of shots that straddles a map change is taken again.
