@@ -177,20 +177,30 @@ static void level(void) {
   steer_world_destroy(w);
 }
 
+/* A default world with one dynamic agent at the origin arriving at goal (the
+ * default params and limits), with the given arrival; *d is its desc. */
+static steer_world *lone_arriver(const char *what, vec2 goal, uint8_t arrival, steer_agent_desc *d,
+                                 steer_id *id) {
+  steer_world_config cfg = steer_default_world_config();
+  steer_world *w = built(steer_world_create(&cfg), what);
+  *d = steer_default_agent_desc();
+  d->model = STEER_MODEL_DYNAMIC;
+  d->behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
+  d->behaviour.target.kind = STEER_TARGET_POINT;
+  d->behaviour.target.point = goal;
+  d->behaviour.arrival = arrival;
+  if (steer_world_spawn(w, d, 0, id) != STEER_OK)
+    built(NULL, what);
+  return w;
+}
+
 /* One dynamic agent with the default params on a clear line of len m at 3 m/s,
  * 6 m/s^2: when it arrives (the ARRIVED event) and is at rest, against the
  * straight-line time len / max_speed. */
 static void trip(float len) {
-  steer_world_config cfg = steer_default_world_config();
-  steer_world *w = built(steer_world_create(&cfg), "trip");
-  steer_agent_desc d = steer_default_agent_desc();
-  d.model = STEER_MODEL_DYNAMIC;
-  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
-  d.behaviour.target.kind = STEER_TARGET_POINT;
-  d.behaviour.target.point = v2(len, 0.0f);
+  steer_agent_desc d;
   steer_id id;
-  if (steer_world_spawn(w, &d, 0, &id) != STEER_OK)
-    built(NULL, "trip");
+  steer_world *w = lone_arriver("trip", v2(len, 0.0f), STEER_ARRIVAL_POINT, &d, &id);
   float arrived = -1.0f, rest = -1.0f, beyond = -INFINITY;
   for (int i = 1; i <= (int)(60.0f / DT); i++) {
     steer_world_step(w, DT);
@@ -213,17 +223,9 @@ static void trip(float len) {
  * one before, with the given arrival. When the last ARRIVED came, and the
  * slowest speed on the way after the first metre. */
 static void chain(uint8_t arrival, int goals, float step) {
-  steer_world_config cfg = steer_default_world_config();
-  steer_world *w = built(steer_world_create(&cfg), "chain");
-  steer_agent_desc d = steer_default_agent_desc();
-  d.model = STEER_MODEL_DYNAMIC;
-  d.behaviour = steer_default_behaviour(STEER_BEHAVIOUR_ARRIVE);
-  d.behaviour.target.kind = STEER_TARGET_POINT;
-  d.behaviour.target.point = v2(step, 0.0f);
-  d.behaviour.arrival = arrival;
+  steer_agent_desc d;
   steer_id id;
-  if (steer_world_spawn(w, &d, 0, &id) != STEER_OK)
-    built(NULL, "chain");
+  steer_world *w = lone_arriver("chain", v2(step, 0.0f), arrival, &d, &id);
   int sent = 1;
   float done = -1.0f, slowest = INFINITY;
   for (int i = 1; i <= (int)(120.0f / DT) && done < 0.0f; i++) {

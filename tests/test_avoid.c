@@ -15,6 +15,7 @@
 #include "crowd_scenes.h"
 #include "map.h"
 #include "rng.h"
+#include "state_file.h"
 #include "world.h"
 #include "world_fixture.h"
 
@@ -153,12 +154,8 @@ START_TEST(test_rally_settles) {
   ck_assert_ptr_nonnull(w);
   crowd_run r = crowd_run_until(w, done, 20, 2000, 0);
   ck_assert_uint_ge(r.done, 20);
-  size_t len = steer_world_state_size(w);
-  uint8_t *buf = malloc(len);
-  ck_assert_int_eq(steer_world_save(w, buf, len, NULL), STEER_OK);
-  steer_world *c = steer_world_load(buf, len, NULL);
+  steer_world *c = steerd_test_copy_world(w);
   ck_assert_ptr_nonnull(c);
-  free(buf);
   crowd_run rest = crowd_run_until(w, done, CROWD_RALLY_N - r.done, 2000, 0);
   r.done += rest.done;
   r.ticks += rest.ticks;
@@ -404,12 +401,8 @@ START_TEST(test_determinism_and_restore) {
     steer_world_step(b, DT);
   }
   ck_assert_uint_eq(steer_world_hash(a), steer_world_hash(b));
-  size_t len = steer_world_state_size(a);
-  uint8_t *buf = malloc(len);
-  ck_assert_int_eq(steer_world_save(a, buf, len, NULL), STEER_OK);
-  steer_world *c = steer_world_load(buf, len, NULL);
+  steer_world *c = steerd_test_copy_world(a);
   ck_assert_ptr_nonnull(c);
-  free(buf);
   for (int t = 0; t < 300; t++) {
     steer_world_step(a, DT);
     steer_world_step(c, DT);

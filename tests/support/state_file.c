@@ -60,3 +60,12 @@ int steerd_test_write_state(const char *path, uint32_t n, uint32_t capacity, flo
 int steerd_test_write_state_v1(const char *path, uint32_t n, uint32_t capacity, float *half_m) {
   return write_state(path, n, capacity, half_m, 1);
 }
+
+steer_world *steerd_test_copy_world(const steer_world *w) {
+  size_t len = steer_world_state_size(w);
+  uint8_t *buf = malloc(len);
+  steer_world *c =
+      buf && steer_world_save(w, buf, len, NULL) == STEER_OK ? steer_world_load(buf, len, NULL) : NULL;
+  free(buf);
+  return c;
+}
