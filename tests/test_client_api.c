@@ -572,10 +572,11 @@ START_TEST(test_commands) {
   ck_assert_msg(llabs((long long)est - (long long)r.server_time_us) < 1000000,
                 "estimated server time %llu vs %llu", (unsigned long long)est,
                 (unsigned long long)r.server_time_us);
-  ck_assert_uint_gt(stats.frames_complete, 50);
+  /* A sanitizer build on a loaded machine delivers fewer than half the 20 Hz. */
+  ck_assert_uint_gt(stats.frames_complete, 20);
   ck_assert_uint_gt(stats.samples_total, 100);
-  if (mode == STEERDC_SNAPSHOTS_DELTA)
-    ck_assert_uint_gt(stats.delta_acks_sent, 50);
+  if (mode == STEERDC_SNAPSHOTS_DELTA) /* one SNAPSHOT_ACK per rebuilt frame */
+    ck_assert_uint_eq(stats.delta_acks_sent, stats.frames_complete);
 
   /* VIEW: a circle far away empties a delta client's buffer; the whole world
    * brings the agents back. A full client is ACKed and sees no change. */

@@ -146,7 +146,9 @@ START_TEST(test_delta_matches_full) {
 
   steerd_client_stats st;
   steerd_client_get_stats(delta.client, &st);
-  ck_assert_uint_gt(st.delta_acks_sent, 30);
+  /* Every rebuilt frame is acknowledged, however few a loaded machine delivers. */
+  ck_assert_uint_ge(st.frames_complete, 10);
+  ck_assert_uint_eq(st.delta_acks_sent, st.frames_complete);
   ck_assert_uint_eq(st.errors, 0); /* acks are never answered */
   ck_assert_uint_eq(delta.errors, 0);
   steerd_client_stats fs;
