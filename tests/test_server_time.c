@@ -150,8 +150,9 @@ START_TEST(snapshots_carry_the_time_of_their_tick) {
   recorder *rs[2] = {&full, &delta};
   pump(rs, 2, 3000);
   ck_assert_uint_eq(full.overflow + delta.overflow, 0);
-  ck_assert_uint_ge(full.frame_count, 40);
-  ck_assert_uint_ge(delta.frame_count, 40);
+  /* 60 at 20 Hz; a sanitizer build on a loaded machine delivers under half. */
+  ck_assert_uint_ge(full.frame_count, 20);
+  ck_assert_uint_ge(delta.frame_count, 20);
   uint32_t steady_full = check_tick_times(&full, "full");
   uint32_t steady_delta = check_tick_times(&delta, "delta");
   /* A stall on a busy machine may skip steps now and then, not most of the time. */
