@@ -114,7 +114,9 @@ const cmd_help commands[] = {
      {"seconds", "seed", "rate", NULL},
      "  bots N [--seconds S] [--seed K] [--rate HZ]\n"
      "      N connections issuing random valid commands at HZ (4) per bot for S seconds\n"
-     "      (10), then a summary per bot; the bots despawn their agents before they leave.\n"
+     "      (10), then a summary per bot and the timings' p50, p90, p99 and max: command to\n"
+     "      reply (ACK or ERROR) and the interval between snapshot frames; the bots despawn\n"
+     "      their agents before they leave.\n"
      "      A bot whose connection times out (--timeout) tries twice more.\n"
      "      e.g. steerd-client bots 20 --seconds 30 --seed 7\n"},
 };

@@ -13,6 +13,64 @@
 #define BOT_AGENTS     4   /* agents each bot keeps alive */
 #define BOT_MAX_AGENTS 16
 #define BOT_PENDING    16 /* spawns in flight per bot */
+#define BOT_FLIGHT     64 /* commands timed per bot, from send to reply */
+
+/* ---- Timings ---------------------------------------------------------------- */
+
+/* Durations of one kind in microseconds, every one kept for the percentiles
+ * (a bot sends a few commands a second and sees 20 snapshots: megabytes only
+ * for runs of hours, so past BOT_SAMPLES_MAX they are counted, not kept). */
+#define BOT_SAMPLES_MAX (1u << 24)
+typedef struct samples {
+  uint32_t *v;
+  uint32_t n, cap;
+  uint64_t untimed; /* not kept: the cap, no memory, or the send time lost */
+} samples;
+
+static samples g_reply;    /* a command's send to its ACK or ERROR */
+static samples g_interval; /* one complete snapshot frame to the next, per bot */
+static int g_timing;       /* 1 while the bots act: the tidy-up's despawns are not the load */
+
+static void sample_add(samples *s, uint64_t us) {
+  if (s->n == s->cap) {
+    uint32_t cap = s->cap ? 2u * s->cap : 4096u;
+    uint32_t *v = cap <= BOT_SAMPLES_MAX ? realloc(s->v, (size_t)cap * sizeof *v) : NULL;
+    if (v == NULL) {
+      s->untimed++;
+      return;
+    }
+    s->v = v;
+    s->cap = cap;
+  }
+  s->v[s->n++] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* One line: the count, then p50, p90, p99 and the maximum in milliseconds
+ * (nearest rank, of the sorted samples). */
+static void samples_print(samples *s, const char *what) {
+  printf("%-24s %8u", what, (unsigned)s->n);
+  if (s->n == 0) {
+    printf("%10s %10s %10s %10s\n", "-", "-", "-", "-");
+    return;
+  }
+  qsort(s->v, s->n, sizeof *s->v, cmp_u32);
+  static const double ranks[] = {0.50, 0.90, 0.99};
+  for (size_t k = 0; k < sizeof ranks / sizeof ranks[0]; k++) {
+    uint32_t i = (uint32_t)(ranks[k] * (double)s->n + 0.999999);
+    printf(" %10.3f", (double)s->v[(i > 0 ? i : 1u) - 1u] / 1000.0);
+  }
+  printf(" %10.3f\n", (double)s->v[s->n - 1u] / 1000.0);
+}
+
+static void samples_free(samples *s) {
+  free(s->v);
+  memset(s, 0, sizeof *s);
+}
 
 /* ---- Bots ------------------------------------------------------------------ */
 
@@ -29,6 +87,10 @@ typedef struct bot {
   uint32_t pending_id[BOT_PENDING];
   uint8_t pending_model[BOT_PENDING];
   uint64_t sent;
+  uint32_t n_flight; /* commands sent and not answered, with their send times */
+  uint32_t flight_id[BOT_FLIGHT];
+  uint64_t flight_us[BOT_FLIGHT];
+  uint64_t last_frame_us;                       /* 0: no frame yet */
   uint32_t tries;                               /* connection attempts (BOT_TRIES at most) */
   uint64_t errors_by_code[PROTO_ERR_COUNT + 1]; /* last slot: codes out of range */
   vec2 lo, hi;                                  /* m, where to put points */
@@ -54,6 +116,7 @@ static void bot_lost(bot *b, const char *what, int r) {
 #define BOT_TRIES 3
 
 static void bot_on_reply(void *user, const proto_server_msg *m);
+static void bot_on_frame(void *user, const steerd_client_frame *f);
 
 /* Starts (or starts again) bot b's connection: 0, or the client's error. */
 static int bot_connect(bot *b, const args *a) {
@@ -65,6 +128,7 @@ static int bot_connect(bot *b, const args *a) {
   cfg.connect_timeout_ms = a->timeout_ms;
   cfg.snapshots = a->delta ? PROTO_SNAPSHOTS_DELTA : PROTO_SNAPSHOTS_FULL;
   cfg.callbacks.on_reply = bot_on_reply;
+  cfg.callbacks.on_snapshot_frame = bot_on_frame;
   cfg.user = b;
   steerd_client_destroy(b->c);
   b->tries++;
@@ -72,8 +136,51 @@ static int bot_connect(bot *b, const args *a) {
   return b->c != NULL ? steerd_client_connect_start(b->c, a->host, a->port) : STEERD_CLIENT_ENOMEM;
 }
 
+/* Sends cmd, timed while the bots act: 0, or the client's error. */
+static int bot_send(bot *b, const proto_command *cmd, uint32_t *id) {
+  int r = steerd_client_send(b->c, cmd, id);
+  if (r != 0)
+    return r;
+  b->sent++;
+  if (!g_timing)
+    return 0;
+  if (b->n_flight == BOT_FLIGHT) { /* a server this far behind: the oldest goes untimed */
+    memmove(b->flight_id, b->flight_id + 1, (BOT_FLIGHT - 1u) * sizeof *b->flight_id);
+    memmove(b->flight_us, b->flight_us + 1, (BOT_FLIGHT - 1u) * sizeof *b->flight_us);
+    b->n_flight--;
+    g_reply.untimed++;
+  }
+  b->flight_id[b->n_flight] = *id;
+  b->flight_us[b->n_flight] = steerd_client_now_us();
+  b->n_flight++;
+  return 0;
+}
+
+/* The reply to request id came: its time from the send, if it was timed. */
+static void bot_replied(bot *b, uint32_t id) {
+  for (uint32_t i = 0; i < b->n_flight; i++) {
+    if (b->flight_id[i] != id)
+      continue;
+    sample_add(&g_reply, steerd_client_now_us() - b->flight_us[i]);
+    b->n_flight--;
+    memmove(b->flight_id + i, b->flight_id + i + 1, (b->n_flight - i) * sizeof *b->flight_id);
+    memmove(b->flight_us + i, b->flight_us + i + 1, (b->n_flight - i) * sizeof *b->flight_us);
+    return;
+  }
+}
+
+static void bot_on_frame(void *user, const steerd_client_frame *f) {
+  (void)f;
+  bot *b = user;
+  uint64_t now = steerd_client_now_us();
+  if (g_timing && b->last_frame_us != 0)
+    sample_add(&g_interval, now - b->last_frame_us);
+  b->last_frame_us = now;
+}
+
 static void bot_on_reply(void *user, const proto_server_msg *m) {
   bot *b = user;
+  bot_replied(b, m->type == PROTO_MSG_ERROR ? m->error.request_id : m->ack.request_id);
   if (m->type == PROTO_MSG_ERROR) {
     uint32_t code = m->error.code < PROTO_ERR_COUNT ? m->error.code : PROTO_ERR_COUNT;
     b->errors_by_code[code]++;
@@ -126,8 +233,7 @@ static void bot_act(bot *b) {
       cmd.spawn.behaviour.present = 0;
     }
     cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
-    if (steerd_client_send(b->c, &cmd, &id) == 0) {
-      b->sent++;
+    if (bot_send(b, &cmd, &id) == 0) {
       b->pending_id[b->n_pending] = id;
       b->pending_model[b->n_pending] = cmd.spawn.model;
       b->n_pending++;
@@ -164,8 +270,7 @@ static void bot_act(bot *b) {
     b->agents[slot] = b->agents[b->n_agents];
     b->models[slot] = b->models[b->n_agents];
   }
-  if (steerd_client_send(b->c, &cmd, &id) == 0)
-    b->sent++;
+  bot_send(b, &cmd, &id);
 }
 
 /* The bots leave the world as they found it: each despawns the agents it still owns (anonymous
@@ -187,10 +292,8 @@ static void bots_tidy(bot *bots, uint32_t n, uint32_t timeout_ms) {
         cmd.type = PROTO_MSG_DESPAWN;
         cmd.despawn.agent = b->agents[--b->n_agents];
         uint32_t id;
-        if (steerd_client_send(b->c, &cmd, &id) == 0) {
-          b->sent++;
+        if (bot_send(b, &cmd, &id) == 0)
           despawned++;
-        }
       }
       if (steerd_client_service(b->c, 0) < 0) {
         b->lost = 1;
@@ -360,6 +463,12 @@ static uint64_t bots_summary(const bot *bots, uint32_t n, double connect_s, doub
          tot_pings ? (double)tot_rtt / (double)tot_pings / 1000.0 : 0.0);
   printf("%u bots (connected in %.3f s), %.1f s, %.1f commands/s, %u lost\n", (unsigned)n, connect_s, elapsed,
          elapsed > 0 ? (double)tot_sent / elapsed : 0.0, (unsigned)lost);
+  printf("%-24s %8s %10s %10s %10s %10s\n", "timing (ms)", "count", "p50", "p90", "p99", "max");
+  samples_print(&g_reply, "command to reply");
+  samples_print(&g_interval, "snapshot interval");
+  if (g_reply.untimed + g_interval.untimed > 0)
+    printf("untimed: %llu replies, %llu intervals\n", (unsigned long long)g_reply.untimed,
+           (unsigned long long)g_interval.untimed);
   for (uint32_t k = 0; k <= PROTO_ERR_COUNT; k++)
     if (by_code[k] != 0)
       fprintf(stderr, "steerd-client: %llu x %s\n", (unsigned long long)by_code[k],
@@ -395,12 +504,14 @@ int cmd_bots(const args *a) {
   uint64_t t0 = steerd_client_now_us();
   int lost = bots_connect(bots, fds, n, a, seed, period_us);
   uint64_t start = steerd_client_now_us();
+  g_timing = 1;
   lost += bots_run(bots, fds, n, period_us, start + (uint64_t)((double)seconds * 1e6));
   double elapsed = (double)(steerd_client_now_us() - start) / 1e6;
   /* Let the last replies arrive before counting. */
   for (uint32_t i = 0; i < n; i++)
     if (!bots[i].lost)
       steerd_client_service(bots[i].c, 0);
+  g_timing = 0;
   uint64_t errors = bots_summary(bots, n, (double)(start - t0) / 1e6, elapsed, lost);
   bots_tidy(bots, n, a->timeout_ms);
   /* destroy disconnects at once (no wait for the server's confirmation): a
@@ -409,6 +520,8 @@ int cmd_bots(const args *a) {
     steerd_client_destroy(bots[i].c);
   free(bots);
   free(fds);
+  samples_free(&g_reply);
+  samples_free(&g_interval);
   if (lost > 0)
     return EXIT_CONNECTION;
   return errors > 0 ? EXIT_REPLY_ERROR : 0;

@@ -505,6 +505,29 @@ START_TEST(client_cli_bots_leave_no_agents) {
   run(&r, CLI, bots, env, NULL, 30000);
   ck_assert_msg(r.status == 0, "bots: %s", r.err);
   ck_assert_msg(strstr(r.err, "steerd-client bots: despawned the bots' ") != NULL, "%s", r.err);
+  /* The timings: every reply timed, percentiles in order; frames come at the
+   * snapshot rate (20 Hz over a 30 Hz tick: 33 and 67 ms apart), slower on a
+   * loaded machine, which may also hand a bot two at once. */
+  unsigned sent = 0, acks = 0, errors = 0, replies = 0, intervals = 0;
+  double rp[4], ip[4];
+  const char *all = strstr(r.out, "\nall ");
+  ck_assert_msg(all != NULL && sscanf(all, "\nall %u %u %u", &sent, &acks, &errors) == 3 && sent > 0, "%s",
+                r.out);
+  const char *rl = strstr(r.out, "command to reply"), *il = strstr(r.out, "snapshot interval");
+  ck_assert_msg(rl != NULL && sscanf(rl, "command to reply %u %lf %lf %lf %lf", &replies, &rp[0], &rp[1],
+                                     &rp[2], &rp[3]) == 5,
+                "%s", r.out);
+  ck_assert_msg(il != NULL && sscanf(il, "snapshot interval %u %lf %lf %lf %lf", &intervals, &ip[0], &ip[1],
+                                     &ip[2], &ip[3]) == 5,
+                "%s", r.out);
+  ck_assert_uint_eq(replies, acks + errors); /* the replies so far, each timed */
+  ck_assert_uint_gt(intervals, 3);
+  for (int k = 0; k < 3; k++) {
+    ck_assert(rp[k] <= rp[k + 1]);
+    ck_assert(ip[k] <= ip[k + 1]);
+  }
+  ck_assert(rp[0] > 0.0);
+  ck_assert_msg(ip[3] >= 30.0 && ip[0] < 1000.0, "snapshot interval p50 %.3f ms, max %.3f", ip[0], ip[3]);
   ck_assert_msg(strstr(r.err, "still waited") == NULL, "%s", r.err);
   char *list[] = {"", "list", NULL};
   run(&r, CLI, list, env, NULL, 8000);
