@@ -290,7 +290,7 @@ static void send_edit(watcher *w) {
   cmd.add_obstacle.kind = STEER_OBSTACLE_CIRCLE;
   cmd.add_obstacle.count = 1;
   cmd.add_obstacle.radius = 0.2f;
-  cmd.add_obstacle.points[0] = v2(-48.0f + 1.2f * (float)(k % 80u), -48.0f + 1.2f * (float)(k / 80u));
+  cmd.add_obstacle.points[0] = proto_v2(-48.0f + 1.2f * (float)(k % 80u), -48.0f + 1.2f * (float)(k / 80u));
   uint32_t rid;
   if (steerd_client_send(w->c, &cmd, &rid) != 0 || rid > (uint32_t)o.edits + 1u)
     return;
@@ -652,7 +652,7 @@ int main(int argc, char **argv) {
     memset(&v, 0, sizeof(v));
     v.type = PROTO_MSG_VIEW;
     v.view.kind = PROTO_VIEW_CENTRE;
-    v.view.centre = v2(0.0f, 0.0f);
+    v.view.centre = proto_v2(0.0f, 0.0f);
     v.view.radius = o.view_radius;
     steerd_client_send(obs.c, &v, NULL);
   }

@@ -109,7 +109,7 @@ int main(int argc, char **argv) {
   memset(&cmd, 0, sizeof(cmd));
   cmd.type = PROTO_MSG_VIEW;
   cmd.view.kind = PROTO_VIEW_CENTRE;
-  cmd.view.centre = v2(0.0f, 0.0f);
+  cmd.view.centre = proto_v2(0.0f, 0.0f);
   cmd.view.radius = 30.0f;
   proto_server_msg reply;
   if (steerd_client_command_wait(c, &cmd, 5000, &reply) != 0) {

@@ -84,7 +84,8 @@ static result run(uint32_t threads, uint32_t clients, uint32_t agents, uint32_t 
     proto_view v;
     memset(&v, 0, sizeof v);
     v.kind = PROTO_VIEW_CENTRE;
-    v.centre = v2((float)(rnd01() * 2 - 1) * (half - radius), (float)(rnd01() * 2 - 1) * (half - radius));
+    v.centre =
+        proto_v2((float)(rnd01() * 2 - 1) * (half - radius), (float)(rnd01() * 2 - 1) * (half - radius));
     v.radius = radius;
     steerd_netcode_set_view(nc, c, &v, w);
     slots[c] = c;

@@ -67,7 +67,7 @@ static int view_callback(struct lws *wsi, enum lws_callback_reasons reason, void
       cmd.type = PROTO_MSG_VIEW;
       cmd.request_id = 2;
       cmd.view.kind = PROTO_VIEW_CENTRE;
-      cmd.view.centre = v2(0.0f, 0.0f);
+      cmd.view.centre = proto_v2(0.0f, 0.0f);
       cmd.view.radius = (float)v->radius;
     } else {
       return 0;

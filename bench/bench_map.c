@@ -59,7 +59,7 @@ static steer_map *make_map(uint32_t n, float half) {
 
 static uint8_t part[PROTO_MAP_PART_BYTES];
 static proto_obstacle obs[1024];
-static vec2 pts[4096];
+static proto_vec2 pts[4096];
 
 static void bench_encode(void) {
   printf("| obstacles | segments | MAP bytes | parts | bytes/obstacle | encode ns/obstacle | decode + copy "
@@ -109,7 +109,7 @@ static void bench_encode(void) {
     steer_map_destroy(m);
   }
   /* One change: a door (2-point wall) added, encoded and applied. */
-  vec2 door[2] = {{10.0f, 6.0f}, {10.0f, 8.0f}};
+  proto_vec2 door[2] = {{10.0f, 6.0f}, {10.0f, 8.0f}};
   proto_obstacle add = {999999, STEER_OBSTACLE_WALL, 2, 0.0f, door};
   proto_map_changed c = {1, 1240, 0, NULL, 1, &add};
   size_t len = proto_encode_map_changed(part, sizeof part, &c);

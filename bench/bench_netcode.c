@@ -114,7 +114,7 @@ static steerd_client *make_client(const char *name, int delta, uint32_t max_agen
   return steerd_client_create(&cfg);
 }
 
-static int cmd_wait(steerd_client *c, proto_command *cmd, steer_id *agent) {
+static int cmd_wait(steerd_client *c, proto_command *cmd, proto_id *agent) {
   proto_server_msg reply;
   int rc = steerd_client_command_wait(c, cmd, 5000, &reply);
   if (rc != 0) {
@@ -136,7 +136,7 @@ static int populate(uint16_t port, uint32_t n, float side) {
   for (uint32_t i = 0; i < n; i++) {
     proto_command cmd;
     mixed_world_next(&m, &cmd);
-    steer_id id;
+    proto_id id;
     if (cmd_wait(c, &cmd, &id) != 0)
       return -1;
     mixed_world_spawned(&m, id);
@@ -186,7 +186,7 @@ static pid_t start_proxy(const char *impair, uint16_t listen, uint16_t upstream,
 }
 
 static int cmp_pose(const void *a, const void *b) {
-  steer_id x = ((const proto_pose *)a)->id, y = ((const proto_pose *)b)->id;
+  proto_id x = ((const proto_pose *)a)->id, y = ((const proto_pose *)b)->id;
   return x < y ? -1 : x > y;
 }
 
@@ -198,13 +198,13 @@ static int cmp_pose(const void *a, const void *b) {
  * render. */
 typedef struct render_rec {
   int64_t render_us;
-  steer_id id;
+  proto_id id;
   float x, y;
   size_t prev; /* 1 + index, 0: none */
 } render_rec;
 
 /* Agent id at server time t_us, linear between the truth frames around it. */
-static int truth_at(const history *t, steer_id id, int64_t t_us, double *x, double *y) {
+static int truth_at(const history *t, proto_id id, int64_t t_us, double *x, double *y) {
   uint32_t lo = 0, hi = t->n;
   while (lo < hi) { /* first frame with time > t_us */
     uint32_t mid = (lo + hi) / 2;
@@ -266,7 +266,7 @@ static void quality(uint16_t port, const char *impair, uint32_t agents, uint32_t
   size_t rcap = ((size_t)seconds * 60 + 120) * (agents + 64), nr = 0;
   render_rec *rr = malloc(rcap * sizeof *rr);
   size_t *last = calloc((size_t)agents + 64, sizeof *last);
-  steer_id *last_id = calloc((size_t)agents + 64, sizeof *last_id);
+  proto_id *last_id = calloc((size_t)agents + 64, sizeof *last_id);
   uint64_t next_render = steerd_client_now_us();
   while (steerd_proc_now_ms() < end) {
     steerd_client_service(tc, 1);
@@ -280,7 +280,7 @@ static void quality(uint16_t port, const char *impair, uint32_t agents, uint32_t
       continue;
     uint32_t n = steerd_interp_count(est->it);
     for (uint32_t i = 0; i < n && i < agents + 64 && nr < rcap; i++) {
-      steer_id id = steerd_interp_id_at(est->it, i);
+      proto_id id = steerd_interp_id_at(est->it, i);
       steerd_interp_state st;
       if (steerd_interp_sample(est->it, id, &st) != 0)
         continue;
@@ -403,8 +403,8 @@ static double run_clients(const steerd_proc *srv, uint16_t port, uint32_t n, flo
       cmd.type = PROTO_MSG_VIEW;
       cmd.view.kind = PROTO_VIEW_CENTRE;
       float half = side / 2 - view_radius;
-      cmd.view.centre =
-          v2((float)(mixed_world_rnd01(&s) * 2 - 1) * half, (float)(mixed_world_rnd01(&s) * 2 - 1) * half);
+      cmd.view.centre = proto_v2((float)(mixed_world_rnd01(&s) * 2 - 1) * half,
+                                 (float)(mixed_world_rnd01(&s) * 2 - 1) * half);
       cmd.view.radius = view_radius;
       steerd_client_send(cl[i], &cmd, NULL);
     }
@@ -524,13 +524,13 @@ static void cap_worker_run(const cap_worker *w, uint16_t port, float side, float
   cap_client *res = calloc(w->n, sizeof *res);
   int ep = epoll_create1(0);
   uint64_t s = 777 + w->first;
-  vec2 *centre = calloc(w->n, sizeof *centre);
+  proto_vec2 *centre = calloc(w->n, sizeof *centre);
   uint8_t *viewed = calloc(w->n, 1);
   for (uint32_t i = 0; i < w->n; i++) {
     cl[i] = make_client("load", 1, 512, NULL);
     float half = side / 2 - radius;
     float x = (float)(mixed_world_rnd01(&s) * 2 - 1) * half;
-    centre[i] = v2(x, (float)(mixed_world_rnd01(&s) * 2 - 1) * half);
+    centre[i] = proto_v2(x, (float)(mixed_world_rnd01(&s) * 2 - 1) * half);
   }
   /* A few handshakes at a time (the server keeps --max-pending, 16, before
    * WELCOME): all at once, most timed out on a busy machine. */

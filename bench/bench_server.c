@@ -22,7 +22,7 @@
 #define SNAPSHOT_RATE 20
 
 typedef struct probe {
-  steer_id agent;
+  proto_id agent;
   int moving; /* the probe's last seen speed was above zero */
   uint64_t seen_tick;
 } probe;
@@ -36,7 +36,7 @@ static void on_frame(void *user, const steerd_client_frame *f) {
     }
 }
 
-static int command(steerd_client *c, proto_command *cmd, steer_id *agent) {
+static int command(steerd_client *c, proto_command *cmd, proto_id *agent) {
   proto_server_msg reply;
   int rc = steerd_client_command_wait(c, cmd, 5000, &reply);
   if (rc != 0) {
@@ -83,11 +83,11 @@ static int run(const char *binary, uint32_t n, uint32_t seconds, int trials) {
     proto_command cmd;
     memset(&cmd, 0, sizeof(cmd));
     cmd.type = PROTO_MSG_SPAWN;
-    cmd.spawn.model = STEER_MODEL_KINEMATIC;
-    cmd.spawn.position = v2(-400.0f + 800.0f * (float)(i % side) / (float)side,
-                            -400.0f + 800.0f * (float)(i / side) / (float)side);
+    cmd.spawn.model = PROTO_MODEL_KINEMATIC;
+    cmd.spawn.position = proto_v2(-400.0f + 800.0f * (float)(i % side) / (float)side,
+                                  -400.0f + 800.0f * (float)(i / side) / (float)side);
     cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
-    cmd.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
+    cmd.spawn.behaviour.kind = PROTO_BEHAVIOUR_WANDER;
     steerd_client_send(c, &cmd, NULL);
     if (i % 256 == 255)
       steerd_client_service(c, 0);
@@ -95,8 +95,8 @@ static int run(const char *binary, uint32_t n, uint32_t seconds, int trials) {
   proto_command cmd;
   memset(&cmd, 0, sizeof(cmd));
   cmd.type = PROTO_MSG_SPAWN;
-  cmd.spawn.model = STEER_MODEL_DYNAMIC;
-  cmd.spawn.position = v2(0.0f, 0.0f);
+  cmd.spawn.model = PROTO_MODEL_DYNAMIC;
+  cmd.spawn.position = proto_v2(0.0f, 0.0f);
   if (command(c, &cmd, &pr.agent) != 0)
     return -1;
   service_for(c, 1000);
@@ -133,9 +133,9 @@ static int run(const char *binary, uint32_t n, uint32_t seconds, int trials) {
     memset(&cmd, 0, sizeof(cmd));
     cmd.type = PROTO_MSG_SET_BEHAVIOUR;
     cmd.set_behaviour.agent = pr.agent;
-    cmd.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_SEEK;
+    cmd.set_behaviour.behaviour.kind = PROTO_BEHAVIOUR_SEEK;
     cmd.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
-    cmd.set_behaviour.behaviour.target = v2((t % 2) ? 50.0f : -50.0f, 10.0f);
+    cmd.set_behaviour.behaviour.target = proto_v2((t % 2) ? 50.0f : -50.0f, 10.0f);
     uint64_t sent = steerd_client_now_us();
     steerd_client_send(c, &cmd, NULL);
     end = steerd_proc_now_ms() + 3000;

@@ -248,9 +248,9 @@ typedef struct actor {
   uint32_t last_reason;
   uint64_t rng;
   tally *t;
-  vec2 lo, hi; /* points stay inside */
+  proto_vec2 lo, hi; /* points stay inside */
   /* Agents (bots, flooder). */
-  steer_id *agents;
+  proto_id *agents;
   uint8_t *models;
   uint32_t n_agents, cap_agents, target;
   uint32_t pending_id[BOT_PENDING];
@@ -305,7 +305,7 @@ static void actor_stats(const actor *a, steerd_client_stats *out) {
   }
 }
 
-static void bot_forget_pending(actor *a, uint32_t id, int ok, steer_id agent) {
+static void bot_forget_pending(actor *a, uint32_t id, int ok, proto_id agent) {
   for (uint32_t i = 0; i < a->n_pending; i++) {
     if (a->pending_id[i] != id)
       continue;
@@ -414,16 +414,16 @@ static int actor_send(actor *a, proto_command *cmd, uint32_t *id) {
   return 0;
 }
 
-static vec2 rand_point(actor *a) { return steerd_rand_point(&a->rng, a->lo, a->hi); }
+static proto_vec2 rand_point(actor *a) { return steerd_rand_point(&a->rng, a->lo, a->hi); }
 
 /* A behaviour for the actor's agent in slot self (UINT32_MAX: a spawn), with
  * separation now and then for dynamic agents. */
 static void rand_behaviour(actor *a, uint32_t self, uint8_t model, proto_behaviour *out) {
   steerd_rand_behaviour(&a->rng, a->lo, a->hi, a->agents, a->n_agents, self, model, out);
-  if (model == STEER_MODEL_DYNAMIC && steerd_rand_below(&a->rng, 4) == 0) {
+  if (model == PROTO_MODEL_DYNAMIC && steerd_rand_below(&a->rng, 4) == 0) {
     out->separation_weight = steerd_rand_range(&a->rng, 0.0f, 2.0f);
     out->max_neighbours = (uint8_t)(1 + steerd_rand_below(&a->rng, 16));
-    out->combine = (uint8_t)steerd_rand_below(&a->rng, STEER_COMBINE_COUNT);
+    out->combine = (uint8_t)steerd_rand_below(&a->rng, PROTO_COMBINE_COUNT);
     out->present |= PROTO_BHV_SEPARATION_WEIGHT | PROTO_BHV_MAX_NEIGHBOURS | PROTO_BHV_COMBINE;
   }
 }
@@ -459,7 +459,7 @@ static int bucket_take(actor *a, uint64_t now) {
 static void send_spawn(actor *a) {
   memset(&g_cmd, 0, sizeof g_cmd);
   g_cmd.type = PROTO_MSG_SPAWN;
-  g_cmd.spawn.model = (uint8_t)steerd_rand_below(&a->rng, STEER_MODEL_COUNT);
+  g_cmd.spawn.model = (uint8_t)steerd_rand_below(&a->rng, PROTO_MODEL_COUNT);
   g_cmd.spawn.position = rand_point(a);
   g_cmd.spawn.orientation = steerd_rand_range(&a->rng, -3.1f, 3.1f);
   rand_behaviour(a, UINT32_MAX, g_cmd.spawn.model, &g_cmd.spawn.behaviour);
@@ -506,7 +506,7 @@ static void bot_act(actor *a, uint64_t now) {
   if (!g.soaking || a->n_agents == 0)
     return;
   uint32_t slot = steerd_rand_below(&a->rng, a->n_agents);
-  steer_id agent = a->agents[slot];
+  proto_id agent = a->agents[slot];
   uint8_t model = a->models[slot];
   uint32_t pick = steerd_rand_below(&a->rng, 100);
   memset(&g_cmd, 0, sizeof g_cmd);
@@ -564,7 +564,7 @@ static void flooder_act(actor *a) {
     uint32_t slot = steerd_rand_below(&a->rng, a->n_agents);
     g_cmd.type = PROTO_MSG_SET_BEHAVIOUR;
     g_cmd.set_behaviour.agent = a->agents[slot];
-    g_cmd.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_SEEK;
+    g_cmd.set_behaviour.behaviour.kind = PROTO_BEHAVIOUR_SEEK;
     g_cmd.set_behaviour.behaviour.target = rand_point(a);
     g_cmd.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
   }
@@ -649,6 +649,14 @@ static size_t hex_bytes(uint8_t *out, const char *hex) {
 }
 
 /* A valid command to cut or mutate (its agent does not exist: nothing applies). */
+
+/* Every PARAMS key at a valid value (the server's defaults, PROTOCOL.md 5.2). */
+static proto_param_values every_param(void) {
+  proto_param_values v = {0.1f, 0.5f, 0.0f, 0.25f, 0.02f, 0.6f, 0.1f, 2.0f,
+                          0.0f, 4.0f, 2.0f, 4.0f,  2.0f,  5.0f, 1.0f};
+  return v;
+}
+
 static size_t valid_command(garbage *p, uint8_t *buf, size_t cap) {
   memset(&g_cmd, 0, sizeof g_cmd);
   g_cmd.request_id = 1 + steerd_rand_below(&p->rng, 1000000);
@@ -659,21 +667,21 @@ static size_t valid_command(garbage *p, uint8_t *buf, size_t cap) {
     g_cmd.set_path.path.count = 2 + steerd_rand_below(&p->rng, 30);
     for (uint32_t i = 0; i < g_cmd.set_path.path.count; i++)
       g_cmd.set_path.path.points[i] =
-          (vec2){steerd_rand_range(&p->rng, -400, 400), steerd_rand_range(&p->rng, -400, 400)};
+          (proto_vec2){steerd_rand_range(&p->rng, -400, 400), steerd_rand_range(&p->rng, -400, 400)};
     g_cmd.set_path.path.radius = 1.0f;
   } else if (pick == 1) {
     g_cmd.type = PROTO_MSG_SET_BEHAVIOUR;
     g_cmd.set_behaviour.agent = 1 + steerd_rand_below(&p->rng, 100);
-    g_cmd.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_ARRIVE;
-    g_cmd.set_behaviour.behaviour.target = (vec2){1, 2};
+    g_cmd.set_behaviour.behaviour.kind = PROTO_BEHAVIOUR_ARRIVE;
+    g_cmd.set_behaviour.behaviour.target = (proto_vec2){1, 2};
     g_cmd.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
     g_cmd.set_behaviour.behaviour.params.present = PROTO_PARAM_ALL;
-    g_cmd.set_behaviour.behaviour.params.v = steer_default_params();
+    g_cmd.set_behaviour.behaviour.params.v = every_param();
   } else {
     g_cmd.type = PROTO_MSG_SET_PARAMS;
     g_cmd.set_params.agent = 1 + steerd_rand_below(&p->rng, 100);
     g_cmd.set_params.params.present = PROTO_PARAM_ALL;
-    g_cmd.set_params.params.v = steer_default_params();
+    g_cmd.set_params.params.v = every_param();
   }
   return proto_encode_command(buf, cap, &g_cmd);
 }
@@ -1019,8 +1027,8 @@ static int service_one(actor *a) {
   if (!a->welcomed_seen && steerd_client_get_state(a->c) == STEERD_CLIENT_WELCOMED) {
     const proto_welcome *w = steerd_client_welcome(a->c);
     float mx = (w->world_max.x - w->world_min.x) * 0.1f, my = (w->world_max.y - w->world_min.y) * 0.1f;
-    a->lo = (vec2){w->world_min.x + mx, w->world_min.y + my};
-    a->hi = (vec2){w->world_max.x - mx, w->world_max.y - my};
+    a->lo = (proto_vec2){w->world_min.x + mx, w->world_min.y + my};
+    a->hi = (proto_vec2){w->world_max.x - mx, w->world_max.y - my};
     a->welcomed_seen = 1;
     if (a->kind == ACTOR_BOT && !g.o.bot_full)
       send_view(a); /* before anything else: the whole world is not for 200 clients */

@@ -211,7 +211,7 @@ static int parse_bool(const char *s, int *out) {
 }
 
 /* "X,Y" (whitespace allowed around the numbers). */
-int parse_xy(const char *s, vec2 *out) {
+int parse_xy(const char *s, proto_vec2 *out) {
   char tmp[128];
   size_t n = strlen(s);
   if (n >= sizeof tmp)
@@ -236,7 +236,7 @@ int parse_xy(const char *s, vec2 *out) {
 }
 
 /* "x,y;x,y;..." into at most cap points. */
-int parse_points(const char *s, vec2 *pts, uint32_t cap, uint32_t *count) {
+int parse_points(const char *s, proto_vec2 *pts, uint32_t cap, uint32_t *count) {
   uint32_t n = 0;
   while (*s != '\0') {
     const char *semi = strchr(s, ';');
@@ -455,13 +455,13 @@ static const char *name_list(const char *(*name_of)(uint32_t), uint32_t count, i
 /* What a value may be, by the name the commands use for it. */
 static const char *allowed_for(const char *what, char *buf, size_t cap) {
   if (strcmp(what, "--model") == 0)
-    return name_list(proto_model_name, STEER_MODEL_COUNT, -1, buf, cap);
+    return name_list(proto_model_name, PROTO_MODEL_COUNT, -1, buf, cap);
   if (strcmp(what, "--behaviour") == 0)
-    return name_list(proto_behaviour_name, STEER_BEHAVIOUR_COUNT, STEER_BEHAVIOUR_FOLLOW_PATH, buf, cap);
+    return name_list(proto_behaviour_name, PROTO_BEHAVIOUR_COUNT, PROTO_BEHAVIOUR_FOLLOW_PATH, buf, cap);
   if (strcmp(what, "--mode") == 0)
-    return name_list(proto_path_mode_name, STEER_PATH_MODE_COUNT, -1, buf, cap);
+    return name_list(proto_path_mode_name, PROTO_PATH_MODE_COUNT, -1, buf, cap);
   if (strcmp(what, "--cornering") == 0)
-    return name_list(proto_cornering_name, STEER_CORNER_COUNT, -1, buf, cap);
+    return name_list(proto_cornering_name, PROTO_CORNER_COUNT, -1, buf, cap);
   if (strcmp(what, "--x") == 0 || strcmp(what, "--y") == 0 || strcmp(what, "--orientation") == 0)
     return "a finite number";
   if (strcmp(what, "--target") == 0)

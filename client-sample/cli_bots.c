@@ -81,7 +81,7 @@ typedef struct bot {
   uint64_t rng;
   uint64_t next_action_us;
   uint32_t n_agents;
-  steer_id agents[BOT_MAX_AGENTS];
+  proto_id agents[BOT_MAX_AGENTS];
   uint8_t models[BOT_MAX_AGENTS];
   uint32_t n_pending;
   uint32_t pending_id[BOT_PENDING];
@@ -93,12 +93,12 @@ typedef struct bot {
   uint64_t last_frame_us;                       /* 0: no frame yet */
   uint32_t tries;                               /* connection attempts (BOT_TRIES at most) */
   uint64_t errors_by_code[PROTO_ERR_COUNT + 1]; /* last slot: codes out of range */
-  vec2 lo, hi;                                  /* m, where to put points */
+  proto_vec2 lo, hi;                            /* m, where to put points */
 } bot;
 
 static uint64_t g_errors_printed;
 
-static vec2 bot_point(bot *b) { return steerd_rand_point(&b->rng, b->lo, b->hi); }
+static proto_vec2 bot_point(bot *b) { return steerd_rand_point(&b->rng, b->lo, b->hi); }
 
 /* Reports the bot's failure (the first few; a full server fails many alike). */
 static void bot_lost(bot *b, const char *what, int r) {
@@ -225,11 +225,11 @@ static void bot_act(bot *b) {
     if (b->n_pending >= BOT_PENDING)
       return;
     cmd.type = PROTO_MSG_SPAWN;
-    cmd.spawn.model = (uint8_t)steerd_rand_below(&b->rng, STEER_MODEL_COUNT);
+    cmd.spawn.model = (uint8_t)steerd_rand_below(&b->rng, PROTO_MODEL_COUNT);
     cmd.spawn.position = bot_point(b);
     bot_behaviour(b, UINT32_MAX, cmd.spawn.model, &cmd.spawn.behaviour);
     if (cmd.spawn.behaviour.present & PROTO_BHV_TARGET_AGENT) {
-      cmd.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER; /* spawns get no agent targets */
+      cmd.spawn.behaviour.kind = PROTO_BEHAVIOUR_WANDER; /* spawns get no agent targets */
       cmd.spawn.behaviour.present = 0;
     }
     cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
@@ -243,7 +243,7 @@ static void bot_act(bot *b) {
   if (b->n_agents == 0)
     return;
   uint32_t slot = steerd_rand_below(&b->rng, b->n_agents);
-  steer_id agent = b->agents[slot];
+  proto_id agent = b->agents[slot];
   uint8_t model = b->models[slot];
   uint32_t pick = steerd_rand_below(&b->rng, 10);
   if (pick < 4) {
@@ -376,8 +376,8 @@ static int bots_connect(bot *bots, struct pollfd *fds, uint32_t n, const args *a
     }
     /* Keep points 10% inside the world bounds. */
     float mx = (w->world_max.x - w->world_min.x) * 0.1f, my = (w->world_max.y - w->world_min.y) * 0.1f;
-    b->lo = (vec2){w->world_min.x + mx, w->world_min.y + my};
-    b->hi = (vec2){w->world_max.x - mx, w->world_max.y - my};
+    b->lo = (proto_vec2){w->world_min.x + mx, w->world_min.y + my};
+    b->hi = (proto_vec2){w->world_max.x - mx, w->world_max.y - my};
     b->next_action_us = steerd_client_now_us() + steerd_rand_below(&b->rng, (uint32_t)period_us + 1u);
   }
   return lost;

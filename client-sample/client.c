@@ -74,7 +74,7 @@ struct steerd_client {
   steerd_delta *delta;     /* config.snapshots == DELTA */
   steerd_mapcopy *map;     /* the server's map (MAP, MAP_CHANGED); NULL when config.map_obstacles is 0 */
   proto_obstacle *map_obs; /* scratch of one MAP part: CLIENT_MAP_PART_OBSTACLES */
-  vec2 *map_points;        /* CLIENT_MAP_PART_POINTS */
+  proto_vec2 *map_points;  /* CLIENT_MAP_PART_POINTS */
 
   /* Scratch. */
   proto_pose *part_poses; /* CLIENT_MAX_PART_POSES */
@@ -182,7 +182,7 @@ static int size_buffers(steerd_client *c, uint32_t n) {
 }
 
 steerd_client *steerd_client_create(const steerd_client_config *cfg) {
-  if (cfg == NULL || cfg->max_agents > STEER_MAX_CAPACITY || cfg->snapshots >= PROTO_SNAPSHOTS_COUNT)
+  if (cfg == NULL || cfg->max_agents > PROTO_MAX_AGENTS || cfg->snapshots >= PROTO_SNAPSHOTS_COUNT)
     return NULL;
   const char *name = cfg->name != NULL ? cfg->name : "";
   size_t name_len = strlen(name);
@@ -579,8 +579,8 @@ static void handle_packet(steerd_client *c, const uint8_t *data, size_t len) {
     }
     if (c->size_from_welcome) {
       uint32_t n = m->welcome.max_agents ? m->welcome.max_agents : STEERD_CLIENT_DEFAULT_AGENTS;
-      if (n > STEER_MAX_CAPACITY)
-        n = STEER_MAX_CAPACITY;
+      if (n > PROTO_MAX_AGENTS)
+        n = PROTO_MAX_AGENTS;
       if (size_buffers(c, n) != 0) {
         connect_fail(c, STEERD_CLIENT_ENOMEM);
         return;

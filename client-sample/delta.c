@@ -13,7 +13,7 @@ typedef struct delta_frame {
   uint32_t count;
   proto_record *rec; /* cap, sorted by id; time_us == the frame's: a change of this frame */
   uint32_t nremoved;
-  steer_id *removed; /* cap, sorted: this frame's removals */
+  proto_id *removed; /* cap, sorted: this frame's removals */
 } delta_frame;
 
 struct steerd_delta {
@@ -35,7 +35,7 @@ struct steerd_delta {
   uint32_t max_parts;
   proto_delta_entry *changes; /* cap */
   uint32_t nchanges;
-  steer_id *removed; /* cap */
+  proto_id *removed; /* cap */
   uint32_t nremoved;
   int overflow;
   int has_done;
@@ -46,7 +46,7 @@ struct steerd_delta {
   proto_snapshot_ack ack; /* for the newest frame */
 
   proto_delta_entry *part_changes; /* PART_CAP */
-  steer_id *part_removed;          /* PART_CAP */
+  proto_id *part_removed;          /* PART_CAP */
   steerd_delta_stats stats;
 };
 
@@ -94,7 +94,7 @@ void steerd_delta_destroy(steerd_delta *d) {
 }
 
 steerd_delta *steerd_delta_create(const steerd_delta_config *cfg) {
-  if (!cfg || cfg->max_agents == 0 || cfg->max_agents > STEER_MAX_CAPACITY || cfg->frames == 0 ||
+  if (!cfg || cfg->max_agents == 0 || cfg->max_agents > PROTO_MAX_AGENTS || cfg->frames == 0 ||
       cfg->frames > 1024 || (cfg->merge && cfg->frames > PROTO_ACK_MAX_MERGED + 1u))
     return NULL;
   steerd_delta *d = calloc(1, sizeof *d);
@@ -150,12 +150,12 @@ static void finish_tick(steerd_delta *d) {
 }
 
 static int cmp_change(const void *a, const void *b) {
-  steer_id x = ((const proto_delta_entry *)a)->id, y = ((const proto_delta_entry *)b)->id;
+  proto_id x = ((const proto_delta_entry *)a)->id, y = ((const proto_delta_entry *)b)->id;
   return x < y ? -1 : x > y;
 }
 
 static int cmp_id(const void *a, const void *b) {
-  steer_id x = *(const steer_id *)a, y = *(const steer_id *)b;
+  proto_id x = *(const proto_id *)a, y = *(const proto_id *)b;
   return x < y ? -1 : x > y;
 }
 
@@ -173,7 +173,7 @@ static int sort_changes(proto_delta_entry *e, uint32_t n) {
   return 1;
 }
 
-static int sort_removed(steer_id *r, uint32_t n) {
+static int sort_removed(proto_id *r, uint32_t n) {
   for (uint32_t i = 1; i < n; i++)
     if (r[i] <= r[i - 1]) {
       qsort(r, n, sizeof *r, cmp_id);
@@ -188,7 +188,7 @@ static int sort_removed(steer_id *r, uint32_t n) {
 /* dst = src without the ids of rem (sorted), with the records of up (sorted)
  * put in. up is taken only where keep(up) holds; all when frame_time is 0.
  * Returns the count, or UINT32_MAX past cap. */
-static uint32_t apply_ops(const proto_record *src, uint32_t ns, const steer_id *rem, uint32_t nr,
+static uint32_t apply_ops(const proto_record *src, uint32_t ns, const proto_id *rem, uint32_t nr,
                           const proto_record *up, uint32_t nu, uint64_t frame_time, proto_record *dst,
                           uint32_t cap) {
   uint32_t i = 0, j = 0, k = 0, n = 0;
@@ -213,7 +213,7 @@ static uint32_t apply_ops(const proto_record *src, uint32_t ns, const steer_id *
   }
 }
 
-static const proto_record *find_record(const proto_record *rec, uint32_t n, steer_id id) {
+static const proto_record *find_record(const proto_record *rec, uint32_t n, proto_id id) {
   uint32_t lo = 0, hi = n;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
@@ -225,7 +225,7 @@ static const proto_record *find_record(const proto_record *rec, uint32_t n, stee
   return lo < n && rec[lo].id == id ? &rec[lo] : NULL;
 }
 
-static int is_removed(const steer_id *rem, uint32_t n, steer_id id) {
+static int is_removed(const proto_id *rem, uint32_t n, proto_id id) {
   return bsearch(&id, rem, n, sizeof *rem, cmp_id) != NULL;
 }
 

@@ -25,7 +25,7 @@ struct steerd_interp {
   uint32_t count;
   uint32_t *dense;     /* live slots */
   uint32_t *dense_pos; /* slot -> index in dense */
-  steer_id *ids;
+  proto_id *ids;
   uint32_t *head;         /* newest sample's index in the slot's ring */
   uint32_t *len;          /* samples in the ring */
   int64_t *gone_us;       /* server time after which the agent is removed; NO_GONE */
@@ -40,7 +40,7 @@ struct steerd_interp {
   uint32_t table_mask;
 
   /* Recent despawns, a ring. */
-  steer_id *dsp_id;
+  proto_id *dsp_id;
   uint64_t *dsp_tick;
   uint32_t dsp_next, dsp_count;
 
@@ -206,7 +206,7 @@ void steerd_interp_reset(steerd_interp *it) {
 
 /* ---- id table ---------------------------------------------------------------- */
 
-static uint32_t id_hash(steer_id id) {
+static uint32_t id_hash(proto_id id) {
   uint32_t h = id;
   h ^= h >> 16;
   h *= 0x7feb352du;
@@ -217,14 +217,14 @@ static uint32_t id_hash(steer_id id) {
 }
 
 /* Table position of id, or of the empty cell where it would go. */
-static uint32_t table_find(const steerd_interp *it, steer_id id) {
+static uint32_t table_find(const steerd_interp *it, proto_id id) {
   uint32_t i = id_hash(id) & it->table_mask;
   while (it->table[i] && it->ids[it->table[i] - 1] != id)
     i = (i + 1) & it->table_mask;
   return i;
 }
 
-static int find_slot(const steerd_interp *it, steer_id id) {
+static int find_slot(const steerd_interp *it, proto_id id) {
   uint32_t e = it->table[table_find(it, id)];
   return e ? (int)(e - 1) : -1;
 }
@@ -247,7 +247,7 @@ static void table_remove(steerd_interp *it, uint32_t i) {
   }
 }
 
-static int add_agent(steerd_interp *it, steer_id id, uint32_t pos) {
+static int add_agent(steerd_interp *it, proto_id id, uint32_t pos) {
   if (!it->free_count)
     return -1;
   uint32_t s = it->free_slots[--it->free_count];
@@ -277,7 +277,7 @@ static void remove_slot(steerd_interp *it, uint32_t s) {
   it->st.agents_removed++;
 }
 
-static int despawned(const steerd_interp *it, steer_id id, uint64_t tick) {
+static int despawned(const steerd_interp *it, proto_id id, uint64_t tick) {
   for (uint32_t i = 0; i < it->dsp_count; i++)
     if (it->dsp_id[i] == id && it->dsp_tick[i] >= tick)
       return 1;
@@ -391,7 +391,7 @@ int steerd_interp_push(steerd_interp *it, uint64_t arrival_us, uint64_t tick, ui
   return rc;
 }
 
-void steerd_interp_despawn(steerd_interp *it, steer_id id, uint64_t tick) {
+void steerd_interp_despawn(steerd_interp *it, proto_id id, uint64_t tick) {
   if (!it || !id)
     return;
   int s = find_slot(it, id);
@@ -595,7 +595,7 @@ static void sample_slot(const steerd_interp *it, uint32_t slot, int64_t t, steer
   }
 }
 
-int steerd_interp_sample_at(const steerd_interp *it, steer_id id, int64_t t_us, steerd_interp_state *out) {
+int steerd_interp_sample_at(const steerd_interp *it, proto_id id, int64_t t_us, steerd_interp_state *out) {
   if (!it || !out)
     return STEERD_INTERP_EINVAL;
   int s = find_slot(it, id);
@@ -606,7 +606,7 @@ int steerd_interp_sample_at(const steerd_interp *it, steer_id id, int64_t t_us, 
   return STEERD_INTERP_OK;
 }
 
-int steerd_interp_sample(steerd_interp *it, steer_id id, steerd_interp_state *out) {
+int steerd_interp_sample(steerd_interp *it, proto_id id, steerd_interp_state *out) {
   if (!it || !out)
     return STEERD_INTERP_EINVAL;
   if (!it->have_render)
@@ -623,7 +623,7 @@ int steerd_interp_sample(steerd_interp *it, steer_id id, steerd_interp_state *ou
 
 uint32_t steerd_interp_count(const steerd_interp *it) { return it ? it->count : 0; }
 
-steer_id steerd_interp_id_at(const steerd_interp *it, uint32_t i) {
+proto_id steerd_interp_id_at(const steerd_interp *it, uint32_t i) {
   return it && i < it->count ? it->ids[it->dense[i]] : 0;
 }
 

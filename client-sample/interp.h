@@ -86,7 +86,7 @@ int steerd_interp_push(steerd_interp *it, uint64_t arrival_us, uint64_t tick, ui
 
 /* The DESPAWNED event of agent id at tick: removed now, and entries for it in
  * snapshots of tick <= that tick are ignored from now on. */
-void steerd_interp_despawn(steerd_interp *it, steer_id id, uint64_t tick);
+void steerd_interp_despawn(steerd_interp *it, proto_id id, uint64_t tick);
 
 /* Parts the caller knows were lost (client stats frames_incomplete, say): added to stats. */
 void steerd_interp_note_lost_parts(steerd_interp *it, uint64_t parts);
@@ -105,7 +105,7 @@ typedef enum steerd_interp_mode {
 } steerd_interp_mode;
 
 typedef struct steerd_interp_state {
-  steer_id id;
+  proto_id id;
   double x, y;   /* m */
   double theta;  /* rad, (-pi, pi] */
   double vx, vy; /* m/s */
@@ -114,13 +114,13 @@ typedef struct steerd_interp_state {
 } steerd_interp_state;
 
 /* Agent id at the render time of the last advance. */
-int steerd_interp_sample(steerd_interp *it, steer_id id, steerd_interp_state *out);
+int steerd_interp_sample(steerd_interp *it, proto_id id, steerd_interp_state *out);
 /* Agent id at server time t_us; does not touch the statistics. */
-int steerd_interp_sample_at(const steerd_interp *it, steer_id id, int64_t t_us, steerd_interp_state *out);
+int steerd_interp_sample_at(const steerd_interp *it, proto_id id, int64_t t_us, steerd_interp_state *out);
 
 /* Agents tracked now, and the id of the i-th (0 <= i < count), for iterating. */
 uint32_t steerd_interp_count(const steerd_interp *it);
-steer_id steerd_interp_id_at(const steerd_interp *it, uint32_t i);
+proto_id steerd_interp_id_at(const steerd_interp *it, uint32_t i);
 
 typedef struct steerd_interp_stats {
   uint64_t frames;          /* distinct snapshot ticks pushed */

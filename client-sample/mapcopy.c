@@ -15,7 +15,7 @@ typedef struct entry {
 struct steerd_mapcopy {
   uint32_t max_obstacles, max_points;
   entry *obs;
-  vec2 *points;
+  proto_vec2 *points;
   uint32_t count, used; /* obstacles, points */
   uint32_t version;
   int current;

@@ -16,17 +16,18 @@ uint32_t steerd_rand_below(uint64_t *s, uint32_t n);
 /* Uniform in [lo, hi). */
 float steerd_rand_range(uint64_t *s, float lo, float hi);
 /* Uniform in the box [lo, hi). */
-vec2 steerd_rand_point(uint64_t *s, vec2 lo, vec2 hi);
+proto_vec2 steerd_rand_point(uint64_t *s, proto_vec2 lo, proto_vec2 hi);
 
 /* A behaviour suiting model (world.h's table of models and behaviours): points
  * fall in [lo, hi); agent targets are taken from agents[0..n) other than
  * agents[self] (self >= n: no agent targets, as for a spawn). Kinds that need
  * agents fall back to arrive when there are too few. */
-void steerd_rand_behaviour(uint64_t *s, vec2 lo, vec2 hi, const steer_id *agents, uint32_t n, uint32_t self,
-                           uint8_t model, proto_behaviour *out);
+void steerd_rand_behaviour(uint64_t *s, proto_vec2 lo, proto_vec2 hi, const proto_id *agents, uint32_t n,
+                           uint32_t self, uint8_t model, proto_behaviour *out);
 
 /* A path of 2 to max_points points in [lo, hi), any mode, with cornering
  * only for the heading model (arc and lazy are for it alone). */
-void steerd_rand_path(uint64_t *s, vec2 lo, vec2 hi, uint32_t max_points, uint8_t model, proto_path *out);
+void steerd_rand_path(uint64_t *s, proto_vec2 lo, proto_vec2 hi, uint32_t max_points, uint8_t model,
+                      proto_path *out);
 
 #endif /* STEERD_RANDCMD_H */

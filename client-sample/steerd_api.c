@@ -31,38 +31,37 @@ _Static_assert(SAME(STEERDC_EINVAL, STEERD_CLIENT_EINVAL) &&
                    SAME(STEERDC_EPROTOCOL, STEERD_CLIENT_EPROTOCOL) &&
                    SAME(STEERDC_EBUSY, STEERD_CLIENT_EBUSY),
                "steerdc_error mirrors steerd_client_error");
-/* Every public number is the core's or the protocol's, value by value (the
- * library passes them through; a reordering there fails here, not in a game).
- * Values the core adds later pass through as numbers (the fields are
- * uint32_t). */
-_Static_assert(SAME(STEERDC_MODEL_KINEMATIC, STEER_MODEL_KINEMATIC) &&
-                   SAME(STEERDC_MODEL_DYNAMIC, STEER_MODEL_DYNAMIC) &&
-                   SAME(STEERDC_MODEL_HEADING, STEER_MODEL_HEADING),
+/* Every public number is the protocol's, value by value (the library passes
+ * them through; a reordering there fails here, not in a game). Values a
+ * newer protocol adds pass through as numbers (the fields are uint32_t). */
+_Static_assert(SAME(STEERDC_MODEL_KINEMATIC, PROTO_MODEL_KINEMATIC) &&
+                   SAME(STEERDC_MODEL_DYNAMIC, PROTO_MODEL_DYNAMIC) &&
+                   SAME(STEERDC_MODEL_HEADING, PROTO_MODEL_HEADING),
                "models");
-_Static_assert(SAME(STEERDC_BEHAVIOUR_NONE, STEER_BEHAVIOUR_NONE) &&
-                   SAME(STEERDC_BEHAVIOUR_SEEK, STEER_BEHAVIOUR_SEEK) &&
-                   SAME(STEERDC_BEHAVIOUR_FLEE, STEER_BEHAVIOUR_FLEE) &&
-                   SAME(STEERDC_BEHAVIOUR_ARRIVE, STEER_BEHAVIOUR_ARRIVE) &&
-                   SAME(STEERDC_BEHAVIOUR_ALIGN, STEER_BEHAVIOUR_ALIGN) &&
-                   SAME(STEERDC_BEHAVIOUR_VELOCITY_MATCH, STEER_BEHAVIOUR_VELOCITY_MATCH) &&
-                   SAME(STEERDC_BEHAVIOUR_FACE, STEER_BEHAVIOUR_FACE) &&
-                   SAME(STEERDC_BEHAVIOUR_LOOK_WHERE_GOING, STEER_BEHAVIOUR_LOOK_WHERE_GOING) &&
-                   SAME(STEERDC_BEHAVIOUR_PURSUE, STEER_BEHAVIOUR_PURSUE) &&
-                   SAME(STEERDC_BEHAVIOUR_EVADE, STEER_BEHAVIOUR_EVADE) &&
-                   SAME(STEERDC_BEHAVIOUR_INTERPOSE, STEER_BEHAVIOUR_INTERPOSE) &&
-                   SAME(STEERDC_BEHAVIOUR_WANDER, STEER_BEHAVIOUR_WANDER) &&
-                   SAME(STEERDC_BEHAVIOUR_FOLLOW_PATH, STEER_BEHAVIOUR_FOLLOW_PATH),
+_Static_assert(SAME(STEERDC_BEHAVIOUR_NONE, PROTO_BEHAVIOUR_NONE) &&
+                   SAME(STEERDC_BEHAVIOUR_SEEK, PROTO_BEHAVIOUR_SEEK) &&
+                   SAME(STEERDC_BEHAVIOUR_FLEE, PROTO_BEHAVIOUR_FLEE) &&
+                   SAME(STEERDC_BEHAVIOUR_ARRIVE, PROTO_BEHAVIOUR_ARRIVE) &&
+                   SAME(STEERDC_BEHAVIOUR_ALIGN, PROTO_BEHAVIOUR_ALIGN) &&
+                   SAME(STEERDC_BEHAVIOUR_VELOCITY_MATCH, PROTO_BEHAVIOUR_VELOCITY_MATCH) &&
+                   SAME(STEERDC_BEHAVIOUR_FACE, PROTO_BEHAVIOUR_FACE) &&
+                   SAME(STEERDC_BEHAVIOUR_LOOK_WHERE_GOING, PROTO_BEHAVIOUR_LOOK_WHERE_GOING) &&
+                   SAME(STEERDC_BEHAVIOUR_PURSUE, PROTO_BEHAVIOUR_PURSUE) &&
+                   SAME(STEERDC_BEHAVIOUR_EVADE, PROTO_BEHAVIOUR_EVADE) &&
+                   SAME(STEERDC_BEHAVIOUR_INTERPOSE, PROTO_BEHAVIOUR_INTERPOSE) &&
+                   SAME(STEERDC_BEHAVIOUR_WANDER, PROTO_BEHAVIOUR_WANDER) &&
+                   SAME(STEERDC_BEHAVIOUR_FOLLOW_PATH, PROTO_BEHAVIOUR_FOLLOW_PATH),
                "behaviours");
-_Static_assert(SAME(STEERDC_FACING_LOOK_WHERE_GOING, STEER_FACING_LOOK_WHERE_GOING) &&
-                   SAME(STEERDC_FACING_NONE, STEER_FACING_NONE) &&
-                   SAME(STEERDC_FACING_TARGET, STEER_FACING_TARGET) &&
-                   SAME(STEERDC_COMBINE_BLEND, STEER_COMBINE_BLEND) &&
-                   SAME(STEERDC_COMBINE_PRIORITY, STEER_COMBINE_PRIORITY),
+_Static_assert(SAME(STEERDC_FACING_LOOK_WHERE_GOING, PROTO_FACING_LOOK_WHERE_GOING) &&
+                   SAME(STEERDC_FACING_NONE, PROTO_FACING_NONE) &&
+                   SAME(STEERDC_FACING_TARGET, PROTO_FACING_TARGET) &&
+                   SAME(STEERDC_COMBINE_BLEND, PROTO_COMBINE_BLEND) &&
+                   SAME(STEERDC_COMBINE_PRIORITY, PROTO_COMBINE_PRIORITY),
                "facing, combine");
-_Static_assert(SAME(STEERDC_PATH_ONCE, STEER_PATH_ONCE) && SAME(STEERDC_PATH_LOOP, STEER_PATH_LOOP) &&
-                   SAME(STEERDC_PATH_PINGPONG, STEER_PATH_PINGPONG) &&
-                   SAME(STEERDC_CORNER_NONE, STEER_CORNER_NONE) &&
-                   SAME(STEERDC_CORNER_ARC, STEER_CORNER_ARC) && SAME(STEERDC_CORNER_LAZY, STEER_CORNER_LAZY),
+_Static_assert(SAME(STEERDC_PATH_ONCE, PROTO_PATH_ONCE) && SAME(STEERDC_PATH_LOOP, PROTO_PATH_LOOP) &&
+                   SAME(STEERDC_PATH_PINGPONG, PROTO_PATH_PINGPONG) &&
+                   SAME(STEERDC_CORNER_NONE, PROTO_CORNER_NONE) &&
+                   SAME(STEERDC_CORNER_ARC, PROTO_CORNER_ARC) && SAME(STEERDC_CORNER_LAZY, PROTO_CORNER_LAZY),
                "path modes, cornering");
 _Static_assert(SAME(STEERDC_EVENT_ARRIVED, PROTO_EVENT_ARRIVED) &&
                    SAME(STEERDC_EVENT_WAYPOINT, PROTO_EVENT_WAYPOINT) &&
@@ -84,11 +83,11 @@ _Static_assert(SAME(STEERDC_CMD_SPAWN, PROTO_MSG_SPAWN) && SAME(STEERDC_CMD_DESP
                    SAME(STEERDC_CMD_ADD_OBSTACLE, PROTO_MSG_ADD_OBSTACLE) &&
                    SAME(STEERDC_CMD_REMOVE_OBSTACLE, PROTO_MSG_REMOVE_OBSTACLE),
                "commands");
-_Static_assert(SAME(STEERDC_OBSTACLE_CIRCLE, STEER_OBSTACLE_CIRCLE) &&
-                   SAME(STEERDC_OBSTACLE_POLYGON, STEER_OBSTACLE_POLYGON) &&
-                   SAME(STEERDC_OBSTACLE_WALL, STEER_OBSTACLE_WALL),
+_Static_assert(SAME(STEERDC_OBSTACLE_CIRCLE, PROTO_OBSTACLE_CIRCLE) &&
+                   SAME(STEERDC_OBSTACLE_POLYGON, PROTO_OBSTACLE_POLYGON) &&
+                   SAME(STEERDC_OBSTACLE_WALL, PROTO_OBSTACLE_WALL),
                "obstacle kinds");
-_Static_assert(sizeof(vec2) == 2 * sizeof(float), "points are (x, y) float pairs");
+_Static_assert(sizeof(proto_vec2) == 2 * sizeof(float), "points are (x, y) float pairs");
 _Static_assert(SAME(STEERDC_SNAPSHOTS_FULL, PROTO_SNAPSHOTS_FULL) &&
                    SAME(STEERDC_SNAPSHOTS_DELTA, PROTO_SNAPSHOTS_DELTA),
                "snapshot modes");
@@ -402,9 +401,9 @@ steerdc_client *steerdc_create(const steerdc_config *cfg) {
     steerdc_config_init(&def);
     cfg = &def;
   }
-  if (cfg->max_agents == 0 || cfg->max_agents > STEER_MAX_CAPACITY ||
-      cfg->snapshots >= PROTO_SNAPSHOTS_COUNT || cfg->event_queue == 0 || cfg->reply_queue == 0 ||
-      cfg->samples_per_agent < 2 || cfg->min_delay_us > cfg->max_delay_us || cfg->connect_timeout_ms == 0)
+  if (cfg->max_agents == 0 || cfg->max_agents > PROTO_MAX_AGENTS || cfg->snapshots >= PROTO_SNAPSHOTS_COUNT ||
+      cfg->event_queue == 0 || cfg->reply_queue == 0 || cfg->samples_per_agent < 2 ||
+      cfg->min_delay_us > cfg->max_delay_us || cfg->connect_timeout_ms == 0)
     return NULL;
   steerdc_client *c = calloc(1, sizeof *c);
   if (c == NULL)
@@ -599,14 +598,21 @@ void steerdc_get_stats(const steerdc_client *c, steerdc_stats *out) {
 /* ---- Commands ----------------------------------------------------------------------------- */
 
 static const size_t param_offset[PROTO_PARAM_COUNT] = {
-    offsetof(steer_params, time_to_target),        offsetof(steer_params, target_radius),
-    offsetof(steer_params, slow_radius),           offsetof(steer_params, kinematic_time_to_target),
-    offsetof(steer_params, align_target_radius),   offsetof(steer_params, align_slow_radius),
-    offsetof(steer_params, align_time_to_target),  offsetof(steer_params, max_prediction),
-    offsetof(steer_params, panic_radius),          offsetof(steer_params, wander_offset),
-    offsetof(steer_params, wander_radius),         offsetof(steer_params, wander_rate),
-    offsetof(steer_params, separation_radius),     offsetof(steer_params, turn_trigger_distance),
-    offsetof(steer_params, path_recover_strength),
+    offsetof(proto_param_values, time_to_target),
+    offsetof(proto_param_values, target_radius),
+    offsetof(proto_param_values, slow_radius),
+    offsetof(proto_param_values, kinematic_time_to_target),
+    offsetof(proto_param_values, align_target_radius),
+    offsetof(proto_param_values, align_slow_radius),
+    offsetof(proto_param_values, align_time_to_target),
+    offsetof(proto_param_values, max_prediction),
+    offsetof(proto_param_values, panic_radius),
+    offsetof(proto_param_values, wander_offset),
+    offsetof(proto_param_values, wander_radius),
+    offsetof(proto_param_values, wander_rate),
+    offsetof(proto_param_values, separation_radius),
+    offsetof(proto_param_values, turn_trigger_distance),
+    offsetof(proto_param_values, path_recover_strength),
 };
 
 static void to_params(const steerdc_params *src, proto_params *dst) {
@@ -643,7 +649,7 @@ static int to_behaviour(const steerdc_behaviour *src, proto_behaviour *dst) {
   dst->combine = (uint8_t)src->combine;
   dst->max_neighbours = (uint8_t)src->max_neighbours;
   dst->separation_weight = src->separation_weight;
-  dst->target = v2(src->target_x, src->target_y);
+  dst->target = proto_v2(src->target_x, src->target_y);
   dst->orientation = src->orientation;
   dst->target_agent = src->target_agent;
   dst->target_agent2 = src->target_agent2;
@@ -658,11 +664,11 @@ static int to_path(const float *xy, uint32_t count, const steerdc_path_options *
     return STEERDC_EINVAL;
   dst->count = count;
   dst->radius = opts != NULL ? opts->radius : 1.0f;
-  dst->mode = opts != NULL ? (uint8_t)opts->mode : STEER_PATH_ONCE;
-  dst->cornering = opts != NULL ? (uint8_t)opts->cornering : STEER_CORNER_NONE;
+  dst->mode = opts != NULL ? (uint8_t)opts->mode : PROTO_PATH_ONCE;
+  dst->cornering = opts != NULL ? (uint8_t)opts->cornering : PROTO_CORNER_NONE;
   to_params(opts != NULL ? &opts->params : NULL, &dst->params);
   for (uint32_t i = 0; i < count; i++)
-    dst->points[i] = v2(xy[2 * i], xy[2 * i + 1]);
+    dst->points[i] = proto_v2(xy[2 * i], xy[2 * i + 1]);
   return 0;
 }
 
@@ -683,14 +689,14 @@ static int spawn_fill(steerdc_client *c, const steerdc_spawn_desc *s) {
     return STEERDC_EINVAL;
   proto_spawn *sp = &cmd_start(c, PROTO_MSG_SPAWN)->spawn;
   sp->model = (uint8_t)s->model;
-  sp->position = v2(s->x, s->y);
+  sp->position = proto_v2(s->x, s->y);
   if (s->present & STEERDC_SPAWN_ORIENTATION) {
     sp->present |= PROTO_SPAWN_ORIENTATION;
     sp->orientation = s->orientation;
   }
   if (s->present & STEERDC_SPAWN_VELOCITY) {
     sp->present |= PROTO_SPAWN_VX | PROTO_SPAWN_VY;
-    sp->velocity = v2(s->vx, s->vy);
+    sp->velocity = proto_v2(s->vx, s->vy);
   }
   if (s->present & STEERDC_SPAWN_LIMITS) {
     sp->present |= PROTO_SPAWN_LIMITS;
@@ -811,22 +817,22 @@ int steerdc_map_get(const steerdc_client *c, uint32_t index, steerdc_obstacle *o
   out->kind = o.kind;
   out->count = o.count;
   out->radius = o.radius;
-  out->points_xy = &o.points[0].x; /* vec2 is two floats: the points are x, y pairs */
+  out->points_xy = &o.points[0].x; /* proto_vec2 is two floats: the points are x, y pairs */
   return 0;
 }
 
 int steerdc_add_obstacle(steerdc_client *c, uint32_t id, uint32_t kind, const float *points_xy,
                          uint32_t count, float radius, uint32_t *request_id) {
-  if (c == NULL || points_xy == NULL || kind >= STEER_OBSTACLE_KIND_COUNT || count == 0 ||
-      count > STEER_MAP_MAX_VERTICES)
+  if (c == NULL || points_xy == NULL || kind >= PROTO_OBSTACLE_KIND_COUNT || count == 0 ||
+      count > PROTO_MAX_OBSTACLE_POINTS)
     return STEERDC_EINVAL;
   proto_add_obstacle *o = &cmd_start(c, PROTO_MSG_ADD_OBSTACLE)->add_obstacle;
   o->id = id;
   o->kind = (uint8_t)kind;
   o->count = count;
-  o->radius = kind == STEER_OBSTACLE_CIRCLE ? radius : 0.0f;
+  o->radius = kind == PROTO_OBSTACLE_CIRCLE ? radius : 0.0f;
   for (uint32_t i = 0; i < count; i++)
-    o->points[i] = v2(points_xy[2 * i], points_xy[2 * i + 1]);
+    o->points[i] = proto_v2(points_xy[2 * i], points_xy[2 * i + 1]);
   return cmd_send(c, request_id);
 }
 
@@ -849,7 +855,7 @@ int steerdc_set_view(steerdc_client *c, const steerdc_view *v, uint32_t *request
     return STEERDC_EINVAL;
   proto_view *pv = &cmd_start(c, PROTO_MSG_VIEW)->view;
   pv->kind = (uint8_t)v->kind;
-  pv->centre = v2(v->centre_x, v->centre_y);
+  pv->centre = proto_v2(v->centre_x, v->centre_y);
   pv->follow = v->follow;
   pv->radius = v->radius;
   return cmd_send(c, request_id);

@@ -95,7 +95,7 @@ static void print_agent(const proto_agent_report *q) {
     fputs("null", stdout);
   else
     printf("%ld", (long)q->path_node);
-  const steer_state *s = &q->state;
+  const proto_state *s = &q->state;
   const double v[] = {s->position.x, s->position.y, s->orientation,
                       s->velocity.x, s->velocity.y, s->rotation};
   const char *const k[] = {"x", "y", "theta", "vx", "vy", "omega"};
@@ -103,7 +103,7 @@ static void print_agent(const proto_agent_report *q) {
     printf(",\"%s\":", k[i]);
     print_num(stdout, "%.4f", v[i]);
   }
-  const steer_limits *l = &q->limits;
+  const proto_limit_values *l = &q->limits;
   const double lv[PROTO_LIMIT_COUNT] = {l->max_speed, l->max_acceleration, l->max_rotation,
                                         l->max_angular_acceleration, l->radius};
   fputs(",\"limits\":{", stdout);
@@ -133,7 +133,7 @@ static void print_agent(const proto_agent_report *q) {
     const proto_goto_report *g = &q->go;
     const char *st = proto_goto_status_name(g->status), *why = proto_goto_reason_name(g->reason);
     printf(",\"goto\":{\"status\":\"%s\",\"reason\":\"%s\",", st ? st : "?", why ? why : "?");
-    if (g->target_kind == STEER_TARGET_AGENT)
+    if (g->target_kind == PROTO_TARGET_AGENT)
       printf("\"target_agent\":%lu", (unsigned long)g->target_agent);
     else
       printf("\"target\":[%.4f,%.4f]", (double)g->target.x, (double)g->target.y);
@@ -155,7 +155,7 @@ static void print_agent(const proto_agent_report *q) {
 
 /* The agent whose PLANNED or UNREACHABLE event `goto --wait` waits for. */
 static struct {
-  steer_id agent;
+  proto_id agent;
   int seen;
   proto_event ev;
 } g_goto;
@@ -186,8 +186,8 @@ steerd_client *open_client(const args *a, const steerd_client_callbacks *cb, int
   cfg.max_agents = 0; /* sized by WELCOME's max_agents: watch holds any world the server can */
   /* map prints any map the server can hold: every point is a segment's, or
    * one more per obstacle (a wall's last, a circle's centre). */
-  cfg.map_obstacles = STEER_MAP_MAX_OBSTACLES;
-  cfg.map_points = STEER_MAP_MAX_SEGMENTS + STEER_MAP_MAX_OBSTACLES;
+  cfg.map_obstacles = PROTO_MAP_MAX_OBSTACLES;
+  cfg.map_points = PROTO_MAP_MAX_SEGMENTS + PROTO_MAP_MAX_OBSTACLES;
   if (cb != NULL)
     cfg.callbacks = *cb;
   steerd_client *c = steerd_client_create(&cfg);
@@ -234,7 +234,7 @@ static int run_command(const args *a, const proto_command *cmd, proto_server_msg
   return code;
 }
 
-static int parse_agent_id(const args *a, steer_id *id) {
+static int parse_agent_id(const args *a, proto_id *id) {
   uint32_t v;
   if (parse_u32(a->pos[0], &v) != 0 || v == 0)
     return bad_value(a, "agent id", a->pos[0]);
@@ -245,8 +245,8 @@ static int parse_agent_id(const args *a, steer_id *id) {
 /* Fills the behaviour options shared by spawn and target. */
 static int parse_behaviour(const args *a, proto_behaviour *b) {
   const char *k = opt_get(a, "behaviour");
-  int kind = k != NULL ? find_name(proto_behaviour_name, STEER_BEHAVIOUR_COUNT, k) : -1;
-  if (kind < 0 || kind == STEER_BEHAVIOUR_FOLLOW_PATH)
+  int kind = k != NULL ? find_name(proto_behaviour_name, PROTO_BEHAVIOUR_COUNT, k) : -1;
+  if (kind < 0 || kind == PROTO_BEHAVIOUR_FOLLOW_PATH)
     return bad_value(a, "--behaviour", k);
   b->kind = (uint8_t)kind;
   const char *t = opt_get(a, "target");
@@ -293,7 +293,7 @@ static int cmd_spawn(const args *a) {
   cmd.type = PROTO_MSG_SPAWN;
   proto_spawn *s = &cmd.spawn;
   const char *m = opt_get(a, "model");
-  int model = m != NULL ? find_name(proto_model_name, STEER_MODEL_COUNT, m) : -1;
+  int model = m != NULL ? find_name(proto_model_name, PROTO_MODEL_COUNT, m) : -1;
   if (model < 0)
     return bad_value(a, "--model", m);
   s->model = (uint8_t)model;
@@ -352,12 +352,12 @@ static int cmd_path(const args *a) {
   if (rad != NULL && (parse_float(rad, &sp->path.radius) != 0 || !(sp->path.radius > 0.0f)))
     return bad_value(a, "--radius", rad);
   const char *mode = opt_get(a, "mode");
-  int mi = mode != NULL ? find_name(proto_path_mode_name, STEER_PATH_MODE_COUNT, mode) : STEER_PATH_ONCE;
+  int mi = mode != NULL ? find_name(proto_path_mode_name, PROTO_PATH_MODE_COUNT, mode) : PROTO_PATH_ONCE;
   if (mi < 0)
     return bad_value(a, "--mode", mode);
   sp->path.mode = (uint8_t)mi;
   const char *corner = opt_get(a, "cornering");
-  int ci = corner != NULL ? find_name(proto_cornering_name, STEER_CORNER_COUNT, corner) : STEER_CORNER_NONE;
+  int ci = corner != NULL ? find_name(proto_cornering_name, PROTO_CORNER_COUNT, corner) : PROTO_CORNER_NONE;
   if (ci < 0)
     return bad_value(a, "--cornering", corner);
   sp->path.cornering = (uint8_t)ci;
@@ -399,7 +399,7 @@ static int cmd_goto(const args *a) {
     b->present |= PROTO_BHV_NODE_RADIUS;
   }
   if (co != NULL) {
-    int ci = find_name(proto_cornering_name, STEER_CORNER_COUNT, co);
+    int ci = find_name(proto_cornering_name, PROTO_CORNER_COUNT, co);
     if (ci < 0)
       return bad_value(a, "--cornering", co);
     b->cornering = (uint8_t)ci;
@@ -479,19 +479,26 @@ static int cmd_agent(const args *a, uint8_t type) {
 
 /* The fields behind proto_param_name(i) (bit 1 << i of proto_params.present), in its order. */
 static const size_t param_offsets[PROTO_PARAM_COUNT] = {
-    offsetof(steer_params, time_to_target),       offsetof(steer_params, target_radius),
-    offsetof(steer_params, slow_radius),          offsetof(steer_params, kinematic_time_to_target),
-    offsetof(steer_params, align_target_radius),  offsetof(steer_params, align_slow_radius),
-    offsetof(steer_params, align_time_to_target), offsetof(steer_params, max_prediction),
-    offsetof(steer_params, panic_radius),         offsetof(steer_params, wander_offset),
-    offsetof(steer_params, wander_radius),        offsetof(steer_params, wander_rate),
-    offsetof(steer_params, separation_radius),    offsetof(steer_params, turn_trigger_distance),
-    offsetof(steer_params, path_recover_strength)};
+    offsetof(proto_param_values, time_to_target),
+    offsetof(proto_param_values, target_radius),
+    offsetof(proto_param_values, slow_radius),
+    offsetof(proto_param_values, kinematic_time_to_target),
+    offsetof(proto_param_values, align_target_radius),
+    offsetof(proto_param_values, align_slow_radius),
+    offsetof(proto_param_values, align_time_to_target),
+    offsetof(proto_param_values, max_prediction),
+    offsetof(proto_param_values, panic_radius),
+    offsetof(proto_param_values, wander_offset),
+    offsetof(proto_param_values, wander_radius),
+    offsetof(proto_param_values, wander_rate),
+    offsetof(proto_param_values, separation_radius),
+    offsetof(proto_param_values, turn_trigger_distance),
+    offsetof(proto_param_values, path_recover_strength)};
 /* The fields behind proto_limit_name(i) (bit 1 << i of proto_limits.present). */
 static const size_t limit_offsets[PROTO_LIMIT_COUNT] = {
-    offsetof(steer_limits, max_speed), offsetof(steer_limits, max_acceleration),
-    offsetof(steer_limits, max_rotation), offsetof(steer_limits, max_angular_acceleration),
-    offsetof(steer_limits, radius)};
+    offsetof(proto_limit_values, max_speed), offsetof(proto_limit_values, max_acceleration),
+    offsetof(proto_limit_values, max_rotation), offsetof(proto_limit_values, max_angular_acceleration),
+    offsetof(proto_limit_values, radius)};
 
 /* One KEY=VALUE of params --set into the command; -1 for a key or value it cannot take. */
 static int params_key(proto_set_params *sp, const char *key, const char *value) {
@@ -507,7 +514,7 @@ static int params_key(proto_set_params *sp, const char *key, const char *value) 
     }
   proto_tuning *t = &sp->params.tuning;
   if (strcmp(key, "stuck_reaction") == 0) {
-    int r = find_name(proto_stuck_reaction_name, STEER_STUCK_REACTION_COUNT, value);
+    int r = find_name(proto_stuck_reaction_name, PROTO_STUCK_REACTION_COUNT, value);
     if (r < 0)
       return -1;
     t->stuck_reaction = (uint8_t)r;
@@ -515,7 +522,7 @@ static int params_key(proto_set_params *sp, const char *key, const char *value) 
     return 0;
   }
   if (strcmp(key, "arrival") == 0) {
-    int r = find_name(proto_arrival_name, STEER_ARRIVAL_COUNT, value);
+    int r = find_name(proto_arrival_name, PROTO_ARRIVAL_COUNT, value);
     if (r < 0)
       return -1;
     t->arrival = (uint8_t)r;
@@ -593,7 +600,7 @@ static int cmd_params(const args *a) {
 
 /* The ids of the first complete snapshot `list` sees. */
 static struct {
-  steer_id *ids;
+  proto_id *ids;
   uint32_t count;
   int seen, failed;
 } g_list;
@@ -614,7 +621,7 @@ static void list_on_frame(void *user, const steerd_client_frame *f) {
 }
 
 static int compare_ids(const void *x, const void *y) {
-  steer_id a = *(const steer_id *)x, b = *(const steer_id *)y;
+  proto_id a = *(const proto_id *)x, b = *(const proto_id *)y;
   return (a > b) - (a < b);
 }
 
@@ -685,7 +692,7 @@ static int cmd_list(const args *a) {
 
 /* ---- the map ---------------------------------------------------------------------- */
 
-static void print_point(vec2 p) { printf("[%.9g, %.9g]", (double)p.x, (double)p.y); }
+static void print_point(proto_vec2 p) { printf("[%.9g, %.9g]", (double)p.x, (double)p.y); }
 
 /* map: waits for the copy of the map to be current, prints it as a map file. */
 static int cmd_map(const args *a) {
@@ -720,7 +727,7 @@ static int cmd_map(const args *a) {
     proto_obstacle o = steerd_mapcopy_get(m, i);
     printf("%s\n   {\"id\": %lu, \"type\": \"%s\", ", i ? "," : "", (unsigned long)o.id,
            proto_obstacle_kind_name(o.kind));
-    if (o.kind == STEER_OBSTACLE_CIRCLE) {
+    if (o.kind == PROTO_OBSTACLE_CIRCLE) {
       printf("\"center\": ");
       print_point(o.points[0]);
       printf(", \"radius\": %.9g}", (double)o.radius);
@@ -753,11 +760,11 @@ static int cmd_add_obstacle(const args *a) {
   if (id == NULL || parse_u32(id, &o->id) != 0 || o->id == 0)
     return bad_value(a, "--id", id);
   const char *t = opt_get(a, "type");
-  int kind = t != NULL ? find_name(proto_obstacle_kind_name, STEER_OBSTACLE_KIND_COUNT, t) : -1;
+  int kind = t != NULL ? find_name(proto_obstacle_kind_name, PROTO_OBSTACLE_KIND_COUNT, t) : -1;
   if (kind < 0)
     return bad_value(a, "--type", t);
   o->kind = (uint8_t)kind;
-  if (kind == STEER_OBSTACLE_CIRCLE) {
+  if (kind == PROTO_OBSTACLE_CIRCLE) {
     const char *c = opt_get(a, "center"), *r = opt_get(a, "radius");
     if (c == NULL || parse_xy(c, &o->points[0]) != 0)
       return bad_value(a, "--center", c);
@@ -768,8 +775,9 @@ static int cmd_add_obstacle(const args *a) {
     o->count = 1;
   } else {
     const char *p = opt_get(a, "points");
-    uint32_t least = kind == STEER_OBSTACLE_POLYGON ? 3u : 2u;
-    if (p == NULL || parse_points(p, o->points, STEER_MAP_MAX_VERTICES, &o->count) != 0 || o->count < least)
+    uint32_t least = kind == PROTO_OBSTACLE_POLYGON ? 3u : 2u;
+    if (p == NULL || parse_points(p, o->points, PROTO_MAX_OBSTACLE_POINTS, &o->count) != 0 ||
+        o->count < least)
       return bad_value(a, "--points", p);
     if (opt_get(a, "center") != NULL || opt_get(a, "radius") != NULL)
       return bad_value(a, "--center/--radius (only for a circle)", t);

@@ -9,6 +9,7 @@
  * write -> read round trip: proto_encode_command, decode again, equal present
  * fields, and re-encoding gives the same bytes. */
 #include "fuzz_common.h"
+#include "wire_core.h"
 
 #define FUZZ_OUT_BYTES (2 * PROTO_MAX_MESSAGE_BYTES)
 
@@ -387,11 +388,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* The apply helpers on what a client can send. */
   if (cmd_a.type == PROTO_MSG_SPAWN) {
     steer_agent_desc d = steer_default_agent_desc();
-    proto_spawn_apply(&cmd_a.spawn, &d);
+    wire_apply_spawn(&cmd_a.spawn, &d);
     FUZZ_CHECK(d.model == cmd_a.spawn.model);
   } else if (cmd_a.type == PROTO_MSG_SET_BEHAVIOUR) {
     steer_behaviour b = steer_default_behaviour((steer_behaviour_kind)cmd_a.set_behaviour.behaviour.kind);
-    proto_behaviour_apply(&cmd_a.set_behaviour.behaviour, &b);
+    wire_apply_behaviour(&cmd_a.set_behaviour.behaviour, &b);
     FUZZ_CHECK(b.kind == cmd_a.set_behaviour.behaviour.kind);
   }
   return 0;

@@ -18,7 +18,7 @@
 static inline bool fuzz_number_ok(float v) { return isfinite(v) && fabsf(v) <= PROTO_MAX_ABS_FLOAT; }
 
 /* An orientation the decoders wrapped: (-pi, pi] (PROTOCOL.md 3). */
-static inline bool fuzz_angle_ok(float a) { return isfinite(a) && a > -STEER_PI && a <= STEER_PI; }
+static inline bool fuzz_angle_ok(float a) { return isfinite(a) && a > -PROTO_PI_F && a <= PROTO_PI_F; }
 
 /* A C string that ends within its array. */
 static inline bool fuzz_cstr_ok(const char *s, size_t cap) { return memchr(s, '\0', cap) != NULL; }

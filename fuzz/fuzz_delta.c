@@ -12,7 +12,7 @@
 #define FUZZ_CAP 2048
 
 static proto_delta_entry ent_a[FUZZ_CAP], ent_b[FUZZ_CAP];
-static steer_id rem_a[FUZZ_CAP], rem_b[FUZZ_CAP];
+static proto_id rem_a[FUZZ_CAP], rem_b[FUZZ_CAP];
 static uint8_t enc[4 * PROTO_MAX_MESSAGE_BYTES];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -16,15 +16,15 @@
 #define FUZZ_POINTS 8192
 
 static proto_obstacle obs_a[FUZZ_OBS], obs_b[FUZZ_OBS];
-static vec2 pts_a[FUZZ_POINTS], pts_b[FUZZ_POINTS];
+static proto_vec2 pts_a[FUZZ_POINTS], pts_b[FUZZ_POINTS];
 static uint8_t enc1[2 * PROTO_MAX_MESSAGE_BYTES], enc2[2 * PROTO_MAX_MESSAGE_BYTES];
 
 static void check_obstacle(const proto_obstacle *o) {
-  FUZZ_CHECK(o->id >= 1 && o->kind < STEER_OBSTACLE_KIND_COUNT);
-  if (o->kind == STEER_OBSTACLE_CIRCLE)
+  FUZZ_CHECK(o->id >= 1 && o->kind < PROTO_OBSTACLE_KIND_COUNT);
+  if (o->kind == PROTO_OBSTACLE_CIRCLE)
     FUZZ_CHECK(o->count == 1 && fuzz_number_ok(o->radius) && o->radius > 0.0f);
   else
-    FUZZ_CHECK(o->count >= (o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u) &&
+    FUZZ_CHECK(o->count >= (o->kind == PROTO_OBSTACLE_POLYGON ? 3u : 2u) &&
                o->count <= PROTO_MAP_MAX_POINTS && o->radius == 0.0f);
   for (uint32_t i = 0; i < o->count; i++)
     FUZZ_CHECK(fuzz_number_ok(o->points[i].x) && fuzz_number_ok(o->points[i].y));

@@ -20,7 +20,7 @@ static uint8_t enc2[FUZZ_OUT_BYTES];
 
 static bool same_float(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
-static bool limits_ok(const steer_limits *l) {
+static bool limits_ok(const proto_limit_values *l) {
   return fuzz_number_ok(l->max_speed) && l->max_speed > 0.0f && fuzz_number_ok(l->max_acceleration) &&
          l->max_acceleration > 0.0f && fuzz_number_ok(l->max_rotation) && l->max_rotation > 0.0f &&
          fuzz_number_ok(l->max_angular_acceleration) && l->max_angular_acceleration > 0.0f &&
@@ -31,7 +31,7 @@ static void check_poses(const proto_snapshot *s) {
   for (uint32_t i = 0; i < s->count; i++) {
     const proto_pose *p = &s->poses[i];
     FUZZ_CHECK(isfinite(p->x) && isfinite(p->y) && isfinite(p->vx) && isfinite(p->vy));
-    FUZZ_CHECK(p->theta >= -STEER_PI && p->theta < STEER_PI); /* [-pi, pi) (PROTOCOL.md 3) */
+    FUZZ_CHECK(p->theta >= -PROTO_PI_F && p->theta < PROTO_PI_F); /* [-pi, pi) (PROTOCOL.md 3) */
   }
 }
 
@@ -49,13 +49,13 @@ static void check_msg(const proto_server_msg *m, uint32_t cap) {
     if (a->command == PROTO_MSG_QUERY) {
       const proto_agent_report *q = &a->query;
       FUZZ_CHECK(q->agent == a->agent);
-      FUZZ_CHECK(q->model < STEER_MODEL_COUNT &&
-                 (q->behaviour < STEER_BEHAVIOUR_COUNT || q->behaviour == PROTO_BEHAVIOUR_GOTO));
+      FUZZ_CHECK(q->model < PROTO_MODEL_COUNT &&
+                 (q->behaviour < PROTO_BEHAVIOUR_COUNT || q->behaviour == PROTO_BEHAVIOUR_GOTO));
       if (q->has_goto) {
         const proto_goto_report *g = &q->go;
         FUZZ_CHECK(g->status >= PROTO_GOTO_QUEUED && g->status < PROTO_GOTO_STATUS_END);
         FUZZ_CHECK(g->reason < PROTO_GOTO_REASON_COUNT && g->partial <= 1);
-        FUZZ_CHECK(g->target_kind == STEER_TARGET_POINT || g->target_kind == STEER_TARGET_AGENT);
+        FUZZ_CHECK(g->target_kind == PROTO_TARGET_POINT || g->target_kind == PROTO_TARGET_AGENT);
         FUZZ_CHECK(g->status == PROTO_GOTO_FOLLOWING
                        ? g->route_count >= 1 && g->route_count <= PROTO_MAX_ROUTE_POINTS
                        : g->route_count == 0);
@@ -74,7 +74,7 @@ static void check_msg(const proto_server_msg *m, uint32_t cap) {
         FUZZ_CHECK(fuzz_number_ok(t->wall_lookahead) && t->wall_lookahead >= 0.0f);
         FUZZ_CHECK(fuzz_number_ok(t->wall_margin) && t->wall_margin >= 0.0f);
         FUZZ_CHECK(fuzz_number_ok(t->stuck_time) && t->stuck_time >= 0.0f);
-        FUZZ_CHECK(t->stuck_reaction < STEER_STUCK_REACTION_COUNT);
+        FUZZ_CHECK(t->stuck_reaction < PROTO_STUCK_REACTION_COUNT);
       }
     }
     break;
@@ -116,7 +116,7 @@ static bool eq_snapshot(const proto_snapshot *a, const proto_snapshot *b) {
   return true;
 }
 
-static bool same_point(vec2 a, vec2 b) { return same_float(a.x, b.x) && same_float(a.y, b.y); }
+static bool same_point(proto_vec2 a, proto_vec2 b) { return same_float(a.x, b.x) && same_float(a.y, b.y); }
 
 static bool same_tuning(const proto_tuning *a, const proto_tuning *b) {
   return same_float(a->avoid_weight, b->avoid_weight) && same_float(a->avoid_horizon, b->avoid_horizon) &&
@@ -129,7 +129,7 @@ static bool same_goto(const proto_goto_report *a, const proto_goto_report *b) {
   if (a->status != b->status || a->reason != b->reason || a->target_kind != b->target_kind ||
       a->partial != b->partial || a->route_count != b->route_count)
     return false;
-  if (a->target_kind == STEER_TARGET_POINT ? !same_point(a->target, b->target)
+  if (a->target_kind == PROTO_TARGET_POINT ? !same_point(a->target, b->target)
                                            : a->target_agent != b->target_agent)
     return false;
   if (a->route_count && !same_point(a->goal, b->goal))

@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       proto_pose p = proto_dequantize_pose(&qposes_a[i]);
       FUZZ_CHECK(same_pose(&p, &poses_a[i]));
       FUZZ_CHECK(isfinite(p.x) && isfinite(p.y) && isfinite(p.vx) && isfinite(p.vy));
-      FUZZ_CHECK(p.theta >= -STEER_PI && p.theta < STEER_PI);
+      FUZZ_CHECK(p.theta >= -PROTO_PI_F && p.theta < PROTO_PI_F);
     }
   }
 

@@ -1,7 +1,6 @@
 /* commands.c: client -> server commands (HELLO, SPAWN, DESPAWN, SET_BEHAVIOUR,
  * SET_PATH, SET_PARAMS, STOP, QUERY, PING, VIEW, SNAPSHOT_ACK), encoded and
- * decoded, with the objects they carry (LIMITS, PARAMS, BEHAVIOUR, PATH) and the
- * proto_*_apply helpers that copy those into the core's structs. */
+ * decoded, with the objects they carry (LIMITS, PARAMS, BEHAVIOUR, PATH). */
 #include "wire_internal.h"
 
 #include <string.h>
@@ -9,103 +8,6 @@
 static float *field_ptr(void *base, size_t offset) { return (float *)(void *)((char *)base + offset); }
 static float field_get(const void *base, size_t offset) {
   return *(const float *)(const void *)((const char *)base + offset);
-}
-
-/* ---- Apply -------------------------------------------------------------------- */
-
-void proto_limits_apply(const proto_limits *src, steer_limits *dst) {
-  for (uint32_t i = 0; i < PROTO_LIMIT_COUNT; i++)
-    if (src->present & (1u << i))
-      *field_ptr(dst, limit_fields[i].offset) = field_get(&src->v, limit_fields[i].offset);
-}
-
-void proto_params_apply(const proto_params *src, steer_params *dst) {
-  for (uint32_t i = 0; i < PROTO_PARAM_COUNT; i++)
-    if (src->present & (1u << i))
-      *field_ptr(dst, param_fields[i].offset) = field_get(&src->v, param_fields[i].offset);
-}
-
-void proto_tuning_apply(const proto_params *src, steer_behaviour *dst) {
-  const proto_tuning *t = &src->tuning;
-  if (src->present & PROTO_PARAM_AVOID_WEIGHT)
-    dst->avoid_weight = t->avoid_weight;
-  if (src->present & PROTO_PARAM_AVOID_HORIZON)
-    dst->avoid_horizon = t->avoid_horizon;
-  if (src->present & PROTO_PARAM_AVOID_PRIORITY)
-    dst->avoid_priority = t->avoid_priority;
-  if (src->present & PROTO_PARAM_WALL_LOOKAHEAD)
-    dst->wall_lookahead = t->wall_lookahead;
-  if (src->present & PROTO_PARAM_WALL_MARGIN)
-    dst->wall_margin = t->wall_margin;
-  if (src->present & PROTO_PARAM_STUCK_TIME)
-    dst->stuck_time = t->stuck_time;
-  if (src->present & PROTO_PARAM_STUCK_REACTION)
-    dst->stuck_reaction = t->stuck_reaction;
-  if (src->present & PROTO_PARAM_ARRIVAL)
-    dst->arrival = t->arrival;
-}
-
-void proto_tuning_of(const steer_behaviour *b, proto_tuning *t) {
-  t->avoid_weight = b->avoid_weight;
-  t->avoid_horizon = b->avoid_horizon;
-  t->avoid_priority = b->avoid_priority;
-  t->wall_lookahead = b->wall_lookahead;
-  t->wall_margin = b->wall_margin;
-  t->stuck_time = b->stuck_time;
-  t->stuck_reaction = b->stuck_reaction;
-  t->arrival = b->arrival;
-}
-
-void proto_tuning_keep(const steer_behaviour *from, steer_behaviour *to) {
-  proto_params keep;
-  memset(&keep, 0, sizeof keep);
-  keep.present = PROTO_PARAM_TUNING;
-  proto_tuning_of(from, &keep.tuning);
-  proto_tuning_apply(&keep, to);
-}
-
-void proto_behaviour_apply(const proto_behaviour *src, steer_behaviour *dst) {
-  dst->kind = src->kind;
-  if (src->present & PROTO_BHV_FACING)
-    dst->facing = src->facing;
-  if (src->present & PROTO_BHV_COMBINE)
-    dst->combine = src->combine;
-  if (src->present & PROTO_BHV_SEPARATION_WEIGHT)
-    dst->separation_weight = src->separation_weight;
-  if (src->present & PROTO_BHV_MAX_NEIGHBOURS)
-    dst->max_neighbours = src->max_neighbours;
-  memset(&dst->target, 0, sizeof dst->target);
-  if (src->present & PROTO_BHV_TARGET_AGENT) {
-    dst->target.kind = STEER_TARGET_AGENT;
-    dst->target.agent = src->target_agent;
-    if (src->present & PROTO_BHV_TARGET_AGENT2)
-      dst->target.agent2 = src->target_agent2;
-  } else if (src->present & (PROTO_BHV_TARGET | PROTO_BHV_ORIENTATION)) {
-    dst->target.kind = STEER_TARGET_POINT;
-    if (src->present & PROTO_BHV_TARGET)
-      dst->target.point = src->target;
-  } else {
-    dst->target.kind = STEER_TARGET_NONE;
-  }
-  if (src->present & PROTO_BHV_ORIENTATION)
-    dst->target.orientation = src->orientation;
-  proto_params_apply(&src->params, &dst->params);
-  proto_tuning_apply(&src->params, dst);
-}
-
-void proto_spawn_apply(const proto_spawn *src, steer_agent_desc *dst) {
-  dst->model = src->model;
-  dst->state.position = src->position;
-  if (src->present & PROTO_SPAWN_ORIENTATION)
-    dst->state.orientation = src->orientation;
-  if (src->present & PROTO_SPAWN_VX)
-    dst->state.velocity.x = src->velocity.x;
-  if (src->present & PROTO_SPAWN_VY)
-    dst->state.velocity.y = src->velocity.y;
-  if (src->present & PROTO_SPAWN_LIMITS)
-    proto_limits_apply(&src->limits, &dst->limits);
-  if (src->present & PROTO_SPAWN_BEHAVIOUR)
-    proto_behaviour_apply(&src->behaviour, &dst->behaviour);
 }
 
 /* ---- Encoding ---------------------------------------------------------------- */
@@ -144,12 +46,12 @@ static void pack_params(msgpack_packer *pk, const proto_params *p) {
     pack_kf(pk, "stuck_time", t->stuck_time);
   if (present & PROTO_PARAM_STUCK_REACTION)
     pack_ks(pk, "stuck_reaction",
-            stuck_reaction_names[t->stuck_reaction < STEER_STUCK_REACTION_COUNT ? t->stuck_reaction : 0]);
+            stuck_reaction_names[t->stuck_reaction < PROTO_STUCK_REACTION_COUNT ? t->stuck_reaction : 0]);
   if (present & PROTO_PARAM_ARRIVAL)
-    pack_ks(pk, "arrival", arrival_names[t->arrival < STEER_ARRIVAL_COUNT ? t->arrival : 0]);
+    pack_ks(pk, "arrival", arrival_names[t->arrival < PROTO_ARRIVAL_COUNT ? t->arrival : 0]);
 }
 
-static void pack_point(msgpack_packer *pk, vec2 p) {
+static void pack_point(msgpack_packer *pk, proto_vec2 p) {
   msgpack_pack_array(pk, 2);
   msgpack_pack_float(pk, p.x);
   msgpack_pack_float(pk, p.y);
@@ -160,14 +62,14 @@ static bool behaviour_valid(const proto_behaviour *b) {
   if (b->kind == PROTO_BEHAVIOUR_GOTO) {
     if (b->present & (PROTO_BHV_TARGET_AGENT2 | PROTO_BHV_ORIENTATION))
       return false;
-    if ((b->present & PROTO_BHV_CORNERING) && b->cornering >= STEER_CORNER_COUNT)
+    if ((b->present & PROTO_BHV_CORNERING) && b->cornering >= PROTO_CORNER_COUNT)
       return false;
-  } else if (b->kind >= STEER_BEHAVIOUR_FOLLOW_PATH || (b->present & go)) {
+  } else if (b->kind >= PROTO_BEHAVIOUR_FOLLOW_PATH || (b->present & go)) {
     return false;
   }
-  if ((b->present & PROTO_BHV_FACING) && b->facing >= STEER_FACING_COUNT)
+  if ((b->present & PROTO_BHV_FACING) && b->facing >= PROTO_FACING_COUNT)
     return false;
-  if ((b->present & PROTO_BHV_COMBINE) && b->combine >= STEER_COMBINE_COUNT)
+  if ((b->present & PROTO_BHV_COMBINE) && b->combine >= PROTO_COMBINE_COUNT)
     return false;
   return true;
 }
@@ -211,8 +113,8 @@ static void pack_behaviour(msgpack_packer *pk, const proto_behaviour *b) {
 }
 
 static bool path_valid(const proto_path *p) {
-  return p->count >= 1 && p->count <= PROTO_MAX_PATH_POINTS && p->mode < STEER_PATH_MODE_COUNT &&
-         p->cornering < STEER_CORNER_COUNT;
+  return p->count >= 1 && p->count <= PROTO_MAX_PATH_POINTS && p->mode < PROTO_PATH_MODE_COUNT &&
+         p->cornering < PROTO_CORNER_COUNT;
 }
 
 /* The path's keys (4 or 5 entries), without the map header. */
@@ -264,7 +166,7 @@ size_t proto_encode_command(uint8_t *buf, size_t cap, const proto_command *cmd) 
     const proto_spawn *s = &cmd->spawn;
     uint32_t opt = s->present & (PROTO_SPAWN_ORIENTATION | PROTO_SPAWN_VX | PROTO_SPAWN_VY |
                                  PROTO_SPAWN_LIMITS | PROTO_SPAWN_BEHAVIOUR | PROTO_SPAWN_PATH);
-    if (s->model >= STEER_MODEL_COUNT)
+    if (s->model >= PROTO_MODEL_COUNT)
       return 0;
     if ((opt & PROTO_SPAWN_BEHAVIOUR) && !behaviour_valid(&s->behaviour))
       return 0;
@@ -432,7 +334,7 @@ int rd_limits(reader *r, proto_limits *l) {
   return rd_fields(r, limit_fields, PROTO_LIMIT_COUNT, &l->v, &l->present);
 }
 
-/* PARAMS: the float fields of steer_params, then the tuning keys. */
+/* PARAMS: the float fields of proto_param_values, then the tuning keys. */
 #define PARAM_KEY_COUNT (PROTO_PARAM_COUNT + PROTO_TUNING_COUNT)
 
 static int params_fn(reader *r, int key, void *ctx) {
@@ -458,9 +360,9 @@ static int params_fn(reader *r, int key, void *ctx) {
   case 5:
     return rd_float(r, NUM_NONNEG, &t->stuck_time);
   case 6:
-    return rd_enum(r, stuck_reaction_names, STEER_STUCK_REACTION_COUNT, &t->stuck_reaction);
+    return rd_enum(r, stuck_reaction_names, PROTO_STUCK_REACTION_COUNT, &t->stuck_reaction);
   default:
-    return rd_enum(r, arrival_names, STEER_ARRIVAL_COUNT, &t->arrival);
+    return rd_enum(r, arrival_names, PROTO_ARRIVAL_COUNT, &t->arrival);
   }
 }
 
@@ -557,7 +459,7 @@ static int behaviour_fn(reader *r, int key, void *ctx) {
       return 0;
     }
     r->pos = save;
-    return rd_enum(r, behaviour_names, STEER_BEHAVIOUR_FOLLOW_PATH, &b->kind);
+    return rd_enum(r, behaviour_names, PROTO_BEHAVIOUR_FOLLOW_PATH, &b->kind);
   }
   case BK_TARGET:
     b->present |= PROTO_BHV_TARGET;
@@ -573,10 +475,10 @@ static int behaviour_fn(reader *r, int key, void *ctx) {
     return rd_angle(r, &b->orientation);
   case BK_FACING:
     b->present |= PROTO_BHV_FACING;
-    return rd_enum(r, facing_names, STEER_FACING_COUNT, &b->facing);
+    return rd_enum(r, facing_names, PROTO_FACING_COUNT, &b->facing);
   case BK_COMBINE:
     b->present |= PROTO_BHV_COMBINE;
-    return rd_enum(r, combine_names, STEER_COMBINE_COUNT, &b->combine);
+    return rd_enum(r, combine_names, PROTO_COMBINE_COUNT, &b->combine);
   case BK_SEPW:
     b->present |= PROTO_BHV_SEPARATION_WEIGHT;
     return rd_float(r, NUM_NONNEG, &b->separation_weight);
@@ -591,7 +493,7 @@ static int behaviour_fn(reader *r, int key, void *ctx) {
     return rd_float(r, NUM_POSITIVE, &b->node_radius);
   case BK_CORNERING:
     b->present |= PROTO_BHV_CORNERING;
-    return rd_enum(r, cornering_names, STEER_CORNER_COUNT, &b->cornering);
+    return rd_enum(r, cornering_names, PROTO_CORNER_COUNT, &b->cornering);
   case BK_REPLAN:
     b->present |= PROTO_BHV_REPLAN_DISTANCE;
     return rd_float(r, NUM_NONNEG, &b->replan_distance);
@@ -651,9 +553,9 @@ static int path_field(reader *r, int key, proto_path *p) {
   case 1:
     return rd_float(r, NUM_POSITIVE, &p->radius);
   case 2:
-    return rd_enum(r, mode_names, STEER_PATH_MODE_COUNT, &p->mode);
+    return rd_enum(r, mode_names, PROTO_PATH_MODE_COUNT, &p->mode);
   case 3:
-    return rd_enum(r, cornering_names, STEER_CORNER_COUNT, &p->cornering);
+    return rd_enum(r, cornering_names, PROTO_CORNER_COUNT, &p->cornering);
   default:
     return rd_params(r, &p->params);
   }
@@ -710,7 +612,7 @@ static int spawn_fn(reader *r, int key, void *ctx) {
   proto_spawn *s = ctx;
   switch (key) {
   case 0:
-    return rd_enum(r, model_names, STEER_MODEL_COUNT, &s->model);
+    return rd_enum(r, model_names, PROTO_MODEL_COUNT, &s->model);
   case 1:
     return rd_float(r, NUM_ANY, &s->position.x);
   case 2:
@@ -841,9 +743,9 @@ static int decode_command(reader *r, proto_command *out) {
     proto_spawn *s = &out->spawn;
     s->present = 0;
     s->model = 0;
-    s->position = v2(0.0f, 0.0f);
+    s->position = proto_v2(0.0f, 0.0f);
     s->orientation = 0.0f;
-    s->velocity = v2(0.0f, 0.0f);
+    s->velocity = proto_v2(0.0f, 0.0f);
     memset(&s->limits, 0, sizeof s->limits);
     memset(&s->behaviour, 0, sizeof s->behaviour);
     memset(&s->path, 0, offsetof(proto_path, points));

@@ -6,29 +6,10 @@
 
 #include "wire_internal.h"
 
-static const char *const kind_names[STEER_OBSTACLE_KIND_COUNT] = {"circle", "polygon", "wall"};
+static const char *const kind_names[PROTO_OBSTACLE_KIND_COUNT] = {"circle", "polygon", "wall"};
 
 const char *proto_obstacle_kind_name(uint32_t kind) {
-  return kind < STEER_OBSTACLE_KIND_COUNT ? kind_names[kind] : NULL;
-}
-
-proto_obstacle proto_obstacle_of(uint32_t id, const steer_obstacle_desc *d) {
-  proto_obstacle o;
-  o.id = id;
-  o.kind = d->kind;
-  o.count = d->count;
-  o.radius = d->radius;
-  o.points = d->points;
-  return o;
-}
-
-steer_obstacle_desc proto_obstacle_desc(const proto_obstacle *o) {
-  steer_obstacle_desc d;
-  d.kind = o->kind;
-  d.count = o->count;
-  d.points = o->points;
-  d.radius = o->radius;
-  return d;
+  return kind < PROTO_OBSTACLE_KIND_COUNT ? kind_names[kind] : NULL;
 }
 
 /* ---- encoding ------------------------------------------------------------ */
@@ -37,24 +18,24 @@ static void pack_cstr(msgpack_packer *pk, const char *str) {
   msgpack_pack_str_with_body(pk, str, strlen(str));
 }
 
-static void pack_point(msgpack_packer *pk, vec2 p) {
+static void pack_point(msgpack_packer *pk, proto_vec2 p) {
   msgpack_pack_array(pk, 2);
   msgpack_pack_float(pk, p.x);
   msgpack_pack_float(pk, p.y);
 }
 
 static int obstacle_valid(const proto_obstacle *o) {
-  if (o->id == 0 || o->kind >= STEER_OBSTACLE_KIND_COUNT || (o->count && !o->points))
+  if (o->id == 0 || o->kind >= PROTO_OBSTACLE_KIND_COUNT || (o->count && !o->points))
     return 0;
-  if (o->kind == STEER_OBSTACLE_CIRCLE)
+  if (o->kind == PROTO_OBSTACLE_CIRCLE)
     return o->count == 1;
-  uint32_t least = o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u;
+  uint32_t least = o->kind == PROTO_OBSTACLE_POLYGON ? 3u : 2u;
   return o->count >= least && o->count <= PROTO_MAP_MAX_POINTS;
 }
 
 /* {"id", "type", "center", "radius"} or {"id", "type", "points"}: the map file's objects. */
 static void pack_obstacle(msgpack_packer *pk, const proto_obstacle *o) {
-  int circle = o->kind == STEER_OBSTACLE_CIRCLE;
+  int circle = o->kind == PROTO_OBSTACLE_CIRCLE;
   msgpack_pack_map(pk, circle ? 4 : 3);
   pack_cstr(pk, "id");
   msgpack_pack_uint32(pk, o->id);
@@ -179,8 +160,8 @@ typedef struct obstacle_rd {
   uint32_t id;
   uint8_t kind;
   float radius;
-  vec2 centre;
-  vec2 *points;
+  proto_vec2 centre;
+  proto_vec2 *points;
   uint32_t cap, count;
 } obstacle_rd;
 
@@ -192,7 +173,7 @@ static int obstacle_fn(reader *r, int key, void *ctx) {
       return -1;
     return o->id == 0 ? bad(r, "must be 1..4294967295") : 0;
   case K_TYPE:
-    return rd_enum(r, kind_names, STEER_OBSTACLE_KIND_COUNT, &o->kind);
+    return rd_enum(r, kind_names, PROTO_OBSTACLE_KIND_COUNT, &o->kind);
   case K_CENTER:
     return rd_point(r, &o->centre);
   case K_RADIUS:
@@ -224,7 +205,7 @@ static int rd_obstacle(reader *r, obstacle_rd *o, bool body) {
   if (body ? rd_body(r, obstacle_keys, K_COUNT, required, obstacle_fn, o, &seen)
            : rd_map(r, obstacle_keys, K_COUNT, required, obstacle_fn, o, &seen))
     return -1;
-  if (o->kind == STEER_OBSTACLE_CIRCLE) {
+  if (o->kind == PROTO_OBSTACLE_CIRCLE) {
     if (!(seen & (1u << K_CENTER)))
       return fail_at(r, "center", PROTO_ERR_BAD_FIELD, "missing");
     if (!(seen & (1u << K_RADIUS)))
@@ -243,9 +224,9 @@ static int rd_obstacle(reader *r, obstacle_rd *o, bool body) {
     return fail_at(r, "center", PROTO_ERR_BAD_FIELD, "a polygon or wall has points, not center");
   if (seen & (1u << K_RADIUS))
     return fail_at(r, "radius", PROTO_ERR_BAD_FIELD, "a polygon or wall has points, not radius");
-  if (o->count < (o->kind == STEER_OBSTACLE_POLYGON ? 3u : 2u))
+  if (o->count < (o->kind == PROTO_OBSTACLE_POLYGON ? 3u : 2u))
     return fail_at(r, "points", PROTO_ERR_BAD_FIELD,
-                   o->kind == STEER_OBSTACLE_POLYGON ? "a polygon has 3 to 256 points"
+                   o->kind == PROTO_OBSTACLE_POLYGON ? "a polygon has 3 to 256 points"
                                                      : "a wall has 2 to 256 points");
   o->radius = 0.0f;
   return 0;
@@ -282,7 +263,7 @@ int rd_remove_obstacle(reader *r, proto_remove_obstacle *o) {
 /* Obstacles of a server message into the caller's arrays; each one's points
  * go to the pool after the previous one's. */
 static int rd_obstacles(reader *r, const char *name, uint32_t max, proto_obstacle *obs, uint32_t cap,
-                        uint32_t *count, vec2 *points, uint32_t point_cap) {
+                        uint32_t *count, proto_vec2 *points, uint32_t point_cap) {
   size_t old = path_push(r, name);
   uint32_t n;
   int rc = rd_array(r, 0, max, &n);
@@ -313,7 +294,7 @@ static int rd_obstacles(reader *r, const char *name, uint32_t max, proto_obstacl
 }
 
 int proto_decode_map(const uint8_t *data, size_t len, proto_map_header *h, proto_obstacle *obs, uint32_t cap,
-                     uint32_t *count, vec2 *points, uint32_t point_cap, proto_error_info *err) {
+                     uint32_t *count, proto_vec2 *points, uint32_t point_cap, proto_error_info *err) {
   proto_error_info local;
   reader r;
   uint32_t n;
@@ -347,8 +328,8 @@ int proto_decode_map(const uint8_t *data, size_t len, proto_map_header *h, proto
 
 int proto_decode_map_changed(const uint8_t *data, size_t len, proto_map_changed *c,
                              uint32_t removed[PROTO_MAP_CHANGED_MAX],
-                             proto_obstacle added[PROTO_MAP_CHANGED_MAX], vec2 *points, uint32_t point_cap,
-                             proto_error_info *err) {
+                             proto_obstacle added[PROTO_MAP_CHANGED_MAX], proto_vec2 *points,
+                             uint32_t point_cap, proto_error_info *err) {
   proto_error_info local;
   reader r;
   uint32_t n;

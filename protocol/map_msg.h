@@ -26,8 +26,8 @@
 
 #include "protocol.h"
 
-#define PROTO_MAP_PART_BYTES       PROTO_MAX_MESSAGE_BYTES /* a MAP packet never exceeds this */
-#define PROTO_MAP_MAX_POINTS       STEER_MAP_MAX_VERTICES  /* points of one polygon or wall */
+#define PROTO_MAP_PART_BYTES       PROTO_MAX_MESSAGE_BYTES   /* a MAP packet never exceeds this */
+#define PROTO_MAP_MAX_POINTS       PROTO_MAX_OBSTACLE_POINTS /* points of one polygon or wall */
 #define PROTO_MAP_HEADER_MAX_BYTES 25 /* fixarray, type, version, index, count, total: 5 each; array16 */
 /* The largest obstacle: a polygon of 256 points (fixmap, "id" u32, "type" "polygon", "points" array16, 256 x
  * 11). */
@@ -38,11 +38,11 @@
 /* One obstacle: its id and shape; points belong to the caller (decoders point
  * them into the caller's pool). A circle has count 1 (its centre) and radius. */
 typedef struct proto_obstacle {
-  uint32_t id;        /* >= 1 */
-  uint8_t kind;       /* steer_obstacle_kind */
-  uint32_t count;     /* points */
-  float radius;       /* m, circle only */
-  const vec2 *points; /* m */
+  uint32_t id;              /* >= 1 */
+  uint8_t kind;             /* proto_obstacle_kind */
+  uint32_t count;           /* points */
+  float radius;             /* m, circle only */
+  const proto_vec2 *points; /* m */
 } proto_obstacle;
 
 typedef struct proto_map_header {
@@ -63,8 +63,6 @@ typedef struct proto_map_changed {
 
 /* "circle", "polygon", "wall"; NULL if out of range. */
 const char *proto_obstacle_kind_name(uint32_t kind);
-proto_obstacle proto_obstacle_of(uint32_t id, const steer_obstacle_desc *d);
-steer_obstacle_desc proto_obstacle_desc(const proto_obstacle *o);
 
 /* Encoded size of one obstacle object; 0 when its kind or count is out of range. */
 size_t proto_obstacle_size(const proto_obstacle *o);
@@ -96,11 +94,11 @@ size_t proto_encode_map_changed(uint8_t *buf, size_t cap, const proto_map_change
  * part_count, ids >= 1, shapes as in PROTOCOL.md 17.3. More obstacles or points
  * than there is room for is TOO_LARGE. On an error *count is 0. */
 int proto_decode_map(const uint8_t *data, size_t len, proto_map_header *h, proto_obstacle *obs, uint32_t cap,
-                     uint32_t *count, vec2 *points, uint32_t point_cap, proto_error_info *err);
+                     uint32_t *count, proto_vec2 *points, uint32_t point_cap, proto_error_info *err);
 /* MAP_CHANGED: c->removed and c->added point at the caller's arrays. */
 int proto_decode_map_changed(const uint8_t *data, size_t len, proto_map_changed *c,
                              uint32_t removed[PROTO_MAP_CHANGED_MAX],
-                             proto_obstacle added[PROTO_MAP_CHANGED_MAX], vec2 *points, uint32_t point_cap,
-                             proto_error_info *err);
+                             proto_obstacle added[PROTO_MAP_CHANGED_MAX], proto_vec2 *points,
+                             uint32_t point_cap, proto_error_info *err);
 
 #endif /* PROTO_MAP_MSG_H */

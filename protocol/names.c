@@ -42,19 +42,19 @@ static const char *const disconnect_names[PROTO_DISCONNECT_COUNT] = {
     "none",   "server shutting down",  "protocol abuse", "timeout", "version mismatch", "server full",
     "kicked", "authentication failed", "too slow"};
 
-const char *const model_names[STEER_MODEL_COUNT] = {"kinematic", "dynamic", "heading"};
+const char *const model_names[PROTO_MODEL_COUNT] = {"kinematic", "dynamic", "heading"};
 
-const char *const behaviour_names[STEER_BEHAVIOUR_COUNT] = {
+const char *const behaviour_names[PROTO_BEHAVIOUR_COUNT] = {
     "none",   "seek",  "flee",      "arrive", "align",      "velocity_match", "face", "look_where_going",
     "pursue", "evade", "interpose", "wander", "follow_path"};
 
-const char *const facing_names[STEER_FACING_COUNT] = {"look_where_going", "none", "target"};
-const char *const combine_names[STEER_COMBINE_COUNT] = {"blend", "priority"};
-const char *const mode_names[STEER_PATH_MODE_COUNT] = {"once", "loop", "pingpong"};
-const char *const cornering_names[STEER_CORNER_COUNT] = {"none", "arc", "lazy"};
+const char *const facing_names[PROTO_FACING_COUNT] = {"look_where_going", "none", "target"};
+const char *const combine_names[PROTO_COMBINE_COUNT] = {"blend", "priority"};
+const char *const mode_names[PROTO_PATH_MODE_COUNT] = {"once", "loop", "pingpong"};
+const char *const cornering_names[PROTO_CORNER_COUNT] = {"none", "arc", "lazy"};
 const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT] = {"full", "delta"};
-const char *const stuck_reaction_names[STEER_STUCK_REACTION_COUNT] = {"report", "nudge", "give_up"};
-const char *const arrival_names[STEER_ARRIVAL_COUNT] = {"point", "settle", "pass"};
+const char *const stuck_reaction_names[PROTO_STUCK_REACTION_COUNT] = {"report", "nudge", "give_up"};
+const char *const arrival_names[PROTO_ARRIVAL_COUNT] = {"point", "settle", "pass"};
 static const char *const event_names[PROTO_EVENT_COUNT] = {
     "arrived",   "waypoint", "path_finished", "reversed",  "spawned",
     "despawned", "stuck",    "planned",       "replanned", "unreachable"};
@@ -63,28 +63,28 @@ const char *const goto_reason_names[PROTO_GOTO_REASON_COUNT] = {"new", "map", "t
                                                                 "continue"};
 
 const float_field param_fields[PROTO_PARAM_COUNT] = {
-    {"time_to_target", offsetof(steer_params, time_to_target), NUM_POSITIVE},
-    {"target_radius", offsetof(steer_params, target_radius), NUM_NONNEG},
-    {"slow_radius", offsetof(steer_params, slow_radius), NUM_NONNEG},
-    {"kinematic_time_to_target", offsetof(steer_params, kinematic_time_to_target), NUM_POSITIVE},
-    {"align_target_radius", offsetof(steer_params, align_target_radius), NUM_NONNEG},
-    {"align_slow_radius", offsetof(steer_params, align_slow_radius), NUM_NONNEG},
-    {"align_time_to_target", offsetof(steer_params, align_time_to_target), NUM_POSITIVE},
-    {"max_prediction", offsetof(steer_params, max_prediction), NUM_NONNEG},
-    {"panic_radius", offsetof(steer_params, panic_radius), NUM_NONNEG},
-    {"wander_offset", offsetof(steer_params, wander_offset), NUM_NONNEG},
-    {"wander_radius", offsetof(steer_params, wander_radius), NUM_NONNEG},
-    {"wander_rate", offsetof(steer_params, wander_rate), NUM_NONNEG},
-    {"separation_radius", offsetof(steer_params, separation_radius), NUM_NONNEG},
-    {"turn_trigger_distance", offsetof(steer_params, turn_trigger_distance), NUM_NONNEG},
-    {"path_recover_strength", offsetof(steer_params, path_recover_strength), NUM_NONNEG}};
+    {"time_to_target", offsetof(proto_param_values, time_to_target), NUM_POSITIVE},
+    {"target_radius", offsetof(proto_param_values, target_radius), NUM_NONNEG},
+    {"slow_radius", offsetof(proto_param_values, slow_radius), NUM_NONNEG},
+    {"kinematic_time_to_target", offsetof(proto_param_values, kinematic_time_to_target), NUM_POSITIVE},
+    {"align_target_radius", offsetof(proto_param_values, align_target_radius), NUM_NONNEG},
+    {"align_slow_radius", offsetof(proto_param_values, align_slow_radius), NUM_NONNEG},
+    {"align_time_to_target", offsetof(proto_param_values, align_time_to_target), NUM_POSITIVE},
+    {"max_prediction", offsetof(proto_param_values, max_prediction), NUM_NONNEG},
+    {"panic_radius", offsetof(proto_param_values, panic_radius), NUM_NONNEG},
+    {"wander_offset", offsetof(proto_param_values, wander_offset), NUM_NONNEG},
+    {"wander_radius", offsetof(proto_param_values, wander_radius), NUM_NONNEG},
+    {"wander_rate", offsetof(proto_param_values, wander_rate), NUM_NONNEG},
+    {"separation_radius", offsetof(proto_param_values, separation_radius), NUM_NONNEG},
+    {"turn_trigger_distance", offsetof(proto_param_values, turn_trigger_distance), NUM_NONNEG},
+    {"path_recover_strength", offsetof(proto_param_values, path_recover_strength), NUM_NONNEG}};
 
 const float_field limit_fields[PROTO_LIMIT_COUNT] = {
-    {"max_speed", offsetof(steer_limits, max_speed), NUM_POSITIVE},
-    {"max_acceleration", offsetof(steer_limits, max_acceleration), NUM_POSITIVE},
-    {"max_rotation", offsetof(steer_limits, max_rotation), NUM_POSITIVE},
-    {"max_angular_acceleration", offsetof(steer_limits, max_angular_acceleration), NUM_POSITIVE},
-    {"radius", offsetof(steer_limits, radius), NUM_NONNEG}};
+    {"max_speed", offsetof(proto_limit_values, max_speed), NUM_POSITIVE},
+    {"max_acceleration", offsetof(proto_limit_values, max_acceleration), NUM_POSITIVE},
+    {"max_rotation", offsetof(proto_limit_values, max_rotation), NUM_POSITIVE},
+    {"max_angular_acceleration", offsetof(proto_limit_values, max_angular_acceleration), NUM_POSITIVE},
+    {"radius", offsetof(proto_limit_values, radius), NUM_NONNEG}};
 
 static const char *name_of(const char *const *table, uint32_t count, uint32_t i) {
   return i < count ? table[i] : NULL;
@@ -100,27 +100,6 @@ const char *proto_error_name(int code) {
 const char *proto_error_text(int code) {
   int64_t i = code_index(code);
   return i < PROTO_ERR_COUNT ? error_texts[i] : "unknown error";
-}
-
-int proto_error_from_steer(int steer_err) {
-  switch (steer_err) {
-  case STEER_OK:
-    return PROTO_OK;
-  case STEER_EINVAL:
-    return PROTO_ERR_BAD_FIELD;
-  case STEER_ENOENT:
-    return PROTO_ERR_NO_SUCH_AGENT;
-  case STEER_EFULL:
-    return PROTO_ERR_WORLD_FULL;
-  case STEER_EMODEL:
-    return PROTO_ERR_MODEL_MISMATCH;
-  case STEER_ETARGET:
-    return PROTO_ERR_BAD_TARGET;
-  case STEER_EBLOCKED:
-    return PROTO_ERR_BLOCKED;
-  default:
-    return PROTO_ERR_INTERNAL;
-  }
 }
 
 const char *proto_disconnect_name(uint32_t reason) {
@@ -141,9 +120,9 @@ const char *proto_msg_type_name(uint32_t type) {
   return NULL;
 }
 
-const char *proto_model_name(uint32_t model) { return name_of(model_names, STEER_MODEL_COUNT, model); }
+const char *proto_model_name(uint32_t model) { return name_of(model_names, PROTO_MODEL_COUNT, model); }
 const char *proto_behaviour_name(uint32_t kind) {
-  return kind == PROTO_BEHAVIOUR_GOTO ? "goto" : name_of(behaviour_names, STEER_BEHAVIOUR_COUNT, kind);
+  return kind == PROTO_BEHAVIOUR_GOTO ? "goto" : name_of(behaviour_names, PROTO_BEHAVIOUR_COUNT, kind);
 }
 const char *proto_goto_status_name(uint32_t s) {
   return s == 0 ? NULL : name_of(goto_status_names, PROTO_GOTO_STATUS_END, s);
@@ -151,17 +130,17 @@ const char *proto_goto_status_name(uint32_t s) {
 const char *proto_goto_reason_name(uint32_t r) {
   return name_of(goto_reason_names, PROTO_GOTO_REASON_COUNT, r);
 }
-const char *proto_facing_name(uint32_t facing) { return name_of(facing_names, STEER_FACING_COUNT, facing); }
+const char *proto_facing_name(uint32_t facing) { return name_of(facing_names, PROTO_FACING_COUNT, facing); }
 const char *proto_combine_name(uint32_t combine) {
-  return name_of(combine_names, STEER_COMBINE_COUNT, combine);
+  return name_of(combine_names, PROTO_COMBINE_COUNT, combine);
 }
-const char *proto_path_mode_name(uint32_t mode) { return name_of(mode_names, STEER_PATH_MODE_COUNT, mode); }
-const char *proto_cornering_name(uint32_t c) { return name_of(cornering_names, STEER_CORNER_COUNT, c); }
+const char *proto_path_mode_name(uint32_t mode) { return name_of(mode_names, PROTO_PATH_MODE_COUNT, mode); }
+const char *proto_cornering_name(uint32_t c) { return name_of(cornering_names, PROTO_CORNER_COUNT, c); }
 const char *proto_stuck_reaction_name(uint32_t r) {
-  return name_of(stuck_reaction_names, STEER_STUCK_REACTION_COUNT, r);
+  return name_of(stuck_reaction_names, PROTO_STUCK_REACTION_COUNT, r);
 }
 
-const char *proto_arrival_name(uint32_t a) { return name_of(arrival_names, STEER_ARRIVAL_COUNT, a); }
+const char *proto_arrival_name(uint32_t a) { return name_of(arrival_names, PROTO_ARRIVAL_COUNT, a); }
 const char *proto_event_name(uint32_t code) { return name_of(event_names, PROTO_EVENT_COUNT, code); }
 const char *proto_param_name(uint32_t i) { return i < PROTO_PARAM_COUNT ? param_fields[i].name : NULL; }
 const char *proto_limit_name(uint32_t i) { return i < PROTO_LIMIT_COUNT ? limit_fields[i].name : NULL; }

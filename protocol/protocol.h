@@ -36,10 +36,116 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "path.h"
-#include "steering.h"
-#include "vec2.h"
-#include "world.h"
+/* ---- Wire types ----------------------------------------------------------
+ *
+ * The protocol owns its types: nothing here comes from the simulation. The
+ * enums sent as names (PROTOCOL.md 5) number their names in the order of the
+ * spec's tables; the server converts between these and its core's
+ * (server/wire_core.c, which checks the two agree value by value). */
+
+typedef uint32_t proto_id; /* an agent's id; 0 is never an agent */
+
+/* A point or a velocity. The server hands its own arrays of the same layout
+ * (two floats) to the encoders without copying, so GCC and clang are told a
+ * proto_vec2 may alias them. */
+#if defined(__GNUC__)
+#define PROTO_MAY_ALIAS __attribute__((may_alias))
+#else
+#define PROTO_MAY_ALIAS
+#endif
+typedef struct PROTO_MAY_ALIAS proto_vec2 {
+  float x, y;
+} proto_vec2;
+
+static inline proto_vec2 proto_v2(float x, float y) {
+  proto_vec2 v = {x, y};
+  return v;
+}
+
+typedef enum proto_model {
+  PROTO_MODEL_KINEMATIC = 0,
+  PROTO_MODEL_DYNAMIC,
+  PROTO_MODEL_HEADING,
+  PROTO_MODEL_COUNT
+} proto_model;
+
+typedef enum proto_behaviour_kind {
+  PROTO_BEHAVIOUR_NONE = 0,
+  PROTO_BEHAVIOUR_SEEK,
+  PROTO_BEHAVIOUR_FLEE,
+  PROTO_BEHAVIOUR_ARRIVE,
+  PROTO_BEHAVIOUR_ALIGN,
+  PROTO_BEHAVIOUR_VELOCITY_MATCH,
+  PROTO_BEHAVIOUR_FACE,
+  PROTO_BEHAVIOUR_LOOK_WHERE_GOING,
+  PROTO_BEHAVIOUR_PURSUE,
+  PROTO_BEHAVIOUR_EVADE,
+  PROTO_BEHAVIOUR_INTERPOSE,
+  PROTO_BEHAVIOUR_WANDER,
+  PROTO_BEHAVIOUR_FOLLOW_PATH, /* reports only: a path is set with SET_PATH or SPAWN's path */
+  PROTO_BEHAVIOUR_COUNT
+} proto_behaviour_kind;
+
+typedef enum proto_facing {
+  PROTO_FACING_LOOK_WHERE_GOING = 0,
+  PROTO_FACING_NONE,
+  PROTO_FACING_TARGET,
+  PROTO_FACING_COUNT
+} proto_facing;
+
+typedef enum proto_combine {
+  PROTO_COMBINE_BLEND = 0,
+  PROTO_COMBINE_PRIORITY,
+  PROTO_COMBINE_COUNT
+} proto_combine;
+
+typedef enum proto_path_mode {
+  PROTO_PATH_ONCE = 0,
+  PROTO_PATH_LOOP,
+  PROTO_PATH_PINGPONG,
+  PROTO_PATH_MODE_COUNT
+} proto_path_mode;
+
+typedef enum proto_cornering {
+  PROTO_CORNER_NONE = 0,
+  PROTO_CORNER_ARC,
+  PROTO_CORNER_LAZY,
+  PROTO_CORNER_COUNT
+} proto_cornering;
+
+typedef enum proto_target_kind {
+  PROTO_TARGET_NONE = 0,
+  PROTO_TARGET_POINT,
+  PROTO_TARGET_AGENT,
+  PROTO_TARGET_KIND_COUNT
+} proto_target_kind;
+
+typedef enum proto_stuck_reaction {
+  PROTO_STUCK_REPORT = 0,
+  PROTO_STUCK_NUDGE,
+  PROTO_STUCK_GIVE_UP,
+  PROTO_STUCK_REACTION_COUNT
+} proto_stuck_reaction;
+
+typedef enum proto_arrival {
+  PROTO_ARRIVAL_POINT = 0,
+  PROTO_ARRIVAL_SETTLE,
+  PROTO_ARRIVAL_PASS,
+  PROTO_ARRIVAL_COUNT
+} proto_arrival;
+
+typedef enum proto_obstacle_kind {
+  PROTO_OBSTACLE_CIRCLE = 0,
+  PROTO_OBSTACLE_POLYGON,
+  PROTO_OBSTACLE_WALL,
+  PROTO_OBSTACLE_KIND_COUNT
+} proto_obstacle_kind;
+
+#define PROTO_PI_F                3.14159265358979323846f /* orientations are in (-PROTO_PI_F, PROTO_PI_F] */
+#define PROTO_MAX_OBSTACLE_POINTS 256u                    /* points of one polygon or wall (PROTOCOL.md 17) */
+#define PROTO_MAX_AGENTS          (1u << 22) /* the most agents a world holds: WELCOME max_agents <= this */
+#define PROTO_MAP_MAX_OBSTACLES   65536u     /* obstacles of one map */
+#define PROTO_MAP_MAX_SEGMENTS    1048576u   /* edges of one map's obstacles together */
 
 /* ---- Constants ---------------------------------------------------------- */
 
@@ -138,7 +244,7 @@ typedef enum proto_disconnect_reason {
   PROTO_DISCONNECT_COUNT
 } proto_disconnect_reason;
 
-/* EVENT codes; 0..3 equal steer_event_type. */
+/* EVENT codes (PROTOCOL.md 7.4). */
 typedef enum proto_event_code {
   PROTO_EVENT_ARRIVED = 0,       /* data 0 */
   PROTO_EVENT_WAYPOINT = 1,      /* data = node index reached */
@@ -166,13 +272,22 @@ enum {
 };
 #define PROTO_LIMIT_COUNT 5
 
-/* Partial steer_limits: only fields whose bit is set in present were sent. */
+/* An agent's limits (PROTOCOL.md 5.1), in the order of the PROTO_LIMIT_* bits. */
+typedef struct proto_limit_values {
+  float max_speed;                /* m/s, > 0 */
+  float max_acceleration;         /* m/s^2, > 0 */
+  float max_rotation;             /* rad/s, > 0 */
+  float max_angular_acceleration; /* rad/s^2, > 0 */
+  float radius;                   /* m, > 0 */
+} proto_limit_values;
+
+/* Partial limits: only fields whose bit is set in present were sent. */
 typedef struct proto_limits {
   uint32_t present; /* PROTO_LIMIT_* bits */
-  steer_limits v;
+  proto_limit_values v;
 } proto_limits;
 
-/* Bits of proto_params.present, one per steer_params field, in struct order. */
+/* Bits of proto_params.present, one per proto_param_values field, in struct order. */
 enum {
   PROTO_PARAM_TIME_TO_TARGET = 1u << 0,
   PROTO_PARAM_TARGET_RADIUS = 1u << 1,
@@ -193,9 +308,10 @@ enum {
 };
 #define PROTO_PARAM_COUNT 15
 
-/* PARAMS keys kept in steer_behaviour rather than steer_params: avoidance of
- * other agents, the wall feeler and stuck detection (PROTOCOL.md 5.2). Their
- * bits follow the PROTO_PARAM_* ones in proto_params.present. */
+/* PARAMS keys that belong to the agent rather than to its behaviour's
+ * tunables: avoidance of other agents, the wall feeler, stuck detection and
+ * arrival (PROTOCOL.md 5.2). Their bits follow the PROTO_PARAM_* ones in
+ * proto_params.present. */
 enum {
   PROTO_PARAM_AVOID_WEIGHT = 1u << 15,
   PROTO_PARAM_AVOID_HORIZON = 1u << 16,
@@ -217,14 +333,34 @@ typedef struct proto_tuning {
   float wall_lookahead;   /* s, >= 0 */
   float wall_margin;      /* m, >= 0 */
   float stuck_time;       /* s, >= 0 */
-  uint8_t stuck_reaction; /* steer_stuck_reaction */
-  uint8_t arrival;        /* steer_arrival */
+  uint8_t stuck_reaction; /* proto_stuck_reaction */
+  uint8_t arrival;        /* proto_arrival */
 } proto_tuning;
 
-/* Partial steer_params: only fields whose bit is set in present were sent. */
+/* The behaviours' tunables (PROTOCOL.md 5.2), in the order of the
+ * PROTO_PARAM_* bits. */
+typedef struct proto_param_values {
+  float time_to_target;
+  float target_radius;
+  float slow_radius;
+  float kinematic_time_to_target;
+  float align_target_radius;
+  float align_slow_radius;
+  float align_time_to_target;
+  float max_prediction;
+  float panic_radius;
+  float wander_offset;
+  float wander_radius;
+  float wander_rate;
+  float separation_radius;
+  float turn_trigger_distance;
+  float path_recover_strength;
+} proto_param_values;
+
+/* Partial params: only fields whose bit is set in present were sent. */
 typedef struct proto_params {
   uint32_t present; /* PROTO_PARAM_* bits, then PROTO_PARAM_TUNING's */
-  steer_params v;
+  proto_param_values v;
   proto_tuning tuning;
 } proto_params;
 
@@ -250,17 +386,17 @@ enum {
 
 typedef struct proto_behaviour {
   uint32_t present;        /* PROTO_BHV_* bits */
-  uint8_t kind;            /* steer_behaviour_kind, never FOLLOW_PATH; or PROTO_BEHAVIOUR_GOTO */
-  uint8_t facing;          /* steer_facing */
-  uint8_t combine;         /* steer_combine */
+  uint8_t kind;            /* proto_behaviour_kind, never FOLLOW_PATH; or PROTO_BEHAVIOUR_GOTO */
+  uint8_t facing;          /* proto_facing */
+  uint8_t combine;         /* proto_combine */
   uint8_t max_neighbours;  /* 0..255 */
   float separation_weight; /* >= 0 */
-  vec2 target;             /* m */
+  proto_vec2 target;       /* m */
   float orientation;       /* rad, wrapped into (-pi, pi] */
-  steer_id target_agent;
-  steer_id target_agent2;
+  proto_id target_agent;
+  proto_id target_agent2;
   float node_radius;     /* m, > 0: goto's route corners are passed within this (0.5) */
-  uint8_t cornering;     /* steer_cornering: goto's (none) */
+  uint8_t cornering;     /* proto_cornering: goto's (none) */
   float replan_distance; /* m, >= 0: goto replans when its target agent moved this far (2) */
   proto_params params;
 } proto_behaviour;
@@ -268,10 +404,10 @@ typedef struct proto_behaviour {
 typedef struct proto_path {
   uint32_t count;    /* 1..PROTO_MAX_PATH_POINTS */
   float radius;      /* m, > 0 */
-  uint8_t mode;      /* steer_path_mode */
-  uint8_t cornering; /* steer_cornering */
+  uint8_t mode;      /* proto_path_mode */
+  uint8_t cornering; /* proto_cornering */
   proto_params params;
-  vec2 points[PROTO_MAX_PATH_POINTS]; /* m */
+  proto_vec2 points[PROTO_MAX_PATH_POINTS]; /* m */
 } proto_path;
 
 /* ---- Client -> server commands ------------------------------------------ */
@@ -303,11 +439,11 @@ enum {
 };
 
 typedef struct proto_spawn {
-  uint32_t present;  /* PROTO_SPAWN_* bits */
-  uint8_t model;     /* steer_model */
-  vec2 position;     /* m (required) */
-  float orientation; /* rad, wrapped (0) */
-  vec2 velocity;     /* m/s (0, 0) */
+  uint32_t present;    /* PROTO_SPAWN_* bits */
+  uint8_t model;       /* proto_model */
+  proto_vec2 position; /* m (required) */
+  float orientation;   /* rad, wrapped (0) */
+  proto_vec2 velocity; /* m/s (0, 0) */
   proto_limits limits;
   proto_behaviour behaviour;
   proto_path path;
@@ -315,21 +451,21 @@ typedef struct proto_spawn {
 
 /* DESPAWN, STOP, QUERY. */
 typedef struct proto_agent_cmd {
-  steer_id agent;
+  proto_id agent;
 } proto_agent_cmd;
 
 typedef struct proto_set_behaviour {
-  steer_id agent;
+  proto_id agent;
   proto_behaviour behaviour;
 } proto_set_behaviour;
 
 typedef struct proto_set_path {
-  steer_id agent;
+  proto_id agent;
   proto_path path;
 } proto_set_path;
 
 typedef struct proto_set_params {
-  steer_id agent;
+  proto_id agent;
   proto_limits limits; /* limits.present == 0: not sent */
   proto_params params; /* params.present == 0: not sent */
 } proto_set_params;
@@ -347,19 +483,19 @@ typedef enum proto_view_kind {
 } proto_view_kind;
 
 typedef struct proto_view {
-  uint8_t kind;    /* proto_view_kind */
-  vec2 centre;     /* m, CENTRE */
-  steer_id follow; /* FOLLOW */
-  float radius;    /* m, > 0; CENTRE and FOLLOW */
+  uint8_t kind;      /* proto_view_kind */
+  proto_vec2 centre; /* m, CENTRE */
+  proto_id follow;   /* FOLLOW */
+  float radius;      /* m, > 0; CENTRE and FOLLOW */
 } proto_view;
 
 /* ADD_OBSTACLE: an obstacle as in the map (map_msg.h). */
 typedef struct proto_add_obstacle {
   uint32_t id;    /* >= 1 */
-  uint8_t kind;   /* steer_obstacle_kind */
+  uint8_t kind;   /* proto_obstacle_kind */
   uint32_t count; /* points; a circle: 1, its centre */
   float radius;   /* m, circle only, > 0 */
-  vec2 points[STEER_MAP_MAX_VERTICES];
+  proto_vec2 points[PROTO_MAX_OBSTACLE_POINTS];
 } proto_add_obstacle;
 
 /* REMOVE_OBSTACLE. */
@@ -391,10 +527,10 @@ typedef struct proto_command {
 typedef struct proto_welcome {
   uint32_t request_id; /* of the HELLO */
   uint32_t client_id;
-  uint32_t tick_rate;        /* Hz */
-  uint32_t snapshot_rate;    /* Hz */
-  vec2 world_min, world_max; /* m */
-  uint64_t tick;             /* last completed tick */
+  uint32_t tick_rate;              /* Hz */
+  uint32_t snapshot_rate;          /* Hz */
+  proto_vec2 world_min, world_max; /* m */
+  uint64_t tick;                   /* last completed tick */
   uint64_t server_time_us;
   uint32_t protocol; /* PROTO_VERSION */
   uint32_t
@@ -421,29 +557,37 @@ typedef enum proto_goto_reason {
 #define PROTO_MAX_ROUTE_POINTS PROTO_MAX_PATH_POINTS /* a route is followed in parts of --max-path-points */
 
 typedef struct proto_goto_report {
-  uint8_t status;                     /* proto_goto_status */
-  uint8_t reason;                     /* proto_goto_reason of the last plan, or of the one waiting */
-  uint8_t target_kind;                /* STEER_TARGET_POINT or STEER_TARGET_AGENT */
-  vec2 target;                        /* m, POINT */
-  steer_id target_agent;              /* AGENT */
-  uint8_t partial;                    /* FOLLOWING: the route is the first part of a longer one */
-  vec2 goal;                          /* m, FOLLOWING: where the route ends */
-  uint32_t route_count;               /* FOLLOWING: 1..PROTO_MAX_ROUTE_POINTS; else 0 */
-  vec2 route[PROTO_MAX_ROUTE_POINTS]; /* m, the corners then the goal */
-  uint8_t queued;                     /* a plan request of the agent waits: queue_position is set */
-  uint32_t queue_position;            /* requests ahead of it in the plan queue (0: the next served) */
+  uint8_t status;                           /* proto_goto_status */
+  uint8_t reason;                           /* proto_goto_reason of the last plan, or of the one waiting */
+  uint8_t target_kind;                      /* PROTO_TARGET_POINT or PROTO_TARGET_AGENT */
+  proto_vec2 target;                        /* m, POINT */
+  proto_id target_agent;                    /* AGENT */
+  uint8_t partial;                          /* FOLLOWING: the route is the first part of a longer one */
+  proto_vec2 goal;                          /* m, FOLLOWING: where the route ends */
+  uint32_t route_count;                     /* FOLLOWING: 1..PROTO_MAX_ROUTE_POINTS; else 0 */
+  proto_vec2 route[PROTO_MAX_ROUTE_POINTS]; /* m, the corners then the goal */
+  uint8_t queued;                           /* a plan request of the agent waits: queue_position is set */
+  uint32_t queue_position;                  /* requests ahead of it in the plan queue (0: the next served) */
 } proto_goto_report;
+
+/* An agent's motion state in a QUERY reply. */
+typedef struct proto_state {
+  proto_vec2 position; /* m */
+  float orientation;   /* rad, (-pi, pi] */
+  proto_vec2 velocity; /* m/s */
+  float rotation;      /* rad/s, counter-clockwise positive */
+} proto_state;
 
 /* Body of the ACK of a QUERY. */
 typedef struct proto_agent_report {
-  steer_id agent;
+  proto_id agent;
   uint64_t tick;     /* last completed tick: the state is the one after it */
-  uint8_t model;     /* steer_model */
-  uint8_t behaviour; /* steer_behaviour_kind (FOLLOW_PATH allowed), or PROTO_BEHAVIOUR_GOTO */
+  uint8_t model;     /* proto_model */
+  uint8_t behaviour; /* proto_behaviour_kind (FOLLOW_PATH allowed), or PROTO_BEHAVIOUR_GOTO */
   uint8_t arrived;   /* 0 / 1 */
   int32_t path_node; /* -1: no path (nil on the wire) */
-  steer_state state; /* position, orientation, velocity, rotation */
-  steer_limits limits;
+  proto_state state;
+  proto_limit_values limits;
   uint32_t owner; /* client id, 0 = server */
   /* The agent's avoidance, wall feeler and stuck detection (PROTOCOL.md 6.8
    * "tuning": the seven tuning keys of 5.2); the server always sends it. */
@@ -462,7 +606,7 @@ typedef struct proto_pong {
 typedef struct proto_ack {
   uint32_t request_id;
   uint8_t command;          /* proto_msg_type acknowledged (2..10) */
-  steer_id agent;           /* every command but PING and VIEW (their bodies have no agent) */
+  proto_id agent;           /* every command but PING and VIEW (their bodies have no agent) */
   proto_agent_report query; /* QUERY only (query.agent == agent) */
   proto_pong pong;          /* PING only */
   uint8_t target_lost;      /* SET_PARAMS only: applied, but the behaviour's target agent is gone */
@@ -483,7 +627,7 @@ typedef struct proto_error_msg {
 typedef struct proto_event {
   uint64_t tick;
   uint8_t code; /* proto_event_code */
-  steer_id agent;
+  proto_id agent;
   uint32_t data;
 } proto_event;
 
@@ -497,7 +641,7 @@ typedef struct proto_snapshot_header {
 
 /* One agent of a snapshot, in SI units. */
 typedef struct proto_pose {
-  steer_id id;
+  proto_id id;
   float x, y;   /* m */
   float theta;  /* rad */
   float vx, vy; /* m/s */
@@ -505,7 +649,7 @@ typedef struct proto_pose {
 
 /* The same, as on the wire. */
 typedef struct proto_pose_q {
-  steer_id id;
+  proto_id id;
   int32_t x, y;   /* cm */
   int16_t theta;  /* pi/32768 rad */
   int32_t vx, vy; /* cm/s */
@@ -549,8 +693,6 @@ typedef struct proto_error_info {
 const char *proto_error_name(int code);
 /* One sentence describing the code. */
 const char *proto_error_text(int code);
-/* Maps a steer_error (negative) to the wire code; STEER_OK -> PROTO_OK. */
-int proto_error_from_steer(int steer_err);
 const char *proto_disconnect_name(uint32_t reason);
 const char *proto_msg_type_name(uint32_t type); /* "HELLO", ...; NULL if unknown */
 
@@ -564,32 +706,12 @@ const char *proto_cornering_name(uint32_t cornering);
 const char *proto_event_name(uint32_t code);         /* "arrived", ... */
 const char *proto_goto_status_name(uint32_t status); /* "queued", "following", "unreachable" */
 const char *proto_goto_reason_name(uint32_t reason); /* "new", "map", "target_moved", "stuck", "continue" */
-const char *proto_param_name(uint32_t index);        /* steer_params field, index < PROTO_PARAM_COUNT */
-const char *proto_limit_name(uint32_t index);        /* steer_limits field, index < PROTO_LIMIT_COUNT */
+const char *proto_param_name(uint32_t index);        /* proto_param_values field, index < PROTO_PARAM_COUNT */
+const char *proto_limit_name(uint32_t index);        /* proto_limit_values field, index < PROTO_LIMIT_COUNT */
 
-/* ---- Applying decoded commands (pure; the server starts from core defaults) */
-
-/* Copies the present fields into dst. */
-void proto_limits_apply(const proto_limits *src, steer_limits *dst);
-void proto_params_apply(const proto_params *src, steer_params *dst);
-/* Copies the present tuning keys (PROTO_PARAM_TUNING) into dst. */
-void proto_tuning_apply(const proto_params *src, steer_behaviour *dst);
-/* The agent's own keys of a behaviour (avoidance, the wall feeler, stuck
- * detection, arrival), and to's set to from's: a new behaviour keeps them
- * unless its params name them (PROTOCOL.md 5.2). */
-void proto_tuning_of(const steer_behaviour *b, proto_tuning *t);
-void proto_tuning_keep(const steer_behaviour *from, steer_behaviour *to);
 /* "report", "nudge", "give_up"; NULL if out of range. */
 const char *proto_stuck_reaction_name(uint32_t reaction);
 const char *proto_arrival_name(uint32_t arrival);
-/* dst should be steer_default_behaviour(src->kind); sets kind, the present
- * options, the target (AGENT if target_agent, else POINT if target or
- * orientation, else NONE) and the present params. */
-void proto_behaviour_apply(const proto_behaviour *src, steer_behaviour *dst);
-/* dst should be steer_default_agent_desc(); sets model, state, limits and
- * behaviour (if present). The path, if present, is for the server to set after
- * the spawn. */
-void proto_spawn_apply(const proto_spawn *src, steer_agent_desc *dst);
 
 /* ---- Encoders ------------------------------------------------------------ */
 
@@ -607,10 +729,21 @@ size_t proto_encode_error(uint8_t *buf, size_t cap, uint32_t request_id, int cod
 size_t proto_encode_event(uint8_t *buf, size_t cap, const proto_event *e);
 size_t proto_encode_snapshot(uint8_t *buf, size_t cap, const proto_snapshot_header *h,
                              const proto_pose *poses, uint32_t count);
-/* Agents straight from a world view: the dense indices indices[first..first+count)
- * or, when indices is NULL, first..first+count. */
+/* The agents of a snapshot as arrays (the server's agent store, read in
+ * place): agent i is id[i] at (px[i], py[i]) facing theta[i], moving at
+ * (vx[i], vy[i]). */
+typedef struct proto_pose_view {
+  uint32_t count;
+  const proto_id *id;
+  const float *px, *py; /* m */
+  const float *vx, *vy; /* m/s */
+  const float *theta;   /* rad */
+} proto_pose_view;
+
+/* Agents straight from a view: the indices indices[first..first+count) or,
+ * when indices is NULL, first..first+count. */
 size_t proto_encode_snapshot_view(uint8_t *buf, size_t cap, const proto_snapshot_header *h,
-                                  const steer_world_view *view, const uint32_t *indices, uint32_t first,
+                                  const proto_pose_view *view, const uint32_t *indices, uint32_t first,
                                   uint32_t count);
 /* Any server message (dispatch on msg->type). */
 size_t proto_encode_server_msg(uint8_t *buf, size_t cap, const proto_server_msg *msg);
@@ -623,7 +756,7 @@ uint32_t proto_snapshot_capacity(size_t part_bytes);
  * NULL) and at most `available`, fit in one snapshot packet of part_bytes bytes
  * at their actual encoded sizes (header counted at its worst case). At least
  * one whenever part_bytes >= the worst-case header plus one worst-case agent. */
-uint32_t proto_snapshot_fit(const steer_world_view *view, const uint32_t *indices, uint32_t first,
+uint32_t proto_snapshot_fit(const proto_pose_view *view, const uint32_t *indices, uint32_t first,
                             uint32_t available, size_t part_bytes);
 
 /* ---- Decoders (untrusted input) ------------------------------------------- */
@@ -654,9 +787,6 @@ float proto_dequantize_angle(int16_t q);
 proto_pose_q proto_quantize_pose(const proto_pose *p);
 proto_pose proto_dequantize_pose(const proto_pose_q *q);
 
-/* Maps a core event to the wire event (same codes for 0..3). */
-proto_event proto_event_from_steer(const steer_event *e);
-
 /* ---- Delta snapshots (PROTOCOL.md 7.6) ----------------------------------- */
 
 /* Bits of a DELTA change's mask: which fields follow, in this order. */
@@ -684,7 +814,7 @@ enum {
 /* An agent as a delta client knows it: quantized state and the server time it
  * refers to. The client predicts it forward (proto_record_predict). */
 typedef struct proto_record {
-  steer_id id;
+  proto_id id;
   int32_t x, y;     /* cm */
   int32_t vx, vy;   /* cm/s */
   int32_t omega;    /* angular velocity, pi/4096 rad/s (proto_quantize_omega) */
@@ -694,7 +824,7 @@ typedef struct proto_record {
 
 /* One change as on the wire (before the id difference). */
 typedef struct proto_delta_entry {
-  steer_id id;
+  proto_id id;
   uint8_t mask;                       /* PROTO_DELTA_* */
   int32_t v[PROTO_DELTA_FIELD_COUNT]; /* x, y, theta, vx, vy, omega; 0 where not masked */
 } proto_delta_entry;
@@ -711,7 +841,7 @@ typedef struct proto_delta_header {
 int32_t proto_quantize_omega(float omega);
 float proto_dequantize_omega(int32_t q);
 /* The record of an agent's state at time_us (quantized as in PROTOCOL.md 3). */
-proto_record proto_record_from_state(steer_id id, float x, float y, float theta, float vx, float vy,
+proto_record proto_record_from_state(proto_id id, float x, float y, float theta, float vx, float vy,
                                      float omega, uint64_t time_us);
 /* Dead reckoning in exact integer arithmetic, the same for server and client:
  * dt = clamp(t_us - time_us, 0, PROTO_DR_MAX_DT_US); x += round(vx * dt / 1e6),
@@ -731,14 +861,14 @@ int proto_delta_apply(const proto_record *base, const proto_delta_entry *e, uint
 proto_pose proto_record_pose(const proto_record *r);
 
 /* Encoded size of a change whose id follows prev_id in its array. */
-size_t proto_delta_entry_size(const proto_delta_entry *e, steer_id prev_id);
+size_t proto_delta_entry_size(const proto_delta_entry *e, proto_id prev_id);
 /* Encoded size of a removed id following prev_id. */
-size_t proto_delta_removed_size(steer_id id, steer_id prev_id);
+size_t proto_delta_removed_size(proto_id id, proto_id prev_id);
 
 /* One DELTA part. entries and removed must each be in strictly increasing id
  * order (else 0). */
 size_t proto_encode_delta(uint8_t *buf, size_t cap, const proto_delta_header *h,
-                          const proto_delta_entry *entries, uint32_t count, const steer_id *removed,
+                          const proto_delta_entry *entries, uint32_t count, const proto_id *removed,
                           uint32_t removed_count);
 /* Strict: bad framing, a mask above PROTO_DELTA_MASK_ALL, a field out of its
  * range, ids not strictly increasing, a change cut short, part_index >=
@@ -746,7 +876,7 @@ size_t proto_encode_delta(uint8_t *buf, size_t cap, const proto_delta_header *h,
  * or removals than removed_cap is TOO_LARGE. entries / removed may be NULL when
  * their cap is 0. */
 int proto_decode_delta(const uint8_t *data, size_t len, proto_delta_header *h, proto_delta_entry *entries,
-                       uint32_t cap, uint32_t *count, steer_id *removed, uint32_t removed_cap,
+                       uint32_t cap, uint32_t *count, proto_id *removed, uint32_t removed_cap,
                        uint32_t *removed_count, proto_error_info *err);
 
 /* Frames a SNAPSHOT_ACK can name as merged (PROTOCOL.md 6.11): the ring's other frames. */

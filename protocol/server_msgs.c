@@ -5,19 +5,6 @@
 
 #include <string.h>
 
-proto_event proto_event_from_steer(const steer_event *e) {
-  proto_event out;
-  out.tick = e->tick;
-  out.code = e->type; /* 0..3 are the same codes */
-  if (e->type == STEER_EVENT_STUCK)
-    out.code = PROTO_EVENT_STUCK;
-  out.agent = e->agent;
-  out.data = e->node;
-  if (e->type == STEER_EVENT_ARRIVED)
-    out.data = 0;
-  return out;
-}
-
 /* ---- Encoding ---------------------------------------------------------------- */
 
 size_t proto_encode_welcome(uint8_t *buf, size_t cap, const proto_welcome *m) {
@@ -47,7 +34,7 @@ size_t proto_encode_welcome(uint8_t *buf, size_t cap, const proto_welcome *m) {
 
 static bool goto_report_valid(const proto_goto_report *g) {
   if (g->status == 0 || g->status >= PROTO_GOTO_STATUS_END || g->reason >= PROTO_GOTO_REASON_COUNT ||
-      (g->target_kind != STEER_TARGET_POINT && g->target_kind != STEER_TARGET_AGENT) || g->partial > 1)
+      (g->target_kind != PROTO_TARGET_POINT && g->target_kind != PROTO_TARGET_AGENT) || g->partial > 1)
     return false;
   if (g->queued > 1 || (g->queued && g->status == PROTO_GOTO_UNREACHABLE))
     return false;
@@ -56,7 +43,7 @@ static bool goto_report_valid(const proto_goto_report *g) {
   return g->route_count == 0;
 }
 
-static void pack_point2(msgpack_packer *pk, vec2 p) {
+static void pack_point2(msgpack_packer *pk, proto_vec2 p) {
   msgpack_pack_array(pk, 2);
   msgpack_pack_float(pk, p.x);
   msgpack_pack_float(pk, p.y);
@@ -70,7 +57,7 @@ static void pack_goto_report(msgpack_packer *pk, const proto_goto_report *g) {
   msgpack_pack_map(pk, (following ? 6u : 3u) + (g->queued ? 1u : 0u));
   pack_ks(pk, "status", goto_status_names[g->status]);
   pack_ks(pk, "reason", goto_reason_names[g->reason]);
-  if (g->target_kind == STEER_TARGET_POINT) {
+  if (g->target_kind == PROTO_TARGET_POINT) {
     pack_key(pk, "target");
     pack_point2(pk, g->target);
   } else {
@@ -120,12 +107,12 @@ size_t proto_encode_ack(uint8_t *buf, size_t cap, const proto_ack *a) {
     break;
   case PROTO_MSG_QUERY: {
     const proto_agent_report *q = &a->query;
-    if (q->model >= STEER_MODEL_COUNT ||
-        (q->behaviour >= STEER_BEHAVIOUR_COUNT && q->behaviour != PROTO_BEHAVIOUR_GOTO) ||
+    if (q->model >= PROTO_MODEL_COUNT ||
+        (q->behaviour >= PROTO_BEHAVIOUR_COUNT && q->behaviour != PROTO_BEHAVIOUR_GOTO) ||
         (q->has_goto && !goto_report_valid(&q->go)))
       return 0;
     if (q->has_tuning &&
-        (q->tuning.stuck_reaction >= STEER_STUCK_REACTION_COUNT || q->tuning.arrival >= STEER_ARRIVAL_COUNT))
+        (q->tuning.stuck_reaction >= PROTO_STUCK_REACTION_COUNT || q->tuning.arrival >= PROTO_ARRIVAL_COUNT))
       return 0;
     msgpack_pack_map(&pk, 14u + (q->has_tuning ? 1u : 0u) + (q->has_goto ? 1u : 0u));
     pack_ku(&pk, "agent", a->agent);
@@ -313,10 +300,10 @@ static int goto_fn(reader *r, int key, void *ctx) {
   case GK_REASON:
     return rd_enum(r, goto_reason_names, PROTO_GOTO_REASON_COUNT, &g->reason);
   case GK_TARGET:
-    g->target_kind = STEER_TARGET_POINT;
+    g->target_kind = PROTO_TARGET_POINT;
     return rd_point(r, &g->target);
   case GK_AGENT:
-    g->target_kind = STEER_TARGET_AGENT;
+    g->target_kind = PROTO_TARGET_AGENT;
     return rd_u32(r, &g->target_agent);
   case GK_GOAL:
     return rd_point(r, &g->goal);
@@ -367,7 +354,7 @@ static int query_fn(reader *r, int key, void *ctx) {
   case 1:
     return rd_u64(r, &q->tick);
   case 2:
-    return rd_enum(r, model_names, STEER_MODEL_COUNT, &q->model);
+    return rd_enum(r, model_names, PROTO_MODEL_COUNT, &q->model);
   case 3:
     return rd_float(r, NUM_ANY, &q->state.position.x);
   case 4:
@@ -390,7 +377,7 @@ static int query_fn(reader *r, int key, void *ctx) {
       return 0;
     }
     r->pos = save;
-    return rd_enum(r, behaviour_names, STEER_BEHAVIOUR_COUNT, &q->behaviour);
+    return rd_enum(r, behaviour_names, PROTO_BEHAVIOUR_COUNT, &q->behaviour);
   }
   case 10:
     return rd_bool(r, &q->arrived);
@@ -557,7 +544,7 @@ static int decode_server(reader *r, proto_server_msg *out, proto_pose *poses, ui
     e->code = (uint8_t)u;
     if (rd_elem_uint(r, "agent_id", UINT32_MAX, &u))
       return -1;
-    e->agent = (steer_id)u;
+    e->agent = (proto_id)u;
     if (rd_elem_uint(r, "data", UINT32_MAX, &u))
       return -1;
     e->data = (uint32_t)u;
@@ -644,7 +631,7 @@ int proto_decode_events(const uint8_t *data, size_t len, uint32_t *lost, proto_e
         e->code = (uint8_t)u;
         break;
       case 2:
-        e->agent = (steer_id)u;
+        e->agent = (proto_id)u;
         break;
       default:
         e->data = (uint32_t)u;

@@ -29,7 +29,7 @@ float proto_dequantize_cm(int32_t q) { return (float)((double)q / 100.0); }
 int16_t proto_quantize_angle(float theta) {
   if (!isfinite(theta))
     return 0;
-  double q = round((double)steer_wrap_angle(theta) * 32768.0 / PROTO_PI_D);
+  double q = round((double)proto_wrap_angle(theta) * 32768.0 / PROTO_PI_D);
   if (q >= 32768.0)
     q -= 65536.0; /* +pi is the same heading as -pi */
   if (q < -32768.0)
@@ -86,7 +86,7 @@ static size_t pose_q_size(const proto_pose_q *q) {
          mp_int_size(q->vx) + mp_int_size(q->vy);
 }
 
-uint32_t proto_snapshot_fit(const steer_world_view *view, const uint32_t *indices, uint32_t first,
+uint32_t proto_snapshot_fit(const proto_pose_view *view, const uint32_t *indices, uint32_t first,
                             uint32_t available, size_t part_bytes) {
   if (part_bytes < PROTO_SNAPSHOT_HEADER_MAX_BYTES)
     return 0;
@@ -143,7 +143,7 @@ size_t proto_encode_snapshot(uint8_t *buf, size_t cap, const proto_snapshot_head
 }
 
 size_t proto_encode_snapshot_view(uint8_t *buf, size_t cap, const proto_snapshot_header *h,
-                                  const steer_world_view *view, const uint32_t *indices, uint32_t first,
+                                  const proto_pose_view *view, const uint32_t *indices, uint32_t first,
                                   uint32_t count) {
   writer w;
   msgpack_packer pk;
@@ -212,7 +212,7 @@ int decode_snapshot_body(reader *r, proto_snapshot_header *h, proto_pose *poses,
       if (rc)
         return -1;
     }
-    proto_pose_q q = {(steer_id)v[0], (int32_t)v[1], (int32_t)v[2],
+    proto_pose_q q = {(proto_id)v[0], (int32_t)v[1], (int32_t)v[2],
                       (int16_t)v[3],  (int32_t)v[4], (int32_t)v[5]};
     if (qposes)
       qposes[i] = q;
@@ -247,7 +247,7 @@ int32_t proto_quantize_omega(float omega) { return round_sat32((double)omega * 4
 
 float proto_dequantize_omega(int32_t q) { return (float)((double)q * PROTO_PI_D / 4096.0); }
 
-proto_record proto_record_from_state(steer_id id, float x, float y, float theta, float vx, float vy,
+proto_record proto_record_from_state(proto_id id, float x, float y, float theta, float vx, float vy,
                                      float omega, uint64_t time_us) {
   proto_record r;
   memset(&r, 0, sizeof r);
@@ -359,7 +359,7 @@ proto_pose proto_record_pose(const proto_record *r) {
   return proto_dequantize_pose(&q);
 }
 
-size_t proto_delta_entry_size(const proto_delta_entry *e, steer_id prev_id) {
+size_t proto_delta_entry_size(const proto_delta_entry *e, proto_id prev_id) {
   size_t n = mp_uint_size((uint64_t)e->id - prev_id) + 1;
   for (int k = 0; k < PROTO_DELTA_FIELD_COUNT; k++)
     if (e->mask & (1u << k))
@@ -367,7 +367,7 @@ size_t proto_delta_entry_size(const proto_delta_entry *e, steer_id prev_id) {
   return n;
 }
 
-size_t proto_delta_removed_size(steer_id id, steer_id prev_id) {
+size_t proto_delta_removed_size(proto_id id, proto_id prev_id) {
   return mp_uint_size((uint64_t)id - prev_id);
 }
 
@@ -376,7 +376,7 @@ static uint32_t entry_field_count(const proto_delta_entry *e) {
 }
 
 size_t proto_encode_delta(uint8_t *buf, size_t cap, const proto_delta_header *h,
-                          const proto_delta_entry *entries, uint32_t count, const steer_id *removed,
+                          const proto_delta_entry *entries, uint32_t count, const proto_id *removed,
                           uint32_t removed_count) {
   writer w;
   msgpack_packer pk;
@@ -404,7 +404,7 @@ size_t proto_encode_delta(uint8_t *buf, size_t cap, const proto_delta_header *h,
   msgpack_pack_uint32(&pk, h->part_index);
   msgpack_pack_uint32(&pk, h->part_count);
   msgpack_pack_array(&pk, (size_t)elems);
-  steer_id prev = 0;
+  proto_id prev = 0;
   for (uint32_t i = 0; i < count && !w.overflowed; i++) {
     const proto_delta_entry *e = &entries[i];
     msgpack_pack_uint32(&pk, e->id - prev);
@@ -432,7 +432,7 @@ static int rd_flat_int(reader *r, uint32_t i, int64_t min, int64_t max, int64_t 
 }
 
 /* An id difference: > 0, and the running id stays <= UINT32_MAX. */
-static int rd_id_step(reader *r, uint32_t i, steer_id *id) {
+static int rd_id_step(reader *r, uint32_t i, proto_id *id) {
   int64_t d;
   if (rd_flat_int(r, i, 1, UINT32_MAX, &d))
     return -1;
@@ -442,12 +442,12 @@ static int rd_id_step(reader *r, uint32_t i, steer_id *id) {
     path_pop(r, old);
     return -1;
   }
-  *id += (steer_id)d;
+  *id += (proto_id)d;
   return 0;
 }
 
 static int decode_delta_body(reader *r, proto_delta_header *h, proto_delta_entry *entries, uint32_t cap,
-                             uint32_t *count, steer_id *removed, uint32_t removed_cap,
+                             uint32_t *count, proto_id *removed, uint32_t removed_cap,
                              uint32_t *removed_count) {
   uint32_t n;
   memset(h, 0, sizeof *h);
@@ -466,7 +466,7 @@ static int decode_delta_body(reader *r, proto_delta_header *h, proto_delta_entry
     return -1;
   if (n > r->len - r->pos) /* every element takes at least one byte */
     return fail(r, PROTO_ERR_BAD_MESSAGE, "truncated");
-  steer_id id = 0;
+  proto_id id = 0;
   uint32_t i = 0, c = 0;
   while (i < n) {
     if (n - i < 2)
@@ -515,7 +515,7 @@ static int decode_delta_body(reader *r, proto_delta_header *h, proto_delta_entry
 }
 
 int proto_decode_delta(const uint8_t *data, size_t len, proto_delta_header *h, proto_delta_entry *entries,
-                       uint32_t cap, uint32_t *count, steer_id *removed, uint32_t removed_cap,
+                       uint32_t cap, uint32_t *count, proto_id *removed, uint32_t removed_cap,
                        uint32_t *removed_count, proto_error_info *err) {
   proto_error_info local;
   reader r;

@@ -420,7 +420,7 @@ int rd_angle(reader *r, float *out) {
   double a;
   if (rd_number(r, NUM_ANY, &a))
     return -1;
-  *out = steer_wrap_angle_d(a);
+  *out = proto_wrap_angle_d(a);
   return 0;
 }
 
@@ -478,7 +478,7 @@ int rd_array(reader *r, uint32_t min, uint32_t max, uint32_t *count) {
   return 0;
 }
 
-int rd_point(reader *r, vec2 *out) {
+int rd_point(reader *r, proto_vec2 *out) {
   uint32_t n;
   if (rd_array(r, 2, 2, &n))
     return -1;

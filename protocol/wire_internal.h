@@ -8,10 +8,33 @@
 
 #include "protocol.h"
 
+#include <math.h>
 #include <msgpack.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* An orientation reduced into (-pi, pi] as the spec asks: in double from the
+ * value as sent, the float nearest -pi read as +pi (the same heading), and
+ * floats in (pi, PROTO_PI_F] kept, so a float read back maps to itself. This
+ * is the reduction the simulation applies to its own angles (the server's
+ * tests compare the two), so a decoded orientation is one an agent holds.
+ * proto_wrap_angle leaves floats already inside alone. */
+static inline float proto_wrap_angle_d(double a) {
+  const double pi = 3.14159265358979323846, two_pi = 6.28318530717958647692;
+  if (a > (double)PROTO_PI_F || a <= -(double)PROTO_PI_F) {
+    a = fmod(a + pi, two_pi);
+    if (a <= 0.0)
+      a += two_pi;
+    a -= pi;
+  }
+  float f = (float)a;
+  return f <= -PROTO_PI_F ? PROTO_PI_F : f;
+}
+
+static inline float proto_wrap_angle(float a) {
+  return a > PROTO_PI_F || a <= -PROTO_PI_F ? proto_wrap_angle_d((double)a) : a;
+}
 
 /* Value constraints of float fields. */
 enum { NUM_ANY = 0, NUM_NONNEG, NUM_POSITIVE };
@@ -24,15 +47,15 @@ typedef struct float_field {
 
 /* ---- names.c: names on the wire and the float fields of limits and params ---- */
 
-extern const char *const model_names[STEER_MODEL_COUNT];
-extern const char *const behaviour_names[STEER_BEHAVIOUR_COUNT];
-extern const char *const facing_names[STEER_FACING_COUNT];
-extern const char *const combine_names[STEER_COMBINE_COUNT];
-extern const char *const mode_names[STEER_PATH_MODE_COUNT];
-extern const char *const cornering_names[STEER_CORNER_COUNT];
+extern const char *const model_names[PROTO_MODEL_COUNT];
+extern const char *const behaviour_names[PROTO_BEHAVIOUR_COUNT];
+extern const char *const facing_names[PROTO_FACING_COUNT];
+extern const char *const combine_names[PROTO_COMBINE_COUNT];
+extern const char *const mode_names[PROTO_PATH_MODE_COUNT];
+extern const char *const cornering_names[PROTO_CORNER_COUNT];
 extern const char *const snapshot_mode_names[PROTO_SNAPSHOTS_COUNT];
-extern const char *const stuck_reaction_names[STEER_STUCK_REACTION_COUNT];
-extern const char *const arrival_names[STEER_ARRIVAL_COUNT];
+extern const char *const stuck_reaction_names[PROTO_STUCK_REACTION_COUNT];
+extern const char *const arrival_names[PROTO_ARRIVAL_COUNT];
 extern const char *const goto_status_names[PROTO_GOTO_STATUS_END]; /* [0] "none" is never on the wire */
 extern const char *const goto_reason_names[PROTO_GOTO_REASON_COUNT];
 extern const float_field param_fields[PROTO_PARAM_COUNT];
@@ -111,7 +134,7 @@ int rd_bool(reader *r, uint8_t *out);
 int rd_str(reader *r, size_t max, const uint8_t **s, size_t *n);
 int rd_enum(reader *r, const char *const *names, uint32_t count, uint8_t *out);
 int rd_array(reader *r, uint32_t min, uint32_t max, uint32_t *count);
-int rd_point(reader *r, vec2 *out);
+int rd_point(reader *r, proto_vec2 *out);
 int rd_map(reader *r, const char *const *keys, int nkeys, uint32_t required, field_fn fn, void *ctx,
            uint32_t *seen_out);
 void reader_init(reader *r, const uint8_t *data, size_t len, proto_error_info *err, bool strict);

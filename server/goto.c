@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "wire_core.h"
 
 steer_planner *steerd_goto_create(const steer_world *w, uint32_t budget, uint32_t build_delay, int nav) {
   steer_planner_config pc = steer_default_planner_config();
@@ -75,7 +76,7 @@ steer_goto steerd_goto_request(const proto_behaviour *b) {
     g.target.agent = b->target_agent;
   } else if (b->present & PROTO_BHV_TARGET) {
     g.target.kind = STEER_TARGET_POINT;
-    g.target.point = b->target;
+    g.target.point = wire_to_vec2(b->target);
   } else {
     g.target.kind = STEER_TARGET_NONE;
   }
@@ -129,13 +130,13 @@ int steerd_goto_set(steer_planner *p, steer_world *w, steer_id id, const proto_b
   steer_behaviour nb = steer_default_behaviour(STEER_BEHAVIOUR_NONE);
   steer_agent_info was;
   if (steer_world_get(w, id, &was) == STEER_OK)
-    proto_tuning_keep(&was.behaviour, &nb);
-  proto_behaviour_apply(b, &nb);
+    wire_tuning_keep(&was.behaviour, &nb);
+  wire_apply_behaviour(b, &nb);
   nb.kind = STEER_BEHAVIOUR_NONE;
   memset(&nb.target, 0, sizeof nb.target);
   int rc = steer_world_set_behaviour(w, id, &nb);
   if (rc != STEER_OK)
-    return refuse(why, proto_error_from_steer(rc), "behaviour", steer_strerror(rc));
+    return refuse(why, wire_error_of(rc), "behaviour", steer_strerror(rc));
   steer_planner_cancel(p, id); /* a GOTO already queued or followed starts over */
   rc = steer_planner_goto(p, w, id, &g);
   return rc == STEER_OK ? 0 : refuse(why, PROTO_ERR_INTERNAL, NULL, steer_strerror(rc));
@@ -169,13 +170,13 @@ void steerd_goto_report(const steer_planner *p, const steer_world *w, proto_agen
   go->status = gi.status;
   go->reason = gi.reason;
   go->target_kind = gi.g.target.kind;
-  go->target = gi.g.target.point;
+  go->target = wire_of_vec2(gi.g.target.point);
   go->target_agent = gi.g.target.agent;
   steer_path path;
   if (gi.status == STEER_GOTO_FOLLOWING && info.path == gi.path &&
       steer_world_path_get(w, info.path, &path) == 0 && path.count <= PROTO_MAX_ROUTE_POINTS) {
     go->partial = gi.partial;
-    go->goal = gi.goal;
+    go->goal = wire_of_vec2(gi.goal);
     go->route_count = path.count;
     memcpy(go->route, path.points, path.count * sizeof *go->route);
   } else if (gi.status == STEER_GOTO_FOLLOWING) {

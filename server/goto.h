@@ -68,7 +68,7 @@ steer_goto steerd_goto_request(const proto_behaviour *b);
 int steerd_goto_set(steer_planner *p, steer_world *w, steer_id id, const proto_behaviour *b,
                     steerd_goto_refusal *why);
 
-/* SPAWN with a goto behaviour: before the spawn, desc (from proto_spawn_apply)
+/* SPAWN with a goto behaviour: before the spawn, desc (from wire_apply_spawn)
  * gets kind none and no target; after it, steerd_goto_start queues the request
  * (0), or refuses it (-1 with *why; the caller despawns the agent). */
 void steerd_goto_spawn_desc(steer_agent_desc *desc);

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "http_internal.h"
+#include "wire_core.h"
 #include "log.h"
 
 #define VIEW_QUEUE_BYTES (1024 * 1024) /* a 10 000-agent snapshot is ~300 KB */
@@ -212,7 +213,7 @@ static int view_circle(const steerd_http *h, const http_view *v, vec2 *centre, f
     return 0;
   *radius = v->view.radius;
   if (v->view.kind == PROTO_VIEW_CENTRE) {
-    *centre = v->view.centre;
+    *centre = wire_to_vec2(v->view.centre);
     return 1;
   }
   steer_agent_info info;
@@ -226,9 +227,10 @@ static int view_circle(const steerd_http *h, const http_view *v, vec2 *centre, f
  * parts of at most VIEW_PART_BYTES, into vs->frame. */
 static void encode_frame(steerd_http_views *vs, const steer_world_view *wv, const uint32_t *idx, uint32_t n,
                          uint64_t tick, uint64_t time_us) {
+  proto_pose_view pv = wire_pose_view(wv);
   uint32_t parts = 0;
   for (uint32_t first = 0; first < n || parts == 0;) {
-    uint32_t fit = proto_snapshot_fit(wv, idx, first, n - first, VIEW_PART_BYTES);
+    uint32_t fit = proto_snapshot_fit(&pv, idx, first, n - first, VIEW_PART_BYTES);
     vs->part_first[parts++] = first;
     first += fit ? fit : 1;
   }
@@ -241,7 +243,7 @@ static void encode_frame(steerd_http_views *vs, const steer_world_view *wv, cons
     uint32_t first = vs->part_first[p];
     size_t cap = vs->frame_cap - at < VIEW_PART_BYTES ? vs->frame_cap - at : VIEW_PART_BYTES;
     size_t len =
-        proto_encode_snapshot_view(vs->frame + at, cap, &hd, wv, idx, first, vs->part_first[p + 1] - first);
+        proto_encode_snapshot_view(vs->frame + at, cap, &hd, &pv, idx, first, vs->part_first[p + 1] - first);
     if (len == 0)
       break; /* cannot happen with frame_cap's bound; the view then gets a short frame */
     vs->part_len[vs->frame_parts++] = (uint32_t)len;
@@ -403,7 +405,7 @@ static int is_mark(uint8_t code) { return code == PROTO_EVENT_STUCK || code == P
  * second, so a jammed crowd's storm of STUCK costs a view a bounded share. */
 static int wants_mark(steerd_http *h, http_view *v, vec2 pos) {
   if (v->view.kind == PROTO_VIEW_CENTRE &&
-      v2_len2(v2_sub(pos, v->view.centre)) > v->view.radius * v->view.radius)
+      v2_len2(v2_sub(pos, wire_to_vec2(v->view.centre))) > v->view.radius * v->view.radius)
     return 0;
   uint64_t second = uv_now(h->loop) / 1000;
   if (second != v->marks_second) {
@@ -472,8 +474,8 @@ static void cmd_hello(steerd_http *h, http_view *v, const proto_command *cmd) {
   wel.client_id = v->id;
   wel.tick_rate = h->cfg->tick_rate;
   wel.snapshot_rate = h->cfg->snapshot_rate;
-  wel.world_min = wc->min;
-  wel.world_max = wc->max;
+  wel.world_min = wire_of_vec2(wc->min);
+  wel.world_max = wire_of_vec2(wc->max);
   wel.tick = steer_world_tick(w);
   wel.server_time_us = steerd_server_time_us(h->server);
   wel.protocol = PROTO_VERSION;

@@ -1,5 +1,6 @@
 /* map_admin.c: see map_admin.h. */
 #include "map_admin.h"
+#include "wire_core.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -30,7 +31,7 @@ static int check_shape(const steer_world_config *c, const proto_obstacle *o, ste
   if (o->kind == STEER_OBSTACLE_CIRCLE) {
     if (o->count != 1 || !o->points)
       return refuse(r, PROTO_ERR_BAD_FIELD, "center", "a circle needs center and radius");
-    vec2 p = o->points[0];
+    vec2 p = wire_to_vec2(o->points[0]);
     if (!inside(c, p))
       return refuse(r, PROTO_ERR_BAD_FIELD, "center", "outside the world bounds (%g,%g)-(%g,%g)",
                     (double)c->min.x, (double)c->min.y, (double)c->max.x, (double)c->max.y);
@@ -48,7 +49,7 @@ static int check_shape(const steer_world_config *c, const proto_obstacle *o, ste
     return refuse(r, PROTO_ERR_BAD_FIELD, "points", "a %s has %u..%u points",
                   proto_obstacle_kind_name(o->kind), least, STEER_MAP_MAX_VERTICES);
   for (uint32_t i = 0; i < o->count; i++) {
-    if (!inside(c, o->points[i])) {
+    if (!inside(c, wire_to_vec2(o->points[i]))) {
       snprintf(field, sizeof field, "points[%u]", i);
       return refuse(r, PROTO_ERR_BAD_FIELD, field, "outside the world bounds (%g,%g)-(%g,%g)",
                     (double)c->min.x, (double)c->min.y, (double)c->max.x, (double)c->max.y);
@@ -58,7 +59,7 @@ static int check_shape(const steer_world_config *c, const proto_obstacle *o, ste
   uint32_t edges = o->kind == STEER_OBSTACLE_POLYGON ? o->count : o->count - 1u;
   for (uint32_t i = 0; i < edges; i++) {
     uint32_t j = (i + 1u) % o->count;
-    if (!(v2_len(v2_sub(o->points[j], o->points[i])) >= STEER_MAP_MIN_EXTENT)) {
+    if (!(v2_len(v2_sub(wire_to_vec2(o->points[j]), wire_to_vec2(o->points[i]))) >= STEER_MAP_MIN_EXTENT)) {
       snprintf(field, sizeof field, "points[%u]", j);
       return refuse(r, PROTO_ERR_BAD_FIELD, field, "the edge from points[%u] is shorter than %g m", i,
                     (double)STEER_MAP_MIN_EXTENT);
@@ -85,7 +86,8 @@ int steerd_map_edit_check(const steer_world *w, const steerd_map_edit *e, steerd
     return -1;
   if (steer_map_find(m, o->id) >= 0)
     return refuse(r, PROTO_ERR_OBSTACLE_EXISTS, "id", "obstacle %u exists: remove it first", o->id);
-  steer_obstacle_desc d = proto_obstacle_desc(o);
+  vec2 pts[PROTO_MAX_OBSTACLE_POINTS];
+  steer_obstacle_desc d = wire_obstacle_desc(o, pts);
   int rc = steer_map_check(m, o->id, &d);
   if (rc == STEER_EFULL)
     return refuse(r, PROTO_ERR_WORLD_FULL, NULL, "the map holds its maximum of %u obstacles or %u segments",
@@ -112,14 +114,15 @@ int steerd_map_edit_apply(steer_world *w, const steerd_map_edit *e, steerd_map_r
   if (e->op == STEERD_MAP_REMOVE) {
     rc = steer_world_remove_obstacle(w, e->obstacle.id);
   } else {
-    steer_obstacle_desc d = proto_obstacle_desc(&e->obstacle);
+    vec2 pts[PROTO_MAX_OBSTACLE_POINTS];
+    steer_obstacle_desc d = wire_obstacle_desc(&e->obstacle, pts);
     rc = steer_world_add_obstacle(w, e->obstacle.id, &d, &r->moved);
   }
   if (rc == STEER_EBLOCKED)
     return refuse(r, PROTO_ERR_BLOCKED, NULL,
                   "an agent under the obstacle has no free place within 64 m to be moved to");
   if (rc != STEER_OK)
-    return refuse(r, proto_error_from_steer(rc), NULL, "%s", steer_strerror(rc));
+    return refuse(r, wire_error_of(rc), NULL, "%s", steer_strerror(rc));
   r->version = steer_map_version(steer_world_map(w));
   return 0;
 }
@@ -199,7 +202,7 @@ proto_obstacle steerd_map_at(const void *ctx, uint32_t i) {
   steer_obstacle_desc d;
   memset(&d, 0, sizeof(d));
   steer_map_get(ctx, i, &id, &d);
-  return proto_obstacle_of(id, &d);
+  return wire_obstacle_of(id, &d);
 }
 
 /* Part boundaries of m as it is now. */

@@ -400,7 +400,7 @@ int steerd_netcode_set_view(steerd_netcode *nc, uint32_t slot, const proto_view 
       (view->kind != PROTO_VIEW_ALL && !(view->radius > 0.0f)))
     return STEERD_NETCODE_EINVAL;
   nc_client *c = &nc->clients[slot];
-  vec2 centre = view->centre;
+  vec2 centre = wire_to_vec2(view->centre);
   if (view->kind == PROTO_VIEW_FOLLOW && !find_agent(w, view->follow, &centre))
     return STEERD_NETCODE_ENOENT;
   c->view = *view;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "netcode.h"
+#include "wire_core.h"
 
 #define NEW_STALENESS 1.0e6f /* agents new to the client go first, nearest first */
 #define PART_PAYLOAD  (PROTO_SNAPSHOT_PART_BYTES - PROTO_DELTA_HEADER_MAX_BYTES)

@@ -1,6 +1,7 @@
 /* server.c: see server.h. The loop: ticks, ENet, checkpoints and the server's lifecycle
  * (server_internal.h lists what the other server_*.c files do). */
 #include "server_internal.h"
+#include "wire_core.h"
 
 void steerd_server_charge_http(steerd_server *s, uint64_t ns) { charge(s, STEERD_PHASE_HTTP, ns); }
 
@@ -42,7 +43,7 @@ static void run_tick(steerd_server *s) {
   }
   const steer_event *ev = steer_world_events(s->world, &n);
   for (uint32_t i = 0; i < n; i++) {
-    proto_event e = proto_event_from_steer(&ev[i]);
+    proto_event e = wire_event_of(&ev[i]);
     steer_agent_info info;
     if (steer_world_get(s->world, ev[i].agent, &info) == STEER_OK)
       send_event(s, &e, info.state.position, info.owner);
@@ -749,8 +750,8 @@ static int make_tables(steerd_server *s) {
   s->owners = calloc(s->owner_cap, sizeof(*s->owners));
   s->ckpt_owners = calloc(s->owner_cap, sizeof(*s->ckpt_owners));
   s->scratch_ids = calloc(cfg->max_agents, sizeof(*s->scratch_ids));
-  s->bounds.min = cfg->world_min;
-  s->bounds.max = cfg->world_max;
+  s->bounds.min = wire_of_vec2(cfg->world_min);
+  s->bounds.max = wire_of_vec2(cfg->world_max);
   s->bounds.max_path_points = cfg->max_path_points;
   steerd_netcode_config nc = steerd_netcode_default_config();
   nc.max_clients = cfg->max_clients;

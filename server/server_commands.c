@@ -1,12 +1,13 @@
 /* server_commands.c: each command's handling (PROTOCOL.md 6), the map's edits and streams,
  * and the clients' inboxes run by the command scheduler within the tick's budget. */
 #include "server_internal.h"
+#include "wire_core.h"
 
 /* ---- commands ------------------------------------------------------------ */
 
 /* A world error as a wire error; `field` names what the command got wrong. */
 static void send_world_error(steerd_server *s, client *c, uint32_t request_id, int rc, const char *field) {
-  int code = proto_error_from_steer(rc);
+  int code = wire_error_of(rc);
   const char *name = rc == STEER_ENOENT ? "agent" : field;
   send_error(s, c, request_id, code, steer_strerror(rc), code == PROTO_ERR_WORLD_FULL ? NULL : name);
 }
@@ -56,14 +57,17 @@ static int take_token(steerd_server *s, client *c) {
 }
 
 static int apply_path(steerd_server *s, steer_id id, const proto_path *p) {
-  int rc = steer_world_set_path(s->world, id, p->points, p->count, p->radius, (steer_path_mode)p->mode,
+  vec2 points[PROTO_MAX_PATH_POINTS];
+  for (uint32_t i = 0; i < p->count && i < PROTO_MAX_PATH_POINTS; i++)
+    points[i] = wire_to_vec2(p->points[i]);
+  int rc = steer_world_set_path(s->world, id, points, p->count, p->radius, (steer_path_mode)p->mode,
                                 (steer_cornering)p->cornering);
   if (rc != STEER_OK || !p->params.present)
     return rc;
   steer_agent_info info;
   steer_world_get(s->world, id, &info);
-  proto_params_apply(&p->params, &info.behaviour.params);
-  proto_tuning_apply(&p->params, &info.behaviour);
+  wire_apply_params(&p->params, &info.behaviour.params);
+  wire_apply_tuning(&p->params, &info.behaviour);
   return steer_world_set_behaviour(s->world, id, &info.behaviour);
 }
 
@@ -72,7 +76,7 @@ static int apply_path(steerd_server *s, steer_id id, const proto_path *p) {
 static const char *blocked_point(const steerd_server *s, const proto_path *p, const char *prefix, char *buf,
                                  size_t cap) {
   uint32_t i = 0;
-  while (i < p->count && !steer_map_inside(steer_world_map(s->world), p->points[i]))
+  while (i < p->count && !steer_map_inside(steer_world_map(s->world), wire_to_vec2(p->points[i])))
     i++;
   if (i < p->count)
     snprintf(buf, cap, "%spoints[%u]", prefix, i);
@@ -184,7 +188,7 @@ int demo_map_edit(void *ctx, steer_world *w, uint32_t id, const steer_obstacle_d
   steerd_map_edit e;
   memset(&e, 0, sizeof(e));
   e.op = o ? STEERD_MAP_ADD : STEERD_MAP_REMOVE;
-  e.obstacle = o ? proto_obstacle_of(id, o) : (proto_obstacle){.id = id};
+  e.obstacle = o ? wire_obstacle_of(id, o) : (proto_obstacle){.id = id};
   steerd_map_result r;
   return steerd_server_map_edit(ctx, &e, &r) == 0 ? STEER_OK : STEER_EINVAL;
 }
@@ -319,8 +323,8 @@ static void cmd_hello(steerd_server *s, client *c, const proto_command *cmd) {
   w.client_id = c->owner->id;
   w.tick_rate = s->cfg.tick_rate;
   w.snapshot_rate = s->cfg.snapshot_rate;
-  w.world_min = wc->min;
-  w.world_max = wc->max;
+  w.world_min = wire_of_vec2(wc->min);
+  w.world_max = wire_of_vec2(wc->max);
   w.tick = steer_world_tick(s->world);
   w.server_time_us = server_time_us(s);
   w.protocol = PROTO_VERSION;
@@ -339,7 +343,7 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
     return;
   }
   steer_agent_desc desc = steer_default_agent_desc();
-  proto_spawn_apply(sp, &desc);
+  wire_apply_spawn(sp, &desc);
   int go = (sp->present & PROTO_SPAWN_BEHAVIOUR) && sp->behaviour.kind == PROTO_BEHAVIOUR_GOTO;
   if (go && (sp->present & PROTO_SPAWN_PATH)) {
     send_error(s, c, cmd->request_id, PROTO_ERR_BAD_FIELD,
@@ -351,7 +355,7 @@ static void cmd_spawn(steerd_server *s, client *c, const proto_command *cmd, pro
   if (sp->present & PROTO_SPAWN_PATH) {
     /* The path's params merge into the behaviour's: check them before spawning. */
     steer_params merged = desc.behaviour.params;
-    proto_params_apply(&sp->path.params, &merged);
+    wire_apply_params(&sp->path.params, &merged);
     if (steerd_check_merged_params(&merged, "path", &chk) != 0) {
       send_check_error(s, c, cmd->request_id, &chk);
       return;
@@ -418,7 +422,7 @@ static void cmd_set_path(steerd_server *s, client *c, const proto_command *cmd, 
     send_world_error(s, c, cmd->request_id, rc, "agent");
     return;
   }
-  proto_params_apply(&sp->path.params, &info.behaviour.params);
+  wire_apply_params(&sp->path.params, &info.behaviour.params);
   if (steerd_check_merged_params(&info.behaviour.params, "params", &chk) != 0) {
     send_check_error(s, c, cmd->request_id, &chk);
     return;
@@ -453,8 +457,8 @@ static void cmd_set_params(steerd_server *s, client *c, const proto_command *cmd
   }
   steer_limits limits = info.limits;
   steer_behaviour b = info.behaviour;
-  proto_limits_apply(&sp->limits, &limits);
-  proto_params_apply(&sp->params, &b.params);
+  wire_apply_limits(&sp->limits, &limits);
+  wire_apply_params(&sp->params, &b.params);
   if (steerd_check_merged_params(&b.params, "params", &chk) != 0) {
     send_check_error(s, c, cmd->request_id, &chk);
     return;
@@ -469,7 +473,7 @@ static void cmd_set_params(steerd_server *s, client *c, const proto_command *cmd
   }
   rc = steer_world_set_params(s->world, sp->agent, &b.params);
   if (rc == STEER_OK && (sp->params.present & PROTO_PARAM_TUNING)) {
-    proto_tuning_apply(&sp->params, &b);
+    wire_apply_tuning(&sp->params, &b);
     rc = steer_world_set_tuning(s->world, sp->agent, &b);
     if (rc != STEER_OK)
       steer_world_set_params(s->world, sp->agent, &info.behaviour.params);
@@ -494,11 +498,11 @@ int steerd_server_agent_report(const steerd_server *s, steer_id id, proto_agent_
   r->behaviour = info.behaviour.kind;
   r->arrived = info.arrived != 0;
   r->path_node = info.path >= 0 ? (int32_t)info.cursor.node : -1;
-  r->state = info.state;
-  r->limits = info.limits;
+  r->state = wire_state_of(&info.state);
+  r->limits = wire_limits_of(&info.limits);
   r->owner = info.owner;
   r->has_tuning = 1; /* the agent's avoidance, wall feeler, stuck detection and arrival (PROTOCOL.md 6.8) */
-  proto_tuning_of(&info.behaviour, &r->tuning);
+  wire_tuning_of(&info.behaviour, &r->tuning);
   steerd_goto_report(s->planner, s->world, r);
   return STEER_OK;
 }
@@ -619,9 +623,9 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
     if (steer_world_get(s->world, ack.agent, &was) == STEER_OK) {
       /* Avoidance, the wall feeler, stuck detection and arrival are the agent's, kept
        * across behaviours unless the new one's params name them (PROTOCOL.md 5.2). */
-      proto_tuning_keep(&was.behaviour, &b);
+      wire_tuning_keep(&was.behaviour, &b);
     }
-    proto_behaviour_apply(&cmd->set_behaviour.behaviour, &b);
+    wire_apply_behaviour(&cmd->set_behaviour.behaviour, &b);
     rc = steer_world_set_behaviour(s->world, ack.agent, &b);
     if (rc != STEER_OK) {
       send_world_error(s, c, cmd->request_id, rc,

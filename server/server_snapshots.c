@@ -1,6 +1,7 @@
 /* server_snapshots.c: a snapshot round: full snapshots and DELTA frames to the clients due,
  * within the server-wide send budget, least recently served first. */
 #include "server_internal.h"
+#include "wire_core.h"
 
 /* The DELTA frames of the delta clients this round serves (send_take),
  * as unreliable packets on channel 1. */
@@ -73,7 +74,8 @@ static uint32_t full_clients_due(steerd_server *s, uint64_t time_us) {
  * agents' actual sizes, stays under the MTU and names its part, so a lost
  * part loses only its own agents. Returns the parts; *total their bytes. */
 static uint32_t encode_full(steerd_server *s, uint64_t tick, uint64_t *total) {
-  steer_world_view view = steer_world_get_view(s->world);
+  steer_world_view wv = steer_world_get_view(s->world);
+  proto_pose_view view = wire_pose_view(&wv);
   uint32_t parts = 0;
   for (uint32_t first = 0; first < view.count || parts == 0;) {
     uint32_t n = proto_snapshot_fit(&view, NULL, first, view.count - first, PROTO_SNAPSHOT_PART_BYTES);

@@ -31,21 +31,28 @@ const steerd_range steerd_separation_weight_range = {"separation_weight", 0.0f, 
 const steerd_range steerd_node_radius_range = {"node_radius", 0.0f, 100.0f, 1, "m"};
 const steerd_range steerd_replan_distance_range = {"replan_distance", 0.0f, 1000.0f, 0, "m"};
 
-/* Offsets of the steer_limits / steer_params fields, in bit order. */
+/* Offsets of the limits' and params' fields, in bit order. */
 static const size_t limit_offsets[PROTO_LIMIT_COUNT] = {
-    offsetof(steer_limits, max_speed), offsetof(steer_limits, max_acceleration),
-    offsetof(steer_limits, max_rotation), offsetof(steer_limits, max_angular_acceleration),
-    offsetof(steer_limits, radius)};
+    offsetof(proto_limit_values, max_speed), offsetof(proto_limit_values, max_acceleration),
+    offsetof(proto_limit_values, max_rotation), offsetof(proto_limit_values, max_angular_acceleration),
+    offsetof(proto_limit_values, radius)};
 
 static const size_t param_offsets[PROTO_PARAM_COUNT] = {
-    offsetof(steer_params, time_to_target),       offsetof(steer_params, target_radius),
-    offsetof(steer_params, slow_radius),          offsetof(steer_params, kinematic_time_to_target),
-    offsetof(steer_params, align_target_radius),  offsetof(steer_params, align_slow_radius),
-    offsetof(steer_params, align_time_to_target), offsetof(steer_params, max_prediction),
-    offsetof(steer_params, panic_radius),         offsetof(steer_params, wander_offset),
-    offsetof(steer_params, wander_radius),        offsetof(steer_params, wander_rate),
-    offsetof(steer_params, separation_radius),    offsetof(steer_params, turn_trigger_distance),
-    offsetof(steer_params, path_recover_strength)};
+    offsetof(proto_param_values, time_to_target),
+    offsetof(proto_param_values, target_radius),
+    offsetof(proto_param_values, slow_radius),
+    offsetof(proto_param_values, kinematic_time_to_target),
+    offsetof(proto_param_values, align_target_radius),
+    offsetof(proto_param_values, align_slow_radius),
+    offsetof(proto_param_values, align_time_to_target),
+    offsetof(proto_param_values, max_prediction),
+    offsetof(proto_param_values, panic_radius),
+    offsetof(proto_param_values, wander_offset),
+    offsetof(proto_param_values, wander_radius),
+    offsetof(proto_param_values, wander_rate),
+    offsetof(proto_param_values, separation_radius),
+    offsetof(proto_param_values, turn_trigger_distance),
+    offsetof(proto_param_values, path_recover_strength)};
 
 static float float_at(const void *base, size_t offset) {
   float v;
@@ -69,7 +76,7 @@ static int check_range(const steerd_range *r, float v, const char *prefix, const
   return in_range(r, v) ? 0 : fail_range(r, prefix, name, out);
 }
 
-static int inside(const steerd_bounds *w, vec2 p) {
+static int inside(const steerd_bounds *w, proto_vec2 p) {
   return p.x >= w->min.x && p.x <= w->max.x && p.y >= w->min.y && p.y <= w->max.y;
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "protocol.h"
+#include "steering.h"
 
 /* One number's allowed range: [min, max], or (min, max] when min_open. */
 typedef struct steerd_range {
@@ -32,7 +33,7 @@ extern const steerd_range steerd_node_radius_range;     /* BEHAVIOUR node_radius
 extern const steerd_range steerd_replan_distance_range; /* BEHAVIOUR replan_distance (goto) */
 
 typedef struct steerd_bounds {
-  vec2 min, max;            /* world, m */
+  proto_vec2 min, max;      /* world, m */
   uint32_t max_path_points; /* <= PROTO_MAX_PATH_POINTS */
 } steerd_bounds;
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "client.h"
 #include "protocol.h"

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "client.h"
 #include "protocol.h"
@@ -150,7 +151,7 @@ static void fake_reply(fake *f, ENetPeer *p, const proto_command *cmd) {
     a.query.path_node = -1;
     a.query.state.position.x = 1.0f;
     a.query.state.position.y = 2.0f;
-    a.query.limits = steer_default_limits();
+    a.query.limits = (proto_limit_values){3.0f, 6.0f, 4.0f, 16.0f, 0.5f};
     a.query.owner = FAKE_CLIENT_ID;
     n = proto_encode_ack(f->buf, sizeof f->buf, &a);
     break;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "client.h"
 #include "protocol.h"
@@ -92,7 +93,7 @@ static proto_command spawn_at(float x) {
   memset(&cmd, 0, sizeof cmd);
   cmd.type = PROTO_MSG_SPAWN;
   cmd.spawn.model = STEER_MODEL_KINEMATIC;
-  cmd.spawn.position = v2(x, 0.0f);
+  cmd.spawn.position = proto_v2(x, 0.0f);
   return cmd;
 }
 

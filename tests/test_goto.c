@@ -19,10 +19,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "client.h"
 #include "protocol.h"
 #include "steerd_proc.h"
+#include "wire_core.h"
 
 #define HALF 50.0f
 
@@ -131,7 +133,7 @@ static proto_command spawn_cmd(float x, float y, float radius, uint8_t model) {
   memset(&c, 0, sizeof c);
   c.type = PROTO_MSG_SPAWN;
   c.spawn.model = model;
-  c.spawn.position = v2(x, y);
+  c.spawn.position = proto_v2(x, y);
   c.spawn.present = PROTO_SPAWN_LIMITS;
   c.spawn.limits.present = PROTO_LIMIT_RADIUS | PROTO_LIMIT_MAX_SPEED | PROTO_LIMIT_MAX_ACCELERATION;
   c.spawn.limits.v.radius = radius;
@@ -155,7 +157,7 @@ static proto_command goto_cmd(steer_id agent, float x, float y) {
   c.set_behaviour.agent = agent;
   c.set_behaviour.behaviour.kind = PROTO_BEHAVIOUR_GOTO;
   c.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
-  c.set_behaviour.behaviour.target = v2(x, y);
+  c.set_behaviour.behaviour.target = proto_v2(x, y);
   return c;
 }
 
@@ -219,11 +221,11 @@ static int segs_cross(vec2 a, vec2 b, vec2 c, vec2 d) {
 }
 
 /* The least clearance of the polyline from -> route[0..n) to the map. */
-static float route_clearance(vec2 from, const vec2 *route, uint32_t n) {
+static float route_clearance(vec2 from, const proto_vec2 *route, uint32_t n) {
   float worst = 1e9f;
   vec2 a = from;
   for (uint32_t i = 0; i < n; i++) {
-    vec2 b = route[i];
+    vec2 b = wire_to_vec2(route[i]);
     for (size_t k = 0; k < NSEGS; k++) {
       vec2 c = v2(SEGS[k][0], SEGS[k][1]), d = v2(SEGS[k][2], SEGS[k][3]);
       float m = segs_cross(a, b, c, d) ? 0.0f : dist_seg_seg(a, b, c, d);
@@ -267,7 +269,7 @@ START_TEST(goto_behind_a_wall_arrives) {
   int through_door = 0;
   vec2 prev = start_pos;
   for (uint32_t i = 0; i < r.go.route_count; i++) {
-    vec2 q = r.go.route[i];
+    vec2 q = wire_to_vec2(r.go.route[i]);
     if ((prev.x < 0.0f) != (q.x < 0.0f)) {
       float t = -prev.x / (q.x - prev.x);
       float y = prev.y + t * (q.y - prev.y);
@@ -284,8 +286,8 @@ START_TEST(goto_behind_a_wall_arrives) {
   float len = 0.0f;
   prev = start_pos;
   for (uint32_t i = 0; i < r.go.route_count; i++) {
-    len += v2_len(v2_sub(r.go.route[i], prev));
-    prev = r.go.route[i];
+    len += v2_len(v2_sub(wire_to_vec2(r.go.route[i]), prev));
+    prev = wire_to_vec2(r.go.route[i]);
   }
   ck_assert_msg(fabsf(len * 100.0f - (float)x.ev[planned].data) < 2.0f, "route %.2f m, PLANNED says %u cm",
                 len, x.ev[planned].data);
@@ -296,7 +298,7 @@ START_TEST(goto_behind_a_wall_arrives) {
   ck_assert_msg(done >= 0, "the agent did not finish its route");
   steerd_proc_sleep_ms(500);
   r = query(c, a);
-  float d = v2_len(v2_sub(r.state.position, v2(10.0f, 30.0f)));
+  float d = v2_len(v2_sub(wire_to_vec2(r.state.position), v2(10.0f, 30.0f)));
   ck_assert_msg(d < 0.6f, "it stopped %.2f m from the target", d);
   ck_assert_float_gt(r.state.position.x, 0.0f);
   /* After PATH_FINISHED it stays in GOTO at its goal (PROTOCOL.md 5.6): behaviour
@@ -367,7 +369,7 @@ START_TEST(bad_gotos_are_refused) {
   seek.set_behaviour.agent = a;
   seek.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_ARRIVE;
   seek.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
-  seek.set_behaviour.behaviour.target = v2(-20.0f, 0.0f);
+  seek.set_behaviour.behaviour.target = proto_v2(-20.0f, 0.0f);
   ck_assert_int_eq(command(c, seek, NULL), 0);
   char field[PROTO_MAX_FIELD_BYTES + 1];
 
@@ -415,20 +417,20 @@ START_TEST(bad_gotos_are_refused) {
   s.spawn.present |= PROTO_SPAWN_BEHAVIOUR | PROTO_SPAWN_PATH;
   s.spawn.behaviour.kind = PROTO_BEHAVIOUR_GOTO;
   s.spawn.behaviour.present = PROTO_BHV_TARGET;
-  s.spawn.behaviour.target = v2(10.0f, 5.0f);
+  s.spawn.behaviour.target = proto_v2(10.0f, 5.0f);
   s.spawn.path.count = 1;
-  s.spawn.path.points[0] = v2(1.0f, 1.0f);
+  s.spawn.path.points[0] = proto_v2(1.0f, 1.0f);
   s.spawn.path.radius = 1.0f;
   ck_assert_int_eq(command(c, s, field), PROTO_ERR_BAD_FIELD);
   ck_assert_str_eq(field, "path");
   s.spawn.present &= ~(uint32_t)PROTO_SPAWN_PATH;
-  s.spawn.behaviour.target = v2(-36.0f, 36.0f);
+  s.spawn.behaviour.target = proto_v2(-36.0f, 36.0f);
   ck_assert_int_eq(command(c, s, field), PROTO_ERR_BLOCKED);
   ck_assert_str_eq(field, "behaviour.target");
   steerd_client_service(c, 100);
   ck_assert_int_eq(count_events(&x, PROTO_EVENT_SPAWNED, a + 1), 0);
   /* A good one spawns at rest and is planned (a heading agent, lazy cornering). */
-  s.spawn.behaviour.target = v2(10.0f, 5.0f);
+  s.spawn.behaviour.target = proto_v2(10.0f, 5.0f);
   s.spawn.behaviour.present |= PROTO_BHV_CORNERING;
   s.spawn.behaviour.cornering = STEER_CORNER_LAZY;
   proto_server_msg rep;
@@ -695,8 +697,8 @@ static proto_command door(uint32_t id, float y0, float y1, int close) {
   c.add_obstacle.id = id;
   c.add_obstacle.kind = STEER_OBSTACLE_WALL;
   c.add_obstacle.count = 2;
-  c.add_obstacle.points[0] = v2(0.0f, y0);
-  c.add_obstacle.points[1] = v2(0.0f, y1);
+  c.add_obstacle.points[0] = proto_v2(0.0f, y0);
+  c.add_obstacle.points[1] = proto_v2(0.0f, y1);
   return c;
 }
 
@@ -704,7 +706,7 @@ static proto_command door(uint32_t id, float y0, float y1, int close) {
 static float crossing_y(vec2 from, const proto_goto_report *g) {
   vec2 prev = from;
   for (uint32_t i = 0; i < g->route_count; i++) {
-    vec2 q = g->route[i];
+    vec2 q = wire_to_vec2(g->route[i]);
     if ((prev.x < 0.0f) != (q.x < 0.0f))
       return prev.y + (-prev.x / (q.x - prev.x)) * (q.y - prev.y);
     prev = q;
@@ -723,7 +725,7 @@ START_TEST(closing_doors_replans_then_unreachable_then_open) {
   int planned = wait_event(c, &x, 0, PROTO_EVENT_PLANNED, a, 5000);
   ck_assert_int_ge(planned, 0);
   proto_agent_report r = query(c, a);
-  float y = crossing_y(r.state.position, &r.go);
+  float y = crossing_y(wire_to_vec2(r.state.position), &r.go);
   ck_assert_msg(y > 18.5f && y < 21.5f, "first route crosses at y %.2f, not by the upper door", y);
 
   /* The upper door closes: REPLANNED (reason map) through the lower one. */
@@ -733,13 +735,13 @@ START_TEST(closing_doors_replans_then_unreachable_then_open) {
   r = query(c, a);
   ck_assert_uint_eq(r.go.status, PROTO_GOTO_FOLLOWING);
   ck_assert_uint_eq(r.go.reason, PROTO_GOTO_MAP);
-  y = crossing_y(r.state.position, &r.go);
+  y = crossing_y(wire_to_vec2(r.state.position), &r.go);
   ck_assert_msg(y > -21.5f && y < -18.5f, "the new route crosses at y %.2f, not by the lower door", y);
   ck_assert_float_gt((float)x.ev[re].data, 2.0f * (float)x.ev[planned].data); /* the long way round */
   int done = wait_event(c, &x, (uint32_t)re, PROTO_EVENT_PATH_FINISHED, a, 60000);
   ck_assert_msg(done >= 0, "it did not arrive by the lower door");
   r = query(c, a);
-  ck_assert_float_lt(v2_len(v2_sub(r.state.position, v2(10.0f, 25.0f))), 0.6f);
+  ck_assert_float_lt(v2_len(v2_sub(wire_to_vec2(r.state.position), v2(10.0f, 25.0f))), 0.6f);
 
   /* Back again, and the only door left closes while it is on its way. */
   uint32_t mark = x.count;
@@ -761,7 +763,7 @@ START_TEST(closing_doors_replans_then_unreachable_then_open) {
   ck_assert_int_ge(wait_event(c, &x, mark, PROTO_EVENT_PLANNED, a, 5000), 0);
   ck_assert_int_ge(wait_event(c, &x, mark, PROTO_EVENT_PATH_FINISHED, a, 60000), 0);
   r = query(c, a);
-  ck_assert_float_lt(v2_len(v2_sub(r.state.position, v2(-10.0f, 25.0f))), 0.6f);
+  ck_assert_float_lt(v2_len(v2_sub(wire_to_vec2(r.state.position), v2(-10.0f, 25.0f))), 0.6f);
   steerd_client_destroy(c);
   free(x.ev);
   steerd_proc_stop(&p, 5000);

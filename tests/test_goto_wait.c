@@ -15,11 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "client.h"
 #include "http_get.h"
 #include "protocol.h"
 #include "steerd_proc.h"
+#include "wire_core.h"
 
 #define BODY_BYTES 65536
 
@@ -129,7 +131,7 @@ static steer_id spawn(steerd_client *c, vec2 at, float radius) {
   memset(&cmd, 0, sizeof cmd);
   cmd.type = PROTO_MSG_SPAWN;
   cmd.spawn.model = STEER_MODEL_KINEMATIC;
-  cmd.spawn.position = at;
+  cmd.spawn.position = wire_of_vec2(at);
   cmd.spawn.present = PROTO_SPAWN_LIMITS;
   cmd.spawn.limits.present = PROTO_LIMIT_RADIUS | PROTO_LIMIT_MAX_SPEED;
   cmd.spawn.limits.v.radius = radius;
@@ -147,7 +149,7 @@ static void go(steerd_client *c, steer_id agent, vec2 to) {
   cmd.set_behaviour.agent = agent;
   cmd.set_behaviour.behaviour.kind = PROTO_BEHAVIOUR_GOTO;
   cmd.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
-  cmd.set_behaviour.behaviour.target = to;
+  cmd.set_behaviour.behaviour.target = wire_of_vec2(to);
   int rc = steerd_client_command_wait(c, &cmd, 30000, NULL);
   ck_assert_msg(rc == 0, "goto: %s", steerd_client_strerror(rc));
 }
@@ -285,7 +287,7 @@ START_TEST(pings_answered_while_graphs_build) {
       proto_command sp;
       memset(&sp, 0, sizeof sp);
       sp.type = PROTO_MSG_SPAWN;
-      sp.spawn.position = big_free_point(2, 2);
+      sp.spawn.position = wire_of_vec2(big_free_point(2, 2));
       ck_assert_int_eq(steerd_client_send(c2, &sp, NULL), 0);
       sent = 1;
     }

@@ -23,6 +23,7 @@
 #include "http_get.h"
 #include "protocol.h"
 #include "steerd_proc.h"
+#include "wire_core.h"
 
 /* ---- a blocking WebSocket client --------------------------------------------------- */
 
@@ -176,7 +177,7 @@ static void view_circle(ws_client *c, proto_server_msg *m, vec2 at, float r) {
   v.type = PROTO_MSG_VIEW;
   v.request_id = 8;
   v.view.kind = PROTO_VIEW_CENTRE;
-  v.view.centre = at;
+  v.view.centre = wire_of_vec2(at);
   v.view.radius = r;
   ws_send(c, &v);
   ck_assert(ws_next(c, m, WANT(PROTO_MSG_ACK), 3000));

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "client.h"
 #include "impair.h"

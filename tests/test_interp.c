@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "interp.h"
 

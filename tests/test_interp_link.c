@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "client.h"
 #include "impair.h"

@@ -17,15 +17,16 @@
 #include "mapcopy.h"
 #include "md_examples.h"
 #include "protocol.h"
+#include "wire_core.h"
 
 static uint8_t buf[PROTO_MAX_MESSAGE_BYTES + 64];
 static uint8_t buf2[PROTO_MAX_MESSAGE_BYTES + 64];
 
 /* ---- the examples ------------------------------------------------------------------ */
 
-static const vec2 ex_centre[1] = {{10.0f, 10.0f}};
-static const vec2 ex_room[4] = {{0.0f, 0.0f}, {10.0f, 0.0f}, {10.0f, 8.0f}, {0.0f, 8.0f}};
-static const vec2 ex_door[2] = {{10.0f, 3.0f}, {10.0f, 6.0f}};
+static const proto_vec2 ex_centre[1] = {{10.0f, 10.0f}};
+static const proto_vec2 ex_room[4] = {{0.0f, 0.0f}, {10.0f, 0.0f}, {10.0f, 8.0f}, {0.0f, 8.0f}};
+static const proto_vec2 ex_door[2] = {{10.0f, 3.0f}, {10.0f, 6.0f}};
 
 static proto_obstacle ex_obstacles(int i) {
   proto_obstacle o[3] = {{1, STEER_OBSTACLE_CIRCLE, 1, 2.0f, ex_centre},
@@ -47,7 +48,7 @@ static size_t ex_map(uint8_t *b, size_t cap) {
 
 /* [40, 6, 1240, [], [the door, id 12]] */
 static size_t ex_map_changed_added(uint8_t *b, size_t cap) {
-  static const vec2 door[2] = {{10.0f, 6.0f}, {10.0f, 8.0f}};
+  static const proto_vec2 door[2] = {{10.0f, 6.0f}, {10.0f, 8.0f}};
   proto_obstacle added = {12, STEER_OBSTACLE_WALL, 2, 0.0f, door};
   proto_map_changed c = {6, 1240, 0, NULL, 1, &added};
   return proto_encode_map_changed(b, cap, &c);
@@ -68,8 +69,8 @@ static proto_command cmd_add_door(void) {
   c.add_obstacle.id = 12;
   c.add_obstacle.kind = STEER_OBSTACLE_WALL;
   c.add_obstacle.count = 2;
-  c.add_obstacle.points[0] = v2(10.0f, 6.0f);
-  c.add_obstacle.points[1] = v2(10.0f, 8.0f);
+  c.add_obstacle.points[0] = proto_v2(10.0f, 6.0f);
+  c.add_obstacle.points[1] = proto_v2(10.0f, 8.0f);
   return c;
 }
 
@@ -86,7 +87,7 @@ static size_t ex_add_circle(uint8_t *b, size_t cap) {
   c.add_obstacle.id = 20;
   c.add_obstacle.kind = STEER_OBSTACLE_CIRCLE;
   c.add_obstacle.count = 1;
-  c.add_obstacle.points[0] = v2(-3.5f, 4.0f);
+  c.add_obstacle.points[0] = proto_v2(-3.5f, 4.0f);
   c.add_obstacle.radius = 0.75f;
   return proto_encode_command(b, cap, &c);
 }
@@ -169,7 +170,7 @@ END_TEST
 /* ---- round trips and the decoders' refusals -------------------------------------------- */
 
 static proto_obstacle obs[64];
-static vec2 pts[4096];
+static proto_vec2 pts[4096];
 
 START_TEST(map_round_trip) {
   size_t n = ex_map(buf, sizeof buf);
@@ -276,10 +277,10 @@ START_TEST(obstacle_commands_round_trip) {
   ck_assert_uint_eq(m.event.code, PROTO_EVENT_STUCK);
   ck_assert_str_eq(proto_event_name(PROTO_EVENT_STUCK), "stuck");
   ck_assert_str_eq(proto_error_name(PROTO_ERR_BLOCKED), "BLOCKED");
-  ck_assert_int_eq(proto_error_from_steer(STEER_EBLOCKED), PROTO_ERR_BLOCKED);
+  ck_assert_int_eq(wire_error_of(STEER_EBLOCKED), PROTO_ERR_BLOCKED);
   /* The core's STUCK becomes the wire's. */
   steer_event se = {1250, 4194305u, STEER_EVENT_STUCK, 3};
-  proto_event pe = proto_event_from_steer(&se);
+  proto_event pe = wire_event_of(&se);
   ck_assert_uint_eq(pe.code, PROTO_EVENT_STUCK);
   ck_assert_uint_eq(pe.data, 3);
   /* SNAPSHOT_ACK is still no channel 0 command. */
@@ -304,7 +305,7 @@ START_TEST(mapcopy_follows_parts_and_changes) {
   ck_assert_uint_eq(steerd_mapcopy_version(m), 5);
   /* Remove the polygon (its points leave the pool), add a wall: order as the server's. */
   uint32_t gone = 7;
-  static const vec2 w[2] = {{1.0f, 1.0f}, {2.0f, 2.0f}};
+  static const proto_vec2 w[2] = {{1.0f, 1.0f}, {2.0f, 2.0f}};
   proto_obstacle add = {9, STEER_OBSTACLE_WALL, 2, 0.0f, w};
   proto_map_changed c = {6, 10, 1, &gone, 1, &add};
   ck_assert_int_eq(steerd_mapcopy_changed(m, &c), STEERD_MAPCOPY_CHANGED);
@@ -347,7 +348,7 @@ static steer_world *small_world(void) {
   return steer_world_create(&wc);
 }
 
-static steerd_map_edit edit_add(uint32_t id, uint8_t kind, const vec2 *p, uint32_t n, float radius) {
+static steerd_map_edit edit_add(uint32_t id, uint8_t kind, const proto_vec2 *p, uint32_t n, float radius) {
   steerd_map_edit e;
   memset(&e, 0, sizeof e);
   e.op = STEERD_MAP_ADD;
@@ -358,7 +359,7 @@ static steerd_map_edit edit_add(uint32_t id, uint8_t kind, const vec2 *p, uint32
 START_TEST(map_edit_checks_name_the_field) {
   steer_world *w = small_world();
   steerd_map_result r;
-  vec2 c[1] = {{0.0f, 0.0f}};
+  proto_vec2 c[1] = {{0.0f, 0.0f}};
   steerd_map_edit e = edit_add(1, STEER_OBSTACLE_CIRCLE, c, 1, 2.0f);
   ck_assert_int_eq(steerd_map_edit_apply(w, &e, &r), 0);
   ck_assert_uint_eq(r.version, 1);
@@ -367,7 +368,7 @@ START_TEST(map_edit_checks_name_the_field) {
   ck_assert_str_eq(r.why.field, "id");
   struct {
     uint8_t kind;
-    vec2 p[4];
+    proto_vec2 p[4];
     uint32_t n;
     float radius;
     int code;
@@ -421,7 +422,7 @@ START_TEST(map_edit_moves_or_refuses) {
   d.state.position = v2(0.0f, 0.0f);
   steer_id id;
   ck_assert_int_eq(steer_world_spawn(w, &d, 0, &id), STEER_OK);
-  vec2 box[4] = {{-1.0f, -1.0f}, {1.0f, -1.0f}, {1.0f, 1.0f}, {-1.0f, 1.0f}};
+  proto_vec2 box[4] = {{-1.0f, -1.0f}, {1.0f, -1.0f}, {1.0f, 1.0f}, {-1.0f, 1.0f}};
   steerd_map_edit e = edit_add(1, STEER_OBSTACLE_POLYGON, box, 4, 0.0f);
   steerd_map_result r;
   ck_assert_int_eq(steerd_map_edit_apply(w, &e, &r), 0);
@@ -430,7 +431,7 @@ START_TEST(map_edit_moves_or_refuses) {
   ck_assert_int_eq(steer_world_get(w, id, &info), STEER_OK);
   ck_assert(steer_map_free(steer_world_map(w), info.state.position, info.limits.radius, 1e-3f));
   /* The whole world covered: nowhere to go. */
-  vec2 all[4] = {{-50.0f, -50.0f}, {50.0f, -50.0f}, {50.0f, 50.0f}, {-50.0f, 50.0f}};
+  proto_vec2 all[4] = {{-50.0f, -50.0f}, {50.0f, -50.0f}, {50.0f, 50.0f}, {-50.0f, 50.0f}};
   e = edit_add(2, STEER_OBSTACLE_POLYGON, all, 4, 0.0f);
   ck_assert_int_eq(steerd_map_edit_apply(w, &e, &r), -1);
   ck_assert_int_eq(r.code, PROTO_ERR_BLOCKED);
@@ -472,7 +473,7 @@ static steer_world *big_world(void) {
 }
 
 static proto_obstacle part_obs[1024];
-static vec2 part_pts[8192];
+static proto_vec2 part_pts[8192];
 
 /* A map of 30 000 obstacles (about twice the old cap) goes out in parts of at
  * most PROTO_MAP_PART_BYTES; a client's copy of them, put back into a map,
@@ -514,7 +515,8 @@ START_TEST(map_of_30000_in_parts) {
   steer_map_hold(back);
   for (uint32_t i = 0; i < n; i++) {
     proto_obstacle o = steerd_mapcopy_get(copy, i);
-    steer_obstacle_desc d = proto_obstacle_desc(&o);
+    vec2 dp[PROTO_MAX_OBSTACLE_POINTS];
+    steer_obstacle_desc d = wire_obstacle_desc(&o, dp);
     ck_assert_int_eq(steer_map_add(back, o.id, &d), STEER_OK);
   }
   ck_assert_int_eq(steer_map_release(back), STEER_OK);
@@ -543,7 +545,7 @@ START_TEST(map_edit_at_the_cap_is_world_full) {
   ck_assert_int_eq(steer_map_release(src), STEER_OK);
   ck_assert_int_eq(steer_world_add_obstacles(w, src, NULL, NULL), STEER_OK);
   ck_assert_uint_eq(steer_map_count(steer_world_map(w)), STEER_MAP_MAX_OBSTACLES);
-  vec2 c[1] = {{0.0f, 255.0f}};
+  proto_vec2 c[1] = {{0.0f, 255.0f}};
   steerd_map_edit e = edit_add(STEER_MAP_MAX_OBSTACLES + 1u, STEER_OBSTACLE_CIRCLE, c, 1, 0.5f);
   steerd_map_result r;
   uint32_t version = steer_map_version(steer_world_map(w));

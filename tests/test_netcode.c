@@ -26,6 +26,7 @@
 #include "netcode_world.h"
 #include "protocol.h"
 #include "world.h"
+#include "wire_core.h"
 
 #define DT        (1.0f / 30.0f)
 #define TICK_US   33333ull
@@ -177,7 +178,7 @@ static void random_view(steerd_netcode *nc, uint32_t slot, sim_client *c, const 
     v.kind = PROTO_VIEW_ALL;
   } else if (r == 1) {
     v.kind = PROTO_VIEW_CENTRE;
-    v.centre = netcode_world_point(&nw);
+    v.centre = wire_of_vec2(netcode_world_point(&nw));
     v.radius = rndf(5.0f, 40.0f);
   } else {
     v.kind = PROTO_VIEW_FOLLOW;
@@ -186,7 +187,7 @@ static void random_view(steerd_netcode *nc, uint32_t slot, sim_client *c, const 
   }
   ck_assert_int_eq(steerd_netcode_set_view(nc, slot, &v, w), STEERD_NETCODE_OK);
   c->view = v;
-  c->centre = v.centre;
+  c->centre = wire_to_vec2(v.centre);
   if (v.kind == PROTO_VIEW_FOLLOW) {
     steer_agent_info info;
     ck_assert_int_eq(steer_world_get(w, v.follow, &info), STEER_OK);
@@ -461,14 +462,14 @@ START_TEST(test_view_in_out) {
   dc.max_agents = CAPACITY;
   steerd_delta *d = steerd_delta_create(&dc);
   ck_assert_int_eq(steerd_netcode_client_start(nc, 0), 0);
-  proto_view v = {PROTO_VIEW_CENTRE, v2(-20.0f, 0.0f), 0, 5.5f};
+  proto_view v = {PROTO_VIEW_CENTRE, proto_v2(-20.0f, 0.0f), 0, 5.5f};
   ck_assert_int_eq(steerd_netcode_set_view(nc, 0, &v, w), 0);
-  proto_view bad = {PROTO_VIEW_FOLLOW, v2(0, 0), 12345, 5.0f};
+  proto_view bad = {PROTO_VIEW_FOLLOW, proto_v2(0, 0), 12345, 5.0f};
   ck_assert_int_eq(steerd_netcode_set_view(nc, 0, &bad, w), STEERD_NETCODE_ENOENT);
   uint64_t absolute = 0, removed = 0;
   for (int step = 0; step <= 40; step++) {
     /* Slide the view one metre to the right each frame. */
-    v.centre = v2((float)(step - 20), 0.0f);
+    v.centre = proto_v2((float)(step - 20), 0.0f);
     ck_assert_int_eq(steerd_netcode_set_view(nc, 0, &v, w), 0);
     steer_world_step(w, DT);
     steerd_netcode_begin(nc, w);
@@ -700,7 +701,7 @@ START_TEST(test_budget) {
   steerd_delta *d[2] = {steerd_delta_create(&dc), steerd_delta_create(&dc)};
   ck_assert_int_eq(steerd_netcode_client_start(nc, 0), 0);
   ck_assert_int_eq(steerd_netcode_client_start(nc, 1), 0);
-  proto_view v = {PROTO_VIEW_CENTRE, v2(0, 0), 0, 30.0f};
+  proto_view v = {PROTO_VIEW_CENTRE, proto_v2(0, 0), 0, 30.0f};
   ck_assert_int_eq(steerd_netcode_set_view(nc, 1, &v, w), 0);
   uint64_t deferred = 0;
   uint32_t known_all = 0;

@@ -25,6 +25,7 @@
 #include "pool.h"
 #include "protocol.h"
 #include "world.h"
+#include "wire_core.h"
 
 #define DT       (1.0f / 30.0f)
 #define TICK_US  33333ull
@@ -65,7 +66,7 @@ static proto_view rnd_view(uint32_t client) {
     v.radius = 25.0f;
   } else {
     v.kind = PROTO_VIEW_CENTRE;
-    v.centre = netcode_world_point(&nw);
+    v.centre = wire_of_vec2(netcode_world_point(&nw));
     v.radius = kind == 1 ? 80.0f : rndf(10.0f, 40.0f);
   }
   return v;

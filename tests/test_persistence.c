@@ -136,12 +136,12 @@ static int request(steerd_client *c, proto_command *cmd, proto_server_msg *reply
 static steer_id populate(steerd_client *c, float y) {
   proto_command cmd = command(PROTO_MSG_SPAWN);
   cmd.spawn.model = STEER_MODEL_HEADING;
-  cmd.spawn.position = v2(0.0f, y);
+  cmd.spawn.position = proto_v2(0.0f, y);
   cmd.spawn.present = PROTO_SPAWN_PATH;
   cmd.spawn.path.count = 3;
-  cmd.spawn.path.points[0] = v2(0.0f, y);
-  cmd.spawn.path.points[1] = v2(20.0f, y);
-  cmd.spawn.path.points[2] = v2(20.0f, y + 15.0f);
+  cmd.spawn.path.points[0] = proto_v2(0.0f, y);
+  cmd.spawn.path.points[1] = proto_v2(20.0f, y);
+  cmd.spawn.path.points[2] = proto_v2(20.0f, y + 15.0f);
   cmd.spawn.path.radius = 1.0f;
   cmd.spawn.path.mode = STEER_PATH_PINGPONG;
   cmd.spawn.path.cornering = STEER_CORNER_ARC;
@@ -150,7 +150,7 @@ static steer_id populate(steerd_client *c, float y) {
   steer_id patroller = reply.ack.agent;
   cmd = command(PROTO_MSG_SPAWN);
   cmd.spawn.model = STEER_MODEL_DYNAMIC;
-  cmd.spawn.position = v2(-10.0f, y);
+  cmd.spawn.position = proto_v2(-10.0f, y);
   cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
   cmd.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
   ck_assert_int_eq(request(c, &cmd, NULL), 0);

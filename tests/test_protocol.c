@@ -20,6 +20,7 @@
 #include "mbuf.h"
 #include "md_examples.h"
 #include "protocol.h"
+#include "wire_core.h"
 
 #ifndef PROTOCOL_MD
 #define PROTOCOL_MD "protocol/PROTOCOL.md"
@@ -61,14 +62,14 @@ static proto_command cmd_spawn(void) {
   c.type = PROTO_MSG_SPAWN;
   c.request_id = 2;
   c.spawn.model = STEER_MODEL_DYNAMIC;
-  c.spawn.position = v2(10.0f, -5.5f);
+  c.spawn.position = proto_v2(10.0f, -5.5f);
   c.spawn.present = PROTO_SPAWN_ORIENTATION | PROTO_SPAWN_LIMITS | PROTO_SPAWN_BEHAVIOUR;
   c.spawn.orientation = 1.5f;
   c.spawn.limits.present = PROTO_LIMIT_MAX_SPEED;
   c.spawn.limits.v.max_speed = 3.0f;
   c.spawn.behaviour.kind = STEER_BEHAVIOUR_ARRIVE;
   c.spawn.behaviour.present = PROTO_BHV_TARGET;
-  c.spawn.behaviour.target = v2(20.0f, 4.0f);
+  c.spawn.behaviour.target = proto_v2(20.0f, 4.0f);
   c.spawn.behaviour.params.present = PROTO_PARAM_SLOW_RADIUS;
   c.spawn.behaviour.params.v.slow_radius = 3.0f;
   return c;
@@ -103,9 +104,9 @@ static proto_command cmd_set_path(void) {
   c.request_id = 5;
   c.set_path.agent = ID1;
   c.set_path.path.count = 3;
-  c.set_path.path.points[0] = v2(0.0f, 0.0f);
-  c.set_path.path.points[1] = v2(10.0f, 0.0f);
-  c.set_path.path.points[2] = v2(10.0f, 10.0f);
+  c.set_path.path.points[0] = proto_v2(0.0f, 0.0f);
+  c.set_path.path.points[1] = proto_v2(10.0f, 0.0f);
+  c.set_path.path.points[2] = proto_v2(10.0f, 10.0f);
   c.set_path.path.radius = 1.0f;
   c.set_path.path.mode = STEER_PATH_PINGPONG;
   c.set_path.path.cornering = STEER_CORNER_NONE;
@@ -141,8 +142,8 @@ static proto_welcome ex_welcome(void) {
   w.client_id = 3;
   w.tick_rate = 30;
   w.snapshot_rate = 15;
-  w.world_min = v2(-500.0f, -500.0f);
-  w.world_max = v2(500.0f, 500.0f);
+  w.world_min = proto_v2(-500.0f, -500.0f);
+  w.world_max = proto_v2(500.0f, 500.0f);
   w.tick = 1234;
   w.server_time_us = 41133333;
   w.protocol = PROTO_VERSION;
@@ -164,9 +165,9 @@ static proto_ack ex_ack(uint8_t command, uint32_t rid) {
     q->behaviour = STEER_BEHAVIOUR_FOLLOW_PATH;
     q->arrived = 0;
     q->path_node = 2;
-    q->state.position = v2(12.5f, -3.25f);
+    q->state.position = proto_v2(12.5f, -3.25f);
     q->state.orientation = 0.75f;
-    q->state.velocity = v2(1.5f, 0.5f);
+    q->state.velocity = proto_v2(1.5f, 0.5f);
     q->state.rotation = 0.0f;
     q->limits.max_speed = 3.0f;
     q->limits.max_acceleration = 10.0f;
@@ -267,7 +268,7 @@ static proto_command cmd_view(void) {
   c.type = PROTO_MSG_VIEW;
   c.request_id = 10;
   c.view.kind = PROTO_VIEW_CENTRE;
-  c.view.centre = v2(12.5f, -3.25f);
+  c.view.centre = proto_v2(12.5f, -3.25f);
   c.view.radius = 40.0f;
   return c;
 }
@@ -321,7 +322,7 @@ static proto_command cmd_set_behaviour_goto(void) {
   c.set_behaviour.agent = ID1;
   c.set_behaviour.behaviour.kind = PROTO_BEHAVIOUR_GOTO;
   c.set_behaviour.behaviour.present = PROTO_BHV_TARGET | PROTO_BHV_NODE_RADIUS;
-  c.set_behaviour.behaviour.target = v2(30.0f, 12.5f);
+  c.set_behaviour.behaviour.target = proto_v2(30.0f, 12.5f);
   c.set_behaviour.behaviour.node_radius = 0.75f;
   return c;
 }
@@ -336,19 +337,19 @@ static size_t ex_ack_query_goto(uint8_t *b, size_t cap) {
   q->tick = 1250;
   q->behaviour = PROTO_BEHAVIOUR_GOTO;
   q->path_node = 0;
-  q->state.position = v2(-4.5f, 20.0f);
+  q->state.position = proto_v2(-4.5f, 20.0f);
   q->state.orientation = 0.25f;
-  q->state.velocity = v2(2.75f, 0.75f);
+  q->state.velocity = proto_v2(2.75f, 0.75f);
   q->has_goto = 1;
   q->go.status = PROTO_GOTO_FOLLOWING;
   q->go.reason = PROTO_GOTO_NEW;
   q->go.target_kind = STEER_TARGET_POINT;
-  q->go.target = v2(30.0f, 12.5f);
-  q->go.goal = v2(30.0f, 12.5f);
+  q->go.target = proto_v2(30.0f, 12.5f);
+  q->go.goal = proto_v2(30.0f, 12.5f);
   q->go.route_count = 3;
-  q->go.route[0] = v2(-0.75f, 21.25f);
-  q->go.route[1] = v2(0.75f, 21.25f);
-  q->go.route[2] = v2(30.0f, 12.5f);
+  q->go.route[0] = proto_v2(-0.75f, 21.25f);
+  q->go.route[1] = proto_v2(0.75f, 21.25f);
+  q->go.route[2] = proto_v2(30.0f, 12.5f);
   return proto_encode_ack(b, cap, &a);
 }
 /* ... its PLANNED event (a route of 43.12 m)... */
@@ -568,9 +569,9 @@ START_TEST(test_roundtrip_commands) {
   c.spawn.present = PROTO_SPAWN_ORIENTATION | PROTO_SPAWN_VX | PROTO_SPAWN_VY | PROTO_SPAWN_LIMITS |
                     PROTO_SPAWN_BEHAVIOUR | PROTO_SPAWN_PATH;
   c.spawn.model = STEER_MODEL_HEADING;
-  c.spawn.velocity = v2(-1.25f, 2.5f);
+  c.spawn.velocity = proto_v2(-1.25f, 2.5f);
   c.spawn.limits.present = PROTO_LIMIT_ALL;
-  c.spawn.limits.v = (steer_limits){2.0f, 4.0f, 3.0f, 6.0f, 0.0f};
+  c.spawn.limits.v = (proto_limit_values){2.0f, 4.0f, 3.0f, 6.0f, 0.0f};
   c.spawn.behaviour.present = PROTO_BHV_TARGET | PROTO_BHV_ORIENTATION | PROTO_BHV_FACING |
                               PROTO_BHV_COMBINE | PROTO_BHV_SEPARATION_WEIGHT | PROTO_BHV_MAX_NEIGHBOURS;
   c.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
@@ -582,7 +583,7 @@ START_TEST(test_roundtrip_commands) {
   c.spawn.behaviour.params = all_params();
   c.spawn.path.count = PROTO_MAX_PATH_POINTS;
   for (uint32_t i = 0; i < PROTO_MAX_PATH_POINTS; i++)
-    c.spawn.path.points[i] = v2((float)i * 0.5f, -(float)i);
+    c.spawn.path.points[i] = proto_v2((float)i * 0.5f, -(float)i);
   c.spawn.path.radius = 0.75f;
   c.spawn.path.mode = STEER_PATH_LOOP;
   c.spawn.path.cornering = STEER_CORNER_LAZY;
@@ -633,7 +634,7 @@ START_TEST(test_roundtrip_commands) {
 
   c = cmd_set_params();
   c.set_params.limits.present = PROTO_LIMIT_ALL;
-  c.set_params.limits.v = (steer_limits){1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
+  c.set_params.limits.v = (proto_limit_values){1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
   c.set_params.params = all_params();
   o = roundtrip_cmd(&c);
   ck_assert_uint_eq(o.set_params.limits.present, PROTO_LIMIT_ALL);
@@ -745,7 +746,7 @@ START_TEST(test_apply) {
   d.limits.radius = 0.5f;
   d.behaviour.params.slow_radius = 4.0f;
   d.behaviour.params.time_to_target = 0.1f;
-  proto_spawn_apply(&c.spawn, &d);
+  wire_apply_spawn(&c.spawn, &d);
   ck_assert_uint_eq(d.model, STEER_MODEL_DYNAMIC);
   ck_assert(d.state.position.x == 10.0f && d.state.orientation == 1.5f);
   ck_assert(d.limits.max_speed == 3.0f && d.limits.radius == 0.5f);
@@ -757,7 +758,7 @@ START_TEST(test_apply) {
   proto_command sb = cmd_set_behaviour();
   steer_behaviour b;
   memset(&b, 0, sizeof b);
-  proto_behaviour_apply(&sb.set_behaviour.behaviour, &b);
+  wire_apply_behaviour(&sb.set_behaviour.behaviour, &b);
   ck_assert_uint_eq(b.target.kind, STEER_TARGET_AGENT);
   ck_assert_uint_eq(b.target.agent, ID2);
   ck_assert_uint_eq(b.facing, STEER_FACING_TARGET);
@@ -767,13 +768,13 @@ START_TEST(test_apply) {
   align.kind = STEER_BEHAVIOUR_ALIGN;
   align.present = PROTO_BHV_ORIENTATION;
   align.orientation = 1.0f;
-  proto_behaviour_apply(&align, &b);
+  wire_apply_behaviour(&align, &b);
   ck_assert_uint_eq(b.target.kind, STEER_TARGET_POINT);
   ck_assert(b.target.orientation == 1.0f);
 
-  ck_assert_int_eq(proto_error_from_steer(STEER_ETARGET), PROTO_ERR_BAD_TARGET);
-  ck_assert_int_eq(proto_error_from_steer(STEER_ENOENT), PROTO_ERR_NO_SUCH_AGENT);
-  ck_assert_int_eq(proto_error_from_steer(-99), PROTO_ERR_INTERNAL);
+  ck_assert_int_eq(wire_error_of(STEER_ETARGET), PROTO_ERR_BAD_TARGET);
+  ck_assert_int_eq(wire_error_of(STEER_ENOENT), PROTO_ERR_NO_SUCH_AGENT);
+  ck_assert_int_eq(wire_error_of(-99), PROTO_ERR_INTERNAL);
   ck_assert_str_eq(proto_error_name(-PROTO_ERR_BAD_FIELD), "BAD_FIELD");
   ck_assert_str_eq(proto_error_name(PROTO_ERR_INTERNAL), "INTERNAL");
   ck_assert_str_eq(proto_error_name(999), "UNKNOWN");
@@ -1498,9 +1499,7 @@ START_TEST(test_snapshot_capacity) {
   steer_id ids[3] = {ID1, ID2, 9};
   float px[3] = {1, 2, 3}, py[3] = {-1, -2, -3}, vx[3] = {0.5f, 0, 0}, vy[3] = {0, 0.25f, 0},
         th[3] = {0, 1, -1};
-  float om[3] = {0};
-  uint32_t owner[3] = {0};
-  steer_world_view v = {3, ids, px, py, vx, vy, th, om, owner};
+  proto_pose_view v = {3, ids, px, py, vx, vy, th};
   proto_pose poses[2] = {{ID2, 2, -2, 1, 0, 0.25f}, {9, 3, -3, -1, 0, 0}};
   size_t a = proto_encode_snapshot(buf, sizeof buf, &ex_snap, poses, 2);
   size_t b = proto_encode_snapshot_view(buf2, sizeof buf2, &ex_snap, &v, NULL, 1, 2);
@@ -1792,8 +1791,7 @@ static void print_examples(void) { steerd_md_examples_print(stdout, "example", e
 START_TEST(test_snapshot_fit) {
   enum { N = 3000 };
   static steer_id ids[N];
-  static float px[N], py[N], vx[N], vy[N], th[N], om[N];
-  static uint32_t owner[N];
+  static float px[N], py[N], vx[N], vy[N], th[N];
   static const float scales[] = {0.0f, 1.0f, 300.0f, 1e4f, 3e7f};
   proto_snapshot_header h = {UINT64_MAX, UINT64_MAX, UINT32_MAX - 1, UINT32_MAX, UINT32_MAX};
   uint32_t seed = 12345;
@@ -1808,7 +1806,7 @@ START_TEST(test_snapshot_fit) {
       vy[i] = (i % 3) ? 0.0f : r * scales[sc];
       th[i] = r * 3.14159f;
     }
-    steer_world_view v = {N, ids, px, py, vx, vy, th, om, owner};
+    proto_pose_view v = {N, ids, px, py, vx, vy, th};
     uint32_t parts = 0;
     for (uint32_t first = 0; first < N; parts++) {
       uint32_t n = proto_snapshot_fit(&v, NULL, first, N - first, PROTO_SNAPSHOT_PART_BYTES);
@@ -1821,7 +1819,7 @@ START_TEST(test_snapshot_fit) {
     if (scales[sc] <= 300.0f) /* typical worlds: ~60 agents a part, not 41 */
       ck_assert_uint_le(parts, N / 55 + 1);
   }
-  steer_world_view empty = {0, ids, px, py, vx, vy, th, om, owner};
+  proto_pose_view empty = {0, ids, px, py, vx, vy, th};
   ck_assert_uint_eq(proto_snapshot_fit(&empty, NULL, 0, 0, PROTO_SNAPSHOT_PART_BYTES), 0);
   ck_assert_uint_eq(proto_snapshot_fit(&empty, NULL, 0, 0, 10), 0);
 }

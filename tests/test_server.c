@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "world.h"
 #include "auth.h"
 #include "check_run.h"
 #include "client.h"
@@ -284,7 +285,7 @@ static proto_error_msg expect_error(recorder *r, const proto_command *c, int cod
 static steer_id spawn_dynamic(recorder *r, float x, float y) {
   proto_command c = command(PROTO_MSG_SPAWN);
   c.spawn.model = STEER_MODEL_DYNAMIC;
-  c.spawn.position = v2(x, y);
+  c.spawn.position = proto_v2(x, y);
   return expect_ack(r, &c);
 }
 
@@ -302,8 +303,8 @@ START_TEST(ping_pong_path_reverses_in_events_and_snapshots) {
   proto_command c = command(PROTO_MSG_SET_PATH);
   c.set_path.agent = id;
   c.set_path.path.count = 2;
-  c.set_path.path.points[0] = v2(0.0f, 0.0f);
-  c.set_path.path.points[1] = v2(12.0f, 0.0f);
+  c.set_path.path.points[0] = proto_v2(0.0f, 0.0f);
+  c.set_path.path.points[1] = proto_v2(12.0f, 0.0f);
   c.set_path.path.radius = 1.0f;
   c.set_path.path.mode = STEER_PATH_PINGPONG;
   c.set_path.path.cornering = STEER_CORNER_NONE;
@@ -348,7 +349,7 @@ START_TEST(arrive_ends_at_rest_inside_the_radius) {
   c.set_behaviour.agent = id;
   c.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_ARRIVE;
   c.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
-  c.set_behaviour.behaviour.target = v2(10.0f, 5.0f);
+  c.set_behaviour.behaviour.target = proto_v2(10.0f, 5.0f);
   expect_ack(&r, &c);
   ck_assert_msg(wait_event(&r, PROTO_EVENT_ARRIVED, id, 15000) >= 0, "no ARRIVED event within 15 s");
   uint32_t from = r.track_count;
@@ -412,7 +413,7 @@ static steer_id vanishing_client(uint16_t port) {
   ck_assert_uint_ne(steerd_raw_send(&r, &c, ENET_PACKET_FLAG_RELIABLE), 0);
   c = command(PROTO_MSG_SPAWN);
   c.spawn.model = STEER_MODEL_DYNAMIC;
-  c.spawn.position = v2(0.0f, 0.0f);
+  c.spawn.position = proto_v2(0.0f, 0.0f);
   c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
   c.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
   uint32_t rid = steerd_raw_send(&r, &c, ENET_PACKET_FLAG_RELIABLE);
@@ -840,11 +841,11 @@ START_TEST(every_class_of_bad_input_gets_its_error) {
   } while (0)
   c = command(PROTO_MSG_SPAWN);
   c.spawn.model = STEER_MODEL_DYNAMIC;
-  c.spawn.position = v2(0.0f, 150.0f);
+  c.spawn.position = proto_v2(0.0f, 150.0f);
   CASE(PROTO_ERR_BAD_FIELD, "y"); /* outside the world */
-  c.spawn.position = v2(INFINITY, 0.0f);
+  c.spawn.position = proto_v2(INFINITY, 0.0f);
   CASE(PROTO_ERR_BAD_FIELD, "x"); /* not finite */
-  c.spawn.position = v2(0.0f, 0.0f);
+  c.spawn.position = proto_v2(0.0f, 0.0f);
   c.spawn.present = PROTO_SPAWN_LIMITS;
   c.spawn.limits.present = PROTO_LIMIT_MAX_SPEED;
   c.spawn.limits.v.max_speed = 51.0f;
@@ -855,9 +856,9 @@ START_TEST(every_class_of_bad_input_gets_its_error) {
   c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
   c.spawn.behaviour.kind = STEER_BEHAVIOUR_SEEK;
   c.spawn.behaviour.present = PROTO_BHV_TARGET;
-  c.spawn.behaviour.target = v2(500.0f, 0.0f);
+  c.spawn.behaviour.target = proto_v2(500.0f, 0.0f);
   CASE(PROTO_ERR_BAD_FIELD, "behaviour.target");
-  c.spawn.behaviour.target = v2(5.0f, 0.0f);
+  c.spawn.behaviour.target = proto_v2(5.0f, 0.0f);
   c.spawn.behaviour.params.present = PROTO_PARAM_WANDER_RATE;
   c.spawn.behaviour.params.v.wander_rate = 1000.0f;
   CASE(PROTO_ERR_BAD_FIELD, "behaviour.params.wander_rate");
@@ -867,9 +868,9 @@ START_TEST(every_class_of_bad_input_gets_its_error) {
   c.set_path.path.radius = 1.0f;
   CASE(PROTO_ERR_BAD_FIELD, "points"); /* more than --max-path-points */
   c.set_path.path.count = 3;
-  c.set_path.path.points[2] = v2(0.0f, -101.0f);
+  c.set_path.path.points[2] = proto_v2(0.0f, -101.0f);
   CASE(PROTO_ERR_BAD_FIELD, "points[2]");
-  c.set_path.path.points[2] = v2(0.0f, 0.0f);
+  c.set_path.path.points[2] = proto_v2(0.0f, 0.0f);
   c.set_path.path.radius = 500.0f;
   CASE(PROTO_ERR_BAD_FIELD, "radius");
   /* Params that only fail once merged: refused before the path is touched. */
@@ -1107,7 +1108,7 @@ START_TEST(bad_commands_get_their_error_codes) {
 
   c = command(PROTO_MSG_SPAWN);
   c.spawn.model = STEER_MODEL_DYNAMIC;
-  c.spawn.position = v2(9000.0f, 0.0f);
+  c.spawn.position = proto_v2(9000.0f, 0.0f);
   e = expect_error(&r, &c, PROTO_ERR_BAD_FIELD);
   ck_assert_str_eq(e.field, "x");
 
@@ -1121,7 +1122,7 @@ START_TEST(bad_commands_get_their_error_codes) {
   c = command(PROTO_MSG_SET_PATH);
   c.set_path.agent = a;
   c.set_path.path.count = 2;
-  c.set_path.path.points[1] = v2(5.0f, 0.0f);
+  c.set_path.path.points[1] = proto_v2(5.0f, 0.0f);
   c.set_path.path.radius = 1.0f;
   c.set_path.path.cornering = STEER_CORNER_ARC; /* needs the heading model */
   expect_error(&r, &c, PROTO_ERR_MODEL_MISMATCH);
@@ -1135,7 +1136,7 @@ START_TEST(bad_commands_get_their_error_codes) {
   /* NaN never reaches the world: the encoder would write it, the decoder refuses. */
   c = command(PROTO_MSG_SPAWN);
   c.spawn.model = STEER_MODEL_DYNAMIC;
-  c.spawn.position = v2(NAN, 0.0f);
+  c.spawn.position = proto_v2(NAN, 0.0f);
   e = expect_error(&r, &c, PROTO_ERR_BAD_FIELD);
   ck_assert_str_eq(e.field, "x");
 
@@ -1241,7 +1242,7 @@ START_TEST(large_world_snapshots_split_under_the_mtu) {
   for (int i = 0; i < 500; i++) {
     proto_command c = command(PROTO_MSG_SPAWN);
     c.spawn.model = STEER_MODEL_KINEMATIC;
-    c.spawn.position = v2((float)(i % 25) * 4.0f - 50.0f, (float)(i / 25) * 4.0f - 40.0f);
+    c.spawn.position = proto_v2((float)(i % 25) * 4.0f - 50.0f, (float)(i / 25) * 4.0f - 40.0f);
     steerd_client_send(r.client, &c, NULL);
   }
   uint64_t end = now_ms() + 5000;

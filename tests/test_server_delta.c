@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "child_run.h"
 #include "client.h"
@@ -159,7 +160,7 @@ START_TEST(test_delta_matches_full) {
 
   /* A small view: only agents near its centre. */
   proto_server_msg reply;
-  proto_view v = {PROTO_VIEW_CENTRE, v2(0, 0), 0, 15.0f};
+  proto_view v = {PROTO_VIEW_CENTRE, proto_v2(0, 0), 0, 15.0f};
   ck_assert_int_eq(send_view(&delta, &v, &reply), 0);
   ck_assert_uint_eq(reply.ack.command, PROTO_MSG_VIEW);
   pump(&full, &delta, 500);
@@ -188,19 +189,19 @@ START_TEST(test_delta_matches_full) {
   ck_assert_uint_gt(checked, 5);
 
   /* Following a missing agent: NO_SUCH_AGENT, field "follow". */
-  proto_view bad = {PROTO_VIEW_FOLLOW, v2(0, 0), 12345, 10.0f};
+  proto_view bad = {PROTO_VIEW_FOLLOW, proto_v2(0, 0), 12345, 10.0f};
   ck_assert_int_eq(send_view(&delta, &bad, &reply), STEERD_CLIENT_EREPLY);
   ck_assert_uint_eq(reply.error.code, PROTO_ERR_NO_SUCH_AGENT);
   ck_assert_str_eq(reply.error.field, "follow");
 
   /* The whole world again, then an agent of ours comes and goes. */
-  proto_view all = {PROTO_VIEW_ALL, v2(0, 0), 0, 0};
+  proto_view all = {PROTO_VIEW_ALL, proto_v2(0, 0), 0, 0};
   ck_assert_int_eq(send_view(&delta, &all, &reply), 0);
   proto_command cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.type = PROTO_MSG_SPAWN;
   cmd.spawn.model = STEER_MODEL_DYNAMIC;
-  cmd.spawn.position = v2(3, 4);
+  cmd.spawn.position = proto_v2(3, 4);
   ck_assert_int_eq(steerd_client_command_wait(delta.client, &cmd, 2000, &reply), 0);
   steer_id mine = reply.ack.agent;
   pump(&full, &delta, 1000);
@@ -272,11 +273,11 @@ static steer_id spawn_arriving(steerd_client *c, float x, float y) {
   memset(&cmd, 0, sizeof cmd);
   cmd.type = PROTO_MSG_SPAWN;
   cmd.spawn.model = STEER_MODEL_DYNAMIC;
-  cmd.spawn.position = v2(x, y);
+  cmd.spawn.position = proto_v2(x, y);
   cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
   cmd.spawn.behaviour.kind = STEER_BEHAVIOUR_ARRIVE;
   cmd.spawn.behaviour.present = PROTO_BHV_TARGET;
-  cmd.spawn.behaviour.target = v2(x + 2.0f, y);
+  cmd.spawn.behaviour.target = proto_v2(x + 2.0f, y);
   proto_server_msg reply;
   ck_assert_int_eq(steerd_client_command_wait(c, &cmd, 2000, &reply), 0);
   return reply.ack.agent;
@@ -313,7 +314,7 @@ START_TEST(test_events_follow_view) {
   memset(&cmd, 0, sizeof cmd);
   cmd.type = PROTO_MSG_VIEW;
   cmd.view.kind = PROTO_VIEW_CENTRE;
-  cmd.view.centre = v2(50.0f, 50.0f);
+  cmd.view.centre = proto_v2(50.0f, 50.0f);
   cmd.view.radius = 10.0f;
   ck_assert_int_eq(steerd_client_command_wait(watcher.client, &cmd, 2000, &reply), 0);
   pump_logs(&watcher, &other, 200); /* a snapshot: the view is in place */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "client.h"
 #include "protocol.h"
@@ -147,7 +148,7 @@ static void raw_watch(raw *r, uint32_t ms) {
 static proto_command view_centre(float x, float y, float radius) {
   proto_command c = command(PROTO_MSG_VIEW);
   c.view.kind = PROTO_VIEW_CENTRE;
-  c.view.centre = v2(x, y);
+  c.view.centre = proto_v2(x, y);
   c.view.radius = radius;
   return c;
 }
@@ -155,7 +156,7 @@ static proto_command view_centre(float x, float y, float radius) {
 static steer_id raw_spawn_as(raw *r, float x, float y, int wander) {
   proto_command c = command(PROTO_MSG_SPAWN);
   c.spawn.model = STEER_MODEL_DYNAMIC;
-  c.spawn.position = v2(x, y);
+  c.spawn.position = proto_v2(x, y);
   if (wander) { /* moving and turning: every field of a record is sent */
     c.spawn.present = PROTO_SPAWN_BEHAVIOUR | PROTO_SPAWN_ORIENTATION;
     c.spawn.orientation = 1.0f;
@@ -364,7 +365,7 @@ START_TEST(errors_of_a_decoded_command_come_in_order) {
   /* Before HELLO: NOT_WELCOMED even for a command that would fail its range check. */
   proto_command far = command(PROTO_MSG_SPAWN);
   far.spawn.model = STEER_MODEL_DYNAMIC;
-  far.spawn.position = v2(100000, 0);
+  far.spawn.position = proto_v2(100000, 0);
   ck_assert_int_eq(raw_error(&r, &far, NULL), PROTO_ERR_NOT_WELCOMED);
   raw_hello(&r, PROTO_SNAPSHOTS_FULL);
   /* An observer: FORBIDDEN before NO_SUCH_AGENT and before the range check. */
@@ -387,7 +388,7 @@ START_TEST(errors_of_a_decoded_command_come_in_order) {
   sb.set_behaviour.agent = theirs;
   sb.set_behaviour.behaviour.kind = STEER_BEHAVIOUR_SEEK;
   sb.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
-  sb.set_behaviour.behaviour.target = v2(100000, 0);
+  sb.set_behaviour.behaviour.target = proto_v2(100000, 0);
   ck_assert_int_eq(raw_error(&a, &sb, "agent"), PROTO_ERR_NOT_OWNER);
   sb.set_behaviour.behaviour.present = 0;
   ck_assert_int_eq(raw_error(&a, &sb, "agent"), PROTO_ERR_NOT_OWNER);
@@ -426,7 +427,7 @@ START_TEST(only_malformed_packets_count_as_garbage) {
   raw_hello(&r, PROTO_SNAPSHOTS_FULL);
   proto_command far = command(PROTO_MSG_SPAWN);
   far.spawn.model = STEER_MODEL_DYNAMIC;
-  far.spawn.position = v2(100000, 0); /* outside the world: BAD_FIELD from the range check */
+  far.spawn.position = proto_v2(100000, 0); /* outside the world: BAD_FIELD from the range check */
   proto_command gone = command(PROTO_MSG_STOP);
   gone.stop.agent = 12345; /* NO_SUCH_AGENT */
   for (int i = 0; i < 10; i++) {

@@ -28,6 +28,7 @@
 #include "map_msg.h"
 #include "mapcopy.h"
 #include "protocol.h"
+#include "wire_core.h"
 #include "raw_peer.h"
 #include "steerd_proc.h"
 
@@ -48,7 +49,7 @@ typedef struct raw {
 } raw;
 
 static proto_obstacle part_obs[1024];
-static vec2 part_points[4096];
+static proto_vec2 part_points[4096];
 
 static void raw_map_packet(raw *r, const uint8_t *data, size_t len) {
   uint32_t type = proto_message_type(data, len);
@@ -159,7 +160,7 @@ static proto_command add_circle(uint32_t id, float x, float y, float radius) {
   c.add_obstacle.id = id;
   c.add_obstacle.kind = STEER_OBSTACLE_CIRCLE;
   c.add_obstacle.count = 1;
-  c.add_obstacle.points[0] = v2(x, y);
+  c.add_obstacle.points[0] = proto_v2(x, y);
   c.add_obstacle.radius = radius;
   return c;
 }
@@ -598,7 +599,7 @@ END_TEST
 static steer_id spawn_at(raw *r, float x, float y) {
   proto_command c = command(PROTO_MSG_SPAWN);
   c.spawn.model = STEER_MODEL_DYNAMIC;
-  c.spawn.position = v2(x, y);
+  c.spawn.position = proto_v2(x, y);
   c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
   c.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
   proto_server_msg m = raw_command(r, &c);
@@ -613,7 +614,7 @@ static void assert_all_free(raw *r, const steer_id *ids, uint32_t n, const steer
     q.query.agent = ids[i];
     proto_server_msg a = raw_command(r, &q);
     ck_assert_uint_eq(a.type, PROTO_MSG_ACK);
-    vec2 p = a.ack.query.state.position;
+    vec2 p = wire_to_vec2(a.ack.query.state.position);
     ck_assert_msg(steer_map_free(m, p, a.ack.query.limits.radius, 1e-3f),
                   "agent %u at (%g, %g) overlaps geometry", ids[i], (double)p.x, (double)p.y);
   }
@@ -647,7 +648,8 @@ START_TEST(obstacle_on_agents_moves_them_out) {
   steer_map *mm = steer_map_create(v2(-100.0f, -100.0f), v2(100.0f, 100.0f), 8.0f);
   for (uint32_t i = 0; i < steerd_mapcopy_count(a.map); i++) {
     proto_obstacle o = steerd_mapcopy_get(a.map, i);
-    steer_obstacle_desc d = proto_obstacle_desc(&o);
+    vec2 dp[PROTO_MAX_OBSTACLE_POINTS];
+    steer_obstacle_desc d = wire_obstacle_desc(&o, dp);
     ck_assert_int_eq(steer_map_add(mm, o.id, &d), STEER_OK);
   }
   assert_all_free(&a, ids, n, mm);
@@ -680,10 +682,10 @@ START_TEST(path_point_inside_geometry_is_named) {
   c.set_path.path.radius = 1.0f;
   c.set_path.path.mode = STEER_PATH_ONCE;
   c.set_path.path.cornering = STEER_CORNER_NONE;
-  c.set_path.path.points[0] = v2(40.0f, 40.0f);
-  c.set_path.path.points[1] = v2(30.0f, 30.0f);
-  c.set_path.path.points[2] = v2(10.0f, 10.5f); /* in the circle */
-  c.set_path.path.points[3] = v2(1.0f, 5.0f);   /* in the U */
+  c.set_path.path.points[0] = proto_v2(40.0f, 40.0f);
+  c.set_path.path.points[1] = proto_v2(30.0f, 30.0f);
+  c.set_path.path.points[2] = proto_v2(10.0f, 10.5f); /* in the circle */
+  c.set_path.path.points[3] = proto_v2(1.0f, 5.0f);   /* in the U */
   expect_error(&a, &c, PROTO_ERR_BLOCKED, "points[2]");
   proto_command q = command(PROTO_MSG_QUERY);
   q.query.agent = id;
@@ -692,15 +694,15 @@ START_TEST(path_point_inside_geometry_is_named) {
   ck_assert_uint_eq(m.ack.query.behaviour, STEER_BEHAVIOUR_WANDER); /* kept */
   c = command(PROTO_MSG_SPAWN);
   c.spawn.model = STEER_MODEL_DYNAMIC;
-  c.spawn.position = v2(-50.0f, 50.0f);
+  c.spawn.position = proto_v2(-50.0f, 50.0f);
   c.spawn.present = PROTO_SPAWN_PATH;
   c.spawn.path.count = 3;
   c.spawn.path.radius = 1.0f;
   c.spawn.path.mode = STEER_PATH_LOOP;
   c.spawn.path.cornering = STEER_CORNER_NONE;
-  c.spawn.path.points[0] = v2(-40.0f, 40.0f);
-  c.spawn.path.points[1] = v2(1.0f, 5.0f); /* in the U */
-  c.spawn.path.points[2] = v2(-45.0f, 45.0f);
+  c.spawn.path.points[0] = proto_v2(-40.0f, 40.0f);
+  c.spawn.path.points[1] = proto_v2(1.0f, 5.0f); /* in the U */
+  c.spawn.path.points[2] = proto_v2(-45.0f, 45.0f);
   expect_error(&a, &c, PROTO_ERR_BLOCKED, "path.points[1]");
   raw_close(&a);
   ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
@@ -776,11 +778,11 @@ START_TEST(stuck_event_and_metrics) {
   ck_assert_uint_eq(raw_command(&a, &c).type, PROTO_MSG_ACK);
   c = command(PROTO_MSG_SPAWN);
   c.spawn.model = STEER_MODEL_DYNAMIC;
-  c.spawn.position = v2(5.0f, 8.0f); /* inside the U, its goal beyond the bottom wall */
+  c.spawn.position = proto_v2(5.0f, 8.0f); /* inside the U, its goal beyond the bottom wall */
   c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
   c.spawn.behaviour.kind = STEER_BEHAVIOUR_SEEK;
   c.spawn.behaviour.present = PROTO_BHV_TARGET;
-  c.spawn.behaviour.target = v2(5.0f, -10.0f);
+  c.spawn.behaviour.target = proto_v2(5.0f, -10.0f);
   c.spawn.behaviour.params.present = PROTO_PARAM_STUCK_TIME | PROTO_PARAM_WALL_LOOKAHEAD;
   c.spawn.behaviour.params.tuning.stuck_time = 0.5f;
   c.spawn.behaviour.params.tuning.wall_lookahead = 0.0f;
@@ -883,7 +885,8 @@ static uint64_t copy_hash(const steerd_mapcopy *copy, vec2 lo, vec2 hi) {
   steer_map_hold(m);
   for (uint32_t i = 0; i < steerd_mapcopy_count(copy); i++) {
     proto_obstacle o = steerd_mapcopy_get(copy, i);
-    steer_obstacle_desc d = proto_obstacle_desc(&o);
+    vec2 dp[PROTO_MAX_OBSTACLE_POINTS];
+    steer_obstacle_desc d = wire_obstacle_desc(&o, dp);
     ck_assert_int_eq(steer_map_add(m, o.id, &d), STEER_OK);
   }
   ck_assert_int_eq(steer_map_release(m), STEER_OK);

@@ -162,23 +162,23 @@ static proto_command view_of(uint32_t i, float half) {
     c.view.kind = PROTO_VIEW_ALL;
     break;
   case 1:
-    c.view.centre = v2(0.0f, 0.0f);
+    c.view.centre = proto_v2(0.0f, 0.0f);
     c.view.radius = 20.0f;
     break;
   case 2:
-    c.view.centre = v2(-half * 0.5f, half * 0.3f);
+    c.view.centre = proto_v2(-half * 0.5f, half * 0.3f);
     c.view.radius = 35.7f;
     break;
   case 3:
-    c.view.centre = v2(half * 0.6f, -half * 0.6f);
+    c.view.centre = proto_v2(half * 0.6f, -half * 0.6f);
     c.view.radius = 60.0f;
     break;
   case 4:
-    c.view.centre = v2(half * 5.0f, half * 5.0f); /* far outside: nothing in view */
+    c.view.centre = proto_v2(half * 5.0f, half * 5.0f); /* far outside: nothing in view */
     c.view.radius = 10.0f;
     break;
   default:
-    c.view.centre = v2(half * 0.1f, -half * 0.2f);
+    c.view.centre = proto_v2(half * 0.1f, -half * 0.2f);
     c.view.radius = 8.0f;
   }
   return c;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "world.h"
 #include "check_run.h"
 #include "client.h"
 #include "protocol.h"
@@ -141,7 +142,7 @@ START_TEST(snapshots_carry_the_time_of_their_tick) {
   memset(&c, 0, sizeof c);
   c.type = PROTO_MSG_SPAWN;
   c.spawn.model = STEER_MODEL_KINEMATIC;
-  c.spawn.position = v2(0, 0);
+  c.spawn.position = proto_v2(0, 0);
   c.spawn.present = PROTO_SPAWN_BEHAVIOUR;
   c.spawn.behaviour.kind = STEER_BEHAVIOUR_WANDER;
   proto_server_msg reply;
@@ -212,7 +213,7 @@ START_TEST(spawns_and_despawns_appear_in_the_right_snapshot) {
     memset(&c, 0, sizeof c);
     c.type = PROTO_MSG_SPAWN;
     c.spawn.model = STEER_MODEL_DYNAMIC;
-    c.spawn.position = v2((float)(i % 8) * 3.0f, (float)(i / 8) * 3.0f);
+    c.spawn.position = proto_v2((float)(i % 8) * 3.0f, (float)(i / 8) * 3.0f);
     proto_server_msg reply;
     ck_assert_int_eq(steerd_client_command_wait(r.client, &c, 2000, &reply), 0);
     ids[i] = reply.ack.agent;

@@ -13,7 +13,7 @@ typedef struct mixed_world {
   uint64_t rng;
   float side; /* m: the square's side, centred on the origin */
   uint32_t next;
-  steer_id prev; /* the agent spawned last: the next pursuer's target */
+  proto_id prev; /* the agent spawned last: the next pursuer's target */
 } mixed_world;
 
 void mixed_world_init(mixed_world *m, float side, uint64_t seed);
@@ -21,7 +21,7 @@ void mixed_world_init(mixed_world *m, float side, uint64_t seed);
 /* The SPAWN of the next agent into *cmd (request_id 0). Once its ACK names
  * the new agent, call mixed_world_spawned. */
 void mixed_world_next(mixed_world *m, proto_command *cmd);
-void mixed_world_spawned(mixed_world *m, steer_id id);
+void mixed_world_spawned(mixed_world *m, proto_id id);
 
 /* A uniform number in [0, 1) from the world's generator (for views and the like). */
 double mixed_world_rnd01(uint64_t *state);
