@@ -17,12 +17,8 @@ static void charge_overrun(steerd_server *s) {
 
 /* ---- the tick ------------------------------------------------------------ */
 
-static void run_tick(steerd_server *s) {
-  uint64_t t0 = uv_hrtime();
-  steerd_goto_before_step(s->planner, s->world); /* plans are part of the tick's time */
-  steer_world_step(s->world, s->dt);
-  steerd_goto_after_step(s->planner, s->world);
-  uint64_t spent = uv_hrtime() - t0;
+/* The step's time in the tick's counters and histogram. */
+static void count_step(steerd_server *s, uint64_t spent) {
   charge(s, STEERD_PHASE_STEP, spent);
   s->stats.step_ns_total += spent;
   if (spent > s->stats.step_ns_max)
@@ -33,21 +29,39 @@ static void run_tick(steerd_server *s) {
   if (spent > 1000000000ull / s->cfg.tick_rate)
     s->stats.slow_ticks++;
   s->stats.ticks++;
+}
+
+/* The tick's events to the clients that see them: the planner's (served
+ * before the step), then the world's. */
+static void queue_events(steerd_server *s, const steer_event *ev, uint32_t nev) {
   uint32_t n;
-  const steer_plan_event *pe = steer_planner_events(s->planner, &n); /* served before the step */
+  const steer_plan_event *pe = steer_planner_events(s->planner, &n);
   for (uint32_t i = 0; i < n; i++) {
     proto_event e = steerd_goto_event(&pe[i]);
     steer_agent_info info;
     if (steer_world_get(s->world, pe[i].agent, &info) == STEER_OK)
       send_event(s, &e, info.state.position, info.owner);
   }
-  const steer_event *ev = steer_world_events(s->world, &n);
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint32_t i = 0; i < nev; i++) {
     proto_event e = wire_event_of(&ev[i]);
     steer_agent_info info;
     if (steer_world_get(s->world, ev[i].agent, &info) == STEER_OK)
       send_event(s, &e, info.state.position, info.owner);
   }
+}
+
+/* One tick: plans, the step, its events, the demo's reaction to them.
+ * Commands are a pass of their own (run_commands) and snapshots go out in the
+ * send pass (on_timer lists the passes in order). */
+static void run_tick(steerd_server *s) {
+  uint64_t t0 = uv_hrtime();
+  steerd_goto_before_step(s->planner, s->world); /* plans are part of the tick's time */
+  steer_world_step(s->world, s->dt);
+  steerd_goto_after_step(s->planner, s->world);
+  count_step(s, uv_hrtime() - t0);
+  uint32_t n;
+  const steer_event *ev = steer_world_events(s->world, &n);
+  queue_events(s, ev, n);
   if (s->demo_on)
     steerd_demo_update(&s->demo, s->world, ev, n);
 }
