@@ -46,7 +46,11 @@
 #define VIEW_AGENT_JSON       64u
 #define VIEW_AGENTS_BYTES     ((size_t)VIEW_AGENTS_MAX * VIEW_AGENT_JSON + 128u)
 
-/* MSG_TEXT: a reply sent as a text frame (the map's and the agents' JSON). */
+/* The ticks message: at most STEERD_TICK_LOG periods, each at most 7
+ * numbers of at most 20 digits and their separators. */
+#define VIEW_TICKS_BYTES (160u + STEERD_TICK_LOG * (3u + 7u * 21u))
+
+/* MSG_TEXT: a reply sent as a text frame (the map's, the agents' and the ticks' JSON). */
 enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1, MSG_TEXT = 2 };
 
 struct http_view {
@@ -69,6 +73,7 @@ struct http_view {
   int map_sent; /* the map message of map_version is queued */
   uint32_t map_version;
   uint64_t agents_due_us; /* server time of its next agents message (0: with the next snapshot) */
+  uint64_t ticks_sent;    /* the last tick whose period a ticks message carried */
 };
 
 static uint32_t next_view_id = VIEW_ID_BASE + 1;
@@ -285,9 +290,35 @@ static size_t encode_agents(steerd_http *h, const steer_world_view *wv, const ui
   return at;
 }
 
+/* The ticks message (PROTOCOL.md 15): the loop's work in each tick's period
+ * since the last one sent to v, for the view's graph. */
+static void queue_ticks(steerd_http *h, http_view *v) {
+  steerd_tick_work log[STEERD_TICK_LOG];
+  uint32_t n = steerd_server_tick_log(h->server, v->ticks_sent, log, STEERD_TICK_LOG);
+  char *t = n ? (char *)q_reserve(v, VIEW_TICKS_BYTES) : NULL;
+  if (!t)
+    return; /* nothing new, or a full queue: these come with the next one */
+  size_t at = (size_t)snprintf(t, VIEW_TICKS_BYTES, "{\"type\":\"ticks\",\"interval_ms\":%.3f,\"phases\":[",
+                               1000.0 / h->cfg->tick_rate);
+  for (int p = 0; p < STEERD_LOOP_PHASES; p++)
+    at +=
+        (size_t)snprintf(t + at, VIEW_TICKS_BYTES - at, "%s\"%s\"", p ? "," : "", steerd_loop_phase_name(p));
+  at += (size_t)snprintf(t + at, VIEW_TICKS_BYTES - at, "],\"ticks\":[");
+  for (uint32_t i = 0; i < n; i++) {
+    at += (size_t)snprintf(t + at, VIEW_TICKS_BYTES - at, "%s[%llu", i ? "," : "",
+                           (unsigned long long)log[i].tick);
+    for (int p = 0; p < STEERD_LOOP_PHASES; p++)
+      at += (size_t)snprintf(t + at, VIEW_TICKS_BYTES - at, ",%u", log[i].us[p]);
+    at += (size_t)snprintf(t + at, VIEW_TICKS_BYTES - at, "]");
+  }
+  at += (size_t)snprintf(t + at, VIEW_TICKS_BYTES - at, "]}");
+  q_commit(v, at, MSG_TEXT);
+  v->ticks_sent = log[n - 1].tick;
+}
+
 /* The agents message into v's queue when it is due (once every
  * VIEW_AGENTS_PERIOD_US, and with the first snapshot of a new VIEW), before
- * the snapshot it goes with. */
+ * the snapshot it goes with; the ticks message before it. */
 static void queue_agents(steerd_http *h, http_view *v, const steer_world_view *wv, const uint32_t *idx,
                          uint32_t n, uint64_t tick, uint64_t time_us) {
   steerd_http_views *vs = &h->views;
@@ -304,6 +335,7 @@ static void queue_agents(steerd_http *h, http_view *v, const steer_world_view *w
     vs->agents_tick = UINT64_MAX;
     len = encode_agents(h, wv, idx, n, tick);
   }
+  queue_ticks(h, v); /* first: the agents message stays right before its snapshot */
   uint8_t *dst = q_reserve(v, len);
   if (!dst)
     return; /* a full queue: tried again with the next snapshot */

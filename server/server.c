@@ -367,6 +367,29 @@ static void housekeeping(steerd_server *s, uint64_t now) {
   }
 }
 
+/* The period of the last tick run, ending now, into the ring of tick_log. */
+static void log_tick_work(steerd_server *s) {
+  if (s->stats.ticks == 0)
+    return; /* the first tick has no period before it */
+  steerd_tick_work *w = &s->tick_log[s->tick_logged++ % STEERD_TICK_LOG];
+  w->tick = steer_world_tick(s->world);
+  for (int p = 0; p < STEERD_LOOP_PHASES; p++)
+    w->us[p] = s->phase_ns[p] / 1000u > UINT32_MAX ? UINT32_MAX : (uint32_t)(s->phase_ns[p] / 1000u);
+}
+
+uint32_t steerd_server_tick_log(const steerd_server *s, uint64_t after, steerd_tick_work *out, uint32_t max) {
+  uint64_t kept = s->tick_logged < STEERD_TICK_LOG ? s->tick_logged : STEERD_TICK_LOG;
+  uint64_t first = s->tick_logged - kept;
+  while (first < s->tick_logged && s->tick_log[first % STEERD_TICK_LOG].tick <= after)
+    first++;
+  if (s->tick_logged - first > max)
+    first = s->tick_logged - max;
+  uint32_t n = 0;
+  for (uint64_t i = first; i < s->tick_logged; i++)
+    out[n++] = s->tick_log[i % STEERD_TICK_LOG];
+  return n;
+}
+
 /* The ticks due by now (more than one after a stall), each timed against its
  * slot; a new tick renews the command budget. The number run. */
 static uint32_t run_due_ticks(steerd_server *s, uint64_t now) {
@@ -376,6 +399,7 @@ static uint32_t run_due_ticks(steerd_server *s, uint64_t now) {
     charge_overrun(s);
   if (!due)
     return 0;
+  log_tick_work(s);
   memset(s->phase_ns, 0, sizeof s->phase_ns);
   for (uint32_t i = 0; i < due; i++) {
     /* After a stall the steps run in the last `due` slots consumed (the skipped ones come first). */

@@ -39,6 +39,15 @@ typedef enum steerd_loop_phase {
 /* "step", "commands", ... (metrics labels; metrics.c). */
 const char *steerd_loop_phase_name(int phase);
 
+/* The loop's work in one tick's period, by phase: from the start of the
+ * tick's step to the start of the next tick's (a stall's ticks run together
+ * and share one entry, under the last of them). The live view graphs them. */
+#define STEERD_TICK_LOG 128 /* periods kept, about 4 s at 30 Hz */
+typedef struct steerd_tick_work {
+  uint64_t tick;                   /* the world's tick number, as in snapshots */
+  uint32_t us[STEERD_LOOP_PHASES]; /* microseconds of each phase */
+} steerd_tick_work;
+
 typedef struct steerd_server_stats {
   uint64_t ticks;         /* world steps run */
   uint64_t ticks_skipped; /* steps dropped after stalls */
@@ -148,6 +157,9 @@ const steer_planner *steerd_server_planner(const steerd_server *s); /* GOTO's, f
 uint32_t steerd_server_warming(steerd_server *s);
 const steerd_config *steerd_server_config(const steerd_server *s);
 uint64_t steerd_server_time_us(const steerd_server *s); /* as in snapshots */
+/* The kept periods of ticks after `after`, oldest first, at most max of the
+ * newest of them, into out. Their count. */
+uint32_t steerd_server_tick_log(const steerd_server *s, uint64_t after, steerd_tick_work *out, uint32_t max);
 /* QUERY's reply for agent id (PROTOCOL.md 6.8: state, limits, owner, tuning
  * and the GOTO report), the same for ENet clients and the live view. Returns
  * steer_world_get's result; r is filled only on STEER_OK. */

@@ -209,6 +209,8 @@ struct steerd_server {
   uint64_t cmd_budget_left_ns;           /* of --command-budget-us, until the next tick */
   int cmd_budget_spent;                  /* this tick's budget ran out with commands waiting (counted once) */
   uint64_t phase_ns[STEERD_LOOP_PHASES]; /* the loop's time by phase since the last tick ran */
+  steerd_tick_work tick_log[STEERD_TICK_LOG]; /* a ring of the last periods' phase_ns */
+  uint64_t tick_logged;                       /* periods put in it so far */
   uint32_t warming;         /* the start-up's graph builds still running (steer_planner_warm_start) */
   uint64_t warm_start_ns;   /* when they started */
   steerd_loglimit wait_log; /* ticks' long waits for a graph */

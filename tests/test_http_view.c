@@ -675,6 +675,74 @@ START_TEST(test_agents_message) {
 }
 END_TEST
 
+/* The next message of c, text or binary, within timeout_ms; NULL when none
+ * came (the caller frees its data). */
+static ws_msg *ws_take(ws_client *c, uint32_t timeout_ms) {
+  uint64_t deadline = steerd_proc_now_ms() + timeout_ms;
+  while (c->head == c->tail && !c->closed && steerd_proc_now_ms() < deadline)
+    ws_service(c);
+  return c->head != c->tail ? &c->inbox[c->head++ % WS_MAX_MSGS] : NULL;
+}
+
+/* The loop's work per tick: a ticks message right before each agents
+ * message, naming the phases, at the tick interval, each tick once and in
+ * order across messages, ending before the agents message's tick. */
+START_TEST(test_ticks_message) {
+  static const char *const phases[] = {"step", "commands", "enet", "send", "checkpoint", "http"};
+  steerd_proc p;
+  start(&p, NULL);
+  ws_client *c = ws_open(p.http_port);
+  proto_command h = hello(NULL);
+  ws_send(c, &h);
+  proto_server_msg m;
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  double interval_ms = 1000.0 / m.welcome.tick_rate;
+  uint64_t last = 0;
+  for (int k = 0; k < 3; k++) {
+    json_t *t = ws_next_text(c, "ticks", 3000);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(t, "interval_ms")), interval_ms, 0.0006);
+    json_t *names = json_object_get(t, "phases"), *ticks = json_object_get(t, "ticks");
+    ck_assert_uint_eq(json_array_size(names), 6);
+    for (size_t i = 0; i < 6; i++)
+      ck_assert_str_eq(json_string_value(json_array_get(names, i)), phases[i]);
+    size_t n = json_array_size(ticks);
+    ck_assert_uint_ge(n, 1);
+    ck_assert_uint_le(n, 128);
+    uint64_t first = 0, step_us = 0;
+    for (size_t i = 0; i < n; i++) {
+      json_t *e = json_array_get(ticks, i);
+      ck_assert_uint_eq(json_array_size(e), 7);
+      for (size_t j = 0; j < 7; j++)
+        ck_assert_msg(json_is_integer(json_array_get(e, j)) && json_integer_value(json_array_get(e, j)) >= 0,
+                      "entry %zu, field %zu: not a count", i, j);
+      uint64_t tick = (uint64_t)json_integer_value(json_array_get(e, 0));
+      ck_assert_msg(tick > last, "tick %llu after %llu", (unsigned long long)tick, (unsigned long long)last);
+      if (i == 0)
+        first = tick;
+      last = tick;
+      step_us += (uint64_t)json_integer_value(json_array_get(e, 1));
+    }
+    /* Each tick's own entry, but for ticks a stall ran together. */
+    ck_assert_uint_ge(n, (last - first + 1) / 2);
+    ck_assert_uint_gt(step_us, 0);
+    json_decref(t);
+    /* The agents message comes next, of the tick whose step has not ended yet. */
+    ws_msg *next = ws_take(c, 3000);
+    ck_assert_ptr_nonnull(next);
+    ck_assert_msg(next->text, "a binary message between the ticks message and the agents message");
+    json_t *agents = json_loadb((const char *)next->data, next->len, 0, NULL);
+    free(next->data);
+    ck_assert_ptr_nonnull(agents);
+    ck_assert_str_eq(json_string_value(json_object_get(agents, "type")), "agents");
+    ck_assert_uint_gt((uint64_t)json_integer_value(json_object_get(agents, "tick")), last);
+    json_decref(agents);
+  }
+  ws_close(c);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("http_view");
   TCase *tc = check_tcase(s, "view", 120);
@@ -684,6 +752,7 @@ int main(void) {
   tcase_add_test(tc, test_token_required_with_a_secret);
   tcase_add_test(tc, test_map_after_welcome_and_changes);
   tcase_add_test(tc, test_agents_message);
+  tcase_add_test(tc, test_ticks_message);
   tcase_add_test(tc, test_big_map_names_api_map);
   return check_run(s);
 }

@@ -3,7 +3,8 @@
 // SNAPSHOT over the map (the server's text messages, JSON); QUERY and
 // /api/agent for the agent clicked; EVENTs of that agent, and the STUCK and
 // UNREACHABLE of every agent in view, marked on the world and logged; each
-// agent's body to scale, coloured by behaviour or owner (the agents message).
+// agent's body to scale, coloured by behaviour or owner (the agents message);
+// the loop's work per tick as a graph (the ticks message).
 "use strict";
 
 (() => {
@@ -34,10 +35,15 @@
   const logEl = document.getElementById("log");
   const colourBtn = document.getElementById("colour");
   const legendEl = document.getElementById("legend");
+  const ticksEl = document.getElementById("ticks");
+  const tickCanvas = document.getElementById("tick-graph");
+  const tickCaption = document.getElementById("tick-caption");
+  const tickBtn = document.getElementById("tick-toggle");
 
   const params = new URLSearchParams(location.search);
   let token = params.get("token") || sessionStorage.getItem("steerd-token") || "";
   let ws = null, nextRequest = 1, welcome = null, paused = false;
+  let pausedAt = 0; // the picture's time while paused: rings neither come nor go
   let agents = new Map();        // id -> {x, y, theta, vx, vy, at}: the last complete snapshot
   let building = null;           // the snapshot whose parts are arriving
   let lastTick = 0, frames = 0, fps = 0, fpsAt = performance.now();
@@ -49,8 +55,15 @@
   let details = new Map();        // id -> {r, behaviour, owner}: the last agents message
   let colourBy = "behaviour";     // or "owner"
   let legendKey = "";
-  const marks = new Map();        // id -> {code, until}: agents recently STUCK or UNREACHABLE
+  const marks = new Map();        // id -> {code, at, until}: agents recently STUCK or UNREACHABLE
   let scaleBar = null;            // what drawScale drew last, for tests
+  // The tick graph: the loop's work in each tick's period by phase (the ticks message).
+  const TICK_GRAPH_BARS = 128, TICK_BAR_PX = 3;
+  const PHASE_COLOURS = ["#42a5f5", "#66bb6a", "#ab47bc", "#ffa000", "#ec407a", "#8d6e63"];
+  const INTERVAL_COLOUR = "#d8dee9";
+  let tickLog = [];               // [{tick, us: [per phase]}], oldest first
+  let tickPhases = [], tickInterval = 0;
+  let tickGraph = null;           // what drawTicks drew last, for tests
   // Camera: world point at the canvas centre and pixels per metre.
   const cam = { x: 0, y: 0, scale: 4 };
 
@@ -105,7 +118,8 @@
       case MSG.EVENT: // [35, tick, code, agent, data]
         if (m[3] === selected) addEvent(eventsEl, m[1], m[2], m[4]);
         if (m[2] === EVENT_STUCK || m[2] === EVENT_UNREACHABLE) {
-          marks.set(m[3], { code: m[2], until: performance.now() + MARK_MS });
+          const at = performance.now();
+          if (!paused || !marks.has(m[3])) marks.set(m[3], { code: m[2], at, until: at + MARK_MS }); // a shown ring stays while paused
           addEvent(logEl, m[1], m[2], m[4], m[3]);
         }
         break;
@@ -167,6 +181,10 @@
       details = new Map(m.agents.map(([id, r, behaviour, owner]) => [id, { r, behaviour, owner }]));
       return;
     }
+    if (m.type === "ticks") {
+      if (!paused) addTicks(m);
+      return;
+    }
     if (m.type !== "map") return;
     if (m.href) {
       fetch(m.href + (token ? "?token=" + encodeURIComponent(token) : "")).then((r) => (r.ok ? r.json() : null))
@@ -174,6 +192,56 @@
     } else {
       setMap(m);
     }
+  }
+
+  // {"type": "ticks", "interval_ms", "phases", "ticks": [[tick, us per phase...], ...]}
+  function addTicks(m) {
+    tickPhases = m.phases;
+    tickInterval = m.interval_ms;
+    const last = tickLog.length ? tickLog[tickLog.length - 1].tick : -1;
+    for (const [tick, ...us] of m.ticks) if (tick > last) tickLog.push({ tick, us });
+    if (tickLog.length > TICK_GRAPH_BARS) tickLog = tickLog.slice(-TICK_GRAPH_BARS);
+    drawTicks();
+  }
+
+  // Stacked bars, newest on the right, scaled to 1.25 times the largest (at least 1 ms), the
+  // interval as a line when it is within the scale; the caption names the phases and the figures.
+  function drawTicks() {
+    const g = tickCanvas.getContext("2d"), W = tickCanvas.width, H = tickCanvas.height;
+    g.clearRect(0, 0, W, H);
+    const totals = tickLog.map((t) => t.us.reduce((a, b) => a + b, 0) / 1000);
+    const most = Math.max(0, ...totals), top = Math.max(1, 1.25 * most);
+    const x0 = W - tickLog.length * TICK_BAR_PX;
+    tickLog.forEach((t, i) => {
+      let below = 0, sum = 0;
+      for (let p = 0; p < t.us.length; p++) {
+        sum += t.us[p] / 1000;
+        // Cumulative rounding, so the stack's height is its total's (a bar of any work is 1 px or more).
+        const upto = sum > 0 ? Math.max(1, Math.round((sum / top) * H)) : 0;
+        if (upto > below) {
+          g.fillStyle = PHASE_COLOURS[p % PHASE_COLOURS.length];
+          g.fillRect(x0 + i * TICK_BAR_PX, H - upto, TICK_BAR_PX - 1, upto - below);
+        }
+        below = upto;
+      }
+    });
+    const intervalY = tickInterval <= top ? H - Math.round((tickInterval / top) * H) : null;
+    if (intervalY !== null) {
+      g.fillStyle = INTERVAL_COLOUR;
+      g.fillRect(0, Math.max(0, intervalY), W, 1);
+    }
+    const sorted = [...totals].sort((a, b) => a - b);
+    const p50 = sorted.length ? sorted[Math.floor(sorted.length / 2)] : 0;
+    tickCaption.textContent = "tick work p50 " + p50.toFixed(2) + " ms · max " + most.toFixed(2) + " ms of " +
+      tickInterval.toFixed(1) + " ms";
+    tickCaption.append(document.createElement("br"));
+    tickPhases.forEach((name, p) => {
+      const sw = document.createElement("span");
+      sw.className = "swatch";
+      sw.style.background = PHASE_COLOURS[p % PHASE_COLOURS.length];
+      tickCaption.append(sw, name);
+    });
+    tickGraph = { bars: tickLog.length, x0, top_ms: top, most_ms: most, interval_y: intervalY, width: W, height: H };
   }
 
   function setMap(m) {
@@ -269,6 +337,7 @@
   }, { passive: false });
   pauseBtn.addEventListener("click", () => {
     paused = !paused;
+    pausedAt = performance.now();
     pauseBtn.textContent = paused ? "resume" : "pause";
   });
   document.getElementById("fit").addEventListener("click", () => {
@@ -286,6 +355,11 @@
     const d = details.get(id);
     canvas.title = id ? "agent " + id + (d ? " · " + d.behaviour + " · " + ownerName(d.owner) + " · radius " +
       d.r + " m" : "") : "";
+  });
+  tickBtn.addEventListener("click", () => {
+    const shown = ticksEl.style.display === "none";
+    ticksEl.style.display = shown ? "" : "none";
+    tickBtn.classList.toggle("on", shown);
   });
   velocityBtn.addEventListener("click", () => {
     showVelocities = !showVelocities;
@@ -426,14 +500,14 @@
         ctx.lineTo(px + a.vx * cam.scale, py - a.vy * cam.scale); // where it is in a second
         ctx.stroke();
       }
-      const mark = marks.get(id);
-      if (mark && mark.until > now) {
+      const mark = marks.get(id), shown = paused ? pausedAt : now;
+      if (mark && mark.at <= shown && mark.until > shown) {
         ctx.strokeStyle = MARK_COLOURS[mark.code];
         ctx.lineWidth = 3;
         ctx.beginPath();
         ctx.arc(px, py, r * 2.2, 0, 2 * Math.PI);
         ctx.stroke();
-      } else if (mark) marks.delete(id);
+      } else if (mark && mark.until <= shown) marks.delete(id);
       const [colour, name] = colourOf(id);
       const c = counts.get(name) || { colour, n: 0 };
       c.n++;
@@ -592,6 +666,10 @@
     routeShown: () => detail !== null, // the selected agent's /api/agent has come and is drawn
     colourOf: (id) => colourOf(id)[0],
     colours: () => [...new Set([...Object.values(BEHAVIOUR_COLOURS), ...OWNER_COLOURS, UNKNOWN_COLOUR])],
+    ticks: () => tickLog.map((t) => ({ tick: t.tick, us: [...t.us] })),
+    tickPhases: () => [...tickPhases],
+    tickGraph: () => (tickGraph ? { ...tickGraph } : null),
+    phaseColours: () => [...PHASE_COLOURS],
     legend: () => [...legendEl.children].map((li) => ({ name: li.dataset.name, count: Number(li.dataset.count), colour: li.dataset.colour })),
   };
 })();

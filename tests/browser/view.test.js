@@ -129,7 +129,7 @@ function agentPixels(png, rgb = null, skip = null) {
 }
 
 // The page's panels (the bar, the inspector) as rectangles for agentPixels to skip.
-const panels = (page) => page.evaluate(() => ["bar", "inspector"].map((id) => {
+const panels = (page) => page.evaluate(() => ["bar", "inspector", "ticks"].map((id) => {
   const r = document.getElementById(id).getBoundingClientRect();
   return { x: r.x, y: r.y, width: r.width, height: r.height };
 }));
@@ -237,6 +237,45 @@ async function main() {
         "each behaviour has its own colour, the legend's");
     }
 
+    // The tick graph: the loop's work in each tick's period (the ticks message), a stacked bar
+    // per tick in the phases' colours, as tall as its total at the graph's scale.
+    {
+      await waitFor(page, () => window.steerdView.ticks().length >= 40, "the ticks messages fill the tick graph", 10000);
+      const t = await page.evaluate(() => {
+        const c = document.getElementById("tick-graph");
+        return { ticks: window.steerdView.ticks(), phases: window.steerdView.tickPhases(), graph: window.steerdView.tickGraph(),
+          colours: window.steerdView.phaseColours(), caption: document.getElementById("tick-caption").textContent,
+          rgba: Array.from(c.getContext("2d").getImageData(0, 0, c.width, c.height).data) };
+      });
+      check(JSON.stringify(t.phases) === '["step","commands","enet","send","checkpoint","http"]',
+        "the ticks message names the loop's phases (" + t.phases.join(", ") + ")");
+      const steps = t.ticks.slice(1).map((e, i) => e.tick - t.ticks[i].tick);
+      check(steps.every((d) => d >= 1) && steps.filter((d) => d === 1).length >= 0.9 * steps.length &&
+        t.ticks.every((e) => e.us.length === 6 && e.us.every((u) => Number.isInteger(u) && u >= 0)),
+        "one entry a tick, in order, " + t.ticks.length + " of them (" + t.ticks[0].tick + ".." + t.ticks[t.ticks.length - 1].tick + ")");
+      check(t.ticks.filter((e) => e.us[0] > 0).length >= 0.9 * t.ticks.length, "each tick's step takes time");
+      const rgbs = t.colours.map(hexRgb), H = t.graph.height;
+      const phaseAt = (x, y) => {
+        const i = (y * t.graph.width + x) * 4;
+        return t.rgba[i + 3] === 0 ? -1 : rgbs.findIndex((c) => c[0] === t.rgba[i] && c[1] === t.rgba[i + 1] && c[2] === t.rgba[i + 2]);
+      };
+      let right = 0, stepPixels = 0;
+      t.ticks.forEach((e, k) => {
+        const x = t.graph.x0 + k * 3, total = e.us.reduce((a, b) => a + b, 0) / 1000;
+        const want = total > 0 ? Math.max(1, Math.round((total / t.graph.top_ms) * H)) : 0;
+        let top = H;
+        while (top > 0 && phaseAt(x, top - 1) >= 0) top--;
+        for (let y = top; y < H; y++) stepPixels += phaseAt(x, y) === 0;
+        right += Math.abs(H - top - want) <= 1 || (t.graph.interval_y !== null && Math.abs(top - t.graph.interval_y) <= 1);
+      });
+      check(right === t.ticks.length, "each bar is as tall as its tick's work (" + right + " of " + t.ticks.length + " bars)");
+      check(stepPixels > 0, "the step's share is drawn in its colour (" + stepPixels + " pixels)");
+      check(/^tick work p50 [0-9.]+ ms · max [0-9.]+ ms of 33\.3 ms/.test(t.caption), "the caption gives the figures (" + t.caption + ")");
+      await page.click("#tick-toggle");
+      const hidden = await page.evaluate(() => document.getElementById("ticks").getBoundingClientRect().width);
+      check(hidden === 0, "the tick graph toggles off");
+    }
+
     // Drawn under the agents: solid inside obstacles (points at least 2 m inside, where no
     // agent's body reaches), not in the free corridor. The level stands beside the groups.
     {
@@ -294,11 +333,13 @@ async function main() {
     }));
     let moved = -1, still = false;
     for (let attempt = 0; attempt < 3; attempt++) {
+      // The panels' text may change while paused (the inspector's events): skipped where they
+      // are at either shot.
       const s1 = await frozen();
-      const skip = await panels(page);
-      const p1 = agentPixels(decodePng(await page.screenshot()), null, skip);
+      const skip1 = await panels(page), shot1 = decodePng(await page.screenshot());
       await sleep(800);
-      const p2 = agentPixels(decodePng(await page.screenshot()), null, skip);
+      const shot2 = decodePng(await page.screenshot()), skip = skip1.concat(await panels(page));
+      const p1 = agentPixels(shot1, null, skip), p2 = agentPixels(shot2, null, skip);
       const s2 = await frozen();
       still = s1.agents === s2.agents;
       if (!still) break;
@@ -427,6 +468,12 @@ async function main() {
           ring += d < 40;
         }
       check(ring > 30, "a red ring round agent " + id + " (" + ring + " pixels)");
+    }
+    {
+      const before = await page.evaluate(() => window.steerdView.ticks().slice(-1)[0].tick);
+      await page.click("#tick-toggle");
+      await waitFor(page, (b) => document.getElementById("ticks").getBoundingClientRect().width > 0 &&
+        window.steerdView.ticks().slice(-1)[0].tick > b, "the tick graph toggles on again, still filling", 5000, before);
     }
     await stopServer(server);
 
