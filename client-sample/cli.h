@@ -79,5 +79,7 @@ int cmd_watch(const args *a);
 
 /* bots (cli_bots.c). */
 int cmd_bots(const args *a);
+/* top (cli_top.c). */
+int cmd_top(const args *a);
 
 #endif /* STEERD_CLI_H */

@@ -98,6 +98,14 @@ const cmd_help commands[] = {
      "      The agents of one snapshot, by id: behaviour, owner (0: the server's) and position, one\n"
      "      QUERY each, for at most N of them (100, within the server's --rate-burst); the count\n"
      "      goes to stderr.  e.g. steerd-client list --limit 20\n"},
+    {"top",
+     {"seconds", "interval", NULL},
+     "  top [--seconds S] [--interval I]\n"
+     "      A live summary every I seconds (1) until S seconds pass (0: until Ctrl-C): the tick,\n"
+     "      the agents moving and at rest with their speeds, snapshots per second and their interval\n"
+     "      (p50, max), bytes received per second, the PING round trip, events per second by kind,\n"
+     "      and the last 5 agents STUCK or UNREACHABLE. On a terminal it redraws in place.\n"
+     "      e.g. steerd-client top --seconds 10\n"},
     {"ping",
      {"count", NULL},
      "  ping [--count N]\n"

@@ -1020,6 +1020,8 @@ static int dispatch(const args *ap) {
     return cmd_remove_obstacle(&a);
   if (strcmp(a.cmd, "bots") == 0)
     return cmd_bots(&a);
+  if (strcmp(a.cmd, "top") == 0)
+    return cmd_top(&a);
   if (strcmp(a.cmd, "help") == 0) {
     const cmd_help *h = a.npos > 0 ? find_command(a.pos[0]) : NULL;
     if (h != NULL)

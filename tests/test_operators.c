@@ -31,6 +31,7 @@
 #include "child_run.h"
 #include "client.h"
 #include "config.h"
+#include "demo.h"
 #include "protocol.h"
 #include "raw_peer.h"
 #include "steerd_proc.h"
@@ -537,6 +538,63 @@ START_TEST(client_cli_bots_leave_no_agents) {
 }
 END_TEST
 
+/* The summary after b's in top's output (a blank line between), or NULL. */
+static const char *next_summary(const char *b) {
+  const char *n = strstr(b, "\n\ntick ");
+  return n ? n + 2 : NULL;
+}
+
+/* top: a summary a second of the demo world: ticks advancing at the
+ * server's rate, every agent either moving or at rest, snapshots at about
+ * their rate, the path followers' WAYPOINTs counted, a round trip. */
+START_TEST(client_cli_top_summarises) {
+  steerd_proc s;
+  server_start(&s, NULL);
+  char port[32];
+  snprintf(port, sizeof port, "STEERD_PORT=%u", (unsigned)s.port);
+  const char *const env[] = {port, NULL};
+  run_result r;
+  char *bad[] = {"", "top", "--interval", "0", NULL};
+  run(&r, CLI, bad, env, NULL, 8000);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "--interval (0.1 to 3600 s)") != NULL, "%s", r.err);
+  char *top[] = {"", "top", "--seconds", "3.4", NULL};
+  run(&r, CLI, top, env, NULL, 20000);
+  ck_assert_msg(r.status == 0, "top: %s", r.err);
+  unsigned blocks = 0;
+  unsigned long long tick = 0, last_tick = 0;
+  double waypoints = 0.0;
+  for (const char *b = r.out; b != NULL; b = next_summary(b)) {
+    unsigned hz = 0, agents = 0, moving = 0, resting = 0;
+    double server_s = 0, rtt = 0, mean = 0, max = 0, rate = 0, wp = 0;
+    ck_assert_msg(
+        sscanf(b,
+               "tick %llu · %u Hz · server time %lf s · rtt %lf ms\nagents %u: %u moving, %u at rest · "
+               "speed mean %lf m/s, max %lf m/s\nsnapshots %lf/s",
+               &tick, &hz, &server_s, &rtt, &agents, &moving, &resting, &mean, &max, &rate) == 10,
+        "summary %u: %s", blocks, b);
+    const char *ev = strstr(b, "events/s arrived ");
+    ck_assert_msg(ev != NULL && (ev = strstr(ev, ", waypoint ")) != NULL &&
+                      sscanf(ev, ", waypoint %lf", &wp) == 1,
+                  "%s", b);
+    ck_assert_msg(strstr(b, "\nstuck or unreachable lately: ") != NULL, "%s", b);
+    ck_assert_uint_eq(hz, 30);
+    ck_assert_msg(tick > last_tick, "tick %llu after %llu", tick, last_tick);
+    ck_assert_uint_eq(agents, STEERD_DEMO_AGENTS + STEERD_DEMO_GOTO);
+    ck_assert_uint_eq(moving + resting, agents);
+    ck_assert_msg(rtt > 0.0 && max <= 50.0 && mean <= max, "rtt %.3f, speed mean %.2f, max %.2f", rtt, mean,
+                  max);
+    ck_assert_msg(rate > 2.0 && rate <= 30.0, "snapshots %.1f a second", rate);
+    waypoints += wp;
+    last_tick = tick;
+    blocks++;
+  }
+  ck_assert_msg(blocks >= 2 && blocks <= 4, "%u summaries in 3.4 s: %s", blocks, r.out);
+  ck_assert_msg(waypoints > 0.0, "no WAYPOINT counted: %s", r.out);
+  ck_assert_int_ne(steerd_proc_stop(&s, 3000), -1);
+}
+END_TEST
+
 static Suite *operators_suite(void) {
   Suite *s = suite_create("operators");
   TCase *tc = check_tcase(s, "operators", 60);
@@ -551,6 +609,7 @@ static Suite *operators_suite(void) {
   tcase_add_test(tc, client_cli_lists_agents);
   tcase_add_test(tc, client_cli_sets_params);
   tcase_add_test(tc, client_cli_bots_leave_no_agents);
+  tcase_add_test(tc, client_cli_top_summarises);
   tcase_add_test(tc, client_shell_prompts_on_a_terminal);
   return s;
 }
