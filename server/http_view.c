@@ -21,8 +21,11 @@
  * per writable callback. A view whose previous snapshot is still queued skips
  * the next (a slow browser sees fewer frames and never slows the tick); a view
  * whose queue overflows with replies is closed. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "http_internal.h"
@@ -38,6 +41,7 @@
 #define VIEW_PART_BYTES       PROTO_MAX_MESSAGE_BYTES
 #define VIEW_MAP_MAX_BYTES    (VIEW_QUEUE_BYTES / 2) /* a larger map message names /api/map instead */
 #define VIEW_MARKS_PER_SECOND 20                     /* STUCK and UNREACHABLE of agents not inspected */
+#define VIEW_EDITS_PER_SECOND 20                     /* an admin view's commands: a person's clicks */
 /* The agents message: once a second, at most VIEW_AGENTS_MAX agents of at
  * most VIEW_AGENT_JSON bytes each (`,[id,radius,"velocity_match",owner]`),
  * so it and a snapshot fit a view's queue together. */
@@ -74,6 +78,9 @@ struct http_view {
   uint32_t map_version;
   uint64_t agents_due_us; /* server time of its next agents message (0: with the next snapshot) */
   uint64_t ticks_sent;    /* the last tick whose period a ticks message carried */
+  int role;               /* steerd_role: an admin view may send the admin's commands */
+  uint64_t edits_second;  /* the loop's second of edits_sent */
+  uint32_t edits_sent;    /* admin commands run in that second */
 };
 
 static uint32_t next_view_id = VIEW_ID_BASE + 1;
@@ -472,6 +479,47 @@ void steerd_http_views_event(steerd_http *h, const proto_event *e, vec2 pos) {
 
 /* ---- commands --------------------------------------------------------------------- */
 
+/* Without a secret a view has the anonymous clients' role, but the admin's
+ * only from a loopback peer: the HTTP port may listen wider than the game's. */
+static int view_anonymous_role(const steerd_http *h, const http_view *v) {
+  int role = h->cfg->anonymous_role;
+  struct sockaddr_in sa;
+  socklen_t len = sizeof sa;
+  if (role == STEERD_ROLE_ADMIN &&
+      (getpeername(lws_get_socket_fd(v->wsi), (struct sockaddr *)&sa, &len) != 0 ||
+       sa.sin_family != AF_INET || (ntohl(sa.sin_addr.s_addr) >> 24) != 127))
+    role = STEERD_ROLE_CONTROLLER;
+  return role;
+}
+
+/* An admin's command (PROTOCOL.md 15): as on ENet, at most
+ * VIEW_EDITS_PER_SECOND a second (RATE_LIMITED past that). */
+static void cmd_admin(steerd_http *h, http_view *v, const proto_command *cmd) {
+  if (v->role != STEERD_ROLE_ADMIN) {
+    send_error(h, v, cmd->request_id, PROTO_ERR_FORBIDDEN,
+               "only an admin's view sends SET_BEHAVIOUR, ADD_OBSTACLE and REMOVE_OBSTACLE", NULL);
+    return;
+  }
+  uint64_t second = steerd_server_time_us(h->server) / 1000000u;
+  if (second != v->edits_second) {
+    v->edits_second = second;
+    v->edits_sent = 0;
+  }
+  if (v->edits_sent >= VIEW_EDITS_PER_SECOND) {
+    send_error(h, v, cmd->request_id, PROTO_ERR_RATE_LIMITED, "too many commands: this one was not applied",
+               NULL);
+    return;
+  }
+  v->edits_sent++;
+  proto_ack ack;
+  proto_error_msg err;
+  int rc = steerd_server_admin_command(h->server, cmd, &ack, &err);
+  if (rc == 0)
+    send_ack(h, v, &ack);
+  else
+    send_error(h, v, cmd->request_id, (int)err.code, err.message, err.has_field ? err.field : NULL);
+}
+
 static void cmd_hello(steerd_http *h, http_view *v, const proto_command *cmd) {
   const proto_hello *hello = &cmd->hello;
   if (hello->version != PROTO_VERSION) {
@@ -484,6 +532,7 @@ static void cmd_hello(steerd_http *h, http_view *v, const proto_command *cmd) {
     send_error(h, v, cmd->request_id, PROTO_ERR_BAD_FIELD, "the live view sends full snapshots", "snapshots");
     return;
   }
+  v->role = view_anonymous_role(h, v);
   if (h->views.auth_on) {
     steerd_token t;
     int rc = hello->has_token ? steerd_auth_verify(&h->views.auth, hello->token, strlen(hello->token),
@@ -497,6 +546,7 @@ static void cmd_hello(steerd_http *h, http_view *v, const proto_command *cmd) {
       v->closing = 1;
       return;
     }
+    v->role = (int)t.role;
   }
   const steer_world *w = steerd_server_world(h->server);
   const steer_world_config *wc = steer_world_get_config(w);
@@ -514,6 +564,14 @@ static void cmd_hello(steerd_http *h, http_view *v, const proto_command *cmd) {
   uint8_t *buf = h->views.scratch + LWS_PRE;
   q_reply(v, buf, proto_encode_welcome(buf, PROTO_MAX_MESSAGE_BYTES, &wel));
   v->welcomed = 1;
+  char session[64];
+  int n =
+      snprintf(session, sizeof session, "{\"type\":\"session\",\"role\":\"%s\"}", steerd_role_name(v->role));
+  uint8_t *dst = q_reserve(v, (size_t)n);
+  if (dst) {
+    memcpy(dst, session, (size_t)n);
+    q_commit(v, (size_t)n, MSG_TEXT);
+  }
   send_map(h, v);
 }
 
@@ -560,8 +618,16 @@ static void handle_command(steerd_http *h, http_view *v, const proto_command *cm
     ack.pong.tick = steer_world_tick(steerd_server_world(h->server));
     send_ack(h, v, &ack);
     return;
+  case PROTO_MSG_SET_BEHAVIOUR:
+  case PROTO_MSG_ADD_OBSTACLE:
+  case PROTO_MSG_REMOVE_OBSTACLE:
+    cmd_admin(h, v, cmd);
+    return;
   default:
-    send_error(h, v, cmd->request_id, PROTO_ERR_FORBIDDEN, "the live view is read-only", NULL);
+    send_error(h, v, cmd->request_id, PROTO_ERR_FORBIDDEN,
+               "the live view sends VIEW, QUERY and PING (and an admin's SET_BEHAVIOUR, ADD_OBSTACLE and "
+               "REMOVE_OBSTACLE)",
+               NULL);
     return;
   }
 }

@@ -164,6 +164,12 @@ uint32_t steerd_server_tick_log(const steerd_server *s, uint64_t after, steerd_t
  * and the GOTO report), the same for ENet clients and the live view. Returns
  * steer_world_get's result; r is filled only on STEER_OK. */
 int steerd_server_agent_report(const steerd_server *s, steer_id id, proto_agent_report *r);
+/* An admin's SET_BEHAVIOUR (any agent), ADD_OBSTACLE or REMOVE_OBSTACLE from
+ * the live view, run as for an ENet admin: applied with *ack filled (0), or
+ * the ERROR's code, text and field in *err (-1); anything else is FORBIDDEN.
+ * A map edit's MAP_CHANGED goes to the ENet clients. */
+int steerd_server_admin_command(steerd_server *s, const proto_command *cmd, proto_ack *ack,
+                                proto_error_msg *err);
 /* Frames the delta encoder sent without an acknowledged baseline (and all of them). */
 void steerd_server_delta_frames(const steerd_server *s, uint64_t *frames, uint64_t *without_baseline);
 

@@ -5,11 +5,37 @@
 
 /* ---- commands ------------------------------------------------------------ */
 
+/* An ERROR's code, text and field (NULL: nil) kept for whoever answers: -1. */
+static int fail(proto_error_msg *err, int code, const char *message, const char *field) {
+  memset(err, 0, sizeof *err);
+  err->code = (uint32_t)code;
+  snprintf(err->message, sizeof err->message, "%s", message);
+  err->has_field = field != NULL;
+  snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+  return -1;
+}
+
 /* A world error as a wire error; `field` names what the command got wrong. */
-static void send_world_error(steerd_server *s, client *c, uint32_t request_id, int rc, const char *field) {
+static int fail_world(proto_error_msg *err, int rc, const char *field) {
   int code = wire_error_of(rc);
-  const char *name = rc == STEER_ENOENT ? "agent" : field;
-  send_error(s, c, request_id, code, steer_strerror(rc), code == PROTO_ERR_WORLD_FULL ? NULL : name);
+  return fail(err, code, steer_strerror(rc),
+              code == PROTO_ERR_WORLD_FULL ? NULL
+              : rc == STEER_ENOENT         ? "agent"
+                                           : field);
+}
+
+/* The ACK, or the ERROR of a command that failed (rc -1). */
+static void answer(steerd_server *s, client *c, uint32_t request_id, int rc, const proto_ack *ack,
+                   const proto_error_msg *err) {
+  if (rc == 0)
+    send_ack(s, c, ack);
+  else
+    send_error(s, c, request_id, (int)err->code, err->message, err->has_field ? err->field : NULL);
+}
+
+static void send_world_error(steerd_server *s, client *c, uint32_t request_id, int rc, const char *field) {
+  proto_error_msg err;
+  answer(s, c, request_id, fail_world(&err, rc, field), NULL, &err);
 }
 
 static void send_check_error(steerd_server *s, client *c, uint32_t request_id, const steerd_check *chk) {
@@ -193,12 +219,10 @@ int demo_map_edit(void *ctx, steer_world *w, uint32_t id, const steer_obstacle_d
   return steerd_server_map_edit(ctx, &e, &r) == 0 ? STEER_OK : STEER_EINVAL;
 }
 
-/* ADD_OBSTACLE, REMOVE_OBSTACLE: admins only; the ACK goes before the MAP_CHANGED. */
-static void cmd_map_edit(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
-  if (c->role != STEERD_ROLE_ADMIN) {
-    send_error(s, c, cmd->request_id, PROTO_ERR_FORBIDDEN, "only admins change the map", NULL);
-    return;
-  }
+/* ADD_OBSTACLE or REMOVE_OBSTACLE applied to the world, its ACK's fields
+ * set (0), or the ERROR (-1); map_changed tells the clients. */
+static int apply_map_command(steerd_server *s, const proto_command *cmd, steerd_map_edit *edit,
+                             steerd_map_result *result, proto_ack *ack, proto_error_msg *err) {
   steerd_map_edit e;
   memset(&e, 0, sizeof(e));
   if (cmd->type == PROTO_MSG_ADD_OBSTACLE) {
@@ -214,15 +238,29 @@ static void cmd_map_edit(steerd_server *s, client *c, const proto_command *cmd, 
     e.obstacle.id = cmd->remove_obstacle.id;
   }
   steerd_map_result r;
-  if (steerd_map_edit_apply(s->world, &e, &r) != 0) {
-    send_error(s, c, cmd->request_id, r.code, r.why.message, r.why.field[0] ? r.why.field : NULL);
-    return;
-  }
+  if (steerd_map_edit_apply(s->world, &e, &r) != 0)
+    return fail(err, r.code, r.why.message, r.why.field[0] ? r.why.field : NULL);
   ack->obstacle = e.obstacle.id;
   ack->map_version = r.version;
   ack->moved = r.moved;
-  send_ack(s, c, ack);
-  map_changed(s, &e, &r);
+  *edit = e;
+  *result = r;
+  return 0;
+}
+
+/* ADD_OBSTACLE, REMOVE_OBSTACLE: admins only; the ACK goes before the MAP_CHANGED. */
+static void cmd_map_edit(steerd_server *s, client *c, const proto_command *cmd, proto_ack *ack) {
+  if (c->role != STEERD_ROLE_ADMIN) {
+    send_error(s, c, cmd->request_id, PROTO_ERR_FORBIDDEN, "only admins change the map", NULL);
+    return;
+  }
+  steerd_map_edit e;
+  steerd_map_result r;
+  proto_error_msg err;
+  int rc = apply_map_command(s, cmd, &e, &r, ack, &err);
+  answer(s, c, cmd->request_id, rc, ack, &err);
+  if (rc == 0)
+    map_changed(s, &e, &r);
 }
 
 /* Who the HELLO says it is: 0 with *role and *named set, or -1 after the
@@ -542,6 +580,61 @@ static void cmd_view(steerd_server *s, client *c, const proto_command *cmd, prot
   send_ack(s, c, ack);
 }
 
+/* SET_BEHAVIOUR of an agent the sender may command: applied, ack->agent set
+ * (0), or the ERROR (-1). GOTO goes to the planner. */
+static int set_behaviour(steerd_server *s, const proto_command *cmd, proto_ack *ack, proto_error_msg *err) {
+  steerd_check chk;
+  const proto_behaviour *pb = &cmd->set_behaviour.behaviour;
+  ack->agent = cmd->set_behaviour.agent;
+  if (steerd_check_behaviour(pb, &s->bounds, "behaviour", &chk) != 0)
+    return fail(err, PROTO_ERR_BAD_FIELD, chk.message, chk.field);
+  if (pb->kind == PROTO_BEHAVIOUR_GOTO) {
+    steerd_goto_refusal why;
+    if (steerd_goto_set(s->planner, s->world, ack->agent, pb, &why) != 0)
+      return fail(err, why.code, why.message, why.field);
+    return 0;
+  }
+  steer_behaviour b = steer_default_behaviour((steer_behaviour_kind)pb->kind);
+  steer_agent_info was;
+  if (steer_world_get(s->world, ack->agent, &was) == STEER_OK) {
+    /* Avoidance, the wall feeler, stuck detection and arrival are the agent's, kept
+     * across behaviours unless the new one's params name them (PROTOCOL.md 5.2). */
+    wire_tuning_keep(&was.behaviour, &b);
+  }
+  wire_apply_behaviour(pb, &b);
+  int rc = steer_world_set_behaviour(s->world, ack->agent, &b);
+  if (rc != STEER_OK)
+    return fail_world(err, rc,
+                      rc == STEER_ETARGET    ? "behaviour.target_agent"
+                      : rc == STEER_EMODEL   ? "behaviour.kind"
+                      : rc == STEER_EBLOCKED ? "behaviour.target"
+                                             : "behaviour");
+  steerd_goto_forget(s->planner, ack->agent);
+  return 0;
+}
+
+int steerd_server_admin_command(steerd_server *s, const proto_command *cmd, proto_ack *ack,
+                                proto_error_msg *err) {
+  memset(ack, 0, sizeof *ack);
+  ack->request_id = cmd->request_id;
+  ack->command = cmd->type;
+  s->stats.commands++;
+  if (cmd->type == PROTO_MSG_SET_BEHAVIOUR) {
+    if (!steer_world_alive(s->world, cmd->set_behaviour.agent))
+      return fail_world(err, STEER_ENOENT, "agent");
+    return set_behaviour(s, cmd, ack, err);
+  }
+  if (cmd->type != PROTO_MSG_ADD_OBSTACLE && cmd->type != PROTO_MSG_REMOVE_OBSTACLE)
+    return fail(err, PROTO_ERR_FORBIDDEN,
+                "the live view sends SET_BEHAVIOUR, ADD_OBSTACLE and REMOVE_OBSTACLE", NULL);
+  steerd_map_edit e;
+  steerd_map_result r;
+  if (apply_map_command(s, cmd, &e, &r, ack, err) != 0)
+    return -1;
+  map_changed(s, &e, &r);
+  return 0;
+}
+
 static void handle_command(steerd_server *s, client *c, const proto_command *cmd) {
   s->stats.commands++;
   c->commands++;
@@ -604,39 +697,8 @@ static void handle_command(steerd_server *s, client *c, const proto_command *cmd
     return;
   }
   case PROTO_MSG_SET_BEHAVIOUR: {
-    steerd_check chk;
-    ack.agent = cmd->set_behaviour.agent;
-    if (steerd_check_behaviour(&cmd->set_behaviour.behaviour, &s->bounds, "behaviour", &chk) != 0) {
-      send_check_error(s, c, cmd->request_id, &chk);
-      return;
-    }
-    if (cmd->set_behaviour.behaviour.kind == PROTO_BEHAVIOUR_GOTO) {
-      steerd_goto_refusal why;
-      if (steerd_goto_set(s->planner, s->world, ack.agent, &cmd->set_behaviour.behaviour, &why) != 0)
-        send_error(s, c, cmd->request_id, why.code, why.message, why.field);
-      else
-        send_ack(s, c, &ack);
-      return;
-    }
-    steer_behaviour b = steer_default_behaviour((steer_behaviour_kind)cmd->set_behaviour.behaviour.kind);
-    steer_agent_info was;
-    if (steer_world_get(s->world, ack.agent, &was) == STEER_OK) {
-      /* Avoidance, the wall feeler, stuck detection and arrival are the agent's, kept
-       * across behaviours unless the new one's params name them (PROTOCOL.md 5.2). */
-      wire_tuning_keep(&was.behaviour, &b);
-    }
-    wire_apply_behaviour(&cmd->set_behaviour.behaviour, &b);
-    rc = steer_world_set_behaviour(s->world, ack.agent, &b);
-    if (rc != STEER_OK) {
-      send_world_error(s, c, cmd->request_id, rc,
-                       rc == STEER_ETARGET    ? "behaviour.target_agent"
-                       : rc == STEER_EMODEL   ? "behaviour.kind"
-                       : rc == STEER_EBLOCKED ? "behaviour.target"
-                                              : "behaviour");
-      return;
-    }
-    steerd_goto_forget(s->planner, ack.agent);
-    send_ack(s, c, &ack);
+    proto_error_msg err;
+    answer(s, c, cmd->request_id, set_behaviour(s, cmd, &ack, &err), &ack, &err);
     return;
   }
   case PROTO_MSG_SET_PATH:

@@ -216,6 +216,14 @@ static json_t *ws_next_text(ws_client *c, const char *type, uint32_t timeout_ms)
 
 static json_t *ws_next_map(ws_client *c, uint32_t timeout_ms) { return ws_next_text(c, "map", timeout_ms); }
 
+/* The session message after the WELCOME: the view's role. */
+static void expect_role(ws_client *c, const char *role) {
+  json_t *sm = ws_next_text(c, "session", 3000);
+  ck_assert_ptr_nonnull(sm);
+  ck_assert_str_eq(json_string_value(json_object_get(sm, "role")), role);
+  json_decref(sm);
+}
+
 /* 1 when the map message holds obstacle id. */
 static int map_has(const json_t *map, uint32_t id) {
   const json_t *obs = json_object_get(map, "obstacles");
@@ -477,6 +485,7 @@ START_TEST(test_token_required_with_a_secret) {
   h = hello(token);
   ws_send(c, &h);
   ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  expect_role(c, "observer");
   ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
   ws_close(c);
   ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
@@ -675,6 +684,133 @@ START_TEST(test_agents_message) {
 }
 END_TEST
 
+/* A command of an admin's view and its reply (ws_next's). */
+static void admin_send(ws_client *c, proto_server_msg *m, const proto_command *cmd) {
+  ws_send(c, cmd);
+  ck_assert(ws_next(c, m, WANT(PROTO_MSG_ACK) | WANT(PROTO_MSG_ERROR), 3000));
+  ck_assert_uint_eq(m->type == PROTO_MSG_ACK ? m->ack.request_id : m->error.request_id, cmd->request_id);
+}
+
+static proto_command circle_at(uint32_t request_id, uint32_t id, float x, float y) {
+  proto_command a;
+  memset(&a, 0, sizeof a);
+  a.type = PROTO_MSG_ADD_OBSTACLE;
+  a.request_id = request_id;
+  a.add_obstacle.id = id;
+  a.add_obstacle.kind = PROTO_OBSTACLE_CIRCLE;
+  a.add_obstacle.count = 1;
+  a.add_obstacle.points[0] = proto_v2(x, y);
+  a.add_obstacle.radius = 1.0f;
+  return a;
+}
+
+/* Anonymous admins (--anonymous-role admin, or the loopback development
+ * default) on loopback: the view sends GOTOs and edits the map as an ENet
+ * admin would, each answered, the map message following; errors as on ENet;
+ * at most 20 a second. A view of another role: FORBIDDEN, nothing changed. */
+START_TEST(test_admin_view_commands) {
+  steerd_proc p;
+  const char *const admin[] = {"--anonymous-role", "admin", NULL};
+  start(&p, admin);
+  ws_client *c = ws_open(p.http_port);
+  proto_command h = hello(NULL);
+  ws_send(c, &h);
+  proto_server_msg m;
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  expect_role(c, "admin");
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
+  proto_id agent = poses[0].id;
+  /* A circle added: ACKed with the map's new version, then the map message has it. */
+  proto_command add = circle_at(31, 900, -200.0f, 200.0f);
+  admin_send(c, &m, &add);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_eq(m.ack.obstacle, 900);
+  uint32_t version = m.ack.map_version;
+  json_t *map = ws_next_map(c, 3000);
+  ck_assert_ptr_nonnull(map);
+  ck_assert_uint_ge(json_integer_value(json_object_get(map, "version")), version);
+  ck_assert(map_has(map, 900));
+  json_decref(map);
+  /* Again: OBSTACLE_EXISTS, field "id", as on ENet. */
+  add.request_id = 32;
+  admin_send(c, &m, &add);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ERROR);
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_OBSTACLE_EXISTS);
+  ck_assert_str_eq(m.error.field, "id");
+  /* Removed: the next map has it no more. */
+  proto_command rm;
+  memset(&rm, 0, sizeof rm);
+  rm.type = PROTO_MSG_REMOVE_OBSTACLE;
+  rm.request_id = 33;
+  rm.remove_obstacle.id = 900;
+  admin_send(c, &m, &rm);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_gt(m.ack.map_version, version);
+  map = ws_next_map(c, 3000);
+  ck_assert_ptr_nonnull(map);
+  ck_assert(!map_has(map, 900));
+  json_decref(map);
+  /* A GOTO for one of the server's NPCs: ACKed, and QUERY says goto. */
+  proto_command go;
+  memset(&go, 0, sizeof go);
+  go.type = PROTO_MSG_SET_BEHAVIOUR;
+  go.request_id = 34;
+  go.set_behaviour.agent = agent;
+  go.set_behaviour.behaviour.kind = PROTO_BEHAVIOUR_GOTO;
+  go.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
+  go.set_behaviour.behaviour.target = proto_v2(30.0f, 12.5f);
+  admin_send(c, &m, &go);
+  ck_assert_msg(m.type == PROTO_MSG_ACK, "GOTO: error %u %s", m.error.code, m.error.message);
+  ck_assert_uint_eq(m.ack.agent, agent);
+  proto_command q;
+  memset(&q, 0, sizeof q);
+  q.type = PROTO_MSG_QUERY;
+  q.request_id = 35;
+  q.query.agent = agent;
+  admin_send(c, &m, &q);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ACK);
+  ck_assert_uint_eq(m.ack.query.behaviour, PROTO_BEHAVIOUR_GOTO);
+  /* No such agent: NO_SUCH_AGENT, field "agent". */
+  go.request_id = 36;
+  go.set_behaviour.agent = 77;
+  admin_send(c, &m, &go);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ERROR);
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_NO_SUCH_AGENT);
+  ck_assert_str_eq(m.error.field, "agent");
+  /* 45 at once: no more than 20 a second are run (the commands above count), the rest RATE_LIMITED. */
+  uint32_t limited = 0, missing = 0;
+  for (uint32_t i = 0; i < 45; i++) {
+    rm.request_id = 100 + i;
+    rm.remove_obstacle.id = 5000 + i;
+    admin_send(c, &m, &rm);
+    ck_assert_uint_eq(m.type, PROTO_MSG_ERROR);
+    limited += m.error.code == PROTO_ERR_RATE_LIMITED;
+    missing += m.error.code == PROTO_ERR_NO_SUCH_OBSTACLE;
+  }
+  ck_assert_uint_eq(limited + missing, 45);
+  ck_assert_uint_le(missing, 40); /* the 45 span two seconds at most */
+  ck_assert_uint_ge(missing, 1);
+  ws_close(c);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+  /* A controller's view (--anonymous-role controller): FORBIDDEN, the map unchanged. */
+  start(&p, NULL);
+  c = ws_open(p.http_port);
+  ws_send(c, &h);
+  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  expect_role(c, "controller");
+  add.request_id = 41;
+  admin_send(c, &m, &add);
+  ck_assert_uint_eq(m.type, PROTO_MSG_ERROR);
+  ck_assert_uint_eq(m.error.code, PROTO_ERR_FORBIDDEN);
+  ck_assert(!m.error.has_field);
+  char body[65536];
+  ck_assert_int_eq(http_get(p.http_port, "/api/map", body, sizeof body, 3000), 200);
+  ck_assert_ptr_null(strstr(body, "\"id\":900,"));
+  ws_close(c);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
 /* The next message of c, text or binary, within timeout_ms; NULL when none
  * came (the caller frees its data). */
 static ws_msg *ws_take(ws_client *c, uint32_t timeout_ms) {
@@ -753,6 +889,7 @@ int main(void) {
   tcase_add_test(tc, test_map_after_welcome_and_changes);
   tcase_add_test(tc, test_agents_message);
   tcase_add_test(tc, test_ticks_message);
+  tcase_add_test(tc, test_admin_view_commands);
   tcase_add_test(tc, test_big_map_names_api_map);
   return check_run(s);
 }

@@ -4,17 +4,19 @@
 // /api/agent for the agent clicked; EVENTs of that agent, and the STUCK and
 // UNREACHABLE of every agent in view, marked on the world and logged; each
 // agent's body to scale, coloured by behaviour or owner (the agents message);
-// the loop's work per tick as a graph (the ticks message).
+// the loop's work per tick as a graph (the ticks message); for an admin, GOTOs,
+// new obstacles and doors opened and closed from the world's canvas.
 "use strict";
 
 (() => {
-  const MSG = { HELLO: 1, QUERY: 8, PING: 9, VIEW: 10, WELCOME: 32, ACK: 33, ERROR: 34, EVENT: 35, SNAPSHOT: 36 };
+  const MSG = { HELLO: 1, SET_BEHAVIOUR: 4, QUERY: 8, PING: 9, VIEW: 10, ADD_OBSTACLE: 12, REMOVE_OBSTACLE: 13,
+    WELCOME: 32, ACK: 33, ERROR: 34, EVENT: 35, SNAPSHOT: 36 };
   const EVENT_NAMES = ["arrived", "waypoint", "path_finished", "reversed", "spawned", "despawned", "stuck",
     "planned", "replanned", "unreachable"];
   const EVENT_STUCK = 6, EVENT_UNREACHABLE = 9;
   const MARK_MS = 5000; // how long a STUCK or UNREACHABLE ring stays on its agent
   const MARK_COLOURS = { [EVENT_STUCK]: "#ffa726", [EVENT_UNREACHABLE]: "#ef5350" };
-  const VELOCITY_COLOUR = "#e040fb", SCALE_COLOUR = "#d8dee9", SELECTED_COLOUR = "#ffcc4d";
+  const VELOCITY_COLOUR = "#e040fb", SCALE_COLOUR = "#d8dee9", SELECTED_COLOUR = "#ffcc4d", OPENED_COLOUR = "#8fa1b3";
   // Bodies by behaviour (the names of PROTOCOL.md 5), by owner (the server's own, then clients by id),
   // and agents whose details have not come yet.
   const BEHAVIOUR_COLOURS = {
@@ -64,11 +66,25 @@
   let tickLog = [];               // [{tick, us: [per phase]}], oldest first
   let tickPhases = [], tickInterval = 0;
   let tickGraph = null;           // what drawTicks drew last, for tests
+  // An admin's actions: a mode for clicks and drags on the world, the obstacles this page removed
+  // (doors opened: drawn dashed, a click puts one back) and the replies to what it sent.
+  const adminEl = document.getElementById("admin");
+  const adminStatus = document.getElementById("admin-status");
+  const modeBtns = { goto: document.getElementById("mode-goto"), obstacle: document.getElementById("mode-obstacle"),
+    door: document.getElementById("mode-door") };
+  let role = "", mode = "";
+  const opened = new Map();      // id -> the obstacle as the map message had it
+  const pending = new Map();     // request id -> what was sent, until its ACK or ERROR
+  const adminLog = [];           // [{what, ok, code, message, field}], oldest first
   // Camera: world point at the canvas centre and pixels per metre.
   const cam = { x: 0, y: 0, scale: 4 };
 
+  // The request id it went with, 0 when the socket is not open.
   function send(type, body) {
-    if (ws && ws.readyState === WebSocket.OPEN) ws.send(MsgPack.encode([type, nextRequest++, body]));
+    if (!ws || ws.readyState !== WebSocket.OPEN) return 0;
+    const id = nextRequest++;
+    ws.send(MsgPack.encode([type, id, body]));
+    return id;
   }
 
   function connect() {
@@ -114,6 +130,7 @@
         break;
       case MSG.ACK:
         if (m[2] === MSG.QUERY && m[3].agent === selected) showReport(m[3]);
+        adminReply(m[1], null);
         break;
       case MSG.EVENT: // [35, tick, code, agent, data]
         if (m[3] === selected) addEvent(eventsEl, m[1], m[2], m[4]);
@@ -123,9 +140,9 @@
           addEvent(logEl, m[1], m[2], m[4], m[3]);
         }
         break;
-      case MSG.ERROR:
+      case MSG.ERROR: // [34, request_id, code, message, field]
         if (m[2] === 15 || m[2] === 16) askToken(m[3]);
-        else statusEl.textContent = "error " + m[2] + ": " + m[3];
+        else if (!adminReply(m[1], { code: m[2], message: m[3], field: m[4] })) statusEl.textContent = "error " + m[2] + ": " + m[3];
         break;
     }
   }
@@ -179,6 +196,11 @@
     if (m.type === "agents") {
       if (paused) return; // the picture stands still: colours too (the next one comes within a second)
       details = new Map(m.agents.map(([id, r, behaviour, owner]) => [id, { r, behaviour, owner }]));
+      return;
+    }
+    if (m.type === "session") {
+      role = m.role;
+      adminEl.style.display = role === "admin" ? "" : "none";
       return;
     }
     if (m.type === "ticks") {
@@ -247,6 +269,7 @@
   function setMap(m) {
     const first = !map;
     map = m;
+    for (const o of m.obstacles) opened.delete(o.id); // put back, by this page or another
     if (first && !moved) fitEverything();
   }
 
@@ -306,13 +329,17 @@
 
   let drag = null;
   canvas.addEventListener("mousedown", (e) => {
-    drag = { x: e.clientX, y: e.clientY, moved: false };
+    drag = { x: e.clientX, y: e.clientY, moved: false, from: [e.clientX, e.clientY], to: [e.clientX, e.clientY] };
   });
   window.addEventListener("mousemove", (e) => {
     if (!drag) return;
     const dx = (e.clientX - drag.x) * devicePixelRatio, dy = (e.clientY - drag.y) * devicePixelRatio;
     if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
     if (!drag.moved) return;
+    if (mode === "obstacle") { // the drag draws the rectangle instead of panning
+      drag.to = [e.clientX, e.clientY];
+      return;
+    }
     cam.x -= dx / cam.scale;
     cam.y += dy / cam.scale;
     moved = true;
@@ -321,9 +348,20 @@
     sendView();
   });
   window.addEventListener("mouseup", (e) => {
-    if (drag && !drag.moved) pick(e.clientX * devicePixelRatio, e.clientY * devicePixelRatio);
+    const d = drag;
     drag = null;
+    if (!d) return;
+    const sx = e.clientX * devicePixelRatio, sy = e.clientY * devicePixelRatio;
+    if (mode === "obstacle" && d.moved) addRectangle(d.from, [e.clientX, e.clientY]);
+    else if (!d.moved && mode === "goto" && !nearest(sx, sy)) sendGoto(toWorld(sx, sy));
+    else if (!d.moved && mode === "door") toggleDoor(toWorld(sx, sy));
+    else if (!d.moved) pick(sx, sy);
   });
+  for (const [name, btn] of Object.entries(modeBtns))
+    btn.addEventListener("click", () => {
+      mode = mode === name ? "" : name;
+      for (const [n, b] of Object.entries(modeBtns)) b.classList.toggle("on", mode === n);
+    });
   canvas.addEventListener("wheel", (e) => {
     e.preventDefault();
     const [wx, wy] = toWorld(e.clientX * devicePixelRatio, e.clientY * devicePixelRatio);
@@ -365,6 +403,125 @@
     showVelocities = !showVelocities;
     velocityBtn.classList.toggle("on", showVelocities);
   });
+
+  // ---- an admin's actions ----
+
+  // undo: what to forget if the server refuses it.
+  function adminSend(type, body, what, undo = null) {
+    const id = send(type, body);
+    if (id) pending.set(id, { what, undo });
+    adminStatus.textContent = what + " …";
+  }
+
+  // The reply to one of adminSend's commands (err null: its ACK); false for any other.
+  function adminReply(id, err) {
+    const sent = pending.get(id);
+    if (sent === undefined) return false;
+    pending.delete(id);
+    const what = sent.what;
+    if (err && sent.undo) sent.undo();
+    adminLog.push({ what, ok: !err, ...(err || {}) });
+    adminStatus.textContent = what + (err ? ": error " + err.code + ": " + err.message : ": done");
+    return true;
+  }
+
+  function sendGoto([x, y]) {
+    if (!selected) {
+      adminStatus.textContent = "goto: click an agent first, then the ground";
+      return;
+    }
+    adminSend(MSG.SET_BEHAVIOUR, { agent: selected, behaviour: { kind: "goto", target: [x, y] } },
+      "goto " + selected + " to (" + x.toFixed(1) + ", " + y.toFixed(1) + ")");
+  }
+
+  // A new obstacle's id: past every id the page knows.
+  function freeId() {
+    let most = 0;
+    for (const o of map ? map.obstacles : []) most = Math.max(most, o.id);
+    for (const id of opened.keys()) most = Math.max(most, id);
+    return most + 1;
+  }
+
+  // The rectangle between two client points, counter-clockwise in the world.
+  function addRectangle(a, b) {
+    const [x0, y0] = toWorld(a[0] * devicePixelRatio, a[1] * devicePixelRatio);
+    const [x1, y1] = toWorld(b[0] * devicePixelRatio, b[1] * devicePixelRatio);
+    const lx = Math.min(x0, x1), hx = Math.max(x0, x1), ly = Math.min(y0, y1), hy = Math.max(y0, y1);
+    if (hx - lx < 0.2 || hy - ly < 0.2) {
+      adminStatus.textContent = "add obstacle: drag a rectangle of 0.2 m or more each way";
+      return;
+    }
+    const id = freeId();
+    adminSend(MSG.ADD_OBSTACLE, { id, type: "polygon", points: [[lx, ly], [hx, ly], [hx, hy], [lx, hy]] },
+      "add obstacle " + id);
+  }
+
+  // The topmost obstacle of the map under a world point (a wall within 6 px), or null.
+  function obstacleAt(x, y, list) {
+    const reach = Math.max(0.25, (6 * devicePixelRatio) / cam.scale);
+    let hit = null;
+    for (const o of list) {
+      const p = o.points_m;
+      if (o.kind === "circle") {
+        if (Math.hypot(x - p[0][0], y - p[0][1]) <= o.radius_m) hit = o;
+      } else if (o.kind === "polygon") {
+        let inside = false;
+        for (let i = 0, j = p.length - 1; i < p.length; j = i++)
+          if (p[i][1] > y !== p[j][1] > y && x < ((p[j][0] - p[i][0]) * (y - p[i][1])) / (p[j][1] - p[i][1]) + p[i][0])
+            inside = !inside;
+        if (inside) hit = o;
+      } else {
+        for (let i = 1; i < p.length; i++) {
+          const [ax, ay] = p[i - 1], [bx, by] = p[i], len2 = (bx - ax) ** 2 + (by - ay) ** 2;
+          const t = len2 ? Math.max(0, Math.min(1, ((x - ax) * (bx - ax) + (y - ay) * (by - ay)) / len2)) : 0;
+          if (Math.hypot(x - ax - t * (bx - ax), y - ay - t * (by - ay)) <= reach) hit = o;
+        }
+      }
+    }
+    return hit;
+  }
+
+  // A door: an obstacle clicked is removed (and remembered); a removed one clicked is put back.
+  function toggleDoor([x, y]) {
+    const shut = map ? obstacleAt(x, y, map.obstacles) : null;
+    if (shut) {
+      opened.set(shut.id, shut);
+      adminSend(MSG.REMOVE_OBSTACLE, { id: shut.id }, "open door " + shut.id, () => opened.delete(shut.id));
+      return;
+    }
+    const open = obstacleAt(x, y, [...opened.values()]);
+    if (!open) {
+      adminStatus.textContent = "door: click an obstacle to remove it, or a dashed one to put it back";
+      return;
+    }
+    const body = open.kind === "circle" ? { id: open.id, type: "circle", center: open.points_m[0], radius: open.radius_m }
+      : { id: open.id, type: open.kind, points: open.points_m };
+    adminSend(MSG.ADD_OBSTACLE, body, "close door " + open.id);
+  }
+
+  function drawAdmin() {
+    ctx.save();
+    ctx.setLineDash([6, 4]);
+    ctx.strokeStyle = OPENED_COLOUR;
+    ctx.lineWidth = 2;
+    for (const o of opened.values()) {
+      ctx.beginPath();
+      if (o.kind === "circle") {
+        const [cx, cy] = toScreen(o.points_m[0][0], o.points_m[0][1]);
+        ctx.arc(cx, cy, o.radius_m * cam.scale, 0, 2 * Math.PI);
+      } else {
+        o.points_m.forEach(([x, y], i) => (i ? ctx.lineTo(...toScreen(x, y)) : ctx.moveTo(...toScreen(x, y))));
+        if (o.kind === "polygon") ctx.closePath();
+      }
+      ctx.stroke();
+    }
+    if (drag && drag.moved && mode === "obstacle") {
+      const [ax, ay] = drag.from.map((v) => v * devicePixelRatio), [bx, by] = drag.to.map((v) => v * devicePixelRatio);
+      ctx.strokeStyle = SELECTED_COLOUR;
+      ctx.strokeRect(Math.min(ax, bx), Math.min(ay, by), Math.abs(bx - ax), Math.abs(by - ay));
+    }
+    ctx.restore();
+  }
 
   // ---- the inspector ----
 
@@ -484,6 +641,7 @@
       ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
     }
     if (map) drawMap(map);
+    drawAdmin();
     if (detail) drawDetail(detail);
     const r = Math.max(6, 0.6 * cam.scale);
     const counts = new Map();
@@ -659,13 +817,20 @@
     obstacles: () => (map ? map.obstacles.length : 0),
     map: () => map,
     toScreen: (x, y) => toScreen(x, y).map((v) => v / devicePixelRatio),
+    toWorld: (x, y) => toWorld(x * devicePixelRatio, y * devicePixelRatio),
+    world: () => (welcome ? [welcome.world_min, welcome.world_max] : null),
     scaleBar: () => (scaleBar ? { ...scaleBar } : null),
     fitting: () => fitPending > 0, // "fit everything" waits for its whole-world snapshot
     marks: () => [...marks].map(([id, m]) => ({ id, code: m.code })),
     details: () => [...details].map(([id, d]) => ({ id, ...d })),
-    routeShown: () => detail !== null, // the selected agent's /api/agent has come and is drawn
+    routeShown: () => detail !== null,
+    route: () => (detail && detail.path_m ? detail.path_m.map((p) => [...p]) : null), // the selected agent's /api/agent has come and is drawn
     colourOf: (id) => colourOf(id)[0],
     colours: () => [...new Set([...Object.values(BEHAVIOUR_COLOURS), ...OWNER_COLOURS, UNKNOWN_COLOUR])],
+    role: () => role,
+    mode: () => mode,
+    adminLog: () => adminLog.map((e) => ({ ...e })),
+    opened: () => [...opened.keys()],
     ticks: () => tickLog.map((t) => ({ tick: t.tick, us: [...t.us] })),
     tickPhases: () => [...tickPhases],
     tickGraph: () => (tickGraph ? { ...tickGraph } : null),

@@ -28,6 +28,8 @@ const OBSTACLE_RGB = [0x2b, 0x36, 0x45]; // and fills obstacles with #2b3645
 const VELOCITY_RGB = [0xe0, 0x40, 0xfb]; // velocity vectors #e040fb
 const SCALE_RGB = [0xd8, 0xde, 0xe9]; // the scale bar #d8dee9
 const UNREACHABLE_RGB = [0xef, 0x53, 0x50]; // the ring of an agent UNREACHABLE #ef5350
+const ROUTE_RGBS = [[0x9c, 0xcc, 0x65], [0xff, 0xcc, 0x4d]]; // a route's nodes #9ccc65, the one aimed at #ffcc4d
+const OPENED_RGB = [0x8f, 0xa1, 0xb3]; // an obstacle the page removed (a door opened), dashed #8fa1b3
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
@@ -469,6 +471,92 @@ async function main() {
         }
       check(ring > 30, "a red ring round agent " + id + " (" + ring + " pixels)");
     }
+    // An admin's actions (on loopback without a secret the view is an admin): a GOTO by clicking
+    // the ground, an obstacle by dragging a rectangle, a door opened and closed by clicking it.
+    {
+      await waitFor(page, () => window.steerdView.role() === "admin" &&
+        getComputedStyle(document.getElementById("admin")).display !== "none", "the view is an admin's: its actions show");
+      // Places in the world clear of agents (60 px) and obstacles (a 50 px box), off the panels.
+      const places = await page.evaluate(() => {
+        const v = window.steerdView, all = v.agents(), [lo, hi] = v.world(), out = [];
+        const boxes = v.map().obstacles.map((o) => {
+          const pts = o.kind === "circle" ? [[o.points_m[0][0] - o.radius_m, o.points_m[0][1] - o.radius_m],
+            [o.points_m[0][0] + o.radius_m, o.points_m[0][1] + o.radius_m]] : o.points_m;
+          const s = pts.map(([x, y]) => v.toScreen(x, y));
+          return [Math.min(...s.map((p) => p[0])), Math.min(...s.map((p) => p[1])), Math.max(...s.map((p) => p[0])),
+            Math.max(...s.map((p) => p[1]))];
+        });
+        for (let y = 220; y < innerHeight - 160; y += 10)
+          for (let x = 80; x < innerWidth - 340; x += 10) {
+            const [wx, wy] = v.toWorld(x, y), [ax, ay] = v.toWorld(x - 50, y + 50), [bx, by] = v.toWorld(x + 50, y - 50);
+            if (ax < lo[0] || ay < lo[1] || bx > hi[0] || by > hi[1]) continue;
+            if (all.some((p) => Math.hypot(p.screen[0] - x, p.screen[1] - y) < 60)) continue;
+            if (boxes.some((b) => b[0] < x + 50 && b[2] > x - 50 && b[1] < y + 50 && b[3] > y - 50)) continue;
+            if (out.every((q) => Math.hypot(q.x - x, q.y - y) > 150)) out.push({ x, y, wx, wy });
+          }
+        return out;
+      });
+      check(places.length >= 2, "two clear places on the screen (" + places.length + ")");
+      const [spot, box] = places;
+      const adminDone = (what) => waitFor(page, (w) => window.steerdView.adminLog().some((e) => e.what.startsWith(w) && e.ok),
+        "the server ACKs the view's " + what, 5000, what);
+      // GOTO: the selected agent's route is planned to the point clicked, and drawn to it.
+      const sel = Number(await page.evaluate(() => document.getElementById("inspector-id").textContent));
+      check(sel > 0, "an agent is selected (" + sel + ")");
+      await page.click("#mode-goto");
+      await page.mouse.click(spot.x, spot.y);
+      await adminDone("goto " + sel);
+      await waitFor(page, (a) => {
+        const r = window.steerdView.route(), d = window.steerdView.details().find((x) => x.id === a.sel);
+        return d && d.behaviour === "goto" && r && Math.hypot(r[r.length - 1][0] - a.wx, r[r.length - 1][1] - a.wy) < 0.6;
+      }, "agent " + sel + " goes by GOTO to the point clicked (" + spot.wx.toFixed(1) + ", " + spot.wy.toFixed(1) + ")",
+      10000, { sel, wx: spot.wx, wy: spot.wy });
+      await sleep(100);
+      {
+        const end = await page.evaluate(() => { const r = window.steerdView.route(); return window.steerdView.toScreen(...r[r.length - 1]); });
+        const png = decodePng(await page.screenshot());
+        const n = Math.max(...ROUTE_RGBS.map((c) => patchMatches(png, end[0], end[1], c)));
+        check(n >= 10, "the route's last node is drawn where the click was (" + n + "/25 pixels)");
+      }
+      await page.click("#mode-goto");
+      // A rectangle dragged: a new polygon of the map, drawn filled.
+      await page.click("#mode-obstacle");
+      await page.mouse.move(box.x - 25, box.y - 25);
+      await page.mouse.down();
+      await page.mouse.move(box.x + 25, box.y + 25, { steps: 5 });
+      await page.mouse.up();
+      await adminDone("add obstacle");
+      const added = await page.evaluate(() => Number(/add obstacle (\d+)/.exec(window.steerdView.adminLog().slice(-1)[0].what)[1]));
+      await waitFor(page, (id) => window.steerdView.map().obstacles.some((o) => o.id === id && o.kind === "polygon" &&
+        o.points_m.length === 4), "obstacle " + added + " is in the map the server sends", 5000, added);
+      await sleep(100);
+      const filled = () => page.screenshot().then((b) => patchMatches(decodePng(b), box.x, box.y, OBSTACLE_RGB));
+      let n = await filled();
+      check(n >= 20, "it is drawn filled where it was dragged (" + n + "/25 pixels)");
+      await page.click("#mode-obstacle");
+      // A door: clicked, the obstacle goes (a dashed outline stays); clicked again, it is back.
+      await page.click("#mode-door");
+      await page.mouse.click(box.x, box.y);
+      await adminDone("open door " + added);
+      await waitFor(page, (id) => !window.steerdView.map().obstacles.some((o) => o.id === id) &&
+        window.steerdView.opened().includes(id), "the door opens: obstacle " + added + " leaves the map", 5000, added);
+      await sleep(100);
+      {
+        const png = decodePng(await page.screenshot());
+        let dashed = 0;
+        for (let k = -25; k <= 25; k++) dashed += patchMatches(png, box.x + k, box.y - 25, OPENED_RGB) > 0;
+        n = patchMatches(png, box.x, box.y, OBSTACLE_RGB);
+        check(n === 0 && dashed >= 15, "it is no longer filled (" + n + "/25), and drawn dashed (" + dashed + " of 51 points)");
+      }
+      await page.mouse.click(box.x, box.y);
+      await adminDone("close door " + added);
+      await waitFor(page, (id) => window.steerdView.map().obstacles.some((o) => o.id === id) &&
+        !window.steerdView.opened().includes(id), "the door closes: obstacle " + added + " is back", 5000, added);
+      await sleep(100);
+      n = await filled();
+      check(n >= 20, "drawn filled again (" + n + "/25 pixels)");
+      await page.click("#mode-door");
+    }
     {
       const before = await page.evaluate(() => window.steerdView.ticks().slice(-1)[0].tick);
       await page.click("#tick-toggle");
@@ -488,6 +576,8 @@ async function main() {
     check(await page.evaluate(() => window.steerdView.agents().length === 0), "and draws no agents");
     await page.goto("http://127.0.0.1:" + server.port + "/?token=" + encodeURIComponent(token));
     await waitFor(page, () => window.steerdView.agents().length >= 20, "with an observer token it draws the world");
+    await waitFor(page, () => window.steerdView.role() === "observer" &&
+      getComputedStyle(document.getElementById("admin")).display === "none", "an observer's view shows no admin actions", 5000);
   } finally {
     await browser.close();
     if (server) await stopServer(server).catch(() => {});
