@@ -1,10 +1,9 @@
-/* http.c: see http.h. Sections: probes and metrics, the agent API, requests,
- * lifecycle, the healthcheck client. */
+/* http.c: see http.h. Sections: probes and metrics, requests (the JSON API is
+ * http_api.c), lifecycle, the healthcheck client. */
 #include "http_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <jansson.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +14,6 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "map_json.h"
 #include "metrics.h"
 
 #ifndef STEERD_VERSION
@@ -114,94 +112,6 @@ static size_t render_metrics(steerd_http *h, char *buf, size_t cap) {
   return steerd_metrics_render(buf, cap, &in);
 }
 
-/* ---- the agent API: what the view draws for the selected agent ----------------- */
-
-static json_t *vec_json(vec2 v) { return json_pack("[f,f]", (double)v.x, (double)v.y); }
-
-/* With a secret, the API wants a token of any role in ?token=. */
-static int token_ok(steerd_http *h, struct lws *wsi) {
-  if (!h->views.auth_on)
-    return 1;
-  char arg[STEERD_AUTH_MAX_TOKEN_BYTES + 8];
-  const char *token = lws_get_urlarg_by_name(wsi, "token=", arg, sizeof arg);
-  steerd_token t;
-  return token &&
-         steerd_auth_verify(&h->views.auth, token, strlen(token), (uint64_t)time(NULL), &t) == STEERD_AUTH_OK;
-}
-
-char *steerd_http_map_json(const steerd_http *h, const char *type, size_t limit, size_t *len) {
-  const steer_world *w = steerd_server_world(h->server);
-  const steer_world_config *wc = steer_world_get_config(w);
-  return steerd_map_json(steer_world_map(w), wc->min, wc->max, type, limit, len);
-}
-
-/* The map (obstacles) as JSON: what the view draws under the agents. */
-static int map_json(steerd_http *h, struct lws *wsi, char **body, size_t *len) {
-  if (!token_ok(h, wsi)) {
-    *body = strdup("a token is needed (steerd token --role observer)\n");
-    *len = *body ? strlen(*body) : 0;
-    return HTTP_STATUS_UNAUTHORIZED;
-  }
-  *body = steerd_http_map_json(h, NULL, 0, len);
-  return *body ? HTTP_STATUS_OK : HTTP_STATUS_INTERNAL_SERVER_ERROR;
-}
-
-/* 200 with the agent as JSON, or an error status with a reason. */
-static int agent_json(steerd_http *h, struct lws *wsi, char **body, size_t *len) {
-  char arg[128];
-  if (!token_ok(h, wsi)) {
-    *body = strdup("a token is needed (steerd token --role observer)\n");
-    *len = *body ? strlen(*body) : 0;
-    return HTTP_STATUS_UNAUTHORIZED;
-  }
-  const char *id_text = lws_get_urlarg_by_name(wsi, "id=", arg, sizeof arg);
-  char *end = NULL;
-  unsigned long long id = id_text ? strtoull(id_text, &end, 10) : 0;
-  steer_agent_info info;
-  const steer_world *w = steerd_server_world(h->server);
-  if (!id_text || !*id_text || *end || id > UINT32_MAX ||
-      steer_world_get(w, (steer_id)id, &info) != STEER_OK) {
-    *body = strdup("no such agent\n");
-    *len = *body ? strlen(*body) : 0;
-    return HTTP_STATUS_NOT_FOUND;
-  }
-  json_t *o = json_object();
-  json_object_set_new(o, "id", json_integer(info.id));
-  json_object_set_new(o, "tick", json_integer((json_int_t)steer_world_tick(w)));
-  json_object_set_new(o, "model", json_string(proto_model_name(info.model)));
-  uint32_t kind = info.path >= 0 ? STEER_BEHAVIOUR_FOLLOW_PATH : info.behaviour.kind;
-  const char *bname = proto_behaviour_name(kind);
-  json_object_set_new(o, "behaviour", bname ? json_string(bname) : json_null());
-  json_object_set_new(o, "owner", json_integer(info.owner));
-  json_object_set_new(o, "arrived", json_boolean(info.arrived));
-  json_object_set_new(o, "position_m", vec_json(info.state.position));
-  json_object_set_new(o, "orientation_rad", json_real(info.state.orientation));
-  json_object_set_new(o, "velocity_m_s", vec_json(info.state.velocity));
-  json_object_set_new(o, "max_speed_m_s", json_real(info.limits.max_speed));
-  const steer_target *tg = &info.behaviour.target;
-  if (tg->kind == STEER_TARGET_POINT) {
-    json_object_set_new(o, "target_m", vec_json(tg->point));
-  } else if (tg->kind == STEER_TARGET_AGENT) {
-    steer_agent_info other;
-    json_object_set_new(o, "target_agent", json_integer(tg->agent));
-    if (steer_world_get(w, tg->agent, &other) == STEER_OK)
-      json_object_set_new(o, "target_m", vec_json(other.state.position));
-  }
-  steer_path path;
-  if (info.path >= 0 && steer_world_path_get(w, info.path, &path) == STEER_OK) {
-    json_t *pts = json_array();
-    for (uint32_t i = 0; i < path.count; i++)
-      json_array_append_new(pts, vec_json(path.points[i]));
-    json_object_set_new(o, "path_m", pts);
-    json_object_set_new(o, "path_node", json_integer(info.cursor.node));
-    json_object_set_new(o, "path_mode", json_string(proto_path_mode_name(path.mode)));
-  }
-  *body = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  json_decref(o);
-  *len = *body ? strlen(*body) : 0;
-  return *body ? HTTP_STATUS_OK : HTTP_STATUS_INTERNAL_SERVER_ERROR;
-}
-
 /* ---- requests ------------------------------------------------------------------- */
 
 static int respond(struct lws *wsi, http_req *req, unsigned status, const char *type, char *body,
@@ -245,13 +155,13 @@ static int on_http(steerd_http *h, struct lws *wsi, http_req *req, const char *u
     }
     return respond(wsi, req, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
   }
-  if (strcmp(uri, "/api/agent") == 0 || strcmp(uri, "/api/map") == 0) {
-    char *body = NULL;
-    size_t len = 0;
-    int status = uri[5] == 'a' ? agent_json(h, wsi, &body, &len) : map_json(h, wsi, &body, &len);
+  char *json = NULL;
+  size_t json_len = 0;
+  int status = steerd_http_api(h, wsi, uri, &json, &json_len);
+  if (status)
     return respond(wsi, req, (unsigned)status,
-                   status == HTTP_STATUS_OK ? "application/json" : "text/plain; charset=utf-8", body, len);
-  }
+                   status == HTTP_STATUS_OK ? "application/json" : "text/plain; charset=utf-8", json,
+                   json_len);
   for (size_t i = 0; i < steerd_web_asset_count; i++) {
     const steerd_web_asset *a = &steerd_web_assets[i];
     if (strcmp(uri, a->path) == 0) {

@@ -98,6 +98,9 @@ struct steerd_http {
  * malloc'd string of *len bytes (free() it), or NULL: longer than limit (0:
  * no limit; *len > limit) or no memory (*len 0), as steerd_map_json. */
 char *steerd_http_map_json(const steerd_http *h, const char *type, size_t limit, size_t *len);
+/* /api/map, /api/agent and /api/routes (http_api.c): the status with *body
+ * (malloc'd JSON, or a text saying why) and *len; 0 when uri is none of them. */
+int steerd_http_api(steerd_http *h, struct lws *wsi, const char *uri, char **body, size_t *len);
 
 /* 1 when /healthz passes; why gets the reason otherwise. */
 int steerd_http_live(const steerd_http *h, char *why, size_t cap);

@@ -97,6 +97,128 @@ START_TEST(test_probes_and_pages) {
 }
 END_TEST
 
+/* ---- the live view's API ---------------------------------------------------------- */
+
+/* A dynamic agent at rest at (x, y), radius 0.5 m; separating from its
+ * max_neighbours nearest within 2 m (+ both radii) when max_neighbours > 0. */
+static proto_id spawn_at(steerd_client *c, float x, float y, uint8_t max_neighbours) {
+  static proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_SPAWN;
+  cmd.spawn.model = PROTO_MODEL_DYNAMIC;
+  cmd.spawn.position = proto_v2(x, y);
+  if (max_neighbours) {
+    cmd.spawn.present = PROTO_SPAWN_BEHAVIOUR;
+    proto_behaviour *b = &cmd.spawn.behaviour;
+    b->present = PROTO_BHV_SEPARATION_WEIGHT | PROTO_BHV_MAX_NEIGHBOURS;
+    b->separation_weight = 1.0f;
+    b->max_neighbours = max_neighbours;
+    b->params.present = PROTO_PARAM_SEPARATION_RADIUS;
+    b->params.v.separation_radius = 2.0f;
+  }
+  proto_server_msg reply;
+  int rc = steerd_client_command_wait(c, &cmd, 3000, &reply);
+  ck_assert_msg(rc == 0, "SPAWN: %s", steerd_client_strerror(rc));
+  return reply.ack.agent;
+}
+
+static json_t *get_json(uint16_t port, const char *path) {
+  ck_assert_int_eq(http_get(port, path, body, sizeof body, 5000), 200);
+  json_error_t err;
+  json_t *j = json_loads(body, 0, &err);
+  ck_assert_msg(j != NULL, "%s: %s", path, err.text);
+  return j;
+}
+
+/* /api/agent names the agents a separating agent reads (its max_neighbours
+ * nearest within separation_radius + its radius + the largest, nearest
+ * first) and that reach; /api/routes answers the routes and targets of the
+ * agents in a circle, and 400 without one. */
+START_TEST(test_agent_neighbours_and_routes) {
+  steerd_proc p;
+  const char *const extra[] = {"--no-demo", NULL};
+  start(&p, extra);
+  steerd_client_config cfg = steerd_client_default_config();
+  steerd_client *c = steerd_client_create(&cfg);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(steerd_client_connect(c, "127.0.0.1", p.port), 0);
+  /* Reach 2 + 0.5 + 0.5 = 3 m: those at 1.2 and 2.4 m are in it, 3.6 and 10 m not. */
+  proto_id a = spawn_at(c, 0.0f, 0.0f, 3), b1 = spawn_at(c, 1.2f, 0.0f, 0), b2 = spawn_at(c, 0.0f, -2.4f, 0);
+  spawn_at(c, 3.6f, 0.0f, 0);
+  proto_id far = spawn_at(c, 10.0f, 10.0f, 0);
+  char path[128];
+  snprintf(path, sizeof path, "/api/agent?id=%u", (unsigned)a);
+  json_t *j = get_json(p.http_port, path);
+  json_t *nb = json_object_get(j, "neighbours");
+  ck_assert_uint_eq(json_array_size(nb), 2);
+  ck_assert_int_eq(json_integer_value(json_array_get(nb, 0)), b1);
+  ck_assert_int_eq(json_integer_value(json_array_get(nb, 1)), b2);
+  ck_assert_double_eq_tol(json_real_value(json_object_get(j, "neighbour_reach_m")), 3.0, 1e-6);
+  ck_assert_double_eq_tol(json_real_value(json_object_get(j, "separation_weight")), 1.0, 1e-6);
+  ck_assert_double_eq_tol(json_real_value(json_object_get(j, "radius_m")), 0.5, 1e-6);
+  json_decref(j);
+  /* One that neither separates nor avoids reads none. */
+  snprintf(path, sizeof path, "/api/agent?id=%u", (unsigned)b1);
+  j = get_json(p.http_port, path);
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "neighbours")), 0);
+  json_decref(j);
+  /* A path and a point target: each in the routes of a circle round them, nearest first. */
+  static proto_command cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_SET_PATH;
+  cmd.set_path.agent = far;
+  proto_path *pp = &cmd.set_path.path;
+  pp->count = 3;
+  pp->points[0] = proto_v2(10.0f, 10.0f);
+  pp->points[1] = proto_v2(20.0f, 10.0f);
+  pp->points[2] = proto_v2(20.0f, 20.0f);
+  pp->radius = 1.0f;
+  pp->mode = PROTO_PATH_LOOP;
+  proto_server_msg reply;
+  ck_assert_int_eq(steerd_client_command_wait(c, &cmd, 3000, &reply), 0);
+  memset(&cmd, 0, sizeof cmd);
+  cmd.type = PROTO_MSG_SET_BEHAVIOUR;
+  cmd.set_behaviour.agent = b2;
+  cmd.set_behaviour.behaviour.kind = PROTO_BEHAVIOUR_ARRIVE;
+  cmd.set_behaviour.behaviour.present = PROTO_BHV_TARGET;
+  cmd.set_behaviour.behaviour.target = proto_v2(-30.0f, 5.0f);
+  ck_assert_int_eq(steerd_client_command_wait(c, &cmd, 3000, &reply), 0);
+  j = get_json(p.http_port, "/api/routes?x=10&y=10&r=5");
+  json_t *list = json_object_get(j, "agents");
+  ck_assert_uint_eq(json_array_size(list), 1);
+  json_t *e = json_array_get(list, 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(e, "id")), far);
+  json_t *pts = json_object_get(e, "path_m");
+  ck_assert_uint_eq(json_array_size(pts), 3);
+  ck_assert_double_eq_tol(json_real_value(json_array_get(json_array_get(pts, 2), 1)), 20.0, 1e-6);
+  ck_assert_str_eq(json_string_value(json_object_get(e, "path_mode")), "loop");
+  ck_assert(json_is_true(json_object_get(j, "complete")));
+  json_decref(j);
+  j = get_json(p.http_port, "/api/routes?x=0&y=0&r=8");
+  list = json_object_get(j, "agents");
+  ck_assert_uint_eq(json_array_size(list), 4); /* all but the far one, nearest first */
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(list, 0), "id")), a);
+  ck_assert_ptr_null(json_object_get(json_array_get(list, 0), "target_m"));
+  for (size_t i = 0; i < 4; i++) {
+    json_t *t = json_array_get(list, i);
+    if (json_integer_value(json_object_get(t, "id")) != b2)
+      continue;
+    ck_assert_double_eq_tol(json_real_value(json_array_get(json_object_get(t, "target_m"), 0)), -30.0, 1e-6);
+  }
+  json_decref(j);
+  /* Without a circle: 400, saying what it needs. */
+  static const char *const bad[] = {"/api/routes", "/api/routes?x=0&y=0", "/api/routes?x=0&y=0&r=0",
+                                    "/api/routes?x=a&y=0&r=5", "/api/routes?x=0&y=0&r=1e9"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_int_eq(http_get(p.http_port, bad[i], body, sizeof body, 5000), 400);
+    ck_assert_ptr_nonnull(strstr(body, "x=X&y=Y&r=R"));
+  }
+  steerd_client_disconnect(c, 500);
+  steerd_client_destroy(c);
+  ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
+}
+END_TEST
+
 START_TEST(test_healthcheck_command) {
   steerd_proc p;
   start(&p, NULL);
@@ -849,6 +971,7 @@ static Suite *http_suite(void) {
   Suite *s = suite_create("http");
   TCase *tc = check_tcase(s, "http", 180);
   tcase_add_test(tc, test_probes_and_pages);
+  tcase_add_test(tc, test_agent_neighbours_and_routes);
   tcase_add_test(tc, test_healthcheck_command);
   tcase_add_test(tc, test_port_in_use_refuses_to_start);
   tcase_add_test(tc, test_metrics_render);

@@ -695,6 +695,28 @@ uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radiu
   return n;
 }
 
+int steer_world_neighbours(const steer_world *w, steer_id id, steer_id *out, uint32_t max, float *reach) {
+  uint32_t d = world_dense_of(w, id);
+  if (d == NO_DENSE)
+    return -1;
+  const steer_behaviour *b = &w->behaviour[d];
+  float query = b->params.separation_radius + w->limits[d].radius + w->max_radius;
+  if (reach)
+    *reach = query;
+  if (!needs_neighbours(b))
+    return 0;
+  uint32_t cap =
+      b->max_neighbours < SEPARATION_MAX_NEIGHBOURS ? b->max_neighbours : SEPARATION_MAX_NEIGHBOURS;
+  if (cap < max)
+    max = cap;
+  if (w->grid_stale)
+    world_grid_rebuild((steer_world *)w, 0); /* as in steer_world_query_radius */
+  uint32_t n = steer_grid_nearest(&w->grid, v2(w->px[d], w->py[d]), query, d, out, NULL, max);
+  for (uint32_t i = 0; i < n; i++)
+    out[i] = w->id[out[i]];
+  return (int)n;
+}
+
 uint32_t steer_world_query_within(const steer_world *w, vec2 centre, float radius, steer_id *out,
                                   uint32_t max) {
   if (w->grid_stale)

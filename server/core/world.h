@@ -343,6 +343,15 @@ steer_world_view steer_world_get_view(const steer_world *w);
 uint32_t steer_world_query_radius(const steer_world *w, vec2 centre, float radius, steer_id *out,
                                   uint32_t max);
 
+/* The agents agent id's separation and avoidance read (steer_behaviour
+ * max_neighbours): its nearest within separation_radius + its radius + the
+ * largest radius, nearest first, at most max, for a developer's view of the
+ * crowd; *reach (may be NULL) gets that distance. 0 when it neither separates
+ * nor avoids; -1 when id is not alive. The step itself may read a set kept
+ * from an earlier tick (neighbour_period). Rebuilds the grid cache as
+ * steer_world_query_radius does. */
+int steer_world_neighbours(const steer_world *w, steer_id id, steer_id *out, uint32_t max, float *reach);
+
 /* The same agents in no particular order (the grid's cell order): cheaper. */
 uint32_t steer_world_query_within(const steer_world *w, vec2 centre, float radius, steer_id *out,
                                   uint32_t max);

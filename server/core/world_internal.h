@@ -168,6 +168,8 @@ static inline uint16_t avoid_key(const steer_behaviour *b) {
 static inline uint32_t reads_agents(const steer_behaviour *b) { return b->target.kind == STEER_TARGET_AGENT; }
 
 /* Whether an agent's behaviour reads the neighbour grid. */
+#define SEPARATION_MAX_NEIGHBOURS 32u /* max_neighbours' cap: the step's scratch arrays */
+
 static inline int needs_neighbours(const steer_behaviour *b) {
   return b->separation_weight > 0.0f || b->avoid_weight > 0.0f;
 }

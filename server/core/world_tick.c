@@ -12,8 +12,6 @@
 #include "world.h"
 #include "world_internal.h"
 
-#define SEPARATION_MAX_NEIGHBOURS 32u
-
 /* ---- the tick ------------------------------------------------------------ */
 
 void world_emit(steer_world *w, steer_id agent, uint8_t type, uint32_t node) {

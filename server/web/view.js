@@ -17,6 +17,8 @@
   const MARK_MS = 5000; // how long a STUCK or UNREACHABLE ring stays on its agent
   const MARK_COLOURS = { [EVENT_STUCK]: "#ffa726", [EVENT_UNREACHABLE]: "#ef5350" };
   const VELOCITY_COLOUR = "#e040fb", SCALE_COLOUR = "#d8dee9", SELECTED_COLOUR = "#ffcc4d", OPENED_COLOUR = "#8fa1b3";
+  const ROUTES_COLOUR = "#9575cd", NEIGHBOUR_COLOUR = "#26c6da";
+  const ROUTES_MS = 1000; // how often the routes of the agents on the screen are fetched
   // Bodies by behaviour (the names of PROTOCOL.md 5), by owner (the server's own, then clients by id),
   // and agents whose details have not come yet.
   const BEHAVIOUR_COLOURS = {
@@ -34,6 +36,7 @@
   const eventsEl = document.getElementById("events");
   const pauseBtn = document.getElementById("pause");
   const velocityBtn = document.getElementById("velocities");
+  const routesBtn = document.getElementById("routes");
   const logEl = document.getElementById("log");
   const colourBtn = document.getElementById("colour");
   const legendEl = document.getElementById("legend");
@@ -54,6 +57,7 @@
   let moved = false;              // the user panned or zoomed: a new map does not refit
   let fitPending = 0;             // fit the camera to the snapshot this many frames on (a whole-world one)
   let showVelocities = false;
+  let routes = null, routesTimer = 0; // the routes toggle: /api/routes of the agents on the screen
   let details = new Map();        // id -> {r, behaviour, owner}: the last agents message
   let colourBy = "behaviour";     // or "owner"
   let legendKey = "";
@@ -399,6 +403,25 @@
     ticksEl.style.display = shown ? "" : "none";
     tickBtn.classList.toggle("on", shown);
   });
+  // Every agent's route on the screen: fetched for the circle round the screen, at most 100 agents,
+  // nearest its centre first. Paused, they stand still.
+  function fetchRoutes() {
+    if (paused) return;
+    const r = Math.hypot(canvas.width, canvas.height) / 2 / cam.scale;
+    const q = "x=" + cam.x.toFixed(2) + "&y=" + cam.y.toFixed(2) + "&r=" + r.toFixed(2) +
+      (token ? "&token=" + encodeURIComponent(token) : "");
+    fetch("/api/routes?" + q).then((res) => (res.ok ? res.json() : null)).then((j) => {
+      if (j && routesTimer && !paused) routes = j.agents;
+    }).catch(() => {});
+  }
+  routesBtn.addEventListener("click", () => {
+    clearInterval(routesTimer);
+    routesTimer = 0;
+    routes = null;
+    if (!routesBtn.classList.toggle("on")) return;
+    fetchRoutes();
+    routesTimer = setInterval(fetchRoutes, ROUTES_MS);
+  });
   velocityBtn.addEventListener("click", () => {
     showVelocities = !showVelocities;
     velocityBtn.classList.toggle("on", showVelocities);
@@ -604,6 +627,9 @@
       ["heading", f((r.orientation * 180) / Math.PI) + "°"], ["arrived", String(r.arrived)],
       ["max speed", f(r.limits.max_speed) + " m/s"], ["tick", String(r.tick)],
     ];
+    if (detail && detail.id === r.agent && detail.neighbours)
+      rows.push(["neighbours", detail.neighbours.length + " within " + f(detail.neighbour_reach_m) + " m (separation " +
+        f(detail.separation_weight) + ", avoidance " + f(detail.avoid_weight) + ")"]);
     fieldsEl.textContent = "";
     for (const [k, v] of rows) {
       const tr = fieldsEl.insertRow();
@@ -642,7 +668,9 @@
     }
     if (map) drawMap(map);
     drawAdmin();
+    if (routes) drawRoutes(routes);
     if (detail) drawDetail(detail);
+    if (detail && detail.neighbours) drawNeighbours(detail, now);
     const r = Math.max(6, 0.6 * cam.scale);
     const counts = new Map();
     let inView = 0;
@@ -802,6 +830,58 @@
     }
   }
 
+  // Other agents' routes and targets, thin (the selected agent's is drawDetail's).
+  function drawRoutes(list) {
+    ctx.save();
+    ctx.strokeStyle = ROUTES_COLOUR;
+    ctx.lineWidth = 1.5;
+    for (const r of list) {
+      if (r.id === selected) continue;
+      const a = agents.get(r.id);
+      ctx.beginPath();
+      if (r.path_m && r.path_m.length) {
+        const rest = r.path_mode === "loop" || r.path_node === undefined ? r.path_m : r.path_m.slice(r.path_node);
+        if (a) ctx.moveTo(...toScreen(a.x, a.y));
+        rest.forEach(([x, y], i) => (i || a ? ctx.lineTo(...toScreen(x, y)) : ctx.moveTo(...toScreen(x, y))));
+      } else if (r.target_m && a) {
+        ctx.moveTo(...toScreen(a.x, a.y));
+        ctx.lineTo(...toScreen(r.target_m[0], r.target_m[1]));
+      }
+      ctx.stroke();
+      if (r.target_m) {
+        const [tx, ty] = toScreen(r.target_m[0], r.target_m[1]);
+        ctx.strokeRect(tx - 4, ty - 4, 8, 8);
+      }
+    }
+    ctx.restore();
+  }
+
+  // The selected agent's neighbours, a line to each, inside the dashed circle they are taken from.
+  function drawNeighbours(d, now) {
+    const a = agents.get(selected);
+    if (!a) return;
+    const [sx, sy] = toScreen(...predict(a, now));
+    ctx.save();
+    ctx.strokeStyle = NEIGHBOUR_COLOUR;
+    ctx.lineWidth = 2;
+    for (const id of d.neighbours) {
+      const b = agents.get(id);
+      if (!b) continue;
+      ctx.beginPath();
+      ctx.moveTo(sx, sy);
+      ctx.lineTo(...toScreen(...predict(b, now)));
+      ctx.stroke();
+    }
+    if (d.neighbour_reach_m > 0 && (d.separation_weight > 0 || d.avoid_weight > 0)) {
+      ctx.setLineDash([4, 4]);
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      ctx.arc(sx, sy, d.neighbour_reach_m * cam.scale, 0, 2 * Math.PI);
+      ctx.stroke();
+    }
+    ctx.restore();
+  }
+
   window.addEventListener("resize", () => {
     resize();
     sendView();
@@ -824,7 +904,9 @@
     marks: () => [...marks].map(([id, m]) => ({ id, code: m.code })),
     details: () => [...details].map(([id, d]) => ({ id, ...d })),
     routeShown: () => detail !== null,
-    route: () => (detail && detail.path_m ? detail.path_m.map((p) => [...p]) : null), // the selected agent's /api/agent has come and is drawn
+    route: () => (detail && detail.path_m ? detail.path_m.map((p) => [...p]) : null),
+    neighbours: () => (detail && detail.neighbours ? [...detail.neighbours] : null),
+    routes: () => (routes ? routes.map((r) => ({ ...r })) : null), // the selected agent's /api/agent has come and is drawn
     colourOf: (id) => colourOf(id)[0],
     colours: () => [...new Set([...Object.values(BEHAVIOUR_COLOURS), ...OWNER_COLOURS, UNKNOWN_COLOUR])],
     role: () => role,

@@ -30,6 +30,8 @@ const SCALE_RGB = [0xd8, 0xde, 0xe9]; // the scale bar #d8dee9
 const UNREACHABLE_RGB = [0xef, 0x53, 0x50]; // the ring of an agent UNREACHABLE #ef5350
 const ROUTE_RGBS = [[0x9c, 0xcc, 0x65], [0xff, 0xcc, 0x4d]]; // a route's nodes #9ccc65, the one aimed at #ffcc4d
 const OPENED_RGB = [0x8f, 0xa1, 0xb3]; // an obstacle the page removed (a door opened), dashed #8fa1b3
+const ROUTES_RGB = [0x95, 0x75, 0xcd]; // other agents' routes and targets #9575cd
+const NEIGHBOUR_RGB = [0x26, 0xc6, 0xda]; // the selected agent's neighbours #26c6da
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
@@ -442,6 +444,22 @@ async function main() {
         "velocities toggle on and off (" + before + ", " + on + ", " + off + " velocity-coloured pixels)");
     }
 
+    // Routes: none in their colour until the toggle, then those of the agents on the screen.
+    {
+      const skip = await panels(page);
+      const before = agentPixels(decodePng(await page.screenshot()), ROUTES_RGB, skip).size;
+      await page.click("#routes");
+      await waitFor(page, () => (window.steerdView.routes() || []).filter((r) => r.path_m).length >= 10,
+        "the routes of the agents on the screen arrive (/api/routes)", 5000);
+      await sleep(200);
+      const on = agentPixels(decodePng(await page.screenshot()), ROUTES_RGB, skip).size;
+      await page.click("#routes");
+      await sleep(300);
+      const off = agentPixels(decodePng(await page.screenshot()), ROUTES_RGB, skip).size;
+      check(before === 0 && on > 200 && off === 0,
+        "routes toggle on and off (" + before + ", " + on + ", " + off + " route-coloured pixels)");
+    }
+
     // An agent sent to a point walled in: UNREACHABLE, ringed on the world and logged by name.
     {
       const spawned = await clientShell(server.gamePort, [
@@ -556,6 +574,37 @@ async function main() {
       n = await filled();
       check(n >= 20, "drawn filled again (" + n + "/25 pixels)");
       await page.click("#mode-door");
+    }
+    // The selected agent's neighbours: an avoider with two agents within its reach (0.5 m bodies,
+    // separation_radius 2 m: 3 m; at 1.4 and 2 m, so a gap shows the lines) and one beyond (10 m);
+    // clicked, a line to each of the two.
+    {
+      const out = await clientShell(server.gamePort, ["spawn --model dynamic --x -60 --y -60",
+        "spawn --model dynamic --x -58.6 --y -60", "spawn --model dynamic --x -60 --y -62",
+        "spawn --model dynamic --x -50 --y -60"], /^\d+\n\d+\n\d+\n\d+$/m);
+      const [a, b, c] = out.match(/^\d+$/gm).map(Number);
+      await clientShell(server.gamePort, ["params " + a + ' --set "avoid_weight=1"'], /parameters set/);
+      await waitFor(page, (id) => window.steerdView.agents().some((p) => p.id === id), "agent " + a + " arrives", 5000, a);
+      for (let i = 0; i < 6; i++) {
+        const at = await page.evaluate((id) => window.steerdView.agents().find((p) => p.id === id).screen, a);
+        await page.mouse.move(at[0], at[1]);
+        await page.mouse.wheel(0, -400);
+        await sleep(60);
+      }
+      await sleep(400);
+      const at = await page.evaluate((id) => window.steerdView.agents().find((p) => p.id === id).screen, a);
+      await page.mouse.click(at[0], at[1]);
+      await waitFor(page, (w) => JSON.stringify(window.steerdView.neighbours()) === JSON.stringify(w),
+        "agent " + a + "'s neighbours are " + b + " and " + c + ", nearest first", 5000, [b, c]);
+      await sleep(200);
+      const [pa, pb, pc] = await page.evaluate((ids) => ids.map((id) => window.steerdView.agents().find((p) => p.id === id).screen), [a, b, c]);
+      const png = decodePng(await page.screenshot());
+      const mid = (p, q, t) => [p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1])];
+      const line = (q) => [0.45, 0.5, 0.55].map((t) => patchMatches(png, ...mid(pa, q, t), NEIGHBOUR_RGB)).reduce((x, y) => x + y, 0);
+      const toB = line(pb), toC = line(pc);
+      check(toB > 0 && toC > 0, "a line to each neighbour (" + toB + ", " + toC + " pixels at their middles)");
+      await waitFor(page, () => /neighbours2 within 3\.00 m \(separation 0\.00, avoidance 1\.00\)/.test(
+        document.getElementById("inspector-fields").textContent), "the inspector says how many, within what and why", 5000);
     }
     {
       const before = await page.evaluate(() => window.steerdView.ticks().slice(-1)[0].tick);
