@@ -528,14 +528,7 @@
     ctx.strokeStyle = OPENED_COLOUR;
     ctx.lineWidth = 2;
     for (const o of opened.values()) {
-      ctx.beginPath();
-      if (o.kind === "circle") {
-        const [cx, cy] = toScreen(o.points_m[0][0], o.points_m[0][1]);
-        ctx.arc(cx, cy, o.radius_m * cam.scale, 0, 2 * Math.PI);
-      } else {
-        o.points_m.forEach(([x, y], i) => (i ? ctx.lineTo(...toScreen(x, y)) : ctx.moveTo(...toScreen(x, y))));
-        if (o.kind === "polygon") ctx.closePath();
-      }
+      traceObstacle(o);
       ctx.stroke();
     }
     if (drag && drag.moved && mode === "obstacle") {
@@ -776,24 +769,25 @@
     ctx.stroke();
   }
 
+  // An obstacle of the map message as the canvas' current path.
+  function traceObstacle(o) {
+    ctx.beginPath();
+    if (o.kind === "circle") {
+      const [cx, cy] = toScreen(o.points_m[0][0], o.points_m[0][1]);
+      ctx.arc(cx, cy, o.radius_m * cam.scale, 0, 2 * Math.PI);
+      return;
+    }
+    o.points_m.forEach(([x, y], i) => (i ? ctx.lineTo(...toScreen(x, y)) : ctx.moveTo(...toScreen(x, y))));
+    if (o.kind === "polygon") ctx.closePath();
+  }
+
   // Polygons filled, circles filled, walls as lines.
   function drawMap(m) {
     ctx.fillStyle = "#2b3645";
     ctx.strokeStyle = "#56657a";
     ctx.lineWidth = 2;
     for (const o of m.obstacles) {
-      ctx.beginPath();
-      if (o.kind === "circle") {
-        const [cx, cy] = toScreen(o.points_m[0][0], o.points_m[0][1]);
-        ctx.arc(cx, cy, o.radius_m * cam.scale, 0, 2 * Math.PI);
-      } else {
-        o.points_m.forEach(([x, y], i) => {
-          const [px, py] = toScreen(x, y);
-          if (i === 0) ctx.moveTo(px, py);
-          else ctx.lineTo(px, py);
-        });
-        if (o.kind === "polygon") ctx.closePath();
-      }
+      traceObstacle(o);
       if (o.kind !== "wall") ctx.fill();
       ctx.stroke();
     }
