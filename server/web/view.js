@@ -26,6 +26,9 @@
     velocity_match: "#dce775", face: "#bcaaa4", look_where_going: "#80deea", pursue: "#ba68c8", evade: "#ff8a65",
     interpose: "#7986cb", wander: "#aed581", follow_path: "#64b5f6", goto: "#fff176",
   };
+  // By state: from the snapshot's velocity, and the STUCK or UNREACHABLE ring it wears.
+  const STATE_COLOURS = { moving: "#66bb6a", "at rest": "#b0bec5", stuck: "#ffb300", unreachable: "#e53935" };
+  const MOVING_M_S = 0.05; // slower is at rest
   const OWNER_COLOURS = ["#90a4ae", "#4fc3f7", "#f06292", "#aed581", "#ffb74d", "#ba68c8", "#4db6ac", "#fff176", "#7986cb"];
   const UNKNOWN_COLOUR = "#ffffff";
   const canvas = document.getElementById("world");
@@ -59,7 +62,7 @@
   let showVelocities = false;
   let routes = null, routesTimer = 0; // the routes toggle: /api/routes of the agents on the screen
   let details = new Map();        // id -> {r, behaviour, owner}: the last agents message
-  let colourBy = "behaviour";     // or "owner"
+  let colourBy = "behaviour";     // or "owner", or "state"
   let legendKey = "";
   const marks = new Map();        // id -> {code, at, until}: agents recently STUCK or UNREACHABLE
   let scaleBar = null;            // what drawScale drew last, for tests
@@ -387,7 +390,7 @@
     fitEverything();
   });
   colourBtn.addEventListener("click", () => {
-    colourBy = colourBy === "behaviour" ? "owner" : "behaviour";
+    colourBy = colourBy === "behaviour" ? "owner" : colourBy === "owner" ? "state" : "behaviour";
     colourBtn.textContent = "colour: " + colourBy;
   });
   // Hovering an agent names it (the canvas' tooltip).
@@ -562,6 +565,12 @@
 
   // An agent's colour and legend entry by the current choice.
   function colourOf(id) {
+    if (colourBy === "state") {
+      const a = agents.get(id), mark = marks.get(id), t = paused ? pausedAt : performance.now();
+      const state = mark && mark.at <= t && mark.until > t ? (mark.code === EVENT_STUCK ? "stuck" : "unreachable")
+        : a && Math.hypot(a.vx, a.vy) > MOVING_M_S ? "moving" : "at rest";
+      return [STATE_COLOURS[state], state];
+    }
     const d = details.get(id);
     if (!d) return [UNKNOWN_COLOUR, "not known yet"];
     if (colourBy === "owner") return [OWNER_COLOURS[d.owner === 0 ? 0 : 1 + ((d.owner - 1) % (OWNER_COLOURS.length - 1))], ownerName(d.owner)];
@@ -885,7 +894,8 @@
   requestAnimationFrame(draw);
   // For tests and the curious: what is drawn, in world and screen coordinates.
   window.steerdView = {
-    agents: () => [...agents].map(([id, a]) => ({ id, x: a.x, y: a.y, screen: toScreen(a.x, a.y).map((v) => v / devicePixelRatio) })),
+    agents: () => [...agents].map(([id, a]) => ({ id, x: a.x, y: a.y, vx: a.vx, vy: a.vy,
+      screen: toScreen(a.x, a.y).map((v) => v / devicePixelRatio) })),
     tick: () => lastTick,
     camera: () => ({ ...cam }),
     obstacles: () => (map ? map.obstacles.length : 0),
@@ -902,7 +912,9 @@
     neighbours: () => (detail && detail.neighbours ? [...detail.neighbours] : null),
     routes: () => (routes ? routes.map((r) => ({ ...r })) : null), // the selected agent's /api/agent has come and is drawn
     colourOf: (id) => colourOf(id)[0],
-    colours: () => [...new Set([...Object.values(BEHAVIOUR_COLOURS), ...OWNER_COLOURS, UNKNOWN_COLOUR])],
+    colours: () => [...new Set([...Object.values(BEHAVIOUR_COLOURS), ...OWNER_COLOURS, ...Object.values(STATE_COLOURS),
+      UNKNOWN_COLOUR])],
+    stateColours: () => ({ ...STATE_COLOURS }),
     role: () => role,
     mode: () => mode,
     adminLog: () => adminLog.map((e) => ({ ...e })),

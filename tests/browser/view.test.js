@@ -390,6 +390,21 @@ async function main() {
       const legendOwner = await page.evaluate(() => window.steerdView.legend().map((e) => e.name));
       check(owner !== one.colour && byOwner > 0.7 * disc && legendOwner.includes("server"),
         "coloured by owner, it is " + owner + " (" + byOwner + " pixels) and the legend says server");
+      // By state: moving or at rest by the snapshot's velocity (paused, they keep it).
+      await page.click("#colour");
+      await sleep(200);
+      {
+        const [now, states, legend, all] = await page.evaluate((id) => [window.steerdView.colourOf(id),
+          window.steerdView.stateColours(), window.steerdView.legend(), window.steerdView.agents()], one.id);
+        const a = all.find((p) => p.id === one.id), want = Math.hypot(a.vx, a.vy) > 0.05 ? "moving" : "at rest";
+        const byState = discPixels(decodePng(await page.screenshot()), one.screen[0], one.screen[1], one.px, hexRgb(now));
+        const moving = all.filter((p) => Math.hypot(p.vx, p.vy) > 0.05).length;
+        const said = Object.fromEntries(legend.map((e) => [e.name, e.count]));
+        check(now === states[want] && byState > 0.7 * disc,
+          "coloured by state, it is " + want + " in " + now + " (" + byState + " pixels)");
+        check(legend.every((e) => e.name in states) && (said.moving || 0) <= moving,
+          "the legend names states only (" + legend.map((e) => e.name + " " + e.count).join(", ") + "; " + moving + " moving of " + all.length + ")");
+      }
       await page.click("#colour");
       await page.mouse.move(one.screen[0], one.screen[1]);
       await waitFor(page, (a) => document.getElementById("world").title.startsWith("agent " + a.id + " · " + a.behaviour),
