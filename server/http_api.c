@@ -101,6 +101,8 @@ static int agent_json(steerd_http *h, struct lws *wsi, char **body, size_t *len)
   const char *bname = proto_behaviour_name(kind);
   json_object_set_new(o, "behaviour", bname ? json_string(bname) : json_null());
   json_object_set_new(o, "owner", json_integer(info.owner));
+  const char *owner_name = steerd_server_owner_name(h->server, info.owner);
+  json_object_set_new(o, "owner_name", owner_name ? json_string(owner_name) : json_null());
   json_object_set_new(o, "arrived", json_boolean(info.arrived));
   json_object_set_new(o, "position_m", vec_json(info.state.position));
   json_object_set_new(o, "orientation_rad", json_real(info.state.orientation));

@@ -156,6 +156,9 @@ const steer_planner *steerd_server_planner(const steerd_server *s); /* GOTO's, f
  * are taken now, and the last one's end is logged. */
 uint32_t steerd_server_warming(steerd_server *s);
 const steerd_config *steerd_server_config(const steerd_server *s);
+/* The name owner's HELLO (or its token) gave, NULL for no such owner (0 is
+ * the server's own). */
+const char *steerd_server_owner_name(const steerd_server *s, uint32_t owner);
 uint64_t steerd_server_time_us(const steerd_server *s); /* as in snapshots */
 /* The kept periods of ticks after `after`, oldest first, at most max of the
  * newest of them, into out. Their count. */

@@ -173,6 +173,11 @@ static owner_rec *owner_by_id(steerd_server *s, uint32_t id) {
   return NULL;
 }
 
+const char *steerd_server_owner_name(const steerd_server *s, uint32_t owner) {
+  const owner_rec *o = owner_by_id((steerd_server *)s, owner);
+  return o ? o->name : NULL;
+}
+
 owner_rec *owner_by_name(steerd_server *s, const char *name) {
   for (uint32_t i = 0; i < s->owner_cap; i++)
     if (s->owners[i].id && s->owners[i].named && strcmp(s->owners[i].name, name) == 0)

@@ -156,6 +156,7 @@ START_TEST(test_agent_neighbours_and_routes) {
   ck_assert_double_eq_tol(json_real_value(json_object_get(j, "neighbour_reach_m")), 3.0, 1e-6);
   ck_assert_double_eq_tol(json_real_value(json_object_get(j, "separation_weight")), 1.0, 1e-6);
   ck_assert_double_eq_tol(json_real_value(json_object_get(j, "radius_m")), 0.5, 1e-6);
+  ck_assert_str_eq(json_string_value(json_object_get(j, "owner_name")), "steerd-client"); /* its HELLO's */
   json_decref(j);
   /* One that neither separates nor avoids reads none. */
   snprintf(path, sizeof path, "/api/agent?id=%u", (unsigned)b1);

@@ -629,6 +629,7 @@
       ["heading", f((r.orientation * 180) / Math.PI) + "°"], ["arrived", String(r.arrived)],
       ["max speed", f(r.limits.max_speed) + " m/s"], ["tick", String(r.tick)],
     ];
+    if (detail && detail.id === r.agent && detail.owner_name) rows[2][1] += " (" + detail.owner_name + ")";
     if (detail && detail.id === r.agent && detail.neighbours)
       rows.push(["neighbours", detail.neighbours.length + " within " + f(detail.neighbour_reach_m) + " m (separation " +
         f(detail.separation_weight) + ", avoidance " + f(detail.avoid_weight) + ")"]);

@@ -620,6 +620,8 @@ async function main() {
       check(toB > 0 && toC > 0, "a line to each neighbour (" + toB + ", " + toC + " pixels at their middles)");
       await waitFor(page, () => /neighbours2 within 3\.00 m \(separation 0\.00, avoidance 1\.00\)/.test(
         document.getElementById("inspector-fields").textContent), "the inspector says how many, within what and why", 5000);
+      await waitFor(page, () => /ownerclient \d+ \(steerd-client\)/.test(document.getElementById("inspector-fields").textContent),
+        "and the name its owner gave in HELLO", 5000);
     }
     {
       const before = await page.evaluate(() => window.steerdView.ticks().slice(-1)[0].tick);
