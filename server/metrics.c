@@ -171,9 +171,12 @@ static void planner(out *o, const steerd_metrics_input *in) {
   gauge(o, "steerd_plan_queue_length", "GOTO plan requests waiting in the plan queue.", pl->queued);
   gauge(o, "steerd_plan_agents", "Agents in GOTO: waiting for a route, following one, or unreachable.",
         in->plan_agents);
-  family(o, "steerd_plans_total", "counter", "GOTO plans served, by outcome (the event sent).");
+  family(
+      o, "steerd_plans_total", "counter",
+      "GOTO plans served, by outcome (the event sent; kept: a replan found the route followed, no event).");
   put(o, "steerd_plans_total{outcome=\"planned\"} %llu\n", (unsigned long long)pl->planned);
   put(o, "steerd_plans_total{outcome=\"replanned\"} %llu\n", (unsigned long long)pl->replanned);
+  put(o, "steerd_plans_total{outcome=\"kept\"} %llu\n", (unsigned long long)pl->kept);
   put(o, "steerd_plans_total{outcome=\"unreachable\"} %llu\n", (unsigned long long)pl->unreachable);
   family(o, "steerd_plan_duration_seconds", "histogram", "Time one GOTO plan took on the loop thread.");
   uint64_t below = 0;

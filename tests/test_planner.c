@@ -169,6 +169,49 @@ START_TEST(reaches_the_next_room_and_stops) {
 }
 END_TEST
 
+/* A stuck agent whose new plan is the route it follows keeps that route: no
+ * REPLANNED, the same path, the plan counted as kept. */
+START_TEST(a_replan_of_the_same_route_keeps_it_quietly) {
+  steer_world *w = rooms();
+  steer_planner *p = planner(w);
+  steer_id a = spawn(w, v2(-10.0f, 30.0f), 0.5f, STEER_MODEL_DYNAMIC);
+  ck_assert_int_eq(steer_planner_warm(p, w), 1);
+  steer_goto g = goto_point(v2(10.0f, 30.0f));
+  ck_assert_int_eq(steer_planner_goto(p, w, a, &g), 0);
+  seen s = {0};
+  run(p, w, 1, a, &s);
+  ck_assert_int_eq(s.planned, 1);
+  steer_agent_info info;
+  ck_assert_int_eq(steer_world_get(w, a, &info), 0);
+  int32_t path = info.path;
+  /* Too slow for 0.1 m of progress in 0.5 s: STUCK, and a plan again, from where it is. */
+  steer_behaviour t = info.behaviour;
+  t.stuck_time = 0.5f;
+  ck_assert_int_eq(steer_world_set_tuning(w, a, &t), 0);
+  steer_limits l = info.limits;
+  l.max_speed = 0.05f;
+  ck_assert_int_eq(steer_world_set_limits(w, a, &l), 0);
+  uint64_t plans = steer_planner_get_stats(p).plans;
+  run(p, w, 100, a, &s);
+  steer_planner_stats st = steer_planner_get_stats(p);
+  ck_assert_uint_gt(st.plans, plans);
+  ck_assert_uint_eq(st.kept, st.plans - plans);
+  ck_assert_int_eq(s.replanned, 0);
+  ck_assert_int_eq(s.unreachable, 0);
+  ck_assert_int_eq(steer_world_get(w, a, &info), 0);
+  ck_assert_int_eq(info.path, path);
+  ck_assert_int_eq(steer_planner_status(p, a, NULL), STEER_GOTO_FOLLOWING);
+  /* Free again, it goes on along the same route and arrives. */
+  l.max_speed = 4.0f;
+  ck_assert_int_eq(steer_world_set_limits(w, a, &l), 0);
+  run(p, w, 800, a, &s);
+  ck_assert_float_lt(v2_len(v2_sub(pos(w, a), g.target.point)), 0.6f);
+  ck_assert_int_eq(s.replanned, 0);
+  steer_planner_destroy(p);
+  steer_world_destroy(w);
+}
+END_TEST
+
 START_TEST(closed_door_replans_then_unreachable_then_open) {
   steer_world *w = rooms();
   steer_planner *p = planner(w);
@@ -1152,6 +1195,7 @@ static Suite *planner_suite(void) {
   Suite *s = suite_create("planner");
   TCase *tc = check_tcase(s, "core", 300);
   tcase_add_test(tc, reaches_the_next_room_and_stops);
+  tcase_add_test(tc, a_replan_of_the_same_route_keeps_it_quietly);
   tcase_add_test(tc, closed_door_replans_then_unreachable_then_open);
   tcase_add_test(tc, follows_a_moving_agent);
   tcase_add_test(tc, narrow_gap_by_radius);

@@ -639,12 +639,36 @@ static int route_room(steer_planner *p, uint32_t n) {
   return 1;
 }
 
+/* 1 when p->route[0..n) is the rest of the path r's agent follows, from
+ * the node it heads for: a replan that found the same way (the door that
+ * changed is elsewhere, the stuck agent has no better route). */
+static int same_route(const steer_planner *p, const steer_world *w, const goto_rec *r, uint32_t n) {
+  steer_agent_info now;
+  steer_path path;
+  if (r->status != STEER_GOTO_FOLLOWING || steer_world_get(w, r->id, &now) != 0 || now.path != r->path ||
+      steer_world_path_get(w, now.path, &path) != 0 || now.cursor.node + n != path.count)
+    return 0;
+  for (uint32_t i = 0; i < n; i++) {
+    vec2 d = v2_sub(p->route[i], path.points[now.cursor.node + i]);
+    if (fabsf(d.x) > STEER_PLANNER_SAME_M || fabsf(d.y) > STEER_PLANNER_SAME_M)
+      return 0;
+  }
+  return 1;
+}
+
 /* The route found for r (its points in p->route, total of them): set as the
- * agent's path, answered with PLANNED or REPLANNED. */
+ * agent's path, answered with PLANNED or REPLANNED; the route it already
+ * follows is kept as it is, without an event. */
 static void route_found(steer_planner *p, steer_world *w, goto_rec *r, uint32_t total, float length,
                         vec2 goal) {
   const steer_world_config *wc = steer_world_get_config(w);
   uint32_t n = total < wc->max_path_points ? total : wc->max_path_points;
+  if (same_route(p, w, r, n) && (n < total) == r->partial) {
+    r->goal = goal;
+    r->map_version = steer_map_version(steer_world_map(w));
+    p->stats.kept++;
+    return;
+  }
   if (steer_world_set_path(w, r->id, p->route, n, r->g.node_radius, STEER_PATH_ONCE, r->g.cornering) != 0) {
     unreachable(p, w, r);
     return;

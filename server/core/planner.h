@@ -69,7 +69,8 @@
 #define STEER_PLANNER_MAX_ROUTE                                                                              \
   1024u /* route points held at first; a longer route grows the buffer, followed in parts of max_path_points \
          */
-#define STEER_PLANNER_SNAP 2.0f /* m, how far an agent target or a start is moved to fit */
+#define STEER_PLANNER_SNAP   2.0f   /* m, how far an agent target or a start is moved to fit */
+#define STEER_PLANNER_SAME_M 0.001f /* m: a replanned route this close to the one followed is the same */
 
 typedef enum steer_plan_event_type {
   STEER_PLAN_PLANNED = 0,
@@ -218,6 +219,7 @@ typedef struct steer_planner_stats {
   uint64_t unreachable;   /* of which found no route */
   uint64_t planned;       /* of which a first route (PLANNED) */
   uint64_t replanned;     /* of which a new route (REPLANNED) */
+  uint64_t kept;          /* of which the route the agent already followed: kept, no event */
   uint64_t plan_ns;       /* time the plans served took, in all */
   /* Plans by time: bucket b counts those above bound b - 1 and at most bound
    * b (not cumulative); those above the last bound are in none. */
