@@ -104,6 +104,9 @@ static size_t render_metrics(steerd_http *h, char *buf, size_t cap) {
   in.http_refused_full = h->refused_full;
   in.http_refused_address = h->refused_address;
   in.version = STEERD_VERSION;
+  steerd_tick_work worst;
+  in.ticks_in_window = steerd_server_tick_work_max(h->server, &worst);
+  memcpy(in.tick_work_max_us, worst.us, sizeof in.tick_work_max_us);
   const steer_planner *pl = steerd_server_planner(h->server);
   in.plan = steer_planner_get_stats(pl);
   in.plan_agents = steer_planner_active(pl);

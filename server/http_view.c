@@ -50,9 +50,11 @@
 #define VIEW_AGENT_JSON       64u
 #define VIEW_AGENTS_BYTES     ((size_t)VIEW_AGENTS_MAX * VIEW_AGENT_JSON + 128u)
 
-/* The ticks message: at most STEERD_TICK_LOG periods, each at most 7
- * numbers of at most 20 digits and their separators. */
-#define VIEW_TICKS_BYTES (160u + STEERD_TICK_LOG * (3u + 7u * 21u))
+/* The ticks message: at most VIEW_TICKS_MAX periods (the newest; as many
+ * as the page graphs), each at most 7 numbers of at most 20 digits and
+ * their separators. */
+#define VIEW_TICKS_MAX   128u
+#define VIEW_TICKS_BYTES (160u + VIEW_TICKS_MAX * (3u + 7u * 21u))
 
 /* MSG_TEXT: a reply sent as a text frame (the map's, the agents' and the ticks' JSON). */
 enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1, MSG_TEXT = 2 };
@@ -300,8 +302,8 @@ static size_t encode_agents(steerd_http *h, const steer_world_view *wv, const ui
 /* The ticks message (PROTOCOL.md 15): the loop's work in each tick's period
  * since the last one sent to v, for the view's graph. */
 static void queue_ticks(steerd_http *h, http_view *v) {
-  steerd_tick_work log[STEERD_TICK_LOG];
-  uint32_t n = steerd_server_tick_log(h->server, v->ticks_sent, log, STEERD_TICK_LOG);
+  steerd_tick_work log[VIEW_TICKS_MAX];
+  uint32_t n = steerd_server_tick_log(h->server, v->ticks_sent, log, VIEW_TICKS_MAX);
   char *t = n ? (char *)q_reserve(v, VIEW_TICKS_BYTES) : NULL;
   if (!t)
     return; /* nothing new, or a full queue: these come with the next one */

@@ -100,6 +100,24 @@ static void loop_phases(out *o, const steerd_server_stats *st) {
                st->tick_late_bucket, st->ticks, st->tick_late_ns_total);
 }
 
+/* The worst tick of the last few seconds, which a scrape every 15 s would
+ * otherwise only see averaged into the counters above. */
+static void worst_tick(out *o, const steerd_metrics_input *in) {
+  uint64_t total = 0;
+  for (int p = 0; p < STEERD_LOOP_PHASES; p++)
+    total += in->tick_work_max_us[p];
+  gauge(o, "steerd_tick_work_max_seconds",
+        "The loop's most work in one tick's period (from one step to the next) among the last "
+        "steerd_tick_window_ticks.",
+        (double)total / 1e6);
+  family(o, "steerd_tick_work_max_phase_seconds", "gauge", "That period's work by phase.");
+  for (int p = 0; p < STEERD_LOOP_PHASES; p++)
+    put(o, "steerd_tick_work_max_phase_seconds{phase=\"%s\"} %.6f\n", steerd_loop_phase_name(p),
+        (double)in->tick_work_max_us[p] / 1e6);
+  gauge(o, "steerd_tick_window_ticks",
+        "Tick periods the worst one is taken from (the last 512: 17 s at 30 Hz).", in->ticks_in_window);
+}
+
 static void commands(out *o, const steerd_server_stats *st) {
   char name[32];
   family(o, "steerd_commands_total", "counter",
@@ -266,6 +284,7 @@ size_t steerd_metrics_render(char *buf, size_t cap, const steerd_metrics_input *
   gauge(&o, "steerd_agents_max", "Capacity of the world (--max-agents).", in->agents_max);
   clients(&o, in);
   loop_phases(&o, st);
+  worst_tick(&o, in);
   commands(&o, st);
   counter(&o, "steerd_commands_rate_limited_total", "Commands refused with RATE_LIMITED.", st->rate_limited);
   counter(&o, "steerd_malformed_packets_total", "Packets that did not decode (answered BAD_MESSAGE etc.).",

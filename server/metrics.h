@@ -29,6 +29,10 @@ typedef struct steerd_metrics_input {
   uint32_t plan_agents;                             /* agents in GOTO */
   uint64_t plan_builds, plan_loop_builds;           /* full graph builds, and those on the loop thread */
   const char *version;                              /* build version */
+  /* The loop's most work in one tick's period among the last STEERD_TICK_LOG
+   * (steerd_server_tick_log), by phase; ticks_in_window: how many there were. */
+  uint32_t tick_work_max_us[STEERD_LOOP_PHASES];
+  uint32_t ticks_in_window;
 } steerd_metrics_input;
 
 /* Writes the exposition into buf; returns its length, or 0 if cap is too small

@@ -377,6 +377,22 @@ static void log_tick_work(steerd_server *s) {
     w->us[p] = s->phase_ns[p] / 1000u > UINT32_MAX ? UINT32_MAX : (uint32_t)(s->phase_ns[p] / 1000u);
 }
 
+uint32_t steerd_server_tick_work_max(const steerd_server *s, steerd_tick_work *worst) {
+  uint32_t kept = s->tick_logged < STEERD_TICK_LOG ? (uint32_t)s->tick_logged : STEERD_TICK_LOG;
+  uint64_t most = 0;
+  memset(worst, 0, sizeof *worst);
+  for (uint32_t i = 0; i < kept; i++) {
+    uint64_t sum = 0;
+    for (int p = 0; p < STEERD_LOOP_PHASES; p++)
+      sum += s->tick_log[i].us[p];
+    if (sum > most || i == 0) {
+      most = sum;
+      *worst = s->tick_log[i];
+    }
+  }
+  return kept;
+}
+
 uint32_t steerd_server_tick_log(const steerd_server *s, uint64_t after, steerd_tick_work *out, uint32_t max) {
   uint64_t kept = s->tick_logged < STEERD_TICK_LOG ? s->tick_logged : STEERD_TICK_LOG;
   uint64_t first = s->tick_logged - kept;

@@ -42,7 +42,7 @@ const char *steerd_loop_phase_name(int phase);
 /* The loop's work in one tick's period, by phase: from the start of the
  * tick's step to the start of the next tick's (a stall's ticks run together
  * and share one entry, under the last of them). The live view graphs them. */
-#define STEERD_TICK_LOG 128 /* periods kept, about 4 s at 30 Hz */
+#define STEERD_TICK_LOG 512 /* periods kept: 17 s at 30 Hz, longer than a scrape interval of 15 s */
 typedef struct steerd_tick_work {
   uint64_t tick;                   /* the world's tick number, as in snapshots */
   uint32_t us[STEERD_LOOP_PHASES]; /* microseconds of each phase */
@@ -163,6 +163,8 @@ uint64_t steerd_server_time_us(const steerd_server *s); /* as in snapshots */
 /* The kept periods of ticks after `after`, oldest first, at most max of the
  * newest of them, into out. Their count. */
 uint32_t steerd_server_tick_log(const steerd_server *s, uint64_t after, steerd_tick_work *out, uint32_t max);
+/* The kept period with the most work, into *worst; how many are kept. */
+uint32_t steerd_server_tick_work_max(const steerd_server *s, steerd_tick_work *worst);
 /* QUERY's reply for agent id (PROTOCOL.md 6.8: state, limits, owner, tuning
  * and the GOTO report), the same for ENet clients and the live view. Returns
  * steer_world_get's result; r is filled only on STEER_OK. */

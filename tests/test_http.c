@@ -321,6 +321,24 @@ START_TEST(test_metrics_promtool_and_counts) {
     by_cause += metric(body, series);
   }
   ck_assert_double_eq(by_cause, metric(body, "steerd_tick_overruns_total"));
+  /* The worst tick period of the last ones: its phases add up to it, and it is no
+   * more than all the loop's time so far. */
+  double window = metric(body, "steerd_tick_window_ticks"),
+         worst = metric(body, "steerd_tick_work_max_seconds");
+  ck_assert_double_ge(window, 1);
+  ck_assert_double_le(window, 512);
+  ck_assert_double_le(window, ticks);
+  ck_assert_double_gt(worst, 0);
+  double parts = 0, loop = 0;
+  for (size_t i = 0; i < sizeof causes / sizeof causes[0]; i++) {
+    char series[96];
+    snprintf(series, sizeof series, "steerd_tick_work_max_phase_seconds{phase=\"%s\"}", causes[i]);
+    parts += metric(body, series);
+    snprintf(series, sizeof series, "steerd_loop_seconds_total{phase=\"%s\"}", causes[i]);
+    loop += metric(body, series);
+  }
+  ck_assert_double_eq_tol(parts, worst, 1e-5);
+  ck_assert_double_le(worst, loop);
   /* Every series below is exported. */
   static const char *const names[] = {"steerd_tick_overruns_total ",
                                       "steerd_ticks_skipped_total ",
