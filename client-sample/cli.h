@@ -64,6 +64,9 @@ int parse_args(int argc, char **argv, args *a);
 const char *opt_get(const args *a, const char *key);
 int check_opts(const args *a, const char *const *allowed, int npos_min, int npos_max);
 int bad_value(const args *a, const char *what, const char *v);
+/* Option --key as a float in [lo, hi] into *out (kept when the option is
+ * absent): 0, or bad_value's exit code naming it as what. */
+int opt_float(const args *a, const char *key, float lo, float hi, const char *what, float *out);
 
 /* Output and connections (steerd_client.c). */
 void print_num(FILE *f, const char *fmt, double v);

@@ -493,6 +493,13 @@ static const char *allowed_for(const char *what, char *buf, size_t cap) {
   return NULL;
 }
 
+int opt_float(const args *a, const char *key, float lo, float hi, const char *what, float *out) {
+  const char *v = opt_get(a, key);
+  if (v != NULL && (parse_float(v, out) != 0 || !(*out >= lo && *out <= hi)))
+    return bad_value(a, what, v);
+  return 0;
+}
+
 int bad_value(const args *a, const char *what, const char *v) {
   char buf[200];
   const char *allowed = allowed_for(what, buf, sizeof buf);

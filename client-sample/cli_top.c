@@ -3,6 +3,7 @@
  * agents in motion, the snapshots' rate and spacing, what arrives per second,
  * the round trip, the events by kind and the agents last STUCK or
  * UNREACHABLE. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,11 +104,9 @@ int cmd_top(const args *a) {
   if (check_opts(a, allowed, 0, 0) != 0)
     return EXIT_USAGE;
   float seconds = 0.0f, interval = 1.0f;
-  const char *ss = opt_get(a, "seconds"), *is = opt_get(a, "interval");
-  if (ss != NULL && (parse_float(ss, &seconds) != 0 || seconds < 0.0f))
-    return bad_value(a, "--seconds", ss);
-  if (is != NULL && (parse_float(is, &interval) != 0 || interval < 0.1f || interval > 3600.0f))
-    return bad_value(a, "--interval (0.1 to 3600 s)", is);
+  int bad = opt_float(a, "seconds", 0.0f, FLT_MAX, "--seconds", &seconds);
+  if (bad || (bad = opt_float(a, "interval", 0.1f, 3600.0f, "--interval (0.1 to 3600 s)", &interval)) != 0)
+    return bad;
   memset(&g_top, 0, sizeof g_top);
   steerd_client_callbacks cb;
   memset(&cb, 0, sizeof cb);

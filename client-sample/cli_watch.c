@@ -1,6 +1,7 @@
 /* cli_watch.c: steerd-client watch: snapshots and events as JSON lines, or
  * interpolated states, for a while. */
 #include <errno.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,12 +122,9 @@ static int cmd_watch_interp(const args *a) {
   if (vr != 0)
     return vr;
   float seconds = 0.0f, rate = 30.0f;
-  const char *ss = opt_get(a, "seconds");
-  if (ss != NULL && (parse_float(ss, &seconds) != 0 || seconds < 0.0f))
-    return bad_value(a, "--seconds", ss);
-  const char *rs = opt_get(a, "rate");
-  if (rs != NULL && (parse_float(rs, &rate) != 0 || rate < 1.0f || rate > 1000.0f))
-    return bad_value(a, "--rate", rs);
+  int bad = opt_float(a, "seconds", 0.0f, FLT_MAX, "--seconds", &seconds);
+  if (bad || (bad = opt_float(a, "rate", 1.0f, 1000.0f, "--rate", &rate)) != 0)
+    return bad;
   steerd_client_callbacks cb;
   memset(&cb, 0, sizeof cb);
   cb.on_event = interp_on_event;
@@ -223,9 +221,9 @@ int cmd_watch(const args *a) {
   if (check_opts(a, allowed, 0, 0) != 0)
     return EXIT_USAGE;
   float seconds = 0.0f;
-  const char *ss = opt_get(a, "seconds");
-  if (ss != NULL && (parse_float(ss, &seconds) != 0 || seconds < 0.0f))
-    return bad_value(a, "--seconds", ss);
+  int bad = opt_float(a, "seconds", 0.0f, FLT_MAX, "--seconds", &seconds);
+  if (bad)
+    return bad;
   proto_view view;
   int has_view;
   int vr = parse_view(a, &view, &has_view);

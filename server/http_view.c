@@ -59,6 +59,24 @@
 /* MSG_TEXT: a reply sent as a text frame (the map's, the agents' and the ticks' JSON). */
 enum { MSG_REPLY = 0, MSG_SNAPSHOT = 1, MSG_TEXT = 2 };
 
+/* What a view was given in the loop's current second, of a per-second limit. */
+typedef struct view_allowance {
+  uint64_t second;
+  uint32_t used;
+} view_allowance;
+
+/* 1 (and counted) while a's second has room under limit; a new second starts at 0. */
+static int per_second(view_allowance *a, uint64_t second, uint32_t limit) {
+  if (second != a->second) {
+    a->second = second;
+    a->used = 0;
+  }
+  if (a->used >= limit)
+    return 0;
+  a->used++;
+  return 1;
+}
+
 struct http_view {
   struct lws *wsi; /* NULL: slot free */
   uint32_t id;
@@ -66,9 +84,8 @@ struct http_view {
   int closing;    /* close once the queue is written (after an ERROR that ends the session) */
   int close_sent; /* the close frame is out: waiting for the peer's */
   proto_view view;
-  steer_id inspected;    /* the agent of the last QUERY: its EVENTs come to the view */
-  uint64_t marks_second; /* the loop's second of marks_sent */
-  uint32_t marks_sent;   /* STUCK and UNREACHABLE EVENTs of other agents sent in that second */
+  steer_id inspected;   /* the agent of the last QUERY: its EVENTs come to the view */
+  view_allowance marks; /* STUCK and UNREACHABLE EVENTs of other agents sent this second */
   uint32_t garbage;
   uint8_t *queue; /* VIEW_QUEUE_BYTES */
   size_t head, tail;
@@ -81,8 +98,7 @@ struct http_view {
   uint64_t agents_due_us; /* server time of its next agents message (0: with the next snapshot) */
   uint64_t ticks_sent;    /* the last tick whose period a ticks message carried */
   int role;               /* steerd_role: an admin view may send the admin's commands */
-  uint64_t edits_second;  /* the loop's second of edits_sent */
-  uint32_t edits_sent;    /* admin commands run in that second */
+  view_allowance edits;   /* admin commands run this second */
 };
 
 static uint32_t next_view_id = VIEW_ID_BASE + 1;
@@ -448,15 +464,7 @@ static int wants_mark(steerd_http *h, http_view *v, vec2 pos) {
   if (v->view.kind == PROTO_VIEW_CENTRE &&
       v2_len2(v2_sub(pos, wire_to_vec2(v->view.centre))) > v->view.radius * v->view.radius)
     return 0;
-  uint64_t second = uv_now(h->loop) / 1000;
-  if (second != v->marks_second) {
-    v->marks_second = second;
-    v->marks_sent = 0;
-  }
-  if (v->marks_sent >= VIEW_MARKS_PER_SECOND)
-    return 0;
-  v->marks_sent++;
-  return 1;
+  return per_second(&v->marks, uv_now(h->loop) / 1000, VIEW_MARKS_PER_SECOND);
 }
 
 /* The inspected agent's events, and the STUCK and UNREACHABLE of every agent
@@ -502,17 +510,11 @@ static void cmd_admin(steerd_http *h, http_view *v, const proto_command *cmd) {
                "only an admin's view sends SET_BEHAVIOUR, ADD_OBSTACLE and REMOVE_OBSTACLE", NULL);
     return;
   }
-  uint64_t second = steerd_server_time_us(h->server) / 1000000u;
-  if (second != v->edits_second) {
-    v->edits_second = second;
-    v->edits_sent = 0;
-  }
-  if (v->edits_sent >= VIEW_EDITS_PER_SECOND) {
+  if (!per_second(&v->edits, uv_now(h->loop) / 1000, VIEW_EDITS_PER_SECOND)) {
     send_error(h, v, cmd->request_id, PROTO_ERR_RATE_LIMITED, "too many commands: this one was not applied",
                NULL);
     return;
   }
-  v->edits_sent++;
   proto_ack ack;
   proto_error_msg err;
   int rc = steerd_server_admin_command(h->server, cmd, &ack, &err);

@@ -247,6 +247,15 @@ static proto_command hello(const char *token) {
   return cmd;
 }
 
+/* A view on port that said HELLO (no token) and got its WELCOME, into *m. */
+static ws_client *welcomed_view(uint16_t port, proto_server_msg *m) {
+  ws_client *c = ws_open(port);
+  proto_command h = hello(NULL);
+  ws_send(c, &h);
+  ck_assert(ws_next(c, m, WANT(PROTO_MSG_WELCOME), 3000));
+  return c;
+}
+
 static void start(steerd_proc *p, const char *const *extra) {
   static const char *const base[] = {"--http-port", "auto", NULL};
   ck_assert_int_eq(steerd_proc_start_with(p, STEERD_BINARY, base, extra, 10000), 0);
@@ -510,11 +519,8 @@ START_TEST(test_big_map_names_api_map) {
   steerd_proc p;
   const char *const extra[] = {"--no-demo", "--world", "-256,-256,256,256", "--map", path, NULL};
   start(&p, extra);
-  ws_client *c = ws_open(p.http_port);
-  proto_command h = hello(NULL);
-  ws_send(c, &h);
   proto_server_msg m;
-  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  ws_client *c = welcomed_view(p.http_port, &m);
   json_t *first = ws_next_map(c, 3000);
   ck_assert_ptr_nonnull(first);
   ck_assert_str_eq(json_string_value(json_object_get(first, "href")), "/api/map");
@@ -651,11 +657,8 @@ static void check_agents(ws_client *c, const json_t *agents, const proto_server_
 START_TEST(test_agents_message) {
   steerd_proc p;
   start(&p, NULL);
-  ws_client *c = ws_open(p.http_port);
-  proto_command h = hello(NULL);
-  ws_send(c, &h);
   proto_server_msg m;
-  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  ws_client *c = welcomed_view(p.http_port, &m);
   /* With the first snapshot: every agent of the world. */
   json_t *agents;
   ck_assert(ws_next_agents(c, &agents, &m, 3000));
@@ -712,11 +715,8 @@ START_TEST(test_admin_view_commands) {
   steerd_proc p;
   const char *const admin[] = {"--anonymous-role", "admin", NULL};
   start(&p, admin);
-  ws_client *c = ws_open(p.http_port);
-  proto_command h = hello(NULL);
-  ws_send(c, &h);
   proto_server_msg m;
-  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  ws_client *c = welcomed_view(p.http_port, &m);
   expect_role(c, "admin");
   ck_assert(ws_next(c, &m, WANT(PROTO_MSG_SNAPSHOT), 3000));
   proto_id agent = poses[0].id;
@@ -798,9 +798,7 @@ START_TEST(test_admin_view_commands) {
   ck_assert_int_eq(steerd_proc_stop(&p, 5000), 0);
   /* A controller's view (--anonymous-role controller): FORBIDDEN, the map unchanged. */
   start(&p, NULL);
-  c = ws_open(p.http_port);
-  ws_send(c, &h);
-  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  c = welcomed_view(p.http_port, &m);
   expect_role(c, "controller");
   add.request_id = 41;
   admin_send(c, &m, &add);
@@ -831,11 +829,8 @@ START_TEST(test_ticks_message) {
   static const char *const phases[] = {"step", "commands", "enet", "send", "checkpoint", "http"};
   steerd_proc p;
   start(&p, NULL);
-  ws_client *c = ws_open(p.http_port);
-  proto_command h = hello(NULL);
-  ws_send(c, &h);
   proto_server_msg m;
-  ck_assert(ws_next(c, &m, WANT(PROTO_MSG_WELCOME), 3000));
+  ws_client *c = welcomed_view(p.http_port, &m);
   double interval_ms = 1000.0 / m.welcome.tick_rate;
   uint64_t last = 0;
   for (int k = 0; k < 3; k++) {
